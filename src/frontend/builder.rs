@@ -1,0 +1,1 @@
+//! The Rust builder API (seed 003 style): binders take closures.

@@ -1,0 +1,1 @@
+//! numpy-style einsum strings to functions of the language.

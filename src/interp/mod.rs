@@ -1,0 +1,369 @@
+//! The reference interpreter: the exact meaning of LANGUAGE.md, written to be
+//! obviously right rather than fast. It is the oracle every other engine is
+//! compared against.
+//!
+//! Internally a tensor is a vector of element values and a pair is a pair, so
+//! arrays of pairs need no special casing; the boundary converts to and from
+//! [`Value`]s (struct of arrays).
+//!
+//! Strong zeros: a failed Iverson bracket evaluates to a *strong* zero. A
+//! product (or quotient) whose first factor is a strong zero is a strong
+//! zero without evaluating the other factor, and a product with a strong zero
+//! on the right is a strong zero whatever the left is (even NaN or infinite).
+//! Negation, and sums or differences whose operands are all strong zeros, stay
+//! strong. Everywhere else a strong zero is plain `0.0`.
+
+pub mod value;
+
+use crate::error::{Error, Result};
+use crate::syntax::ast::*;
+pub use value::{bind, order_named, Boundary, Sizes, Value};
+use ndarray::{ArrayD, Axis, IxDyn};
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
+#[derive(Clone, Debug)]
+enum V {
+    /// A number; the flag marks a strong zero.
+    Num(f64, bool),
+    Tensor(Rc<Vec<V>>),
+    Pair(Rc<(V, V)>),
+}
+
+impl V {
+    fn num(&self) -> (f64, bool) {
+        match self {
+            V::Num(x, s) => (*x, *s),
+            _ => unreachable!("a well-typed program only does arithmetic on numbers"),
+        }
+    }
+    fn zero_like(&self) -> V {
+        match self {
+            V::Num(..) => V::Num(0.0, false),
+            V::Tensor(v) => V::Tensor(Rc::new(v.iter().map(|e| e.zero_like()).collect())),
+            V::Pair(p) => V::Pair(Rc::new((p.0.zero_like(), p.1.zero_like()))),
+        }
+    }
+}
+
+struct Env {
+    values: Vec<(String, V)>,
+    indices: Vec<(String, i64)>,
+    sizes: Sizes,
+}
+
+impl Env {
+    fn index(&self, i: &str) -> i64 {
+        self.indices
+            .iter()
+            .rev()
+            .find(|(n, _)| n == i)
+            .map(|(_, v)| *v)
+            .expect("a well-typed program binds every index it uses")
+    }
+    fn size(&self, n: &Size) -> usize {
+        value::resolve(n, &self.sizes).expect("sizes are bound at the boundary")
+    }
+}
+
+fn eps(idx: &[i64]) -> f64 {
+    let n = idx.len() as i64;
+    if idx.iter().any(|&k| k < 0 || k >= n) {
+        return 0.0;
+    }
+    let mut sign = 1.0;
+    for a in 0..idx.len() {
+        for b in a + 1..idx.len() {
+            if idx[a] == idx[b] {
+                return 0.0;
+            }
+            if idx[a] > idx[b] {
+                sign = -sign;
+            }
+        }
+    }
+    sign
+}
+
+fn eval(e: &Expr, env: &mut Env) -> V {
+    match e {
+        Expr::Var(x) => env
+            .values
+            .iter()
+            .rev()
+            .find(|(n, _)| n == x)
+            .map(|(_, v)| v.clone())
+            .expect("a well-typed program binds every name it uses"),
+        Expr::Num(x) => V::Num(*x, false),
+        Expr::Bin(op, a, b) => {
+            let (x, sx) = eval(a, env).num();
+            if sx && matches!(op, BinOp::Mul | BinOp::Div) {
+                return V::Num(0.0, true);
+            }
+            let (y, sy) = eval(b, env).num();
+            match op {
+                BinOp::Mul if sy => V::Num(0.0, true),
+                BinOp::Add | BinOp::Sub => V::Num(op.apply(x, y), sx && sy),
+                _ => V::Num(op.apply(x, y), false),
+            }
+        }
+        Expr::Neg(a) => {
+            let (x, s) = eval(a, env).num();
+            if s {
+                V::Num(0.0, true)
+            } else {
+                V::Num(-x, false)
+            }
+        }
+        Expr::Call(f, args) => {
+            let xs: Vec<f64> = args.iter().map(|a| eval(a, env).num().0).collect();
+            V::Num(f.apply(&xs), false)
+        }
+        Expr::Pair(a, b) => {
+            let va = eval(a, env);
+            let vb = eval(b, env);
+            V::Pair(Rc::new((va, vb)))
+        }
+        Expr::Proj(k, a) => match eval(a, env) {
+            V::Pair(p) => {
+                if *k == 0 {
+                    p.0.clone()
+                } else {
+                    p.1.clone()
+                }
+            }
+            _ => unreachable!("a well-typed program only projects pairs"),
+        },
+        Expr::Gen(i, n, body) => {
+            let n = env.size(n);
+            let mut out = Vec::with_capacity(n);
+            for k in 0..n {
+                env.indices.push((i.clone(), k as i64));
+                out.push(eval(body, env));
+                env.indices.pop();
+            }
+            V::Tensor(Rc::new(out))
+        }
+        Expr::Sum(i, n, body) => {
+            let n = env.size(n);
+            let mut acc = 0.0;
+            let mut all_strong = n > 0;
+            for k in 0..n {
+                env.indices.push((i.clone(), k as i64));
+                let (x, s) = eval(body, env).num();
+                env.indices.pop();
+                acc += x;
+                all_strong &= s;
+            }
+            V::Num(acc, all_strong)
+        }
+        Expr::Access(a, idx) => {
+            let k = idx.eval(|v| env.index(v));
+            match eval(a, env) {
+                V::Tensor(items) => {
+                    if k >= 0 && (k as usize) < items.len() {
+                        items[k as usize].clone()
+                    } else if let Some(first) = items.first() {
+                        first.zero_like()
+                    } else {
+                        V::Num(0.0, false)
+                    }
+                }
+                _ => unreachable!("a well-typed program only indexes tensors"),
+            }
+        }
+        Expr::Bracket(p) => {
+            if p.eval(&|v| env.index(v)) {
+                V::Num(1.0, false)
+            } else {
+                V::Num(0.0, true)
+            }
+        }
+        Expr::Eps(idx) => {
+            let ks: Vec<i64> = idx.iter().map(|a| a.eval(|v| env.index(v))).collect();
+            V::Num(eps(&ks), false)
+        }
+        Expr::Let(x, e1, e2) => {
+            let v = eval(e1, env);
+            env.values.push((x.clone(), v));
+            let r = eval(e2, env);
+            env.values.pop();
+            r
+        }
+    }
+}
+
+fn slice(v: &Value, k: usize) -> Value {
+    match v {
+        Value::Array(a) => {
+            let s = a.index_axis(Axis(0), k).to_owned();
+            if s.ndim() == 0 {
+                Value::Real(s[IxDyn(&[])])
+            } else {
+                Value::Array(s)
+            }
+        }
+        Value::Pair(a, b) => Value::pair(slice(a, k), slice(b, k)),
+        Value::Real(_) => unreachable!("bound values match their types"),
+    }
+}
+
+fn outer_len(v: &Value) -> usize {
+    match v {
+        Value::Array(a) => a.shape()[0],
+        Value::Pair(a, _) => outer_len(a),
+        Value::Real(_) => unreachable!("bound values match their types"),
+    }
+}
+
+fn to_internal(v: &Value, t: &Type) -> V {
+    match t {
+        Type::Real => match v {
+            Value::Real(x) => V::Num(*x, false),
+            Value::Array(a) => V::Num(a[IxDyn(&[])], false),
+            Value::Pair(..) => unreachable!("bound values match their types"),
+        },
+        Type::Pair(ta, tb) => match v {
+            Value::Pair(a, b) => V::Pair(Rc::new((to_internal(a, ta), to_internal(b, tb)))),
+            _ => unreachable!("bound values match their types"),
+        },
+        Type::Tensor(_, e) => {
+            let n = outer_len(v);
+            V::Tensor(Rc::new(
+                (0..n).map(|k| to_internal(&slice(v, k), e)).collect(),
+            ))
+        }
+    }
+}
+
+fn boundary_shape(b: &Boundary, sizes: &Sizes) -> Result<Vec<usize>> {
+    match b {
+        Boundary::Array(s) => s.iter().map(|n| value::resolve(n, sizes)).collect(),
+        Boundary::Pair(..) => unreachable!("called on array boundaries only"),
+    }
+}
+
+fn to_boundary(v: &V, t: &Type, sizes: &Sizes) -> Result<Value> {
+    match t {
+        Type::Real => Ok(Value::Real(v.num().0)),
+        Type::Pair(ta, tb) => match v {
+            V::Pair(p) => Ok(Value::pair(
+                to_boundary(&p.0, ta, sizes)?,
+                to_boundary(&p.1, tb, sizes)?,
+            )),
+            _ => unreachable!("values match their types"),
+        },
+        Type::Tensor(..) => {
+            let b = Boundary::of(t);
+            stack(v, t, &b, sizes)
+        }
+    }
+}
+
+/// Convert a tensor value of type `t` (boundary `b`) to arrays.
+fn stack(v: &V, t: &Type, b: &Boundary, sizes: &Sizes) -> Result<Value> {
+    match b {
+        Boundary::Array(_) => {
+            let shape = boundary_shape(b, sizes)?;
+            value::checked_elements(&shape)?;
+            let mut data = Vec::new();
+            flatten(v, &mut data);
+            let a = ArrayD::from_shape_vec(IxDyn(&shape), data)
+                .map_err(|e| Error::Call(format!("internal shape mismatch: {e}")))?;
+            Ok(Value::Array(a))
+        }
+        Boundary::Pair(b0, b1) => Ok(Value::pair(
+            stack(&component(v, 0), &component_type(t, 0), b0, sizes)?,
+            stack(&component(v, 1), &component_type(t, 1), b1, sizes)?,
+        )),
+    }
+}
+
+fn flatten(v: &V, out: &mut Vec<f64>) {
+    match v {
+        V::Num(x, _) => out.push(*x),
+        V::Tensor(items) => items.iter().for_each(|i| flatten(i, out)),
+        V::Pair(_) => unreachable!("pairs are split before flattening"),
+    }
+}
+
+/// The k-th component of a (tensor of) pair(s), as a tensor of components.
+fn component(v: &V, k: usize) -> V {
+    match v {
+        V::Pair(p) => {
+            if k == 0 {
+                p.0.clone()
+            } else {
+                p.1.clone()
+            }
+        }
+        V::Tensor(items) => V::Tensor(Rc::new(items.iter().map(|i| component(i, k)).collect())),
+        V::Num(..) => unreachable!("components are taken of pairs only"),
+    }
+}
+
+fn component_type(t: &Type, k: usize) -> Type {
+    match t {
+        Type::Pair(a, b) => {
+            if k == 0 {
+                (**a).clone()
+            } else {
+                (**b).clone()
+            }
+        }
+        Type::Tensor(n, e) => Type::tensor(n.clone(), component_type(e, k)),
+        Type::Real => unreachable!("components are taken of pairs only"),
+    }
+}
+
+/// Run `f` on positional arguments. `f` must have passed the type checker;
+/// the arguments are checked here.
+pub fn run(f: &Function, args: &[Value]) -> Result<Value> {
+    let sig = crate::types::check(f).map_err(Error::Type)?;
+    let sizes = bind(f, args)?;
+    // refuse absurd result sizes before computing anything
+    if let Some(shape) = result_shapes(&sig.ret, &sizes)? {
+        for s in shape {
+            value::checked_elements(&s)?;
+        }
+    }
+    let mut env = Env {
+        values: Vec::new(),
+        indices: Vec::new(),
+        sizes: sizes.clone(),
+    };
+    for (p, v) in f.params.iter().zip(args) {
+        env.values.push((p.name.clone(), to_internal(v, &p.ty)));
+    }
+    let out = eval(&f.body, &mut env);
+    to_boundary(&out, &sig.ret, &sizes)
+}
+
+/// Run `f` on named arguments.
+pub fn run_named(f: &Function, args: BTreeMap<String, Value>) -> Result<Value> {
+    let args = order_named(f, args)?;
+    run(f, &args)
+}
+
+/// The resolved shapes of every array of a result of type `t`.
+pub fn result_shapes(t: &Type, sizes: &Sizes) -> Result<Option<Vec<Vec<usize>>>> {
+    fn go(b: &Boundary, sizes: &Sizes, out: &mut Vec<Vec<usize>>) -> Result<()> {
+        match b {
+            Boundary::Array(s) => {
+                out.push(
+                    s.iter()
+                        .map(|n| value::resolve(n, sizes))
+                        .collect::<Result<_>>()?,
+                );
+                Ok(())
+            }
+            Boundary::Pair(a, b) => {
+                go(a, sizes, out)?;
+                go(b, sizes, out)
+            }
+        }
+    }
+    let mut out = Vec::new();
+    go(&Boundary::of(t), sizes, &mut out)?;
+    Ok(Some(out))
+}

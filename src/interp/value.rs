@@ -1,0 +1,280 @@
+//! Values at the call boundary and the checks that bind arguments to a
+//! function's parameters.
+//!
+//! At the boundary a number is a `Real`, a tensor of numbers is an `ndarray`
+//! array of any strides, and anything holding pairs is a `Pair` of values:
+//! a tensor of pairs `[n](R,R)` travels as a pair of arrays (struct of
+//! arrays). [`bind`] checks rank, shape and size-name consistency and
+//! resolves every size name; every engine calls it before running.
+
+use crate::error::{Error, Result};
+use crate::syntax::ast::{Function, Size, Type};
+use crate::syntax::printer::print_type;
+use ndarray::ArrayD;
+use std::collections::BTreeMap;
+
+/// A value passed to or returned from a function.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Value {
+    Real(f64),
+    Array(ArrayD<f64>),
+    Pair(Box<Value>, Box<Value>),
+}
+
+impl Value {
+    pub fn pair(a: Value, b: Value) -> Value {
+        Value::Pair(Box::new(a), Box::new(b))
+    }
+    /// Nested JSON lists; pairs become 2-element lists.
+    pub fn to_json(&self) -> serde_json::Value {
+        fn arr(a: ndarray::ArrayViewD<f64>) -> serde_json::Value {
+            if a.ndim() == 0 {
+                return num(a[ndarray::IxDyn(&[])]);
+            }
+            serde_json::Value::Array(a.outer_iter().map(arr).collect())
+        }
+        fn num(x: f64) -> serde_json::Value {
+            serde_json::Number::from_f64(x)
+                .map(serde_json::Value::Number)
+                .unwrap_or_else(|| serde_json::Value::String(format!("{x}")))
+        }
+        match self {
+            Value::Real(x) => num(*x),
+            Value::Array(a) => arr(a.view()),
+            Value::Pair(a, b) => serde_json::Value::Array(vec![a.to_json(), b.to_json()]),
+        }
+    }
+    /// Compare with a relative tolerance (`|a-b| <= rtol·max(|a|,|b|) + atol`);
+    /// NaNs compare equal to NaNs.
+    pub fn approx_eq(&self, other: &Value, rtol: f64, atol: f64) -> bool {
+        fn close(a: f64, b: f64, rtol: f64, atol: f64) -> bool {
+            if a.is_nan() || b.is_nan() {
+                return a.is_nan() && b.is_nan();
+            }
+            if a == b {
+                return true;
+            }
+            (a - b).abs() <= rtol * a.abs().max(b.abs()) + atol
+        }
+        match (self, other) {
+            (Value::Real(a), Value::Real(b)) => close(*a, *b, rtol, atol),
+            (Value::Array(a), Value::Array(b)) => {
+                a.shape() == b.shape()
+                    && a.iter().zip(b.iter()).all(|(x, y)| close(*x, *y, rtol, atol))
+            }
+            (Value::Pair(a0, a1), Value::Pair(b0, b1)) => {
+                a0.approx_eq(b0, rtol, atol) && a1.approx_eq(b1, rtol, atol)
+            }
+            _ => false,
+        }
+    }
+}
+
+impl std::fmt::Display for Value {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        fn arr(a: ndarray::ArrayViewD<f64>, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            if a.ndim() == 0 {
+                return write!(f, "{}", a[ndarray::IxDyn(&[])]);
+            }
+            write!(f, "[")?;
+            for (k, row) in a.outer_iter().enumerate() {
+                if k > 0 {
+                    write!(f, ", ")?;
+                }
+                arr(row, f)?;
+            }
+            write!(f, "]")
+        }
+        match self {
+            Value::Real(x) => write!(f, "{x}"),
+            Value::Array(a) => arr(a.view(), f),
+            Value::Pair(a, b) => write!(f, "({a}, {b})"),
+        }
+    }
+}
+
+/// How a type travels across the boundary: an array of some sizes (no sizes:
+/// a number) or a pair of such.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Boundary {
+    Array(Vec<Size>),
+    Pair(Box<Boundary>, Box<Boundary>),
+}
+
+impl Boundary {
+    /// The boundary form of a type: tensors of pairs become pairs of tensors.
+    pub fn of(t: &Type) -> Boundary {
+        match t {
+            Type::Real => Boundary::Array(vec![]),
+            Type::Pair(a, b) => Boundary::Pair(Box::new(Boundary::of(a)), Box::new(Boundary::of(b))),
+            Type::Tensor(n, e) => Boundary::of(e).prefixed(n),
+        }
+    }
+    fn prefixed(self, n: &Size) -> Boundary {
+        match self {
+            Boundary::Array(mut s) => {
+                s.insert(0, n.clone());
+                Boundary::Array(s)
+            }
+            Boundary::Pair(a, b) => {
+                Boundary::Pair(Box::new(a.prefixed(n)), Box::new(b.prefixed(n)))
+            }
+        }
+    }
+}
+
+/// Size names resolved from the arguments' shapes.
+pub type Sizes = BTreeMap<String, usize>;
+
+/// The largest number of elements one tensor may have (2^40 f64s = 8 TiB):
+/// larger declared or computed sizes are refused before anything is allocated.
+pub const MAX_ELEMENTS: u128 = 1 << 40;
+
+/// Resolve a size with the bound size names.
+pub fn resolve(n: &Size, sizes: &Sizes) -> Result<usize> {
+    match n {
+        Size::Lit(k) => Ok(*k),
+        Size::Named(s) => sizes
+            .get(s)
+            .copied()
+            .ok_or_else(|| Error::Call(format!("size `{s}` is not known from the arguments"))),
+    }
+}
+
+fn check_value(
+    v: &Value,
+    b: &Boundary,
+    what: &str,
+    sizes: &mut Sizes,
+    origin: &mut BTreeMap<String, String>,
+) -> Result<()> {
+    match (b, v) {
+        (Boundary::Array(s), Value::Real(_)) if s.is_empty() => Ok(()),
+        (Boundary::Array(s), Value::Array(a)) => {
+            if a.ndim() != s.len() {
+                let got = a.ndim();
+                return Err(Error::Call(if s.is_empty() {
+                    format!("{what}: expected a number, got an array with {got} dims")
+                } else {
+                    format!("{what}: expected {} dims, got {got}", s.len())
+                }));
+            }
+            for (axis, (want, &got)) in s.iter().zip(a.shape()).enumerate() {
+                match want {
+                    Size::Lit(k) if *k != got => {
+                        return Err(Error::Call(format!(
+                            "{what}: axis {axis} has size {got} but the type says {k}"
+                        )))
+                    }
+                    Size::Lit(_) => {}
+                    Size::Named(n) => match sizes.get(n) {
+                        Some(&prev) if prev != got => {
+                            return Err(Error::Call(format!(
+                                "size `{n}` is {prev} from {} but {got} from {what} (axis {axis})",
+                                origin[n]
+                            )))
+                        }
+                        Some(_) => {}
+                        None => {
+                            sizes.insert(n.clone(), got);
+                            origin.insert(n.clone(), what.to_string());
+                        }
+                    },
+                }
+            }
+            Ok(())
+        }
+        (Boundary::Pair(b0, b1), Value::Pair(v0, v1)) => {
+            check_value(v0, b0, &format!("{what}.0"), sizes, origin)?;
+            check_value(v1, b1, &format!("{what}.1"), sizes, origin)
+        }
+        (Boundary::Pair(..), _) => Err(Error::Call(format!(
+            "{what}: expected a pair of values, got {}",
+            describe(v)
+        ))),
+        (Boundary::Array(s), _) => Err(Error::Call(if s.is_empty() {
+            format!("{what}: expected a number, got {}", describe(v))
+        } else {
+            format!("{what}: expected an array with {} dims, got {}", s.len(), describe(v))
+        })),
+    }
+}
+
+fn describe(v: &Value) -> String {
+    match v {
+        Value::Real(_) => "a number".into(),
+        Value::Array(a) => format!("an array of shape {:?}", a.shape()),
+        Value::Pair(..) => "a pair".into(),
+    }
+}
+
+/// Check `args` (positional) against `f`'s parameters and resolve the size
+/// names. Also refuses a declared result whose size would be absurd.
+pub fn bind(f: &Function, args: &[Value]) -> Result<Sizes> {
+    if args.len() != f.params.len() {
+        return Err(Error::Call(format!(
+            "`{}` takes {} argument{}, got {}",
+            f.name,
+            f.params.len(),
+            if f.params.len() == 1 { "" } else { "s" },
+            args.len()
+        )));
+    }
+    let mut sizes = Sizes::new();
+    let mut origin = BTreeMap::new();
+    for (p, v) in f.params.iter().zip(args) {
+        check_value(
+            v,
+            &Boundary::of(&p.ty),
+            &format!("argument `{}` ({})", p.name, print_type(&p.ty)),
+            &mut sizes,
+            &mut origin,
+        )?;
+    }
+    Ok(sizes)
+}
+
+/// Order named arguments by the function's parameters.
+pub fn order_named(f: &Function, mut named: BTreeMap<String, Value>) -> Result<Vec<Value>> {
+    let mut out = Vec::new();
+    for p in &f.params {
+        match named.remove(&p.name) {
+            Some(v) => out.push(v),
+            None => {
+                return Err(Error::Call(format!(
+                    "missing argument `{}` ({}) of `{}`",
+                    p.name,
+                    print_type(&p.ty),
+                    f.name
+                )))
+            }
+        }
+    }
+    if let Some(k) = named.keys().next() {
+        return Err(Error::Call(format!(
+            "`{}` has no parameter `{k}` (parameters: {})",
+            f.name,
+            f.params
+                .iter()
+                .map(|p| p.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    }
+    Ok(out)
+}
+
+/// Number of f64 elements of a resolved boundary shape, refusing overflow and
+/// sizes above [`MAX_ELEMENTS`].
+pub fn checked_elements(shape: &[usize]) -> Result<usize> {
+    let mut n: u128 = 1;
+    for &d in shape {
+        n = n.saturating_mul(d as u128);
+    }
+    if n > MAX_ELEMENTS {
+        return Err(Error::Call(format!(
+            "a tensor of shape {shape:?} is too large ({n} elements; the limit is {MAX_ELEMENTS})"
+        )));
+    }
+    Ok(n as usize)
+}

@@ -1,0 +1,438 @@
+//! The IR of the tensor language: types, affine indices, predicates,
+//! expressions and functions.
+//!
+//! This one tree is shared by every stage: the parser produces it, the printer
+//! writes it back, the builder and einsum front end construct it, the type
+//! checker and interpreter consume it, and the e-graph and JIT translate it.
+//! It carries no source positions (the parser returns those beside it, in a
+//! [`SpanTree`](crate::syntax::SpanTree)), so structural equality is program
+//! equality. Everything is serde-serializable.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// The size of one tensor axis or binder range.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum Size {
+    /// A size fixed in the program text.
+    Lit(usize),
+    /// A size name fixed at run time by the shapes of the inputs.
+    Named(String),
+}
+
+impl fmt::Display for Size {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Size::Lit(n) => write!(f, "{n}"),
+            Size::Named(s) => write!(f, "{s}"),
+        }
+    }
+}
+
+/// A type: a real number, a tensor of some element type, or a pair.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Type {
+    Real,
+    Tensor(Size, Box<Type>),
+    Pair(Box<Type>, Box<Type>),
+}
+
+impl Type {
+    pub fn tensor(size: Size, elem: Type) -> Type {
+        Type::Tensor(size, Box::new(elem))
+    }
+    pub fn pair(a: Type, b: Type) -> Type {
+        Type::Pair(Box::new(a), Box::new(b))
+    }
+    /// `[s0, s1, ...]R`.
+    pub fn array(sizes: impl IntoIterator<Item = Size>) -> Type {
+        let sizes: Vec<Size> = sizes.into_iter().collect();
+        sizes
+            .into_iter()
+            .rev()
+            .fold(Type::Real, |t, s| Type::tensor(s, t))
+    }
+    /// Every size name that occurs in this type, in order of first occurrence.
+    pub fn size_names(&self, out: &mut Vec<String>) {
+        match self {
+            Type::Real => {}
+            Type::Tensor(s, t) => {
+                if let Size::Named(n) = s {
+                    if !out.contains(n) {
+                        out.push(n.clone());
+                    }
+                }
+                t.size_names(out)
+            }
+            Type::Pair(a, b) => {
+                a.size_names(out);
+                b.size_names(out);
+            }
+        }
+    }
+    /// True when no pair occurs anywhere inside the type.
+    pub fn is_pair_free(&self) -> bool {
+        match self {
+            Type::Real => true,
+            Type::Tensor(_, t) => t.is_pair_free(),
+            Type::Pair(..) => false,
+        }
+    }
+}
+
+/// An affine index expression `c0 + Σ ck·ik` over index names.
+///
+/// Kept canonical: terms sorted by name, no zero coefficients, so two
+/// expressions are equal exactly when they are the same affine function.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default)]
+pub struct Affine {
+    pub terms: BTreeMap<String, i64>,
+    pub constant: i64,
+}
+
+impl Affine {
+    pub fn var(name: impl Into<String>) -> Affine {
+        let mut terms = BTreeMap::new();
+        terms.insert(name.into(), 1);
+        Affine { terms, constant: 0 }
+    }
+    pub fn constant(c: i64) -> Affine {
+        Affine {
+            terms: BTreeMap::new(),
+            constant: c,
+        }
+    }
+    /// The index name when this is a plain index `i`.
+    pub fn as_var(&self) -> Option<&str> {
+        if self.constant == 0 && self.terms.len() == 1 {
+            let (k, v) = self.terms.iter().next().unwrap();
+            if *v == 1 {
+                return Some(k);
+            }
+        }
+        None
+    }
+    pub fn as_const(&self) -> Option<i64> {
+        self.terms.is_empty().then_some(self.constant)
+    }
+    pub fn add(&self, o: &Affine) -> Affine {
+        let mut r = self.clone();
+        for (k, v) in &o.terms {
+            *r.terms.entry(k.clone()).or_insert(0) += v;
+        }
+        r.constant += o.constant;
+        r.terms.retain(|_, v| *v != 0);
+        r
+    }
+    pub fn scale(&self, c: i64) -> Affine {
+        if c == 0 {
+            return Affine::default();
+        }
+        Affine {
+            terms: self.terms.iter().map(|(k, v)| (k.clone(), v * c)).collect(),
+            constant: self.constant * c,
+        }
+    }
+    pub fn sub(&self, o: &Affine) -> Affine {
+        self.add(&o.scale(-1))
+    }
+    pub fn vars(&self) -> impl Iterator<Item = &str> {
+        self.terms.keys().map(|s| s.as_str())
+    }
+    /// Evaluate with index values looked up by `env`.
+    pub fn eval(&self, env: impl Fn(&str) -> i64) -> i64 {
+        self.terms
+            .iter()
+            .fold(self.constant, |acc, (k, v)| acc + v * env(k))
+    }
+    /// Substitute index `name` by `by`.
+    pub fn subst(&self, name: &str, by: &Affine) -> Affine {
+        match self.terms.get(name) {
+            None => self.clone(),
+            Some(&c) => {
+                let mut rest = self.clone();
+                rest.terms.remove(name);
+                rest.add(&by.scale(c))
+            }
+        }
+    }
+}
+
+/// Comparison operators in predicates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum CmpOp {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+impl CmpOp {
+    pub fn symbol(self) -> &'static str {
+        match self {
+            CmpOp::Eq => "=",
+            CmpOp::Ne => "!=",
+            CmpOp::Lt => "<",
+            CmpOp::Le => "<=",
+            CmpOp::Gt => ">",
+            CmpOp::Ge => ">=",
+        }
+    }
+    pub fn holds(self, a: i64, b: i64) -> bool {
+        match self {
+            CmpOp::Eq => a == b,
+            CmpOp::Ne => a != b,
+            CmpOp::Lt => a < b,
+            CmpOp::Le => a <= b,
+            CmpOp::Gt => a > b,
+            CmpOp::Ge => a >= b,
+        }
+    }
+}
+
+/// A predicate over index expressions, the inside of an Iverson bracket.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum Pred {
+    Cmp(CmpOp, Affine, Affine),
+    And(Box<Pred>, Box<Pred>),
+    Or(Box<Pred>, Box<Pred>),
+    Not(Box<Pred>),
+}
+
+impl Pred {
+    pub fn eval(&self, env: &impl Fn(&str) -> i64) -> bool {
+        match self {
+            Pred::Cmp(op, a, b) => op.holds(a.eval(env), b.eval(env)),
+            Pred::And(a, b) => a.eval(env) && b.eval(env),
+            Pred::Or(a, b) => a.eval(env) || b.eval(env),
+            Pred::Not(a) => !a.eval(env),
+        }
+    }
+    /// Every affine expression inside the predicate.
+    pub fn affines(&self) -> Vec<&Affine> {
+        match self {
+            Pred::Cmp(_, a, b) => vec![a, b],
+            Pred::And(a, b) | Pred::Or(a, b) => {
+                let mut v = a.affines();
+                v.extend(b.affines());
+                v
+            }
+            Pred::Not(a) => a.affines(),
+        }
+    }
+    pub fn map_affine(&self, f: &impl Fn(&Affine) -> Affine) -> Pred {
+        match self {
+            Pred::Cmp(op, a, b) => Pred::Cmp(*op, f(a), f(b)),
+            Pred::And(a, b) => Pred::And(Box::new(a.map_affine(f)), Box::new(b.map_affine(f))),
+            Pred::Or(a, b) => Pred::Or(Box::new(a.map_affine(f)), Box::new(b.map_affine(f))),
+            Pred::Not(a) => Pred::Not(Box::new(a.map_affine(f))),
+        }
+    }
+}
+
+/// Binary arithmetic operators.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum BinOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+}
+
+impl BinOp {
+    pub fn symbol(self) -> &'static str {
+        match self {
+            BinOp::Add => "+",
+            BinOp::Sub => "-",
+            BinOp::Mul => "*",
+            BinOp::Div => "/",
+        }
+    }
+    pub fn apply(self, a: f64, b: f64) -> f64 {
+        match self {
+            BinOp::Add => a + b,
+            BinOp::Sub => a - b,
+            BinOp::Mul => a * b,
+            BinOp::Div => a / b,
+        }
+    }
+}
+
+/// The scalar functions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum Func {
+    Sqrt,
+    Exp,
+    Log,
+    Sin,
+    Cos,
+    Tanh,
+    Abs,
+    Max,
+    Min,
+}
+
+impl Func {
+    pub const ALL: [Func; 9] = [
+        Func::Sqrt,
+        Func::Exp,
+        Func::Log,
+        Func::Sin,
+        Func::Cos,
+        Func::Tanh,
+        Func::Abs,
+        Func::Max,
+        Func::Min,
+    ];
+    pub fn name(self) -> &'static str {
+        match self {
+            Func::Sqrt => "sqrt",
+            Func::Exp => "exp",
+            Func::Log => "log",
+            Func::Sin => "sin",
+            Func::Cos => "cos",
+            Func::Tanh => "tanh",
+            Func::Abs => "abs",
+            Func::Max => "max",
+            Func::Min => "min",
+        }
+    }
+    pub fn from_name(s: &str) -> Option<Func> {
+        Func::ALL.iter().copied().find(|f| f.name() == s)
+    }
+    pub fn arity(self) -> usize {
+        match self {
+            Func::Max | Func::Min => 2,
+            _ => 1,
+        }
+    }
+    pub fn apply(self, args: &[f64]) -> f64 {
+        match self {
+            Func::Sqrt => args[0].sqrt(),
+            Func::Exp => args[0].exp(),
+            Func::Log => args[0].ln(),
+            Func::Sin => args[0].sin(),
+            Func::Cos => args[0].cos(),
+            Func::Tanh => args[0].tanh(),
+            Func::Abs => args[0].abs(),
+            Func::Max => args[0].max(args[1]),
+            Func::Min => args[0].min(args[1]),
+        }
+    }
+}
+
+/// An expression of the tensor language.
+///
+/// Multi-binder forms are nested: `gen(i:n, j:m) e` is
+/// `Gen(i, n, Gen(j, m, e))`, and `e[i,j]` is `Access(Access(e, i), j)`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Expr {
+    /// A parameter or let-bound name.
+    Var(String),
+    /// A number literal. The parser only produces finite non-negative ones.
+    Num(f64),
+    Bin(BinOp, Box<Expr>, Box<Expr>),
+    Neg(Box<Expr>),
+    Call(Func, Vec<Expr>),
+    Pair(Box<Expr>, Box<Expr>),
+    /// `e.0` or `e.1`.
+    Proj(u8, Box<Expr>),
+    /// `gen(i:n) e`.
+    Gen(String, Size, Box<Expr>),
+    /// `sum(i:n) e`.
+    Sum(String, Size, Box<Expr>),
+    /// `e[ι]`, indexing the outermost axis.
+    Access(Box<Expr>, Affine),
+    /// The Iverson bracket `[p]`.
+    Bracket(Pred),
+    /// The Levi-Civita symbol over 2 or 3 indices.
+    Eps(Vec<Affine>),
+    /// `let x = e1 in e2`.
+    Let(String, Box<Expr>, Box<Expr>),
+}
+
+impl Expr {
+    pub fn var(s: impl Into<String>) -> Expr {
+        Expr::Var(s.into())
+    }
+    pub fn bin(op: BinOp, a: Expr, b: Expr) -> Expr {
+        Expr::Bin(op, Box::new(a), Box::new(b))
+    }
+    pub fn gen(i: impl Into<String>, n: Size, body: Expr) -> Expr {
+        Expr::Gen(i.into(), n, Box::new(body))
+    }
+    pub fn sum(i: impl Into<String>, n: Size, body: Expr) -> Expr {
+        Expr::Sum(i.into(), n, Box::new(body))
+    }
+    pub fn access(e: Expr, idx: Affine) -> Expr {
+        Expr::Access(Box::new(e), idx)
+    }
+    pub fn proj(k: u8, e: Expr) -> Expr {
+        Expr::Proj(k, Box::new(e))
+    }
+    pub fn pair(a: Expr, b: Expr) -> Expr {
+        Expr::Pair(Box::new(a), Box::new(b))
+    }
+    pub fn let_(x: impl Into<String>, e1: Expr, e2: Expr) -> Expr {
+        Expr::Let(x.into(), Box::new(e1), Box::new(e2))
+    }
+    /// The direct sub-expressions, in the order the span tree stores them.
+    pub fn children(&self) -> Vec<&Expr> {
+        match self {
+            Expr::Var(_) | Expr::Num(_) | Expr::Bracket(_) | Expr::Eps(_) => vec![],
+            Expr::Bin(_, a, b) | Expr::Pair(a, b) | Expr::Let(_, a, b) => vec![a, b],
+            Expr::Neg(a) | Expr::Proj(_, a) | Expr::Gen(_, _, a) | Expr::Sum(_, _, a) => {
+                vec![a]
+            }
+            Expr::Access(a, _) => vec![a],
+            Expr::Call(_, args) => args.iter().collect(),
+        }
+    }
+    /// Number of nodes in the tree.
+    pub fn size(&self) -> usize {
+        1 + self.children().iter().map(|c| c.size()).sum::<usize>()
+    }
+}
+
+/// A function parameter.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Param {
+    pub name: String,
+    pub ty: Type,
+}
+
+/// `fn name(params) -> ret = body`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Function {
+    pub name: String,
+    pub params: Vec<Param>,
+    /// The declared result type; `None` when left out (inferred).
+    pub ret: Option<Type>,
+    pub body: Expr,
+}
+
+impl Function {
+    /// Size names bound by the parameters, in order of first occurrence.
+    pub fn size_names(&self) -> Vec<String> {
+        let mut v = Vec::new();
+        for p in &self.params {
+            p.ty.size_names(&mut v);
+        }
+        v
+    }
+}
+
+/// A file: one or more functions.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default)]
+pub struct Program {
+    pub functions: Vec<Function>,
+}
+
+impl Program {
+    pub fn get(&self, name: &str) -> Option<&Function> {
+        self.functions.iter().find(|f| f.name == name)
+    }
+}

@@ -1,0 +1,10 @@
+//! Syntax: the IR ([`ast`]), the parser from surface text ([`parser`]) and
+//! the printer back to it ([`printer`]). `parse(print(p)) == p`.
+
+pub mod ast;
+pub mod parser;
+pub mod printer;
+
+pub use ast::*;
+pub use parser::{parse_expr, parse_program, parse_type, FunctionSpans, Parsed, SpanTree};
+pub use printer::{print_expr, print_function, print_program, print_type};

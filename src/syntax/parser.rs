@@ -1,0 +1,826 @@
+//! Lexer and recursive-descent parser for the surface syntax of LANGUAGE.md.
+//!
+//! The parser returns the IR together with a [`SpanTree`] that mirrors each
+//! function body node for node, so later stages can point at source text
+//! without the IR carrying positions. A syntax error stops the function it is
+//! in; parsing resumes at the next `fn`, so one run reports an error per
+//! broken function.
+
+use super::ast::*;
+use crate::diag::{Diagnostic, Span};
+
+/// Deepest expression nesting the parser accepts (guards the stack).
+pub const MAX_DEPTH: usize = 200;
+
+/// Source positions of an expression tree: `children` follow
+/// [`Expr::children`] order exactly.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct SpanTree {
+    pub span: Span,
+    pub children: Vec<SpanTree>,
+}
+
+impl SpanTree {
+    fn leaf(span: Span) -> SpanTree {
+        SpanTree {
+            span,
+            children: vec![],
+        }
+    }
+    fn node(span: Span, children: Vec<SpanTree>) -> SpanTree {
+        SpanTree { span, children }
+    }
+}
+
+/// Where the pieces of a parsed function are in the source.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct FunctionSpans {
+    pub name: Span,
+    pub params: Vec<Span>,
+    pub ret: Option<Span>,
+    pub body: SpanTree,
+}
+
+/// A parsed file: the program and the spans of each function.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct Parsed {
+    pub program: Program,
+    pub spans: Vec<FunctionSpans>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+enum Tok {
+    Ident(String),
+    Int(u64),
+    Float(f64),
+    Sym(&'static str),
+    Eof,
+}
+
+impl Tok {
+    fn describe(&self) -> String {
+        match self {
+            Tok::Ident(s) => format!("`{s}`"),
+            Tok::Int(n) => format!("`{n}`"),
+            Tok::Float(x) => format!("`{x}`"),
+            Tok::Sym(s) => format!("`{s}`"),
+            Tok::Eof => "end of input".into(),
+        }
+    }
+}
+
+const SYMS: [&str; 25] = [
+    "->", "==", "!=", "<=", ">=", "&&", "||", "(", ")", "[", "]", ",", ":", ";", "+", "-", "*",
+    "/", "=", "<", ">", "!", ".", "{", "}",
+];
+
+fn lex(src: &str) -> Result<Vec<(Tok, Span)>, Diagnostic> {
+    let b = src.as_bytes();
+    let mut i = 0;
+    let mut out: Vec<(Tok, Span)> = Vec::new();
+    while i < b.len() {
+        let c = b[i];
+        if c.is_ascii_whitespace() {
+            i += 1;
+            continue;
+        }
+        if c == b'#' {
+            while i < b.len() && b[i] != b'\n' {
+                i += 1;
+            }
+            continue;
+        }
+        let start = i;
+        if c.is_ascii_alphabetic() || c == b'_' {
+            while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_') {
+                i += 1;
+            }
+            out.push((Tok::Ident(src[start..i].to_string()), Span::new(start, i)));
+            continue;
+        }
+        if c.is_ascii_digit() {
+            while i < b.len() && b[i].is_ascii_digit() {
+                i += 1;
+            }
+            let after_dot = matches!(out.last(), Some((Tok::Sym("."), _)));
+            let mut is_float = false;
+            if !after_dot {
+                if i + 1 < b.len() && b[i] == b'.' && b[i + 1].is_ascii_digit() {
+                    is_float = true;
+                    i += 1;
+                    while i < b.len() && b[i].is_ascii_digit() {
+                        i += 1;
+                    }
+                } else if i < b.len()
+                    && b[i] == b'.'
+                    && !(i + 1 < b.len() && b[i + 1].is_ascii_digit())
+                {
+                    // `2.` is a number too
+                    is_float = true;
+                    i += 1;
+                }
+                if i < b.len() && (b[i] == b'e' || b[i] == b'E') {
+                    let mut j = i + 1;
+                    if j < b.len() && (b[j] == b'+' || b[j] == b'-') {
+                        j += 1;
+                    }
+                    if j < b.len() && b[j].is_ascii_digit() {
+                        is_float = true;
+                        i = j;
+                        while i < b.len() && b[i].is_ascii_digit() {
+                            i += 1;
+                        }
+                    }
+                }
+            }
+            let text = &src[start..i];
+            let span = Span::new(start, i);
+            let tok = if is_float {
+                Tok::Float(text.parse().map_err(|_| {
+                    Diagnostic::new(format!("malformed number `{text}`"), Some(span))
+                })?)
+            } else {
+                match text.parse::<u64>() {
+                    Ok(n) => Tok::Int(n),
+                    Err(_) => Tok::Float(text.parse().map_err(|_| {
+                        Diagnostic::new(format!("malformed number `{text}`"), Some(span))
+                    })?),
+                }
+            };
+            out.push((tok, span));
+            continue;
+        }
+        let rest = &src[i..];
+        match SYMS.iter().find(|s| rest.starts_with(**s)) {
+            Some(s) => {
+                i += s.len();
+                out.push((Tok::Sym(s), Span::new(start, i)));
+            }
+            None => {
+                let ch = rest.chars().next().unwrap();
+                return Err(Diagnostic::new(
+                    format!("unexpected character `{ch}`"),
+                    Some(Span::new(start, start + ch.len_utf8())),
+                ));
+            }
+        }
+    }
+    out.push((Tok::Eof, Span::new(src.len(), src.len())));
+    Ok(out)
+}
+
+const KEYWORDS: [&str; 5] = ["fn", "let", "in", "gen", "sum"];
+
+struct Parser {
+    toks: Vec<(Tok, Span)>,
+    pos: usize,
+    depth: usize,
+}
+
+type PResult<T> = Result<T, Diagnostic>;
+
+impl Parser {
+    fn peek(&self) -> &Tok {
+        &self.toks[self.pos].0
+    }
+    fn peek_at(&self, k: usize) -> &Tok {
+        &self.toks[(self.pos + k).min(self.toks.len() - 1)].0
+    }
+    fn span(&self) -> Span {
+        self.toks[self.pos].1
+    }
+    fn prev_end(&self) -> usize {
+        if self.pos == 0 {
+            0
+        } else {
+            self.toks[self.pos - 1].1.end
+        }
+    }
+    fn bump(&mut self) -> (Tok, Span) {
+        let t = self.toks[self.pos].clone();
+        if self.pos + 1 < self.toks.len() {
+            self.pos += 1;
+        }
+        t
+    }
+    fn is_sym(&self, s: &str) -> bool {
+        matches!(self.peek(), Tok::Sym(x) if *x == s)
+    }
+    fn is_kw(&self, s: &str) -> bool {
+        matches!(self.peek(), Tok::Ident(x) if x == s)
+    }
+    fn eat_sym(&mut self, s: &str) -> bool {
+        if self.is_sym(s) {
+            self.bump();
+            true
+        } else {
+            false
+        }
+    }
+    fn err<T>(&self, msg: impl Into<String>) -> PResult<T> {
+        Err(Diagnostic::new(msg, Some(self.span())))
+    }
+    fn expect_sym(&mut self, s: &str, what: &str) -> PResult<Span> {
+        if self.is_sym(s) {
+            Ok(self.bump().1)
+        } else {
+            self.err(format!(
+                "expected `{s}` {what}, found {}",
+                self.peek().describe()
+            ))
+        }
+    }
+    fn expect_kw(&mut self, s: &str, what: &str) -> PResult<Span> {
+        if self.is_kw(s) {
+            Ok(self.bump().1)
+        } else {
+            self.err(format!(
+                "expected `{s}` {what}, found {}",
+                self.peek().describe()
+            ))
+        }
+    }
+    fn ident(&mut self, what: &str) -> PResult<(String, Span)> {
+        match self.peek().clone() {
+            Tok::Ident(s) if !KEYWORDS.contains(&s.as_str()) => {
+                let sp = self.bump().1;
+                Ok((s, sp))
+            }
+            t => self.err(format!("expected {what}, found {}", t.describe())),
+        }
+    }
+    fn enter(&mut self) -> PResult<()> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            return self.err(format!(
+                "expression nested too deeply (more than {MAX_DEPTH} levels)"
+            ));
+        }
+        Ok(())
+    }
+
+    // ---- functions and types ----
+
+    fn function(&mut self) -> PResult<(Function, FunctionSpans)> {
+        self.expect_kw("fn", "to start a function")?;
+        let (name, name_span) = self.ident("a function name")?;
+        self.expect_sym("(", "after the function name")?;
+        let mut params = Vec::new();
+        let mut pspans = Vec::new();
+        if !self.is_sym(")") {
+            loop {
+                let (pname, psp) = self.ident("a parameter name")?;
+                self.expect_sym(":", "after the parameter name")?;
+                let ty = self.ty()?;
+                params.push(Param { name: pname, ty });
+                pspans.push(psp.join(Span::new(psp.start, self.prev_end())));
+                if !self.eat_sym(",") {
+                    break;
+                }
+            }
+        }
+        self.expect_sym(")", "to close the parameter list")?;
+        let (ret, ret_span) = if self.eat_sym("->") {
+            let s = self.span().start;
+            let t = self.ty()?;
+            (Some(t), Some(Span::new(s, self.prev_end())))
+        } else {
+            (None, None)
+        };
+        self.expect_sym("=", "before the function body")?;
+        let (body, bsp) = self.expr()?;
+        self.eat_sym(";");
+        if !matches!(self.peek(), Tok::Eof) && !self.is_kw("fn") {
+            return self.err(format!(
+                "unexpected {} after the function body (a binder extends as far right as possible; an operator or `)` may be missing)",
+                self.peek().describe()
+            ));
+        }
+        Ok((
+            Function {
+                name,
+                params,
+                ret,
+                body,
+            },
+            FunctionSpans {
+                name: name_span,
+                params: pspans,
+                ret: ret_span,
+                body: bsp,
+            },
+        ))
+    }
+
+    fn size(&mut self) -> PResult<Size> {
+        match self.peek().clone() {
+            Tok::Int(n) => {
+                self.bump();
+                Ok(Size::Lit(n as usize))
+            }
+            Tok::Ident(s) if !KEYWORDS.contains(&s.as_str()) => {
+                self.bump();
+                Ok(Size::Named(s))
+            }
+            t => self.err(format!(
+                "expected a size (an integer or a size name), found {}",
+                t.describe()
+            )),
+        }
+    }
+
+    fn ty(&mut self) -> PResult<Type> {
+        self.enter()?;
+        let r = self.ty_inner();
+        self.depth -= 1;
+        r
+    }
+
+    fn ty_inner(&mut self) -> PResult<Type> {
+        if self.is_kw("R") {
+            self.bump();
+            return Ok(Type::Real);
+        }
+        if self.eat_sym("[") {
+            let mut sizes = vec![self.size()?];
+            while self.eat_sym(",") {
+                sizes.push(self.size()?);
+            }
+            self.expect_sym("]", "to close the sizes of a tensor type")?;
+            let elem = if self.is_kw("R") || self.is_sym("[") || self.is_sym("(") {
+                self.ty()?
+            } else {
+                Type::Real
+            };
+            return Ok(sizes
+                .into_iter()
+                .rev()
+                .fold(elem, |t, s| Type::tensor(s, t)));
+        }
+        if self.eat_sym("(") {
+            let a = self.ty()?;
+            self.expect_sym(",", "between the two components of a pair type")?;
+            let b = self.ty()?;
+            self.expect_sym(")", "to close a pair type")?;
+            return Ok(Type::pair(a, b));
+        }
+        self.err(format!(
+            "expected a type (`R`, `[n]T` or `(T, U)`), found {}",
+            self.peek().describe()
+        ))
+    }
+
+    // ---- expressions ----
+
+    fn expr(&mut self) -> PResult<(Expr, SpanTree)> {
+        self.enter()?;
+        let r = self.additive();
+        self.depth -= 1;
+        r
+    }
+
+    fn additive(&mut self) -> PResult<(Expr, SpanTree)> {
+        let (mut e, mut sp) = self.multiplicative()?;
+        loop {
+            let op = if self.is_sym("+") {
+                BinOp::Add
+            } else if self.is_sym("-") {
+                BinOp::Sub
+            } else {
+                break;
+            };
+            self.bump();
+            let (r, rsp) = self.multiplicative()?;
+            let span = sp.span.join(rsp.span);
+            e = Expr::bin(op, e, r);
+            sp = SpanTree::node(span, vec![sp, rsp]);
+        }
+        Ok((e, sp))
+    }
+
+    fn multiplicative(&mut self) -> PResult<(Expr, SpanTree)> {
+        let (mut e, mut sp) = self.unary()?;
+        loop {
+            let op = if self.is_sym("*") {
+                BinOp::Mul
+            } else if self.is_sym("/") {
+                BinOp::Div
+            } else {
+                break;
+            };
+            self.bump();
+            let (r, rsp) = self.unary()?;
+            let span = sp.span.join(rsp.span);
+            e = Expr::bin(op, e, r);
+            sp = SpanTree::node(span, vec![sp, rsp]);
+        }
+        Ok((e, sp))
+    }
+
+    fn unary(&mut self) -> PResult<(Expr, SpanTree)> {
+        self.enter()?;
+        let r = self.unary_inner();
+        self.depth -= 1;
+        r
+    }
+
+    fn unary_inner(&mut self) -> PResult<(Expr, SpanTree)> {
+        let start = self.span();
+        if self.eat_sym("-") {
+            let (e, sp) = self.unary()?;
+            let span = start.join(sp.span);
+            return Ok((Expr::Neg(Box::new(e)), SpanTree::node(span, vec![sp])));
+        }
+        if self.is_kw("let") {
+            self.bump();
+            let (x, _) = self.ident("a name after `let`")?;
+            self.expect_sym("=", "after the name in `let`")?;
+            let (e1, s1) = self.expr()?;
+            self.expect_kw("in", "after the bound value of `let`")?;
+            let (e2, s2) = self.expr()?;
+            let span = start.join(s2.span);
+            return Ok((Expr::let_(x, e1, e2), SpanTree::node(span, vec![s1, s2])));
+        }
+        if self.is_kw("gen") || self.is_kw("sum") {
+            let is_gen = self.is_kw("gen");
+            let kw = if is_gen { "gen" } else { "sum" };
+            self.bump();
+            self.expect_sym("(", &format!("after `{kw}`"))?;
+            let mut binders = Vec::new();
+            loop {
+                let bstart = self.span();
+                let (i, _) = self.ident("an index name")?;
+                self.expect_sym(":", "between the index name and its range")?;
+                let n = self.size()?;
+                binders.push((i, n, bstart));
+                if !self.eat_sym(",") {
+                    break;
+                }
+            }
+            self.expect_sym(")", &format!("to close the binders of `{kw}`"))?;
+            if matches!(self.peek(), Tok::Eof) || self.is_kw("fn") {
+                return self.err(format!("`{kw}` has no body"));
+            }
+            let (mut e, mut sp) = self.expr()?;
+            let end = sp.span.end;
+            for (k, (i, n, bstart)) in binders.into_iter().enumerate().rev() {
+                let s = if k == 0 { start } else { bstart };
+                e = if is_gen {
+                    Expr::gen(i, n, e)
+                } else {
+                    Expr::sum(i, n, e)
+                };
+                sp = SpanTree::node(Span::new(s.start, end), vec![sp]);
+            }
+            return Ok((e, sp));
+        }
+        self.postfix()
+    }
+
+    fn postfix(&mut self) -> PResult<(Expr, SpanTree)> {
+        let (mut e, mut sp) = self.primary()?;
+        loop {
+            if self.is_sym("[") {
+                self.bump();
+                loop {
+                    let idx = self.affine()?;
+                    let span = Span::new(sp.span.start, self.prev_end());
+                    e = Expr::access(e, idx);
+                    sp = SpanTree::node(span, vec![sp]);
+                    if !self.eat_sym(",") {
+                        break;
+                    }
+                }
+                let close = self.expect_sym("]", "to close an index")?;
+                sp.span.end = close.end;
+            } else if self.is_sym(".") {
+                self.bump();
+                let k = match self.peek() {
+                    Tok::Int(0) => 0,
+                    Tok::Int(1) => 1,
+                    t => {
+                        return self.err(format!(
+                            "expected `0` or `1` after `.` (a pair projection), found {}",
+                            t.describe()
+                        ))
+                    }
+                };
+                let ksp = self.bump().1;
+                let span = sp.span.join(ksp);
+                e = Expr::proj(k, e);
+                sp = SpanTree::node(span, vec![sp]);
+            } else {
+                break;
+            }
+        }
+        Ok((e, sp))
+    }
+
+    fn primary(&mut self) -> PResult<(Expr, SpanTree)> {
+        let start = self.span();
+        match self.peek().clone() {
+            Tok::Int(n) => {
+                self.bump();
+                Ok((Expr::Num(n as f64), SpanTree::leaf(start)))
+            }
+            Tok::Float(x) => {
+                self.bump();
+                Ok((Expr::Num(x), SpanTree::leaf(start)))
+            }
+            Tok::Sym("(") => {
+                self.bump();
+                let (a, sa) = self.expr()?;
+                if self.eat_sym(",") {
+                    let (b, sb) = self.expr()?;
+                    let close = self.expect_sym(")", "to close a pair")?;
+                    Ok((
+                        Expr::pair(a, b),
+                        SpanTree::node(start.join(close), vec![sa, sb]),
+                    ))
+                } else {
+                    self.expect_sym(")", "to close a parenthesis")?;
+                    Ok((a, sa))
+                }
+            }
+            Tok::Sym("[") => {
+                self.bump();
+                let p = self.pred()?;
+                let close = self.expect_sym("]", "to close an Iverson bracket")?;
+                Ok((Expr::Bracket(p), SpanTree::leaf(start.join(close))))
+            }
+            Tok::Ident(s) if s == "eps" && matches!(self.peek_at(1), Tok::Sym("[")) => {
+                self.bump();
+                self.bump();
+                let mut idx = vec![self.affine()?];
+                while self.eat_sym(",") {
+                    idx.push(self.affine()?);
+                }
+                let close = self.expect_sym("]", "to close `eps[...]`")?;
+                if idx.len() != 2 && idx.len() != 3 {
+                    return Err(Diagnostic::new(
+                        format!("`eps` takes 2 or 3 indices, not {}", idx.len()),
+                        Some(start.join(close)),
+                    ));
+                }
+                Ok((Expr::Eps(idx), SpanTree::leaf(start.join(close))))
+            }
+            Tok::Ident(s)
+                if Func::from_name(&s).is_some() && matches!(self.peek_at(1), Tok::Sym("(")) =>
+            {
+                let f = Func::from_name(&s).unwrap();
+                self.bump();
+                self.bump();
+                let mut args = Vec::new();
+                let mut spans = Vec::new();
+                if !self.is_sym(")") {
+                    loop {
+                        let (a, sa) = self.expr()?;
+                        args.push(a);
+                        spans.push(sa);
+                        if !self.eat_sym(",") {
+                            break;
+                        }
+                    }
+                }
+                let close = self.expect_sym(")", &format!("to close the arguments of `{s}`"))?;
+                if args.len() != f.arity() {
+                    return Err(Diagnostic::new(
+                        format!(
+                            "`{s}` takes {} argument{}, not {}",
+                            f.arity(),
+                            if f.arity() == 1 { "" } else { "s" },
+                            args.len()
+                        ),
+                        Some(start.join(close)),
+                    ));
+                }
+                Ok((Expr::Call(f, args), SpanTree::node(start.join(close), spans)))
+            }
+            Tok::Ident(s) if !KEYWORDS.contains(&s.as_str()) => {
+                self.bump();
+                Ok((Expr::Var(s), SpanTree::leaf(start)))
+            }
+            t => self.err(format!("expected an expression, found {}", t.describe())),
+        }
+    }
+
+    // ---- index expressions and predicates ----
+
+    fn affine(&mut self) -> PResult<Affine> {
+        self.enter()?;
+        let r = self.affine_sum();
+        self.depth -= 1;
+        r
+    }
+
+    fn affine_sum(&mut self) -> PResult<Affine> {
+        let mut a = self.affine_term()?;
+        loop {
+            if self.eat_sym("+") {
+                a = a.add(&self.affine_term()?);
+            } else if self.eat_sym("-") {
+                a = a.sub(&self.affine_term()?);
+            } else {
+                return Ok(a);
+            }
+        }
+    }
+
+    fn affine_term(&mut self) -> PResult<Affine> {
+        if self.eat_sym("-") {
+            self.enter()?;
+            let t = self.affine_term();
+            self.depth -= 1;
+            return Ok(t?.scale(-1));
+        }
+        let start = self.span();
+        let mut a = self.affine_atom()?;
+        while self.eat_sym("*") {
+            let b = self.affine_atom()?;
+            a = match (a.as_const(), b.as_const()) {
+                (Some(c), _) => b.scale(c),
+                (_, Some(c)) => a.scale(c),
+                _ => {
+                    return Err(Diagnostic::new(
+                        "index expressions must be affine: one side of `*` must be an integer",
+                        Some(Span::new(start.start, self.prev_end())),
+                    ))
+                }
+            };
+        }
+        Ok(a)
+    }
+
+    fn affine_atom(&mut self) -> PResult<Affine> {
+        match self.peek().clone() {
+            Tok::Int(n) => {
+                self.bump();
+                Ok(Affine::constant(n as i64))
+            }
+            Tok::Ident(s) if !KEYWORDS.contains(&s.as_str()) => {
+                self.bump();
+                Ok(Affine::var(s))
+            }
+            Tok::Sym("(") => {
+                self.bump();
+                let a = self.affine()?;
+                self.expect_sym(")", "to close a parenthesis in an index")?;
+                Ok(a)
+            }
+            Tok::Float(_) => self.err("an index must be an integer expression"),
+            t => self.err(format!(
+                "expected an index expression, found {}",
+                t.describe()
+            )),
+        }
+    }
+
+    fn pred(&mut self) -> PResult<Pred> {
+        self.enter()?;
+        let r = self.pred_or();
+        self.depth -= 1;
+        r
+    }
+
+    fn pred_or(&mut self) -> PResult<Pred> {
+        let mut p = self.pred_and()?;
+        while self.eat_sym("||") {
+            p = Pred::Or(Box::new(p), Box::new(self.pred_and()?));
+        }
+        Ok(p)
+    }
+
+    fn pred_and(&mut self) -> PResult<Pred> {
+        let mut p = self.pred_not()?;
+        while self.eat_sym("&&") {
+            p = Pred::And(Box::new(p), Box::new(self.pred_not()?));
+        }
+        Ok(p)
+    }
+
+    fn pred_not(&mut self) -> PResult<Pred> {
+        if self.eat_sym("!") {
+            self.enter()?;
+            let p = self.pred_not();
+            self.depth -= 1;
+            return Ok(Pred::Not(Box::new(p?)));
+        }
+        if self.is_sym("(") {
+            // Either a parenthesised predicate or a parenthesised index
+            // expression starting a comparison: try the first, fall back.
+            let save = self.pos;
+            self.bump();
+            if let Ok(p) = self.pred() {
+                if self.eat_sym(")") && !self.at_cmp() && !self.at_affine_op() {
+                    return Ok(p);
+                }
+            }
+            self.pos = save;
+        }
+        self.comparison()
+    }
+
+    fn at_cmp(&self) -> bool {
+        ["=", "==", "!=", "<", "<=", ">", ">="]
+            .iter()
+            .any(|s| self.is_sym(s))
+    }
+    fn at_affine_op(&self) -> bool {
+        ["+", "-", "*"].iter().any(|s| self.is_sym(s))
+    }
+
+    fn comparison(&mut self) -> PResult<Pred> {
+        let a = self.affine()?;
+        let op = match self.peek() {
+            Tok::Sym("=") | Tok::Sym("==") => CmpOp::Eq,
+            Tok::Sym("!=") => CmpOp::Ne,
+            Tok::Sym("<") => CmpOp::Lt,
+            Tok::Sym("<=") => CmpOp::Le,
+            Tok::Sym(">") => CmpOp::Gt,
+            Tok::Sym(">=") => CmpOp::Ge,
+            t => {
+                return self.err(format!(
+                    "expected a comparison (`=`, `!=`, `<`, `<=`, `>`, `>=`) in a predicate, found {}",
+                    t.describe()
+                ))
+            }
+        };
+        self.bump();
+        let b = self.affine()?;
+        Ok(Pred::Cmp(op, a, b))
+    }
+}
+
+/// Parse a whole file. On failure, returns one diagnostic per function that
+/// failed to parse.
+pub fn parse_program(src: &str) -> Result<Parsed, Vec<Diagnostic>> {
+    let toks = lex(src).map_err(|d| vec![d])?;
+    let mut p = Parser {
+        toks,
+        pos: 0,
+        depth: 0,
+    };
+    let mut parsed = Parsed::default();
+    let mut errors = Vec::new();
+    while !matches!(p.peek(), Tok::Eof) {
+        p.depth = 0;
+        match p.function() {
+            Ok((f, s)) => {
+                parsed.program.functions.push(f);
+                parsed.spans.push(s);
+            }
+            Err(d) => {
+                errors.push(d);
+                // resume at the next `fn`
+                p.bump();
+                while !matches!(p.peek(), Tok::Eof) && !p.is_kw("fn") {
+                    p.bump();
+                }
+            }
+        }
+    }
+    if errors.is_empty() {
+        if parsed.program.functions.is_empty() {
+            return Err(vec![Diagnostic::new(
+                "the file holds no function (`fn name(...) = ...`)",
+                Some(Span::new(0, 0)),
+            )]);
+        }
+        Ok(parsed)
+    } else {
+        Err(errors)
+    }
+}
+
+/// Parse a single expression (for tests, the REPL-like API and rule files).
+pub fn parse_expr(src: &str) -> Result<(Expr, SpanTree), Diagnostic> {
+    let toks = lex(src)?;
+    let mut p = Parser {
+        toks,
+        pos: 0,
+        depth: 0,
+    };
+    let r = p.expr()?;
+    if !matches!(p.peek(), Tok::Eof) {
+        return p.err(format!(
+            "unexpected {} after the expression",
+            p.peek().describe()
+        ));
+    }
+    Ok(r)
+}
+
+/// Parse a type such as `[n,3](R,R)`.
+pub fn parse_type(src: &str) -> Result<Type, Diagnostic> {
+    let toks = lex(src)?;
+    let mut p = Parser {
+        toks,
+        pos: 0,
+        depth: 0,
+    };
+    let t = p.ty()?;
+    if !matches!(p.peek(), Tok::Eof) {
+        return p.err(format!("unexpected {} after the type", p.peek().describe()));
+    }
+    Ok(t)
+}

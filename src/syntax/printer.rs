@@ -1,0 +1,257 @@
+//! The printer: IR back to the surface syntax with minimal parentheses, such
+//! that `parse(print(p)) == p` for every program the parser can produce.
+//!
+//! The one subtle point is that `let`, `gen` and `sum` reach as far right as
+//! possible: such a binder can stand without parentheses only where nothing
+//! follows it, which the printer tracks as `open` ("the text ends here").
+
+use super::ast::*;
+use std::fmt::Write;
+
+const P_BINDER: u8 = 0;
+const P_ADD: u8 = 1;
+const P_MUL: u8 = 2;
+const P_NEG: u8 = 3;
+const P_POSTFIX: u8 = 4;
+
+fn prec(e: &Expr) -> u8 {
+    match e {
+        Expr::Let(..) | Expr::Gen(..) | Expr::Sum(..) => P_BINDER,
+        Expr::Bin(BinOp::Add | BinOp::Sub, ..) => P_ADD,
+        Expr::Bin(BinOp::Mul | BinOp::Div, ..) => P_MUL,
+        Expr::Neg(_) => P_NEG,
+        Expr::Num(x) if !(x.is_finite() && *x >= 0.0 && !(*x == 0.0 && x.is_sign_negative())) => {
+            P_NEG
+        }
+        _ => P_POSTFIX,
+    }
+}
+
+/// Print a number so that the lexer reads back the same f64.
+pub fn print_num(x: f64) -> String {
+    if x.is_nan() {
+        return "(0 / 0)".into();
+    }
+    if x.is_infinite() {
+        return if x > 0.0 { "(1 / 0)" } else { "(-1 / 0)" }.into();
+    }
+    if x < 0.0 || (x == 0.0 && x.is_sign_negative()) {
+        return format!("-{}", print_num(-x));
+    }
+    if x.fract() == 0.0 && x < 1e15 {
+        return format!("{}", x as u64);
+    }
+    format!("{x:?}")
+}
+
+/// Print an affine index expression, e.g. `i`, `i+1`, `2*i-j+3`.
+pub fn print_affine(a: &Affine) -> String {
+    let mut s = String::new();
+    for (k, (name, &c)) in a.terms.iter().enumerate() {
+        let first = k == 0;
+        let mag = c.unsigned_abs();
+        if c < 0 {
+            s.push('-');
+        } else if !first {
+            s.push('+');
+        }
+        if mag != 1 {
+            let _ = write!(s, "{mag}*");
+        }
+        s.push_str(name);
+    }
+    if a.terms.is_empty() {
+        let _ = write!(s, "{}", a.constant);
+    } else if a.constant > 0 {
+        let _ = write!(s, "+{}", a.constant);
+    } else if a.constant < 0 {
+        let _ = write!(s, "-{}", a.constant.unsigned_abs());
+    }
+    s
+}
+
+fn pred_prec(p: &Pred) -> u8 {
+    match p {
+        Pred::Or(..) => 1,
+        Pred::And(..) => 2,
+        _ => 3,
+    }
+}
+
+fn print_pred_at(p: &Pred, ctx: u8) -> String {
+    let s = match p {
+        Pred::Cmp(op, a, b) => format!("{} {} {}", print_affine(a), op.symbol(), print_affine(b)),
+        Pred::Or(a, b) => format!("{} || {}", print_pred_at(a, 1), print_pred_at(b, 2)),
+        Pred::And(a, b) => format!("{} && {}", print_pred_at(a, 2), print_pred_at(b, 3)),
+        Pred::Not(a) => format!("!{}", print_pred_at(a, 3)),
+    };
+    if pred_prec(p) < ctx {
+        format!("({s})")
+    } else {
+        s
+    }
+}
+
+/// Print a predicate (the inside of an Iverson bracket).
+pub fn print_pred(p: &Pred) -> String {
+    print_pred_at(p, 0)
+}
+
+/// Print a type, e.g. `[n,3]R`, `[n](R, R)`.
+pub fn print_type(t: &Type) -> String {
+    match t {
+        Type::Real => "R".into(),
+        Type::Pair(a, b) => format!("({}, {})", print_type(a), print_type(b)),
+        Type::Tensor(..) => {
+            let mut sizes = Vec::new();
+            let mut t = t;
+            while let Type::Tensor(s, e) = t {
+                sizes.push(s.to_string());
+                t = e;
+            }
+            format!("[{}]{}", sizes.join(","), print_type(t))
+        }
+    }
+}
+
+/// Print an expression with minimal parentheses.
+pub fn print_expr(e: &Expr) -> String {
+    let mut s = String::new();
+    pr(e, P_BINDER, true, &mut s);
+    s
+}
+
+fn pr(e: &Expr, ctx: u8, open: bool, out: &mut String) {
+    let p = prec(e);
+    let parens = p < ctx || (p == P_BINDER && !open);
+    if parens {
+        out.push('(');
+        pr_inner(e, true, out);
+        out.push(')');
+    } else {
+        pr_inner(e, open, out);
+    }
+}
+
+fn pr_inner(e: &Expr, open: bool, out: &mut String) {
+    match e {
+        Expr::Var(x) => out.push_str(x),
+        Expr::Num(x) => out.push_str(&print_num(*x)),
+        Expr::Bin(op, a, b) => {
+            let p = prec(e);
+            pr(a, p, false, out);
+            let _ = write!(out, " {} ", op.symbol());
+            pr(b, p + 1, open, out);
+        }
+        Expr::Neg(a) => {
+            out.push('-');
+            // `--x` would lex as two minus signs anyway; a space keeps it readable.
+            if matches!(**a, Expr::Neg(_)) || matches!(**a, Expr::Num(x) if x < 0.0) {
+                out.push(' ');
+            }
+            pr(a, P_NEG, open, out);
+        }
+        Expr::Call(f, args) => {
+            out.push_str(f.name());
+            out.push('(');
+            for (k, a) in args.iter().enumerate() {
+                if k > 0 {
+                    out.push_str(", ");
+                }
+                pr(a, P_BINDER, true, out);
+            }
+            out.push(')');
+        }
+        Expr::Pair(a, b) => {
+            out.push('(');
+            pr(a, P_BINDER, true, out);
+            out.push_str(", ");
+            pr(b, P_BINDER, true, out);
+            out.push(')');
+        }
+        Expr::Proj(k, a) => {
+            if matches!(**a, Expr::Num(_)) {
+                out.push('(');
+                pr(a, P_BINDER, true, out);
+                out.push(')');
+            } else {
+                pr(a, P_POSTFIX, false, out);
+            }
+            let _ = write!(out, ".{k}");
+        }
+        Expr::Access(..) => {
+            let mut idx = Vec::new();
+            let mut base = e;
+            while let Expr::Access(b, i) = base {
+                idx.push(print_affine(i));
+                base = b;
+            }
+            idx.reverse();
+            pr(base, P_POSTFIX, false, out);
+            let _ = write!(out, "[{}]", idx.join(", "));
+        }
+        Expr::Bracket(p) => {
+            let _ = write!(out, "[{}]", print_pred(p));
+        }
+        Expr::Eps(idx) => {
+            let v: Vec<String> = idx.iter().map(print_affine).collect();
+            let _ = write!(out, "eps[{}]", v.join(", "));
+        }
+        Expr::Gen(..) | Expr::Sum(..) => {
+            let is_gen = matches!(e, Expr::Gen(..));
+            let mut binders = Vec::new();
+            let mut body = e;
+            loop {
+                match (body, is_gen) {
+                    (Expr::Gen(i, n, b), true) | (Expr::Sum(i, n, b), false) => {
+                        binders.push(format!("{i}:{n}"));
+                        body = b;
+                    }
+                    _ => break,
+                }
+            }
+            let _ = write!(
+                out,
+                "{}({}) ",
+                if is_gen { "gen" } else { "sum" },
+                binders.join(", ")
+            );
+            pr(body, P_BINDER, open, out);
+        }
+        Expr::Let(x, e1, e2) => {
+            let _ = write!(out, "let {x} = ");
+            pr(e1, P_BINDER, true, out);
+            out.push_str(" in ");
+            pr(e2, P_BINDER, open, out);
+        }
+    }
+}
+
+/// Print a function in the surface syntax.
+pub fn print_function(f: &Function) -> String {
+    let params: Vec<String> = f
+        .params
+        .iter()
+        .map(|p| format!("{}: {}", p.name, print_type(&p.ty)))
+        .collect();
+    let ret = match &f.ret {
+        Some(t) => format!(" -> {}", print_type(t)),
+        None => String::new(),
+    };
+    format!(
+        "fn {}({}){} =\n  {}\n",
+        f.name,
+        params.join(", "),
+        ret,
+        print_expr(&f.body)
+    )
+}
+
+/// Print every function of a program, separated by blank lines.
+pub fn print_program(p: &Program) -> String {
+    p.functions
+        .iter()
+        .map(print_function)
+        .collect::<Vec<_>>()
+        .join("\n")
+}

@@ -1,0 +1,377 @@
+//! The type checker: infers the type of every expression, checks index ranges
+//! and size names, and collects *every* error in a function rather than
+//! stopping at the first. An expression whose type cannot be known (because of
+//! an earlier error) is typed `None`, which silences follow-on errors.
+
+use crate::diag::{Diagnostic, Span};
+use crate::syntax::ast::*;
+use crate::syntax::parser::{FunctionSpans, Parsed, SpanTree};
+use crate::syntax::printer::{print_affine, print_type};
+
+/// A checked function's signature.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Signature {
+    pub name: String,
+    pub params: Vec<Param>,
+    pub ret: Type,
+}
+
+impl std::fmt::Display for Signature {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let ps: Vec<String> = self
+            .params
+            .iter()
+            .map(|p| format!("{}: {}", p.name, print_type(&p.ty)))
+            .collect();
+        write!(
+            f,
+            "fn {}({}) -> {}",
+            self.name,
+            ps.join(", "),
+            print_type(&self.ret)
+        )
+    }
+}
+
+#[derive(Clone)]
+enum Binding {
+    Index(Size),
+    Value(Type),
+}
+
+struct Checker<'a> {
+    scope: Vec<(String, Binding)>,
+    sizes: Vec<String>,
+    errors: Vec<Diagnostic>,
+    fspans: Option<&'a FunctionSpans>,
+}
+
+fn child(sp: Option<&SpanTree>, k: usize) -> Option<&SpanTree> {
+    sp.and_then(|s| s.children.get(k))
+}
+
+fn ty_str(t: &Type) -> String {
+    print_type(t)
+}
+
+impl Checker<'_> {
+    fn error(&mut self, sp: Option<&SpanTree>, msg: String) {
+        self.errors.push(Diagnostic::new(msg, sp.map(|s| s.span)));
+    }
+
+    fn lookup_value(&self, x: &str) -> Option<&Type> {
+        self.scope.iter().rev().find_map(|(n, b)| match b {
+            Binding::Value(t) if n == x => Some(t),
+            _ => None,
+        })
+    }
+    fn lookup_index(&self, x: &str) -> Option<&Size> {
+        self.scope.iter().rev().find_map(|(n, b)| match b {
+            Binding::Index(s) if n == x => Some(s),
+            _ => None,
+        })
+    }
+
+    fn check_size(&mut self, n: &Size, sp: Option<&SpanTree>) {
+        if let Size::Named(s) = n {
+            if !self.sizes.contains(s) {
+                self.error(
+                    sp,
+                    format!("size `{s}` is not bound by any parameter (every size name must occur in a parameter's type)"),
+                );
+            }
+        }
+    }
+
+    fn check_affine(&mut self, a: &Affine, sp: Option<&SpanTree>) {
+        for v in a.vars() {
+            if self.lookup_index(v).is_none() {
+                let msg = if self.lookup_value(v).is_some() {
+                    format!("`{v}` is a value, not an index")
+                } else {
+                    format!("unknown index `{v}`")
+                };
+                self.error(sp, msg);
+            }
+        }
+    }
+
+    fn number(&mut self, t: Option<Type>, what: &str, sp: Option<&SpanTree>) {
+        if let Some(t) = t {
+            if t != Type::Real {
+                self.error(
+                    sp,
+                    format!(
+                        "{what} needs a number, but this has type {} (work on whole tensors is written with `gen`)",
+                        ty_str(&t)
+                    ),
+                );
+            }
+        }
+    }
+
+    fn expr(&mut self, e: &Expr, sp: Option<&SpanTree>) -> Option<Type> {
+        match e {
+            Expr::Var(x) => {
+                if let Some(t) = self.lookup_value(x) {
+                    return Some(t.clone());
+                }
+                let msg = if self.lookup_index(x).is_some() {
+                    format!("`{x}` is an index, not a value")
+                } else {
+                    format!("unknown name `{x}`")
+                };
+                self.error(sp, msg);
+                None
+            }
+            Expr::Num(_) => Some(Type::Real),
+            Expr::Bin(op, a, b) => {
+                let ta = self.expr(a, child(sp, 0));
+                let tb = self.expr(b, child(sp, 1));
+                let what = format!("`{}`", op.symbol());
+                self.number(ta, &what, child(sp, 0));
+                self.number(tb, &what, child(sp, 1));
+                Some(Type::Real)
+            }
+            Expr::Neg(a) => {
+                let t = self.expr(a, child(sp, 0));
+                self.number(t, "negation", child(sp, 0));
+                Some(Type::Real)
+            }
+            Expr::Call(f, args) => {
+                for (k, a) in args.iter().enumerate() {
+                    let t = self.expr(a, child(sp, k));
+                    self.number(t, &format!("`{}`", f.name()), child(sp, k));
+                }
+                Some(Type::Real)
+            }
+            Expr::Pair(a, b) => {
+                let ta = self.expr(a, child(sp, 0));
+                let tb = self.expr(b, child(sp, 1));
+                Some(Type::pair(ta?, tb?))
+            }
+            Expr::Proj(k, a) => match self.expr(a, child(sp, 0))? {
+                Type::Pair(t0, t1) => Some(if *k == 0 { *t0 } else { *t1 }),
+                t => {
+                    self.error(
+                        sp,
+                        format!(
+                            "`.{k}` needs a pair, but the expression has type {}",
+                            ty_str(&t)
+                        ),
+                    );
+                    None
+                }
+            },
+            Expr::Gen(i, n, body) | Expr::Sum(i, n, body) => {
+                self.check_size(n, sp);
+                self.scope.push((i.clone(), Binding::Index(n.clone())));
+                let t = self.expr(body, child(sp, 0));
+                self.scope.pop();
+                if matches!(e, Expr::Gen(..)) {
+                    Some(Type::tensor(n.clone(), t?))
+                } else {
+                    if let Some(t) = t {
+                        if t != Type::Real {
+                            self.error(
+                                child(sp, 0),
+                                format!(
+                                    "`sum` adds numbers, but its body has type {}",
+                                    ty_str(&t)
+                                ),
+                            );
+                        }
+                    }
+                    Some(Type::Real)
+                }
+            }
+            Expr::Access(a, idx) => {
+                let t = self.expr(a, child(sp, 0));
+                self.check_affine(idx, sp);
+                match t? {
+                    Type::Tensor(n, elem) => {
+                        if let Some(i) = idx.as_var() {
+                            if let Some(r) = self.lookup_index(i).cloned() {
+                                if r != n {
+                                    let (axis, name) = access_root(a);
+                                    let what = match name {
+                                        Some(x) => format!("axis {axis} of `{x}`"),
+                                        None => "the indexed axis".to_string(),
+                                    };
+                                    self.error(
+                                        sp,
+                                        format!(
+                                            "index `{i}` ranges over {r} but {what} has size {n}"
+                                        ),
+                                    );
+                                }
+                            }
+                        }
+                        Some(*elem)
+                    }
+                    t => {
+                        self.error(
+                            sp,
+                            format!(
+                                "`[{}]` indexes a tensor, but the expression has type {}",
+                                print_affine(idx),
+                                ty_str(&t)
+                            ),
+                        );
+                        None
+                    }
+                }
+            }
+            Expr::Bracket(p) => {
+                for a in p.affines() {
+                    self.check_affine(a, sp);
+                }
+                Some(Type::Real)
+            }
+            Expr::Eps(idx) => {
+                if idx.len() != 2 && idx.len() != 3 {
+                    self.error(sp, format!("`eps` takes 2 or 3 indices, not {}", idx.len()));
+                }
+                for a in idx {
+                    self.check_affine(a, sp);
+                }
+                Some(Type::Real)
+            }
+            Expr::Let(x, e1, e2) => {
+                let t1 = self.expr(e1, child(sp, 0));
+                match t1 {
+                    Some(t1) => {
+                        self.scope.push((x.clone(), Binding::Value(t1)));
+                        let t = self.expr(e2, child(sp, 1));
+                        self.scope.pop();
+                        t
+                    }
+                    None => {
+                        // keep checking the body, but silence errors about `x`
+                        let before = self.errors.len();
+                        let _ = self.expr(e2, child(sp, 1));
+                        let needle = format!("unknown name `{x}`");
+                        let mut k = before;
+                        while k < self.errors.len() {
+                            if self.errors[k].message == needle {
+                                self.errors.remove(k);
+                            } else {
+                                k += 1;
+                            }
+                        }
+                        None
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The axis number and root name of an access chain `x[..][..]`.
+fn access_root(mut e: &Expr) -> (usize, Option<&str>) {
+    let mut axis = 0;
+    loop {
+        match e {
+            Expr::Access(b, _) => {
+                axis += 1;
+                e = b;
+            }
+            Expr::Var(x) => return (axis, Some(x)),
+            Expr::Proj(_, b) => e = b,
+            _ => return (axis, None),
+        }
+    }
+}
+
+/// Type-check one function. `spans` (from the parser) lets errors point at
+/// source text; without it they carry no position.
+pub fn check_function(
+    f: &Function,
+    spans: Option<&FunctionSpans>,
+) -> Result<Signature, Vec<Diagnostic>> {
+    let mut c = Checker {
+        scope: Vec::new(),
+        sizes: f.size_names(),
+        errors: Vec::new(),
+        fspans: spans,
+    };
+    let name_sp = spans.map(|s| SpanTree {
+        span: s.name,
+        children: vec![],
+    });
+    for (k, p) in f.params.iter().enumerate() {
+        if f.params[..k].iter().any(|q| q.name == p.name) {
+            let sp = c.fspans.and_then(|s| s.params.get(k)).copied();
+            c.errors.push(Diagnostic::new(
+                format!("parameter `{}` is declared twice", p.name),
+                sp,
+            ));
+        }
+        c.scope.push((p.name.clone(), Binding::Value(p.ty.clone())));
+    }
+    if let Some(t) = &f.ret {
+        let mut names = Vec::new();
+        t.size_names(&mut names);
+        for n in names {
+            if !c.sizes.contains(&n) {
+                let sp: Option<Span> = spans.and_then(|s| s.ret);
+                c.errors.push(Diagnostic::new(
+                    format!("size `{n}` in the result type is not bound by any parameter"),
+                    sp,
+                ));
+            }
+        }
+    }
+    let t = c.expr(&f.body, spans.map(|s| &s.body));
+    if let (Some(t), Some(r)) = (&t, &f.ret) {
+        if t != r {
+            let sp = spans.and_then(|s| s.ret).or(name_sp.map(|s| s.span));
+            c.errors.push(Diagnostic::new(
+                format!(
+                    "the body of `{}` has type {} but the declared result type is {}",
+                    f.name,
+                    ty_str(t),
+                    ty_str(r)
+                ),
+                sp,
+            ));
+        }
+    }
+    if c.errors.is_empty() {
+        Ok(Signature {
+            name: f.name.clone(),
+            params: f.params.clone(),
+            ret: t.expect("a body without errors has a type"),
+        })
+    } else {
+        Err(c.errors)
+    }
+}
+
+/// Type-check every function of a parsed file, collecting all errors.
+pub fn check_parsed(p: &Parsed) -> Result<Vec<Signature>, Vec<Diagnostic>> {
+    let mut sigs = Vec::new();
+    let mut errs = Vec::new();
+    for (k, f) in p.program.functions.iter().enumerate() {
+        if p.program.functions[..k].iter().any(|g| g.name == f.name) {
+            errs.push(Diagnostic::new(
+                format!("function `{}` is defined twice", f.name),
+                p.spans.get(k).map(|s| s.name),
+            ));
+        }
+        match check_function(f, p.spans.get(k)) {
+            Ok(s) => sigs.push(s),
+            Err(e) => errs.extend(e),
+        }
+    }
+    if errs.is_empty() {
+        Ok(sigs)
+    } else {
+        Err(errs)
+    }
+}
+
+/// Type-check a function built without source text.
+pub fn check(f: &Function) -> Result<Signature, Vec<Diagnostic>> {
+    check_function(f, None)
+}
