@@ -7,6 +7,8 @@
 //! - [`types`]: the type checker (all errors at once, with line:column);
 //! - [`interp`]: the reference interpreter and the call boundary ([`Value`]);
 //! - [`frontend`]: the Rust builder and the einsum front end;
+//! - [`testing`]: random well-typed programs and inputs (property tests);
+//! - [`cli`]: the `einsat` command line;
 //! - [`diag`] and [`error`]: diagnostics and the crate's error type.
 //!
 //! ```
@@ -18,11 +20,13 @@
 //! assert_eq!(r, Value::Real(14.0));
 //! ```
 
+pub mod cli;
 pub mod diag;
 pub mod error;
 pub mod frontend;
 pub mod interp;
 pub mod syntax;
+pub mod testing;
 pub mod types;
 
 pub use error::{Error, Result};

@@ -17,10 +17,10 @@ pub mod value;
 
 use crate::error::{Error, Result};
 use crate::syntax::ast::*;
-pub use value::{bind, order_named, Boundary, Sizes, Value};
 use ndarray::{ArrayD, Axis, IxDyn};
 use std::collections::BTreeMap;
 use std::rc::Rc;
+pub use value::{bind, order_named, Boundary, Sizes, Value};
 
 #[derive(Clone, Debug)]
 enum V {

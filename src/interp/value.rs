@@ -60,7 +60,9 @@ impl Value {
             (Value::Real(a), Value::Real(b)) => close(*a, *b, rtol, atol),
             (Value::Array(a), Value::Array(b)) => {
                 a.shape() == b.shape()
-                    && a.iter().zip(b.iter()).all(|(x, y)| close(*x, *y, rtol, atol))
+                    && a.iter()
+                        .zip(b.iter())
+                        .all(|(x, y)| close(*x, *y, rtol, atol))
             }
             (Value::Pair(a0, a1), Value::Pair(b0, b1)) => {
                 a0.approx_eq(b0, rtol, atol) && a1.approx_eq(b1, rtol, atol)
@@ -106,7 +108,9 @@ impl Boundary {
     pub fn of(t: &Type) -> Boundary {
         match t {
             Type::Real => Boundary::Array(vec![]),
-            Type::Pair(a, b) => Boundary::Pair(Box::new(Boundary::of(a)), Box::new(Boundary::of(b))),
+            Type::Pair(a, b) => {
+                Boundary::Pair(Box::new(Boundary::of(a)), Box::new(Boundary::of(b)))
+            }
             Type::Tensor(n, e) => Boundary::of(e).prefixed(n),
         }
     }
@@ -195,7 +199,11 @@ fn check_value(
         (Boundary::Array(s), _) => Err(Error::Call(if s.is_empty() {
             format!("{what}: expected a number, got {}", describe(v))
         } else {
-            format!("{what}: expected an array with {} dims, got {}", s.len(), describe(v))
+            format!(
+                "{what}: expected an array with {} dims, got {}",
+                s.len(),
+                describe(v)
+            )
         })),
     }
 }

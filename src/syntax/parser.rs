@@ -594,7 +594,10 @@ impl Parser {
                         Some(start.join(close)),
                     ));
                 }
-                Ok((Expr::Call(f, args), SpanTree::node(start.join(close), spans)))
+                Ok((
+                    Expr::Call(f, args),
+                    SpanTree::node(start.join(close), spans),
+                ))
             }
             Tok::Ident(s) if !KEYWORDS.contains(&s.as_str()) => {
                 self.bump();
@@ -740,9 +743,9 @@ impl Parser {
             Tok::Sym(">=") => CmpOp::Ge,
             t => {
                 return self.err(format!(
-                    "expected a comparison (`=`, `!=`, `<`, `<=`, `>`, `>=`) in a predicate, found {}",
-                    t.describe()
-                ))
+                "expected a comparison (`=`, `!=`, `<`, `<=`, `>`, `>=`) in a predicate, found {}",
+                t.describe()
+            ))
             }
         };
         self.bump();

@@ -83,7 +83,7 @@ fn print_pred_at(p: &Pred, ctx: u8) -> String {
         Pred::Cmp(op, a, b) => format!("{} {} {}", print_affine(a), op.symbol(), print_affine(b)),
         Pred::Or(a, b) => format!("{} || {}", print_pred_at(a, 1), print_pred_at(b, 2)),
         Pred::And(a, b) => format!("{} && {}", print_pred_at(a, 2), print_pred_at(b, 3)),
-        Pred::Not(a) => format!("!{}", print_pred_at(a, 3)),
+        Pred::Not(a) => format!("!{}", print_pred_at(a, 4)),
     };
     if pred_prec(p) < ctx {
         format!("({s})")
@@ -123,7 +123,9 @@ pub fn print_expr(e: &Expr) -> String {
 
 fn pr(e: &Expr, ctx: u8, open: bool, out: &mut String) {
     let p = prec(e);
-    let parens = p < ctx || (p == P_BINDER && !open);
+    // A binder may stand bare wherever the text ends after it, whatever the
+    // precedence around it: it reaches as far right as possible anyway.
+    let parens = if p == P_BINDER { !open } else { p < ctx };
     if parens {
         out.push('(');
         pr_inner(e, true, out);

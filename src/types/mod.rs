@@ -175,10 +175,7 @@ impl Checker<'_> {
                         if t != Type::Real {
                             self.error(
                                 child(sp, 0),
-                                format!(
-                                    "`sum` adds numbers, but its body has type {}",
-                                    ty_str(&t)
-                                ),
+                                format!("`sum` adds numbers, but its body has type {}", ty_str(&t)),
                             );
                         }
                     }

@@ -1,0 +1,294 @@
+//! The `einsat` command line: `check`, `run`, `einsum` and `demo`.
+//! Every user error is printed as `error: …` (with file:line:col for source
+//! errors) and exits with status 1; nothing user-caused panics.
+
+pub mod io;
+
+use crate::diag::render_all;
+use crate::error::{Error, Result};
+use crate::interp::{self, Value};
+use crate::syntax::{self, print_function};
+use crate::testing::random_inputs;
+use crate::types;
+use clap::{Parser, Subcommand, ValueEnum};
+use rand::SeedableRng;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "einsat",
+    version,
+    about = "Tensor programs in index notation, optimised by equality saturation"
+)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq)]
+enum Engine {
+    /// The reference interpreter.
+    Interp,
+}
+
+#[derive(Subcommand, Debug)]
+enum Cmd {
+    /// Type-check a file: print every function's signature, or every error.
+    Check { file: PathBuf },
+    /// Run one function of a file on arguments.
+    Run {
+        file: PathBuf,
+        /// The function to run (may be left out when the file holds one).
+        #[arg(long = "fn")]
+        func: Option<String>,
+        /// NAME=PATH.npy or NAME=NUMBER; NAME.0=… for pair components.
+        #[arg(long = "arg")]
+        args: Vec<String>,
+        /// The engine (default: the best available).
+        #[arg(long, value_enum)]
+        engine: Option<Engine>,
+        /// Write the result to this .npy file instead of printing it.
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Print `{"output": …}` as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print the program of an einsum string (numpy grammar).
+    Einsum {
+        spec: String,
+        /// Batched: outputs separated by `;`, operands by `,`, arrays in one
+        /// operand by `*`, e.g. "A,x;B,x".
+        #[arg(long)]
+        batch: Option<String>,
+    },
+    /// The main job on the bundled examples: check and run every function.
+    Demo {
+        /// Folder of .tl files (default: the bundled examples/).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+        /// Value of a named size, e.g. --size n=16 (default 8).
+        #[arg(long = "size")]
+        sizes: Vec<String>,
+        /// Random seed for the inputs.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+    },
+}
+
+/// Run the CLI on `std::env::args`; returns the exit status.
+pub fn main() -> i32 {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() { 2 } else { 0 };
+        }
+    };
+    match dispatch(cli.cmd) {
+        Ok(()) => 0,
+        Err(msg) => {
+            eprintln!("{msg}");
+            1
+        }
+    }
+}
+
+/// A CLI failure: the fully rendered message.
+type CliResult = std::result::Result<(), String>;
+
+fn read_source(file: &Path) -> std::result::Result<String, String> {
+    std::fs::read_to_string(file).map_err(|e| format!("error: {}: {e}", file.display()))
+}
+
+fn render(e: &Error, file: &Path, src: &str) -> String {
+    let name = file.display().to_string();
+    match e {
+        Error::Parse(d) | Error::Type(d) => render_all(d, &name, src),
+        other => format!("error: {other}"),
+    }
+}
+
+/// Parse and check a file, rendering errors against the source.
+fn load_file(file: &Path) -> std::result::Result<(String, syntax::Parsed), String> {
+    let src = read_source(file)?;
+    let parsed = syntax::parse_program(&src).map_err(|d| render(&Error::Parse(d), file, &src))?;
+    types::check_parsed(&parsed).map_err(|d| render(&Error::Type(d), file, &src))?;
+    Ok((src, parsed))
+}
+
+fn pick<'a>(
+    prog: &'a syntax::Program,
+    name: Option<&str>,
+) -> std::result::Result<&'a syntax::Function, String> {
+    match name {
+        Some(n) => prog.get(n).ok_or_else(|| {
+            format!(
+                "error: no function `{n}` (the file defines: {})",
+                names(prog)
+            )
+        }),
+        None if prog.functions.len() == 1 => Ok(&prog.functions[0]),
+        None => Err(format!(
+            "error: the file defines several functions; choose one with --fn ({})",
+            names(prog)
+        )),
+    }
+}
+
+fn names(p: &syntax::Program) -> String {
+    p.functions
+        .iter()
+        .map(|f| f.name.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn parse_sizes(specs: &[String]) -> std::result::Result<BTreeMap<String, usize>, String> {
+    specs
+        .iter()
+        .map(|s| {
+            let (k, v) = s
+                .split_once('=')
+                .ok_or_else(|| format!("error: `--size {s}`: expected NAME=INTEGER"))?;
+            let v: usize = v
+                .trim()
+                .parse()
+                .map_err(|_| format!("error: `--size {s}`: `{v}` is not a size"))?;
+            Ok((k.trim().to_string(), v))
+        })
+        .collect()
+}
+
+fn dispatch(cmd: Cmd) -> CliResult {
+    let err = |e: Error| format!("error: {e}");
+    match cmd {
+        Cmd::Check { file } => {
+            let src = read_source(&file)?;
+            let parsed =
+                syntax::parse_program(&src).map_err(|d| render(&Error::Parse(d), &file, &src))?;
+            let sigs =
+                types::check_parsed(&parsed).map_err(|d| render(&Error::Type(d), &file, &src))?;
+            for s in sigs {
+                println!("{s}");
+            }
+            Ok(())
+        }
+        Cmd::Run {
+            file,
+            func,
+            args,
+            engine,
+            out,
+            json,
+        } => {
+            let (_, parsed) = load_file(&file)?;
+            let f = pick(&parsed.program, func.as_deref())?;
+            let named = io::parse_args(&args).map_err(err)?;
+            let _engine = engine.unwrap_or(Engine::Interp);
+            let result = interp::run_named(f, named).map_err(err)?;
+            emit(&result, out.as_deref(), json).map_err(err)
+        }
+        Cmd::Einsum { spec, batch } => {
+            let f: crate::Function = {
+                let _ = (&spec, &batch);
+                return Err("error: TEMPORARY einsum pending".into());
+            };
+            print!("{}", print_function(&f));
+            Ok(())
+        }
+        Cmd::Demo { dir, sizes, seed } => demo(dir, &parse_sizes(&sizes)?, seed),
+    }
+}
+
+fn emit(v: &Value, out: Option<&Path>, json: bool) -> Result<()> {
+    if let Some(p) = out {
+        io::write_value(p, v)?;
+        return Ok(());
+    }
+    if json {
+        let j = serde_json::json!({ "output": v.to_json() });
+        println!("{j}");
+    } else {
+        println!("{v}");
+    }
+    Ok(())
+}
+
+fn examples_dir() -> PathBuf {
+    let local = PathBuf::from("examples");
+    if local.is_dir() {
+        local
+    } else {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("examples")
+    }
+}
+
+fn demo(dir: Option<PathBuf>, sizes: &BTreeMap<String, usize>, seed: u64) -> CliResult {
+    let dir = dir.unwrap_or_else(examples_dir);
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .map_err(|e| format!("error: {}: {e}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "tl"))
+        .collect();
+    files.sort();
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    println!(
+        "{:<16} {:<14} {:<44} {:>10}  {}",
+        "file", "function", "signature", "interp ms", "result (sum of elements)"
+    );
+    let mut failures = 0;
+    for file in files {
+        let (_, parsed) = match load_file(&file) {
+            Ok(x) => x,
+            Err(e) => {
+                println!("{e}");
+                failures += 1;
+                continue;
+            }
+        };
+        let fname = file.file_name().unwrap().to_string_lossy().to_string();
+        for f in &parsed.program.functions {
+            let sig = types::check(f).map_err(|d| format!("{d:?}"))?;
+            let mut all = BTreeMap::new();
+            for n in f.size_names() {
+                all.insert(n.clone(), sizes.get(&n).copied().unwrap_or(8));
+            }
+            let args = random_inputs(f, &all, &mut rng).map_err(|e| format!("error: {e}"))?;
+            let t = Instant::now();
+            let r = interp::run(f, &args);
+            let ms = t.elapsed().as_secs_f64() * 1e3;
+            let sigs = sig.to_string();
+            let sigs = sigs.strip_prefix("fn ").unwrap_or(&sigs);
+            let sigs = sigs.strip_prefix(f.name.as_str()).unwrap_or(sigs);
+            match r {
+                Ok(v) => println!(
+                    "{:<16} {:<14} {:<44} {:>10.3}  {}",
+                    fname,
+                    f.name,
+                    sigs,
+                    ms,
+                    summary(&v)
+                ),
+                Err(e) => {
+                    failures += 1;
+                    println!("{fname:<16} {:<14} error: {e}", f.name)
+                }
+            }
+        }
+    }
+    if failures > 0 {
+        return Err(format!("error: {failures} example(s) failed"));
+    }
+    Ok(())
+}
+
+fn summary(v: &Value) -> String {
+    match v {
+        Value::Real(x) => format!("{x:.6}"),
+        Value::Array(a) => format!("{:.6} over shape {:?}", a.sum(), a.shape()),
+        Value::Pair(a, b) => format!("({}, {})", summary(a), summary(b)),
+    }
+}

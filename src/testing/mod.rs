@@ -1,0 +1,552 @@
+//! Testing support, public so that rule authors and compiler testers can use
+//! it: random *well-typed* functions ([`gen_function`], [`arb_function`]) with
+//! knobs for the features that appear ([`GenConfig`]), and random inputs that
+//! fit a function's signature ([`random_inputs`]) in any memory layout
+//! ([`Layout`]).
+//!
+//! Generated programs are well-typed by construction and keep the scalar
+//! functions in their domains (`sqrt(abs(e))`, `log(1 + abs(e))`,
+//! `exp(sin(e))`, division by `1 + abs(e)`), so with finite inputs every value
+//! is finite and engines can be compared with a relative tolerance.
+
+use crate::error::Result;
+use crate::interp::value::{checked_elements, resolve, Boundary, Sizes, Value};
+use crate::syntax::ast::*;
+use ndarray::{ArrayD, IxDyn, ShapeBuilder, Slice};
+use proptest::prelude::*;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+/// How an input array is laid out in memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Layout {
+    /// Row-major, contiguous.
+    C,
+    /// Column-major, contiguous.
+    Fortran,
+    /// Every other element of a larger array along every axis.
+    Sliced,
+    /// Every axis reversed (negative strides).
+    Reversed,
+}
+
+impl Layout {
+    pub const ALL: [Layout; 4] = [Layout::C, Layout::Fortran, Layout::Sliced, Layout::Reversed];
+}
+
+/// Lay out `a` (any layout) as `layout`, keeping its logical contents.
+pub fn relayout(a: &ArrayD<f64>, layout: Layout) -> ArrayD<f64> {
+    match layout {
+        Layout::C => a.as_standard_layout().to_owned(),
+        Layout::Fortran => {
+            let mut f = ArrayD::zeros(IxDyn(a.shape()).f());
+            f.assign(a);
+            f
+        }
+        Layout::Sliced => {
+            let big: Vec<usize> = a.shape().iter().map(|&d| 2 * d.max(1)).collect();
+            let mut b = ArrayD::from_elem(IxDyn(&big), f64::NAN);
+            for ax in 0..a.ndim() {
+                b.slice_axis_inplace(
+                    ndarray::Axis(ax),
+                    Slice::new(0, Some(2 * a.shape()[ax] as isize), 2),
+                );
+            }
+            b.assign(a);
+            b
+        }
+        Layout::Reversed => {
+            let mut r = a.to_owned();
+            for ax in 0..r.ndim() {
+                r.invert_axis(ndarray::Axis(ax));
+            }
+            r.assign(a);
+            r
+        }
+    }
+}
+
+/// Lay out every array inside a value.
+pub fn relayout_value(v: &Value, layout: Layout) -> Value {
+    match v {
+        Value::Real(x) => Value::Real(*x),
+        Value::Array(a) => Value::Array(relayout(a, layout)),
+        Value::Pair(a, b) => Value::pair(relayout_value(a, layout), relayout_value(b, layout)),
+    }
+}
+
+fn random_boundary(b: &Boundary, sizes: &Sizes, rng: &mut impl Rng) -> Result<Value> {
+    match b {
+        Boundary::Array(s) if s.is_empty() => Ok(Value::Real(rng.gen_range(-2.0..2.0))),
+        Boundary::Array(s) => {
+            let shape: Vec<usize> = s.iter().map(|n| resolve(n, sizes)).collect::<Result<_>>()?;
+            let len = checked_elements(&shape)?;
+            let data: Vec<f64> = (0..len).map(|_| rng.gen_range(-2.0..2.0)).collect();
+            Ok(Value::Array(
+                ArrayD::from_shape_vec(IxDyn(&shape), data).expect("length matches shape"),
+            ))
+        }
+        Boundary::Pair(a, b) => Ok(Value::pair(
+            random_boundary(a, sizes, rng)?,
+            random_boundary(b, sizes, rng)?,
+        )),
+    }
+}
+
+/// Random arguments for `f` (values uniform in [-2, 2), C order) with the
+/// named sizes taken from `sizes`.
+pub fn random_inputs(f: &Function, sizes: &Sizes, rng: &mut impl Rng) -> Result<Vec<Value>> {
+    f.params
+        .iter()
+        .map(|p| random_boundary(&Boundary::of(&p.ty), sizes, rng))
+        .collect()
+}
+
+/// Which features random programs may use, and how big they get.
+#[derive(Clone, Debug)]
+pub struct GenConfig {
+    /// Maximum expression depth.
+    pub max_depth: u32,
+    pub pairs: bool,
+    pub lets: bool,
+    pub brackets: bool,
+    pub eps: bool,
+    pub funcs: bool,
+    /// Affine indices other than plain ones (they may leave the range).
+    pub affine: bool,
+    pub named_sizes: bool,
+    /// Pair-typed parameters (tensors of pairs as struct of arrays).
+    pub pair_params: bool,
+    /// Pair-typed (tuple) results.
+    pub tuple_results: bool,
+}
+
+impl Default for GenConfig {
+    fn default() -> Self {
+        GenConfig {
+            max_depth: 5,
+            pairs: true,
+            lets: true,
+            brackets: true,
+            eps: true,
+            funcs: true,
+            affine: true,
+            named_sizes: true,
+            pair_params: true,
+            tuple_results: true,
+        }
+    }
+}
+
+struct Gen<'a> {
+    rng: StdRng,
+    cfg: &'a GenConfig,
+    sizes: Vec<Size>,
+    values: Vec<(String, Type)>,
+    indices: Vec<(String, Size)>,
+    fresh: usize,
+}
+
+const INDEX_NAMES: [&str; 6] = ["i", "j", "k", "l", "p", "q"];
+
+impl Gen<'_> {
+    fn chance(&mut self, p: f64) -> bool {
+        self.rng.gen_bool(p)
+    }
+    fn size(&mut self) -> Size {
+        let k = self.rng.gen_range(0..self.sizes.len());
+        self.sizes[k].clone()
+    }
+    fn index_name(&mut self) -> String {
+        // mostly fresh names, sometimes shadowing one in scope
+        if !self.indices.is_empty() && self.chance(0.15) {
+            let k = self.rng.gen_range(0..self.indices.len());
+            return self.indices[k].0.clone();
+        }
+        let name = INDEX_NAMES[self.indices.len() % INDEX_NAMES.len()];
+        if self.indices.iter().any(|(n, _)| n == name) {
+            self.fresh += 1;
+            format!("{name}{}", self.fresh)
+        } else {
+            name.to_string()
+        }
+    }
+    fn value_name(&mut self) -> String {
+        self.fresh += 1;
+        format!("t{}", self.fresh)
+    }
+    fn visible_indices(&self) -> Vec<(String, Size)> {
+        // innermost binding of each name only
+        let mut out: Vec<(String, Size)> = Vec::new();
+        for (n, s) in self.indices.iter().rev() {
+            if !out.iter().any(|(m, _)| m == n) {
+                out.push((n.clone(), s.clone()));
+            }
+        }
+        out
+    }
+    fn visible_values(&self) -> Vec<(String, Type)> {
+        let mut out: Vec<(String, Type)> = Vec::new();
+        for (n, t) in self.values.iter().rev() {
+            if !out.iter().any(|(m, _)| m == n) {
+                out.push((n.clone(), t.clone()));
+            }
+        }
+        out
+    }
+    fn ty(&mut self, depth: u32, allow_pairs: bool) -> Type {
+        let r = self.rng.gen_range(0..10);
+        match r {
+            0..=3 => Type::Real,
+            4..=6 => Type::tensor(self.size(), Type::Real),
+            7 if depth > 0 => {
+                let s = self.size();
+                let e = self.ty(depth - 1, allow_pairs);
+                Type::tensor(s, e)
+            }
+            8 if allow_pairs && depth > 0 => {
+                let a = self.ty(depth - 1, allow_pairs);
+                let b = self.ty(depth - 1, allow_pairs);
+                Type::pair(a, b)
+            }
+            _ => Type::array([self.size(), self.size()]),
+        }
+    }
+    /// An index expression for an axis of size `n`.
+    fn affine_for(&mut self, n: &Size) -> Affine {
+        let idx = self.visible_indices();
+        let plain: Vec<&(String, Size)> = idx.iter().filter(|(_, s)| s == n).collect();
+        if !plain.is_empty() && (!self.cfg.affine || self.chance(0.7)) {
+            let k = self.rng.gen_range(0..plain.len());
+            return Affine::var(plain[k].0.clone());
+        }
+        if !self.cfg.affine || idx.is_empty() {
+            let hi = match n {
+                Size::Lit(k) => (*k as i64).max(1),
+                Size::Named(_) => 2,
+            };
+            let c = if self.cfg.affine {
+                self.rng.gen_range(0..=hi)
+            } else {
+                0
+            };
+            return Affine::constant(c);
+        }
+        let (i, _) = idx[self.rng.gen_range(0..idx.len())].clone();
+        let mut a = Affine::var(i);
+        match self.rng.gen_range(0..5) {
+            0 => a = a.add(&Affine::constant(1)),
+            1 => a = a.add(&Affine::constant(-1)),
+            2 => a = a.scale(2),
+            3 if idx.len() > 1 => {
+                let (j, _) = idx[self.rng.gen_range(0..idx.len())].clone();
+                a = a.sub(&Affine::var(j)).add(&Affine::constant(1));
+            }
+            _ => a = a.add(&Affine::constant(self.rng.gen_range(-2..3))),
+        }
+        if a.as_var().is_some() {
+            a = a.add(&Affine::constant(1));
+        }
+        a
+    }
+    fn pred(&mut self, depth: u32) -> Pred {
+        let idx = self.visible_indices();
+        let pick = |g: &mut Gen| -> Affine {
+            if idx.is_empty() || g.chance(0.2) {
+                Affine::constant(g.rng.gen_range(0..3))
+            } else {
+                let (i, _) = idx[g.rng.gen_range(0..idx.len())].clone();
+                let a = Affine::var(i);
+                if g.cfg.affine && g.chance(0.3) {
+                    a.add(&Affine::constant(g.rng.gen_range(-1..2)))
+                } else {
+                    a
+                }
+            }
+        };
+        if depth > 0 && self.chance(0.3) {
+            let a = self.pred(depth - 1);
+            return match self.rng.gen_range(0..3) {
+                0 => Pred::Not(Box::new(a)),
+                1 => Pred::And(Box::new(a), Box::new(self.pred(depth - 1))),
+                _ => Pred::Or(Box::new(a), Box::new(self.pred(depth - 1))),
+            };
+        }
+        let ops = [
+            CmpOp::Eq,
+            CmpOp::Ne,
+            CmpOp::Lt,
+            CmpOp::Le,
+            CmpOp::Gt,
+            CmpOp::Ge,
+        ];
+        let op = ops[self.rng.gen_range(0..ops.len())];
+        let a = pick(self);
+        let b = pick(self);
+        Pred::Cmp(op, a, b)
+    }
+    /// Read a value of type `want` out of a name in scope, if some name holds one.
+    fn read(&mut self, want: &Type) -> Option<Expr> {
+        let vals = self.visible_values();
+        let mut cands = Vec::new();
+        for (n, t) in &vals {
+            if let Some(e) = self.path_to(Expr::var(n.clone()), t, want, 4) {
+                cands.push(e);
+            }
+        }
+        if cands.is_empty() {
+            None
+        } else {
+            let k = self.rng.gen_range(0..cands.len());
+            Some(cands.swap_remove(k))
+        }
+    }
+    fn path_to(&mut self, e: Expr, t: &Type, want: &Type, fuel: u32) -> Option<Expr> {
+        if t == want {
+            return Some(e);
+        }
+        if fuel == 0 {
+            return None;
+        }
+        match t {
+            Type::Real => None,
+            Type::Tensor(n, el) => {
+                let idx = self.affine_for(n);
+                self.path_to(Expr::access(e, idx), el, want, fuel - 1)
+            }
+            Type::Pair(a, b) => {
+                let first = self.chance(0.5);
+                let (k, tk, ok, tok) = if first { (0, a, 1, b) } else { (1, b, 0, a) };
+                if let Some(r) = self.path_to(Expr::proj(k, e.clone()), tk, want, fuel - 1) {
+                    return Some(r);
+                }
+                self.path_to(Expr::proj(ok, e), tok, want, fuel - 1)
+            }
+        }
+    }
+    fn num(&mut self) -> Expr {
+        let choices = [0.0, 1.0, 2.0, 0.5, 3.0, 1.5];
+        Expr::Num(choices[self.rng.gen_range(0..choices.len())])
+    }
+    fn bind_index<T>(&mut self, n: &Size, f: impl FnOnce(&mut Self, String) -> T) -> (String, T) {
+        let i = self.index_name();
+        self.indices.push((i.clone(), n.clone()));
+        let r = f(self, i.clone());
+        self.indices.pop();
+        (i, r)
+    }
+    fn expr(&mut self, want: &Type, depth: u32) -> Expr {
+        if depth == 0 || self.chance(0.12) {
+            if let Some(e) = self.read(want) {
+                return e;
+            }
+        }
+        match want {
+            Type::Real => self.real(depth),
+            Type::Tensor(n, el) => {
+                if self.cfg.lets && depth > 1 && self.chance(0.1) {
+                    return self.let_(want, depth);
+                }
+                let el = (**el).clone();
+                let (i, body) = self.bind_index(n, |g, _| g.expr(&el, depth.saturating_sub(1)));
+                Expr::gen(i, n.clone(), body)
+            }
+            Type::Pair(a, b) => {
+                if self.cfg.lets && depth > 1 && self.chance(0.1) {
+                    return self.let_(want, depth);
+                }
+                let (a, b) = ((**a).clone(), (**b).clone());
+                let ea = self.expr(&a, depth.saturating_sub(1));
+                let eb = self.expr(&b, depth.saturating_sub(1));
+                Expr::pair(ea, eb)
+            }
+        }
+    }
+    fn let_(&mut self, want: &Type, depth: u32) -> Expr {
+        let t = self.ty(1, self.cfg.pairs);
+        let e1 = self.expr(&t, depth - 1);
+        let x = self.value_name();
+        self.values.push((x.clone(), t));
+        let e2 = self.expr(want, depth - 1);
+        self.values.pop();
+        Expr::let_(x, e1, e2)
+    }
+    fn real(&mut self, depth: u32) -> Expr {
+        if depth == 0 {
+            let idx = self.visible_indices();
+            return match self.rng.gen_range(0..6) {
+                0 | 1 => self.read(&Type::Real).unwrap_or_else(|| self.num()),
+                2 if self.cfg.brackets && !idx.is_empty() => Expr::Bracket(self.pred(0)),
+                3 if self.cfg.eps && !idx.is_empty() => {
+                    let k = if self.chance(0.7) { 3 } else { 2 };
+                    let v = (0..k)
+                        .map(|_| {
+                            let (i, _) = idx[self.rng.gen_range(0..idx.len())].clone();
+                            Affine::var(i)
+                        })
+                        .collect();
+                    Expr::Eps(v)
+                }
+                _ => self.read(&Type::Real).unwrap_or_else(|| self.num()),
+            };
+        }
+        let d = depth - 1;
+        match self.rng.gen_range(0..16) {
+            0..=2 => {
+                let ops = [BinOp::Add, BinOp::Sub, BinOp::Mul];
+                let op = ops[self.rng.gen_range(0..3)];
+                Expr::bin(op, self.real(d), self.real(d))
+            }
+            3 => {
+                // division, kept away from zero
+                let den = Expr::bin(
+                    BinOp::Add,
+                    Expr::Num(1.0),
+                    Expr::Call(Func::Abs, vec![self.real(d)]),
+                );
+                Expr::bin(BinOp::Div, self.real(d), den)
+            }
+            4 => Expr::Neg(Box::new(self.real(d))),
+            5 if self.cfg.funcs => self.call(d),
+            6..=8 => {
+                let n = self.size();
+                let (i, body) = self.bind_index(&n, |g, _| g.real(d));
+                Expr::sum(i, n, body)
+            }
+            9 if self.cfg.brackets && !self.visible_indices().is_empty() => {
+                let p = Expr::Bracket(self.pred(1));
+                let e = self.real(d);
+                if self.chance(0.5) {
+                    Expr::bin(BinOp::Mul, p, e)
+                } else {
+                    Expr::bin(BinOp::Mul, e, p)
+                }
+            }
+            10 if self.cfg.lets => self.let_(&Type::Real, depth),
+            11 if self.cfg.pairs => {
+                let other = self.ty(0, false);
+                let first = self.chance(0.5);
+                let t = if first {
+                    Type::pair(Type::Real, other)
+                } else {
+                    Type::pair(other, Type::Real)
+                };
+                let e = self.expr(&t, d);
+                Expr::proj(if first { 0 } else { 1 }, e)
+            }
+            12 => {
+                // index into a generated tensor: (gen(i:n) e)[ι]
+                let n = self.size();
+                let (i, body) = self.bind_index(&n, |g, _| g.real(d.saturating_sub(1)));
+                let g = Expr::gen(i, n.clone(), body);
+                let idx = self.affine_for(&n);
+                Expr::access(g, idx)
+            }
+            _ => self.read(&Type::Real).unwrap_or_else(|| self.real(d)),
+        }
+    }
+    fn call(&mut self, d: u32) -> Expr {
+        let a = self.real(d);
+        match self.rng.gen_range(0..8) {
+            0 => Expr::Call(Func::Sqrt, vec![Expr::Call(Func::Abs, vec![a])]),
+            1 => Expr::Call(
+                Func::Log,
+                vec![Expr::bin(
+                    BinOp::Add,
+                    Expr::Num(1.0),
+                    Expr::Call(Func::Abs, vec![a]),
+                )],
+            ),
+            2 => Expr::Call(Func::Exp, vec![Expr::Call(Func::Sin, vec![a])]),
+            3 => Expr::Call(Func::Cos, vec![a]),
+            4 => Expr::Call(Func::Tanh, vec![a]),
+            5 => Expr::Call(Func::Abs, vec![a]),
+            6 => Expr::Call(Func::Max, vec![a, self.real(d)]),
+            _ => Expr::Call(Func::Min, vec![a, self.real(d)]),
+        }
+    }
+}
+
+/// A random well-typed function, deterministic in `seed`.
+pub fn gen_function(seed: u64, cfg: &GenConfig) -> Function {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut sizes = vec![Size::Lit(2), Size::Lit(3)];
+    let named = cfg.named_sizes && rng.gen_bool(0.6);
+    if named {
+        sizes.push(Size::Named("n".into()));
+        if rng.gen_bool(0.5) {
+            sizes.push(Size::Named("m".into()));
+        }
+    }
+    let mut g = Gen {
+        rng,
+        cfg,
+        sizes: sizes.clone(),
+        values: Vec::new(),
+        indices: Vec::new(),
+        fresh: 0,
+    };
+    let nparams = g.rng.gen_range(1..=4);
+    let mut params = Vec::new();
+    for k in 0..nparams {
+        let name = ["A", "x", "y", "B"][k].to_string();
+        let ty = if cfg.pair_params && g.chance(0.2) {
+            let s = g.size();
+            Type::tensor(s, Type::pair(Type::Real, Type::Real))
+        } else if cfg.pair_params && g.chance(0.1) {
+            let a = g.ty(0, false);
+            Type::pair(Type::Real, a)
+        } else {
+            g.ty(1, false)
+        };
+        params.push(Param { name, ty });
+    }
+    // every named size must be bound by a parameter: add one if needed
+    for s in &sizes {
+        if let Size::Named(n) = s {
+            let mut bound = Vec::new();
+            for p in &params {
+                p.ty.size_names(&mut bound);
+            }
+            if !bound.contains(n) {
+                params.push(Param {
+                    name: format!("v{n}"),
+                    ty: Type::tensor(s.clone(), Type::Real),
+                });
+            }
+        }
+    }
+    g.values = params
+        .iter()
+        .map(|p| (p.name.clone(), p.ty.clone()))
+        .collect();
+    let ret = if cfg.tuple_results && g.chance(0.15) {
+        let a = g.ty(0, false);
+        let b = g.ty(0, false);
+        Type::pair(a, b)
+    } else {
+        g.ty(1, false)
+    };
+    let body = g.expr(&ret, cfg.max_depth);
+    Function {
+        name: "f".into(),
+        params,
+        ret: Some(ret),
+        body,
+    }
+}
+
+/// A proptest strategy for random well-typed functions.
+pub fn arb_function(cfg: GenConfig) -> impl Strategy<Value = Function> {
+    any::<u64>().prop_map(move |seed| gen_function(seed, &cfg))
+}
+
+/// Named sizes for random inputs: every size name of `f` set to a value in
+/// `1..=max`, deterministic in `seed`.
+pub fn random_sizes(f: &Function, seed: u64, max: usize) -> Sizes {
+    let mut rng = StdRng::seed_from_u64(seed);
+    f.size_names()
+        .into_iter()
+        .map(|n| (n, rng.gen_range(1..=max)))
+        .collect()
+}

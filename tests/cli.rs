@@ -1,0 +1,343 @@
+//! The `einsat` binary end to end: check, run (text, JSON, .npy in and out),
+//! einsum, demo, and every kind of bad input with exit status 1.
+
+use ndarray::{arr1, arr2, ArrayD};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn einsat(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_einsat"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn tmpdir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("einsat-cli-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn write_npy(p: &Path, a: ArrayD<f64>) -> String {
+    ndarray_npy::write_npy(p, &a).unwrap();
+    p.display().to_string()
+}
+
+fn s(p: &Path) -> String {
+    p.display().to_string()
+}
+
+#[test]
+fn check_prints_signatures() {
+    let (code, out, _) = einsat(&["check", "examples/notebook.tl"]);
+    assert_eq!(code, 0);
+    assert!(
+        out.contains("fn axc(A: [3,3]R, x: [3]R, c: [3]R) -> [3]R"),
+        "{out}"
+    );
+    assert_eq!(out.lines().count(), 7);
+}
+
+#[test]
+fn check_reports_every_error_with_position() {
+    let d = tmpdir("check");
+    let f = d.join("bad.tl");
+    std::fs::write(&f, "fn f(x: [3]R) -> R =\n  sum(j:4) x[j] + y\n").unwrap();
+    let (code, _, err) = einsat(&["check", &s(&f)]);
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("bad.tl:2:12: error: index `j` ranges over 4 but axis 0 of `x` has size 3"),
+        "{err}"
+    );
+    assert!(
+        err.contains("bad.tl:2:19: error: unknown name `y`"),
+        "{err}"
+    );
+}
+
+#[test]
+fn run_the_notebook_programs() {
+    let d = tmpdir("run");
+    let a = write_npy(
+        &d.join("A.npy"),
+        arr2(&[[5.0, 2.0, 0.0], [2.2, 0.0, 4.5], [0.0, 6.1, 3.3]]).into_dyn(),
+    );
+    let x = write_npy(&d.join("x.npy"), arr1(&[4.0, 7.0, 1.0]).into_dyn());
+    let c = write_npy(&d.join("c.npy"), arr1(&[0.0, 0.0, 1.0]).into_dyn());
+    let (code, out, err) = einsat(&[
+        "run",
+        "examples/notebook.tl",
+        "--fn",
+        "axc",
+        "--engine",
+        "interp",
+        "--arg",
+        &format!("A={a}"),
+        "--arg",
+        &format!("x={x}"),
+        "--arg",
+        &format!("c={c}"),
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let got: Vec<f64> = j["output"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_f64().unwrap())
+        .collect();
+    for (g, e) in got.iter().zip([34.0, 13.3, 47.0]) {
+        assert!((g - e).abs() < 1e-9, "{got:?}");
+    }
+    let (code, out, _) = einsat(&[
+        "run",
+        "examples/notebook.tl",
+        "--fn",
+        "qprod",
+        "--engine",
+        "interp",
+        "--arg",
+        &format!("A={a}"),
+        "--arg",
+        &format!("x={x}"),
+    ]);
+    assert_eq!(code, 0);
+    assert!(
+        (out.trim().parse::<f64>().unwrap() - 275.1).abs() < 1e-9,
+        "{out}"
+    );
+    // .npy output
+    let o = d.join("out.npy");
+    let (code, _, _) = einsat(&[
+        "run",
+        "examples/notebook.tl",
+        "--fn",
+        "diag",
+        "--arg",
+        &format!("x={x}"),
+        "--out",
+        &s(&o),
+    ]);
+    assert_eq!(code, 0);
+    let back: ArrayD<f64> = ndarray_npy::read_npy(&o).unwrap();
+    assert_eq!(
+        back,
+        arr2(&[[4.0, 0.0, 0.0], [0.0, 7.0, 0.0], [0.0, 0.0, 1.0]]).into_dyn()
+    );
+}
+
+#[test]
+fn pair_parameters_and_results_on_the_command_line() {
+    let d = tmpdir("pairs");
+    let re = write_npy(&d.join("re.npy"), arr1(&[1.0, 2.0]).into_dyn());
+    let im = write_npy(&d.join("im.npy"), arr1(&[0.5, -1.0]).into_dyn());
+    let (code, out, err) = einsat(&[
+        "run",
+        "examples/records.tl",
+        "--fn",
+        "cdot",
+        "--arg",
+        &format!("z.0={re}"),
+        "--arg",
+        &format!("z.1={im}"),
+        "--arg",
+        &format!("w.0={re}"),
+        "--arg",
+        &format!("w.1={im}"),
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+    // (1+0.5i)^2 + (2-i)^2 = (0.75 + i) + (3 - 4i) = 3.75 - 3i
+    assert!(
+        (j["output"][0].as_f64().unwrap() - 3.75).abs() < 1e-12,
+        "{out}"
+    );
+    assert!(
+        (j["output"][1].as_f64().unwrap() + 3.0).abs() < 1e-12,
+        "{out}"
+    );
+    let (code, _, err) = einsat(&[
+        "run",
+        "examples/records.tl",
+        "--fn",
+        "cdot",
+        "--arg",
+        &format!("z.0={re}"),
+        "--arg",
+        &format!("w.0={re}"),
+        "--arg",
+        &format!("w.1={im}"),
+    ]);
+    assert_eq!(code, 1);
+    assert!(err.contains("component `z.1` is missing"), "{err}");
+}
+
+#[test]
+fn numeric_dtypes_are_converted() {
+    let d = tmpdir("dtypes");
+    let p = d.join("xi.npy");
+    ndarray_npy::write_npy(&p, &arr1(&[1i32, 2, 3])).unwrap();
+    let (code, out, err) = einsat(&[
+        "run",
+        "examples/notebook.tl",
+        "--fn",
+        "diag",
+        "--arg",
+        &format!("x={}", s(&p)),
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("[[1.0,0.0,0.0],[0.0,2.0,0.0],[0.0,0.0,3.0]]"),
+        "{out}"
+    );
+}
+
+/// A .npy file holding strings (dtype `<U3`), which is not numeric.
+fn write_string_npy(p: &Path) {
+    let mut header = "{'descr': '<U3', 'fortran_order': False, 'shape': (2,), }".to_string();
+    while (10 + header.len() + 1) % 64 != 0 {
+        header.push(' ');
+    }
+    header.push('\n');
+    let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+    bytes.extend_from_slice(&(header.len() as u16).to_le_bytes());
+    bytes.extend_from_slice(header.as_bytes());
+    for ch in "abcdef".chars() {
+        bytes.extend_from_slice(&(ch as u32).to_le_bytes());
+    }
+    std::fs::write(p, bytes).unwrap();
+}
+
+#[test]
+fn bad_inputs_exit_1_with_a_message() {
+    let d = tmpdir("bad");
+    let x2 = write_npy(&d.join("x2.npy"), arr1(&[1.0, 2.0]).into_dyn());
+    let m = write_npy(&d.join("m.npy"), arr2(&[[1.0, 2.0]]).into_dyn());
+    let strs = d.join("s.npy");
+    write_string_npy(&strs);
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (
+            vec!["check".into(), "no/such/file.tl".into()],
+            "no/such/file.tl",
+        ),
+        (
+            vec![
+                "run".into(),
+                "examples/notebook.tl".into(),
+                "--fn".into(),
+                "diag".into(),
+                format!("--arg=x={x2}"),
+            ],
+            "axis 0 has size 2 but the type says 3",
+        ),
+        (
+            vec![
+                "run".into(),
+                "examples/notebook.tl".into(),
+                "--fn".into(),
+                "diag".into(),
+                format!("--arg=x={m}"),
+            ],
+            "expected 1 dims, got 2",
+        ),
+        (
+            vec![
+                "run".into(),
+                "examples/notebook.tl".into(),
+                "--fn".into(),
+                "diag".into(),
+            ],
+            "missing argument `x`",
+        ),
+        (
+            vec![
+                "run".into(),
+                "examples/notebook.tl".into(),
+                "--fn".into(),
+                "diag".into(),
+                format!("--arg=x={}", s(&strs)),
+            ],
+            "not a numeric .npy array",
+        ),
+        (
+            vec![
+                "run".into(),
+                "examples/notebook.tl".into(),
+                "--fn".into(),
+                "diag".into(),
+                "--arg=x=missing.npy".into(),
+            ],
+            "missing.npy: no such file",
+        ),
+        (
+            vec![
+                "run".into(),
+                "examples/notebook.tl".into(),
+                "--fn".into(),
+                "nope".into(),
+            ],
+            "no function `nope`",
+        ),
+        (
+            vec![
+                "run".into(),
+                "examples/notebook.tl".into(),
+                "--fn".into(),
+                "diag".into(),
+                format!("--arg=x={x2}"),
+                format!("--arg=y={x2}"),
+            ],
+            "no parameter `y`",
+        ),
+        (
+            vec!["run".into(), "examples/notebook.tl".into()],
+            "choose one with --fn",
+        ),
+    ];
+    for (args, needle) in cases {
+        let a: Vec<&str> = args.iter().map(|s| s.as_str()).collect();
+        let (code, _, err) = einsat(&a);
+        assert_eq!(code, 1, "{args:?}: {err}");
+        assert!(
+            err.contains(needle),
+            "{args:?}: expected `{needle}` in {err}"
+        );
+        assert!(!err.contains("panicked"), "{err}");
+    }
+}
+
+#[test]
+fn einsum_prints_a_program() {
+    let (code, out, err) = einsat(&["einsum", "ij,jk->ik"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.starts_with("fn einsum("), "{out}");
+    assert!(einsat::syntax::parse_program(&out).is_ok(), "{out}");
+    let (code, _, err) = einsat(&["einsum", "ij,jk->iz"]);
+    assert_eq!(code, 1);
+    assert!(err.starts_with("error:"), "{err}");
+}
+
+#[test]
+fn demo_runs_every_example() {
+    let (code, out, err) = einsat(&["demo"]);
+    assert_eq!(code, 0, "{err}");
+    for name in [
+        "axc",
+        "crossdot",
+        "diamond",
+        "blur2d",
+        "cdot",
+        "dual_square",
+    ] {
+        assert!(out.contains(name), "{name} missing from demo:\n{out}");
+    }
+}

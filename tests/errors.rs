@@ -1,0 +1,200 @@
+//! Bad input gets a clear error with a position, never a panic.
+
+use einsat::interp::{self, Value};
+use einsat::syntax::parse_program;
+use einsat::{load, types, Error};
+use ndarray::{arr1, arr2};
+
+/// All diagnostics of loading `src`, as (line, column, message).
+fn diags(src: &str) -> Vec<(usize, usize, String)> {
+    let ds = match parse_program(src) {
+        Err(d) => d,
+        Ok(p) => match types::check_parsed(&p) {
+            Err(d) => d,
+            Ok(_) => panic!("expected an error for:\n{src}"),
+        },
+    };
+    ds.iter()
+        .map(|d| {
+            let (l, c) = d.line_col(src).expect("errors from text have a position");
+            (l, c, d.message.clone())
+        })
+        .collect()
+}
+
+fn has(src: &str, line: usize, col: usize, needle: &str) {
+    let ds = diags(src);
+    assert!(
+        ds.iter()
+            .any(|(l, c, m)| *l == line && *c == col && m.contains(needle)),
+        "expected `{needle}` at {line}:{col}, got {ds:?}"
+    );
+}
+
+#[test]
+fn unterminated_binder() {
+    has(
+        "fn f(x: [3]R) -> [3]R =\n  gen(i:3 x[i]",
+        2,
+        11,
+        "expected `)`",
+    );
+    has("fn f(x: [3]R) -> [3]R = gen(i:3)", 1, 33, "has no body");
+    has("fn f(x: [3]R) -> R = sum(i:3) (x[i]", 1, 36, "expected `)`");
+}
+
+#[test]
+fn unknown_name() {
+    has(
+        "fn f(x: [3]R) -> R =\n  sum(i:3) y[i]",
+        2,
+        12,
+        "unknown name `y`",
+    );
+}
+
+#[test]
+fn index_used_as_value() {
+    has(
+        "fn f(x: [3]R) -> [3]R = gen(i:3) x[i] * i",
+        1,
+        41,
+        "`i` is an index, not a value",
+    );
+    has(
+        "fn f(x: [3]R, y: R) -> R = x[y]",
+        1,
+        28,
+        "`y` is a value, not an index",
+    );
+}
+
+#[test]
+fn range_mismatch() {
+    has(
+        "fn f(x: [3]R) -> R = sum(j:4) x[j]",
+        1,
+        31,
+        "index `j` ranges over 4 but axis 0 of `x` has size 3",
+    );
+    has(
+        "fn f(A: [3,4]R) -> R = sum(j:3) A[j,j]",
+        1,
+        33,
+        "index `j` ranges over 3 but axis 1 of `A` has size 4",
+    );
+}
+
+#[test]
+fn unbound_size_name() {
+    has(
+        "fn f(x: [n]R) -> R = sum(i:k) x[0]",
+        1,
+        22,
+        "size `k` is not bound by any parameter",
+    );
+    has(
+        "fn f(x: [n]R) -> [m]R = gen(i:n) x[i]",
+        1,
+        18,
+        "size `m` in the result type",
+    );
+}
+
+#[test]
+fn projection_of_non_pair() {
+    has(
+        "fn f(x: [3]R) -> R = sum(i:3) x[i].0",
+        1,
+        31,
+        "`.0` needs a pair",
+    );
+}
+
+#[test]
+fn other_type_errors() {
+    has("fn f(x: [3]R) -> R = x + 1", 1, 22, "needs a number");
+    has(
+        "fn f(x: [3]R) -> R = sum(i:3) x",
+        1,
+        31,
+        "`sum` adds numbers",
+    );
+    has(
+        "fn f(x: [3]R) -> [3]R = sum(i:3) x[i]",
+        1,
+        18,
+        "declared result type is [3]R",
+    );
+    has("fn f(x: R) -> R = x[0]", 1, 19, "indexes a tensor");
+}
+
+#[test]
+fn all_errors_are_reported_at_once() {
+    let src = "fn f(x: [3]R) -> R =\n  sum(j:4) x[j] + y + sum(i:3) i\n";
+    let ds = diags(src);
+    assert_eq!(ds.len(), 3, "{ds:?}");
+    // and one syntax error per broken function
+    let src = "fn a(x: [3]R) -> R = sum(i:3 x[i]\nfn b(x: [3]R) -> R = x[0] +\nfn c(x: R) -> R = x";
+    let ds = diags(src);
+    assert_eq!(ds.len(), 2, "{ds:?}");
+    assert_eq!(ds[0].0, 1);
+    assert_eq!(ds[1].0, 3);
+}
+
+#[test]
+fn rendered_errors_show_the_line() {
+    let src = "fn f(x: [3]R) -> R =\n  sum(i:3) y[i]";
+    let d = &diags_raw(src)[0];
+    let r = d.render("f.tl", src);
+    assert!(r.starts_with("f.tl:2:12: error: unknown name `y`"), "{r}");
+    assert!(r.contains("  sum(i:3) y[i]"), "{r}");
+    assert!(r.contains("^"), "{r}");
+}
+
+fn diags_raw(src: &str) -> Vec<einsat::diag::Diagnostic> {
+    match load(src) {
+        Err(Error::Parse(d)) | Err(Error::Type(d)) => d,
+        other => panic!("expected an error, got {other:?}"),
+    }
+}
+
+#[test]
+fn deep_nesting_is_an_error_not_a_crash() {
+    let deep = format!(
+        "fn f(x: R) -> R = {}x{}",
+        "(".repeat(5000),
+        ")".repeat(5000)
+    );
+    let ds = diags(&deep);
+    assert!(ds[0].2.contains("nested too deeply"), "{ds:?}");
+    let negs = format!("fn f(x: R) -> R = {}x", "-".repeat(5000));
+    assert!(diags(&negs)[0].2.contains("nested too deeply"));
+}
+
+fn call_err(src: &str, args: &[Value]) -> String {
+    let p = load(src).unwrap();
+    match interp::run(&p.functions[0], args) {
+        Err(Error::Call(m)) => m,
+        other => panic!("expected a call error, got {other:?}"),
+    }
+}
+
+#[test]
+fn wrong_arguments() {
+    let mv = "fn mv(A: [n,m]R, x: [m]R) -> [n]R = gen(i:n) sum(j:m) A[i,j] * x[j]";
+    let a = Value::Array(arr2(&[[1.0, 2.0], [3.0, 4.0]]).into_dyn());
+    let x2 = Value::Array(arr1(&[1.0, 2.0]).into_dyn());
+    let x3 = Value::Array(arr1(&[1.0, 2.0, 3.0]).into_dyn());
+    assert!(call_err(mv, std::slice::from_ref(&a)).contains("takes 2 arguments, got 1"));
+    assert!(call_err(mv, &[x2.clone(), x2.clone()]).contains("expected 2 dims, got 1"));
+    let m = call_err(mv, &[a.clone(), x3]);
+    assert!(m.contains("size `m` is 2 from argument `A`"), "{m}");
+    assert!(m.contains("but 3 from argument `x`"), "{m}");
+    assert!(call_err(mv, &[a.clone(), Value::Real(1.0)])
+        .contains("expected an array with 1 dims, got a number"));
+    let fixed = "fn f(x: [3]R) -> R = x[0]";
+    assert!(call_err(fixed, &[x2]).contains("axis 0 has size 2 but the type says 3"));
+    let pairp = "fn f(z: [n](R,R)) -> R = sum(i:n) z[i].0";
+    assert!(call_err(pairp, &[a]).contains("expected a pair of values"));
+}
