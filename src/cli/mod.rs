@@ -236,8 +236,8 @@ fn demo(dir: Option<PathBuf>, sizes: &BTreeMap<String, usize>, seed: u64) -> Cli
     files.sort();
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     println!(
-        "{:<16} {:<14} {:<44} {:>10}  {}",
-        "file", "function", "signature", "interp ms", "result (sum of elements)"
+        "{:<16} {:<14} {:<44} {:>10}  result (sum of elements)",
+        "file", "function", "signature", "interp ms"
     );
     let mut failures = 0;
     for file in files {

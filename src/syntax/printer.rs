@@ -203,14 +203,9 @@ fn pr_inner(e: &Expr, open: bool, out: &mut String) {
             let is_gen = matches!(e, Expr::Gen(..));
             let mut binders = Vec::new();
             let mut body = e;
-            loop {
-                match (body, is_gen) {
-                    (Expr::Gen(i, n, b), true) | (Expr::Sum(i, n, b), false) => {
-                        binders.push(format!("{i}:{n}"));
-                        body = b;
-                    }
-                    _ => break,
-                }
+            while let (Expr::Gen(i, n, b), true) | (Expr::Sum(i, n, b), false) = (body, is_gen) {
+                binders.push(format!("{i}:{n}"));
+                body = b;
             }
             let _ = write!(
                 out,
