@@ -192,10 +192,12 @@ fn dispatch(cmd: Cmd) -> CliResult {
             emit(&result, out.as_deref(), json).map_err(err)
         }
         Cmd::Einsum { spec, batch } => {
-            let f: crate::Function = {
-                let _ = (&spec, &batch);
-                return Err("error: TEMPORARY einsum pending".into());
-            };
+            let f = match batch {
+                None => crate::frontend::einsum::einsum(&spec),
+                Some(b) => crate::frontend::einsum::parse_batch_args(&b)
+                    .and_then(|a| crate::frontend::einsum::einsum_batched(&spec, &a)),
+            }
+            .map_err(err)?;
             print!("{}", print_function(&f));
             Ok(())
         }

@@ -1,1 +1,234 @@
-//! numpy-style einsum strings to functions of the language.
+//! The einsum front end: numpy's einsum grammar (`"ij,jk->ik"`, implicit
+//! output `"ij,jk"`, repeated indices `"ii->"`, any number of operands) to a
+//! function of the language, and *batched* einsum (seed 002): several outputs
+//! over shared, named inputs, returned as a tuple.
+//!
+//! Operand arrays are named `A`, `B`, … (`T26`, `T27`, … past 26); index
+//! letter `x` ranges over the size name `nx`. Summed indices are bound in
+//! order of first appearance.
+
+use crate::error::{Error, Result};
+use crate::syntax::ast::*;
+
+/// A parsed einsum spec: operand subscripts and output subscripts.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Spec {
+    pub inputs: Vec<Vec<char>>,
+    pub output: Vec<char>,
+}
+
+fn err(msg: impl Into<String>) -> Error {
+    Error::Frontend(format!("einsum: {}", msg.into()))
+}
+
+/// Parse a spec in numpy's grammar.
+pub fn parse_spec(spec: &str) -> Result<Spec> {
+    let s: String = spec.chars().filter(|c| !c.is_whitespace()).collect();
+    if s.contains("...") || s.contains('.') {
+        return Err(err("ellipsis (`...`) is not supported"));
+    }
+    let parts: Vec<&str> = s.split("->").collect();
+    if parts.len() > 2 {
+        return Err(err("`->` appears more than once"));
+    }
+    let inputs: Vec<Vec<char>> = parts[0].split(',').map(|o| o.chars().collect()).collect();
+    for c in inputs.iter().flatten() {
+        if !c.is_ascii_alphabetic() {
+            return Err(err(format!("`{c}` is not an index letter (a-z, A-Z)")));
+        }
+    }
+    let output: Vec<char> = match parts.get(1) {
+        Some(o) => {
+            let out: Vec<char> = o.chars().collect();
+            for (k, c) in out.iter().enumerate() {
+                if !c.is_ascii_alphabetic() {
+                    return Err(err(format!("`{c}` is not an index letter (a-z, A-Z)")));
+                }
+                if out[..k].contains(c) {
+                    return Err(err(format!("output index `{c}` appears twice")));
+                }
+                if !inputs.iter().flatten().any(|d| d == c) {
+                    return Err(err(format!(
+                        "output index `{c}` does not appear in any operand"
+                    )));
+                }
+            }
+            out
+        }
+        None => {
+            // numpy: the indices that appear exactly once, in alphabetical order
+            let all: Vec<char> = inputs.iter().flatten().copied().collect();
+            let mut once: Vec<char> = all
+                .iter()
+                .copied()
+                .filter(|c| all.iter().filter(|d| *d == c).count() == 1)
+                .collect();
+            once.sort();
+            once
+        }
+    };
+    Ok(Spec { inputs, output })
+}
+
+fn operand_name(k: usize) -> String {
+    if k < 26 {
+        ((b'A' + k as u8) as char).to_string()
+    } else {
+        format!("T{k}")
+    }
+}
+
+fn size_of(c: char) -> Size {
+    Size::Named(format!("n{c}"))
+}
+
+/// The body `gen(out) sum(summed) Π factors` where `factors[j]` is the list
+/// of array names multiplied at operand `j`.
+fn body(spec: &Spec, factors: &[Vec<String>]) -> Expr {
+    let mut summed: Vec<char> = Vec::new();
+    for c in spec.inputs.iter().flatten() {
+        if !spec.output.contains(c) && !summed.contains(c) {
+            summed.push(*c);
+        }
+    }
+    let mut prod: Option<Expr> = None;
+    for (subs, names) in spec.inputs.iter().zip(factors) {
+        for name in names {
+            let mut e = Expr::var(name.clone());
+            for c in subs {
+                e = Expr::access(e, Affine::var(c.to_string()));
+            }
+            prod = Some(match prod {
+                None => e,
+                Some(p) => Expr::bin(BinOp::Mul, p, e),
+            });
+        }
+    }
+    let mut e = prod.unwrap_or(Expr::Num(1.0));
+    for c in summed.iter().rev() {
+        e = Expr::sum(c.to_string(), size_of(*c), e);
+    }
+    for c in spec.output.iter().rev() {
+        e = Expr::gen(c.to_string(), size_of(*c), e);
+    }
+    e
+}
+
+fn out_type(spec: &Spec) -> Type {
+    Type::array(spec.output.iter().map(|c| size_of(*c)))
+}
+
+/// The function of a numpy einsum spec, e.g. `einsum("ij,jk->ik")`.
+pub fn einsum(spec: &str) -> Result<Function> {
+    let s = parse_spec(spec)?;
+    let names: Vec<Vec<String>> = (0..s.inputs.len()).map(|k| vec![operand_name(k)]).collect();
+    let params = s
+        .inputs
+        .iter()
+        .enumerate()
+        .map(|(k, subs)| Param {
+            name: operand_name(k),
+            ty: Type::array(subs.iter().map(|c| size_of(*c))),
+        })
+        .collect();
+    finish(Function {
+        name: "einsum".into(),
+        params,
+        ret: Some(out_type(&s)),
+        body: body(&s, &names),
+    })
+}
+
+fn finish(f: Function) -> Result<Function> {
+    crate::types::check(&f).map_err(|d| {
+        err(d
+            .iter()
+            .map(|d| d.message.clone())
+            .collect::<Vec<_>>()
+            .join("; "))
+    })?;
+    Ok(f)
+}
+
+/// Batched einsum: output `r` is the einsum `spec` whose operand `j` is the
+/// product of the arrays named in `args[r][j]`. Outputs are returned as a
+/// tuple `(R1, (R2, …))`; one output is not wrapped. Parameters are the
+/// distinct array names in order of first appearance.
+pub fn einsum_batched(spec: &str, args: &[Vec<Vec<String>>]) -> Result<Function> {
+    let s = parse_spec(spec)?;
+    if args.is_empty() {
+        return Err(err("a batch needs at least one output"));
+    }
+    let mut params: Vec<Param> = Vec::new();
+    let mut outputs = Vec::new();
+    for (r, ops) in args.iter().enumerate() {
+        if ops.len() != s.inputs.len() {
+            return Err(err(format!(
+                "output {r} names {} operands but the spec has {}",
+                ops.len(),
+                s.inputs.len()
+            )));
+        }
+        for (subs, names) in s.inputs.iter().zip(ops) {
+            if names.is_empty() {
+                return Err(err(format!("output {r} has an operand with no array")));
+            }
+            for n in names {
+                let valid = n
+                    .chars()
+                    .next()
+                    .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+                    && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+                if !valid {
+                    return Err(err(format!("`{n}` is not a valid array name")));
+                }
+                let ty = Type::array(subs.iter().map(|c| size_of(*c)));
+                match params.iter().find(|p| &p.name == n) {
+                    Some(p) if p.ty != ty => {
+                        return Err(err(format!(
+                            "array `{n}` is used with subscripts of different shapes"
+                        )))
+                    }
+                    Some(_) => {}
+                    None => params.push(Param {
+                        name: n.clone(),
+                        ty,
+                    }),
+                }
+            }
+        }
+        outputs.push(body(&s, ops));
+    }
+    let ty = out_type(&s);
+    let mut body = outputs.pop().expect("at least one output");
+    let mut ret = ty.clone();
+    while let Some(e) = outputs.pop() {
+        body = Expr::pair(e, body);
+        ret = Type::pair(ty.clone(), ret);
+    }
+    finish(Function {
+        name: "einsum".into(),
+        params,
+        ret: Some(ret),
+        body,
+    })
+}
+
+/// Parse the CLI's batch syntax `"A*C,x;B,x"`: outputs separated by `;`,
+/// operands by `,`, arrays multiplied within one operand by `*`.
+pub fn parse_batch_args(s: &str) -> Result<Vec<Vec<Vec<String>>>> {
+    s.split(';')
+        .map(|out| {
+            out.split(',')
+                .map(|op| {
+                    let names: Vec<String> = op.split('*').map(|n| n.trim().to_string()).collect();
+                    if names.iter().any(|n| n.is_empty()) {
+                        Err(err(format!("empty array name in `{out}`")))
+                    } else {
+                        Ok(names)
+                    }
+                })
+                .collect()
+        })
+        .collect()
+}
