@@ -22,9 +22,12 @@
 
 pub mod cli;
 pub mod diag;
+pub mod egraph;
 pub mod error;
+pub mod extract;
 pub mod frontend;
 pub mod interp;
+pub mod opt;
 pub mod syntax;
 pub mod testing;
 pub mod types;

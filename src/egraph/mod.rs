@@ -1,0 +1,826 @@
+//! The e-graph form of the IR: the `egg` language [`TL`], its analysis
+//! ([`TlAnalysis`]: free De Bruijn indices, smallest term size, constant
+//! value) and the conversions between the named IR and e-graph terms.
+//!
+//! **Bound indices are De Bruijn indices.** An index variable is the number
+//! of `gen`/`sum` binders between its use and its binder (0 = innermost), so
+//! alpha-equivalent terms are the same term and land in one e-class
+//! (`sum(j:n) A[i,j]*x[j]` under two different binders is one class).
+//! Affine indices and predicates are canonical leaves ([`AffLeaf`],
+//! [`PredLeaf`]) over De Bruijn variables written `#0`, `#1`, …; the helper
+//! functions here ([`shift_aff`], [`subst_aff`], …) lift, lower and
+//! substitute them, and [`shift_term`]/[`subst_term`] do it for whole terms,
+//! capture-free by construction.
+//!
+//! Free indices are analysed *conservatively* (union over the nodes of a
+//! class): a class is said not to use `#k` only when no term it represents
+//! does, so an extracted term always respects the side conditions that were
+//! checked on its class (the trap of egg issue #234 is avoided).
+//!
+//! Value names (parameters, `let`-bound names) stay names (`Var`).
+
+pub mod rules;
+pub mod saturate;
+
+use crate::syntax::ast::*;
+use egg::{define_language, Analysis, DidMerge, EGraph, Id, Language, RecExpr, Symbol};
+use std::fmt;
+use std::str::FromStr;
+
+/// A number literal, ordered and hashed by its bits.
+#[derive(Clone, Copy, Debug, PartialEq, PartialOrd)]
+pub struct NumLeaf(pub f64);
+impl Eq for NumLeaf {}
+impl Ord for NumLeaf {
+    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+        self.0.total_cmp(&o.0)
+    }
+}
+impl std::hash::Hash for NumLeaf {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        self.0.to_bits().hash(h)
+    }
+}
+impl fmt::Display for NumLeaf {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", crate::syntax::printer::print_num(self.0).replace(' ', ""))
+    }
+}
+impl FromStr for NumLeaf {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        if s.starts_with(|c: char| c.is_ascii_digit() || c == '-') {
+            s.parse::<f64>().map(NumLeaf).map_err(|e| e.to_string())
+        } else {
+            Err(format!("not a number: {s}"))
+        }
+    }
+}
+
+/// A binder range or tensor size: `$3` or `$n`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SizeLeaf(pub Size);
+impl fmt::Display for SizeLeaf {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "${}", self.0)
+    }
+}
+impl FromStr for SizeLeaf {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let r = s.strip_prefix('$').ok_or("not a size")?;
+        Ok(SizeLeaf(match r.parse::<usize>() {
+            Ok(n) => Size::Lit(n),
+            Err(_) => Size::Named(r.to_string()),
+        }))
+    }
+}
+
+/// An affine index over De Bruijn variables (`#0` is the innermost binder).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct AffLeaf(pub Affine);
+impl fmt::Display for AffLeaf {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "@{}", crate::syntax::printer::print_affine(&self.0))
+    }
+}
+impl FromStr for AffLeaf {
+    type Err = String;
+    fn from_str(_: &str) -> Result<Self, String> {
+        Err("affine leaves are built, not parsed".into())
+    }
+}
+
+/// A predicate over De Bruijn variables.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct PredLeaf(pub Pred);
+impl fmt::Display for PredLeaf {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{{{}}}",
+            crate::syntax::printer::print_pred(&self.0).replace(' ', "")
+        )
+    }
+}
+impl FromStr for PredLeaf {
+    type Err = String;
+    fn from_str(_: &str) -> Result<Self, String> {
+        Err("predicate leaves are built, not parsed".into())
+    }
+}
+
+define_language! {
+    /// The tensor language as e-nodes. `gen`/`sum` take `[size, body]`,
+    /// `get` takes `[tensor, affine]`, `iv` (Iverson bracket) a predicate,
+    /// `eps` two or three affines, `let` `[name, value, body]`.
+    pub enum TL {
+        "+" = Add([Id; 2]),
+        "-" = Sub([Id; 2]),
+        "*" = Mul([Id; 2]),
+        "/" = Div([Id; 2]),
+        "neg" = Neg([Id; 1]),
+        "sqrt" = Sqrt([Id; 1]),
+        "exp" = Exp([Id; 1]),
+        "log" = Log([Id; 1]),
+        "sin" = Sin([Id; 1]),
+        "cos" = Cos([Id; 1]),
+        "tanh" = Tanh([Id; 1]),
+        "abs" = Abs([Id; 1]),
+        "max" = Max([Id; 2]),
+        "min" = Min([Id; 2]),
+        "pair" = Pair([Id; 2]),
+        "fst" = Fst([Id; 1]),
+        "snd" = Snd([Id; 1]),
+        "gen" = Gen([Id; 2]),
+        "sum" = Sum([Id; 2]),
+        "get" = Get([Id; 2]),
+        "iv" = Iv([Id; 1]),
+        "eps" = Eps(Box<[Id]>),
+        "let" = Let([Id; 3]),
+        Num(NumLeaf),
+        Size(SizeLeaf),
+        Aff(AffLeaf),
+        Pred(PredLeaf),
+        Var(Symbol),
+    }
+}
+
+/// The operator names that may appear in patterns, with their arities
+/// (`None`: any arity, for `eps`).
+pub const OPERATORS: &[(&str, Option<usize>)] = &[
+    ("+", Some(2)),
+    ("-", Some(2)),
+    ("*", Some(2)),
+    ("/", Some(2)),
+    ("neg", Some(1)),
+    ("sqrt", Some(1)),
+    ("exp", Some(1)),
+    ("log", Some(1)),
+    ("sin", Some(1)),
+    ("cos", Some(1)),
+    ("tanh", Some(1)),
+    ("abs", Some(1)),
+    ("max", Some(2)),
+    ("min", Some(2)),
+    ("pair", Some(2)),
+    ("fst", Some(1)),
+    ("snd", Some(1)),
+    ("gen", Some(2)),
+    ("sum", Some(2)),
+    ("get", Some(2)),
+    ("iv", Some(1)),
+    ("eps", None),
+    ("let", Some(3)),
+];
+
+/// Build an operator node from its name and children.
+pub fn make_op(op: &str, ch: &[Id]) -> Option<TL> {
+    let a = |k: usize| ch[k];
+    let arity = OPERATORS.iter().find(|(o, _)| *o == op)?.1;
+    if let Some(n) = arity {
+        if n != ch.len() {
+            return None;
+        }
+    } else if ch.len() != 2 && ch.len() != 3 {
+        return None;
+    }
+    Some(match op {
+        "+" => TL::Add([a(0), a(1)]),
+        "-" => TL::Sub([a(0), a(1)]),
+        "*" => TL::Mul([a(0), a(1)]),
+        "/" => TL::Div([a(0), a(1)]),
+        "neg" => TL::Neg([a(0)]),
+        "sqrt" => TL::Sqrt([a(0)]),
+        "exp" => TL::Exp([a(0)]),
+        "log" => TL::Log([a(0)]),
+        "sin" => TL::Sin([a(0)]),
+        "cos" => TL::Cos([a(0)]),
+        "tanh" => TL::Tanh([a(0)]),
+        "abs" => TL::Abs([a(0)]),
+        "max" => TL::Max([a(0), a(1)]),
+        "min" => TL::Min([a(0), a(1)]),
+        "pair" => TL::Pair([a(0), a(1)]),
+        "fst" => TL::Fst([a(0)]),
+        "snd" => TL::Snd([a(0)]),
+        "gen" => TL::Gen([a(0), a(1)]),
+        "sum" => TL::Sum([a(0), a(1)]),
+        "get" => TL::Get([a(0), a(1)]),
+        "iv" => TL::Iv([a(0)]),
+        "eps" => TL::Eps(ch.to_vec().into_boxed_slice()),
+        "let" => TL::Let([a(0), a(1), a(2)]),
+        _ => return None,
+    })
+}
+
+fn func_node(f: Func, ch: &[Id]) -> TL {
+    make_op(f.name(), ch).expect("scalar functions are operators")
+}
+
+fn node_func(n: &TL) -> Option<Func> {
+    Some(match n {
+        TL::Sqrt(_) => Func::Sqrt,
+        TL::Exp(_) => Func::Exp,
+        TL::Log(_) => Func::Log,
+        TL::Sin(_) => Func::Sin,
+        TL::Cos(_) => Func::Cos,
+        TL::Tanh(_) => Func::Tanh,
+        TL::Abs(_) => Func::Abs,
+        TL::Max(_) => Func::Max,
+        TL::Min(_) => Func::Min,
+        _ => return None,
+    })
+}
+
+// ---------------------------------------------------------------------------
+// De Bruijn affine indices and predicates
+
+/// The name of De Bruijn variable `k` inside affine and predicate leaves.
+pub fn db(k: u32) -> String {
+    format!("#{k}")
+}
+
+/// The De Bruijn number of a leaf variable name.
+pub fn db_num(s: &str) -> u32 {
+    s[1..].parse().expect("De Bruijn names are #k")
+}
+
+/// Map the variables of an affine expression.
+fn map_aff_vars(a: &Affine, f: &impl Fn(u32) -> Affine) -> Affine {
+    let mut r = Affine::constant(a.constant);
+    for (v, c) in &a.terms {
+        r = r.add(&f(db_num(v)).scale(*c));
+    }
+    r
+}
+
+/// Add `d` to every variable `>= cutoff` (lifting a term under `d` new binders).
+pub fn shift_aff(a: &Affine, cutoff: u32, d: i64) -> Affine {
+    map_aff_vars(a, &|k| {
+        if k >= cutoff {
+            Affine::var(db((k as i64 + d) as u32))
+        } else {
+            Affine::var(db(k))
+        }
+    })
+}
+
+/// Substitute variable `depth` by `by` (which lives outside the binder being
+/// removed, `depth` binders further out) and lower the variables above it.
+pub fn subst_aff(a: &Affine, depth: u32, by: &Affine) -> Affine {
+    map_aff_vars(a, &|k| {
+        if k < depth {
+            Affine::var(db(k))
+        } else if k == depth {
+            shift_aff(by, 0, depth as i64)
+        } else {
+            Affine::var(db(k - 1))
+        }
+    })
+}
+
+/// Exchange variables `depth` and `depth + 1` (swapping two adjacent binders).
+pub fn swap_aff(a: &Affine, depth: u32) -> Affine {
+    map_aff_vars(a, &|k| {
+        if k == depth {
+            Affine::var(db(k + 1))
+        } else if k == depth + 1 {
+            Affine::var(db(k - 1))
+        } else {
+            Affine::var(db(k))
+        }
+    })
+}
+
+/// Bit set of the variables of an affine expression (variables past 63 all
+/// count as 63, which only makes the analysis more conservative).
+pub fn aff_bits(a: &Affine) -> u64 {
+    a.vars().fold(0, |acc, v| acc | 1u64 << db_num(v).min(63))
+}
+
+fn pred_bits(p: &Pred) -> u64 {
+    p.affines().into_iter().fold(0, |acc, a| acc | aff_bits(a))
+}
+
+/// Decide a predicate syntactically: `Some(true)` when it always holds,
+/// `Some(false)` when it never does, `None` when it depends on the indices.
+pub fn decide(p: &Pred) -> Option<bool> {
+    match p {
+        Pred::Cmp(op, a, b) => {
+            let d = a.sub(b);
+            let c = d.as_const()?;
+            Some(op.holds(c, 0))
+        }
+        Pred::And(a, b) => match (decide(a), decide(b)) {
+            (Some(false), _) | (_, Some(false)) => Some(false),
+            (Some(true), Some(true)) => Some(true),
+            _ => None,
+        },
+        Pred::Or(a, b) => match (decide(a), decide(b)) {
+            (Some(true), _) | (_, Some(true)) => Some(true),
+            (Some(false), Some(false)) => Some(false),
+            _ => None,
+        },
+        Pred::Not(a) => decide(a).map(|b| !b),
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Analysis
+
+/// What the analysis knows about an e-class.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Data {
+    /// Free De Bruijn indices (union over the class: conservative).
+    pub fv: u64,
+    /// Size of the smallest term in the class (for representative terms).
+    pub size: usize,
+    /// The class's value when it is a known finite constant.
+    pub constant: Option<f64>,
+    /// The type, when known (parameters' types come from the analysis).
+    pub ty: Option<Type>,
+    /// Free value names (union over the class).
+    pub vars: std::collections::BTreeSet<Symbol>,
+}
+
+/// The e-class analysis of [`TL`]; it knows the types of the parameters.
+#[derive(Default, Clone)]
+pub struct TlAnalysis {
+    pub params: std::collections::BTreeMap<Symbol, Type>,
+}
+
+fn node_ty(eg: &TlGraph, n: &TL) -> Option<Type> {
+    let t = |i: &Id| eg[*i].data.ty.clone();
+    match n {
+        TL::Var(x) => eg.analysis.params.get(x).cloned(),
+        TL::Aff(_) | TL::Pred(_) | TL::Size(_) => None,
+        TL::Pair([a, b]) => Some(Type::pair(t(a)?, t(b)?)),
+        TL::Fst([a]) | TL::Snd([a]) => match t(a)? {
+            Type::Pair(x, y) => Some(if matches!(n, TL::Fst(_)) { *x } else { *y }),
+            _ => None,
+        },
+        TL::Gen([s, b]) => Some(Type::tensor(size_of(eg, *s)?, t(b)?)),
+        TL::Get([a, _]) => match t(a)? {
+            Type::Tensor(_, e) => Some(*e),
+            _ => None,
+        },
+        TL::Let([_, _, b]) => t(b),
+        _ => Some(Type::Real),
+    }
+}
+
+fn node_vars(eg: &TlGraph, n: &TL) -> std::collections::BTreeSet<Symbol> {
+    match n {
+        TL::Var(x) => std::iter::once(*x).collect(),
+        TL::Let([x, a, b]) => {
+            let name = eg[*x].nodes.iter().find_map(|n| match n {
+                TL::Var(s) => Some(*s),
+                _ => None,
+            });
+            let mut v = eg[*a].data.vars.clone();
+            for y in &eg[*b].data.vars {
+                if Some(*y) != name {
+                    v.insert(*y);
+                }
+            }
+            v
+        }
+        _ => {
+            let mut v = std::collections::BTreeSet::new();
+            for c in n.children() {
+                v.extend(eg[*c].data.vars.iter().copied());
+            }
+            v
+        }
+    }
+}
+
+/// The e-graph type used by the optimiser.
+pub type TlGraph = EGraph<TL, TlAnalysis>;
+
+/// Free-index bits of one node, given its children's data.
+pub fn node_fv(n: &TL, data: impl Fn(Id) -> u64) -> u64 {
+    match n {
+        TL::Aff(a) => aff_bits(&a.0),
+        TL::Pred(p) => pred_bits(&p.0),
+        TL::Num(_) | TL::Size(_) | TL::Var(_) => 0,
+        TL::Gen([_, b]) | TL::Sum([_, b]) => data(*b) >> 1,
+        _ => n.children().iter().fold(0, |acc, c| acc | data(*c)),
+    }
+}
+
+fn fold_const(n: &TL, c: impl Fn(Id) -> Option<f64>) -> Option<f64> {
+    let r = match n {
+        TL::Num(x) => x.0,
+        TL::Add([a, b]) => c(*a)? + c(*b)?,
+        TL::Sub([a, b]) => c(*a)? - c(*b)?,
+        TL::Mul([a, b]) => c(*a)? * c(*b)?,
+        TL::Div([a, b]) => c(*a)? / c(*b)?,
+        TL::Neg([a]) => -c(*a)?,
+        _ => return None,
+    };
+    r.is_finite().then_some(r)
+}
+
+impl Analysis<TL> for TlAnalysis {
+    type Data = Data;
+    fn make(egraph: &mut TlGraph, enode: &TL) -> Data {
+        let fv = node_fv(enode, |i| egraph[i].data.fv);
+        let size = 1 + enode
+            .children()
+            .iter()
+            .map(|c| egraph[*c].data.size)
+            .sum::<usize>();
+        let constant = fold_const(enode, |i| egraph[i].data.constant);
+        let ty = node_ty(egraph, enode);
+        let vars = node_vars(egraph, enode);
+        Data {
+            fv,
+            size,
+            constant,
+            ty,
+            vars,
+        }
+    }
+    fn merge(&mut self, a: &mut Data, b: Data) -> DidMerge {
+        let fv = a.fv | b.fv;
+        let size = a.size.min(b.size);
+        let constant = a.constant.or(b.constant);
+        let ty = a.ty.clone().or(b.ty.clone());
+        let mut vars = a.vars.clone();
+        vars.extend(b.vars.iter().copied());
+        let bits = |c: Option<f64>| c.map(f64::to_bits);
+        let da = fv != a.fv
+            || size != a.size
+            || bits(constant) != bits(a.constant)
+            || ty != a.ty
+            || vars != a.vars;
+        let db = fv != b.fv
+            || size != b.size
+            || bits(constant) != bits(b.constant)
+            || ty != b.ty
+            || vars != b.vars;
+        a.fv = fv;
+        a.size = size;
+        a.constant = constant;
+        a.ty = ty;
+        a.vars = vars;
+        DidMerge(da, db)
+    }
+    fn modify(egraph: &mut TlGraph, id: Id) {
+        if let Some(c) = egraph[id].data.constant {
+            if c == 0.0 && c.is_sign_negative() {
+                return;
+            }
+            let has = egraph[id].nodes.iter().any(|n| matches!(n, TL::Num(_)));
+            if !has {
+                let k = egraph.add(TL::Num(NumLeaf(c)));
+                egraph.union_trusted(id, k, "constant-fold");
+            }
+        }
+    }
+}
+
+/// The leaf value of a leaf class (affine, predicate, size, number).
+pub fn leaf_of(eg: &TlGraph, id: Id) -> Option<&TL> {
+    eg[id]
+        .nodes
+        .iter()
+        .find(|n| matches!(n, TL::Aff(_) | TL::Pred(_) | TL::Size(_) | TL::Num(_)))
+}
+
+pub fn aff_of(eg: &TlGraph, id: Id) -> Option<Affine> {
+    eg[id].nodes.iter().find_map(|n| match n {
+        TL::Aff(a) => Some(a.0.clone()),
+        _ => None,
+    })
+}
+pub fn pred_of(eg: &TlGraph, id: Id) -> Option<Pred> {
+    eg[id].nodes.iter().find_map(|n| match n {
+        TL::Pred(p) => Some(p.0.clone()),
+        _ => None,
+    })
+}
+pub fn size_of(eg: &TlGraph, id: Id) -> Option<Size> {
+    eg[id].nodes.iter().find_map(|n| match n {
+        TL::Size(s) => Some(s.0.clone()),
+        _ => None,
+    })
+}
+
+/// A small representative term of a class: at every class the node of
+/// least size (well founded, so it terminates). `None` when the analysis is
+/// momentarily stale and no decreasing node is found.
+pub fn representative(eg: &TlGraph, id: Id) -> Option<RecExpr<TL>> {
+    fn go(eg: &TlGraph, id: Id, out: &mut RecExpr<TL>, depth: usize) -> Option<Id> {
+        if depth > 400 {
+            return None;
+        }
+        let class = &eg[id];
+        let mut best: Option<(usize, &TL)> = None;
+        for n in &class.nodes {
+            let s = 1 + n
+                .children()
+                .iter()
+                .map(|c| eg[*c].data.size)
+                .sum::<usize>();
+            if best.is_none_or(|(b, _)| s < b) {
+                best = Some((s, n));
+            }
+        }
+        let (_, n) = best?;
+        let n = n.clone();
+        let mut kids = Vec::new();
+        for c in n.children() {
+            let k = go(eg, *c, out, depth + 1)?;
+            kids.push(k);
+        }
+        let mut it = kids.into_iter();
+        let n = n.map_children(|_| it.next().unwrap());
+        Some(out.add(n))
+    }
+    let mut out = RecExpr::default();
+    go(eg, id, &mut out, 0)?;
+    Some(out)
+}
+
+// ---------------------------------------------------------------------------
+// Term operations on RecExprs (capture-free by construction)
+
+/// Rebuild `e` bottom-up, changing affine and predicate leaves by `f(depth, leaf)`,
+/// where `depth` is the number of binders between the root and the leaf.
+fn map_leaves(e: &RecExpr<TL>, f: &impl Fn(u32, &TL) -> TL) -> RecExpr<TL> {
+    fn go(
+        e: &RecExpr<TL>,
+        id: Id,
+        depth: u32,
+        f: &impl Fn(u32, &TL) -> TL,
+        out: &mut RecExpr<TL>,
+    ) -> Id {
+        let n = &e[id];
+        match n {
+            TL::Aff(_) | TL::Pred(_) => out.add(f(depth, n)),
+            TL::Gen([s, b]) | TL::Sum([s, b]) => {
+                let s2 = go(e, *s, depth, f, out);
+                let b2 = go(e, *b, depth + 1, f, out);
+                out.add(if matches!(n, TL::Gen(_)) {
+                    TL::Gen([s2, b2])
+                } else {
+                    TL::Sum([s2, b2])
+                })
+            }
+            _ => {
+                let n = n.clone().map_children(|c| go(e, c, depth, f, out));
+                out.add(n)
+            }
+        }
+    }
+    let mut out = RecExpr::default();
+    let root = Id::from(e.as_ref().len() - 1);
+    go(e, root, 0, f, &mut out);
+    out
+}
+
+fn map_leaf(n: &TL, f: impl Fn(&Affine) -> Affine) -> TL {
+    match n {
+        TL::Aff(a) => TL::Aff(AffLeaf(f(&a.0))),
+        TL::Pred(p) => TL::Pred(PredLeaf(p.0.map_affine(&f))),
+        _ => n.clone(),
+    }
+}
+
+/// Lift the free indices of `e` by `d` (to move it under `d` new binders).
+pub fn shift_term(e: &RecExpr<TL>, d: i64) -> RecExpr<TL> {
+    map_leaves(e, &|depth, n| map_leaf(n, |a| shift_aff(a, depth, d)))
+}
+
+/// `e` is the body of a removed binder: substitute its variable by `by`
+/// (an affine outside the binder) and lower the others.
+pub fn subst_term(e: &RecExpr<TL>, by: &Affine) -> RecExpr<TL> {
+    map_leaves(e, &|depth, n| map_leaf(n, |a| subst_aff(a, depth, by)))
+}
+
+/// Exchange the two innermost free variables of `e` (`#0` and `#1`).
+pub fn swap_term(e: &RecExpr<TL>) -> RecExpr<TL> {
+    map_leaves(e, &|depth, n| map_leaf(n, |a| swap_aff(a, depth)))
+}
+
+// ---------------------------------------------------------------------------
+// Conversion between the named IR and TL terms
+
+/// Why an expression cannot be converted.
+#[derive(Debug, Clone)]
+pub struct ConvError(pub String);
+
+fn to_db(a: &Affine, scope: &[String]) -> Result<Affine, ConvError> {
+    let mut r = Affine::constant(a.constant);
+    for (v, c) in &a.terms {
+        let pos = scope
+            .iter()
+            .rposition(|s| s == v)
+            .ok_or_else(|| ConvError(format!("free index `{v}`")))?;
+        let k = (scope.len() - 1 - pos) as u32;
+        r = r.add(&Affine::var(db(k)).scale(*c));
+    }
+    Ok(r)
+}
+
+/// Add a named expression to a RecExpr; `scope` lists the index names bound
+/// around it, innermost last.
+pub fn expr_to_rec(
+    e: &Expr,
+    scope: &mut Vec<String>,
+    out: &mut RecExpr<TL>,
+) -> Result<Id, ConvError> {
+    Ok(match e {
+        Expr::Var(x) => out.add(TL::Var(Symbol::from(x.as_str()))),
+        Expr::Num(x) => {
+            if *x < 0.0 {
+                let k = out.add(TL::Num(NumLeaf(-*x)));
+                out.add(TL::Neg([k]))
+            } else {
+                out.add(TL::Num(NumLeaf(*x)))
+            }
+        }
+        Expr::Bin(op, a, b) => {
+            let a = expr_to_rec(a, scope, out)?;
+            let b = expr_to_rec(b, scope, out)?;
+            out.add(match op {
+                BinOp::Add => TL::Add([a, b]),
+                BinOp::Sub => TL::Sub([a, b]),
+                BinOp::Mul => TL::Mul([a, b]),
+                BinOp::Div => TL::Div([a, b]),
+            })
+        }
+        Expr::Neg(a) => {
+            let a = expr_to_rec(a, scope, out)?;
+            out.add(TL::Neg([a]))
+        }
+        Expr::Call(f, args) => {
+            let mut ch = Vec::new();
+            for a in args {
+                ch.push(expr_to_rec(a, scope, out)?);
+            }
+            out.add(func_node(*f, &ch))
+        }
+        Expr::Pair(a, b) => {
+            let a = expr_to_rec(a, scope, out)?;
+            let b = expr_to_rec(b, scope, out)?;
+            out.add(TL::Pair([a, b]))
+        }
+        Expr::Proj(k, a) => {
+            let a = expr_to_rec(a, scope, out)?;
+            out.add(if *k == 0 { TL::Fst([a]) } else { TL::Snd([a]) })
+        }
+        Expr::Gen(i, n, b) | Expr::Sum(i, n, b) => {
+            let s = out.add(TL::Size(SizeLeaf(n.clone())));
+            scope.push(i.clone());
+            let b = expr_to_rec(b, scope, out);
+            scope.pop();
+            let b = b?;
+            out.add(if matches!(e, Expr::Gen(..)) {
+                TL::Gen([s, b])
+            } else {
+                TL::Sum([s, b])
+            })
+        }
+        Expr::Access(a, idx) => {
+            let a = expr_to_rec(a, scope, out)?;
+            let k = out.add(TL::Aff(AffLeaf(to_db(idx, scope)?)));
+            out.add(TL::Get([a, k]))
+        }
+        Expr::Bracket(p) => {
+            let mut err = None;
+            let p = p.map_affine(&|a| {
+                to_db(a, scope).unwrap_or_else(|e| {
+                    let _ = &e;
+                    Affine::constant(i64::MIN)
+                })
+            });
+            if p.affines().iter().any(|a| a.constant == i64::MIN) {
+                err = Some(ConvError("free index in a predicate".into()));
+            }
+            if let Some(e) = err {
+                return Err(e);
+            }
+            let k = out.add(TL::Pred(PredLeaf(p)));
+            out.add(TL::Iv([k]))
+        }
+        Expr::Eps(idx) => {
+            let mut ch = Vec::new();
+            for a in idx {
+                ch.push(out.add(TL::Aff(AffLeaf(to_db(a, scope)?))));
+            }
+            out.add(TL::Eps(ch.into_boxed_slice()))
+        }
+        Expr::Let(x, e1, e2) => {
+            let n = out.add(TL::Var(Symbol::from(x.as_str())));
+            let a = expr_to_rec(e1, scope, out)?;
+            let b = expr_to_rec(e2, scope, out)?;
+            out.add(TL::Let([n, a, b]))
+        }
+    })
+}
+
+/// Convert a closed named expression to a TL term.
+pub fn to_rec(e: &Expr) -> Result<RecExpr<TL>, ConvError> {
+    let mut out = RecExpr::default();
+    expr_to_rec(e, &mut Vec::new(), &mut out)?;
+    Ok(out)
+}
+
+/// Index names used when converting back: by binder depth.
+pub fn index_name(depth: usize) -> String {
+    const NAMES: [&str; 10] = ["i", "j", "k", "l", "m", "p", "q", "r", "s", "t"];
+    NAMES
+        .get(depth)
+        .map(|s| s.to_string())
+        .unwrap_or_else(|| format!("i{depth}"))
+}
+
+fn from_db(a: &Affine, scope: &[String]) -> Affine {
+    let mut r = Affine::constant(a.constant);
+    for (v, c) in &a.terms {
+        let k = db_num(v) as usize;
+        let name = if k < scope.len() {
+            scope[scope.len() - 1 - k].clone()
+        } else {
+            format!("free{}", k - scope.len())
+        };
+        r = r.add(&Affine::var(name).scale(*c));
+    }
+    r
+}
+
+/// Convert the subterm `id` of a TL term back to a named expression; binders
+/// are named by depth (`i`, `j`, `k`, …), `scope` lists the enclosing names.
+pub fn rec_to_expr(e: &RecExpr<TL>, id: Id, scope: &mut Vec<String>) -> Expr {
+    let n = &e[id];
+    let c = |k: usize, scope: &mut Vec<String>| rec_to_expr(e, n.children()[k], scope);
+    match n {
+        TL::Num(x) => Expr::Num(x.0),
+        TL::Var(s) => Expr::Var(s.to_string()),
+        TL::Add(_) => Expr::bin(BinOp::Add, c(0, scope), c(1, scope)),
+        TL::Sub(_) => Expr::bin(BinOp::Sub, c(0, scope), c(1, scope)),
+        TL::Mul(_) => Expr::bin(BinOp::Mul, c(0, scope), c(1, scope)),
+        TL::Div(_) => Expr::bin(BinOp::Div, c(0, scope), c(1, scope)),
+        TL::Neg(_) => Expr::Neg(Box::new(c(0, scope))),
+        TL::Pair(_) => Expr::pair(c(0, scope), c(1, scope)),
+        TL::Fst(_) => Expr::proj(0, c(0, scope)),
+        TL::Snd(_) => Expr::proj(1, c(0, scope)),
+        TL::Gen([s, b]) | TL::Sum([s, b]) => {
+            let size = match &e[*s] {
+                TL::Size(s) => s.0.clone(),
+                _ => Size::Lit(1),
+            };
+            let name = index_name(scope.len());
+            scope.push(name.clone());
+            let body = rec_to_expr(e, *b, scope);
+            scope.pop();
+            if matches!(n, TL::Gen(_)) {
+                Expr::gen(name, size, body)
+            } else {
+                Expr::sum(name, size, body)
+            }
+        }
+        TL::Get([t, a]) => {
+            let t = rec_to_expr(e, *t, scope);
+            let a = match &e[*a] {
+                TL::Aff(a) => from_db(&a.0, scope),
+                _ => Affine::constant(0),
+            };
+            Expr::access(t, a)
+        }
+        TL::Iv([p]) => match &e[*p] {
+            TL::Pred(p) => Expr::Bracket(p.0.map_affine(&|a| from_db(a, scope))),
+            _ => Expr::Num(1.0),
+        },
+        TL::Eps(ch) => Expr::Eps(
+            ch.iter()
+                .map(|k| match &e[*k] {
+                    TL::Aff(a) => from_db(&a.0, scope),
+                    _ => Affine::constant(0),
+                })
+                .collect(),
+        ),
+        TL::Let([x, _, _]) => {
+            let name = match &e[*x] {
+                TL::Var(s) => s.to_string(),
+                _ => "x".into(),
+            };
+            Expr::let_(name, c(1, scope), c(2, scope))
+        }
+        TL::Aff(_) | TL::Pred(_) | TL::Size(_) => Expr::Num(0.0),
+        _ => {
+            let f = node_func(n).expect("remaining nodes are scalar functions");
+            let args = (0..n.children().len()).map(|k| c(k, scope)).collect();
+            Expr::Call(f, args)
+        }
+    }
+}
+
+/// Convert a whole TL term back to a named expression.
+pub fn from_rec(e: &RecExpr<TL>) -> Expr {
+    let root = Id::from(e.as_ref().len() - 1);
+    rec_to_expr(e, root, &mut Vec::new())
+}

@@ -1,0 +1,896 @@
+//! Rules as data: the `rules/*.rules` format, its parser, and the
+//! instantiation of rules as egg rewrites.
+//!
+//! # Format
+//!
+//! One rule per line; `#` starts a comment; blank lines are ignored.
+//!
+//! ```text
+//! NAME: LHS => RHS                      a rewrite
+//! NAME: LHS <=> RHS                     both directions (the reverse is NAME-rev)
+//! NAME: LHS => RHS if COND COND ...     with side conditions (all must hold)
+//! ```
+//!
+//! Patterns are s-expressions over the operators of [`crate::egraph::TL`]
+//! (`+ - * / neg sqrt exp log sin cos tanh abs max min pair fst snd gen sum
+//! get iv eps let`), pattern variables `?x` and number literals. Binders are
+//! De Bruijn: in `(sum ?n ?e)` the variable `#0` of `?e` is the sum's index,
+//! `#1` the next binder out, and so on.
+//!
+//! The right side may call meta-functions, written `(@name args..)`:
+//!
+//! | function | result |
+//! |---|---|
+//! | `@shift e` | `e` moved under one new binder (free indices + 1) |
+//! | `@unshift e` | `e` moved out of its binder (needs `#0` not free) |
+//! | `@subst e a` | `e{#0 ↦ a}` with `e` leaving its binder, `a` an index outside |
+//! | `@swap e` | `e` with `#0` and `#1` exchanged (two binders swapped) |
+//! | `@eq a b` | the predicate `a = b` |
+//! | `@and p q` | the predicate `p ∧ q` |
+//! | `@solve p` | for `p` ⇔ `#0 = ι` (ι without `#0`): ι, outside the binder |
+//! | `@guard n a` | the predicate `0 ≤ a < n` (`n` a literal size) |
+//! | `@num n` | the literal size `n` as a number |
+//! | `@substvar e x v` | `e{x ↦ v}` for a value name `x` (v lifted under binders) |
+//! | `@getvar x` | `x[#0]` |
+//!
+//! Conditions, from a fixed vocabulary (`K` a De Bruijn number):
+//!
+//! | condition | holds when |
+//! |---|---|
+//! | `(notfree ?e K)` | index `#K` is not free in `?e` |
+//! | `(free ?e K)` | index `#K` may be free in `?e` |
+//! | `(eqsize ?n ?m)` | the two sizes are equal |
+//! | `(lit ?n)` | the size is a literal |
+//! | `(size ?n N)` | the size is the literal `N` |
+//! | `(always ?p)` / `(never ?p)` | the predicate always / never holds |
+//! | `(solvable ?p)` | `@solve ?p` is defined |
+//! | `(isvar ?a K)` | the index is exactly `#K` |
+//! | `(scalar ?e)` | `?e` is a number (not a tensor or pair) |
+//! | `(novar ?e ?x)` | the value name `?x` is not free in `?e` |
+//! | `(ne ?a ?b)` | the two are different classes |
+//!
+//! A malformed file is an error naming `file:line` and what is wrong.
+
+use super::*;
+use egg::{Applier, ENodeOrVar, Pattern, PatternAst, Rewrite, Subst, Var};
+use std::collections::BTreeMap;
+
+/// A parsed s-expression.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Sexp {
+    Atom(String),
+    List(Vec<Sexp>),
+}
+
+fn tokenize(s: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    for ch in s.chars() {
+        match ch {
+            '(' | ')' => {
+                if !cur.is_empty() {
+                    out.push(std::mem::take(&mut cur));
+                }
+                out.push(ch.to_string());
+            }
+            c if c.is_whitespace() => {
+                if !cur.is_empty() {
+                    out.push(std::mem::take(&mut cur));
+                }
+            }
+            c => cur.push(c),
+        }
+    }
+    if !cur.is_empty() {
+        out.push(cur);
+    }
+    out
+}
+
+fn parse_sexps(toks: &[String]) -> Result<Vec<Sexp>, String> {
+    let mut stack: Vec<Vec<Sexp>> = vec![Vec::new()];
+    for t in toks {
+        match t.as_str() {
+            "(" => stack.push(Vec::new()),
+            ")" => {
+                let l = stack.pop().ok_or("unbalanced `)`")?;
+                stack.last_mut().ok_or("unbalanced `)`")?.push(Sexp::List(l));
+            }
+            a => stack.last_mut().unwrap().push(Sexp::Atom(a.to_string())),
+        }
+        if stack.is_empty() {
+            return Err("unbalanced `)`".into());
+        }
+    }
+    if stack.len() != 1 {
+        return Err("missing `)`".into());
+    }
+    Ok(stack.pop().unwrap())
+}
+
+/// A right-hand side: a pattern tree that may call meta-functions.
+#[derive(Clone, Debug)]
+pub enum Rhs {
+    Var(String),
+    Num(f64),
+    Op(String, Vec<Rhs>),
+    Meta(String, Vec<Rhs>),
+}
+
+/// A side condition.
+#[derive(Clone, Debug)]
+pub enum Cond {
+    NotFree(String, u32),
+    Free(String, u32),
+    EqSize(String, String),
+    Lit(String),
+    SizeIs(String, usize),
+    Always(String),
+    Never(String),
+    Solvable(String),
+    IsVar(String, u32),
+    Scalar(String),
+    NoVar(String, String),
+    Ne(String, String),
+}
+
+/// One rule.
+#[derive(Clone, Debug)]
+pub struct Rule {
+    pub name: String,
+    pub family: String,
+    pub lhs: Sexp,
+    pub rhs: Rhs,
+    pub rhs_sexp: Sexp,
+    pub conds: Vec<Cond>,
+    /// Where it was defined, `file:line`.
+    pub origin: String,
+}
+
+/// The meta-functions and their arities.
+pub const METAS: &[(&str, usize)] = &[
+    ("@shift", 1),
+    ("@unshift", 1),
+    ("@subst", 2),
+    ("@swap", 1),
+    ("@eq", 2),
+    ("@and", 2),
+    ("@solve", 1),
+    ("@guard", 2),
+    ("@num", 1),
+    ("@substvar", 3),
+    ("@getvar", 1),
+];
+
+fn pattern_vars(s: &Sexp, out: &mut Vec<String>) {
+    match s {
+        Sexp::Atom(a) if a.starts_with('?') => {
+            if !out.contains(a) {
+                out.push(a.clone())
+            }
+        }
+        Sexp::Atom(_) => {}
+        Sexp::List(l) => l.iter().for_each(|x| pattern_vars(x, out)),
+    }
+}
+
+fn is_num(a: &str) -> bool {
+    a.starts_with(|c: char| c.is_ascii_digit()) && a.parse::<f64>().is_ok()
+}
+
+fn check_lhs(s: &Sexp) -> Result<(), String> {
+    match s {
+        Sexp::Atom(a) => {
+            if a.starts_with('?') || is_num(a) {
+                Ok(())
+            } else if a.starts_with('@') {
+                Err(format!("meta-function `{a}` on the left side"))
+            } else {
+                Err(format!("unknown atom `{a}` (operators need parentheses)"))
+            }
+        }
+        Sexp::List(l) => {
+            let (head, args) = l.split_first().ok_or("empty list")?;
+            let op = match head {
+                Sexp::Atom(a) => a,
+                _ => return Err("a list must start with an operator".into()),
+            };
+            if op.starts_with('@') {
+                return Err(format!("meta-function `{op}` on the left side"));
+            }
+            let arity = OPERATORS
+                .iter()
+                .find(|(o, _)| o == op)
+                .ok_or_else(|| format!("unknown operator `{op}`"))?
+                .1;
+            match arity {
+                Some(n) if n != args.len() => {
+                    return Err(format!("`{op}` takes {n} arguments, not {}", args.len()))
+                }
+                None if args.len() != 2 && args.len() != 3 => {
+                    return Err(format!("`{op}` takes 2 or 3 arguments"))
+                }
+                _ => {}
+            }
+            args.iter().try_for_each(check_lhs)
+        }
+    }
+}
+
+fn to_rhs(s: &Sexp, bound: &[String]) -> Result<Rhs, String> {
+    match s {
+        Sexp::Atom(a) => {
+            if a.starts_with('?') {
+                if bound.contains(a) {
+                    Ok(Rhs::Var(a.clone()))
+                } else {
+                    Err(format!("right side uses `{a}`, which the left side does not bind"))
+                }
+            } else if is_num(a) {
+                Ok(Rhs::Num(a.parse().unwrap()))
+            } else {
+                Err(format!("unknown atom `{a}` (operators need parentheses)"))
+            }
+        }
+        Sexp::List(l) => {
+            let (head, args) = l.split_first().ok_or("empty list")?;
+            let op = match head {
+                Sexp::Atom(a) => a.clone(),
+                _ => return Err("a list must start with an operator".into()),
+            };
+            let args = args
+                .iter()
+                .map(|a| to_rhs(a, bound))
+                .collect::<Result<Vec<_>, _>>()?;
+            if op.starts_with('@') {
+                let ar = METAS
+                    .iter()
+                    .find(|(m, _)| *m == op)
+                    .ok_or_else(|| format!("unknown meta-function `{op}`"))?
+                    .1;
+                if ar != args.len() {
+                    return Err(format!("`{op}` takes {ar} arguments, not {}", args.len()));
+                }
+                Ok(Rhs::Meta(op, args))
+            } else {
+                let arity = OPERATORS
+                    .iter()
+                    .find(|(o, _)| *o == op)
+                    .ok_or_else(|| format!("unknown operator `{op}`"))?
+                    .1;
+                match arity {
+                    Some(n) if n != args.len() => {
+                        Err(format!("`{op}` takes {n} arguments, not {}", args.len()))
+                    }
+                    None if args.len() != 2 && args.len() != 3 => {
+                        Err(format!("`{op}` takes 2 or 3 arguments"))
+                    }
+                    _ => Ok(Rhs::Op(op, args)),
+                }
+            }
+        }
+    }
+}
+
+fn to_cond(s: &Sexp, bound: &[String]) -> Result<Cond, String> {
+    let l = match s {
+        Sexp::List(l) if !l.is_empty() => l,
+        _ => return Err(format!("a condition must be a list, found `{s:?}`")),
+    };
+    let atoms: Vec<String> = l
+        .iter()
+        .map(|x| match x {
+            Sexp::Atom(a) => Ok(a.clone()),
+            _ => Err("condition arguments are atoms".to_string()),
+        })
+        .collect::<Result<_, _>>()?;
+    let var = |k: usize| -> Result<String, String> {
+        let a = atoms
+            .get(k)
+            .ok_or_else(|| format!("condition `{}` needs more arguments", atoms[0]))?;
+        if !bound.contains(a) {
+            return Err(format!(
+                "condition uses `{a}`, which the left side does not bind"
+            ));
+        }
+        Ok(a.clone())
+    };
+    let num = |k: usize| -> Result<u32, String> {
+        atoms
+            .get(k)
+            .and_then(|a| a.parse().ok())
+            .ok_or_else(|| format!("condition `{}` needs a number argument", atoms[0]))
+    };
+    let arity = |n: usize| -> Result<(), String> {
+        if atoms.len() != n + 1 {
+            Err(format!("condition `{}` takes {n} arguments", atoms[0]))
+        } else {
+            Ok(())
+        }
+    };
+    Ok(match atoms[0].as_str() {
+        "notfree" => {
+            arity(2)?;
+            Cond::NotFree(var(1)?, num(2)?)
+        }
+        "free" => {
+            arity(2)?;
+            Cond::Free(var(1)?, num(2)?)
+        }
+        "eqsize" => {
+            arity(2)?;
+            Cond::EqSize(var(1)?, var(2)?)
+        }
+        "lit" => {
+            arity(1)?;
+            Cond::Lit(var(1)?)
+        }
+        "size" => {
+            arity(2)?;
+            Cond::SizeIs(var(1)?, num(2)? as usize)
+        }
+        "always" => {
+            arity(1)?;
+            Cond::Always(var(1)?)
+        }
+        "never" => {
+            arity(1)?;
+            Cond::Never(var(1)?)
+        }
+        "solvable" => {
+            arity(1)?;
+            Cond::Solvable(var(1)?)
+        }
+        "isvar" => {
+            arity(2)?;
+            Cond::IsVar(var(1)?, num(2)?)
+        }
+        "scalar" => {
+            arity(1)?;
+            Cond::Scalar(var(1)?)
+        }
+        "novar" => {
+            arity(2)?;
+            Cond::NoVar(var(1)?, var(2)?)
+        }
+        "ne" => {
+            arity(2)?;
+            Cond::Ne(var(1)?, var(2)?)
+        }
+        c => return Err(format!("unknown condition `{c}`")),
+    })
+}
+
+/// Parse one rules file. `file` names it in errors (`file:line: message`).
+pub fn parse_rules(file: &str, text: &str) -> Result<Vec<Rule>, String> {
+    let family = std::path::Path::new(file)
+        .file_stem()
+        .map(|s| s.to_string_lossy().to_string())
+        .unwrap_or_else(|| file.to_string());
+    let mut out: Vec<Rule> = Vec::new();
+    for (ln, raw) in text.lines().enumerate() {
+        let line = raw.split('#').next().unwrap_or("").trim();
+        if line.is_empty() {
+            continue;
+        }
+        let at = format!("{file}:{}", ln + 1);
+        let err = |m: String| format!("{at}: {m}");
+        let (name, rest) = line
+            .split_once(':')
+            .ok_or_else(|| err("expected `NAME: LHS => RHS`".into()))?;
+        let name = name.trim();
+        if name.is_empty() || name.contains(char::is_whitespace) {
+            return Err(err(format!("bad rule name `{name}`")));
+        }
+        let (both, lhs_s, rest) = if let Some((l, r)) = rest.split_once("<=>") {
+            (true, l, r)
+        } else if let Some((l, r)) = rest.split_once("=>") {
+            (false, l, r)
+        } else {
+            return Err(err("expected `=>` or `<=>`".into()));
+        };
+        let (rhs_s, cond_s) = match rest.split_once(" if ") {
+            Some((r, c)) => (r, Some(c)),
+            None => (rest, None),
+        };
+        let one = |s: &str, what: &str| -> Result<Sexp, String> {
+            let v = parse_sexps(&tokenize(s)).map_err(|m| err(format!("{what}: {m}")))?;
+            if v.len() != 1 {
+                return Err(err(format!("{what} must be one pattern, found {}", v.len())));
+            }
+            Ok(v.into_iter().next().unwrap())
+        };
+        let lhs = one(lhs_s, "left side")?;
+        let rhs_sexp = one(rhs_s, "right side")?;
+        check_lhs(&lhs).map_err(|m| err(format!("left side: {m}")))?;
+        let mut vars = Vec::new();
+        pattern_vars(&lhs, &mut vars);
+        let rhs = to_rhs(&rhs_sexp, &vars).map_err(|m| err(format!("right side: {m}")))?;
+        let conds = match cond_s {
+            Some(c) => parse_sexps(&tokenize(c))
+                .map_err(|m| err(format!("conditions: {m}")))?
+                .iter()
+                .map(|s| to_cond(s, &vars))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|m| err(m))?,
+            None => vec![],
+        };
+        if out.iter().any(|r| r.name == name) {
+            return Err(err(format!("rule `{name}` is defined twice")));
+        }
+        if both {
+            check_lhs(&rhs_sexp).map_err(|m| {
+                err(format!("`<=>` needs a plain pattern on the right side: {m}"))
+            })?;
+            let mut rv = Vec::new();
+            pattern_vars(&rhs_sexp, &mut rv);
+            if vars.iter().any(|v| !rv.contains(v)) {
+                return Err(err(
+                    "`<=>` needs both sides to bind the same variables".into()
+                ));
+            }
+            let back = to_rhs(&lhs, &rv).map_err(|m| err(m))?;
+            out.push(Rule {
+                name: format!("{name}-rev"),
+                family: family.clone(),
+                lhs: rhs_sexp.clone(),
+                rhs: back,
+                rhs_sexp: lhs.clone(),
+                conds: conds.clone(),
+                origin: at.clone(),
+            });
+        }
+        out.push(Rule {
+            name: name.to_string(),
+            family: family.clone(),
+            lhs,
+            rhs,
+            rhs_sexp,
+            conds,
+            origin: at,
+        });
+    }
+    // keep file order, forward before reverse
+    out.sort_by_key(|r| (r.origin.clone(), r.name.ends_with("-rev")));
+    Ok(out)
+}
+
+/// The built-in rule files, embedded in the binary.
+pub const BUILTIN: &[(&str, &str)] = &[
+    ("pairs.rules", include_str!("../../rules/pairs.rules")),
+    ("lets.rules", include_str!("../../rules/lets.rules")),
+    ("gens.rules", include_str!("../../rules/gens.rules")),
+    ("sums.rules", include_str!("../../rules/sums.rules")),
+    ("delta_eps.rules", include_str!("../../rules/delta_eps.rules")),
+    ("binding.rules", include_str!("../../rules/binding.rules")),
+    ("algebra.rules", include_str!("../../rules/algebra.rules")),
+];
+
+/// All built-in rules.
+pub fn builtin_rules() -> Vec<Rule> {
+    let mut v = Vec::new();
+    for (f, t) in BUILTIN {
+        v.extend(parse_rules(&format!("rules/{f}"), t).expect("built-in rules parse"));
+    }
+    v
+}
+
+/// Every `*.rules` file of a directory, in name order.
+pub fn load_rules_dir(dir: &std::path::Path) -> Result<Vec<Rule>, String> {
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .map_err(|e| format!("{}: {e}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "rules"))
+        .collect();
+    files.sort();
+    let mut v = Vec::new();
+    for f in files {
+        let text = std::fs::read_to_string(&f).map_err(|e| format!("{}: {e}", f.display()))?;
+        v.extend(parse_rules(&f.display().to_string(), &text)?);
+    }
+    Ok(v)
+}
+
+// ---------------------------------------------------------------------------
+// Evaluating conditions and right sides against some store of terms
+
+/// What conditions and meta-functions need from where terms live (the
+/// e-graph, or a single tree for soundness checking).
+pub trait Store {
+    fn fv(&self, id: Id) -> u64;
+    fn ty(&self, id: Id) -> Option<Type>;
+    fn has_var(&self, id: Id, x: Symbol) -> bool;
+    fn node(&self, id: Id) -> Option<TL>;
+    fn term(&self, id: Id) -> Option<RecExpr<TL>>;
+    fn add(&mut self, n: TL) -> Id;
+    fn add_term(&mut self, t: &RecExpr<TL>) -> Id;
+    fn same(&self, a: Id, b: Id) -> bool;
+}
+
+fn get_aff<S: Store>(s: &S, id: Id) -> Option<Affine> {
+    match s.node(id)? {
+        TL::Aff(a) => Some(a.0),
+        _ => None,
+    }
+}
+fn get_pred<S: Store>(s: &S, id: Id) -> Option<Pred> {
+    match s.node(id)? {
+        TL::Pred(p) => Some(p.0),
+        _ => None,
+    }
+}
+fn get_size<S: Store>(s: &S, id: Id) -> Option<Size> {
+    match s.node(id)? {
+        TL::Size(p) => Some(p.0),
+        _ => None,
+    }
+}
+
+/// `p ⇔ #0 = ι`: ι, lowered out of the binder.
+pub fn solve(p: &Pred) -> Option<Affine> {
+    let (a, b) = match p {
+        Pred::Cmp(CmpOp::Eq, a, b) => (a, b),
+        _ => return None,
+    };
+    let d = a.sub(b);
+    let c = *d.terms.get(&db(0))?;
+    if c != 1 && c != -1 {
+        return None;
+    }
+    let mut rest = d.clone();
+    rest.terms.remove(&db(0));
+    // c·#0 + rest = 0  ⇒  #0 = -rest / c
+    let iota = rest.scale(-c);
+    Some(shift_aff(&iota, 1, -1))
+}
+
+/// Check one condition.
+pub fn check_cond<S: Store>(s: &S, c: &Cond, v: &impl Fn(&str) -> Id) -> bool {
+    match c {
+        Cond::NotFree(x, k) => s.fv(v(x)) & (1u64 << (*k).min(63)) == 0,
+        Cond::Free(x, k) => s.fv(v(x)) & (1u64 << (*k).min(63)) != 0,
+        Cond::EqSize(a, b) => {
+            matches!((get_size(s, v(a)), get_size(s, v(b))), (Some(x), Some(y)) if x == y)
+        }
+        Cond::Lit(a) => matches!(get_size(s, v(a)), Some(Size::Lit(_))),
+        Cond::SizeIs(a, n) => get_size(s, v(a)) == Some(Size::Lit(*n)),
+        Cond::Always(p) => get_pred(s, v(p)).and_then(|p| decide(&p)) == Some(true),
+        Cond::Never(p) => get_pred(s, v(p)).and_then(|p| decide(&p)) == Some(false),
+        Cond::Solvable(p) => get_pred(s, v(p)).and_then(|p| solve(&p)).is_some(),
+        Cond::IsVar(a, k) => get_aff(s, v(a)).is_some_and(|a| a == Affine::var(db(*k))),
+        Cond::Scalar(e) => s.ty(v(e)) == Some(Type::Real),
+        Cond::NoVar(e, x) => match s.node(v(x)) {
+            Some(TL::Var(sym)) => !s.has_var(v(e), sym),
+            _ => false,
+        },
+        Cond::Ne(a, b) => !s.same(v(a), v(b)),
+    }
+}
+
+/// Build a right side; `None` when a meta-function is undefined here.
+pub fn build_rhs<S: Store>(s: &mut S, r: &Rhs, v: &impl Fn(&str) -> Id) -> Option<Id> {
+    Some(match r {
+        Rhs::Var(x) => v(x),
+        Rhs::Num(x) => s.add(TL::Num(NumLeaf(*x))),
+        Rhs::Op(op, args) => {
+            let mut ch = Vec::new();
+            for a in args {
+                ch.push(build_rhs(s, a, v)?);
+            }
+            let n = make_op(op, &ch)?;
+            s.add(n)
+        }
+        Rhs::Meta(m, args) => {
+            let mut ch = Vec::new();
+            for a in args {
+                ch.push(build_rhs(s, a, v)?);
+            }
+            meta(s, m, &ch)?
+        }
+    })
+}
+
+fn meta<S: Store>(s: &mut S, m: &str, a: &[Id]) -> Option<Id> {
+    match m {
+        "@shift" => {
+            if s.fv(a[0]) == 0 {
+                return Some(a[0]);
+            }
+            let t = shift_term(&s.term(a[0])?, 1);
+            Some(s.add_term(&t))
+        }
+        "@unshift" => {
+            if s.fv(a[0]) & 1 != 0 {
+                return None;
+            }
+            if s.fv(a[0]) == 0 {
+                return Some(a[0]);
+            }
+            let t = shift_term(&s.term(a[0])?, -1);
+            Some(s.add_term(&t))
+        }
+        "@subst" => {
+            let by = get_aff(s, a[1])?;
+            if s.fv(a[0]) == 0 {
+                return Some(a[0]);
+            }
+            let t = subst_term(&s.term(a[0])?, &by);
+            Some(s.add_term(&t))
+        }
+        "@swap" => {
+            if s.fv(a[0]) & 3 == 0 {
+                return Some(a[0]);
+            }
+            let t = swap_term(&s.term(a[0])?);
+            Some(s.add_term(&t))
+        }
+        "@eq" => {
+            let x = get_aff(s, a[0])?;
+            let y = get_aff(s, a[1])?;
+            Some(s.add(TL::Pred(PredLeaf(Pred::Cmp(CmpOp::Eq, x, y)))))
+        }
+        "@and" => {
+            let p = get_pred(s, a[0])?;
+            let q = get_pred(s, a[1])?;
+            Some(s.add(TL::Pred(PredLeaf(Pred::And(Box::new(p), Box::new(q))))))
+        }
+        "@solve" => {
+            let p = get_pred(s, a[0])?;
+            let i = solve(&p)?;
+            Some(s.add(TL::Aff(AffLeaf(i))))
+        }
+        "@guard" => {
+            let n = match get_size(s, a[0])? {
+                Size::Lit(n) => n as i64,
+                Size::Named(_) => return None,
+            };
+            let x = get_aff(s, a[1])?;
+            let p = Pred::And(
+                Box::new(Pred::Cmp(CmpOp::Le, Affine::constant(0), x.clone())),
+                Box::new(Pred::Cmp(CmpOp::Lt, x, Affine::constant(n))),
+            );
+            let p = match decide(&p) {
+                Some(true) => Pred::Cmp(CmpOp::Eq, Affine::constant(0), Affine::constant(0)),
+                _ => p,
+            };
+            Some(s.add(TL::Pred(PredLeaf(p))))
+        }
+        "@num" => match get_size(s, a[0])? {
+            Size::Lit(n) => Some(s.add(TL::Num(NumLeaf(n as f64)))),
+            Size::Named(_) => None,
+        },
+        "@substvar" => {
+            let x = match s.node(a[1])? {
+                TL::Var(x) => x,
+                _ => return None,
+            };
+            let body = s.term(a[0])?;
+            let val = s.term(a[2])?;
+            let t = subst_var_term(&body, x, &val);
+            Some(s.add_term(&t))
+        }
+        "@getvar" => {
+            let k = s.add(TL::Aff(AffLeaf(Affine::var(db(0)))));
+            Some(s.add(TL::Get([a[0], k])))
+        }
+        _ => None,
+    }
+}
+
+/// `e{x ↦ v}` on terms: `v` is lifted under the binders it is moved into;
+/// a `let` of the same name stops the substitution.
+pub fn subst_var_term(e: &RecExpr<TL>, x: Symbol, v: &RecExpr<TL>) -> RecExpr<TL> {
+    fn copy(src: &RecExpr<TL>, id: Id, out: &mut RecExpr<TL>) -> Id {
+        let n = src[id].clone().map_children(|c| copy(src, c, out));
+        out.add(n)
+    }
+    fn go(
+        e: &RecExpr<TL>,
+        id: Id,
+        x: Symbol,
+        v: &RecExpr<TL>,
+        depth: i64,
+        out: &mut RecExpr<TL>,
+    ) -> Id {
+        match &e[id] {
+            TL::Var(y) if *y == x => {
+                let lifted = shift_term(v, depth);
+                let root = Id::from(lifted.as_ref().len() - 1);
+                copy(&lifted, root, out)
+            }
+            TL::Let([n, a, b]) if matches!(&e[*n], TL::Var(y) if *y == x) => {
+                let n2 = copy(e, *n, out);
+                let a2 = go(e, *a, x, v, depth, out);
+                let b2 = copy(e, *b, out);
+                out.add(TL::Let([n2, a2, b2]))
+            }
+            TL::Let([n, a, b]) => {
+                let n2 = copy(e, *n, out);
+                let a2 = go(e, *a, x, v, depth, out);
+                let b2 = go(e, *b, x, v, depth, out);
+                out.add(TL::Let([n2, a2, b2]))
+            }
+            TL::Gen([s, b]) | TL::Sum([s, b]) => {
+                let s2 = copy(e, *s, out);
+                let b2 = go(e, *b, x, v, depth + 1, out);
+                out.add(if matches!(&e[id], TL::Gen(_)) {
+                    TL::Gen([s2, b2])
+                } else {
+                    TL::Sum([s2, b2])
+                })
+            }
+            n => {
+                let n = n.clone().map_children(|c| go(e, c, x, v, depth, out));
+                out.add(n)
+            }
+        }
+    }
+    let mut out = RecExpr::default();
+    let root = Id::from(e.as_ref().len() - 1);
+    go(e, root, x, v, 0, &mut out);
+    out
+}
+
+// ---------------------------------------------------------------------------
+// The e-graph as a store
+
+struct GraphStore<'a>(&'a mut TlGraph);
+
+impl Store for GraphStore<'_> {
+    fn fv(&self, id: Id) -> u64 {
+        self.0[id].data.fv
+    }
+    fn ty(&self, id: Id) -> Option<Type> {
+        self.0[id].data.ty.clone()
+    }
+    fn has_var(&self, id: Id, x: Symbol) -> bool {
+        self.0[id].data.vars.contains(&x)
+    }
+    fn node(&self, id: Id) -> Option<TL> {
+        leaf_of(self.0, id)
+            .cloned()
+            .or_else(|| {
+                self.0[id]
+                    .nodes
+                    .iter()
+                    .find(|n| matches!(n, TL::Var(_)))
+                    .cloned()
+            })
+    }
+    fn term(&self, id: Id) -> Option<RecExpr<TL>> {
+        representative(self.0, id)
+    }
+    fn add(&mut self, n: TL) -> Id {
+        self.0.add(n)
+    }
+    fn add_term(&mut self, t: &RecExpr<TL>) -> Id {
+        self.0.add_expr(t)
+    }
+    fn same(&self, a: Id, b: Id) -> bool {
+        self.0.find(a) == self.0.find(b)
+    }
+}
+
+/// A rule as an egg applier: conditions, then the right side.
+pub struct RuleApplier {
+    pub rule: Rule,
+    rhs_pattern: Option<Pattern<TL>>,
+}
+
+fn lookup(subst: &Subst, x: &str) -> Id {
+    let v: Var = x.parse().expect("pattern variables parse");
+    subst[v]
+}
+
+impl Applier<TL, TlAnalysis> for RuleApplier {
+    fn apply_one(
+        &self,
+        egraph: &mut TlGraph,
+        eclass: Id,
+        subst: &Subst,
+        searcher_ast: Option<&PatternAst<TL>>,
+        rule_name: Symbol,
+    ) -> Vec<Id> {
+        let v = |x: &str| lookup(subst, x);
+        {
+            let st = GraphStore(egraph);
+            if !self.rule.conds.iter().all(|c| check_cond(&st, c, &v)) {
+                return vec![];
+            }
+        }
+        if let Some(p) = &self.rhs_pattern {
+            if let Some(ast) = searcher_ast {
+                let (to, did) = egraph.union_instantiations(ast, &p.ast, subst, rule_name);
+                return if did { vec![to] } else { vec![] };
+            }
+            let id = egraph.add_instantiation(&p.ast, subst);
+            return if egraph.union(eclass, id) {
+                vec![id]
+            } else {
+                vec![]
+            };
+        }
+        let mut st = GraphStore(egraph);
+        let Some(id) = build_rhs(&mut st, &self.rule.rhs, &v) else {
+            return vec![];
+        };
+        let did = if egraph.are_explanations_enabled() {
+            egraph.union_trusted(eclass, id, rule_name)
+        } else {
+            egraph.union(eclass, id)
+        };
+        if did {
+            vec![id]
+        } else {
+            vec![]
+        }
+    }
+}
+
+fn sexp_to_pattern(s: &Sexp, out: &mut PatternAst<TL>) -> Id {
+    match s {
+        Sexp::Atom(a) if a.starts_with('?') => {
+            out.add(ENodeOrVar::Var(a.parse().expect("pattern variable")))
+        }
+        Sexp::Atom(a) => out.add(ENodeOrVar::ENode(TL::Num(NumLeaf(
+            a.parse().expect("checked number"),
+        )))),
+        Sexp::List(l) => {
+            let op = match &l[0] {
+                Sexp::Atom(a) => a.clone(),
+                _ => unreachable!("checked"),
+            };
+            let ch: Vec<Id> = l[1..].iter().map(|x| sexp_to_pattern(x, out)).collect();
+            out.add(ENodeOrVar::ENode(make_op(&op, &ch).expect("checked operator")))
+        }
+    }
+}
+
+/// The left side of a rule as an egg pattern.
+pub fn lhs_pattern(r: &Rule) -> Pattern<TL> {
+    let mut ast = PatternAst::default();
+    sexp_to_pattern(&r.lhs, &mut ast);
+    Pattern::new(ast)
+}
+
+fn rhs_is_plain(r: &Rhs) -> bool {
+    match r {
+        Rhs::Var(_) | Rhs::Num(_) => true,
+        Rhs::Op(_, a) => a.iter().all(rhs_is_plain),
+        Rhs::Meta(..) => false,
+    }
+}
+
+/// A rule as an egg rewrite.
+pub fn to_rewrite(r: &Rule) -> Result<Rewrite<TL, TlAnalysis>, String> {
+    let rhs_pattern = if rhs_is_plain(&r.rhs) {
+        let mut ast = PatternAst::default();
+        sexp_to_pattern(&r.rhs_sexp, &mut ast);
+        Some(Pattern::new(ast))
+    } else {
+        None
+    };
+    Rewrite::new(
+        r.name.clone(),
+        lhs_pattern(r),
+        RuleApplier {
+            rule: r.clone(),
+            rhs_pattern,
+        },
+    )
+    .map_err(|e| format!("{}: {e}", r.origin))
+}
+
+/// Rules as egg rewrites, keyed by name in file order.
+pub fn rewrites(rules: &[Rule]) -> Result<Vec<Rewrite<TL, TlAnalysis>>, String> {
+    rules.iter().map(to_rewrite).collect()
+}
+
+/// Rules grouped by family, in order.
+pub fn by_family(rules: &[Rule]) -> BTreeMap<String, Vec<&Rule>> {
+    let mut m: BTreeMap<String, Vec<&Rule>> = BTreeMap::new();
+    for r in rules {
+        m.entry(r.family.clone()).or_default().push(r);
+    }
+    m
+}

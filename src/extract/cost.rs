@@ -1,0 +1,94 @@
+//! The cost model: what a loop JIT runs. Work inside `sum`/`gen` is
+//! multiplied by the trip count (a named size counts as
+//! [`CostModel::default_size`], 1000, unless set in [`CostModel::sizes`]);
+//! a `let` is paid once. [`ir_cost`] prices a named program (the before and
+//! after of the report); [`TlCost`] prices e-graph terms for extraction.
+
+use crate::egraph::{size_of, TlGraph, TL};
+use crate::syntax::ast::*;
+use egg::{CostFunction, Id, Language};
+use std::collections::BTreeMap;
+
+/// Trip counts for sizes.
+#[derive(Clone, Debug)]
+pub struct CostModel {
+    pub sizes: BTreeMap<String, usize>,
+    pub default_size: usize,
+}
+
+impl Default for CostModel {
+    fn default() -> Self {
+        CostModel {
+            sizes: BTreeMap::new(),
+            default_size: 1000,
+        }
+    }
+}
+
+impl CostModel {
+    pub fn trip(&self, s: &Size) -> f64 {
+        match s {
+            Size::Lit(n) => *n as f64,
+            Size::Named(x) => *self.sizes.get(x).unwrap_or(&self.default_size) as f64,
+        }
+    }
+}
+
+/// Cost of one scalar function call.
+pub const CALL_COST: f64 = 4.0;
+
+/// The cost of a named expression: operations executed, loops multiplied
+/// out, lets paid once.
+pub fn ir_cost(e: &Expr, m: &CostModel) -> f64 {
+    match e {
+        Expr::Var(_) | Expr::Num(_) => 0.0,
+        Expr::Bracket(_) | Expr::Eps(_) => 1.0,
+        Expr::Bin(_, a, b) => 1.0 + ir_cost(a, m) + ir_cost(b, m),
+        Expr::Neg(a) => 1.0 + ir_cost(a, m),
+        Expr::Call(_, args) => CALL_COST + args.iter().map(|a| ir_cost(a, m)).sum::<f64>(),
+        Expr::Pair(a, b) => ir_cost(a, m) + ir_cost(b, m),
+        Expr::Proj(_, a) => ir_cost(a, m),
+        Expr::Gen(_, n, b) => m.trip(n) * (ir_cost(b, m) + 1.0),
+        Expr::Sum(_, n, b) => m.trip(n) * (ir_cost(b, m) + 1.0),
+        Expr::Access(a, _) => 1.0 + ir_cost(a, m),
+        Expr::Let(_, a, b) => ir_cost(a, m) + ir_cost(b, m),
+    }
+}
+
+/// Extraction cost of e-graph terms (tree cost; the post-pass adds sharing
+/// and loop-invariant hoisting on top).
+pub struct TlCost<'a> {
+    pub egraph: &'a TlGraph,
+    pub model: &'a CostModel,
+}
+
+impl CostFunction<TL> for TlCost<'_> {
+    type Cost = f64;
+    fn cost<C>(&mut self, enode: &TL, mut costs: C) -> f64
+    where
+        C: FnMut(Id) -> f64,
+    {
+        let kids = |costs: &mut C| enode.children().iter().map(|c| costs(*c)).sum::<f64>();
+        match enode {
+            TL::Num(_) | TL::Var(_) | TL::Size(_) | TL::Aff(_) | TL::Pred(_) => 0.0,
+            TL::Gen([s, b]) | TL::Sum([s, b]) => {
+                let n = size_of(self.egraph, *s)
+                    .map(|s| self.model.trip(&s))
+                    .unwrap_or(1.0);
+                n * (costs(*b) + 1.0)
+            }
+            TL::Iv(_) | TL::Eps(_) => 1.0 + kids(&mut costs),
+            TL::Pair(_) | TL::Fst(_) | TL::Snd(_) | TL::Let(_) => kids(&mut costs),
+            TL::Sqrt(_)
+            | TL::Exp(_)
+            | TL::Log(_)
+            | TL::Sin(_)
+            | TL::Cos(_)
+            | TL::Tanh(_)
+            | TL::Abs(_)
+            | TL::Max(_)
+            | TL::Min(_) => CALL_COST + kids(&mut costs),
+            _ => 1.0 + kids(&mut costs),
+        }
+    }
+}

@@ -1,0 +1,11 @@
+//! Extraction: the cost model ([`cost`]), picking a term out of the
+//! saturated e-graph ([`extract`]) and the deterministic post-pass that puts
+//! it in normal form, hoists loop invariants and shares values ([`normal`]).
+
+pub mod cost;
+pub mod extract;
+pub mod normal;
+
+pub use cost::{ir_cost, CostModel};
+pub use extract::extract_best;
+pub use normal::{is_normal, normalize, NormalOptions};

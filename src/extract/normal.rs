@@ -1,0 +1,809 @@
+//! The deterministic post-pass on an extracted (named) program: it puts the
+//! program in the normal form of LANGUAGE.md and computes shared values once.
+//!
+//! 1. every binder gets a unique name, every `let` is inlined
+//!    (capture-avoiding substitution);
+//! 2. projections are pushed down to pairs or parameters (pair elimination,
+//!    AoS→SoA), `(gen(i:n) e)[ι]` is beta-reduced where that is exact (plain
+//!    index; constant or guarded affine index over a literal size);
+//! 3. the result is rebuilt as a tuple of gens of scalars; a `gen` still read
+//!    inside a scalar (an affine index over a named size) is *materialised*:
+//!    lifted to a top-level `let` of a `gen` over the indices it uses;
+//! 4. loop-invariant code motion: a `sum` that does not depend on some loop
+//!    around it is materialised the same way (a `let` of a `gen` over the
+//!    indices it does use), so it is computed once, not per iteration;
+//! 5. common subexpressions: materialised values are keyed by their
+//!    alpha-canonical (De Bruijn) form, so equal ones share one `let`.
+//!
+//! Finally binders are renamed by depth (`i`, `j`, …) and lets `t0`, `t1`, ….
+
+use crate::syntax::ast::*;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Fresh-name supply. Internal names contain `%`, which no source name can.
+#[derive(Default)]
+pub struct Fresh(usize);
+impl Fresh {
+    pub fn next(&mut self, base: &str) -> String {
+        self.0 += 1;
+        format!("%{base}{}", self.0)
+    }
+}
+
+/// Free index names.
+pub fn fv_idx(e: &Expr) -> BTreeSet<String> {
+    fn aff(a: &Affine, bound: &[String], out: &mut BTreeSet<String>) {
+        for v in a.vars() {
+            if !bound.iter().any(|b| b == v) {
+                out.insert(v.to_string());
+            }
+        }
+    }
+    fn go(e: &Expr, bound: &mut Vec<String>, out: &mut BTreeSet<String>) {
+        match e {
+            Expr::Gen(i, _, b) | Expr::Sum(i, _, b) => {
+                bound.push(i.clone());
+                go(b, bound, out);
+                bound.pop();
+            }
+            Expr::Access(a, idx) => {
+                go(a, bound, out);
+                aff(idx, bound, out);
+            }
+            Expr::Bracket(p) => p.affines().into_iter().for_each(|a| aff(a, bound, out)),
+            Expr::Eps(v) => v.iter().for_each(|a| aff(a, bound, out)),
+            _ => e.children().into_iter().for_each(|c| go(c, bound, out)),
+        }
+    }
+    let mut out = BTreeSet::new();
+    go(e, &mut Vec::new(), &mut out);
+    out
+}
+
+/// Free value names.
+pub fn fv_val(e: &Expr) -> BTreeSet<String> {
+    fn go(e: &Expr, bound: &mut Vec<String>, out: &mut BTreeSet<String>) {
+        match e {
+            Expr::Var(x) => {
+                if !bound.contains(x) {
+                    out.insert(x.clone());
+                }
+            }
+            Expr::Let(x, a, b) => {
+                go(a, bound, out);
+                bound.push(x.clone());
+                go(b, bound, out);
+                bound.pop();
+            }
+            _ => e.children().into_iter().for_each(|c| go(c, bound, out)),
+        }
+    }
+    let mut out = BTreeSet::new();
+    go(e, &mut Vec::new(), &mut out);
+    out
+}
+
+/// `e{i ↦ by}` for an index, capture-avoiding.
+pub fn subst_idx(e: &Expr, i: &str, by: &Affine, fresh: &mut Fresh) -> Expr {
+    let sa = |a: &Affine| a.subst(i, by);
+    match e {
+        Expr::Gen(j, n, b) | Expr::Sum(j, n, b) => {
+            if j == i {
+                return e.clone();
+            }
+            let (j2, b2) = if by.vars().any(|v| v == j) {
+                let k = fresh.next("i");
+                let b = subst_idx(b, j, &Affine::var(k.clone()), fresh);
+                (k, b)
+            } else {
+                (j.clone(), (**b).clone())
+            };
+            let body = subst_idx(&b2, i, by, fresh);
+            if matches!(e, Expr::Gen(..)) {
+                Expr::gen(j2, n.clone(), body)
+            } else {
+                Expr::sum(j2, n.clone(), body)
+            }
+        }
+        Expr::Access(a, idx) => Expr::access(subst_idx(a, i, by, fresh), sa(idx)),
+        Expr::Bracket(p) => Expr::Bracket(p.map_affine(&sa)),
+        Expr::Eps(v) => Expr::Eps(v.iter().map(sa).collect()),
+        _ => map_children(e, &mut |c| subst_idx(c, i, by, fresh)),
+    }
+}
+
+/// `e{x ↦ v}` for a value name, capture-avoiding (for both value and index
+/// names free in `v`).
+pub fn subst_val(e: &Expr, x: &str, v: &Expr, fresh: &mut Fresh) -> Expr {
+    let fvi = fv_idx(v);
+    let fvv = fv_val(v);
+    subst_val_with(e, x, v, &fvi, &fvv, fresh)
+}
+
+fn subst_val_with(
+    e: &Expr,
+    x: &str,
+    v: &Expr,
+    fvi: &BTreeSet<String>,
+    fvv: &BTreeSet<String>,
+    fresh: &mut Fresh,
+) -> Expr {
+    match e {
+        Expr::Var(y) if y == x => v.clone(),
+        Expr::Let(y, a, b) => {
+            let a2 = subst_val_with(a, x, v, fvi, fvv, fresh);
+            if y == x {
+                return Expr::let_(y.clone(), a2, (**b).clone());
+            }
+            let (y2, b2) = if fvv.contains(y) {
+                let k = fresh.next("t");
+                let b = subst_val(b, y, &Expr::Var(k.clone()), fresh);
+                (k, b)
+            } else {
+                (y.clone(), (**b).clone())
+            };
+            Expr::let_(y2, a2, subst_val_with(&b2, x, v, fvi, fvv, fresh))
+        }
+        Expr::Gen(j, n, b) | Expr::Sum(j, n, b) => {
+            let (j2, b2) = if fvi.contains(j) {
+                let k = fresh.next("i");
+                let b = subst_idx(b, j, &Affine::var(k.clone()), fresh);
+                (k, b)
+            } else {
+                (j.clone(), (**b).clone())
+            };
+            let body = subst_val_with(&b2, x, v, fvi, fvv, fresh);
+            if matches!(e, Expr::Gen(..)) {
+                Expr::gen(j2, n.clone(), body)
+            } else {
+                Expr::sum(j2, n.clone(), body)
+            }
+        }
+        _ => map_children(e, &mut |c| subst_val_with(c, x, v, fvi, fvv, fresh)),
+    }
+}
+
+/// Rebuild `e` with `f` applied to its direct children (binders untouched).
+pub fn map_children(e: &Expr, f: &mut impl FnMut(&Expr) -> Expr) -> Expr {
+    match e {
+        Expr::Var(_) | Expr::Num(_) | Expr::Bracket(_) | Expr::Eps(_) => e.clone(),
+        Expr::Bin(op, a, b) => Expr::bin(*op, f(a), f(b)),
+        Expr::Neg(a) => Expr::Neg(Box::new(f(a))),
+        Expr::Call(g, args) => Expr::Call(*g, args.iter().map(f).collect()),
+        Expr::Pair(a, b) => Expr::pair(f(a), f(b)),
+        Expr::Proj(k, a) => Expr::proj(*k, f(a)),
+        Expr::Gen(i, n, b) => Expr::gen(i.clone(), n.clone(), f(b)),
+        Expr::Sum(i, n, b) => Expr::sum(i.clone(), n.clone(), f(b)),
+        Expr::Access(a, idx) => Expr::access(f(a), idx.clone()),
+        Expr::Let(x, a, b) => Expr::let_(x.clone(), f(a), f(b)),
+    }
+}
+
+/// Give every binder (index and let) a fresh unique name.
+pub fn uniquify(e: &Expr, fresh: &mut Fresh) -> Expr {
+    fn go(
+        e: &Expr,
+        idx: &mut Vec<(String, String)>,
+        val: &mut Vec<(String, String)>,
+        fresh: &mut Fresh,
+    ) -> Expr {
+        let ren = |a: &Affine, idx: &Vec<(String, String)>| {
+            let mut r = Affine::constant(a.constant);
+            for (v, c) in &a.terms {
+                let n = idx
+                    .iter()
+                    .rev()
+                    .find(|(o, _)| o == v)
+                    .map(|(_, n)| n.clone())
+                    .unwrap_or_else(|| v.clone());
+                r = r.add(&Affine::var(n).scale(*c));
+            }
+            r
+        };
+        match e {
+            Expr::Var(x) => Expr::Var(
+                val.iter()
+                    .rev()
+                    .find(|(o, _)| o == x)
+                    .map(|(_, n)| n.clone())
+                    .unwrap_or_else(|| x.clone()),
+            ),
+            Expr::Gen(i, n, b) | Expr::Sum(i, n, b) => {
+                let k = fresh.next("i");
+                idx.push((i.clone(), k.clone()));
+                let body = go(b, idx, val, fresh);
+                idx.pop();
+                if matches!(e, Expr::Gen(..)) {
+                    Expr::gen(k, n.clone(), body)
+                } else {
+                    Expr::sum(k, n.clone(), body)
+                }
+            }
+            Expr::Let(x, a, b) => {
+                let a = go(a, idx, val, fresh);
+                let k = fresh.next("t");
+                val.push((x.clone(), k.clone()));
+                let b = go(b, idx, val, fresh);
+                val.pop();
+                Expr::let_(k, a, b)
+            }
+            Expr::Access(a, i) => Expr::access(go(a, idx, val, fresh), ren(i, idx)),
+            Expr::Bracket(p) => Expr::Bracket(p.map_affine(&|a| ren(a, idx))),
+            Expr::Eps(v) => Expr::Eps(v.iter().map(|a| ren(a, idx)).collect()),
+            _ => map_children(e, &mut |c| go(c, idx, val, fresh)),
+        }
+    }
+    go(e, &mut Vec::new(), &mut Vec::new(), fresh)
+}
+
+/// Inline every `let` (innermost values first).
+pub fn inline_lets(e: &Expr, fresh: &mut Fresh) -> Expr {
+    match e {
+        Expr::Let(x, a, b) => {
+            let a = inline_lets(a, fresh);
+            let b = inline_lets(b, fresh);
+            subst_val(&b, x, &a, fresh)
+        }
+        _ => map_children(e, &mut |c| inline_lets(c, fresh)),
+    }
+}
+
+/// Typing context: value names and index ranges.
+#[derive(Clone, Default)]
+pub struct Cx {
+    pub vals: Vec<(String, Type)>,
+    pub idx: Vec<(String, Size)>,
+    /// Names of parameters (projections may stay on these).
+    pub params: BTreeSet<String>,
+}
+
+impl Cx {
+    fn val(&self, x: &str) -> Option<&Type> {
+        self.vals.iter().rev().find(|(n, _)| n == x).map(|(_, t)| t)
+    }
+}
+
+/// The type of a well-typed expression in a context (`Real` when unknown).
+pub fn type_of(e: &Expr, cx: &mut Cx) -> Type {
+    match e {
+        Expr::Var(x) => cx.val(x).cloned().unwrap_or(Type::Real),
+        Expr::Num(_)
+        | Expr::Bin(..)
+        | Expr::Neg(_)
+        | Expr::Call(..)
+        | Expr::Sum(..)
+        | Expr::Bracket(_)
+        | Expr::Eps(_) => Type::Real,
+        Expr::Pair(a, b) => Type::pair(type_of(a, cx), type_of(b, cx)),
+        Expr::Proj(k, a) => match type_of(a, cx) {
+            Type::Pair(x, y) => {
+                if *k == 0 {
+                    *x
+                } else {
+                    *y
+                }
+            }
+            _ => Type::Real,
+        },
+        Expr::Gen(i, n, b) => {
+            cx.idx.push((i.clone(), n.clone()));
+            let t = type_of(b, cx);
+            cx.idx.pop();
+            Type::tensor(n.clone(), t)
+        }
+        Expr::Access(a, _) => match type_of(a, cx) {
+            Type::Tensor(_, t) => *t,
+            _ => Type::Real,
+        },
+        Expr::Let(x, a, b) => {
+            let ta = type_of(a, cx);
+            cx.vals.push((x.clone(), ta));
+            let t = type_of(b, cx);
+            cx.vals.pop();
+            t
+        }
+    }
+}
+
+fn zero_of(t: &Type, fresh: &mut Fresh) -> Expr {
+    match t {
+        Type::Real => Expr::Num(0.0),
+        Type::Tensor(n, t) => Expr::gen(fresh.next("i"), n.clone(), zero_of(t, fresh)),
+        Type::Pair(a, b) => Expr::pair(zero_of(a, fresh), zero_of(b, fresh)),
+    }
+}
+
+/// Root of an access/projection chain.
+fn chain_root(e: &Expr) -> &Expr {
+    match e {
+        Expr::Access(a, _) | Expr::Proj(_, a) => chain_root(a),
+        _ => e,
+    }
+}
+
+fn is_param_chain(e: &Expr, cx: &Cx) -> bool {
+    matches!(chain_root(e), Expr::Var(x) if cx.params.contains(x))
+}
+
+/// The simplifier: beta-reduction of accesses of gens and projection
+/// push-down, bottom-up, in a typing context.
+pub struct Simp<'a> {
+    pub fresh: &'a mut Fresh,
+}
+
+impl Simp<'_> {
+    pub fn simp(&mut self, e: &Expr, cx: &mut Cx) -> Expr {
+        match e {
+            Expr::Gen(i, n, b) | Expr::Sum(i, n, b) => {
+                cx.idx.push((i.clone(), n.clone()));
+                let b = self.simp(b, cx);
+                cx.idx.pop();
+                if matches!(e, Expr::Gen(..)) {
+                    Expr::gen(i.clone(), n.clone(), b)
+                } else {
+                    Expr::sum(i.clone(), n.clone(), b)
+                }
+            }
+            Expr::Let(x, a, b) => {
+                let a = self.simp(a, cx);
+                let b = subst_val(b, x, &a, self.fresh);
+                self.simp(&b, cx)
+            }
+            Expr::Proj(k, a) => {
+                let a = self.simp(a, cx);
+                self.proj(*k, a, cx)
+            }
+            Expr::Access(a, idx) => {
+                let a = self.simp(a, cx);
+                self.access(a, idx, cx)
+            }
+            _ => map_children(e, &mut |c| self.simp(c, cx)),
+        }
+    }
+
+    /// `π_k a` for a simplified pair-typed `a`.
+    pub fn proj(&mut self, k: u8, a: Expr, cx: &mut Cx) -> Expr {
+        match a {
+            Expr::Pair(x, y) => {
+                if k == 0 {
+                    *x
+                } else {
+                    *y
+                }
+            }
+            _ if is_param_chain(&a, cx) => Expr::proj(k, a),
+            Expr::Access(t, idx) => {
+                let t = self.comp(k, *t, cx);
+                self.access(t, &idx, cx)
+            }
+            _ => Expr::proj(k, a),
+        }
+    }
+
+    /// The elementwise component `k` of a simplified tensor `t` of pairs.
+    fn comp(&mut self, k: u8, t: Expr, cx: &mut Cx) -> Expr {
+        match t {
+            Expr::Gen(i, n, b) => {
+                cx.idx.push((i.clone(), n.clone()));
+                let r = self.elem_comp(k, *b, cx);
+                cx.idx.pop();
+                Expr::gen(i, n, r)
+            }
+            Expr::Access(t2, idx) if !is_param_chain(&t2, cx) => {
+                let c = self.comp(k, *t2, cx);
+                self.access(c, &idx, cx)
+            }
+            _ => {
+                let n = match type_of(&t, cx) {
+                    Type::Tensor(n, _) => n,
+                    _ => return Expr::proj(k, t),
+                };
+                let j = self.fresh.next("i");
+                cx.idx.push((j.clone(), n.clone()));
+                let el = self.access(t, &Affine::var(j.clone()), cx);
+                let r = self.elem_comp(k, el, cx);
+                cx.idx.pop();
+                Expr::gen(j, n, r)
+            }
+        }
+    }
+
+    fn elem_comp(&mut self, k: u8, b: Expr, cx: &mut Cx) -> Expr {
+        match type_of(&b, cx) {
+            Type::Pair(..) => self.proj(k, b, cx),
+            _ => self.comp(k, b, cx),
+        }
+    }
+
+    /// `t[idx]` for a simplified `t`.
+    pub fn access(&mut self, t: Expr, idx: &Affine, cx: &mut Cx) -> Expr {
+        if let Expr::Gen(i, n, b) = &t {
+            let exact = idx.as_var().is_some()
+                || matches!((idx.as_const(), n), (Some(c), Size::Lit(m)) if c >= 0 && (c as usize) < *m);
+            if exact {
+                let r = subst_idx(b, i, idx, self.fresh);
+                return self.simp(&r, cx);
+            }
+            if let (Some(_), Size::Lit(_)) = (idx.as_const(), n) {
+                cx.idx.push((i.clone(), n.clone()));
+                let tb = type_of(b, cx);
+                cx.idx.pop();
+                return zero_of(&tb, self.fresh);
+            }
+            if let Size::Lit(m) = n {
+                cx.idx.push((i.clone(), n.clone()));
+                let tb = type_of(b, cx);
+                cx.idx.pop();
+                if tb == Type::Real {
+                    let guard = Pred::And(
+                        Box::new(Pred::Cmp(CmpOp::Le, Affine::constant(0), idx.clone())),
+                        Box::new(Pred::Cmp(CmpOp::Lt, idx.clone(), Affine::constant(*m as i64))),
+                    );
+                    let r = subst_idx(b, i, idx, self.fresh);
+                    let r = self.simp(&r, cx);
+                    return Expr::bin(BinOp::Mul, Expr::Bracket(guard), r);
+                }
+            }
+        }
+        Expr::access(t, idx.clone())
+    }
+}
+
+/// The key under which a closed value is shared: its De Bruijn form.
+fn key_of(e: &Expr) -> String {
+    match crate::egraph::to_rec(e) {
+        Ok(r) => r.to_string(),
+        Err(_) => format!("{e:?}"),
+    }
+}
+
+struct Norm<'a> {
+    fresh: &'a mut Fresh,
+    lets: Vec<(String, Expr)>,
+    keys: BTreeMap<String, String>,
+    params: BTreeSet<String>,
+    param_types: Vec<(String, Type)>,
+    licm: bool,
+}
+
+impl Norm<'_> {
+    fn cx(&self) -> Cx {
+        let mut vals = self.param_types.clone();
+        for (x, e) in &self.lets {
+            let mut c = Cx {
+                vals: vals.clone(),
+                idx: vec![],
+                params: self.params.clone(),
+            };
+            let t = type_of(e, &mut c);
+            vals.push((x.clone(), t));
+        }
+        Cx {
+            vals,
+            idx: vec![],
+            params: self.params.clone(),
+        }
+    }
+
+    fn simp(&mut self, e: &Expr, cx: &mut Cx) -> Expr {
+        Simp { fresh: self.fresh }.simp(e, cx)
+    }
+
+    /// Build the `o`/`g` form of a simplified expression of type `ty`.
+    fn output(&mut self, e: Expr, ty: &Type, cx: &mut Cx) -> Expr {
+        match ty {
+            Type::Pair(a, b) => {
+                let e0 = Simp { fresh: self.fresh }.proj(0, e.clone(), cx);
+                let e1 = Simp { fresh: self.fresh }.proj(1, e, cx);
+                let o0 = self.output(e0, a, cx);
+                let o1 = self.output(e1, b, cx);
+                Expr::pair(o0, o1)
+            }
+            Type::Tensor(n, t) => match e {
+                Expr::Gen(i, m, b) => {
+                    cx.idx.push((i.clone(), m.clone()));
+                    let r = self.output(*b, t, cx);
+                    cx.idx.pop();
+                    Expr::gen(i, m, r)
+                }
+                _ => {
+                    let j = self.fresh.next("i");
+                    cx.idx.push((j.clone(), n.clone()));
+                    let el = Simp { fresh: self.fresh }.access(e, &Affine::var(j.clone()), cx);
+                    let r = self.output(el, t, cx);
+                    cx.idx.pop();
+                    Expr::gen(j, n.clone(), r)
+                }
+            },
+            Type::Real => self.scalar(e, cx),
+        }
+    }
+
+    /// Normalise a number-typed expression.
+    fn scalar(&mut self, e: Expr, cx: &mut Cx) -> Expr {
+        match e {
+            Expr::Sum(i, n, b) => {
+                if self.licm && !cx.idx.is_empty() {
+                    let whole = Expr::sum(i.clone(), n.clone(), (*b).clone());
+                    let fv = fv_idx(&whole);
+                    let missing = cx.idx.iter().any(|(x, _)| !fv.contains(x));
+                    if missing {
+                        return self.materialize(whole, cx);
+                    }
+                }
+                cx.idx.push((i.clone(), n.clone()));
+                let r = self.scalar(*b, cx);
+                cx.idx.pop();
+                Expr::sum(i, n, r)
+            }
+            Expr::Access(..) | Expr::Proj(..) | Expr::Var(_) => self.chain(e, cx),
+            Expr::Let(..) | Expr::Gen(..) | Expr::Pair(..) => {
+                // not reachable for simplified well-typed input; keep it exact
+                let s = self.simp(&e, cx);
+                if matches!(s, Expr::Let(..) | Expr::Gen(..) | Expr::Pair(..)) {
+                    s
+                } else {
+                    self.scalar(s, cx)
+                }
+            }
+            _ => map_children(&e, &mut |c| self.scalar(c.clone(), cx)),
+        }
+    }
+
+    /// An access chain in a scalar: rooted at a name it stays; rooted at a
+    /// gen, the gen is materialised.
+    fn chain(&mut self, e: Expr, cx: &mut Cx) -> Expr {
+        match e {
+            Expr::Access(a, idx) => {
+                if matches!(*a, Expr::Gen(..)) {
+                    let r = self.materialize(*a, cx);
+                    return Expr::access(r, idx);
+                }
+                let a = self.chain(*a, cx);
+                Expr::access(a, idx)
+            }
+            Expr::Proj(k, a) => {
+                let a = self.chain(*a, cx);
+                Expr::proj(k, a)
+            }
+            Expr::Gen(..) => self.materialize(e, cx),
+            _ => e,
+        }
+    }
+
+    /// Lift `g` (any value) to a top-level `let` of a `gen` over the enclosing
+    /// indices it uses; return the expression reading it back.
+    fn materialize(&mut self, g: Expr, cx: &mut Cx) -> Expr {
+        let fv = fv_idx(&g);
+        let mut chosen: Vec<usize> = Vec::new();
+        for v in &fv {
+            if let Some(p) = cx.idx.iter().rposition(|(n, _)| n == v) {
+                chosen.push(p);
+            }
+        }
+        chosen.sort_unstable();
+        let mut whole = g;
+        for &p in chosen.iter().rev() {
+            let (n, s) = cx.idx[p].clone();
+            whole = Expr::gen(n, s, whole);
+        }
+        let mut top = self.cx();
+        let ty = type_of(&whole, &mut top);
+        let body = self.output(whole, &ty, &mut top);
+        let key = key_of(&body);
+        let name = match self.keys.get(&key) {
+            Some(n) => n.clone(),
+            None => {
+                let n = self.fresh.next("t");
+                self.lets.push((n.clone(), body));
+                self.keys.insert(key, n.clone());
+                n
+            }
+        };
+        let mut r = Expr::Var(name);
+        for &p in &chosen {
+            r = Expr::access(r, Affine::var(cx.idx[p].0.clone()));
+        }
+        r
+    }
+}
+
+/// Options of the post-pass.
+#[derive(Clone, Debug)]
+pub struct NormalOptions {
+    /// Hoist loop-invariant sums into lets (LICM).
+    pub licm: bool,
+}
+
+impl Default for NormalOptions {
+    fn default() -> Self {
+        NormalOptions { licm: true }
+    }
+}
+
+/// Put a well-typed function in normal form, hoisting loop-invariant sums
+/// and sharing equal materialised values.
+pub fn normalize(f: &Function, opts: &NormalOptions) -> Function {
+    let mut fresh = Fresh::default();
+    let params: BTreeSet<String> = f.params.iter().map(|p| p.name.clone()).collect();
+    let param_types: Vec<(String, Type)> =
+        f.params.iter().map(|p| (p.name.clone(), p.ty.clone())).collect();
+    let mut cx = Cx {
+        vals: param_types.clone(),
+        idx: vec![],
+        params: params.clone(),
+    };
+    let ret = match &f.ret {
+        Some(t) => t.clone(),
+        None => match crate::types::check(f) {
+            Ok(sig) => sig.ret,
+            Err(_) => type_of(&f.body, &mut cx),
+        },
+    };
+    let body = uniquify(&f.body, &mut fresh);
+    let body = inline_lets(&body, &mut fresh);
+    let body = Simp { fresh: &mut fresh }.simp(&body, &mut cx);
+    let mut n = Norm {
+        fresh: &mut fresh,
+        lets: Vec::new(),
+        keys: BTreeMap::new(),
+        params,
+        param_types,
+        licm: opts.licm,
+    };
+    let out = n.output(body, &ret, &mut cx);
+    let mut body = out;
+    for (x, e) in n.lets.into_iter().rev() {
+        body = Expr::let_(x, e, body);
+    }
+    let g = Function {
+        name: f.name.clone(),
+        params: f.params.clone(),
+        ret: Some(ret),
+        body,
+    };
+    pretty_names(&g)
+}
+
+/// Rename binders by depth (`i`, `j`, …) and lets `t0`, `t1`, … (skipping
+/// parameter names).
+pub fn pretty_names(f: &Function) -> Function {
+    let params: BTreeSet<String> = f.params.iter().map(|p| p.name.clone()).collect();
+    let mut counter = 0usize;
+    let mut next_let = || loop {
+        let n = format!("t{counter}");
+        counter += 1;
+        if !params.contains(&n) {
+            return n;
+        }
+    };
+    fn go(
+        e: &Expr,
+        idx: &mut Vec<(String, String)>,
+        val: &mut Vec<(String, String)>,
+        next_let: &mut dyn FnMut() -> String,
+    ) -> Expr {
+        let ren = |a: &Affine, idx: &Vec<(String, String)>| {
+            let mut r = Affine::constant(a.constant);
+            for (v, c) in &a.terms {
+                let n = idx
+                    .iter()
+                    .rev()
+                    .find(|(o, _)| o == v)
+                    .map(|(_, n)| n.clone())
+                    .unwrap_or_else(|| v.clone());
+                r = r.add(&Affine::var(n).scale(*c));
+            }
+            r
+        };
+        match e {
+            Expr::Var(x) => Expr::Var(
+                val.iter()
+                    .rev()
+                    .find(|(o, _)| o == x)
+                    .map(|(_, n)| n.clone())
+                    .unwrap_or_else(|| x.clone()),
+            ),
+            Expr::Gen(i, n, b) | Expr::Sum(i, n, b) => {
+                let k = crate::egraph::index_name(idx.len());
+                idx.push((i.clone(), k.clone()));
+                let body = go(b, idx, val, next_let);
+                idx.pop();
+                if matches!(e, Expr::Gen(..)) {
+                    Expr::gen(k, n.clone(), body)
+                } else {
+                    Expr::sum(k, n.clone(), body)
+                }
+            }
+            Expr::Let(x, a, b) => {
+                let a = go(a, idx, val, next_let);
+                let k = next_let();
+                val.push((x.clone(), k.clone()));
+                let b = go(b, idx, val, next_let);
+                val.pop();
+                Expr::let_(k, a, b)
+            }
+            Expr::Access(a, i) => Expr::access(go(a, idx, val, next_let), ren(i, idx)),
+            Expr::Bracket(p) => Expr::Bracket(p.map_affine(&|a| ren(a, idx))),
+            Expr::Eps(v) => Expr::Eps(v.iter().map(|a| ren(a, idx)).collect()),
+            _ => map_children(e, &mut |c| go(c, idx, val, next_let)),
+        }
+    }
+    let body = go(&f.body, &mut Vec::new(), &mut Vec::new(), &mut next_let);
+    Function {
+        body,
+        ..f.clone()
+    }
+}
+
+/// Whether a function is in the normal form of LANGUAGE.md.
+pub fn is_normal(f: &Function) -> bool {
+    let params: BTreeSet<String> = f.params.iter().map(|p| p.name.clone()).collect();
+    let mut cx = Cx {
+        vals: f.params.iter().map(|p| (p.name.clone(), p.ty.clone())).collect(),
+        idx: vec![],
+        params,
+    };
+    fn chain_ok(e: &Expr, cx: &Cx, has_proj: bool) -> bool {
+        match e {
+            Expr::Var(x) => !has_proj || cx.params.contains(x),
+            Expr::Access(a, _) => chain_ok(a, cx, has_proj),
+            Expr::Proj(_, a) => chain_ok(a, cx, true),
+            _ => false,
+        }
+    }
+    fn scalar(e: &Expr, cx: &mut Cx) -> bool {
+        match e {
+            Expr::Num(_) | Expr::Bracket(_) | Expr::Eps(_) => true,
+            Expr::Var(_) | Expr::Access(..) | Expr::Proj(..) => {
+                chain_ok(e, cx, false) && type_of(e, cx) == Type::Real
+            }
+            Expr::Bin(_, a, b) => scalar(a, cx) && scalar(b, cx),
+            Expr::Neg(a) => scalar(a, cx),
+            Expr::Call(_, args) => args.iter().all(|a| scalar(a, cx)),
+            Expr::Sum(i, n, b) => {
+                cx.idx.push((i.clone(), n.clone()));
+                let r = scalar(b, cx);
+                cx.idx.pop();
+                r
+            }
+            _ => false,
+        }
+    }
+    fn g(e: &Expr, cx: &mut Cx) -> bool {
+        match e {
+            Expr::Gen(i, n, b) => {
+                cx.idx.push((i.clone(), n.clone()));
+                let r = g(b, cx);
+                cx.idx.pop();
+                r
+            }
+            _ => scalar(e, cx),
+        }
+    }
+    fn o(e: &Expr, cx: &mut Cx) -> bool {
+        match e {
+            Expr::Pair(a, b) => o(a, cx) && o(b, cx),
+            _ => g(e, cx),
+        }
+    }
+    fn s(e: &Expr, cx: &mut Cx) -> bool {
+        match e {
+            Expr::Let(x, a, b) => {
+                if !g(a, cx) {
+                    return false;
+                }
+                let t = type_of(a, cx);
+                if !t.is_pair_free() {
+                    return false;
+                }
+                cx.vals.push((x.clone(), t));
+                let r = s(b, cx);
+                cx.vals.pop();
+                r
+            }
+            _ => o(e, cx),
+        }
+    }
+    s(&f.body, &mut cx)
+}

@@ -1,0 +1,206 @@
+//! The public optimiser: [`optimize`] ties the stages together.
+//!
+//! 1. type-check; inline lets, beta-reduce accesses of gens and push
+//!    projections down (the pre-pass of [`crate::extract::normal`]);
+//! 2. convert to the e-graph language (De Bruijn) and saturate with all rule
+//!    families ([`crate::egraph::saturate`]);
+//! 3. extract the cheapest term ([`crate::extract::extract_best`]);
+//! 4. normal-form post-pass with loop-invariant hoisting and sharing;
+//! 5. keep the cheaper of this and the post-pass applied to the input alone
+//!    (a program that fails to type-check with the same signature is never
+//!    returned).
+
+use crate::egraph::rules::{builtin_rules, rewrites, Rule};
+use crate::egraph::saturate::{saturate, Limits, SatStats};
+use crate::egraph::{from_rec, to_rec, TlAnalysis};
+use crate::error::{Error, Result};
+use crate::extract::cost::{ir_cost, CostModel};
+use crate::extract::normal::{inline_lets, normalize, uniquify, Cx, Fresh, NormalOptions, Simp};
+use crate::extract::extract_best;
+use crate::syntax::ast::*;
+use crate::types;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+/// Optimiser options.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Estimated values of named sizes for the cost model (default 1000).
+    pub sizes: BTreeMap<String, usize>,
+    pub node_limit: usize,
+    pub iter_limit: usize,
+    pub time_limit: Duration,
+    /// Rules to use; `None`: the built-in ones.
+    pub rules: Option<Vec<Rule>>,
+    /// Record the rewrite chain from input to extracted term.
+    pub explain: bool,
+    /// Run equality saturation at all (else only the post-pass).
+    pub saturate: bool,
+    /// Use the backoff scheduler.
+    pub backoff: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        let l = Limits::default();
+        Options {
+            sizes: BTreeMap::new(),
+            node_limit: l.node_limit,
+            iter_limit: l.iter_limit,
+            time_limit: l.time_limit,
+            rules: None,
+            explain: false,
+            saturate: true,
+            backoff: true,
+        }
+    }
+}
+
+/// What the optimiser did.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Report {
+    pub egraph_nodes: usize,
+    pub egraph_classes: usize,
+    pub iterations: usize,
+    pub stop_reason: String,
+    /// Saturation time in seconds.
+    pub saturation_seconds: f64,
+    /// Whole optimisation time in seconds.
+    pub total_seconds: f64,
+    /// Rules that fired, with how many times.
+    pub rules_fired: BTreeMap<String, usize>,
+    /// Extraction cost of the extracted term (tree cost, before post-pass).
+    pub extracted_cost: f64,
+    /// Which candidate was kept: `"egraph"` or `"post-pass"`.
+    pub chosen: String,
+    /// The rewrite chain (explanation mode only).
+    pub explanation: Option<Vec<String>>,
+}
+
+/// The result of [`optimize`].
+#[derive(Clone, Debug)]
+pub struct Optimized {
+    pub program: Function,
+    pub cost_before: f64,
+    pub cost_after: f64,
+    pub report: Report,
+}
+
+/// The pre-pass: inline lets, beta-reduce, push projections down.
+pub fn prepass(f: &Function) -> Expr {
+    let mut fresh = Fresh::default();
+    let mut cx = Cx {
+        vals: f
+            .params
+            .iter()
+            .map(|p| (p.name.clone(), p.ty.clone()))
+            .collect(),
+        idx: vec![],
+        params: f.params.iter().map(|p| p.name.clone()).collect(),
+    };
+    let b = uniquify(&f.body, &mut fresh);
+    let b = inline_lets(&b, &mut fresh);
+    Simp { fresh: &mut fresh }.simp(&b, &mut cx)
+}
+
+fn same_sig(f: &Function, ret: &Type) -> bool {
+    matches!(types::check(f), Ok(s) if &s.ret == ret)
+}
+
+/// Optimise one function.
+pub fn optimize(f: &Function, opts: &Options) -> Result<Optimized> {
+    let start = Instant::now();
+    let sig = types::check(f).map_err(Error::Type)?;
+    let model = CostModel {
+        sizes: opts.sizes.clone(),
+        ..CostModel::default()
+    };
+    let fixed = Function {
+        ret: Some(sig.ret.clone()),
+        ..f.clone()
+    };
+    let cost_before = ir_cost(&f.body, &model);
+    let nopts = NormalOptions::default();
+    let pre = prepass(&fixed);
+    let pre_f = Function {
+        body: pre.clone(),
+        ..fixed.clone()
+    };
+    let p0 = normalize(&pre_f, &nopts);
+    let mut report = Report::default();
+    let mut best = if same_sig(&p0, &sig.ret) {
+        Some((ir_cost(&p0.body, &model), p0, "post-pass"))
+    } else {
+        None
+    };
+    if opts.saturate {
+        let rules = match &opts.rules {
+            Some(r) => r.clone(),
+            None => builtin_rules(),
+        };
+        let rws = rewrites(&rules).map_err(Error::Frontend)?;
+        if let Ok(rec) = to_rec(&pre) {
+            let analysis = TlAnalysis {
+                params: f
+                    .params
+                    .iter()
+                    .map(|p| (egg::Symbol::from(p.name.as_str()), p.ty.clone()))
+                    .collect(),
+            };
+            let limits = Limits {
+                node_limit: opts.node_limit,
+                iter_limit: opts.iter_limit,
+                time_limit: opts.time_limit,
+                explain: opts.explain,
+                backoff: opts.backoff,
+            };
+            let (mut runner, stats) = saturate(&rec, analysis, &rws, &limits);
+            let SatStats {
+                nodes,
+                classes,
+                iterations,
+                stop_reason,
+                seconds,
+                fired,
+            } = stats;
+            report.egraph_nodes = nodes;
+            report.egraph_classes = classes;
+            report.iterations = iterations;
+            report.stop_reason = stop_reason;
+            report.saturation_seconds = seconds;
+            report.rules_fired = fired;
+            let root = runner.roots[0];
+            let (c, term) = extract_best(&runner.egraph, root, &model);
+            report.extracted_cost = c;
+            if opts.explain {
+                let mut ex = runner.explain_equivalence(&rec, &term);
+                report.explanation = Some(ex.get_flat_strings());
+            }
+            let e1 = from_rec(&term);
+            let f1 = Function {
+                body: e1,
+                ..fixed.clone()
+            };
+            let p1 = normalize(&f1, &nopts);
+            if same_sig(&p1, &sig.ret) {
+                let c1 = ir_cost(&p1.body, &model);
+                if best.as_ref().is_none_or(|(c0, _, _)| c1 <= *c0) {
+                    best = Some((c1, p1, "egraph"));
+                }
+            }
+        }
+    }
+    let (cost_after, program, chosen) = match best {
+        Some(b) => b,
+        None => (cost_before, fixed, "input"),
+    };
+    report.chosen = chosen.to_string();
+    report.total_seconds = start.elapsed().as_secs_f64();
+    Ok(Optimized {
+        program,
+        cost_before,
+        cost_after,
+        report,
+    })
+}
