@@ -129,11 +129,18 @@ pub fn optimize(f: &Function, opts: &Options) -> Result<Optimized> {
     };
     let p0 = normalize(&pre_f, &nopts);
     let mut report = Report::default();
-    let mut best = if same_sig(&p0, &sig.ret) {
+
+    let mut best: Option<(f64, Function, &str)> = if same_sig(&p0, &sig.ret) {
         Some((ir_cost(&p0.body, &model), p0, "post-pass"))
     } else {
         None
     };
+    if crate::extract::is_normal(&fixed) {
+        let c = ir_cost(&fixed.body, &model);
+        if best.as_ref().is_none_or(|(c0, _, _)| c < *c0) {
+            best = Some((c, crate::extract::normal::pretty_names(&fixed), "input"));
+        }
+    }
     if opts.saturate {
         let rules = match &opts.rules {
             Some(r) => r.clone(),

@@ -48,6 +48,8 @@
 //! | `(scalar ?e)` | `?e` is a number (not a tensor or pair) |
 //! | `(novar ?e ?x)` | the value name `?x` is not free in `?e` |
 //! | `(ne ?a ?b)` | the two are different classes |
+//! | `(plainvar ?a)` | the index is a plain variable `#k` |
+//! | `(sym01 ?e)` | `?e` is unchanged by exchanging `#0` and `#1` |
 //!
 //! A malformed file is an error naming `file:line` and what is wrong.
 
@@ -132,6 +134,8 @@ pub enum Cond {
     Scalar(String),
     NoVar(String, String),
     Ne(String, String),
+    PlainVar(String),
+    Sym01(String),
 }
 
 /// One rule.
@@ -357,6 +361,14 @@ fn to_cond(s: &Sexp, bound: &[String]) -> Result<Cond, String> {
             arity(2)?;
             Cond::Ne(var(1)?, var(2)?)
         }
+        "plainvar" => {
+            arity(1)?;
+            Cond::PlainVar(var(1)?)
+        }
+        "sym01" => {
+            arity(1)?;
+            Cond::Sym01(var(1)?)
+        }
         c => return Err(format!("unknown condition `{c}`")),
     })
 }
@@ -505,6 +517,8 @@ pub trait Store {
     fn add(&mut self, n: TL) -> Id;
     fn add_term(&mut self, t: &RecExpr<TL>) -> Id;
     fn same(&self, a: Id, b: Id) -> bool;
+    /// The class of a term, when it is already present.
+    fn find_term(&self, t: &RecExpr<TL>) -> Option<Id>;
 }
 
 fn get_aff<S: Store>(s: &S, id: Id) -> Option<Affine> {
@@ -544,6 +558,31 @@ pub fn solve(p: &Pred) -> Option<Affine> {
     Some(shift_aff(&iota, 1, -1))
 }
 
+/// `p ∧ q` without the conjuncts that always hold.
+pub fn simp_and(p: Pred, q: Pred) -> Pred {
+    fn conj(p: Pred, out: &mut Vec<Pred>) {
+        match p {
+            Pred::And(a, b) => {
+                conj(*a, out);
+                conj(*b, out);
+            }
+            p => {
+                if decide(&p) != Some(true) && !out.contains(&p) {
+                    out.push(p)
+                }
+            }
+        }
+    }
+    let mut v = Vec::new();
+    conj(p, &mut v);
+    conj(q, &mut v);
+    let mut it = v.into_iter();
+    match it.next() {
+        None => Pred::Cmp(CmpOp::Eq, Affine::constant(0), Affine::constant(0)),
+        Some(first) => it.fold(first, |a, b| Pred::And(Box::new(a), Box::new(b))),
+    }
+}
+
 /// Check one condition.
 pub fn check_cond<S: Store>(s: &S, c: &Cond, v: &impl Fn(&str) -> Id) -> bool {
     match c {
@@ -564,6 +603,19 @@ pub fn check_cond<S: Store>(s: &S, c: &Cond, v: &impl Fn(&str) -> Id) -> bool {
             _ => false,
         },
         Cond::Ne(a, b) => !s.same(v(a), v(b)),
+        Cond::PlainVar(a) => get_aff(s, v(a)).is_some_and(|a| {
+            a.constant == 0 && a.terms.len() == 1 && a.terms.values().all(|c| *c == 1)
+        }),
+        Cond::Sym01(e) => {
+            let id = v(e);
+            if s.fv(id) & 3 == 0 {
+                return true;
+            }
+            match s.term(id) {
+                Some(t) => s.find_term(&swap_term(&t)).is_some_and(|k| s.same(k, id)),
+                None => false,
+            }
+        }
     }
 }
 
@@ -632,7 +684,7 @@ fn meta<S: Store>(s: &mut S, m: &str, a: &[Id]) -> Option<Id> {
         "@and" => {
             let p = get_pred(s, a[0])?;
             let q = get_pred(s, a[1])?;
-            Some(s.add(TL::Pred(PredLeaf(Pred::And(Box::new(p), Box::new(q))))))
+            Some(s.add(TL::Pred(PredLeaf(simp_and(p, q)))))
         }
         "@solve" => {
             let p = get_pred(s, a[0])?;
@@ -768,6 +820,9 @@ impl Store for GraphStore<'_> {
     }
     fn same(&self, a: Id, b: Id) -> bool {
         self.0.find(a) == self.0.find(b)
+    }
+    fn find_term(&self, t: &RecExpr<TL>) -> Option<Id> {
+        self.0.lookup_expr(t)
     }
 }
 

@@ -449,6 +449,63 @@ impl Simp<'_> {
     }
 }
 
+/// Decide a predicate from the ranges of the indices in scope (interval
+/// reasoning; a named size only bounds an index from below).
+pub fn decide_in(p: &Pred, cx: &Cx) -> Option<bool> {
+    fn range(a: &Affine, cx: &Cx) -> (Option<i64>, Option<i64>) {
+        let mut lo = Some(a.constant);
+        let mut hi = Some(a.constant);
+        for (v, c) in &a.terms {
+            let n = cx.idx.iter().rev().find(|(x, _)| x == v).map(|(_, n)| n);
+            let (vl, vh) = match n {
+                Some(Size::Lit(n)) => (Some(0), Some(*n as i64 - 1)),
+                Some(Size::Named(_)) => (Some(0), None),
+                None => (None, None),
+            };
+            let (l, h) = if *c >= 0 { (vl, vh) } else { (vh, vl) };
+            lo = lo.and_then(|x| l.map(|l| x + c * l));
+            hi = hi.and_then(|x| h.map(|h| x + c * h));
+        }
+        (lo, hi)
+    }
+    match p {
+        Pred::Cmp(op, a, b) => {
+            let (lo, hi) = range(&a.sub(b), cx);
+            let pos = lo.is_some_and(|l| l > 0);
+            let neg = hi.is_some_and(|h| h < 0);
+            let nonneg = lo.is_some_and(|l| l >= 0);
+            let nonpos = hi.is_some_and(|h| h <= 0);
+            let zero = nonneg && nonpos;
+            match op {
+                CmpOp::Eq if zero => Some(true),
+                CmpOp::Eq if pos || neg => Some(false),
+                CmpOp::Ne if zero => Some(false),
+                CmpOp::Ne if pos || neg => Some(true),
+                CmpOp::Lt if neg => Some(true),
+                CmpOp::Lt if nonneg => Some(false),
+                CmpOp::Le if nonpos => Some(true),
+                CmpOp::Le if pos => Some(false),
+                CmpOp::Gt if pos => Some(true),
+                CmpOp::Gt if nonpos => Some(false),
+                CmpOp::Ge if nonneg => Some(true),
+                CmpOp::Ge if neg => Some(false),
+                _ => None,
+            }
+        }
+        Pred::And(a, b) => match (decide_in(a, cx), decide_in(b, cx)) {
+            (Some(false), _) | (_, Some(false)) => Some(false),
+            (Some(true), Some(true)) => Some(true),
+            _ => None,
+        },
+        Pred::Or(a, b) => match (decide_in(a, cx), decide_in(b, cx)) {
+            (Some(true), _) | (_, Some(true)) => Some(true),
+            (Some(false), Some(false)) => Some(false),
+            _ => None,
+        },
+        Pred::Not(a) => decide_in(a, cx).map(|b| !b),
+    }
+}
+
 /// The key under which a closed value is shared: its De Bruijn form.
 fn key_of(e: &Expr) -> String {
     match crate::egraph::to_rec(e) {
@@ -544,6 +601,19 @@ impl Norm<'_> {
                     s
                 } else {
                     self.scalar(s, cx)
+                }
+            }
+            Expr::Bracket(p) => match decide_in(&p, cx) {
+                Some(true) => Expr::Num(1.0),
+                _ => Expr::Bracket(p),
+            },
+            Expr::Bin(BinOp::Mul, a, b) => {
+                let a = self.scalar(*a, cx);
+                let b = self.scalar(*b, cx);
+                match (a, b) {
+                    (Expr::Num(x), b) if x == 1.0 => b,
+                    (a, Expr::Num(x)) if x == 1.0 => a,
+                    (a, b) => Expr::bin(BinOp::Mul, a, b),
                 }
             }
             _ => map_children(&e, &mut |c| self.scalar(c.clone(), cx)),
@@ -669,6 +739,11 @@ pub fn normalize(f: &Function, opts: &NormalOptions) -> Function {
 /// parameter names).
 pub fn pretty_names(f: &Function) -> Function {
     let params: BTreeSet<String> = f.params.iter().map(|p| p.name.clone()).collect();
+    let sizes = f.size_names();
+    let names: Vec<String> = (0..64)
+        .map(crate::egraph::index_name)
+        .filter(|n| !sizes.contains(n))
+        .collect();
     let mut counter = 0usize;
     let mut next_let = || loop {
         let n = format!("t{counter}");
@@ -682,6 +757,7 @@ pub fn pretty_names(f: &Function) -> Function {
         idx: &mut Vec<(String, String)>,
         val: &mut Vec<(String, String)>,
         next_let: &mut dyn FnMut() -> String,
+        names: &[String],
     ) -> Expr {
         let ren = |a: &Affine, idx: &Vec<(String, String)>| {
             let mut r = Affine::constant(a.constant);
@@ -705,9 +781,12 @@ pub fn pretty_names(f: &Function) -> Function {
                     .unwrap_or_else(|| x.clone()),
             ),
             Expr::Gen(i, n, b) | Expr::Sum(i, n, b) => {
-                let k = crate::egraph::index_name(idx.len());
+                let k = names
+                    .get(idx.len())
+                    .cloned()
+                    .unwrap_or_else(|| format!("i{}", idx.len()));
                 idx.push((i.clone(), k.clone()));
-                let body = go(b, idx, val, next_let);
+                let body = go(b, idx, val, next_let, names);
                 idx.pop();
                 if matches!(e, Expr::Gen(..)) {
                     Expr::gen(k, n.clone(), body)
@@ -716,20 +795,26 @@ pub fn pretty_names(f: &Function) -> Function {
                 }
             }
             Expr::Let(x, a, b) => {
-                let a = go(a, idx, val, next_let);
+                let a = go(a, idx, val, next_let, names);
                 let k = next_let();
                 val.push((x.clone(), k.clone()));
-                let b = go(b, idx, val, next_let);
+                let b = go(b, idx, val, next_let, names);
                 val.pop();
                 Expr::let_(k, a, b)
             }
-            Expr::Access(a, i) => Expr::access(go(a, idx, val, next_let), ren(i, idx)),
+            Expr::Access(a, i) => Expr::access(go(a, idx, val, next_let, names), ren(i, idx)),
             Expr::Bracket(p) => Expr::Bracket(p.map_affine(&|a| ren(a, idx))),
             Expr::Eps(v) => Expr::Eps(v.iter().map(|a| ren(a, idx)).collect()),
-            _ => map_children(e, &mut |c| go(c, idx, val, next_let)),
+            _ => map_children(e, &mut |c| go(c, idx, val, next_let, names)),
         }
     }
-    let body = go(&f.body, &mut Vec::new(), &mut Vec::new(), &mut next_let);
+    let body = go(
+        &f.body,
+        &mut Vec::new(),
+        &mut Vec::new(),
+        &mut next_let,
+        &names,
+    );
     Function {
         body,
         ..f.clone()
