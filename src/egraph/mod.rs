@@ -19,6 +19,7 @@
 //!
 //! Value names (parameters, `let`-bound names) stay names (`Var`).
 
+pub mod check;
 pub mod rules;
 pub mod saturate;
 

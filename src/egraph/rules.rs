@@ -430,6 +430,15 @@ pub fn parse_rules(file: &str, text: &str) -> Result<Vec<Rule>, String> {
         if out.iter().any(|r| r.name == name) {
             return Err(err(format!("rule `{name}` is defined twice")));
         }
+        out.push(Rule {
+            name: name.to_string(),
+            family: family.clone(),
+            lhs: lhs.clone(),
+            rhs,
+            rhs_sexp: rhs_sexp.clone(),
+            conds: conds.clone(),
+            origin: at.clone(),
+        });
         if both {
             check_lhs(&rhs_sexp).map_err(|m| {
                 err(format!("`<=>` needs a plain pattern on the right side: {m}"))
@@ -445,25 +454,14 @@ pub fn parse_rules(file: &str, text: &str) -> Result<Vec<Rule>, String> {
             out.push(Rule {
                 name: format!("{name}-rev"),
                 family: family.clone(),
-                lhs: rhs_sexp.clone(),
+                lhs: rhs_sexp,
                 rhs: back,
                 rhs_sexp: lhs.clone(),
-                conds: conds.clone(),
-                origin: at.clone(),
+                conds,
+                origin: at,
             });
         }
-        out.push(Rule {
-            name: name.to_string(),
-            family: family.clone(),
-            lhs,
-            rhs,
-            rhs_sexp,
-            conds,
-            origin: at,
-        });
     }
-    // keep file order, forward before reverse
-    out.sort_by_key(|r| (r.origin.clone(), r.name.ends_with("-rev")));
     Ok(out)
 }
 

@@ -1,0 +1,601 @@
+//! Rule soundness checking: every rule is instantiated with random
+//! well-typed terms (all sizes one literal `N`, so plain indices always fit),
+//! its conditions are checked on the instance exactly as in the e-graph, the
+//! right side is built with the same meta-functions, and both sides are run
+//! in the interpreter on random inputs. Per rule: instances tried, skipped
+//! (conditions never met), mismatches, and the smallest counterexample seen.
+
+use super::rules::{build_rhs, check_cond, Rule, Sexp, Store};
+use super::*;
+use crate::interp;
+use crate::syntax::printer::print_function;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// The verdict on one rule.
+#[derive(Clone, Debug, Serialize)]
+pub struct RuleReport {
+    pub name: String,
+    pub origin: String,
+    /// Instances whose both sides were run.
+    pub tried: usize,
+    /// Cases where no instance meeting the conditions was found.
+    pub skipped: usize,
+    pub mismatches: usize,
+    /// The smallest counterexample found: both sides as programs and values.
+    pub counterexample: Option<String>,
+}
+
+impl RuleReport {
+    pub fn sound(&self) -> bool {
+        self.mismatches == 0
+    }
+}
+
+/// A single growing term as a [`Store`].
+struct TreeStore {
+    t: Vec<TL>,
+    types: BTreeMap<Symbol, Type>,
+}
+
+impl TreeStore {
+    fn fv_rec(&self, id: Id) -> u64 {
+        node_fv(&self.t[usize::from(id)], |c| self.fv_rec(c))
+    }
+    fn ty_rec(&self, id: Id) -> Option<Type> {
+        let n = &self.t[usize::from(id)];
+        match n {
+            TL::Var(x) => self.types.get(x).cloned(),
+            TL::Aff(_) | TL::Pred(_) | TL::Size(_) => None,
+            TL::Pair([a, b]) => Some(Type::pair(self.ty_rec(*a)?, self.ty_rec(*b)?)),
+            TL::Fst([a]) | TL::Snd([a]) => match self.ty_rec(*a)? {
+                Type::Pair(x, y) => Some(if matches!(n, TL::Fst(_)) { *x } else { *y }),
+                _ => None,
+            },
+            TL::Gen([s, b]) => match &self.t[usize::from(*s)] {
+                TL::Size(s) => Some(Type::tensor(s.0.clone(), self.ty_rec(*b)?)),
+                _ => None,
+            },
+            TL::Get([a, _]) => match self.ty_rec(*a)? {
+                Type::Tensor(_, e) => Some(*e),
+                _ => None,
+            },
+            TL::Let([_, _, b]) => self.ty_rec(*b),
+            _ => Some(Type::Real),
+        }
+    }
+    fn copy_into(&self, id: Id, out: &mut RecExpr<TL>) -> Id {
+        let n = self.t[usize::from(id)]
+            .clone()
+            .map_children(|c| self.copy_into(c, out));
+        out.add(n)
+    }
+    fn eq(&self, a: Id, b: Id) -> bool {
+        let (x, y) = (&self.t[usize::from(a)], &self.t[usize::from(b)]);
+        x.matches(y)
+            && x.children()
+                .iter()
+                .zip(y.children())
+                .all(|(p, q)| self.eq(*p, *q))
+    }
+}
+
+impl Store for TreeStore {
+    fn fv(&self, id: Id) -> u64 {
+        self.fv_rec(id)
+    }
+    fn ty(&self, id: Id) -> Option<Type> {
+        self.ty_rec(id)
+    }
+    fn has_var(&self, id: Id, x: Symbol) -> bool {
+        match &self.t[usize::from(id)] {
+            TL::Var(y) => *y == x,
+            n => n.children().iter().any(|c| self.has_var(*c, x)),
+        }
+    }
+    fn node(&self, id: Id) -> Option<TL> {
+        Some(self.t[usize::from(id)].clone())
+    }
+    fn term(&self, id: Id) -> Option<RecExpr<TL>> {
+        let mut out = RecExpr::default();
+        self.copy_into(id, &mut out);
+        Some(out)
+    }
+    fn add(&mut self, n: TL) -> Id {
+        self.t.push(n);
+        Id::from(self.t.len() - 1)
+    }
+    fn add_term(&mut self, t: &RecExpr<TL>) -> Id {
+        let base = self.t.len();
+        for n in t.as_ref() {
+            let n = n.clone().map_children(|c| Id::from(base + usize::from(c)));
+            self.t.push(n);
+        }
+        Id::from(self.t.len() - 1)
+    }
+    fn same(&self, a: Id, b: Id) -> bool {
+        self.eq(a, b)
+    }
+    fn find_term(&self, t: &RecExpr<TL>) -> Option<Id> {
+        let mut probe = TreeStore {
+            t: self.t.clone(),
+            types: BTreeMap::new(),
+        };
+        let k = probe.add_term(t);
+        (0..self.t.len())
+            .map(Id::from)
+            .find(|i| probe.eq(*i, k))
+    }
+}
+
+#[derive(Clone, Debug)]
+enum Sort {
+    Size,
+    Aff,
+    Pred,
+    Name,
+    Term(Type),
+}
+
+struct Inst {
+    rng: StdRng,
+    n: usize,
+    st: TreeStore,
+    binds: BTreeMap<String, Id>,
+    fresh: usize,
+}
+
+impl Inst {
+    fn size(&mut self) -> Id {
+        self.st.add(TL::Size(SizeLeaf(Size::Lit(self.n))))
+    }
+    fn aff(&mut self, depth: u32) -> Affine {
+        let n = self.n as i64;
+        if depth == 0 || self.rng.gen_bool(0.15) {
+            return Affine::constant(self.rng.gen_range(-1..=n));
+        }
+        let k = self.rng.gen_range(0..depth);
+        let c = if self.rng.gen_bool(0.85) { 1 } else { -1 };
+        let off = if self.rng.gen_bool(0.7) {
+            0
+        } else {
+            self.rng.gen_range(-1..=1)
+        };
+        Affine::var(db(k)).scale(c).add(&Affine::constant(off))
+    }
+    fn pred(&mut self, depth: u32) -> Pred {
+        if self.rng.gen_bool(0.15) {
+            let a = self.pred(depth);
+            let b = self.pred(depth);
+            return Pred::And(Box::new(a), Box::new(b));
+        }
+        if depth > 0 && self.rng.gen_bool(0.4) {
+            let b = self.aff(depth);
+            return Pred::Cmp(CmpOp::Eq, Affine::var(db(0)), b);
+        }
+        let ops = [CmpOp::Eq, CmpOp::Ne, CmpOp::Lt, CmpOp::Le, CmpOp::Gt, CmpOp::Ge];
+        let op = ops[self.rng.gen_range(0..ops.len())];
+        let a = self.aff(depth);
+        let b = self.aff(depth);
+        Pred::Cmp(op, a, b)
+    }
+    fn leaf_aff(&mut self, depth: u32) -> Id {
+        let a = self.aff(depth);
+        self.st.add(TL::Aff(AffLeaf(a)))
+    }
+    fn var(&mut self, x: &str) -> Id {
+        self.st.add(TL::Var(Symbol::from(x)))
+    }
+    fn get(&mut self, t: Id, depth: u32) -> Id {
+        let a = self.leaf_aff(depth);
+        self.st.add(TL::Get([t, a]))
+    }
+    fn term(&mut self, ty: &Type, depth: u32, vals: &[(Symbol, Type)], budget: u32) -> Id {
+        match ty {
+            Type::Real => self.real(depth, vals, budget),
+            Type::Tensor(_, e) => {
+                let opts: Vec<Symbol> = vals
+                    .iter()
+                    .filter(|(_, t)| t == ty)
+                    .map(|(x, _)| *x)
+                    .collect();
+                if !opts.is_empty() && self.rng.gen_bool(0.4) {
+                    let k = self.rng.gen_range(0..opts.len());
+                    return self.st.add(TL::Var(opts[k]));
+                }
+                let is_vec = **e == Type::Real;
+                let r = self.rng.gen_range(0..4);
+                if is_vec && r == 0 {
+                    let name = if self.rng.gen_bool(0.5) { "x" } else { "y" };
+                    return self.var(name);
+                }
+                if is_vec && r == 1 {
+                    let a = self.var("A");
+                    return self.get(a, depth);
+                }
+                if **e == Type::tensor(Size::Lit(self.n), Type::Real) && r == 2 {
+                    return self.var("A");
+                }
+                let s = self.size();
+                let b = self.term(e, depth + 1, vals, budget.saturating_sub(1));
+                self.st.add(TL::Gen([s, b]))
+            }
+            Type::Pair(a, b) => {
+                if **a == Type::Real && **b == Type::Real && self.rng.gen_bool(0.4) {
+                    return self.var("p");
+                }
+                let x = self.term(a, depth, vals, budget.saturating_sub(1));
+                let y = self.term(b, depth, vals, budget.saturating_sub(1));
+                self.st.add(TL::Pair([x, y]))
+            }
+        }
+    }
+    fn real(&mut self, depth: u32, vals: &[(Symbol, Type)], budget: u32) -> Id {
+        let leaf = budget == 0 || self.rng.gen_bool(0.35);
+        if leaf {
+            let scal: Vec<Symbol> = vals
+                .iter()
+                .filter(|(_, t)| *t == Type::Real)
+                .map(|(x, _)| *x)
+                .collect();
+            let vecs: Vec<Symbol> = vals
+                .iter()
+                .filter(|(_, t)| *t == Type::tensor(Size::Lit(self.n), Type::Real))
+                .map(|(x, _)| *x)
+                .collect();
+            return match self.rng.gen_range(0..8) {
+                0 => {
+                    let c = [0.0, 1.0, 2.0, 0.5, 3.0][self.rng.gen_range(0..5)];
+                    self.st.add(TL::Num(NumLeaf(c)))
+                }
+                1 => self.var("s"),
+                2 if !scal.is_empty() => {
+                    let k = self.rng.gen_range(0..scal.len());
+                    self.st.add(TL::Var(scal[k]))
+                }
+                3 if !vecs.is_empty() => {
+                    let k = self.rng.gen_range(0..vecs.len());
+                    let v = self.st.add(TL::Var(vecs[k]));
+                    self.get(v, depth)
+                }
+                4 => {
+                    let a = self.var("A");
+                    let r = self.get(a, depth);
+                    self.get(r, depth)
+                }
+                5 => {
+                    let p = self.var("p");
+                    self.st.add(TL::Fst([p]))
+                }
+                _ => {
+                    let name = if self.rng.gen_bool(0.5) { "x" } else { "y" };
+                    let x = self.var(name);
+                    self.get(x, depth)
+                }
+            };
+        }
+        let b = budget - 1;
+        match self.rng.gen_range(0..10) {
+            0 | 1 => {
+                let x = self.real(depth, vals, b);
+                let y = self.real(depth, vals, b);
+                self.st.add(TL::Add([x, y]))
+            }
+            2 | 3 => {
+                let x = self.real(depth, vals, b);
+                let y = self.real(depth, vals, b);
+                self.st.add(TL::Mul([x, y]))
+            }
+            4 => {
+                let x = self.real(depth, vals, b);
+                let y = self.real(depth, vals, b);
+                self.st.add(TL::Sub([x, y]))
+            }
+            5 => {
+                let p = self.pred(depth);
+                let p = self.st.add(TL::Pred(PredLeaf(p)));
+                let iv = self.st.add(TL::Iv([p]));
+                let x = self.real(depth, vals, b);
+                self.st.add(TL::Mul([iv, x]))
+            }
+            6 => {
+                let s = self.size();
+                let x = self.real(depth + 1, vals, b);
+                self.st.add(TL::Sum([s, x]))
+            }
+            7 => {
+                let k = if self.rng.gen_bool(0.8) { 3 } else { 2 };
+                let ch: Vec<Id> = (0..k).map(|_| self.leaf_aff(depth)).collect();
+                self.st.add(TL::Eps(ch.into_boxed_slice()))
+            }
+            8 => {
+                let x = self.real(depth, vals, b);
+                self.st.add(TL::Neg([x]))
+            }
+            _ => {
+                let x = self.real(depth, vals, b);
+                self.st.add(TL::Sin([x]))
+            }
+        }
+    }
+
+    /// Instantiate a left side.
+    fn pattern(&mut self, s: &Sexp, sort: Sort, depth: u32, vals: &[(Symbol, Type)]) -> Id {
+        match s {
+            Sexp::Atom(a) if a.starts_with('?') => {
+                if let Some(id) = self.binds.get(a) {
+                    return *id;
+                }
+                let id = match sort {
+                    Sort::Size => self.size(),
+                    Sort::Aff => self.leaf_aff(depth),
+                    Sort::Pred => {
+                        let p = self.pred(depth);
+                        self.st.add(TL::Pred(PredLeaf(p)))
+                    }
+                    Sort::Name => {
+                        self.fresh += 1;
+                        let x = format!("v{}", self.fresh);
+                        self.var(&x)
+                    }
+                    Sort::Term(t) => {
+                        let budget = self.rng.gen_range(0..4);
+                        self.term(&t, depth, vals, budget)
+                    }
+                };
+                self.binds.insert(a.clone(), id);
+                id
+            }
+            Sexp::Atom(a) => self.st.add(TL::Num(NumLeaf(a.parse().unwrap_or(0.0)))),
+            Sexp::List(l) => {
+                let op = match &l[0] {
+                    Sexp::Atom(a) => a.as_str(),
+                    _ => "",
+                };
+                let args = &l[1..];
+                let expected = match &sort {
+                    Sort::Term(t) => t.clone(),
+                    _ => Type::Real,
+                };
+                let n = self.n;
+                let mut ch = Vec::new();
+                match op {
+                    "gen" | "sum" => {
+                        ch.push(self.pattern(&args[0], Sort::Size, depth, vals));
+                        let el = match (&expected, op) {
+                            (Type::Tensor(_, t), "gen") => (**t).clone(),
+                            _ => Type::Real,
+                        };
+                        ch.push(self.pattern(&args[1], Sort::Term(el), depth + 1, vals));
+                    }
+                    "get" => {
+                        let t = Type::tensor(Size::Lit(n), expected);
+                        ch.push(self.pattern(&args[0], Sort::Term(t), depth, vals));
+                        ch.push(self.pattern(&args[1], Sort::Aff, depth, vals));
+                    }
+                    "iv" => ch.push(self.pattern(&args[0], Sort::Pred, depth, vals)),
+                    "eps" => {
+                        for a in args {
+                            ch.push(self.pattern(a, Sort::Aff, depth, vals));
+                        }
+                    }
+                    "fst" | "snd" => {
+                        let t = if op == "fst" {
+                            Type::pair(expected, Type::Real)
+                        } else {
+                            Type::pair(Type::Real, expected)
+                        };
+                        ch.push(self.pattern(&args[0], Sort::Term(t), depth, vals));
+                    }
+                    "pair" => {
+                        let (a, b) = match &expected {
+                            Type::Pair(a, b) => ((**a).clone(), (**b).clone()),
+                            _ => (Type::Real, Type::Real),
+                        };
+                        ch.push(self.pattern(&args[0], Sort::Term(a), depth, vals));
+                        ch.push(self.pattern(&args[1], Sort::Term(b), depth, vals));
+                    }
+                    "let" => {
+                        let name = self.pattern(&args[0], Sort::Name, depth, vals);
+                        let t = if self.rng.gen_bool(0.6) {
+                            Type::Real
+                        } else {
+                            Type::tensor(Size::Lit(n), Type::Real)
+                        };
+                        let t = match &args[1] {
+                            Sexp::List(l) if matches!(&l[0], Sexp::Atom(a) if a == "gen") => {
+                                Type::tensor(Size::Lit(n), Type::Real)
+                            }
+                            _ => t,
+                        };
+                        ch.push(name);
+                        ch.push(self.pattern(&args[1], Sort::Term(t.clone()), depth, vals));
+                        let sym = match &self.st.t[usize::from(name)] {
+                            TL::Var(s) => *s,
+                            _ => Symbol::from("v"),
+                        };
+                        self.st.types.insert(sym, t.clone());
+                        let mut v2 = vals.to_vec();
+                        v2.push((sym, t));
+                        ch.push(self.pattern(&args[2], Sort::Term(expected), depth, &v2));
+                    }
+                    _ => {
+                        for a in args {
+                            ch.push(self.pattern(a, Sort::Term(Type::Real), depth, vals));
+                        }
+                    }
+                }
+                let node = make_op(op, &ch).expect("checked operator");
+                self.st.add(node)
+            }
+        }
+    }
+}
+
+fn root_sort(s: &Sexp) -> Type {
+    match s {
+        Sexp::List(l) => match &l[0] {
+            Sexp::Atom(a) if a == "gen" => Type::tensor(Size::Lit(3), Type::Real),
+            Sexp::Atom(a) if a == "pair" => Type::pair(Type::Real, Type::Real),
+            _ => Type::Real,
+        },
+        _ => Type::Real,
+    }
+}
+
+fn params(n: usize) -> Vec<Param> {
+    let v = |m| Type::tensor(Size::Lit(m), Type::Real);
+    vec![
+        Param {
+            name: "s".into(),
+            ty: Type::Real,
+        },
+        Param {
+            name: "x".into(),
+            ty: v(n),
+        },
+        Param {
+            name: "y".into(),
+            ty: v(n),
+        },
+        Param {
+            name: "A".into(),
+            ty: Type::tensor(Size::Lit(n), v(n)),
+        },
+        Param {
+            name: "p".into(),
+            ty: Type::pair(Type::Real, Type::Real),
+        },
+    ]
+}
+
+fn finite(v: &Value) -> bool {
+    match v {
+        Value::Real(x) => x.is_finite(),
+        Value::Array(a) => a.iter().all(|x| x.is_finite()),
+        Value::Pair(a, b) => finite(a) && finite(b),
+    }
+}
+
+use crate::interp::Value;
+
+/// Check one rule on `cases` random instances.
+pub fn check_rule(rule: &Rule, cases: usize, seed: u64) -> RuleReport {
+    let mut rep = RuleReport {
+        name: rule.name.clone(),
+        origin: rule.origin.clone(),
+        tried: 0,
+        skipped: 0,
+        mismatches: 0,
+        counterexample: None,
+    };
+    let mut rng = StdRng::seed_from_u64(seed);
+    for _ in 0..cases {
+        let mut done = false;
+        for _attempt in 0..60 {
+            let n = if rng.gen_bool(0.75) { 3 } else { 2 };
+            let d: u32 = rng.gen_range(0..=2);
+            let ps = params(n);
+            let mut types: BTreeMap<Symbol, Type> = ps
+                .iter()
+                .map(|p| (Symbol::from(p.name.as_str()), p.ty.clone()))
+                .collect();
+            types.insert(Symbol::from("s"), Type::Real);
+            let mut inst = Inst {
+                rng: StdRng::seed_from_u64(rng.gen()),
+                n,
+                st: TreeStore {
+                    t: Vec::new(),
+                    types,
+                },
+                binds: BTreeMap::new(),
+                fresh: 0,
+            };
+            let mut ty = root_sort(&rule.lhs);
+            if let Type::Tensor(_, e) = ty {
+                ty = Type::Tensor(Size::Lit(n), e);
+            }
+            let lhs = inst.pattern(&rule.lhs, Sort::Term(ty), d, &[]);
+            let binds = inst.binds.clone();
+            let v = |x: &str| binds[x];
+            if !rule.conds.iter().all(|c| check_cond(&inst.st, c, &v)) {
+                continue;
+            }
+            let Some(rhs) = build_rhs(&mut inst.st, &rule.rhs, &v) else {
+                continue;
+            };
+            let scope: Vec<String> = (0..d as usize).map(index_name).collect();
+            let whole = |id: Id, st: &TreeStore| -> Function {
+                let mut t = RecExpr::default();
+                let root = st.copy_into(id, &mut t);
+                let mut e = rec_to_expr(&t, root, &mut scope.clone());
+                for k in (0..d as usize).rev() {
+                    e = Expr::gen(index_name(k), Size::Lit(n), e);
+                }
+                Function {
+                    name: "side".into(),
+                    params: ps.clone(),
+                    ret: None,
+                    body: e,
+                }
+            };
+            let fl = whole(lhs, &inst.st);
+            let fr = whole(rhs, &inst.st);
+            if crate::types::check(&fl).is_err() {
+                continue;
+            }
+            let sizes = BTreeMap::new();
+            let mut irng = StdRng::seed_from_u64(rng.gen());
+            let Ok(args) = crate::testing::random_inputs(&fl, &sizes, &mut irng) else {
+                continue;
+            };
+            let Ok(lv) = interp::run(&fl, &args) else {
+                continue;
+            };
+            if !finite(&lv) {
+                continue;
+            }
+            done = true;
+            rep.tried += 1;
+            let rv = match crate::types::check(&fr) {
+                Ok(_) => interp::run(&fr, &args).ok(),
+                Err(_) => None,
+            };
+            let ok = rv.as_ref().is_some_and(|r| r.approx_eq(&lv, 1e-7, 1e-9));
+            if !ok {
+                rep.mismatches += 1;
+                let text = format!(
+                    "left:  {}right: {}left gives {}, right gives {}",
+                    print_function(&fl),
+                    print_function(&fr),
+                    lv,
+                    rv.map(|r| r.to_string())
+                        .unwrap_or_else(|| "a type error".into())
+                );
+                if rep
+                    .counterexample
+                    .as_ref()
+                    .is_none_or(|c| text.len() < c.len())
+                {
+                    rep.counterexample = Some(text);
+                }
+            }
+            break;
+        }
+        if !done {
+            rep.skipped += 1;
+        }
+    }
+    rep
+}
+
+/// Check every rule; deterministic in `seed`.
+pub fn check_rules(rules: &[Rule], cases: usize, seed: u64) -> Vec<RuleReport> {
+    rules
+        .iter()
+        .enumerate()
+        .map(|(k, r)| check_rule(r, cases, seed.wrapping_add(k as u64 * 7919)))
+        .collect()
+}
