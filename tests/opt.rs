@@ -61,7 +61,11 @@ fn check_example(f: &Function) -> Optimized {
         types::check(f).unwrap().ret
     );
     for seed in 0..3 {
-        assert!(agrees(f, &o.program, seed), "{}", print_function(&o.program));
+        assert!(
+            agrees(f, &o.program, seed),
+            "{}",
+            print_function(&o.program)
+        );
     }
     o
 }
@@ -70,9 +74,17 @@ fn check_example(f: &Function) -> Optimized {
 fn seed000_qprod() {
     let o = check_example(&get("notebook.tl", "qprod"));
     // sum(k:3) (sum(j:3) A[k,j] * x[j]) * x[k], up to order of factors
-    let want = parse_expr("sum(i:3) (sum(j:3) A[i,j] * x[j]) * x[i]").unwrap().0;
-    let want2 = parse_expr("sum(i:3) x[i] * sum(j:3) A[i,j] * x[j]").unwrap().0;
-    assert!(o.program.body == want || o.program.body == want2, "{}", body_of(&o.program));
+    let want = parse_expr("sum(i:3) (sum(j:3) A[i,j] * x[j]) * x[i]")
+        .unwrap()
+        .0;
+    let want2 = parse_expr("sum(i:3) x[i] * sum(j:3) A[i,j] * x[j]")
+        .unwrap()
+        .0;
+    assert!(
+        o.program.body == want || o.program.body == want2,
+        "{}",
+        body_of(&o.program)
+    );
 }
 
 #[test]
@@ -80,16 +92,26 @@ fn seed000_dprod() {
     let o = check_example(&get("notebook.tl", "dprod"));
     let b = body_of(&o.program);
     // one sum over three factors a[j], x[j], a[j]
-    assert!(matches!(o.program.body, Expr::Sum(_, _, ref e) if !matches!(**e, Expr::Sum(..))), "{b}");
+    assert!(
+        matches!(o.program.body, Expr::Sum(_, _, ref e) if !matches!(**e, Expr::Sum(..))),
+        "{b}"
+    );
     assert_eq!(b.matches("a[i]").count(), 2, "{b}");
     assert_eq!(b.matches("x[i]").count(), 1, "{b}");
-    assert!(!b.contains('['.to_string().as_str()) || !b.contains("[i = "), "{b}");
+    assert!(
+        !b.contains('['.to_string().as_str()) || !b.contains("[i = "),
+        "{b}"
+    );
 }
 
 #[test]
 fn seed000_ab3_and_ctrct() {
     let o = check_example(&get("notebook.tl", "ab3"));
-    assert!(!body_of(&o.program).contains(".0"), "{}", body_of(&o.program));
+    assert!(
+        !body_of(&o.program).contains(".0"),
+        "{}",
+        body_of(&o.program)
+    );
     let o = check_example(&get("notebook.tl", "ctrct"));
     // the let is lifted out (a top-level let) or inlined: no let under a binder
     assert!(is_normal(&o.program));
@@ -103,8 +125,17 @@ fn diderot_crossdot_and_trace() {
     let f = get("diderot.tl", "crossdot");
     let o = check_example(&f);
     let target = get_cost("fn t(a: [3]R, b: [3]R, c: [3]R, d: [3]R) -> R = (sum(i:3) a[i]*c[i]) * (sum(i:3) b[i]*d[i]) - (sum(i:3) a[i]*d[i]) * (sum(i:3) b[i]*c[i])");
-    println!("crossdot: {} (target {target})\n{}", o.cost_after, print_function(&o.program));
-    assert!(o.cost_after <= target + 1e-9, "crossdot cost {} > {target}\n{}", o.cost_after, print_function(&o.program));
+    println!(
+        "crossdot: {} (target {target})\n{}",
+        o.cost_after,
+        print_function(&o.program)
+    );
+    assert!(
+        o.cost_after <= target + 1e-9,
+        "crossdot cost {} > {target}\n{}",
+        o.cost_after,
+        print_function(&o.program)
+    );
     let o = check_example(&get("diderot.tl", "trace_outer"));
     let dot = get_cost("fn t(u: [n]R, v: [n]R) -> R = sum(i:n) u[i] * v[i]");
     assert!(o.cost_after <= dot, "{}", print_function(&o.program));
@@ -119,13 +150,26 @@ fn get_cost(src: &str) -> f64 {
 fn loops_complexity() {
     let n = 1000.0f64;
     let chain = check_example(&get("loops.tl", "chain"));
-    assert!(chain.cost_after < 20.0 * n * n, "{}", print_function(&chain.program));
+    assert!(
+        chain.cost_after < 20.0 * n * n,
+        "{}",
+        print_function(&chain.program)
+    );
     let sp = check_example(&get("loops.tl", "sumprod"));
     assert!(sp.cost_after < 20.0 * n, "{}", print_function(&sp.program));
     let d = check_example(&get("loops.tl", "diamond"));
-    assert!(d.cost_after < 20.0 * n * n, "{}", print_function(&d.program));
+    assert!(
+        d.cost_after < 20.0 * n * n,
+        "{}",
+        print_function(&d.program)
+    );
     // A x computed once: exactly one sum in the program
-    assert_eq!(body_of(&d.program).matches("sum(").count(), 1, "{}", print_function(&d.program));
+    assert_eq!(
+        body_of(&d.program).matches("sum(").count(),
+        1,
+        "{}",
+        print_function(&d.program)
+    );
     for f in load("loops.tl") {
         check_example(&f);
     }
@@ -142,7 +186,11 @@ fn examples_fast_and_deterministic() {
             let b = opt(&f);
             assert_eq!(a.program, b.program, "{}", f.name);
             for seed in 0..2 {
-                assert!(agrees(&f, &a.program, seed), "{}", print_function(&a.program));
+                assert!(
+                    agrees(&f, &a.program, seed),
+                    "{}",
+                    print_function(&a.program)
+                );
             }
         }
     }
@@ -153,7 +201,13 @@ fn builtin_rules_are_sound() {
     let rules = builtin_rules();
     let n = (cases(3000) as usize / 60).max(20);
     for r in check_rules(&rules, n, 7) {
-        assert!(r.sound(), "{} ({}) unsound:\n{}", r.name, r.origin, r.counterexample.unwrap_or_default());
+        assert!(
+            r.sound(),
+            "{} ({}) unsound:\n{}",
+            r.name,
+            r.origin,
+            r.counterexample.unwrap_or_default()
+        );
         assert!(r.tried > 0, "{} never instantiated", r.name);
     }
 }
@@ -173,7 +227,10 @@ fn wrong_rule_is_reported() {
 #[test]
 fn malformed_rules_name_file_and_line() {
     let e = parse_rules("x.rules", "# ok\nfoo: (frob ?a) => ?a\n").unwrap_err();
-    assert!(e.starts_with("x.rules:2:") && e.contains("unknown operator `frob`"), "{e}");
+    assert!(
+        e.starts_with("x.rules:2:") && e.contains("unknown operator `frob`"),
+        "{e}"
+    );
     let e = parse_rules("x.rules", "foo: (neg ?a) => ?b\n").unwrap_err();
     assert!(e.contains("x.rules:1:") && e.contains("`?b`"), "{e}");
     let e = parse_rules("x.rules", "foo: (neg ?a) => ?a if (shiny ?a)\n").unwrap_err();

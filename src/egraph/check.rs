@@ -124,9 +124,7 @@ impl Store for TreeStore {
             types: BTreeMap::new(),
         };
         let k = probe.add_term(t);
-        (0..self.t.len())
-            .map(Id::from)
-            .find(|i| probe.eq(*i, k))
+        (0..self.t.len()).map(Id::from).find(|i| probe.eq(*i, k))
     }
 }
 
@@ -175,7 +173,14 @@ impl Inst {
             let b = self.aff(depth);
             return Pred::Cmp(CmpOp::Eq, Affine::var(db(0)), b);
         }
-        let ops = [CmpOp::Eq, CmpOp::Ne, CmpOp::Lt, CmpOp::Le, CmpOp::Gt, CmpOp::Ge];
+        let ops = [
+            CmpOp::Eq,
+            CmpOp::Ne,
+            CmpOp::Lt,
+            CmpOp::Le,
+            CmpOp::Gt,
+            CmpOp::Ge,
+        ];
         let op = ops[self.rng.gen_range(0..ops.len())];
         let a = self.aff(depth);
         let b = self.aff(depth);

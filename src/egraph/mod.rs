@@ -29,9 +29,21 @@ use std::fmt;
 use std::str::FromStr;
 
 /// A number literal, ordered and hashed by its bits.
-#[derive(Clone, Copy, Debug, PartialEq, PartialOrd)]
+#[derive(Clone, Copy, Debug)]
 pub struct NumLeaf(pub f64);
+impl PartialEq for NumLeaf {
+    fn eq(&self, o: &Self) -> bool {
+        self.0.to_bits() == o.0.to_bits()
+    }
+}
+impl PartialOrd for NumLeaf {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
 impl Eq for NumLeaf {}
+// equality by bits, consistent with the ordering and the hash
+
 impl Ord for NumLeaf {
     fn cmp(&self, o: &Self) -> std::cmp::Ordering {
         self.0.total_cmp(&o.0)
@@ -44,7 +56,11 @@ impl std::hash::Hash for NumLeaf {
 }
 impl fmt::Display for NumLeaf {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", crate::syntax::printer::print_num(self.0).replace(' ', ""))
+        write!(
+            f,
+            "{}",
+            crate::syntax::printer::print_num(self.0).replace(' ', "")
+        )
     }
 }
 impl FromStr for NumLeaf {
@@ -520,11 +536,7 @@ pub fn representative(eg: &TlGraph, id: Id) -> Option<RecExpr<TL>> {
         let class = &eg[id];
         let mut best: Option<(usize, &TL)> = None;
         for n in &class.nodes {
-            let s = 1 + n
-                .children()
-                .iter()
-                .map(|c| eg[*c].data.size)
-                .sum::<usize>();
+            let s = 1 + n.children().iter().map(|c| eg[*c].data.size).sum::<usize>();
             if best.is_none_or(|(b, _)| s < b) {
                 best = Some((s, n));
             }

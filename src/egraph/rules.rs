@@ -96,7 +96,10 @@ fn parse_sexps(toks: &[String]) -> Result<Vec<Sexp>, String> {
             "(" => stack.push(Vec::new()),
             ")" => {
                 let l = stack.pop().ok_or("unbalanced `)`")?;
-                stack.last_mut().ok_or("unbalanced `)`")?.push(Sexp::List(l));
+                stack
+                    .last_mut()
+                    .ok_or("unbalanced `)`")?
+                    .push(Sexp::List(l));
             }
             a => stack.last_mut().unwrap().push(Sexp::Atom(a.to_string())),
         }
@@ -228,7 +231,9 @@ fn to_rhs(s: &Sexp, bound: &[String]) -> Result<Rhs, String> {
                 if bound.contains(a) {
                     Ok(Rhs::Var(a.clone()))
                 } else {
-                    Err(format!("right side uses `{a}`, which the left side does not bind"))
+                    Err(format!(
+                        "right side uses `{a}`, which the left side does not bind"
+                    ))
                 }
             } else if is_num(a) {
                 Ok(Rhs::Num(a.parse().unwrap()))
@@ -408,7 +413,10 @@ pub fn parse_rules(file: &str, text: &str) -> Result<Vec<Rule>, String> {
         let one = |s: &str, what: &str| -> Result<Sexp, String> {
             let v = parse_sexps(&tokenize(s)).map_err(|m| err(format!("{what}: {m}")))?;
             if v.len() != 1 {
-                return Err(err(format!("{what} must be one pattern, found {}", v.len())));
+                return Err(err(format!(
+                    "{what} must be one pattern, found {}",
+                    v.len()
+                )));
             }
             Ok(v.into_iter().next().unwrap())
         };
@@ -424,7 +432,7 @@ pub fn parse_rules(file: &str, text: &str) -> Result<Vec<Rule>, String> {
                 .iter()
                 .map(|s| to_cond(s, &vars))
                 .collect::<Result<Vec<_>, _>>()
-                .map_err(|m| err(m))?,
+                .map_err(&err)?,
             None => vec![],
         };
         if out.iter().any(|r| r.name == name) {
@@ -441,7 +449,9 @@ pub fn parse_rules(file: &str, text: &str) -> Result<Vec<Rule>, String> {
         });
         if both {
             check_lhs(&rhs_sexp).map_err(|m| {
-                err(format!("`<=>` needs a plain pattern on the right side: {m}"))
+                err(format!(
+                    "`<=>` needs a plain pattern on the right side: {m}"
+                ))
             })?;
             let mut rv = Vec::new();
             pattern_vars(&rhs_sexp, &mut rv);
@@ -450,7 +460,7 @@ pub fn parse_rules(file: &str, text: &str) -> Result<Vec<Rule>, String> {
                     "`<=>` needs both sides to bind the same variables".into()
                 ));
             }
-            let back = to_rhs(&lhs, &rv).map_err(|m| err(m))?;
+            let back = to_rhs(&lhs, &rv).map_err(&err)?;
             out.push(Rule {
                 name: format!("{name}-rev"),
                 family: family.clone(),
@@ -471,7 +481,10 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ("lets.rules", include_str!("../../rules/lets.rules")),
     ("gens.rules", include_str!("../../rules/gens.rules")),
     ("sums.rules", include_str!("../../rules/sums.rules")),
-    ("delta_eps.rules", include_str!("../../rules/delta_eps.rules")),
+    (
+        "delta_eps.rules",
+        include_str!("../../rules/delta_eps.rules"),
+    ),
     ("binding.rules", include_str!("../../rules/binding.rules")),
     ("algebra.rules", include_str!("../../rules/algebra.rules")),
 ];
@@ -797,15 +810,13 @@ impl Store for GraphStore<'_> {
         self.0[id].data.vars.contains(&x)
     }
     fn node(&self, id: Id) -> Option<TL> {
-        leaf_of(self.0, id)
-            .cloned()
-            .or_else(|| {
-                self.0[id]
-                    .nodes
-                    .iter()
-                    .find(|n| matches!(n, TL::Var(_)))
-                    .cloned()
-            })
+        leaf_of(self.0, id).cloned().or_else(|| {
+            self.0[id]
+                .nodes
+                .iter()
+                .find(|n| matches!(n, TL::Var(_)))
+                .cloned()
+        })
     }
     fn term(&self, id: Id) -> Option<RecExpr<TL>> {
         representative(self.0, id)
@@ -894,7 +905,9 @@ fn sexp_to_pattern(s: &Sexp, out: &mut PatternAst<TL>) -> Id {
                 _ => unreachable!("checked"),
             };
             let ch: Vec<Id> = l[1..].iter().map(|x| sexp_to_pattern(x, out)).collect();
-            out.add(ENodeOrVar::ENode(make_op(&op, &ch).expect("checked operator")))
+            out.add(ENodeOrVar::ENode(
+                make_op(&op, &ch).expect("checked operator"),
+            ))
         }
     }
 }

@@ -6,12 +6,6 @@ use egg::{Extractor, Id, RecExpr};
 
 /// The cheapest term of class `root` and its cost.
 pub fn extract_best(egraph: &TlGraph, root: Id, model: &CostModel) -> (f64, RecExpr<TL>) {
-    let ex = Extractor::new(
-        egraph,
-        TlCost {
-            egraph,
-            model,
-        },
-    );
+    let ex = Extractor::new(egraph, TlCost { egraph, model });
     ex.find_best(root)
 }

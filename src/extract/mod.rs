@@ -3,6 +3,7 @@
 //! it in normal form, hoists loop invariants and shares values ([`normal`]).
 
 pub mod cost;
+#[allow(clippy::module_inception)]
 pub mod extract;
 pub mod normal;
 

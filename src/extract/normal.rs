@@ -437,7 +437,11 @@ impl Simp<'_> {
                 if tb == Type::Real {
                     let guard = Pred::And(
                         Box::new(Pred::Cmp(CmpOp::Le, Affine::constant(0), idx.clone())),
-                        Box::new(Pred::Cmp(CmpOp::Lt, idx.clone(), Affine::constant(*m as i64))),
+                        Box::new(Pred::Cmp(
+                            CmpOp::Lt,
+                            idx.clone(),
+                            Affine::constant(*m as i64),
+                        )),
                     );
                     let r = subst_idx(b, i, idx, self.fresh);
                     let r = self.simp(&r, cx);
@@ -611,8 +615,8 @@ impl Norm<'_> {
                 let a = self.scalar(*a, cx);
                 let b = self.scalar(*b, cx);
                 match (a, b) {
-                    (Expr::Num(x), b) if x == 1.0 => b,
-                    (a, Expr::Num(x)) if x == 1.0 => a,
+                    (Expr::Num(1.0), b) => b,
+                    (a, Expr::Num(1.0)) => a,
                     (a, b) => Expr::bin(BinOp::Mul, a, b),
                 }
             }
@@ -696,8 +700,11 @@ impl Default for NormalOptions {
 pub fn normalize(f: &Function, opts: &NormalOptions) -> Function {
     let mut fresh = Fresh::default();
     let params: BTreeSet<String> = f.params.iter().map(|p| p.name.clone()).collect();
-    let param_types: Vec<(String, Type)> =
-        f.params.iter().map(|p| (p.name.clone(), p.ty.clone())).collect();
+    let param_types: Vec<(String, Type)> = f
+        .params
+        .iter()
+        .map(|p| (p.name.clone(), p.ty.clone()))
+        .collect();
     let mut cx = Cx {
         vals: param_types.clone(),
         idx: vec![],
@@ -815,17 +822,18 @@ pub fn pretty_names(f: &Function) -> Function {
         &mut next_let,
         &names,
     );
-    Function {
-        body,
-        ..f.clone()
-    }
+    Function { body, ..f.clone() }
 }
 
 /// Whether a function is in the normal form of LANGUAGE.md.
 pub fn is_normal(f: &Function) -> bool {
     let params: BTreeSet<String> = f.params.iter().map(|p| p.name.clone()).collect();
     let mut cx = Cx {
-        vals: f.params.iter().map(|p| (p.name.clone(), p.ty.clone())).collect(),
+        vals: f
+            .params
+            .iter()
+            .map(|p| (p.name.clone(), p.ty.clone()))
+            .collect(),
         idx: vec![],
         params,
     };
