@@ -198,3 +198,26 @@ fn wrong_arguments() {
     let pairp = "fn f(z: [n](R,R)) -> R = sum(i:n) z[i].0";
     assert!(call_err(pairp, &[a]).contains("expected a pair of values"));
 }
+
+#[test]
+fn huge_sizes_are_refused_before_allocating() {
+    let m = call_err(
+        "fn f(x: R) -> R = (gen(i:1000000000000) x)[0]",
+        &[Value::Real(1.0)],
+    );
+    assert!(
+        m.contains("would build a tensor of 1000000000000 elements"),
+        "{m}"
+    );
+    let m = call_err(
+        "fn f(x: [n]R) -> [n,n,n,n]R = gen(i:n, j:n, k:n, l:n) x[i]",
+        &[Value::Array(ndarray::Array1::zeros(1000).into_dyn())],
+    );
+    assert!(m.contains("too large"), "{m}");
+    // nested gens multiply
+    let m = call_err(
+        "fn f(x: R) -> R = (gen(i:100000, j:100000) x)[0, 0]",
+        &[Value::Real(1.0)],
+    );
+    assert!(m.contains("10000000000 elements"), "{m}");
+}
