@@ -550,3 +550,25 @@ pub fn random_sizes(f: &Function, seed: u64, max: usize) -> Sizes {
         .map(|n| (n, rng.gen_range(1..=max)))
         .collect()
 }
+
+/// The body of the parser fuzz target, also run over the kept corpus by the
+/// regression tests: parse and check `src`; a program that checks must print
+/// and parse back to itself, and rendering its diagnostics must not panic.
+pub fn fuzz_parse(src: &str) {
+    match crate::syntax::parse_program(src) {
+        Err(ds) => {
+            let _ = crate::diag::render_all(&ds, "fuzz.tl", src);
+        }
+        Ok(parsed) => match crate::types::check_parsed(&parsed) {
+            Err(ds) => {
+                let _ = crate::diag::render_all(&ds, "fuzz.tl", src);
+            }
+            Ok(_) => {
+                let text = crate::syntax::print_program(&parsed.program);
+                let back = crate::syntax::parse_program(&text)
+                    .unwrap_or_else(|e| panic!("printed program does not parse: {e:?}\n{text}"));
+                assert_eq!(back.program, parsed.program, "print/parse changed:\n{text}");
+            }
+        },
+    }
+}
