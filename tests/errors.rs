@@ -198,3 +198,47 @@ fn wrong_arguments() {
     let pairp = "fn f(z: [n](R,R)) -> R = sum(i:n) z[i].0";
     assert!(call_err(pairp, &[a]).contains("expected a pair of values"));
 }
+
+#[test]
+fn huge_sizes_are_refused_before_allocating() {
+    let m = call_err(
+        "fn f(x: R) -> R = (gen(i:1000000000000) x)[0]",
+        &[Value::Real(1.0)],
+    );
+    assert!(
+        m.contains("would build a tensor of 1000000000000 elements"),
+        "{m}"
+    );
+    let m = call_err(
+        "fn f(x: [n]R) -> [n,n,n,n]R = gen(i:n, j:n, k:n, l:n) x[i]",
+        &[Value::Array(ndarray::Array1::zeros(1000).into_dyn())],
+    );
+    assert!(m.contains("too large"), "{m}");
+    // nested gens multiply
+    let m = call_err(
+        "fn f(x: R) -> R = (gen(i:100000, j:100000) x)[0, 0]",
+        &[Value::Real(1.0)],
+    );
+    assert!(m.contains("10000000000 elements"), "{m}");
+}
+
+#[test]
+fn numeric_limits_are_errors() {
+    has("fn f(x: R) -> R = x * 1e400", 1, 23, "too large for an f64");
+    has("fn f(x: [3]R) -> R = x[99999999999]", 1, 24, "too large");
+    let many = format!("fn f(x: [3]R) -> R = sum(i:3) x[{}i]", "4096*".repeat(8));
+    has(&many, 1, 33, "out of range");
+}
+
+#[test]
+fn long_operator_chains_are_capped() {
+    let long = format!("fn f(x: R) -> R = x{}", " + x".repeat(100_000));
+    assert!(diags(&long)[0].2.contains("nested too deeply"));
+    // a chain within the cap works end to end
+    let ok = format!("fn f(x: R) -> R = x{}", " * 1 + x".repeat(100));
+    let p = load(&ok).unwrap();
+    assert_eq!(
+        interp::run(&p.functions[0], &[Value::Real(1.0)]).unwrap(),
+        Value::Real(101.0)
+    );
+}

@@ -327,6 +327,7 @@ pub fn run(f: &Function, args: &[Value]) -> Result<Value> {
             value::checked_elements(&s)?;
         }
     }
+    check_allocations(&f.body, &sizes, &mut Vec::new())?;
     let mut env = Env {
         values: Vec::new(),
         indices: Vec::new(),
@@ -337,6 +338,53 @@ pub fn run(f: &Function, args: &[Value]) -> Result<Value> {
     }
     let out = eval(&f.body, &mut env);
     to_boundary(&out, &sig.ret, &sizes)
+}
+
+/// An upper bound on the number of elements of the value of `e`, refusing
+/// any `gen` whose tensor would exceed [`value::MAX_ELEMENTS`] before anything
+/// is allocated. `lets` holds the bounds of let-bound names.
+fn check_allocations(e: &Expr, sizes: &Sizes, lets: &mut Vec<(String, u128)>) -> Result<u128> {
+    Ok(match e {
+        Expr::Var(x) => lets
+            .iter()
+            .rev()
+            .find(|(n, _)| n == x)
+            .map(|(_, k)| *k)
+            .unwrap_or(1),
+        Expr::Gen(_, n, body) => {
+            let n = value::resolve(n, sizes)? as u128;
+            let inner = check_allocations(body, sizes, lets)?;
+            let total = n.saturating_mul(inner);
+            if total > value::MAX_ELEMENTS {
+                return Err(Error::Call(format!(
+                    "`{}` would build a tensor of {total} elements (the limit is {})",
+                    crate::syntax::print_expr(e)
+                        .chars()
+                        .take(60)
+                        .collect::<String>(),
+                    value::MAX_ELEMENTS
+                )));
+            }
+            total
+        }
+        Expr::Let(x, e1, e2) => {
+            let k = check_allocations(e1, sizes, lets)?;
+            lets.push((x.clone(), k));
+            let r = check_allocations(e2, sizes, lets);
+            lets.pop();
+            r?
+        }
+        Expr::Pair(a, b) => {
+            check_allocations(a, sizes, lets)?.saturating_add(check_allocations(b, sizes, lets)?)
+        }
+        Expr::Access(a, _) | Expr::Proj(_, a) => check_allocations(a, sizes, lets)?,
+        _ => {
+            for c in e.children() {
+                check_allocations(c, sizes, lets)?;
+            }
+            1
+        }
+    })
 }
 
 /// Run `f` on named arguments.

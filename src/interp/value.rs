@@ -130,9 +130,9 @@ impl Boundary {
 /// Size names resolved from the arguments' shapes.
 pub type Sizes = BTreeMap<String, usize>;
 
-/// The largest number of elements one tensor may have (2^40 f64s = 8 TiB):
+/// The largest number of elements one tensor may have (2^31 f64s = 16 GiB):
 /// larger declared or computed sizes are refused before anything is allocated.
-pub const MAX_ELEMENTS: u128 = 1 << 40;
+pub const MAX_ELEMENTS: u128 = 1 << 31;
 
 /// Resolve a size with the bound size names.
 pub fn resolve(n: &Size, sizes: &Sizes) -> Result<usize> {

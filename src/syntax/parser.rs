@@ -10,7 +10,19 @@ use super::ast::*;
 use crate::diag::{Diagnostic, Span};
 
 /// Deepest expression nesting the parser accepts (guards the stack).
-pub const MAX_DEPTH: usize = 200;
+pub const MAX_DEPTH: usize = 256;
+
+/// Largest coefficient magnitude of an index variable in an affine index.
+pub const MAX_COEFF: i64 = 1 << 24;
+/// Largest constant magnitude in an affine index.
+pub const MAX_CONST: i64 = 1 << 31;
+
+/// Whether evaluating `a` at indices below 2^31 cannot overflow an i64.
+fn affine_in_bounds(a: &Affine) -> bool {
+    a.constant.abs() <= MAX_CONST
+        && a.terms.len() <= 64
+        && a.terms.values().all(|c| c.abs() <= MAX_COEFF)
+}
 
 /// Source positions of an expression tree: `children` follow
 /// [`Expr::children`] order exactly.
@@ -136,15 +148,31 @@ fn lex(src: &str) -> Result<Vec<(Tok, Span)>, Diagnostic> {
             let text = &src[start..i];
             let span = Span::new(start, i);
             let tok = if is_float {
-                Tok::Float(text.parse().map_err(|_| {
+                let x: f64 = text.parse().map_err(|_| {
                     Diagnostic::new(format!("malformed number `{text}`"), Some(span))
-                })?)
+                })?;
+                if !x.is_finite() {
+                    return Err(Diagnostic::new(
+                        format!("number `{text}` is too large for an f64"),
+                        Some(span),
+                    ));
+                }
+                Tok::Float(x)
             } else {
                 match text.parse::<u64>() {
                     Ok(n) => Tok::Int(n),
-                    Err(_) => Tok::Float(text.parse().map_err(|_| {
-                        Diagnostic::new(format!("malformed number `{text}`"), Some(span))
-                    })?),
+                    Err(_) => {
+                        let x: f64 = text.parse().map_err(|_| {
+                            Diagnostic::new(format!("malformed number `{text}`"), Some(span))
+                        })?;
+                        if !x.is_finite() {
+                            return Err(Diagnostic::new(
+                                format!("number `{text}` is too large for an f64"),
+                                Some(span),
+                            ));
+                        }
+                        Tok::Float(x)
+                    }
                 }
             };
             out.push((tok, span));
@@ -381,6 +409,15 @@ impl Parser {
 
     fn additive(&mut self) -> PResult<(Expr, SpanTree)> {
         let (mut e, mut sp) = self.multiplicative()?;
+        // a chain `a + b + c …` nests to the left: each operator counts as a
+        // level, so later stages never recurse deeper than the cap
+        let depth = self.depth;
+        let r = self.additive_chain(&mut e, &mut sp);
+        self.depth = depth;
+        r.map(|()| (e, sp))
+    }
+
+    fn additive_chain(&mut self, e: &mut Expr, sp: &mut SpanTree) -> PResult<()> {
         loop {
             let op = if self.is_sym("+") {
                 BinOp::Add
@@ -390,16 +427,27 @@ impl Parser {
                 break;
             };
             self.bump();
+            self.enter()?;
             let (r, rsp) = self.multiplicative()?;
             let span = sp.span.join(rsp.span);
-            e = Expr::bin(op, e, r);
-            sp = SpanTree::node(span, vec![sp, rsp]);
+            *e = Expr::bin(op, std::mem::replace(e, Expr::Num(0.0)), r);
+            let left = std::mem::take(sp);
+            *sp = SpanTree::node(span, vec![left, rsp]);
         }
-        Ok((e, sp))
+        Ok(())
     }
 
     fn multiplicative(&mut self) -> PResult<(Expr, SpanTree)> {
         let (mut e, mut sp) = self.unary()?;
+        // a chain `a + b + c …` nests to the left: each operator counts as a
+        // level, so later stages never recurse deeper than the cap
+        let depth = self.depth;
+        let r = self.multiplicative_chain(&mut e, &mut sp);
+        self.depth = depth;
+        r.map(|()| (e, sp))
+    }
+
+    fn multiplicative_chain(&mut self, e: &mut Expr, sp: &mut SpanTree) -> PResult<()> {
         loop {
             let op = if self.is_sym("*") {
                 BinOp::Mul
@@ -409,12 +457,14 @@ impl Parser {
                 break;
             };
             self.bump();
+            self.enter()?;
             let (r, rsp) = self.unary()?;
             let span = sp.span.join(rsp.span);
-            e = Expr::bin(op, e, r);
-            sp = SpanTree::node(span, vec![sp, rsp]);
+            *e = Expr::bin(op, std::mem::replace(e, Expr::Num(0.0)), r);
+            let left = std::mem::take(sp);
+            *sp = SpanTree::node(span, vec![left, rsp]);
         }
-        Ok((e, sp))
+        Ok(())
     }
 
     fn unary(&mut self) -> PResult<(Expr, SpanTree)> {
@@ -611,9 +661,17 @@ impl Parser {
 
     fn affine(&mut self) -> PResult<Affine> {
         self.enter()?;
+        let start = self.span();
         let r = self.affine_sum();
         self.depth -= 1;
-        r
+        let a = r?;
+        if !affine_in_bounds(&a) {
+            return Err(Diagnostic::new(
+                format!("index expression out of range (coefficients are limited to ±{MAX_COEFF}, constants to ±{MAX_CONST})"),
+                Some(Span::new(start.start, self.prev_end())),
+            ));
+        }
+        Ok(a)
     }
 
     fn affine_sum(&mut self) -> PResult<Affine> {
@@ -640,6 +698,12 @@ impl Parser {
         let mut a = self.affine_atom()?;
         while self.eat_sym("*") {
             let b = self.affine_atom()?;
+            if !affine_in_bounds(&a) || !affine_in_bounds(&b) {
+                return Err(Diagnostic::new(
+                    "index expression out of range",
+                    Some(Span::new(start.start, self.prev_end())),
+                ));
+            }
             a = match (a.as_const(), b.as_const()) {
                 (Some(c), _) => b.scale(c),
                 (_, Some(c)) => a.scale(c),
@@ -657,6 +721,11 @@ impl Parser {
     fn affine_atom(&mut self) -> PResult<Affine> {
         match self.peek().clone() {
             Tok::Int(n) => {
+                if n > MAX_CONST as u64 {
+                    return self.err(format!(
+                        "index constant `{n}` is too large (at most {MAX_CONST})"
+                    ));
+                }
                 self.bump();
                 Ok(Affine::constant(n as i64))
             }

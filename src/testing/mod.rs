@@ -550,3 +550,96 @@ pub fn random_sizes(f: &Function, seed: u64, max: usize) -> Sizes {
         .map(|n| (n, rng.gen_range(1..=max)))
         .collect()
 }
+
+/// The body of the parser fuzz target, also run over the kept corpus by the
+/// regression tests: parse and check `src`; a program that checks must print
+/// and parse back to itself, and rendering its diagnostics must not panic.
+pub fn fuzz_parse(src: &str) {
+    match crate::syntax::parse_program(src) {
+        Err(ds) => {
+            let _ = crate::diag::render_all(&ds, "fuzz.tl", src);
+        }
+        Ok(parsed) => match crate::types::check_parsed(&parsed) {
+            Err(ds) => {
+                let _ = crate::diag::render_all(&ds, "fuzz.tl", src);
+            }
+            Ok(_) => {
+                let text = crate::syntax::print_program(&parsed.program);
+                let back = crate::syntax::parse_program(&text)
+                    .unwrap_or_else(|e| panic!("printed program does not parse: {e:?}\n{text}"));
+                assert_eq!(back.program, parsed.program, "print/parse changed:\n{text}");
+            }
+        },
+    }
+}
+
+fn children_mut(e: &mut Expr) -> Vec<&mut Expr> {
+    match e {
+        Expr::Var(_) | Expr::Num(_) | Expr::Bracket(_) | Expr::Eps(_) => vec![],
+        Expr::Bin(_, a, b) | Expr::Pair(a, b) | Expr::Let(_, a, b) => vec![a, b],
+        Expr::Neg(a)
+        | Expr::Proj(_, a)
+        | Expr::Gen(_, _, a)
+        | Expr::Sum(_, _, a)
+        | Expr::Access(a, _) => vec![a],
+        Expr::Call(_, args) => args.iter_mut().collect(),
+    }
+}
+
+fn node_at<'a>(e: &'a mut Expr, path: &[usize]) -> &'a mut Expr {
+    match path.split_first() {
+        None => e,
+        Some((&k, rest)) => node_at(children_mut(e).swap_remove(k), rest),
+    }
+}
+
+fn paths(e: &Expr, prefix: &mut Vec<usize>, out: &mut Vec<Vec<usize>>) {
+    out.push(prefix.clone());
+    for (k, c) in e.children().into_iter().enumerate() {
+        prefix.push(k);
+        paths(c, prefix, out);
+        prefix.pop();
+    }
+}
+
+/// Shrink a function while `fails` keeps holding: repeatedly replace a
+/// subterm by one of its own sub-terms or by `0`/`1`, keeping the function
+/// well-typed with the same signature. Returns the smallest failing function
+/// found (at most `max_steps` accepted steps).
+pub fn shrink(f: &Function, fails: impl Fn(&Function) -> bool, max_steps: usize) -> Function {
+    let sig = match crate::types::check(f) {
+        Ok(s) => s,
+        Err(_) => return f.clone(),
+    };
+    let mut best = f.clone();
+    for _ in 0..max_steps {
+        let mut ps = Vec::new();
+        paths(&best.body, &mut Vec::new(), &mut ps);
+        let mut improved = false;
+        'outer: for p in ps {
+            let node = node_at(&mut best.body.clone(), &p).clone();
+            let mut cands: Vec<Expr> = vec![Expr::Num(0.0), Expr::Num(1.0)];
+            for c in node.children() {
+                cands.push(c.clone());
+                cands.extend(c.children().into_iter().cloned());
+            }
+            for cand in cands {
+                if cand.size() >= node.size() || cand == node {
+                    continue;
+                }
+                let mut g = best.clone();
+                *node_at(&mut g.body, &p) = cand;
+                let ok = crate::types::check(&g).is_ok_and(|s| s.ret == sig.ret);
+                if ok && fails(&g) {
+                    best = g;
+                    improved = true;
+                    break 'outer;
+                }
+            }
+        }
+        if !improved {
+            break;
+        }
+    }
+    best
+}
