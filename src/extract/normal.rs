@@ -597,7 +597,10 @@ impl Norm<'_> {
                 cx.idx.pop();
                 Expr::sum(i, n, r)
             }
-            Expr::Access(..) | Expr::Proj(..) | Expr::Var(_) => self.chain(e, cx),
+            Expr::Access(..) | Expr::Proj(..) | Expr::Var(_) => {
+                let c = self.chain(e, cx);
+                self.fix_ranges(c, cx)
+            }
             Expr::Let(..) | Expr::Gen(..) | Expr::Pair(..) => {
                 // not reachable for simplified well-typed input; keep it exact
                 let s = self.simp(&e, cx);
@@ -643,6 +646,48 @@ impl Norm<'_> {
             Expr::Gen(..) => self.materialize(e, cx),
             _ => e,
         }
+    }
+
+    /// A plain index whose range differs from the axis it reads (left by
+    /// substitution; zero padding makes it exact, the type checker does not
+    /// accept it) is rebound: `x[j]` becomes `sum(k:n) [k = j] * x[k]`.
+    fn fix_ranges(&mut self, e: Expr, cx: &Cx) -> Expr {
+        let mut full = self.cx();
+        full.idx = cx.idx.clone();
+        let mut fixes: Vec<(String, Size, String)> = Vec::new();
+        fn go(
+            e: Expr,
+            full: &mut Cx,
+            fresh: &mut Fresh,
+            fixes: &mut Vec<(String, Size, String)>,
+        ) -> Expr {
+            match e {
+                Expr::Access(a, idx) => {
+                    let n = match type_of(&a, full) {
+                        Type::Tensor(n, _) => Some(n),
+                        _ => None,
+                    };
+                    let a = go(*a, full, fresh, fixes);
+                    if let (Some(v), Some(n)) = (idx.as_var(), n) {
+                        let r = full.idx.iter().rev().find(|(x, _)| x == v).map(|(_, r)| r);
+                        if r.is_some_and(|r| *r != n) {
+                            let k = fresh.next("i");
+                            fixes.push((k.clone(), n, v.to_string()));
+                            return Expr::access(a, Affine::var(k));
+                        }
+                    }
+                    Expr::access(a, idx)
+                }
+                Expr::Proj(k, a) => Expr::proj(k, go(*a, full, fresh, fixes)),
+                e => e,
+            }
+        }
+        let mut r = go(e, &mut full, self.fresh, &mut fixes);
+        for (k, n, v) in fixes.into_iter().rev() {
+            let guard = Expr::Bracket(Pred::Cmp(CmpOp::Eq, Affine::var(k.clone()), Affine::var(v)));
+            r = Expr::sum(k, n, Expr::bin(BinOp::Mul, guard, r));
+        }
+        r
     }
 
     /// Lift `g` (any value) to a top-level `let` of a `gen` over the enclosing
