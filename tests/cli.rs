@@ -341,3 +341,176 @@ fn demo_runs_every_example() {
         assert!(out.contains(name), "{name} missing from demo:\n{out}");
     }
 }
+
+#[test]
+fn demo_reports_costs_and_agreement() {
+    let (code, out, err) = einsat(&["demo"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("opt cost") && out.contains("agree"), "{out}");
+    let chain = out.lines().find(|l| l.contains(" chain ")).unwrap();
+    let cols: Vec<&str> = chain.split_whitespace().collect();
+    // ... interp ms, cost, opt cost, opt ms, agree ...
+    let agree = cols.iter().position(|c| *c == "yes").expect(chain);
+    let before: f64 = cols[agree - 3].parse().unwrap();
+    let after: f64 = cols[agree - 2].parse().unwrap();
+    assert!(after < before / 4.0, "{chain}");
+}
+
+/// `einsat opt` prints programs that parse back with the same signatures.
+#[test]
+fn opt_output_parses_back() {
+    for file in [
+        "examples/loops.tl",
+        "examples/notebook.tl",
+        "examples/records.tl",
+    ] {
+        let (code, out, err) = einsat(&["opt", file]);
+        assert_eq!(code, 0, "{file}: {err}");
+        assert!(
+            out.contains("# cost:") && out.contains("# e-graph:"),
+            "{out}"
+        );
+        let back = einsat::load(&out).unwrap_or_else(|e| panic!("{file}: {e}\n{out}"));
+        let orig = einsat::load(&std::fs::read_to_string(file).unwrap()).unwrap();
+        assert_eq!(back.functions.len(), orig.functions.len());
+        for (a, b) in back.functions.iter().zip(&orig.functions) {
+            let sa = einsat::types::check(a).unwrap().to_string();
+            let sb = einsat::types::check(b).unwrap().to_string();
+            assert_eq!(sa, sb);
+        }
+    }
+    let (_, out, _) = einsat(&["opt", "examples/loops.tl", "--fn", "chain"]);
+    // B x is computed once: the optimised program has a let of a gen.
+    assert!(
+        out.contains("let ") && out.contains("gen(i:n) sum(j:n) B[i, j] * x[j]"),
+        "{out}"
+    );
+}
+
+#[test]
+fn opt_json_has_the_documented_fields() {
+    let (code, out, err) = einsat(&["opt", "examples/loops.tl", "--json", "--size", "n=64"]);
+    assert_eq!(code, 0, "{err}");
+    let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let fs = j["functions"].as_array().unwrap();
+    assert_eq!(fs.len(), 7);
+    for f in fs {
+        for k in [
+            "name",
+            "input",
+            "output",
+            "cost_before",
+            "cost_after",
+            "egraph_nodes",
+            "egraph_classes",
+            "iterations",
+            "stop_reason",
+            "optimize_ms",
+        ] {
+            assert!(f.get(k).is_some(), "missing {k} in {f}");
+        }
+        assert!(f["cost_after"].as_f64().unwrap() <= f["cost_before"].as_f64().unwrap());
+    }
+    let sumprod = fs.iter().find(|f| f["name"] == "sumprod").unwrap();
+    // O(n) at n = 64: a few hundred operations, not n^3.
+    assert!(
+        sumprod["cost_after"].as_f64().unwrap() < 1000.0,
+        "{sumprod}"
+    );
+}
+
+#[test]
+fn opt_explain_and_limits() {
+    let (code, out, err) = einsat(&["opt", "examples/notebook.tl", "--fn", "qprod", "--explain"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("# explanation"), "{out}");
+    let (code, out, err) = einsat(&[
+        "opt",
+        "examples/diderot.tl",
+        "--fn",
+        "crossdot",
+        "--node-limit",
+        "300",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("node limit") && out.contains("best program found so far"),
+        "{out}"
+    );
+    einsat::load(&out).unwrap();
+}
+
+#[test]
+fn opt_with_a_user_rule_folder() {
+    let d = tmpdir("rules");
+    std::fs::write(d.join("mine.rules"), "mul-comm: (* ?a ?b) => (* ?b ?a)\n").unwrap();
+    let (code, out, err) = einsat(&[
+        "opt",
+        "examples/loops.tl",
+        "--fn",
+        "matmul",
+        "--rules",
+        &s(&d),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("fn matmul"), "{out}");
+    std::fs::write(d.join("bad.rules"), "oops: (* ?a ?b) => (frob ?a)\n").unwrap();
+    let (code, _, err) = einsat(&["opt", "examples/loops.tl", "--rules", &s(&d)]);
+    assert_eq!(code, 1);
+    assert!(err.contains("bad.rules:1") && err.contains("frob"), "{err}");
+}
+
+#[test]
+fn rules_check_passes_builtins_and_catches_a_wrong_rule() {
+    let (code, out, err) = einsat(&["rules", "check", "--cases", "30"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains(" 0 unsound"), "{out}");
+    let d = tmpdir("wrong");
+    std::fs::write(
+        d.join("wrong.rules"),
+        "# sum binding without its condition\nbad-out: (sum ?n (* ?a ?e)) => (* ?a (sum ?n ?e))\n",
+    )
+    .unwrap();
+    let (code, out, err) = einsat(&["rules", "check", "--rules", &s(&d), "--cases", "100"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("UNSOUND") && out.contains("counterexample"),
+        "{out}"
+    );
+    assert!(err.contains("1 unsound"), "{err}");
+}
+
+#[test]
+fn run_optimises_by_default_and_no_opt_agrees() {
+    let d = tmpdir("runopt");
+    let a = write_npy(&d.join("A.npy"), arr2(&[[1.0, 2.0], [3.0, 4.0]]).into_dyn());
+    let b = write_npy(
+        &d.join("B.npy"),
+        arr2(&[[0.5, -1.0], [2.0, 1.0]]).into_dyn(),
+    );
+    let x = write_npy(&d.join("x.npy"), arr1(&[1.0, -2.0]).into_dyn());
+    let args = |extra: &[&str]| {
+        let mut v = vec!["run", "examples/loops.tl", "--fn", "chain", "--json"];
+        v.extend_from_slice(extra);
+        v.iter().map(|s| s.to_string()).collect::<Vec<_>>()
+    };
+    let av = [format!("A={a}"), format!("B={b}"), format!("x={x}")];
+    let mut o1 = args(&[]);
+    let mut o2 = args(&["--no-opt"]);
+    for a in &av {
+        o1.extend(["--arg".to_string(), a.clone()]);
+        o2.extend(["--arg".to_string(), a.clone()]);
+    }
+    let r1 = einsat(&o1.iter().map(|s| s.as_str()).collect::<Vec<_>>());
+    let r2 = einsat(&o2.iter().map(|s| s.as_str()).collect::<Vec<_>>());
+    assert_eq!(r1.0, 0, "{}", r1.2);
+    assert_eq!(r2.0, 0, "{}", r2.2);
+    let v1: serde_json::Value = serde_json::from_str(&r1.1).unwrap();
+    let v2: serde_json::Value = serde_json::from_str(&r2.1).unwrap();
+    // B x = [2.5, 0]; A (B x) = [2.5, 7.5]
+    for v in [&v1, &v2] {
+        let o = v["output"].as_array().unwrap();
+        assert!((o[0].as_f64().unwrap() - 2.5).abs() < 1e-12, "{v}");
+        assert!((o[1].as_f64().unwrap() - 7.5).abs() < 1e-12, "{v}");
+    }
+}

@@ -1,12 +1,15 @@
-//! The `einsat` command line: `check`, `run`, `einsum` and `demo`.
+//! The `einsat` command line: `check`, `run`, `opt`, `rules check`, `einsum`
+//! and `demo`.
 //! Every user error is printed as `error: …` (with file:line:col for source
 //! errors) and exits with status 1; nothing user-caused panics.
 
 pub mod io;
+pub mod optcmd;
 
 use crate::diag::render_all;
 use crate::error::{Error, Result};
 use crate::interp::{self, Value};
+use crate::opt::optimize;
 use crate::syntax::{self, print_function};
 use crate::testing::random_inputs;
 use crate::types;
@@ -34,6 +37,23 @@ enum Engine {
 }
 
 #[derive(Subcommand, Debug)]
+enum RulesCmd {
+    /// Check every rule for soundness on random well-typed instances.
+    Check {
+        /// Use the `*.rules` files of this folder (default: built-in rules).
+        #[arg(long)]
+        rules: Option<PathBuf>,
+        /// Random instances per rule.
+        #[arg(long, default_value_t = 300)]
+        cases: usize,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Subcommand, Debug)]
 enum Cmd {
     /// Type-check a file: print every function's signature, or every error.
     Check { file: PathBuf },
@@ -55,6 +75,32 @@ enum Cmd {
         /// Print `{"output": …}` as JSON.
         #[arg(long)]
         json: bool,
+        /// Run the program as written, without optimising it first.
+        #[arg(long)]
+        no_opt: bool,
+        #[command(flatten)]
+        opt: optcmd::OptArgs,
+    },
+    /// Optimise functions by equality saturation and print the result
+    /// (surface syntax that parses back), its cost and e-graph statistics.
+    Opt {
+        file: PathBuf,
+        /// Only this function (default: all).
+        #[arg(long = "fn")]
+        func: Option<String>,
+        #[command(flatten)]
+        opt: optcmd::OptArgs,
+        /// Print JSON: {"functions": [{"name", "input", "output", …}]}.
+        #[arg(long)]
+        json: bool,
+        /// List the chain of rewrites from input to output.
+        #[arg(long)]
+        explain: bool,
+    },
+    /// Rewrite rules.
+    Rules {
+        #[command(subcommand)]
+        cmd: RulesCmd,
     },
     /// Print the program of an einsum string (numpy grammar).
     Einsum {
@@ -183,14 +229,43 @@ fn dispatch(cmd: Cmd) -> CliResult {
             engine,
             out,
             json,
+            no_opt,
+            opt,
         } => {
             let (_, parsed) = load_file(&file)?;
             let f = pick(&parsed.program, func.as_deref())?;
             let named = io::parse_args(&args).map_err(err)?;
             let _engine = engine.unwrap_or(Engine::Interp);
-            let result = interp::run_named(f, named).map_err(err)?;
+            let args = interp::order_named(f, named).map_err(err)?;
+            let program = if no_opt {
+                f.clone()
+            } else {
+                // The cost model uses the actual sizes unless told otherwise.
+                let mut o = opt.options()?;
+                for (k, v) in interp::bind(f, &args).map_err(err)? {
+                    o.sizes.entry(k).or_insert(v);
+                }
+                optimize(f, &o).map_err(err)?.program
+            };
+            let result = interp::run(&program, &args).map_err(err)?;
             emit(&result, out.as_deref(), json).map_err(err)
         }
+        Cmd::Opt {
+            file,
+            func,
+            opt,
+            json,
+            explain,
+        } => optcmd::opt(&file, func.as_deref(), &opt, json, explain),
+        Cmd::Rules {
+            cmd:
+                RulesCmd::Check {
+                    rules,
+                    cases,
+                    seed,
+                    json,
+                },
+        } => optcmd::rules_check(rules.as_deref(), cases, seed, json),
         Cmd::Einsum { spec, batch } => {
             let f = match batch {
                 None => crate::frontend::einsum::einsum(&spec),
@@ -238,8 +313,8 @@ fn demo(dir: Option<PathBuf>, sizes: &BTreeMap<String, usize>, seed: u64) -> Cli
     files.sort();
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     println!(
-        "{:<16} {:<14} {:<44} {:>10}  result (sum of elements)",
-        "file", "function", "signature", "interp ms"
+        "{:<13} {:<13} {:<40} {:>9} {:>11} {:>11} {:>7} {:>5}  result (sum of elements)",
+        "file", "function", "signature", "interp ms", "cost", "opt cost", "opt ms", "agree"
     );
     let mut failures = 0;
     for file in files {
@@ -265,13 +340,29 @@ fn demo(dir: Option<PathBuf>, sizes: &BTreeMap<String, usize>, seed: u64) -> Cli
             let sigs = sig.to_string();
             let sigs = sigs.strip_prefix("fn ").unwrap_or(&sigs);
             let sigs = sigs.strip_prefix(f.name.as_str()).unwrap_or(sigs);
+            let opts = crate::opt::Options {
+                sizes: all.clone(),
+                ..Default::default()
+            };
+            let o = optimize(f, &opts).map_err(|e| format!("error: {e}"))?;
+            let agree = match (&r, interp::run(&o.program, &args)) {
+                (Ok(a), Ok(b)) => a.approx_eq(&b, 1e-9, 1e-9),
+                _ => false,
+            };
+            if !agree {
+                failures += 1;
+            }
             match r {
                 Ok(v) => println!(
-                    "{:<16} {:<14} {:<44} {:>10.3}  {}",
+                    "{:<13} {:<13} {:<40} {:>9.3} {:>11} {:>11} {:>7.1} {:>5}  {}",
                     fname,
                     f.name,
                     sigs,
                     ms,
+                    o.cost_before,
+                    o.cost_after,
+                    o.report.total_seconds * 1e3,
+                    if agree { "yes" } else { "NO" },
                     summary(&v)
                 ),
                 Err(e) => {

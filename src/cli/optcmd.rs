@@ -1,0 +1,191 @@
+//! The optimiser's commands: `einsat opt` (print the optimised program with
+//! its cost and e-graph statistics, or JSON) and `einsat rules check`
+//! (soundness of a rule set by random instantiation).
+
+use super::{load_file, parse_sizes, CliResult};
+use crate::egraph::check::check_rules;
+use crate::egraph::rules::{builtin_rules, load_rules_dir, Rule};
+use crate::opt::{optimize, Optimized, Options};
+use crate::syntax::{print_function, Function};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Optimiser knobs shared by `opt`, `run`, `demo` and `bench`.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct OptArgs {
+    /// Estimated value of a named size for the cost model, e.g. --size n=512
+    /// (default 1000).
+    #[arg(long = "size")]
+    pub sizes: Vec<String>,
+    /// Use the `*.rules` files of this folder instead of the built-in rules.
+    #[arg(long)]
+    pub rules: Option<PathBuf>,
+    /// E-graph node limit.
+    #[arg(long)]
+    pub node_limit: Option<usize>,
+    /// Saturation iteration limit.
+    #[arg(long)]
+    pub iter_limit: Option<usize>,
+    /// Saturation time limit in milliseconds.
+    #[arg(long)]
+    pub time_limit_ms: Option<u64>,
+}
+
+/// The rule set: built in, or every `*.rules` file of `dir`.
+pub fn rule_set(dir: Option<&Path>) -> Result<Vec<Rule>, String> {
+    match dir {
+        None => Ok(builtin_rules()),
+        Some(d) => {
+            let r = load_rules_dir(d).map_err(|e| format!("error: {e}"))?;
+            if r.is_empty() {
+                return Err(format!("error: {}: no *.rules files", d.display()));
+            }
+            Ok(r)
+        }
+    }
+}
+
+impl OptArgs {
+    /// Optimiser options from the flags.
+    pub fn options(&self) -> Result<Options, String> {
+        let mut o = Options {
+            sizes: parse_sizes(&self.sizes)?,
+            ..Options::default()
+        };
+        if self.rules.is_some() {
+            o.rules = Some(rule_set(self.rules.as_deref())?);
+        }
+        if let Some(n) = self.node_limit {
+            o.node_limit = n;
+        }
+        if let Some(n) = self.iter_limit {
+            o.iter_limit = n;
+        }
+        if let Some(ms) = self.time_limit_ms {
+            o.time_limit = Duration::from_millis(ms);
+        }
+        Ok(o)
+    }
+}
+
+/// Whether saturation stopped on a limit (the result is then the best
+/// program found so far).
+pub fn hit_limit(o: &Optimized) -> bool {
+    o.report.stop_reason.contains("limit")
+}
+
+fn opt_one(f: &Function, opts: &Options) -> Result<Optimized, String> {
+    optimize(f, opts).map_err(|e| format!("error: in `{}`: {e}", f.name))
+}
+
+/// `einsat opt`.
+pub fn opt(
+    file: &Path,
+    func: Option<&str>,
+    args: &OptArgs,
+    json: bool,
+    explain: bool,
+) -> CliResult {
+    let (_, parsed) = load_file(file)?;
+    let mut opts = args.options()?;
+    opts.explain = explain;
+    let fs: Vec<&Function> = match func {
+        Some(_) => vec![super::pick(&parsed.program, func)?],
+        None => parsed.program.functions.iter().collect(),
+    };
+    let mut out = Vec::new();
+    for (k, f) in fs.iter().enumerate() {
+        let o = opt_one(f, &opts)?;
+        if json {
+            let mut j = serde_json::json!({
+                "name": f.name,
+                "input": print_function(f),
+                "output": print_function(&o.program),
+                "cost_before": o.cost_before,
+                "cost_after": o.cost_after,
+                "egraph_nodes": o.report.egraph_nodes,
+                "egraph_classes": o.report.egraph_classes,
+                "iterations": o.report.iterations,
+                "stop_reason": o.report.stop_reason,
+                "optimize_ms": o.report.total_seconds * 1e3,
+                "rules_fired": o.report.rules_fired,
+            });
+            if let Some(ex) = &o.report.explanation {
+                j["explanation"] = serde_json::json!(ex);
+            }
+            out.push(j);
+            continue;
+        }
+        if k > 0 {
+            println!();
+        }
+        print!("{}", print_function(&o.program));
+        let r = &o.report;
+        println!(
+            "# cost: {} -> {} ({:.1}x less work)",
+            o.cost_before,
+            o.cost_after,
+            o.cost_before / o.cost_after.max(1.0)
+        );
+        println!(
+            "# e-graph: {} nodes, {} classes, {} iterations, stopped: {}; {:.1} ms",
+            r.egraph_nodes,
+            r.egraph_classes,
+            r.iterations,
+            r.stop_reason,
+            r.total_seconds * 1e3
+        );
+        if hit_limit(&o) {
+            println!("# note: saturation hit a limit; this is the best program found so far");
+        }
+        if let Some(ex) = &r.explanation {
+            println!("# explanation ({} steps):", ex.len().saturating_sub(1));
+            for step in ex {
+                println!("#   {step}");
+            }
+        }
+    }
+    if json {
+        println!("{}", serde_json::json!({ "functions": out }));
+    }
+    Ok(())
+}
+
+/// `einsat rules check`.
+pub fn rules_check(dir: Option<&Path>, cases: usize, seed: u64, json: bool) -> CliResult {
+    let rules = rule_set(dir)?;
+    let reports = check_rules(&rules, cases, seed);
+    let bad = reports.iter().filter(|r| !r.sound()).count();
+    if json {
+        println!("{}", serde_json::json!({ "rules": reports }));
+    } else {
+        println!(
+            "{:<22} {:<26} {:>8} {:>8} {:>10}",
+            "rule", "origin", "tried", "skipped", "mismatches"
+        );
+        for r in &reports {
+            println!(
+                "{:<22} {:<26} {:>8} {:>8} {:>10}{}",
+                r.name,
+                r.origin,
+                r.tried,
+                r.skipped,
+                r.mismatches,
+                if r.sound() { "" } else { "  UNSOUND" }
+            );
+        }
+        let tried: usize = reports.iter().map(|r| r.tried).sum();
+        println!("{} rules, {tried} instances, {bad} unsound", reports.len());
+        for r in reports.iter().filter(|r| !r.sound()) {
+            println!(
+                "\nrule `{}` ({}) is unsound; counterexample:",
+                r.name, r.origin
+            );
+            println!("{}", r.counterexample.as_deref().unwrap_or("(none kept)"));
+        }
+    }
+    if bad > 0 {
+        return Err(format!("error: {bad} unsound rule(s)"));
+    }
+    Ok(())
+}
