@@ -11,12 +11,12 @@
 //!    returned).
 
 use crate::egraph::rules::{builtin_rules, rewrites, Rule};
-use crate::egraph::saturate::{saturate, Limits, SatStats};
-use crate::egraph::{from_rec, to_rec, TlAnalysis};
+use crate::egraph::saturate::{saturate, Limits};
+use crate::egraph::{from_rec, seed, to_rec, TlAnalysis};
 use crate::error::{Error, Result};
 use crate::extract::cost::{ir_cost, CostModel};
-use crate::extract::extract_best;
 use crate::extract::normal::{inline_lets, normalize, uniquify, Cx, Fresh, NormalOptions, Simp};
+use crate::extract::{extract_best, extract_reduced};
 use crate::syntax::ast::*;
 use crate::types;
 use serde::Serialize;
@@ -76,6 +76,8 @@ pub struct Report {
     pub chosen: String,
     /// The rewrite chain (explanation mode only).
     pub explanation: Option<Vec<String>>,
+    /// Saturation rounds run (each from the previous round's program).
+    pub rounds: usize,
 }
 
 /// The result of [`optimize`].
@@ -107,6 +109,9 @@ pub fn prepass(f: &Function) -> Expr {
 fn same_sig(f: &Function, ret: &Type) -> bool {
     matches!(types::check(f), Ok(s) if &s.ret == ret)
 }
+
+/// At most this many saturation rounds.
+pub const MAX_ROUNDS: usize = 4;
 
 /// Optimise one function.
 pub fn optimize(f: &Function, opts: &Options) -> Result<Optimized> {
@@ -147,55 +152,111 @@ pub fn optimize(f: &Function, opts: &Options) -> Result<Optimized> {
             None => builtin_rules(),
         };
         let rws = rewrites(&rules).map_err(Error::Frontend)?;
-        if let Ok(rec) = to_rec(&pre) {
-            let analysis = TlAnalysis {
-                params: f
-                    .params
-                    .iter()
-                    .map(|p| (egg::Symbol::from(p.name.as_str()), p.ty.clone()))
-                    .collect(),
+        let analysis = TlAnalysis {
+            params: f
+                .params
+                .iter()
+                .map(|p| (egg::Symbol::from(p.name.as_str()), p.ty.clone()))
+                .collect(),
+        };
+        // Rounds: each saturates from the previous round's program (and
+        // its contraction-order seeds), so that a rewrite chain longer than
+        // one saturation reaches can continue; stop when a round does not
+        // improve or the time is spent.
+        let deadline = start + opts.time_limit;
+        let mut pre = pre;
+        let mut extra: Vec<Expr> = Vec::new();
+        let mut seen = std::collections::BTreeSet::new();
+        let mut seeded = std::collections::BTreeSet::new();
+        let mut explanation: Vec<String> = Vec::new();
+        for round in 0..MAX_ROUNDS {
+            let now = Instant::now();
+            if round > 0 && now >= deadline {
+                break;
+            }
+            let Ok(rec) = to_rec(&pre) else { break };
+            // Later rounds start from a program extracted from an e-graph that
+            // already held every nesting of its networks: only the reduced
+            // network's nestings are new.
+            let mut seed_exprs = if round == 0 {
+                seed::body_seeds(&pre, &sig.ret)
+            } else {
+                vec![]
             };
+            for e in &extra {
+                seed_exprs.push(e.clone());
+                seed_exprs.extend(seed::body_seeds(e, &sig.ret));
+            }
+            // A seed already added in an earlier round is not added again.
+            let seeds: Vec<_> = seed_exprs
+                .iter()
+                .filter_map(|e| to_rec(e).ok())
+                .filter(|r| seeded.insert(r.to_string()))
+                .collect();
             let limits = Limits {
                 node_limit: opts.node_limit,
                 iter_limit: opts.iter_limit,
-                time_limit: opts.time_limit,
+                time_limit: deadline
+                    .saturating_duration_since(now)
+                    .max(Duration::from_millis(1)),
                 explain: opts.explain,
                 backoff: opts.backoff,
             };
-            let (mut runner, stats) = saturate(&rec, analysis, &rws, &limits);
-            let SatStats {
-                nodes,
-                classes,
-                iterations,
-                stop_reason,
-                seconds,
-                fired,
-            } = stats;
-            report.egraph_nodes = nodes;
-            report.egraph_classes = classes;
-            report.iterations = iterations;
-            report.stop_reason = stop_reason;
-            report.saturation_seconds = seconds;
-            report.rules_fired = fired;
+            let (mut runner, stats) = saturate(&rec, &seeds, analysis.clone(), &rws, &limits);
+            report.rounds += 1;
+
+            report.egraph_nodes = report.egraph_nodes.max(stats.nodes);
+            report.egraph_classes = report.egraph_classes.max(stats.classes);
+            report.iterations += stats.iterations;
+            if round == 0 || stats.stop_reason.contains("limit") {
+                report.stop_reason = stats.stop_reason;
+            }
+            report.saturation_seconds += stats.seconds;
+            for (k, v) in stats.fired {
+                *report.rules_fired.entry(k).or_insert(0) += v;
+            }
             let root = runner.roots[0];
             let (c, term) = extract_best(&runner.egraph, root, &model);
             report.extracted_cost = c;
             if opts.explain {
                 let mut ex = runner.explain_equivalence(&rec, &term);
-                report.explanation = Some(ex.get_flat_strings());
+                explanation.extend(ex.get_flat_strings());
             }
-            let e1 = from_rec(&term);
+            // The most reduced tensor network seeds the next round.
+            let reduced = extract_reduced(&runner.egraph, root, &model);
+            extra.clear();
+            if reduced != term && seen.insert(reduced.to_string()) {
+                let fr = Function {
+                    body: from_rec(&reduced),
+                    ..fixed.clone()
+                };
+                extra.push(prepass(&fr));
+            }
             let f1 = Function {
-                body: e1,
+                body: from_rec(&term),
                 ..fixed.clone()
             };
             let p1 = normalize(&f1, &nopts);
-            if same_sig(&p1, &sig.ret) {
-                let c1 = ir_cost(&p1.body, &model);
-                if best.as_ref().is_none_or(|(c0, _, _)| c1 <= *c0) {
-                    best = Some((c1, p1, "egraph"));
-                }
+            if !same_sig(&p1, &sig.ret) {
+                break;
             }
+            let c1 = ir_cost(&p1.body, &model);
+            let improved = best.as_ref().is_none_or(|(c0, _, _)| c1 < *c0);
+            if best.as_ref().is_none_or(|(c0, _, _)| c1 <= *c0) {
+                best = Some((c1, p1.clone(), "egraph"));
+            }
+            // Next round: from the improved program (seeded also with the
+            // reduced network), or else from the reduced network alone.
+            if improved {
+                pre = prepass(&p1);
+            } else if let Some(r) = extra.pop() {
+                pre = r;
+            } else {
+                break;
+            }
+        }
+        if opts.explain {
+            report.explanation = Some(explanation);
         }
     }
     let (cost_after, program, chosen) = match best {

@@ -129,11 +129,10 @@ fn diderot_trace_outer_is_a_dot_product() {
     check_example(&get("diderot.tl", "crossdot"));
 }
 
-/// Not reached yet: saturation under the limits (and up to 30 iterations /
-/// 100k nodes) does not find the eps-eps contraction chain; it needs the
-/// product of sums in prenex form (one multi-sum of factors) first.
+/// Reached through the contraction-order seeds (egraph::seed): one of the
+/// nestings exposes `sum(i:3) eps[i,j,k] * eps[i,l,m]` to the eps-eps rule,
+/// and the next rounds collapse the deltas and factor the sums.
 #[test]
-#[ignore = "crossdot does not reach (a.c)(b.d)-(a.d)(b.c) yet"]
 fn diderot_crossdot_and_trace() {
     let f = get("diderot.tl", "crossdot");
     let o = check_example(&f);

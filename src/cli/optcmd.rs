@@ -29,6 +29,9 @@ pub struct OptArgs {
     /// Saturation time limit in milliseconds.
     #[arg(long)]
     pub time_limit_ms: Option<u64>,
+    /// Use egg's simple scheduler instead of the backoff scheduler.
+    #[arg(long)]
+    pub simple_scheduler: bool,
 }
 
 /// The rule set: built in, or every `*.rules` file of `dir`.
@@ -61,6 +64,7 @@ impl OptArgs {
         if let Some(n) = self.iter_limit {
             o.iter_limit = n;
         }
+        o.backoff = !self.simple_scheduler;
         if let Some(ms) = self.time_limit_ms {
             o.time_limit = Duration::from_millis(ms);
         }

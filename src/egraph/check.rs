@@ -21,7 +21,8 @@ pub struct RuleReport {
     pub origin: String,
     /// Instances whose both sides were run.
     pub tried: usize,
-    /// Cases where no instance meeting the conditions was found.
+    /// Rounds in which no instance meeting the conditions was found (the
+    /// checker keeps drawing until `tried` reaches the requested count).
     pub skipped: usize,
     pub mismatches: usize,
     /// The smallest counterexample found: both sides as programs and values.
@@ -497,7 +498,11 @@ pub fn check_rule(rule: &Rule, cases: usize, seed: u64) -> RuleReport {
         counterexample: None,
     };
     let mut rng = StdRng::seed_from_u64(seed);
-    for _ in 0..cases {
+    // Keep drawing until `cases` instances ran (rules with narrow conditions
+    // need more draws), up to four times as many rounds.
+    let mut rounds = 0;
+    while rep.tried < cases && rounds < cases * 4 {
+        rounds += 1;
         let mut done = false;
         for _attempt in 0..60 {
             let n = if rng.gen_bool(0.75) { 3 } else { 2 };

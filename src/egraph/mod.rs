@@ -22,6 +22,7 @@
 pub mod check;
 pub mod rules;
 pub mod saturate;
+pub mod seed;
 
 use crate::syntax::ast::*;
 use egg::{define_language, Analysis, DidMerge, EGraph, Id, Language, RecExpr, Symbol};

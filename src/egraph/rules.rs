@@ -29,6 +29,7 @@
 //! | `@and p q` | the predicate `p ∧ q` |
 //! | `@solve p` | for `p` ⇔ `#0 = ι` (ι without `#0`): ι, outside the binder |
 //! | `@guard n a` | the predicate `0 ≤ a < n` (`n` a literal size) |
+//! | `@inrange n p` | `p` without the conjuncts on `#0` alone that hold for every `#0` in `0..n` (`n` a literal); undefined when there are none |
 //! | `@num n` | the literal size `n` as a number |
 //! | `@substvar e x v` | `e{x ↦ v}` for a value name `x` (v lifted under binders) |
 //! | `@getvar x` | `x[#0]` |
@@ -164,6 +165,7 @@ pub const METAS: &[(&str, usize)] = &[
     ("@and", 2),
     ("@solve", 1),
     ("@guard", 2),
+    ("@inrange", 2),
     ("@num", 1),
     ("@substvar", 3),
     ("@getvar", 1),
@@ -555,6 +557,8 @@ fn get_size<S: Store>(s: &S, id: Id) -> Option<Size> {
 pub fn solve(p: &Pred) -> Option<Affine> {
     let (a, b) = match p {
         Pred::Cmp(CmpOp::Eq, a, b) => (a, b),
+        // a conjunction pins `#0` when one of its conjuncts does
+        Pred::And(x, y) => return solve(x).or_else(|| solve(y)),
         _ => return None,
     };
     let d = a.sub(b);
@@ -567,6 +571,37 @@ pub fn solve(p: &Pred) -> Option<Affine> {
     // c·#0 + rest = 0  ⇒  #0 = -rest / c
     let iota = rest.scale(-c);
     Some(shift_aff(&iota, 1, -1))
+}
+
+/// `p` without its conjuncts that mention only `#0` and hold for every
+/// `#0` in `0..n`; `None` when no conjunct goes.
+fn drop_in_range(p: &Pred, n: i64) -> Option<Pred> {
+    fn conj(p: &Pred, out: &mut Vec<Pred>) {
+        match p {
+            Pred::And(a, b) => {
+                conj(a, out);
+                conj(b, out);
+            }
+            p => out.push(p.clone()),
+        }
+    }
+    let zero = db(0);
+    let mut all = Vec::new();
+    conj(p, &mut all);
+    let before = all.len();
+    all.retain(|c| {
+        let only0 = c.affines().iter().all(|a| a.vars().all(|v| v == zero));
+        let mentions0 = c.affines().iter().any(|a| a.vars().any(|v| v == zero));
+        !(only0 && mentions0 && (0..n).all(|v| c.eval(&|_: &str| v)))
+    });
+    if all.len() == before {
+        return None;
+    }
+    let mut it = all.into_iter();
+    Some(match it.next() {
+        None => Pred::Cmp(CmpOp::Eq, Affine::constant(0), Affine::constant(0)),
+        Some(first) => it.fold(first, |a, b| Pred::And(Box::new(a), Box::new(b))),
+    })
 }
 
 /// `p ∧ q` without the conjuncts that always hold.
@@ -717,6 +752,15 @@ fn meta<S: Store>(s: &mut S, m: &str, a: &[Id]) -> Option<Id> {
                 _ => p,
             };
             Some(s.add(TL::Pred(PredLeaf(p))))
+        }
+        "@inrange" => {
+            let n = match get_size(s, a[0])? {
+                Size::Lit(n) if n <= 1 << 16 => n as i64,
+                _ => return None,
+            };
+            let p = get_pred(s, a[1])?;
+            let q = drop_in_range(&p, n)?;
+            Some(s.add(TL::Pred(PredLeaf(q))))
         }
         "@num" => match get_size(s, a[0])? {
             Size::Lit(n) => Some(s.add(TL::Num(NumLeaf(n as f64)))),

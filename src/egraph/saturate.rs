@@ -24,9 +24,9 @@ pub struct Limits {
 impl Default for Limits {
     fn default() -> Self {
         Limits {
-            node_limit: 20_000,
+            node_limit: 12_000,
             iter_limit: 12,
-            time_limit: Duration::from_millis(500),
+            time_limit: Duration::from_secs(5),
             explain: false,
             backoff: true,
         }
@@ -45,9 +45,11 @@ pub struct SatStats {
     pub fired: BTreeMap<String, usize>,
 }
 
-/// Saturate `expr` with `rules` under `limits`.
+/// Saturate `expr` with `rules` under `limits`. Each of `seeds` is a term
+/// known to equal `expr` (see [`super::seed`]) and joins its e-class first.
 pub fn saturate(
     expr: &RecExpr<TL>,
+    seeds: &[RecExpr<TL>],
     analysis: TlAnalysis,
     rules: &[Rewrite<TL, TlAnalysis>],
     limits: &Limits,
@@ -64,7 +66,16 @@ pub fn saturate(
     } else {
         runner = runner.with_scheduler(egg::SimpleScheduler);
     }
-    let runner = runner.with_expr(expr).run(rules);
+    let mut runner = runner.with_expr(expr);
+    let root = runner.roots[0];
+    for s in seeds {
+        let id = runner.egraph.add_expr(s);
+        runner
+            .egraph
+            .union_trusted(root, id, "contraction-order seed");
+    }
+    runner.egraph.rebuild();
+    let runner = runner.run(rules);
     let mut fired = BTreeMap::new();
     for it in &runner.iterations {
         for (name, n) in &it.applied {

@@ -92,3 +92,38 @@ impl CostFunction<TL> for TlCost<'_> {
         }
     }
 }
+
+/// The size of a term's multiplied-out form: sums add, products multiply,
+/// `sum` multiplies by its trip count, leaves count one. Terms with a small
+/// polynomial size are tensor networks that have been reduced (δ collapsed,
+/// ε pairs contracted); the optimiser seeds its next round with the one of
+/// smallest size, whose best contraction order [`crate::egraph::seed`]
+/// then builds. Any other node counts as one plus its children.
+pub struct PolySize<'a> {
+    pub egraph: &'a TlGraph,
+    pub model: &'a CostModel,
+}
+
+impl CostFunction<TL> for PolySize<'_> {
+    type Cost = f64;
+    fn cost<C>(&mut self, enode: &TL, mut costs: C) -> f64
+    where
+        C: FnMut(Id) -> f64,
+    {
+        match enode {
+            TL::Add([a, b]) | TL::Sub([a, b]) => costs(*a) + costs(*b),
+            TL::Mul([a, b]) => costs(*a) * costs(*b),
+            TL::Neg([a]) => costs(*a),
+            TL::Sum([s, b]) => {
+                let n = size_of(self.egraph, *s)
+                    .map(|s| self.model.trip(&s))
+                    .unwrap_or(1.0);
+                n * costs(*b)
+            }
+            TL::Size(_) | TL::Aff(_) | TL::Pred(_) => 0.0,
+            TL::Num(_) | TL::Var(_) | TL::Iv(_) | TL::Eps(_) => 1.0,
+            TL::Get([t, _]) => costs(*t),
+            _ => 1.0 + enode.children().iter().map(|c| costs(*c)).sum::<f64>(),
+        }
+    }
+}

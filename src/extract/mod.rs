@@ -8,5 +8,5 @@ pub mod extract;
 pub mod normal;
 
 pub use cost::{ir_cost, CostModel};
-pub use extract::extract_best;
+pub use extract::{extract_best, extract_reduced};
 pub use normal::{is_normal, normalize, NormalOptions};
