@@ -208,7 +208,7 @@ mod tests {
         assert_eq!(seeds.len(), 120);
         let printed: Vec<String> = seeds
             .iter()
-            .map(|s| crate::syntax::printer::print_expr(s))
+            .map(crate::syntax::printer::print_expr)
             .collect();
         assert!(
             printed
