@@ -17,6 +17,9 @@ pub enum Error {
     /// A front end (builder, einsum) refused its input.
     #[error("{0}")]
     Frontend(String),
+    /// The JIT refused a function (not in normal form) or failed to build it.
+    #[error("jit: {0}")]
+    Jit(String),
     /// Files that cannot be read or written.
     #[error("{0}")]
     Io(String),

@@ -27,6 +27,7 @@ pub mod error;
 pub mod extract;
 pub mod frontend;
 pub mod interp;
+pub mod jit;
 pub mod opt;
 pub mod syntax;
 pub mod testing;

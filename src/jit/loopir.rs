@@ -1,0 +1,375 @@
+//! Lowering from normal form (LANGUAGE.md) to a small loop IR: buffers
+//! (parameter leaves, `let` temporaries, result leaves), loop nests that
+//! write one buffer each, and scalar expressions with accumulation loops,
+//! guards and strided loads. Anything outside normal form is refused with
+//! an error naming the offending node.
+
+use crate::interp::Boundary;
+use crate::syntax::ast::*;
+use crate::syntax::printer::print_expr;
+
+/// A size: a literal, or the `k`-th named size of the kernel.
+#[derive(Clone, Debug, PartialEq)]
+pub enum SizeRef {
+    Lit(i64),
+    Named(usize),
+}
+
+/// Where a buffer comes from.
+#[derive(Clone, Debug)]
+pub enum BufKind {
+    /// A leaf of parameter `param` (projection path into the boundary form).
+    Param { param: usize, path: Vec<u8> },
+    /// A `let` temporary (C order, allocated by the caller of native code).
+    Temp,
+    /// A leaf of the result (projection path into the boundary form).
+    Out { path: Vec<u8> },
+}
+
+/// A buffer and its axes.
+#[derive(Clone, Debug)]
+pub struct Buf {
+    pub kind: BufKind,
+    pub dims: Vec<SizeRef>,
+    pub name: String,
+}
+
+/// An affine index over loop variables.
+#[derive(Clone, Debug)]
+pub struct Aff {
+    pub terms: Vec<(usize, i64)>,
+    pub constant: i64,
+}
+
+/// A predicate over loop variables.
+#[derive(Clone, Debug)]
+pub enum P {
+    Cmp(CmpOp, Aff, Aff),
+    And(Box<P>, Box<P>),
+    Or(Box<P>, Box<P>),
+    Not(Box<P>),
+}
+
+/// One axis of a load: the index, and whether it may leave `0..dim`
+/// (then it is checked and reads 0 outside).
+#[derive(Clone, Debug)]
+pub struct Ix {
+    pub aff: Aff,
+    pub dim: SizeRef,
+    pub checked: bool,
+}
+
+/// Scalar expressions.
+#[derive(Clone, Debug)]
+pub enum S {
+    Num(f64),
+    Load(usize, Vec<Ix>),
+    Bracket(P),
+    Eps(Vec<Aff>),
+    Bin(BinOp, Box<S>, Box<S>),
+    Neg(Box<S>),
+    Call(Func, Vec<S>),
+    Sum(usize, SizeRef, Box<S>),
+}
+
+/// `buf[v0, v1, …] = body` for every value of the loop variables.
+#[derive(Clone, Debug)]
+pub struct Nest {
+    pub buf: usize,
+    pub vars: Vec<(usize, SizeRef)>,
+    pub body: S,
+}
+
+/// A whole kernel.
+#[derive(Clone, Debug)]
+pub struct LoopProgram {
+    pub bufs: Vec<Buf>,
+    /// In execution order.
+    pub nests: Vec<Nest>,
+    pub n_vars: usize,
+    /// Named sizes, in the order native code receives them.
+    pub sizes: Vec<String>,
+}
+
+enum Binding {
+    Param(usize, Boundary),
+    Buf(usize),
+}
+
+struct Lower {
+    prog: LoopProgram,
+    vals: Vec<(String, Binding)>,
+    idx: Vec<(String, usize)>,
+}
+
+fn not_normal(what: &str, e: &Expr) -> String {
+    format!(
+        "not in normal form: {what} at `{}` (optimise the function first)",
+        print_expr(e)
+    )
+}
+
+impl Lower {
+    fn size(&mut self, s: &Size) -> SizeRef {
+        match s {
+            Size::Lit(n) => SizeRef::Lit(*n as i64),
+            Size::Named(x) => match self.prog.sizes.iter().position(|y| y == x) {
+                Some(k) => SizeRef::Named(k),
+                None => {
+                    self.prog.sizes.push(x.clone());
+                    SizeRef::Named(self.prog.sizes.len() - 1)
+                }
+            },
+        }
+    }
+
+    fn fresh_var(&mut self, name: &str) -> usize {
+        let v = self.prog.n_vars;
+        self.prog.n_vars += 1;
+        self.idx.push((name.to_string(), v));
+        v
+    }
+
+    fn aff(&self, a: &Affine) -> Result<Aff, String> {
+        let mut terms = Vec::new();
+        for (x, c) in &a.terms {
+            let v = self
+                .idx
+                .iter()
+                .rev()
+                .find(|(n, _)| n == x)
+                .map(|(_, v)| *v)
+                .ok_or_else(|| format!("unbound index `{x}`"))?;
+            terms.push((v, *c));
+        }
+        Ok(Aff {
+            terms,
+            constant: a.constant,
+        })
+    }
+
+    fn pred(&self, p: &Pred) -> Result<P, String> {
+        Ok(match p {
+            Pred::Cmp(op, a, b) => P::Cmp(*op, self.aff(a)?, self.aff(b)?),
+            Pred::And(a, b) => P::And(Box::new(self.pred(a)?), Box::new(self.pred(b)?)),
+            Pred::Or(a, b) => P::Or(Box::new(self.pred(a)?), Box::new(self.pred(b)?)),
+            Pred::Not(a) => P::Not(Box::new(self.pred(a)?)),
+        })
+    }
+
+    /// An access chain `x`, `x.0`, `a[ι]`, … ending in a number.
+    fn chain(&mut self, e: &Expr) -> Result<S, String> {
+        let mut ops = Vec::new();
+        let mut cur = e;
+        loop {
+            match cur {
+                Expr::Access(a, i) => {
+                    ops.push(Err(i));
+                    cur = a;
+                }
+                Expr::Proj(k, a) => {
+                    ops.push(Ok(*k));
+                    cur = a;
+                }
+                Expr::Var(_) => break,
+                _ => return Err(not_normal("an access not rooted at a name", e)),
+            }
+        }
+        let Expr::Var(x) = cur else { unreachable!() };
+        ops.reverse();
+        let pos = self
+            .vals
+            .iter()
+            .rposition(|(n, _)| n == x)
+            .ok_or_else(|| format!("unknown name `{x}`"))?;
+        let (buf, dims_all) = match &self.vals[pos].1 {
+            Binding::Buf(b) => {
+                if ops.iter().any(|o| o.is_ok()) {
+                    return Err(not_normal("a projection of a `let`-bound value", e));
+                }
+                (*b, self.prog.bufs[*b].dims.clone())
+            }
+            Binding::Param(p, bd) => {
+                let mut bd = bd.clone();
+                let mut path = Vec::new();
+                for k in ops.iter().flatten() {
+                    {
+                        bd = match bd {
+                            Boundary::Pair(a, b) => {
+                                if *k == 0 {
+                                    *a
+                                } else {
+                                    *b
+                                }
+                            }
+                            Boundary::Array(_) => {
+                                return Err(not_normal("a projection of a number", e))
+                            }
+                        };
+                        path.push(*k);
+                    }
+                }
+                let Boundary::Array(dims) = bd else {
+                    return Err(not_normal("a pair where a number is expected", e));
+                };
+                let p = *p;
+                let dims: Vec<SizeRef> = dims.iter().map(|s| self.size(s)).collect();
+                let found = self.prog.bufs.iter().position(|b| {
+                    matches!(&b.kind, BufKind::Param { param, path: q } if *param == p && *q == path)
+                });
+                let b = match found {
+                    Some(b) => b,
+                    None => {
+                        let mut name = x.clone();
+                        for k in &path {
+                            name.push_str(&format!(".{k}"));
+                        }
+                        self.prog.bufs.push(Buf {
+                            kind: BufKind::Param { param: p, path },
+                            dims: dims.clone(),
+                            name,
+                        });
+                        self.prog.bufs.len() - 1
+                    }
+                };
+                (b, dims)
+            }
+        };
+        let idx: Vec<&Affine> = ops.iter().filter_map(|o| o.err()).collect();
+        if idx.len() != dims_all.len() {
+            return Err(not_normal("an access that is not a number", e));
+        }
+        let mut ixs = Vec::new();
+        for (a, dim) in idx.into_iter().zip(dims_all) {
+            ixs.push(Ix {
+                aff: self.aff(a)?,
+                dim,
+                // A plain index has the axis's range (the type checker
+                // guarantees it); anything else may leave it.
+                checked: a.as_var().is_none(),
+            });
+        }
+        Ok(S::Load(buf, ixs))
+    }
+
+    fn scalar(&mut self, e: &Expr) -> Result<S, String> {
+        Ok(match e {
+            Expr::Num(x) => S::Num(*x),
+            Expr::Var(_) | Expr::Access(..) | Expr::Proj(..) => self.chain(e)?,
+            Expr::Bracket(p) => S::Bracket(self.pred(p)?),
+            Expr::Eps(v) => S::Eps(v.iter().map(|a| self.aff(a)).collect::<Result<_, _>>()?),
+            Expr::Bin(op, a, b) => {
+                S::Bin(*op, Box::new(self.scalar(a)?), Box::new(self.scalar(b)?))
+            }
+            Expr::Neg(a) => S::Neg(Box::new(self.scalar(a)?)),
+            Expr::Call(f, args) => S::Call(
+                *f,
+                args.iter()
+                    .map(|a| self.scalar(a))
+                    .collect::<Result<_, _>>()?,
+            ),
+            Expr::Sum(i, n, b) => {
+                let n = self.size(n);
+                let v = self.fresh_var(i);
+                let body = self.scalar(b);
+                self.idx.pop();
+                S::Sum(v, n, Box::new(body?))
+            }
+            Expr::Gen(..) => return Err(not_normal("a `gen` inside a number", e)),
+            Expr::Let(..) => return Err(not_normal("a `let` inside an expression", e)),
+            Expr::Pair(..) => return Err(not_normal("a pair inside an expression", e)),
+        })
+    }
+
+    /// `g ::= gen(i:n) g | e` written into `buf`.
+    fn nest(&mut self, e: &Expr, buf: usize) -> Result<Vec<SizeRef>, String> {
+        let mut vars = Vec::new();
+        let mut cur = e;
+        while let Expr::Gen(i, n, b) = cur {
+            let n = self.size(n);
+            let v = self.fresh_var(i);
+            vars.push((v, n));
+            cur = b;
+        }
+        let body = self.scalar(cur);
+        for _ in &vars {
+            self.idx.pop();
+        }
+        let dims = vars.iter().map(|(_, n)| n.clone()).collect();
+        self.prog.nests.push(Nest {
+            buf,
+            vars,
+            body: body?,
+        });
+        Ok(dims)
+    }
+
+    fn output(&mut self, e: &Expr, path: Vec<u8>) -> Result<(), String> {
+        if let Expr::Pair(a, b) = e {
+            let mut pa = path.clone();
+            pa.push(0);
+            self.output(a, pa)?;
+            let mut pb = path;
+            pb.push(1);
+            return self.output(b, pb);
+        }
+        let buf = self.prog.bufs.len();
+        self.prog.bufs.push(Buf {
+            kind: BufKind::Out { path },
+            dims: vec![],
+            name: "result".into(),
+        });
+        let dims = self.nest(e, buf)?;
+        self.prog.bufs[buf].dims = dims;
+        Ok(())
+    }
+
+    fn block(&mut self, e: &Expr) -> Result<(), String> {
+        match e {
+            Expr::Let(x, a, b) => {
+                let buf = self.prog.bufs.len();
+                self.prog.bufs.push(Buf {
+                    kind: BufKind::Temp,
+                    dims: vec![],
+                    name: x.clone(),
+                });
+                let dims = self.nest(a, buf)?;
+                self.prog.bufs[buf].dims = dims;
+                self.vals.push((x.clone(), Binding::Buf(buf)));
+                let r = self.block(b);
+                self.vals.pop();
+                r
+            }
+            _ => self.output(e, vec![]),
+        }
+    }
+}
+
+/// Lower a function in normal form.
+pub fn lower(f: &Function) -> Result<LoopProgram, String> {
+    let mut l = Lower {
+        prog: LoopProgram {
+            bufs: vec![],
+            nests: vec![],
+            n_vars: 0,
+            sizes: vec![],
+        },
+        vals: f
+            .params
+            .iter()
+            .enumerate()
+            .map(|(k, p)| (p.name.clone(), Binding::Param(k, Boundary::of(&p.ty))))
+            .collect(),
+        idx: vec![],
+    };
+    // every size name of the parameters is known to native code
+    for p in &f.params {
+        let mut names = Vec::new();
+        p.ty.size_names(&mut names);
+        for s in names {
+            l.size(&Size::Named(s));
+        }
+    }
+    l.block(&f.body)?;
+    Ok(l.prog)
+}

@@ -1,0 +1,355 @@
+//! The JIT against the reference interpreter: every example (optimised to
+//! normal form, and as written when it already is) in every memory layout,
+//! zero padding and guards, tuple results and pair parameters through `call`
+//! and `call_into`, wrong arguments, the cache, and random programs.
+
+use einsat::interp::{self, Value};
+use einsat::jit;
+use einsat::opt::{optimize, Options};
+use einsat::syntax::print_function;
+use einsat::testing::{
+    arb_function, random_inputs, random_sizes, relayout_value, GenConfig, Layout,
+};
+use einsat::{Error, Function};
+use ndarray::{arr0, arr1, arr2, ArrayD, IxDyn};
+use proptest::prelude::*;
+use rand::SeedableRng;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+fn cases(default: u32) -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(default)
+}
+
+fn example_files() -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for dir in [
+        format!("{}/../shared/examples", env!("CARGO_MANIFEST_DIR")),
+        format!("{}/examples", env!("CARGO_MANIFEST_DIR")),
+    ] {
+        let Ok(rd) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        let mut files: Vec<_> = rd
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "tl"))
+            .collect();
+        files.sort();
+        for f in files {
+            out.push((
+                f.display().to_string(),
+                std::fs::read_to_string(&f).unwrap(),
+            ));
+        }
+    }
+    out
+}
+
+fn close(a: &Value, b: &Value) -> bool {
+    a.approx_eq(b, 1e-9, 1e-9)
+}
+
+/// `f` (any form) and its normal form `g` agree: interpreter on `f`, JIT on
+/// `g`, over every layout and a few sizes.
+fn check_agree(f: &Function, g: &Function, seed: u64) -> usize {
+    let k = jit::compile(g).unwrap_or_else(|e| panic!("{e}\n{}", print_function(g)));
+    let mut runs = 0;
+    for (s, n) in [(seed, 1usize), (seed + 1, 4), (seed + 2, 7)] {
+        let sizes: BTreeMap<String, usize> = f.size_names().into_iter().map(|x| (x, n)).collect();
+        let mut rng = rand::rngs::StdRng::seed_from_u64(s);
+        let args = random_inputs(f, &sizes, &mut rng).unwrap();
+        let want = interp::run(f, &args).unwrap();
+        for layout in Layout::ALL {
+            let a: Vec<Value> = args.iter().map(|v| relayout_value(v, layout)).collect();
+            let got = k.call(&a).unwrap();
+            assert!(
+                close(&want, &got),
+                "{layout:?} n={n}\n{}\n{}\ninterp {want}\njit    {got}",
+                print_function(f),
+                print_function(g)
+            );
+            runs += 1;
+        }
+    }
+    runs
+}
+
+fn pair_free(f: &Function) -> bool {
+    fn ok(t: &einsat::Type) -> bool {
+        match t {
+            einsat::Type::Real => true,
+            einsat::Type::Tensor(_, e) => {
+                matches!(**e, einsat::Type::Real | einsat::Type::Tensor(..)) && ok(e)
+            }
+            einsat::Type::Pair(a, b) => ok(a) && ok(b),
+        }
+    }
+    f.params.iter().all(|p| ok(&p.ty))
+        && einsat::types::check(f).map(|s| ok(&s.ret)).unwrap_or(false)
+}
+
+#[test]
+fn every_example_agrees_in_every_layout() {
+    let mut runs = 0;
+    let mut functions = 0;
+    for (file, src) in example_files() {
+        let prog = einsat::load(&src).unwrap_or_else(|e| panic!("{file}: {e}"));
+        for f in &prog.functions {
+            if !pair_free(f) {
+                // tensors of pairs at the boundary have no normal form with
+                // the same signature; they are covered below through pairs
+                continue;
+            }
+            let o = optimize(f, &Options::default()).unwrap();
+            runs += check_agree(f, &o.program, 11);
+            if einsat::extract::is_normal(f) {
+                runs += check_agree(f, f, 12);
+            }
+            functions += 1;
+        }
+    }
+    assert!(functions >= 25, "only {functions} functions");
+    assert!(runs >= 25 * 12, "only {runs} runs");
+}
+
+#[test]
+fn programs_not_in_normal_form_are_refused_naming_the_node() {
+    let p = einsat::load(
+        "fn qprod(A: [3,3]R, x: [3]R) -> R =
+           sum(k:3) (gen(i:3) sum(j:3) A[i,j] * x[j])[k] * x[k]",
+    )
+    .unwrap();
+    let e = jit::compile(&p.functions[0]).unwrap_err();
+    let m = e.to_string();
+    assert!(matches!(e, Error::Jit(_)), "{m}");
+    assert!(
+        m.contains("not in normal form") && m.contains("gen(i:3)"),
+        "{m}"
+    );
+    let p = einsat::load("fn f(x: [3]R) -> R = sum(i:3) let y = x[i] in y * y").unwrap();
+    let m = jit::compile(&p.functions[0]).unwrap_err().to_string();
+    assert!(m.contains("let"), "{m}");
+}
+
+fn seed_inputs() -> BTreeMap<&'static str, Value> {
+    let mut m = BTreeMap::new();
+    m.insert("x", Value::Array(arr1(&[4.0, 7.0, 1.0]).into_dyn()));
+    m.insert(
+        "A",
+        Value::Array(arr2(&[[5.0, 2.0, 0.0], [2.2, 0.0, 4.5], [0.0, 6.1, 3.3]]).into_dyn()),
+    );
+    m.insert("a", Value::Array(arr1(&[9.2, 5.4, 7.1]).into_dyn()));
+    m
+}
+
+/// Seed 000's normal forms, with the values LANGUAGE.md gives.
+#[test]
+fn seed_000_normal_forms() {
+    let p = einsat::load(
+        "fn qprod(A: [3,3]R, x: [3]R) -> R = sum(k:3) (sum(j:3) A[k,j] * x[j]) * x[k]
+         fn dprod(x: [3]R, a: [3]R) -> R = sum(j:3) a[j] * x[j] * a[j]",
+    )
+    .unwrap();
+    let m = seed_inputs();
+    let q = jit::compile(&p.functions[0]).unwrap();
+    let v = q.call(&[m["A"].clone(), m["x"].clone()]).unwrap();
+    assert!(close(&v, &Value::Real(275.1)), "{v}");
+    let d = jit::compile(&p.functions[1]).unwrap();
+    let v = d.call(&[m["x"].clone(), m["a"].clone()]).unwrap();
+    assert!(close(&v, &Value::Real(593.09)), "{v}");
+}
+
+#[test]
+fn zero_padding_and_guards() {
+    let p = einsat::load(
+        "fn blur(x: [n]R) -> [n]R = gen(i:n) (x[i-1] + x[i] + x[i+1]) / 3
+         fn blur2d(I: [n,m]R) -> [n,m]R =
+           gen(i:n, j:m) (I[i-1,j] + I[i+1,j] + I[i,j-1] + I[i,j+1] + I[i,j]) / 5
+         fn upper_mv(U: [n,n]R, x: [n]R) -> [n]R = gen(i:n) sum(j:n) [j >= i] * U[i,j] * x[j]
+         fn banded(A: [n,n]R, x: [n]R) -> [n]R =
+           gen(i:n) sum(j:n) [i - j <= 1 && j - i <= 1] * A[i,j] * x[j]
+         fn shifted(A: [n,n]R, x: [n]R) -> [n]R = gen(i:n) sum(d:3) A[i, i+d-1] * x[i+d-1]",
+    )
+    .unwrap();
+    for f in &p.functions {
+        assert!(einsat::extract::is_normal(f), "{}", f.name);
+        check_agree(f, f, 5);
+    }
+    // the borders by hand: blur of [3, 6, 9] is [3, 6, 5]
+    let b = jit::compile(&p.functions[0]).unwrap();
+    let v = b
+        .call(&[Value::Array(arr1(&[3.0, 6.0, 9.0]).into_dyn())])
+        .unwrap();
+    assert!(
+        close(&v, &Value::Array(arr1(&[3.0, 6.0, 5.0]).into_dyn())),
+        "{v}"
+    );
+}
+
+#[test]
+fn strong_zeros_absorb_nan_as_in_the_interpreter() {
+    let p = einsat::load(
+        "fn f(x: [3]R) -> [3]R = gen(i:3) [i != 1] * (1 / x[i]) + ([i = 2] * log(x[i])) * x[i]",
+    )
+    .unwrap();
+    let f = &p.functions[0];
+    let args = [Value::Array(arr1(&[2.0, 0.0, -1.0]).into_dyn())];
+    let want = interp::run(f, &args).unwrap();
+    let got = jit::compile(f).unwrap().call(&args).unwrap();
+    assert!(close(&want, &got), "{want} vs {got}");
+}
+
+#[test]
+fn tuples_and_pair_parameters_through_call_and_call_into() {
+    let p = einsat::load(
+        "fn norm_trace(A: [n,n]R) -> (R, [n]R) = (sum(i:n) A[i,i], gen(i:n) sum(j:n) A[i,j] * A[i,j])
+         fn cmul(z: ([n]R, [n]R), w: ([n]R, [n]R)) -> ([n]R, [n]R) =
+           (gen(i:n) z.0[i] * w.0[i] - z.1[i] * w.1[i], gen(i:n) z.0[i] * w.1[i] + z.1[i] * w.0[i])
+         fn scale(p: (R, R), x: [n]R) -> [n]R = gen(i:n) p.0 * x[i] + p.1",
+    )
+    .unwrap();
+    for f in &p.functions {
+        check_agree(f, f, 21);
+    }
+    let nt = jit::compile(&p.functions[0]).unwrap();
+    let a = Value::Array(arr2(&[[1.0, 2.0], [3.0, 4.0]]).into_dyn());
+    let v = nt.call(std::slice::from_ref(&a)).unwrap();
+    let want = Value::pair(
+        Value::Real(5.0),
+        Value::Array(arr1(&[5.0, 25.0]).into_dyn()),
+    );
+    assert!(close(&v, &want), "{v}");
+    // into a caller's buffers, one of them Fortran-ordered and reversed
+    let mut out = Value::pair(
+        Value::Real(-1.0),
+        einsat::testing::relayout_value(
+            &Value::Array(ArrayD::zeros(IxDyn(&[2]))),
+            Layout::Reversed,
+        ),
+    );
+    nt.call_into(&[a], &mut out).unwrap();
+    assert!(close(&out, &want), "{out}");
+
+    let cm = jit::compile(&p.functions[1]).unwrap();
+    let z = Value::pair(
+        Value::Array(arr1(&[1.0, 0.0]).into_dyn()),
+        Value::Array(arr1(&[2.0, 1.0]).into_dyn()),
+    );
+    let w = Value::pair(
+        Value::Array(arr1(&[3.0, 1.0]).into_dyn()),
+        Value::Array(arr1(&[-1.0, 1.0]).into_dyn()),
+    );
+    // (1+2i)(3-i) = 5+5i, (0+i)(1+i) = -1+i
+    let v = cm.call(&[z, w]).unwrap();
+    let want = Value::pair(
+        Value::Array(arr1(&[5.0, -1.0]).into_dyn()),
+        Value::Array(arr1(&[5.0, 1.0]).into_dyn()),
+    );
+    assert!(close(&v, &want), "{v}");
+}
+
+#[test]
+fn wrong_arguments_are_errors() {
+    let p = einsat::load(
+        "fn mv(A: [n,m]R, x: [m]R) -> [n]R = gen(i:n) sum(j:m) A[i,j] * x[j]
+         fn cm(z: ([n]R, [n]R)) -> R = sum(i:n) z.0[i] * z.1[i]",
+    )
+    .unwrap();
+    let k = jit::compile(&p.functions[0]).unwrap();
+    let a = Value::Array(ArrayD::zeros(IxDyn(&[2, 3])));
+    let x3 = Value::Array(ArrayD::zeros(IxDyn(&[3])));
+    let x4 = Value::Array(ArrayD::zeros(IxDyn(&[4])));
+    // rank
+    assert!(k.call(&[x3.clone(), x3.clone()]).is_err());
+    // inconsistent size names
+    let e = k.call(&[a.clone(), x4]).unwrap_err().to_string();
+    assert!(e.contains("`m`"), "{e}");
+    // arity
+    assert!(k.call(std::slice::from_ref(&a)).is_err());
+    // a pair where an array is expected
+    assert!(k
+        .call(&[a.clone(), Value::pair(x3.clone(), x3.clone())])
+        .is_err());
+    // output buffers of the wrong shape or structure
+    let mut bad = Value::Array(ArrayD::zeros(IxDyn(&[3])));
+    let e = k
+        .call_into(&[a.clone(), x3.clone()], &mut bad)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("shape"), "{e}");
+    let mut bad = Value::Real(0.0);
+    assert!(k.call_into(&[a.clone(), x3.clone()], &mut bad).is_err());
+    let mut bad = Value::pair(Value::Real(0.0), Value::Real(0.0));
+    assert!(k.call_into(&[a.clone(), x3.clone()], &mut bad).is_err());
+    let mut good = Value::Array(ArrayD::zeros(IxDyn(&[2])));
+    k.call_into(&[a, x3.clone()], &mut good).unwrap();
+    // wrong pair structure for a pair parameter
+    let c = jit::compile(&p.functions[1]).unwrap();
+    assert!(c.call(std::slice::from_ref(&x3)).is_err());
+    assert!(c
+        .call(&[Value::pair(
+            x3.clone(),
+            Value::Array(ArrayD::zeros(IxDyn(&[2])))
+        )])
+        .is_err());
+    assert!(c.call(&[Value::pair(x3.clone(), x3)]).is_ok());
+    // huge result shapes are refused before allocating
+    let big = einsat::load("fn f(x: [n]R) -> [n,n,n]R = gen(i:n, j:n, k:n) x[i]").unwrap();
+    let kb = jit::compile(&big.functions[0]).unwrap();
+    let x = Value::Array(ArrayD::zeros(IxDyn(&[5000])));
+    assert!(kb.call(&[x]).is_err());
+    // a scalar parameter passed as a 0-d array works
+    let s = einsat::load("fn f(s: R, x: [n]R) -> R = sum(i:n) s * x[i]").unwrap();
+    let ks = jit::compile(&s.functions[0]).unwrap();
+    let v = ks
+        .call(&[
+            Value::Array(arr0(2.0).into_dyn()),
+            Value::Array(arr1(&[1.0, 2.0]).into_dyn()),
+        ])
+        .unwrap();
+    assert!(close(&v, &Value::Real(6.0)), "{v}");
+}
+
+#[test]
+fn compiling_twice_returns_the_cached_kernel() {
+    let p = einsat::load("fn dot(x: [n]R, y: [n]R) -> R = sum(i:n) x[i] * y[i]").unwrap();
+    let a = jit::compile(&p.functions[0]).unwrap();
+    let b = jit::compile(&p.functions[0]).unwrap();
+    assert!(Arc::ptr_eq(&a, &b));
+    let q = einsat::load("fn dot(x: [n]R, y: [n]R) -> R = sum(i:n) y[i] * x[i]").unwrap();
+    let c = jit::compile(&q.functions[0]).unwrap();
+    assert!(!Arc::ptr_eq(&a, &c));
+}
+
+fn prop_cfg() -> GenConfig {
+    GenConfig {
+        max_depth: 4,
+        ..GenConfig::default()
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: cases(3000), max_global_rejects: 1_000_000, ..ProptestConfig::default() })]
+
+    /// Random programs, optimised to normal form, in the JIT equal the
+    /// interpreter on the original, in a random layout.
+    #[test]
+    fn jit_equals_interpreter(f in arb_function(prop_cfg()), seed in any::<u64>()) {
+        prop_assume!(pair_free(&f));
+        let o = optimize(&f, &Options::default()).unwrap();
+        let g = &o.program;
+        let k = jit::compile(g);
+        prop_assert!(k.is_ok(), "{}\n=>\n{}\n{:?}", print_function(&f), print_function(g), k.err());
+        let sizes = random_sizes(&f, seed, 4);
+        let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+        let args = random_inputs(&f, &sizes, &mut rng).unwrap();
+        let layout = Layout::ALL[(seed % 4) as usize];
+        let args2: Vec<Value> = args.iter().map(|v| relayout_value(v, layout)).collect();
+        let want = interp::run(&f, &args).unwrap();
+        let got = k.unwrap().call(&args2).unwrap();
+        prop_assert!(want.approx_eq(&got, 1e-6, 1e-6), "{:?}\n{}\n=>\n{}\ninterp {} jit {}", layout, print_function(&f), print_function(g), want, got);
+    }
+}
