@@ -514,3 +514,81 @@ fn run_optimises_by_default_and_no_opt_agrees() {
         assert!((o[1].as_f64().unwrap() - 7.5).abs() < 1e-12, "{v}");
     }
 }
+
+#[test]
+fn run_engines_agree_and_bench_reports_ratios() {
+    let d = tmpdir("engines");
+    let a = write_npy(&d.join("A.npy"), arr2(&[[1.0, 2.0], [3.0, 4.0]]).into_dyn());
+    let x = write_npy(&d.join("x.npy"), arr1(&[1.0, -2.0]).into_dyn());
+    let mut outs = Vec::new();
+    for engine in ["interp", "jit"] {
+        let (code, out, err) = einsat(&[
+            "run",
+            "examples/blas.tl",
+            "--fn",
+            "matvec",
+            "--arg",
+            &format!("A={a}"),
+            "--arg",
+            &format!("x={x}"),
+            "--engine",
+            engine,
+            "--json",
+        ]);
+        assert_eq!(code, 0, "{err}");
+        outs.push(out);
+    }
+    assert_eq!(outs[0], outs[1]);
+    assert!(
+        outs[0].contains("-3") && outs[0].contains("-5"),
+        "{}",
+        outs[0]
+    );
+    // the JIT refuses a program that is not in normal form when asked for
+    let a3 = write_npy(&d.join("A3.npy"), ArrayD::zeros(ndarray::IxDyn(&[3, 3])));
+    let x3 = write_npy(&d.join("x3.npy"), ArrayD::zeros(ndarray::IxDyn(&[3])));
+    let (code, _, err) = einsat(&[
+        "run",
+        "examples/notebook.tl",
+        "--fn",
+        "qprod",
+        "--arg",
+        &format!("A={a3}"),
+        "--arg",
+        &format!("x={x3}"),
+        "--engine",
+        "jit",
+        "--no-opt",
+    ]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("not in normal form"), "{err}");
+
+    let (code, out, err) = einsat(&[
+        "bench",
+        "examples/blas.tl",
+        "--fn",
+        "matvec",
+        "--size",
+        "n=32",
+        "--reps",
+        "3",
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let engines = j["engines"].as_array().unwrap();
+    let names: Vec<&str> = engines
+        .iter()
+        .map(|e| e["engine"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["interpreter", "jit (as written)", "jit (optimised)"]
+    );
+    for e in engines {
+        assert_eq!(e["agrees"], true, "{e}");
+        assert!(e["median_ms"].as_f64().unwrap() > 0.0);
+        assert!(e["gflops"].as_f64().unwrap() > 0.0);
+    }
+    assert_eq!(j["flops"].as_f64().unwrap(), 2.0 * 32.0 * 32.0);
+}

@@ -1,8 +1,9 @@
-//! The `einsat` command line: `check`, `run`, `opt`, `rules check`, `einsum`
-//! and `demo`.
+//! The `einsat` command line: `check`, `run`, `opt`, `bench`, `rules check`,
+//! `einsum` and `demo`.
 //! Every user error is printed as `error: …` (with file:line:col for source
 //! errors) and exits with status 1; nothing user-caused panics.
 
+pub mod bench;
 pub mod io;
 pub mod optcmd;
 
@@ -34,6 +35,8 @@ struct Cli {
 enum Engine {
     /// The reference interpreter.
     Interp,
+    /// Native code from the Cranelift JIT (needs normal form).
+    Jit,
 }
 
 #[derive(Subcommand, Debug)]
@@ -96,6 +99,23 @@ enum Cmd {
         /// List the chain of rewrites from input to output.
         #[arg(long)]
         explain: bool,
+    },
+    /// Time the interpreter and the JIT (on the program as written when it
+    /// is in normal form, and on the optimised program) on random inputs.
+    Bench {
+        file: PathBuf,
+        #[arg(long = "fn")]
+        func: Option<String>,
+        /// Value of a named size, e.g. --size n=256 (default 64).
+        #[arg(long = "size")]
+        sizes: Vec<String>,
+        /// Timed runs per engine (the median is reported).
+        #[arg(long, default_value_t = 11)]
+        reps: usize,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        #[arg(long)]
+        json: bool,
     },
     /// Rewrite rules.
     Rules {
@@ -235,7 +255,6 @@ fn dispatch(cmd: Cmd) -> CliResult {
             let (_, parsed) = load_file(&file)?;
             let f = pick(&parsed.program, func.as_deref())?;
             let named = io::parse_args(&args).map_err(err)?;
-            let _engine = engine.unwrap_or(Engine::Interp);
             let args = interp::order_named(f, named).map_err(err)?;
             let program = if no_opt {
                 f.clone()
@@ -247,7 +266,17 @@ fn dispatch(cmd: Cmd) -> CliResult {
                 }
                 optimize(f, &o).map_err(err)?.program
             };
-            let result = interp::run(&program, &args).map_err(err)?;
+            // The JIT by default, when the program is in normal form.
+            let engine = engine.unwrap_or(if crate::extract::is_normal(&program) {
+                Engine::Jit
+            } else {
+                Engine::Interp
+            });
+            let result = match engine {
+                Engine::Interp => interp::run(&program, &args),
+                Engine::Jit => crate::jit::run(&program, &args),
+            }
+            .map_err(err)?;
             emit(&result, out.as_deref(), json).map_err(err)
         }
         Cmd::Opt {
@@ -257,6 +286,18 @@ fn dispatch(cmd: Cmd) -> CliResult {
             json,
             explain,
         } => optcmd::opt(&file, func.as_deref(), &opt, json, explain),
+        Cmd::Bench {
+            file,
+            func,
+            sizes,
+            reps,
+            seed,
+            json,
+        } => {
+            let (_, parsed) = load_file(&file)?;
+            let f = pick(&parsed.program, func.as_deref())?;
+            bench::bench(f, &parse_sizes(&sizes)?, reps.max(1), seed, json)
+        }
         Cmd::Rules {
             cmd:
                 RulesCmd::Check {
@@ -313,8 +354,8 @@ fn demo(dir: Option<PathBuf>, sizes: &BTreeMap<String, usize>, seed: u64) -> Cli
     files.sort();
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     println!(
-        "{:<13} {:<13} {:<40} {:>9} {:>11} {:>11} {:>7} {:>5}  result (sum of elements)",
-        "file", "function", "signature", "interp ms", "cost", "opt cost", "opt ms", "agree"
+        "{:<13} {:<13} {:<40} {:>9} {:>11} {:>11} {:>7} {:>5} {:>9} {:>5}  result (sum of elements)",
+        "file", "function", "signature", "interp ms", "cost", "opt cost", "opt ms", "agree", "jit x", "jit="
     );
     let mut failures = 0;
     for file in files {
@@ -352,9 +393,32 @@ fn demo(dir: Option<PathBuf>, sizes: &BTreeMap<String, usize>, seed: u64) -> Cli
             if !agree {
                 failures += 1;
             }
+            // The JIT on the optimised program (when it is in normal form:
+            // tensors of pairs at the boundary are not), warm, against the
+            // interpreter's time.
+            let jit = if crate::extract::is_normal(&o.program) {
+                let k = crate::jit::compile(&o.program).map_err(|e| format!("error: {e}"))?;
+                let _ = k.call(&args);
+                let t = Instant::now();
+                let v = k.call(&args);
+                let jms = t.elapsed().as_secs_f64() * 1e3;
+                let ok = match (&r, &v) {
+                    (Ok(a), Ok(b)) => a.approx_eq(b, 1e-9, 1e-9),
+                    _ => false,
+                };
+                if !ok {
+                    failures += 1;
+                }
+                (
+                    format!("{:.1}x", ms / jms.max(1e-6)),
+                    if ok { "yes" } else { "NO" },
+                )
+            } else {
+                ("-".to_string(), "-")
+            };
             match r {
                 Ok(v) => println!(
-                    "{:<13} {:<13} {:<40} {:>9.3} {:>11} {:>11} {:>7.1} {:>5}  {}",
+                    "{:<13} {:<13} {:<40} {:>9.3} {:>11} {:>11} {:>7.1} {:>5} {:>9} {:>5}  {}",
                     fname,
                     f.name,
                     sigs,
@@ -363,6 +427,8 @@ fn demo(dir: Option<PathBuf>, sizes: &BTreeMap<String, usize>, seed: u64) -> Cli
                     o.cost_after,
                     o.report.total_seconds * 1e3,
                     if agree { "yes" } else { "NO" },
+                    jit.0,
+                    jit.1,
                     summary(&v)
                 ),
                 Err(e) => {

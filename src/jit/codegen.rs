@@ -10,7 +10,8 @@
 //! and accumulators are SSA variables (registers). Plain indices are never
 //! checked; affine ones are (zero padding). Strong zeros follow the
 //! interpreter: a failed bracket is a zero that absorbs the other factor of
-//! a product, which is then not evaluated.
+//! a product, which is then not evaluated. Innermost sums are unrolled
+//! with independent accumulators (`fma` into each).
 
 use super::loopir::*;
 use crate::syntax::ast::{BinOp, CmpOp, Func};
@@ -20,6 +21,9 @@ use cranelift_codegen::settings::{self, Configurable};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
 use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{FuncId, Linkage, Module};
+
+/// Independent accumulators of an innermost sum.
+pub const UNROLL: usize = 4;
 
 /// The native entry point.
 pub type Entry = unsafe extern "C" fn(*const *mut f64, *const i64, *const i64);
@@ -478,7 +482,110 @@ impl Gen<'_> {
         }
     }
 
+    /// Whether `s` holds a `sum` (only innermost sums are unrolled).
+    fn has_sum(s: &S) -> bool {
+        match s {
+            S::Sum(..) => true,
+            S::Bin(_, a, b) => Self::has_sum(a) || Self::has_sum(b),
+            S::Neg(a) => Self::has_sum(a),
+            S::Call(_, args) => args.iter().any(Self::has_sum),
+            _ => false,
+        }
+    }
+
+    /// `acc + body` (one `fma` when the body is a product).
+    fn accumulate(&mut self, acc: Variable, body: &S) {
+        let r = match body {
+            S::Bin(BinOp::Mul, x, y) => {
+                let vx = self.scalar(x).0;
+                let vy = self.scalar(y).0;
+                let a = self.b.use_var(acc);
+                self.b.ins().fma(vx, vy, a)
+            }
+            _ => {
+                let v = self.scalar(body).0;
+                let a = self.b.use_var(acc);
+                self.b.ins().fadd(a, v)
+            }
+        };
+        self.b.def_var(acc, r);
+    }
+
+    /// An innermost sum without strong zeros, unrolled by [`UNROLL`] with
+    /// independent accumulators, so consecutive terms do not wait for each
+    /// other's additions; the remainder runs one term at a time.
+    fn sum_unrolled(&mut self, var: usize, n: &SizeRef, body: &S) -> Value {
+        let nv = self.size(n);
+        let zero = self.f64c(0.0);
+        let accs: Vec<Variable> = (0..UNROLL)
+            .map(|_| {
+                let a = self.b.declare_var(types::F64);
+                self.b.def_var(a, zero);
+                a
+            })
+            .collect();
+        let base = self.b.declare_var(types::I64);
+        let z = self.b.ins().iconst(types::I64, 0);
+        self.b.def_var(base, z);
+        let v = self.vars[var];
+        // main loop: while base + UNROLL <= n
+        let head = self.b.create_block();
+        let body_b = self.b.create_block();
+        let tail_head = self.b.create_block();
+        let tail_body = self.b.create_block();
+        let exit = self.b.create_block();
+        self.b.ins().jump(head, &[]);
+        self.b.switch_to_block(head);
+        let i = self.b.use_var(base);
+        let last = self.b.ins().iadd_imm_s(i, UNROLL as i64);
+        let c = self.b.ins().icmp(IntCC::SignedLessThanOrEqual, last, nv);
+        self.b.ins().brif(c, body_b, &[], tail_head, &[]);
+        self.b.switch_to_block(body_b);
+        for (u, acc) in accs.iter().enumerate() {
+            let i = self.b.use_var(base);
+            let iu = self.b.ins().iadd_imm_s(i, u as i64);
+            self.b.def_var(v, iu);
+            self.accumulate(*acc, body);
+        }
+        let i = self.b.use_var(base);
+        let i1 = self.b.ins().iadd_imm_s(i, UNROLL as i64);
+        self.b.def_var(base, i1);
+        self.b.ins().jump(head, &[]);
+        // remainder
+        self.b.switch_to_block(tail_head);
+        let i = self.b.use_var(base);
+        let c = self.b.ins().icmp(IntCC::SignedLessThan, i, nv);
+        self.b.ins().brif(c, tail_body, &[], exit, &[]);
+        self.b.switch_to_block(tail_body);
+        let i = self.b.use_var(base);
+        self.b.def_var(v, i);
+        self.accumulate(accs[0], body);
+        let i = self.b.use_var(base);
+        let i1 = self.b.ins().iadd_imm_s(i, 1);
+        self.b.def_var(base, i1);
+        self.b.ins().jump(tail_head, &[]);
+        self.b.switch_to_block(exit);
+        let vals: Vec<Value> = accs.iter().map(|a| self.b.use_var(*a)).collect();
+        let mut level = vals;
+        while level.len() > 1 {
+            level = level
+                .chunks(2)
+                .map(|c| {
+                    if c.len() == 2 {
+                        self.b.ins().fadd(c[0], c[1])
+                    } else {
+                        c[0]
+                    }
+                })
+                .collect();
+        }
+        level[0]
+    }
+
     fn sum(&mut self, var: usize, n: &SizeRef, body: &S) -> (Value, Option<Value>) {
+        if !Self::strong(body) && !Self::has_sum(body) {
+            return (self.sum_unrolled(var, n, body), None);
+        }
         let acc = self.b.declare_var(types::F64);
         let zero = self.f64c(0.0);
         self.b.def_var(acc, zero);
