@@ -315,3 +315,17 @@ proptest! {
         prop_assert_eq!(&o2.program, g);
     }
 }
+
+/// Found by the property test: inlining a `let` used twice repeats its
+/// binder names, and the contraction-order seeds must not merge them.
+#[test]
+fn let_used_twice_keeps_both_sums() {
+    let f = &einsat::load(
+        "fn f(A: [3,2]R) -> R =
+           let t1 = gen(i:3) sum(j:2) [j-1 <= j] * A[j-1, j-1] in -t1[1] * t1[2]",
+    )
+    .unwrap()
+    .functions[0];
+    let o = opt(f);
+    assert!(agrees(f, &o.program, 3), "{}", print_function(&o.program));
+}

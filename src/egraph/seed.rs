@@ -56,6 +56,12 @@ fn expand(e: &Expr) -> Option<Vec<Mono>> {
             let mut v = Vec::new();
             for x in &va {
                 for y in &vb {
+                    // Binders must stay distinct from each other and from the
+                    // other side's indices (a `let` inlined twice repeats its
+                    // binder names): otherwise no seeds.
+                    if clash(x, y) || clash(y, x) {
+                        return None;
+                    }
                     let mut binders = x.binders.clone();
                     binders.extend(y.binders.iter().cloned());
                     let mut factors = x.factors.clone();
@@ -69,13 +75,16 @@ fn expand(e: &Expr) -> Option<Vec<Mono>> {
             }
             v
         }
-        Expr::Sum(i, n, b) => expand(b)?
-            .into_iter()
-            .map(|mut m| {
+        Expr::Sum(i, n, b) => {
+            let mut v = expand(b)?;
+            for m in &mut v {
+                if m.binders.iter().any(|(j, _)| j == i) {
+                    return None; // a shadowed binder
+                }
                 m.binders.insert(0, (i.clone(), n.clone()));
-                m
-            })
-            .collect(),
+            }
+            v
+        }
         other => vec![Mono {
             neg: false,
             binders: vec![],
@@ -86,6 +95,17 @@ fn expand(e: &Expr) -> Option<Vec<Mono>> {
         return None;
     }
     Some(out)
+}
+
+/// Whether a binder of `y` is also a binder of `x` or an index `x` uses.
+fn clash(x: &Mono, y: &Mono) -> bool {
+    let used: BTreeSet<String> = x
+        .factors
+        .iter()
+        .flat_map(fv_idx)
+        .chain(x.binders.iter().map(|(i, _)| i.clone()))
+        .collect();
+    y.binders.iter().any(|(i, _)| used.contains(i))
 }
 
 fn product(mut fs: Vec<Expr>) -> Expr {
@@ -228,6 +248,15 @@ mod tests {
             let b = crate::interp::run(&g, &args).unwrap();
             assert!(a.approx_eq(&b, 1e-9, 1e-12), "{a} vs {b}");
         }
+    }
+
+    #[test]
+    fn repeated_binder_names_give_no_seeds() {
+        // what inlining `let t = sum(j:2) x[j] in t * t` produces
+        let j = || Expr::access(Expr::var("x"), Affine::var("j"));
+        let s = || Expr::sum("j", Size::Lit(2), j());
+        let e = Expr::bin(BinOp::Mul, s(), s());
+        assert!(scalar_seeds(&e).is_empty());
     }
 
     #[test]
