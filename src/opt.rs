@@ -92,15 +92,7 @@ pub struct Optimized {
 /// The pre-pass: inline lets, beta-reduce, push projections down.
 pub fn prepass(f: &Function) -> Expr {
     let mut fresh = Fresh::default();
-    let mut cx = Cx {
-        vals: f
-            .params
-            .iter()
-            .map(|p| (p.name.clone(), p.ty.clone()))
-            .collect(),
-        idx: vec![],
-        params: f.params.iter().map(|p| p.name.clone()).collect(),
-    };
+    let mut cx = Cx::of(f);
     let b = uniquify(&f.body, &mut fresh);
     let b = inline_lets(&b, &mut fresh);
     Simp { fresh: &mut fresh }.simp(&b, &mut cx)

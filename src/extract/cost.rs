@@ -34,6 +34,13 @@ impl CostModel {
     }
 }
 
+impl CostModel {
+    /// The trip count of the size in e-class `s` (1 when it is unknown).
+    pub fn trip_of(&self, egraph: &TlGraph, s: Id) -> f64 {
+        size_of(egraph, s).map(|s| self.trip(&s)).unwrap_or(1.0)
+    }
+}
+
 /// Cost of one scalar function call.
 pub const CALL_COST: f64 = 4.0;
 
@@ -72,9 +79,7 @@ impl CostFunction<TL> for TlCost<'_> {
         match enode {
             TL::Num(_) | TL::Var(_) | TL::Size(_) | TL::Aff(_) | TL::Pred(_) => 0.0,
             TL::Gen([s, b]) | TL::Sum([s, b]) => {
-                let n = size_of(self.egraph, *s)
-                    .map(|s| self.model.trip(&s))
-                    .unwrap_or(1.0);
+                let n = self.model.trip_of(self.egraph, *s);
                 n * (costs(*b) + 1.0)
             }
             TL::Iv(_) | TL::Eps(_) => 1.0 + kids(&mut costs),
@@ -115,9 +120,7 @@ impl CostFunction<TL> for PolySize<'_> {
             TL::Mul([a, b]) => costs(*a) * costs(*b),
             TL::Neg([a]) => costs(*a),
             TL::Sum([s, b]) => {
-                let n = size_of(self.egraph, *s)
-                    .map(|s| self.model.trip(&s))
-                    .unwrap_or(1.0);
+                let n = self.model.trip_of(self.egraph, *s);
                 n * costs(*b)
             }
             TL::Size(_) | TL::Aff(_) | TL::Pred(_) => 0.0,

@@ -180,6 +180,26 @@ pub fn map_children(e: &Expr, f: &mut impl FnMut(&Expr) -> Expr) -> Expr {
 }
 
 /// Give every binder (index and let) a fresh unique name.
+/// The innermost renaming of `x` in a scope stack (old name, new name), or
+/// `x` itself.
+fn renamed(scope: &[(String, String)], x: &str) -> String {
+    scope
+        .iter()
+        .rev()
+        .find(|(o, _)| o == x)
+        .map(|(_, n)| n.clone())
+        .unwrap_or_else(|| x.to_string())
+}
+
+/// `a` with its index names renamed through `scope`.
+fn rename_affine(a: &Affine, scope: &[(String, String)]) -> Affine {
+    let mut r = Affine::constant(a.constant);
+    for (v, c) in &a.terms {
+        r = r.add(&Affine::var(renamed(scope, v)).scale(*c));
+    }
+    r
+}
+
 pub fn uniquify(e: &Expr, fresh: &mut Fresh) -> Expr {
     fn go(
         e: &Expr,
@@ -187,27 +207,9 @@ pub fn uniquify(e: &Expr, fresh: &mut Fresh) -> Expr {
         val: &mut Vec<(String, String)>,
         fresh: &mut Fresh,
     ) -> Expr {
-        let ren = |a: &Affine, idx: &Vec<(String, String)>| {
-            let mut r = Affine::constant(a.constant);
-            for (v, c) in &a.terms {
-                let n = idx
-                    .iter()
-                    .rev()
-                    .find(|(o, _)| o == v)
-                    .map(|(_, n)| n.clone())
-                    .unwrap_or_else(|| v.clone());
-                r = r.add(&Affine::var(n).scale(*c));
-            }
-            r
-        };
+        let ren = |a: &Affine, idx: &Vec<(String, String)>| rename_affine(a, idx);
         match e {
-            Expr::Var(x) => Expr::Var(
-                val.iter()
-                    .rev()
-                    .find(|(o, _)| o == x)
-                    .map(|(_, n)| n.clone())
-                    .unwrap_or_else(|| x.clone()),
-            ),
+            Expr::Var(x) => Expr::Var(renamed(val, x)),
             Expr::Gen(i, n, b) | Expr::Sum(i, n, b) => {
                 let k = fresh.next("i");
                 idx.push((i.clone(), k.clone()));
@@ -258,6 +260,19 @@ pub struct Cx {
 }
 
 impl Cx {
+    /// The context at the top of `f`'s body: its parameters.
+    pub fn of(f: &Function) -> Cx {
+        Cx {
+            vals: f
+                .params
+                .iter()
+                .map(|p| (p.name.clone(), p.ty.clone()))
+                .collect(),
+            idx: vec![],
+            params: f.params.iter().map(|p| p.name.clone()).collect(),
+        }
+    }
+
     fn val(&self, x: &str) -> Option<&Type> {
         self.vals.iter().rev().find(|(n, _)| n == x).map(|(_, t)| t)
     }
@@ -811,27 +826,9 @@ pub fn pretty_names(f: &Function) -> Function {
         next_let: &mut dyn FnMut() -> String,
         names: &[String],
     ) -> Expr {
-        let ren = |a: &Affine, idx: &Vec<(String, String)>| {
-            let mut r = Affine::constant(a.constant);
-            for (v, c) in &a.terms {
-                let n = idx
-                    .iter()
-                    .rev()
-                    .find(|(o, _)| o == v)
-                    .map(|(_, n)| n.clone())
-                    .unwrap_or_else(|| v.clone());
-                r = r.add(&Affine::var(n).scale(*c));
-            }
-            r
-        };
+        let ren = |a: &Affine, idx: &Vec<(String, String)>| rename_affine(a, idx);
         match e {
-            Expr::Var(x) => Expr::Var(
-                val.iter()
-                    .rev()
-                    .find(|(o, _)| o == x)
-                    .map(|(_, n)| n.clone())
-                    .unwrap_or_else(|| x.clone()),
-            ),
+            Expr::Var(x) => Expr::Var(renamed(val, x)),
             Expr::Gen(i, n, b) | Expr::Sum(i, n, b) => {
                 let k = names
                     .get(idx.len())
@@ -872,16 +869,7 @@ pub fn pretty_names(f: &Function) -> Function {
 
 /// Whether a function is in the normal form of LANGUAGE.md.
 pub fn is_normal(f: &Function) -> bool {
-    let params: BTreeSet<String> = f.params.iter().map(|p| p.name.clone()).collect();
-    let mut cx = Cx {
-        vals: f
-            .params
-            .iter()
-            .map(|p| (p.name.clone(), p.ty.clone()))
-            .collect(),
-        idx: vec![],
-        params,
-    };
+    let mut cx = Cx::of(f);
     fn chain_ok(e: &Expr, cx: &Cx, has_proj: bool) -> bool {
         match e {
             Expr::Var(x) => !has_proj || cx.params.contains(x),

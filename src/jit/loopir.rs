@@ -193,21 +193,19 @@ impl Lower {
                 let mut bd = bd.clone();
                 let mut path = Vec::new();
                 for k in ops.iter().flatten() {
-                    {
-                        bd = match bd {
-                            Boundary::Pair(a, b) => {
-                                if *k == 0 {
-                                    *a
-                                } else {
-                                    *b
-                                }
+                    bd = match bd {
+                        Boundary::Pair(a, b) => {
+                            if *k == 0 {
+                                *a
+                            } else {
+                                *b
                             }
-                            Boundary::Array(_) => {
-                                return Err(not_normal("a projection of a number", e))
-                            }
-                        };
-                        path.push(*k);
-                    }
+                        }
+                        Boundary::Array(_) => {
+                            return Err(not_normal("a projection of a number", e))
+                        }
+                    };
+                    path.push(*k);
                 }
                 let Boundary::Array(dims) = bd else {
                     return Err(not_normal("a pair where a number is expected", e));
