@@ -239,10 +239,16 @@ pub fn optimize(f: &Function, opts: &Options) -> Result<Optimized> {
             }
             // Next round: from the improved program (seeded also with the
             // reduced network), or else from the reduced network alone.
+            // A program that is no cheaper but different (the post-pass
+            // rebinds an index whose range changed, which the e-graph can
+            // then collapse) also gets a round when nothing else does.
+            let next = prepass(&p1);
             if improved {
-                pre = prepass(&p1);
+                pre = next;
             } else if let Some(r) = extra.pop() {
                 pre = r;
+            } else if next != pre && seen.insert(format!("{next:?}")) {
+                pre = next;
             } else {
                 break;
             }

@@ -189,7 +189,7 @@ impl Inst {
     }
     fn leaf_aff(&mut self, depth: u32) -> Id {
         let a = self.aff(depth);
-        self.st.add(TL::Aff(AffLeaf(a)))
+        self.st.add(TL::Aff(AffLeaf::exact(a)))
     }
     fn var(&mut self, x: &str) -> Id {
         self.st.add(TL::Var(Symbol::from(x)))

@@ -95,11 +95,39 @@ impl FromStr for SizeLeaf {
 }
 
 /// An affine index over De Bruijn variables (`#0` is the innermost binder).
+///
+/// The flag marks a *loose* plain index: one that became a plain variable by
+/// substituting an affine or predicate-solved index (`t[j+1]` with
+/// `j := i-1` is `t[i]`), so nothing says its range is the axis's. A plain
+/// index that is not loose ranges exactly over the axis it reads (by typing,
+/// and kept so by every rewrite); only those may be beta-reduced without a
+/// range guard (`get-gen-var`). Printed as `@#0?`. Always `false` for an
+/// index that is not a plain variable, so each index has one form.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct AffLeaf(pub Affine);
+pub struct AffLeaf(pub Affine, pub bool);
+impl AffLeaf {
+    /// A plain index known to range over its axis, or any other index.
+    pub fn exact(a: Affine) -> AffLeaf {
+        AffLeaf(a, false)
+    }
+    /// An index whose range is unknown when it is a plain variable.
+    pub fn loose(a: Affine) -> AffLeaf {
+        let l = a.as_var().is_some();
+        AffLeaf(a, l)
+    }
+    /// A plain variable that is not loose.
+    pub fn is_exact_var(&self) -> bool {
+        !self.1 && self.0.as_var().is_some()
+    }
+}
 impl fmt::Display for AffLeaf {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "@{}", crate::syntax::printer::print_affine(&self.0))
+        let mark = if self.1 { "?" } else { "" };
+        write!(
+            f,
+            "@{}{mark}",
+            crate::syntax::printer::print_affine(&self.0)
+        )
     }
 }
 impl FromStr for AffLeaf {
@@ -583,6 +611,17 @@ fn map_leaves(e: &RecExpr<TL>, f: &impl Fn(u32, &TL) -> TL) -> RecExpr<TL> {
                     TL::Sum([s2, b2])
                 })
             }
+            TL::Eps(_) => {
+                // eps reads no tensor: its indices are never loose
+                let n = n.clone().map_children(|c| {
+                    let k = go(e, c, depth, f, out);
+                    match &out[k] {
+                        TL::Aff(a) if a.1 => out.add(TL::Aff(AffLeaf::exact(a.0.clone()))),
+                        _ => k,
+                    }
+                });
+                out.add(n)
+            }
             _ => {
                 let n = n.clone().map_children(|c| go(e, c, depth, f, out));
                 out.add(n)
@@ -597,7 +636,7 @@ fn map_leaves(e: &RecExpr<TL>, f: &impl Fn(u32, &TL) -> TL) -> RecExpr<TL> {
 
 fn map_leaf(n: &TL, f: impl Fn(&Affine) -> Affine) -> TL {
     match n {
-        TL::Aff(a) => TL::Aff(AffLeaf(f(&a.0))),
+        TL::Aff(a) => TL::Aff(AffLeaf(f(&a.0), a.1)),
         TL::Pred(p) => TL::Pred(PredLeaf(p.0.map_affine(&f))),
         _ => n.clone(),
     }
@@ -610,8 +649,28 @@ pub fn shift_term(e: &RecExpr<TL>, d: i64) -> RecExpr<TL> {
 
 /// `e` is the body of a removed binder: substitute its variable by `by`
 /// (an affine outside the binder) and lower the others.
-pub fn subst_term(e: &RecExpr<TL>, by: &Affine) -> RecExpr<TL> {
-    map_leaves(e, &|depth, n| map_leaf(n, |a| subst_aff(a, depth, by)))
+///
+/// An index that mentions the variable stays exact only when it is an exact
+/// plain variable replaced by an exact plain variable (`by` comes from an
+/// access of a gen over the binder's own range); any other result that is
+/// a plain variable is loose (see [`AffLeaf`]).
+pub fn subst_term(e: &RecExpr<TL>, by: &AffLeaf) -> RecExpr<TL> {
+    let by_exact = by.is_exact_var();
+    map_leaves(e, &|depth, n| match n {
+        TL::Aff(a) => {
+            let r = subst_aff(&a.0, depth, &by.0);
+            if a.0.terms.contains_key(&db(depth)) {
+                if by_exact && a.is_exact_var() {
+                    TL::Aff(AffLeaf::exact(r))
+                } else {
+                    TL::Aff(AffLeaf::loose(r))
+                }
+            } else {
+                TL::Aff(AffLeaf(r, a.1))
+            }
+        }
+        _ => map_leaf(n, |a| subst_aff(a, depth, &by.0)),
+    })
 }
 
 /// Exchange the two innermost free variables of `e` (`#0` and `#1`).
@@ -700,7 +759,7 @@ pub fn expr_to_rec(
         }
         Expr::Access(a, idx) => {
             let a = expr_to_rec(a, scope, out)?;
-            let k = out.add(TL::Aff(AffLeaf(to_db(idx, scope)?)));
+            let k = out.add(TL::Aff(AffLeaf::exact(to_db(idx, scope)?)));
             out.add(TL::Get([a, k]))
         }
         Expr::Bracket(p) => {
@@ -723,7 +782,7 @@ pub fn expr_to_rec(
         Expr::Eps(idx) => {
             let mut ch = Vec::new();
             for a in idx {
-                ch.push(out.add(TL::Aff(AffLeaf(to_db(a, scope)?))));
+                ch.push(out.add(TL::Aff(AffLeaf::exact(to_db(a, scope)?))));
             }
             out.add(TL::Eps(ch.into_boxed_slice()))
         }

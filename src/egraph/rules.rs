@@ -535,8 +535,11 @@ pub trait Store {
 }
 
 fn get_aff<S: Store>(s: &S, id: Id) -> Option<Affine> {
+    get_aff_leaf(s, id).map(|a| a.0)
+}
+fn get_aff_leaf<S: Store>(s: &S, id: Id) -> Option<AffLeaf> {
     match s.node(id)? {
-        TL::Aff(a) => Some(a.0),
+        TL::Aff(a) => Some(a),
         _ => None,
     }
 }
@@ -649,9 +652,7 @@ pub fn check_cond<S: Store>(s: &S, c: &Cond, v: &impl Fn(&str) -> Id) -> bool {
             _ => false,
         },
         Cond::Ne(a, b) => !s.same(v(a), v(b)),
-        Cond::PlainVar(a) => get_aff(s, v(a)).is_some_and(|a| {
-            a.constant == 0 && a.terms.len() == 1 && a.terms.values().all(|c| *c == 1)
-        }),
+        Cond::PlainVar(a) => get_aff_leaf(s, v(a)).is_some_and(|a| a.is_exact_var()),
         Cond::Sym01(e) => {
             let id = v(e);
             if s.fv(id) & 3 == 0 {
@@ -708,7 +709,7 @@ fn meta<S: Store>(s: &mut S, m: &str, a: &[Id]) -> Option<Id> {
             Some(s.add_term(&t))
         }
         "@subst" => {
-            let by = get_aff(s, a[1])?;
+            let by = get_aff_leaf(s, a[1])?;
             if s.fv(a[0]) == 0 {
                 return Some(a[0]);
             }
@@ -735,7 +736,8 @@ fn meta<S: Store>(s: &mut S, m: &str, a: &[Id]) -> Option<Id> {
         "@solve" => {
             let p = get_pred(s, a[0])?;
             let i = solve(&p)?;
-            Some(s.add(TL::Aff(AffLeaf(i))))
+            // solved from a predicate: nothing bounds its range
+            Some(s.add(TL::Aff(AffLeaf::loose(i))))
         }
         "@guard" => {
             let n = match get_size(s, a[0])? {
@@ -777,7 +779,7 @@ fn meta<S: Store>(s: &mut S, m: &str, a: &[Id]) -> Option<Id> {
             Some(s.add_term(&t))
         }
         "@getvar" => {
-            let k = s.add(TL::Aff(AffLeaf(Affine::var(db(0)))));
+            let k = s.add(TL::Aff(AffLeaf::exact(Affine::var(db(0)))));
             Some(s.add(TL::Get([a[0], k])))
         }
         _ => None,

@@ -433,11 +433,29 @@ impl Simp<'_> {
     /// `t[idx]` for a simplified `t`.
     pub fn access(&mut self, t: Expr, idx: &Affine, cx: &mut Cx) -> Expr {
         if let Expr::Gen(i, n, b) = &t {
-            let exact = idx.as_var().is_some()
+            // A plain index is exact only when its own range fits the
+            // gen's: after substitution `t[i]` may read a gen over `n`
+            // with an `i` ranging over 3, and must keep its padding.
+            let var_fits = idx.as_var().is_some_and(|v| {
+                match (cx.idx.iter().rev().find(|(x, _)| x == v).map(|(_, r)| r), n) {
+                    (Some(r), n) if r == n => true,
+                    (Some(Size::Lit(r)), Size::Lit(m)) => r <= m,
+                    _ => false,
+                }
+            });
+            let exact = var_fits
                 || matches!((idx.as_const(), n), (Some(c), Size::Lit(m)) if c >= 0 && (c as usize) < *m);
+            // Substituting an index can turn `t[j+1]` or `t[j-i]` into a
+            // plain `t[i]` whose range is not `t`'s axis: that is ill-typed,
+            // and later stages would take the read as exact. Such an access
+            // of a gen stays unreduced (it is padded); see `plain_mismatch`.
             if exact {
                 let r = subst_idx(b, i, idx, self.fresh);
-                return self.simp(&r, cx);
+                let r = self.simp(&r, cx);
+                if plain_mismatch(&r, cx) {
+                    return Expr::access(t, idx.clone());
+                }
+                return r;
             }
             if let (Some(_), Size::Lit(_)) = (idx.as_const(), n) {
                 cx.idx.push((i.clone(), n.clone()));
@@ -460,11 +478,61 @@ impl Simp<'_> {
                     );
                     let r = subst_idx(b, i, idx, self.fresh);
                     let r = self.simp(&r, cx);
-                    return Expr::bin(BinOp::Mul, Expr::Bracket(guard), r);
+                    if !plain_mismatch(&r, cx) {
+                        return Expr::bin(BinOp::Mul, Expr::Bracket(guard), r);
+                    }
                 }
             }
         }
         Expr::access(t, idx.clone())
+    }
+}
+
+/// Does `e` read a tensor with a plain index whose range is not the size of
+/// the axis it reads (ill-typed, as LANGUAGE.md requires plain indices to
+/// range exactly over their axis)?
+pub fn plain_mismatch(e: &Expr, cx: &mut Cx) -> bool {
+    match e {
+        Expr::Access(t, idx) => {
+            if let Some(v) = idx.as_var() {
+                let r = cx
+                    .idx
+                    .iter()
+                    .rev()
+                    .find(|(x, _)| x == v)
+                    .map(|(_, r)| r.clone());
+                if let (Some(r), Type::Tensor(n, _)) = (r, type_of(t, cx)) {
+                    if r != n {
+                        return true;
+                    }
+                }
+            }
+            plain_mismatch(t, cx)
+        }
+        Expr::Gen(i, n, b) | Expr::Sum(i, n, b) => {
+            cx.idx.push((i.clone(), n.clone()));
+            let m = plain_mismatch(b, cx);
+            cx.idx.pop();
+            m
+        }
+        Expr::Let(x, a, b) => {
+            if plain_mismatch(a, cx) {
+                return true;
+            }
+            let ta = type_of(a, cx);
+            cx.vals.push((x.clone(), ta));
+            let m = plain_mismatch(b, cx);
+            cx.vals.pop();
+            m
+        }
+        _ => {
+            let mut m = false;
+            map_children(e, &mut |c| {
+                m = m || plain_mismatch(c, cx);
+                c.clone()
+            });
+            m
+        }
     }
 }
 

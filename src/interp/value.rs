@@ -54,6 +54,9 @@ impl Value {
             if a == b {
                 return true;
             }
+            if a.is_infinite() || b.is_infinite() {
+                return false;
+            }
             (a - b).abs() <= rtol * a.abs().max(b.abs()) + atol
         }
         match (self, other) {
