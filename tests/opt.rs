@@ -362,7 +362,10 @@ fn let_used_twice_keeps_both_sums() {
 /// as an exact read dropped the padding `i < n` (wrong for n < 3). The
 /// literal-size variants exercise the e-graph rule `get-gen-var`, the first
 /// one the pre-pass; `w` (from the property test once programs indexed gens
-/// of tensors) makes `j` plain by substituting a constant.
+/// of tensors) makes `j` plain by substituting a constant. `d1`–`d3` were
+/// found by `einsat difftest --cases 100000`: a rule `get-gen-var`
+/// ((gen(i:n) e)[j] -> e{j} for a plain j) holds only where j ranges within
+/// n, and its e-class union leaked into contexts where it does not.
 #[test]
 fn affine_index_made_plain_keeps_its_padding() {
     let src = "
@@ -373,6 +376,9 @@ fn g(A: [2]R) -> R =
 fn h(A: [2]R) -> R = sum(i:3) (gen(j:2) (gen(k:2) A[k])[j+1])[i-1]
 fn v(x: [n]R) -> [3]R = gen(i:3) (gen(j:2) (gen(k:n) x[k])[j+1])[i-1]
 fn w(A: [3,2]R) -> R = (gen(i:2) sum(j:3) (gen(k:2) A[j])[-i+j+1, i])[1]
+fn d1(A: R, vm: [m]R) -> [m,3]R = gen(i:m, j:3) (gen(k:1, l:3) A)[2*j, j]
+fn d2(A: R) -> [3,2]R = gen(i:3, j:2) cos((gen(k:2, k:2) A)[2*j, j])
+fn d3(A: (R, R)) -> [3,2]R = gen(i:3, i:2) (gen(i:2, i:2) A.0)[2*i, i]
 ";
     for f in einsat::load(src).unwrap().functions {
         let o = opt(&f);

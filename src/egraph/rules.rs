@@ -49,7 +49,7 @@
 //! | `(scalar ?e)` | `?e` is a number (not a tensor or pair) |
 //! | `(novar ?e ?x)` | the value name `?x` is not free in `?e` |
 //! | `(ne ?a ?b)` | the two are different classes |
-//! | `(plainvar ?a)` | the index is a plain variable `#k` |
+//! | `(plainvar ?a)` | the index is a plain variable `#k`, not made loose by substitution (see [`super::AffLeaf`]); a rewrite that relies on `#k`'s range is true only in some contexts of its class, so no built-in rule uses it |
 //! | `(sym01 ?e)` | `?e` is unchanged by exchanging `#0` and `#1` |
 //!
 //! A malformed file is an error naming `file:line` and what is wrong.
