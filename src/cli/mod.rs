@@ -1,9 +1,10 @@
-//! The `einsat` command line: `check`, `run`, `opt`, `bench`, `rules check`,
+//! The `einsat` command line: `check`, `run`, `opt`, `bench`, `difftest`, `rules check`,
 //! `einsum` and `demo`.
 //! Every user error is printed as `error: …` (with file:line:col for source
 //! errors) and exits with status 1; nothing user-caused panics.
 
 pub mod bench;
+pub mod difftest;
 pub mod io;
 pub mod optcmd;
 
@@ -117,6 +118,10 @@ enum Cmd {
         #[arg(long)]
         json: bool,
     },
+    /// Differential testing: random well-typed programs through the
+    /// interpreter, the optimiser + interpreter and the optimiser + JIT;
+    /// exit 1 with a shrunk reproducer on any disagreement.
+    Difftest(difftest::DiffArgs),
     /// Rewrite rules.
     Rules {
         #[command(subcommand)]
@@ -163,7 +168,7 @@ pub fn main() -> i32 {
 }
 
 /// A CLI failure: the fully rendered message.
-type CliResult = std::result::Result<(), String>;
+pub(crate) type CliResult = std::result::Result<(), String>;
 
 fn read_source(file: &Path) -> std::result::Result<String, String> {
     std::fs::read_to_string(file).map_err(|e| format!("error: {}: {e}", file.display()))
@@ -298,6 +303,7 @@ fn dispatch(cmd: Cmd) -> CliResult {
             let f = pick(&parsed.program, func.as_deref())?;
             bench::bench(f, &parse_sizes(&sizes)?, reps.max(1), seed, json)
         }
+        Cmd::Difftest(a) => difftest::difftest(&a),
         Cmd::Rules {
             cmd:
                 RulesCmd::Check {

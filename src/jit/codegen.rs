@@ -63,8 +63,19 @@ const CALLS: &[(&str, Func, usize)] = &[
 /// Compiled code; the module owns the executable memory and lives as long
 /// as the kernel.
 pub struct Native {
-    _module: JITModule,
+    module: Option<JITModule>,
     pub entry: Entry,
+}
+
+impl Drop for Native {
+    fn drop(&mut self) {
+        if let Some(m) = self.module.take() {
+            // SAFETY: `entry` points into this module's memory and is only
+            // reachable through this `Native`, which is going away; no
+            // call into the code can be running (calls borrow the kernel).
+            unsafe { m.free_memory() };
+        }
+    }
 }
 
 // SAFETY: after `finalize_definitions` the module is never mutated again; the
@@ -175,7 +186,7 @@ pub fn compile(p: &LoopProgram) -> Result<Native, String> {
     // signature (three pointer parameters, no result).
     let entry: Entry = unsafe { std::mem::transmute::<*const u8, Entry>(code) };
     Ok(Native {
-        _module: module,
+        module: Some(module),
         entry,
     })
 }

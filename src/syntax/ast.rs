@@ -380,6 +380,14 @@ impl Expr {
         Expr::Let(x.into(), Box::new(e1), Box::new(e2))
     }
     /// The direct sub-expressions, in the order the span tree stores them.
+    /// Does the value name `x` occur free in this expression?
+    pub fn uses_var(&self, x: &str) -> bool {
+        match self {
+            Expr::Var(y) => y == x,
+            Expr::Let(y, a, b) => a.uses_var(x) || (y != x && b.uses_var(x)),
+            e => e.children().into_iter().any(|c| c.uses_var(x)),
+        }
+    }
     pub fn children(&self) -> Vec<&Expr> {
         match self {
             Expr::Var(_) | Expr::Num(_) | Expr::Bracket(_) | Expr::Eps(_) => vec![],

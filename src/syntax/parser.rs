@@ -11,6 +11,7 @@ use crate::diag::{Diagnostic, Span};
 
 /// Deepest expression nesting the parser accepts (guards the stack).
 pub const MAX_DEPTH: usize = 256;
+const TOO_DEEP: &str = "nested too deeply";
 
 /// Largest coefficient magnitude of an index variable in an affine index.
 pub const MAX_COEFF: i64 = 1 << 24;
@@ -281,7 +282,7 @@ impl Parser {
         self.depth += 1;
         if self.depth > MAX_DEPTH {
             return self.err(format!(
-                "expression nested too deeply (more than {MAX_DEPTH} levels)"
+                "expression {TOO_DEEP} (more than {MAX_DEPTH} levels)"
             ));
         }
         Ok(())
@@ -782,10 +783,15 @@ impl Parser {
             // expression starting a comparison: try the first, fall back.
             let save = self.pos;
             self.bump();
-            if let Ok(p) = self.pred() {
-                if self.eat_sym(")") && !self.at_cmp() && !self.at_affine_op() {
-                    return Ok(p);
+            match self.pred() {
+                Ok(p) => {
+                    if self.eat_sym(")") && !self.at_cmp() && !self.at_affine_op() {
+                        return Ok(p);
+                    }
                 }
+                // too deep is too deep either way: say so
+                Err(e) if e.message.contains(TOO_DEEP) => return Err(e),
+                Err(_) => {}
             }
             self.pos = save;
         }

@@ -9,6 +9,8 @@
 //! `exp(sin(e))`, division by `1 + abs(e)`), so with finite inputs every value
 //! is finite and engines can be compared with a relative tolerance.
 
+pub mod difftest;
+
 use crate::error::Result;
 use crate::interp::value::{checked_elements, resolve, Boundary, Sizes, Value};
 use crate::syntax::ast::*;
@@ -114,7 +116,13 @@ pub struct GenConfig {
     pub funcs: bool,
     /// Affine indices other than plain ones (they may leave the range).
     pub affine: bool,
+    /// The literal sizes that binders and axes draw from.
+    pub literal_sizes: Vec<usize>,
+    /// Named sizes (`n`, `m`, bound by parameters) may appear.
     pub named_sizes: bool,
+    /// The chance that a program uses named sizes at all, and then that
+    /// any one binder or axis takes a named size rather than a literal.
+    pub named_weight: f64,
     /// Pair-typed parameters (tensors of pairs as struct of arrays).
     pub pair_params: bool,
     /// Pair-typed (tuple) results.
@@ -131,15 +139,92 @@ impl Default for GenConfig {
             eps: true,
             funcs: true,
             affine: true,
+            literal_sizes: vec![2, 3],
             named_sizes: true,
+            named_weight: 0.6,
             pair_params: true,
             tuple_results: true,
         }
     }
 }
 
-struct Gen<'a> {
-    rng: StdRng,
+/// The feature names [`GenConfig::with_features`] accepts.
+pub const FEATURES: [&str; 9] = [
+    "pairs",
+    "lets",
+    "brackets",
+    "eps",
+    "funcs",
+    "affine",
+    "named",
+    "pair-params",
+    "tuples",
+];
+
+impl GenConfig {
+    fn feature(&mut self, name: &str) -> Option<&mut bool> {
+        Some(match name {
+            "pairs" => &mut self.pairs,
+            "lets" => &mut self.lets,
+            "brackets" => &mut self.brackets,
+            "eps" => &mut self.eps,
+            "funcs" => &mut self.funcs,
+            "affine" => &mut self.affine,
+            "named" => &mut self.named_sizes,
+            "pair-params" => &mut self.pair_params,
+            "tuples" => &mut self.tuple_results,
+            _ => return None,
+        })
+    }
+
+    /// This configuration with the features of a comma-separated list:
+    /// `all`, `none`, a feature name (turned on) or `-name` (turned off),
+    /// applied left to right, e.g. `none,lets,affine` or `all,-eps`. A list
+    /// that starts with a plain name starts from `none`.
+    pub fn with_features(mut self, spec: &str) -> std::result::Result<GenConfig, String> {
+        let items: Vec<&str> = spec
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .collect();
+        if items
+            .first()
+            .is_some_and(|s| *s != "all" && *s != "none" && !s.starts_with('-'))
+        {
+            for f in FEATURES {
+                *self.feature(f).expect("listed") = false;
+            }
+        }
+        for item in items {
+            match item {
+                "all" | "none" => {
+                    for f in FEATURES {
+                        *self.feature(f).expect("listed") = item == "all";
+                    }
+                }
+                _ => {
+                    let (name, on) = match item.strip_prefix('-') {
+                        Some(n) => (n, false),
+                        None => (item, true),
+                    };
+                    match self.feature(name) {
+                        Some(b) => *b = on,
+                        None => {
+                            return Err(format!(
+                                "unknown feature `{name}` (known: all, none, {})",
+                                FEATURES.join(", ")
+                            ))
+                        }
+                    }
+                }
+            }
+        }
+        Ok(self)
+    }
+}
+
+struct Gen<'a, R: Rng> {
+    rng: R,
     cfg: &'a GenConfig,
     sizes: Vec<Size>,
     values: Vec<(String, Type)>,
@@ -149,13 +234,34 @@ struct Gen<'a> {
 
 const INDEX_NAMES: [&str; 6] = ["i", "j", "k", "l", "p", "q"];
 
-impl Gen<'_> {
+impl<R: Rng> Gen<'_, R> {
     fn chance(&mut self, p: f64) -> bool {
         self.rng.gen_bool(p)
     }
     fn size(&mut self) -> Size {
-        let k = self.rng.gen_range(0..self.sizes.len());
-        self.sizes[k].clone()
+        let named: Vec<Size> = self
+            .sizes
+            .iter()
+            .filter(|s| matches!(s, Size::Named(_)))
+            .cloned()
+            .collect();
+        let lits: Vec<Size> = self
+            .sizes
+            .iter()
+            .filter(|s| matches!(s, Size::Lit(_)))
+            .cloned()
+            .collect();
+        let pool = if !named.is_empty()
+            && (lits.is_empty() || self.chance(self.cfg.named_weight.clamp(0.0, 1.0)))
+        {
+            named
+        } else {
+            lits
+        };
+        if pool.is_empty() {
+            return Size::Lit(2);
+        }
+        pool[self.rng.gen_range(0..pool.len())].clone()
     }
     fn index_name(&mut self) -> String {
         // mostly fresh names, sometimes shadowing one in scope
@@ -251,7 +357,7 @@ impl Gen<'_> {
     }
     fn pred(&mut self, depth: u32) -> Pred {
         let idx = self.visible_indices();
-        let pick = |g: &mut Gen| -> Affine {
+        let pick = |g: &mut Self| -> Affine {
             if idx.is_empty() || g.chance(0.2) {
                 Affine::constant(g.rng.gen_range(0..3))
             } else {
@@ -442,6 +548,15 @@ impl Gen<'_> {
                 let idx = self.affine_for(&n);
                 Expr::access(g, idx)
             }
+            13 => {
+                // index a generated tensor of tensors: (gen(i:n) e)[ι][ι']
+                let (n, m) = (self.size(), self.size());
+                let inner = Type::tensor(m.clone(), Type::Real);
+                let (i, body) = self.bind_index(&n, |g, _| g.expr(&inner, d.saturating_sub(1)));
+                let a = self.affine_for(&n);
+                let b = self.affine_for(&m);
+                Expr::access(Expr::access(Expr::gen(i, n, body), a), b)
+            }
             _ => self.read(&Type::Real).unwrap_or_else(|| self.real(d)),
         }
     }
@@ -469,9 +584,16 @@ impl Gen<'_> {
 
 /// A random well-typed function, deterministic in `seed`.
 pub fn gen_function(seed: u64, cfg: &GenConfig) -> Function {
-    let mut rng = StdRng::seed_from_u64(seed);
-    let mut sizes = vec![Size::Lit(2), Size::Lit(3)];
-    let named = cfg.named_sizes && rng.gen_bool(0.6);
+    gen_function_with(StdRng::seed_from_u64(seed), cfg)
+}
+
+/// A random well-typed function drawn from `rng`: any source of choices,
+/// such as [`ByteRng`] over a fuzzer's input, so that a small change of the
+/// bytes is a small change of the program.
+pub fn gen_function_with<R: Rng>(mut rng: R, cfg: &GenConfig) -> Function {
+    let mut sizes: Vec<Size> = cfg.literal_sizes.iter().map(|&n| Size::Lit(n)).collect();
+    let named =
+        cfg.named_sizes && (sizes.is_empty() || rng.gen_bool(cfg.named_weight.clamp(0.0, 1.0)));
     if named {
         sizes.push(Size::Named("n".into()));
         if rng.gen_bool(0.5) {
@@ -573,6 +695,74 @@ pub fn fuzz_parse(src: &str) {
     }
 }
 
+/// A source of random choices that reads them from a byte string (zeros once
+/// it runs out): with [`gen_function_with`], fuzzer input becomes a random
+/// program, and a mutation of the bytes a local change of the program.
+#[derive(Clone, Debug)]
+pub struct ByteRng<'a> {
+    data: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> ByteRng<'a> {
+    pub fn new(data: &'a [u8]) -> ByteRng<'a> {
+        ByteRng { data, pos: 0 }
+    }
+}
+
+impl rand::RngCore for ByteRng<'_> {
+    fn next_u32(&mut self) -> u32 {
+        let mut b = [0u8; 4];
+        self.fill_bytes(&mut b);
+        u32::from_le_bytes(b)
+    }
+    fn next_u64(&mut self) -> u64 {
+        let mut b = [0u8; 8];
+        self.fill_bytes(&mut b);
+        u64::from_le_bytes(b)
+    }
+    fn fill_bytes(&mut self, dest: &mut [u8]) {
+        for d in dest {
+            *d = self.data.get(self.pos).copied().unwrap_or(0);
+            self.pos += 1;
+        }
+    }
+    fn try_fill_bytes(&mut self, dest: &mut [u8]) -> std::result::Result<(), rand::Error> {
+        self.fill_bytes(dest);
+        Ok(())
+    }
+}
+
+/// The body of the pipeline fuzz target, also run over its kept corpus by
+/// the regression tests: the bytes choose a well-typed program (through
+/// [`ByteRng`]) and inputs, which go through the three-way comparison of
+/// [`difftest::check`]; a disagreement panics with the program and message.
+pub fn fuzz_pipeline(data: &[u8]) {
+    let cfg = difftest::DiffConfig::default();
+    let f = gen_function_with(ByteRng::new(data), &cfg.gen);
+    let seed = data.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ *b as u64).wrapping_mul(0x100_0000_01b3)
+    });
+    let mut rng = StdRng::seed_from_u64(seed);
+    let Ok((sizes, args, layout)) = difftest::inputs_for(&f, cfg.max_size, true, &mut rng) else {
+        return;
+    };
+    let case = difftest::Case {
+        function: f,
+        sizes,
+        args,
+        layout,
+    };
+    if let difftest::Verdict::Disagree(fl) = difftest::check(&case, &cfg) {
+        panic!(
+            "the {} disagrees: {}\n{}",
+            fl.stage,
+            fl.message,
+            crate::syntax::print_function(&case.function)
+        );
+    }
+}
+
 fn children_mut(e: &mut Expr) -> Vec<&mut Expr> {
     match e {
         Expr::Var(_) | Expr::Num(_) | Expr::Bracket(_) | Expr::Eps(_) => vec![],
@@ -602,6 +792,62 @@ fn paths(e: &Expr, prefix: &mut Vec<usize>, out: &mut Vec<Vec<usize>>) {
     }
 }
 
+/// How big an expression is for shrinking: its node count, then the sum of
+/// its index coefficients and constants and of its literal sizes.
+fn weight(e: &Expr) -> (usize, i64) {
+    fn aff(a: &Affine) -> i64 {
+        a.constant.saturating_abs() + a.terms.values().map(|c| c.saturating_abs()).sum::<i64>()
+    }
+    fn go(e: &Expr) -> i64 {
+        let own = match e {
+            Expr::Access(_, a) => aff(a),
+            Expr::Eps(v) => v.iter().map(aff).sum(),
+            Expr::Bracket(p) => p.affines().into_iter().map(aff).sum(),
+            Expr::Gen(_, Size::Lit(n), _) | Expr::Sum(_, Size::Lit(n), _) => *n as i64,
+            _ => 0,
+        };
+        e.children()
+            .into_iter()
+            .fold(own, |s, c| s.saturating_add(go(c)))
+    }
+    (e.size(), go(e))
+}
+
+/// Same-shaped simpler forms of a node: an access with a simpler index, a
+/// binder over a smaller literal range.
+fn simpler_in_place(e: &Expr) -> Vec<Expr> {
+    let mut out = Vec::new();
+    match e {
+        Expr::Access(t, a) => {
+            let mut idx = vec![Affine::constant(0)];
+            if a.constant != 0 {
+                idx.push(Affine {
+                    constant: 0,
+                    ..a.clone()
+                });
+            }
+            for v in a.terms.keys() {
+                idx.push(Affine::var(v.clone()));
+            }
+            for i in idx {
+                if &i != a {
+                    out.push(Expr::Access(t.clone(), i));
+                }
+            }
+        }
+        Expr::Gen(i, Size::Lit(n), b) | Expr::Sum(i, Size::Lit(n), b) => {
+            for m in [1, 2].into_iter().filter(|m| m < n) {
+                out.push(match e {
+                    Expr::Gen(..) => Expr::Gen(i.clone(), Size::Lit(m), b.clone()),
+                    _ => Expr::Sum(i.clone(), Size::Lit(m), b.clone()),
+                });
+            }
+        }
+        _ => {}
+    }
+    out
+}
+
 /// Shrink a function while `fails` keeps holding: repeatedly replace a
 /// subterm by one of its own sub-terms or by `0`/`1`, keeping the function
 /// well-typed with the same signature. Returns the smallest failing function
@@ -623,8 +869,9 @@ pub fn shrink(f: &Function, fails: impl Fn(&Function) -> bool, max_steps: usize)
                 cands.push(c.clone());
                 cands.extend(c.children().into_iter().cloned());
             }
+            cands.extend(simpler_in_place(&node));
             for cand in cands {
-                if cand.size() >= node.size() || cand == node {
+                if weight(&cand) >= weight(&node) || cand == node {
                     continue;
                 }
                 let mut g = best.clone();

@@ -1,0 +1,162 @@
+//! `einsat difftest`: random well-typed programs through the interpreter,
+//! the optimiser + interpreter and the optimiser + JIT
+//! ([`crate::testing::difftest`]), with a progress bar, a summary line, and a
+//! shrunk reproducer (`.tl` program plus `.npy` inputs) per disagreement.
+
+use super::optcmd::rule_set;
+use super::CliResult;
+use crate::syntax::print_function;
+use crate::testing::difftest::{run, write_reproducer, DiffConfig};
+use crate::testing::GenConfig;
+use indicatif::{ProgressBar, ProgressStyle};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Options of `einsat difftest`.
+#[derive(clap::Args, Debug)]
+pub struct DiffArgs {
+    /// Random programs to check.
+    #[arg(long, default_value_t = 1000)]
+    pub cases: u64,
+    /// Seed of the run: case k is drawn from (seed, k).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Program features: a comma list of all, none, NAME or -NAME, e.g.
+    /// "all,-eps" or "lets,affine" (names: pairs, lets, brackets, eps,
+    /// funcs, affine, named, pair-params, tuples).
+    #[arg(long, default_value = "all")]
+    pub features: String,
+    /// Maximum expression depth of the random programs.
+    #[arg(long, default_value_t = 4)]
+    pub depth: u32,
+    /// Use the `*.rules` files of this folder instead of the built-in rules.
+    #[arg(long)]
+    pub rules: Option<PathBuf>,
+    /// Named sizes of the inputs are drawn from 1..=MAX.
+    #[arg(long, default_value_t = 4)]
+    pub max_size: usize,
+    /// Relative tolerance of the comparison.
+    #[arg(long, default_value_t = 1e-6)]
+    pub rtol: f64,
+    /// Stop after this many disagreements (each is shrunk and written).
+    #[arg(long, default_value_t = 3)]
+    pub max_failures: usize,
+    /// Folder for the reproducers (one subfolder per disagreement).
+    #[arg(long, default_value = "difftest-failures")]
+    pub out: PathBuf,
+    /// Worker threads (default: the number of cores).
+    #[arg(long)]
+    pub jobs: Option<usize>,
+    /// Leave out the JIT leg.
+    #[arg(long)]
+    pub no_jit: bool,
+    /// Time limit of one optimisation, in milliseconds.
+    #[arg(long, default_value_t = 5000)]
+    pub time_limit_ms: u64,
+}
+
+/// `einsat difftest`.
+pub fn difftest(a: &DiffArgs) -> CliResult {
+    let gen = GenConfig {
+        max_depth: a.depth,
+        ..GenConfig::default()
+    }
+    .with_features(&a.features)
+    .map_err(|e| format!("error: --features: {e}"))?;
+    let mut cfg = DiffConfig {
+        gen,
+        max_size: a.max_size.max(1),
+        jit: !a.no_jit,
+        ..DiffConfig::default()
+    };
+    cfg.tol.rel = a.rtol;
+    cfg.opt.time_limit = Duration::from_millis(a.time_limit_ms.max(1));
+    if a.rules.is_some() {
+        cfg.opt.rules = Some(rule_set(a.rules.as_deref())?);
+    }
+    let jobs = a.jobs.unwrap_or_else(|| {
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+    });
+    let bar = ProgressBar::new(a.cases);
+    bar.set_style(
+        ProgressStyle::with_template(
+            "{elapsed_precise} [{bar:40}] {pos}/{len} cases, {msg} ({eta} left)",
+        )
+        .map_err(|e| format!("error: {e}"))?
+        .progress_chars("=> "),
+    );
+    bar.set_message("0 disagreements");
+    // Panics are caught and reported as disagreements; keep their default
+    // messages off the terminal while the run lasts.
+    let hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let summary = run(&cfg, a.seed, a.cases, jobs, a.max_failures, &|done, bad| {
+        bar.set_position(done);
+        if bad > 0 {
+            bar.set_message(format!("{bad} disagreements"));
+        }
+    });
+    std::panic::set_hook(hook);
+    bar.finish_and_clear();
+    println!(
+        "difftest: {} cases ({} also through the JIT), {} disagreements, seed {}, {:.1} s",
+        summary.cases, summary.jit_cases, summary.disagreeing, a.seed, summary.seconds
+    );
+    // The reproducer's commands use the same rules as the run.
+    let run_opts = match &a.rules {
+        Some(r) => format!(
+            "--rules {}",
+            std::fs::canonicalize(r)
+                .unwrap_or_else(|_| r.clone())
+                .display()
+        ),
+        None => String::new(),
+    };
+    for d in &summary.disagreements {
+        let dir = a.out.join(format!("case-{}", d.index));
+        let specs =
+            write_reproducer(&d.shrunk, &d.failure, &dir, &run_opts).map_err(|e| format!("{e}"))?;
+        println!(
+            "\ncase {} (seed {:#x}): the {} disagrees with the interpreter",
+            d.index, d.seed, d.failure.stage
+        );
+        for line in d.failure.message.lines() {
+            println!("  {line}");
+        }
+        println!(
+            "shrunk from {} to {} nodes:",
+            d.original.function.body.size(),
+            d.shrunk.function.body.size()
+        );
+        print!("{}", print_function(&d.shrunk.function));
+        println!();
+        if let Some(g) = &d.failure.optimized {
+            println!("optimised to:");
+            print!("{}", print_function(g));
+            println!();
+        }
+        let mut args: String = specs.iter().map(|s| format!(" --arg {s}")).collect();
+        if !run_opts.is_empty() {
+            args = format!(" {run_opts}{args}");
+        }
+        println!("reproducer: {}", dir.join("repro.tl").display());
+        println!(
+            "  cd {} && einsat run repro.tl --no-opt --engine interp{args}",
+            dir.display()
+        );
+        println!(
+            "  cd {} && einsat run repro.tl --engine jit{args}",
+            dir.display()
+        );
+    }
+    if summary.disagreeing > 0 {
+        Err(format!(
+            "error: {} of {} cases disagree",
+            summary.disagreeing, summary.cases
+        ))
+    } else {
+        Ok(())
+    }
+}

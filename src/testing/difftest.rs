@@ -1,0 +1,741 @@
+//! Differential testing: one function and its inputs through three engines —
+//! the reference interpreter, the optimiser followed by the interpreter, and
+//! the optimiser followed by the JIT — and the first disagreement, shrunk to
+//! a small program and simple inputs, written out as a reproducer that
+//! `einsat run` accepts. `einsat difftest` is the command-line front end;
+//! rule authors and compiler testers can call [`check`], [`run`] and
+//! [`shrink_case`] directly.
+//!
+//! **Tolerance.** Rewriting changes the order of additions, so values are
+//! compared with a relative tolerance ([`Tolerance`]): `a` and `b` agree when
+//! `|a - b| <= rel * max(|a|, |b|) + abs` (default `rel = 1e-6`,
+//! `abs = 1e-9`), elementwise, with equal shapes.
+//!
+//! **NaN and infinity.** Random inputs are finite (uniform in [-2, 2)) and
+//! the random programs keep scalar functions in their domains
+//! (`sqrt(abs(e))`, `log(1 + abs(e))`, division by `1 + abs(e)`; see
+//! [`crate::testing`]), so results are finite. Should a NaN or an infinity
+//! appear anyway (in a hand-written program), a NaN agrees only with a NaN
+//! and an infinity only with the same infinity.
+//!
+//! **What counts as a disagreement.** A value outside the tolerance, an error
+//! from any engine on a well-typed program with fitting inputs, an optimised
+//! program that does not type-check with the original signature, a program
+//! the JIT refuses, and a panic anywhere. The JIT leg is skipped (and the
+//! cases it ran on are counted) only for functions whose result holds a
+//! tensor of pairs, which no normal form can return.
+
+use super::{gen_function, random_inputs, relayout_value, shrink, GenConfig, Layout};
+use crate::error::{Error, Result};
+use crate::interp::{self, Boundary, Sizes, Value};
+use crate::opt::{optimize, Options};
+use crate::syntax::ast::*;
+use crate::syntax::print_function;
+use crate::{jit, types};
+use ndarray::{ArrayD, Axis, Slice};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use std::fmt;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// How close two results must be to agree.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Tolerance {
+    pub rel: f64,
+    pub abs: f64,
+}
+
+impl Default for Tolerance {
+    fn default() -> Self {
+        Tolerance {
+            rel: 1e-6,
+            abs: 1e-9,
+        }
+    }
+}
+
+impl Tolerance {
+    /// Do `a` and `b` agree (same structure and shapes, every number within
+    /// the tolerance; NaN only with NaN, an infinity only with itself)?
+    pub fn agree(&self, a: &Value, b: &Value) -> bool {
+        a.approx_eq(b, self.rel, self.abs)
+    }
+}
+
+/// The engine that disagreed with the reference interpreter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Stage {
+    /// The reference interpreter itself failed.
+    Interp,
+    /// The optimiser failed or changed the signature.
+    Optimizer,
+    /// The optimised program, in the interpreter.
+    OptInterp,
+    /// The optimised program, compiled by the JIT.
+    OptJit,
+}
+
+impl fmt::Display for Stage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Stage::Interp => "interpreter",
+            Stage::Optimizer => "optimiser",
+            Stage::OptInterp => "optimiser + interpreter",
+            Stage::OptJit => "optimiser + JIT",
+        })
+    }
+}
+
+/// One disagreement: which engine, and what it did.
+#[derive(Clone, Debug)]
+pub struct Failure {
+    pub stage: Stage,
+    pub message: String,
+    /// The optimised program, when the optimiser got that far.
+    pub optimized: Option<Function>,
+}
+
+/// A function with inputs: sizes for its named sizes, arguments in
+/// parameter order, and the memory layout the JIT receives them in.
+#[derive(Clone, Debug)]
+pub struct Case {
+    pub function: Function,
+    pub sizes: Sizes,
+    pub args: Vec<Value>,
+    pub layout: Layout,
+}
+
+/// The outcome of [`check`].
+#[derive(Clone, Debug)]
+pub enum Verdict {
+    /// All engines agree; `jit` says whether the JIT leg ran.
+    Agree {
+        jit: bool,
+    },
+    Disagree(Failure),
+}
+
+/// Everything a differential run depends on.
+#[derive(Clone, Debug)]
+pub struct DiffConfig {
+    /// Which programs are drawn.
+    pub gen: GenConfig,
+    /// Optimiser options (rules, limits).
+    pub opt: Options,
+    pub tol: Tolerance,
+    /// Named sizes are drawn from `1..=max_size`.
+    pub max_size: usize,
+    /// Give the JIT its inputs in a random layout (C, Fortran, sliced,
+    /// reversed); else C order.
+    pub layouts: bool,
+    /// Run the JIT leg.
+    pub jit: bool,
+    /// Accepted shrinking steps, and the time shrinking one case may take.
+    pub shrink_steps: usize,
+    pub shrink_time: Duration,
+}
+
+impl Default for DiffConfig {
+    fn default() -> Self {
+        DiffConfig {
+            gen: GenConfig {
+                max_depth: 4,
+                ..GenConfig::default()
+            },
+            opt: Options::default(),
+            tol: Tolerance::default(),
+            max_size: 4,
+            layouts: true,
+            jit: true,
+            shrink_steps: 300,
+            shrink_time: Duration::from_secs(60),
+        }
+    }
+}
+
+/// The seed of case `index` of a run seeded by `seed` (SplitMix64).
+pub fn case_seed(seed: u64, index: u64) -> u64 {
+    let mut z = seed
+        .wrapping_add(index.wrapping_mul(0x9E37_79B9_7F4A_7C15))
+        .wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// Random inputs for `f`: named sizes in `1..=max_size`, values uniform in
+/// [-2, 2), and a layout (C unless `layouts`), all drawn from `rng`.
+pub fn inputs_for(
+    f: &Function,
+    max_size: usize,
+    layouts: bool,
+    rng: &mut impl Rng,
+) -> Result<(Sizes, Vec<Value>, Layout)> {
+    let sizes: Sizes = f
+        .size_names()
+        .into_iter()
+        .map(|n| (n, rng.gen_range(1..=max_size.max(1))))
+        .collect();
+    let args = random_inputs(f, &sizes, rng)?;
+    let layout = if layouts {
+        Layout::ALL[rng.gen_range(0..Layout::ALL.len())]
+    } else {
+        Layout::C
+    };
+    Ok((sizes, args, layout))
+}
+
+/// The case a run draws for `seed`: a random well-typed function and inputs.
+pub fn case_from_seed(seed: u64, cfg: &DiffConfig) -> Result<Case> {
+    let function = gen_function(seed, &cfg.gen);
+    let mut rng = StdRng::seed_from_u64(seed ^ 0x5DEE_CE66_D1CE_5EED);
+    let (sizes, args, layout) = inputs_for(&function, cfg.max_size, cfg.layouts, &mut rng)?;
+    Ok(Case {
+        function,
+        sizes,
+        args,
+        layout,
+    })
+}
+
+/// A proptest strategy for random inputs of `f` (named sizes in
+/// `1..=max_size`, values in [-2, 2), any of the four layouts).
+pub fn arb_inputs(
+    f: Function,
+    max_size: usize,
+) -> impl proptest::strategy::Strategy<Value = (Sizes, Vec<Value>, Layout)> {
+    use proptest::prelude::*;
+    any::<u64>().prop_filter_map("inputs too large", move |seed| {
+        inputs_for(&f, max_size, true, &mut StdRng::seed_from_u64(seed)).ok()
+    })
+}
+
+/// A proptest strategy for whole cases: a random well-typed function drawn
+/// with `cfg.gen` and matching inputs (as [`case_from_seed`]).
+pub fn arb_case(cfg: DiffConfig) -> impl proptest::strategy::Strategy<Value = Case> {
+    use proptest::prelude::*;
+    any::<u64>().prop_filter_map("inputs too large", move |seed| {
+        case_from_seed(seed, &cfg).ok()
+    })
+}
+
+/// Can the JIT produce `f`'s result (no tensor of pairs in it: normal form
+/// writes one tensor per output; parameters of any type are fine)?
+pub fn jit_applicable(f: &Function) -> bool {
+    fn ok(t: &Type) -> bool {
+        match t {
+            Type::Real => true,
+            Type::Tensor(..) => t.is_pair_free(),
+            Type::Pair(a, b) => ok(a) && ok(b),
+        }
+    }
+    types::check(f).is_ok_and(|s| ok(&s.ret))
+}
+
+fn panic_text(p: Box<dyn std::any::Any + Send>) -> String {
+    if let Some(s) = p.downcast_ref::<&str>() {
+        s.to_string()
+    } else if let Some(s) = p.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "(no message)".into()
+    }
+}
+
+/// Run `f`, turning a panic into an error message.
+fn guarded<T>(f: impl FnOnce() -> Result<T>) -> std::result::Result<T, String> {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(e)) => Err(format!("error: {e}")),
+        Err(p) => Err(format!("panicked: {}", panic_text(p))),
+    }
+}
+
+fn fail(stage: Stage, message: String, optimized: Option<&Function>) -> Verdict {
+    Verdict::Disagree(Failure {
+        stage,
+        message,
+        optimized: optimized.cloned(),
+    })
+}
+
+/// Run one case through the three engines and compare with the reference.
+pub fn check(case: &Case, cfg: &DiffConfig) -> Verdict {
+    let f = &case.function;
+    let want = match guarded(|| interp::run(f, &case.args)) {
+        Ok(v) => v,
+        Err(m) => return fail(Stage::Interp, m, None),
+    };
+    let o = match guarded(|| optimize(f, &cfg.opt)) {
+        Ok(o) => o,
+        Err(m) => return fail(Stage::Optimizer, m, None),
+    };
+    let g = &o.program;
+    let same_sig = match (types::check(f), types::check(g)) {
+        (Ok(a), Ok(b)) => a.ret == b.ret && f.params == g.params,
+        _ => false,
+    };
+    if !same_sig {
+        return fail(
+            Stage::Optimizer,
+            "the optimised program does not type-check with the original signature".into(),
+            Some(g),
+        );
+    }
+    match guarded(|| interp::run(g, &case.args)) {
+        Ok(got) if cfg.tol.agree(&want, &got) => {}
+        Ok(got) => {
+            return fail(
+                Stage::OptInterp,
+                format!("expected {want}, got {got}"),
+                Some(g),
+            )
+        }
+        Err(m) => return fail(Stage::OptInterp, m, Some(g)),
+    }
+    if !cfg.jit || !jit_applicable(f) {
+        return Verdict::Agree { jit: false };
+    }
+    let laid: Vec<Value> = case
+        .args
+        .iter()
+        .map(|v| relayout_value(v, case.layout))
+        .collect();
+    match guarded(|| jit::compile_uncached(g)?.call(&laid)) {
+        Ok(got) if cfg.tol.agree(&want, &got) => Verdict::Agree { jit: true },
+        Ok(got) => fail(
+            Stage::OptJit,
+            format!("expected {want}, got {got} ({:?} layout)", case.layout),
+            Some(g),
+        ),
+        Err(m) => fail(Stage::OptJit, m, Some(g)),
+    }
+}
+
+/// Does `case` still fail at `stage`?
+fn fails_at(case: &Case, stage: Stage, cfg: &DiffConfig) -> Option<Failure> {
+    match check(case, cfg) {
+        Verdict::Disagree(f) if f.stage == stage => Some(f),
+        _ => None,
+    }
+}
+
+/// Keep only the first `k` entries along every axis of size `name`.
+fn restrict(v: &Value, b: &Boundary, name: &str, k: usize) -> Value {
+    match (v, b) {
+        (Value::Array(a), Boundary::Array(dims)) => {
+            let mut a: ArrayD<f64> = a.clone();
+            for (ax, d) in dims.iter().enumerate() {
+                if matches!(d, Size::Named(n) if n == name) && ax < a.ndim() {
+                    a.slice_axis_inplace(Axis(ax), Slice::from(0..k.min(a.shape()[ax])));
+                }
+            }
+            Value::Array(a.as_standard_layout().to_owned())
+        }
+        (Value::Pair(x, y), Boundary::Pair(bx, by)) => {
+            Value::pair(restrict(x, bx, name, k), restrict(y, by, name, k))
+        }
+        _ => v.clone(),
+    }
+}
+
+fn map_numbers(v: &Value, f: &impl Fn(f64) -> f64) -> Value {
+    match v {
+        Value::Real(x) => Value::Real(f(*x)),
+        Value::Array(a) => Value::Array(a.mapv(f)),
+        Value::Pair(a, b) => Value::pair(map_numbers(a, f), map_numbers(b, f)),
+    }
+}
+
+/// The numbers of a value, in order, as mutable slots.
+fn number_count(v: &Value) -> usize {
+    match v {
+        Value::Real(_) => 1,
+        Value::Array(a) => a.len(),
+        Value::Pair(a, b) => number_count(a) + number_count(b),
+    }
+}
+
+fn set_number(v: &Value, mut k: usize, x: f64) -> Value {
+    fn go(v: &Value, k: &mut usize, x: f64) -> Value {
+        match v {
+            Value::Real(y) => {
+                let r = if *k == 0 { x } else { *y };
+                *k = k.wrapping_sub(1);
+                Value::Real(r)
+            }
+            Value::Array(a) => {
+                let mut a = a.as_standard_layout().to_owned();
+                if *k < a.len() {
+                    if let Some(s) = a.as_slice_mut() {
+                        s[*k] = x;
+                    }
+                    *k = usize::MAX;
+                } else if *k != usize::MAX {
+                    *k -= a.len();
+                }
+                Value::Array(a)
+            }
+            Value::Pair(a, b) => {
+                let a = go(a, k, x);
+                let b = go(b, k, x);
+                Value::pair(a, b)
+            }
+        }
+    }
+    go(v, &mut k, x)
+}
+
+fn number_at(v: &Value, k: usize) -> Option<f64> {
+    match v {
+        Value::Real(x) => (k == 0).then_some(*x),
+        Value::Array(a) => a.iter().nth(k).copied(),
+        Value::Pair(a, b) => {
+            let n = number_count(a);
+            if k < n {
+                number_at(a, k)
+            } else {
+                number_at(b, k - n)
+            }
+        }
+    }
+}
+
+/// Shrink a failing case: a smaller program with the same signature, then
+/// unused parameters dropped, named sizes made smaller, the layout made C,
+/// and input numbers made simple (0, 1, integers), each step kept only if
+/// the case still fails at the same stage. Bounded by `cfg.shrink_steps`
+/// and `cfg.shrink_time`.
+pub fn shrink_case(case: &Case, failure: &Failure, cfg: &DiffConfig) -> (Case, Failure) {
+    let stage = failure.stage;
+    let start = Instant::now();
+    let in_time = || start.elapsed() < cfg.shrink_time;
+    let mut best = case.clone();
+    let mut fl = failure.clone();
+    let try_case = |c: Case, best: &mut Case, fl: &mut Failure| -> bool {
+        if !in_time() {
+            return false;
+        }
+        match fails_at(&c, stage, cfg) {
+            Some(f2) => {
+                *best = c;
+                *fl = f2;
+                true
+            }
+            None => false,
+        }
+    };
+    // 1. the layout
+    if best.layout != Layout::C {
+        let c = Case {
+            layout: Layout::C,
+            ..best.clone()
+        };
+        try_case(c, &mut best, &mut fl);
+    }
+    // 2. the program (same signature, same inputs)
+    let base = best.clone();
+    let small = shrink(
+        &best.function,
+        |g| {
+            in_time()
+                && fails_at(
+                    &Case {
+                        function: g.clone(),
+                        ..base.clone()
+                    },
+                    stage,
+                    cfg,
+                )
+                .is_some()
+        },
+        cfg.shrink_steps,
+    );
+    if small != best.function {
+        let c = Case {
+            function: small,
+            ..best.clone()
+        };
+        try_case(c, &mut best, &mut fl);
+    }
+    // 3. parameters the body no longer reads
+    let mut k = 0;
+    while k < best.function.params.len() {
+        let p = &best.function.params[k];
+        if best.function.body.uses_var(&p.name) {
+            k += 1;
+            continue;
+        }
+        let mut g = best.function.clone();
+        g.params.remove(k);
+        let mut args = best.args.clone();
+        args.remove(k);
+        let ok = types::check(&g).is_ok() && interp::bind(&g, &args).is_ok();
+        let sizes = best
+            .sizes
+            .iter()
+            .filter(|(n, _)| g.size_names().contains(n))
+            .map(|(n, v)| (n.clone(), *v))
+            .collect();
+        if !(ok
+            && try_case(
+                Case {
+                    function: g,
+                    args,
+                    sizes,
+                    layout: best.layout,
+                },
+                &mut best,
+                &mut fl,
+            ))
+        {
+            k += 1;
+        }
+    }
+    // 4. smaller named sizes
+    let names: Vec<(String, usize)> = best.sizes.iter().map(|(n, v)| (n.clone(), *v)).collect();
+    for (name, v) in names {
+        for smaller in 1..v {
+            let args: Vec<Value> = best
+                .args
+                .iter()
+                .zip(&best.function.params)
+                .map(|(a, p)| restrict(a, &Boundary::of(&p.ty), &name, smaller))
+                .collect();
+            let mut sizes = best.sizes.clone();
+            sizes.insert(name.clone(), smaller);
+            let c = Case {
+                args,
+                sizes,
+                ..best.clone()
+            };
+            if try_case(c, &mut best, &mut fl) {
+                break;
+            }
+        }
+    }
+    // 5. simpler numbers: whole arguments rounded, then each number 0 or 1
+    for k in 0..best.args.len() {
+        for f in [|_: f64| 0.0, |_: f64| 1.0, |x: f64| x.round()] {
+            let mut args = best.args.clone();
+            args[k] = map_numbers(&args[k], &f);
+            if args[k].approx_eq(&best.args[k], 0.0, 0.0) {
+                continue;
+            }
+            let c = Case {
+                args,
+                ..best.clone()
+            };
+            if try_case(c, &mut best, &mut fl) {
+                break;
+            }
+        }
+        for j in 0..number_count(&best.args[k]) {
+            for x in [0.0, 1.0] {
+                if number_at(&best.args[k], j) == Some(x) {
+                    break;
+                }
+                let mut args = best.args.clone();
+                args[k] = set_number(&args[k], j, x);
+                let c = Case {
+                    args,
+                    ..best.clone()
+                };
+                if try_case(c, &mut best, &mut fl) {
+                    break;
+                }
+            }
+        }
+    }
+    (best, fl)
+}
+
+/// A disagreement found by [`run`]: the case as drawn and as shrunk.
+#[derive(Clone, Debug)]
+pub struct Disagreement {
+    /// Case number in the run, and the seed it was drawn from.
+    pub index: u64,
+    pub seed: u64,
+    pub original: Case,
+    pub shrunk: Case,
+    pub failure: Failure,
+}
+
+/// What [`run`] did.
+#[derive(Clone, Debug, Default)]
+pub struct Summary {
+    /// Cases checked, cases whose JIT leg ran, and disagreements found
+    /// (before the cap on how many are shrunk and kept).
+    pub cases: u64,
+    pub jit_cases: u64,
+    pub disagreeing: u64,
+    /// The first disagreements by case number, shrunk.
+    pub disagreements: Vec<Disagreement>,
+    pub seconds: f64,
+}
+
+/// Run `cases` random cases (case `k` drawn from [`case_seed`]`(seed, k)`)
+/// on `jobs` threads; stop drawing new cases once `max_failures`
+/// disagreements are known, then shrink the first of them by case number.
+/// `progress(done, disagreeing)` is called after every case.
+pub fn run(
+    cfg: &DiffConfig,
+    seed: u64,
+    cases: u64,
+    jobs: usize,
+    max_failures: usize,
+    progress: &(dyn Fn(u64, u64) + Sync),
+) -> Summary {
+    let start = Instant::now();
+    let next = AtomicU64::new(0);
+    let done = AtomicU64::new(0);
+    let jit_cases = AtomicU64::new(0);
+    let bad = AtomicUsize::new(0);
+    let found: Mutex<Vec<(u64, Case, Failure)>> = Mutex::new(Vec::new());
+    std::thread::scope(|s| {
+        for _ in 0..jobs.max(1) {
+            s.spawn(|| loop {
+                if bad.load(Ordering::SeqCst) >= max_failures.max(1) {
+                    break;
+                }
+                let k = next.fetch_add(1, Ordering::SeqCst);
+                if k >= cases {
+                    break;
+                }
+                let cs = case_seed(seed, k);
+                let verdict = match case_from_seed(cs, cfg) {
+                    Ok(case) => match check(&case, cfg) {
+                        Verdict::Agree { jit } => {
+                            if jit {
+                                jit_cases.fetch_add(1, Ordering::Relaxed);
+                            }
+                            None
+                        }
+                        Verdict::Disagree(f) => Some((k, case, f)),
+                    },
+                    Err(_) => None,
+                };
+                if let Some(v) = verdict {
+                    bad.fetch_add(1, Ordering::SeqCst);
+                    if let Ok(mut g) = found.lock() {
+                        g.push(v);
+                    }
+                }
+                let d = done.fetch_add(1, Ordering::SeqCst) + 1;
+                progress(d, bad.load(Ordering::SeqCst) as u64);
+            });
+        }
+    });
+    let mut found = found.into_inner().unwrap_or_default();
+    found.sort_by_key(|(k, _, _)| *k);
+    let disagreeing = found.len() as u64;
+    let disagreements = found
+        .into_iter()
+        .take(max_failures.max(1))
+        .map(|(index, case, failure)| {
+            let (shrunk, failure) = shrink_case(&case, &failure, cfg);
+            Disagreement {
+                index,
+                seed: case_seed(seed, index),
+                original: case,
+                shrunk,
+                failure,
+            }
+        })
+        .collect();
+    Summary {
+        cases: done.load(Ordering::SeqCst),
+        jit_cases: jit_cases.load(Ordering::SeqCst),
+        disagreeing,
+        disagreements,
+        seconds: start.elapsed().as_secs_f64(),
+    }
+}
+
+/// How an argument is given to `einsat run`: `--arg` specs, with the arrays
+/// to write as `.npy` files (name, path stem, value).
+fn arg_specs(name: &str, v: &Value, out: &mut Vec<String>, files: &mut Vec<(String, Value)>) {
+    match v {
+        Value::Real(x) => out.push(format!("{name}={x:?}")),
+        Value::Array(_) => {
+            let file = format!("{name}.npy");
+            out.push(format!("{name}={file}"));
+            files.push((file, v.clone()));
+        }
+        Value::Pair(a, b) => {
+            arg_specs(&format!("{name}.0"), a, out, files);
+            arg_specs(&format!("{name}.1"), b, out, files);
+        }
+    }
+}
+
+/// Write a reproducer for `case` into `dir`: `repro.tl` (the program, with
+/// the failure and the commands in comments) and one `.npy` file per array
+/// argument. Returns the `--arg` options that `einsat run` takes.
+///
+/// `run_opts` are options the commands in the comments need besides the
+/// arguments (such as `--rules DIR` when the run used other rules).
+pub fn write_reproducer(
+    case: &Case,
+    failure: &Failure,
+    dir: &Path,
+    run_opts: &str,
+) -> Result<Vec<String>> {
+    std::fs::create_dir_all(dir)
+        .map_err(|e| Error::Io(format!("{}: cannot create: {e}", dir.display())))?;
+    let mut specs = Vec::new();
+    let mut files = Vec::new();
+    for (p, v) in case.function.params.iter().zip(&case.args) {
+        arg_specs(&p.name, v, &mut specs, &mut files);
+    }
+    for (file, v) in &files {
+        crate::cli::io::write_value(&dir.join(file), v)?;
+    }
+    let mut args: String = specs.iter().map(|s| format!(" --arg {s}")).collect();
+    if !run_opts.is_empty() {
+        args = format!(" {run_opts}{args}");
+    }
+    let mut text = String::new();
+    text.push_str(&format!(
+        "# einsat difftest reproducer: the {} disagrees with the reference interpreter\n",
+        failure.stage
+    ));
+    for line in failure.message.lines() {
+        text.push_str(&format!("#   {line}\n"));
+    }
+    if !case.sizes.is_empty() {
+        let s: Vec<String> = case.sizes.iter().map(|(n, v)| format!("{n}={v}")).collect();
+        text.push_str(&format!("# sizes: {}\n", s.join(", ")));
+    }
+    if case.layout != Layout::C {
+        text.push_str(&format!(
+            "# the JIT received the inputs in {:?} layout\n",
+            case.layout
+        ));
+    }
+    text.push_str(&format!(
+        "# reference: einsat run repro.tl --no-opt --engine interp{args}\n"
+    ));
+    text.push_str(&format!(
+        "# optimised: einsat run repro.tl --engine interp{args}\n"
+    ));
+    text.push_str(&format!(
+        "# JIT:       einsat run repro.tl --engine jit{args}\n"
+    ));
+    if let Some(g) = &failure.optimized {
+        text.push_str("# the optimised program:\n");
+        for line in print_function(g).lines() {
+            text.push_str(&format!("#   {line}\n"));
+        }
+    }
+    text.push_str(&print_function(&case.function));
+    text.push('\n');
+    let path = dir.join("repro.tl");
+    std::fs::write(&path, text)
+        .map_err(|e| Error::Io(format!("{}: cannot write: {e}", path.display())))?;
+    Ok(specs)
+}
