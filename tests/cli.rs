@@ -1,27 +1,14 @@
 //! The `einsat` binary end to end: check, run (text, JSON, .npy in and out),
 //! einsum, demo, and every kind of bad input with exit status 1.
 
+mod common;
+
+use common::tmpdir;
 use ndarray::{arr1, arr2, ArrayD};
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 
 fn einsat(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_einsat"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
-fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("einsat-cli-{name}-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    common::einsat_in(Path::new(env!("CARGO_MANIFEST_DIR")), args)
 }
 
 fn write_npy(p: &Path, a: ArrayD<f64>) -> String {

@@ -2,6 +2,9 @@
 //! `einsat::testing::difftest`, the `einsat difftest` command, feature
 //! knobs of the generator, and the pipeline fuzz target's kept corpus.
 
+mod common;
+
+use common::tmpdir;
 use einsat::egraph::rules::{builtin_rules, parse_rules};
 use einsat::interp::{self, Value};
 use einsat::syntax::{print_function, Expr};
@@ -10,27 +13,10 @@ use einsat::testing::difftest::{
     DiffConfig, Stage, Tolerance, Verdict,
 };
 use einsat::testing::{gen_function, gen_function_with, ByteRng, GenConfig, Layout};
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 
 fn einsat(args: &[&str], dir: &Path) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_einsat"))
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
-fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("einsat-difftest-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    common::einsat_in(dir, args)
 }
 
 /// The broken rule of the example: beta-reduction of a gen access
@@ -83,17 +69,14 @@ fn broken_rule_is_caught_with_a_small_reproducer() {
     ));
     // the reproducer holds the program and inputs that `einsat run` takes
     let dir = tmpdir("repro");
-    let specs = write_reproducer(&d.shrunk, &d.failure, &dir, "").unwrap();
+    let words = write_reproducer(&d.shrunk, &d.failure, &dir, &[]).unwrap();
     let text = std::fs::read_to_string(dir.join("repro.tl")).unwrap();
     let back = einsat::load(&text).unwrap();
     assert_eq!(back.functions[0], d.shrunk.function);
     let mut args = vec![
         "run", "repro.tl", "--no-opt", "--engine", "interp", "--json",
     ];
-    for s in &specs {
-        args.push("--arg");
-        args.push(s);
-    }
+    args.extend(words.iter().map(String::as_str));
     let (code, out, err) = einsat(&args, &dir);
     assert_eq!(code, 0, "{err}");
     let want = interp::run(&d.shrunk.function, &d.shrunk.args).unwrap();

@@ -2,6 +2,8 @@
 //! size inference works and reports conflicts, and einsum (plain and batched)
 //! agrees with a direct evaluation of the contraction.
 
+mod common;
+use common::cases;
 use einsat::frontend::builder::*;
 use einsat::frontend::einsum::{einsum, einsum_batched, parse_batch_args};
 use einsat::syntax::{parse_program, print_function};
@@ -292,13 +294,6 @@ fn arb_einsum() -> impl Strategy<Value = Case> {
             };
             (spec, inputs, output, sizes, seed)
         })
-}
-
-fn cases(default: u32) -> u32 {
-    std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(default)
 }
 
 proptest! {

@@ -3,6 +3,8 @@
 //! zero padding and guards, tuple results and pair parameters through `call`
 //! and `call_into`, wrong arguments, the cache, and random programs.
 
+mod common;
+use common::cases;
 use einsat::interp::{self, Value};
 use einsat::jit;
 use einsat::opt::{optimize, Options};
@@ -16,13 +18,6 @@ use proptest::prelude::*;
 use rand::SeedableRng;
 use std::collections::BTreeMap;
 use std::sync::Arc;
-
-fn cases(default: u32) -> u32 {
-    std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(default)
-}
 
 fn example_files() -> Vec<(String, String)> {
     let mut out = Vec::new();

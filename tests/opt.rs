@@ -2,6 +2,8 @@
 //! Diderot and loop identities, random-program properties, rule soundness
 //! and speed.
 
+mod common;
+use common::cases;
 use einsat::egraph::check::check_rules;
 use einsat::egraph::rules::{builtin_rules, parse_rules};
 use einsat::extract::cost::{ir_cost, CostModel};
@@ -13,13 +15,6 @@ use einsat::{interp, types};
 use proptest::prelude::*;
 use rand::SeedableRng;
 use std::time::Instant;
-
-fn cases(default: u32) -> u32 {
-    std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(default)
-}
 
 fn load(file: &str) -> Vec<Function> {
     let src = std::fs::read_to_string(format!(

@@ -2,6 +2,8 @@
 //! generator makes well-typed programs, print → parse is the identity, serde
 //! JSON round-trips, and the interpreter does not care about input layout.
 
+mod common;
+use common::cases;
 use einsat::syntax::{parse_program, print_function, Program};
 use einsat::testing::{
     arb_function, random_inputs, random_sizes, relayout_value, GenConfig, Layout,
@@ -9,14 +11,6 @@ use einsat::testing::{
 use einsat::{interp, types};
 use proptest::prelude::*;
 use rand::SeedableRng;
-
-/// Case count: PROPTEST_CASES if set, else `default`.
-fn cases(default: u32) -> u32 {
-    std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(default)
-}
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(cases(3000)))]

@@ -105,18 +105,19 @@ pub fn difftest(a: &DiffArgs) -> CliResult {
         summary.cases, summary.jit_cases, summary.disagreeing, a.seed, summary.seconds
     );
     // The reproducer's commands use the same rules as the run.
-    let run_opts = match &a.rules {
-        Some(r) => format!(
-            "--rules {}",
+    let run_opts: Vec<String> = match &a.rules {
+        Some(r) => vec![
+            "--rules".into(),
             std::fs::canonicalize(r)
                 .unwrap_or_else(|_| r.clone())
                 .display()
-        ),
-        None => String::new(),
+                .to_string(),
+        ],
+        None => vec![],
     };
     for d in &summary.disagreements {
         let dir = a.out.join(format!("case-{}", d.index));
-        let specs =
+        let words =
             write_reproducer(&d.shrunk, &d.failure, &dir, &run_opts).map_err(|e| format!("{e}"))?;
         println!(
             "\ncase {} (seed {:#x}): the {} disagrees with the interpreter",
@@ -137,10 +138,7 @@ pub fn difftest(a: &DiffArgs) -> CliResult {
             print!("{}", print_function(g));
             println!();
         }
-        let mut args: String = specs.iter().map(|s| format!(" --arg {s}")).collect();
-        if !run_opts.is_empty() {
-            args = format!(" {run_opts}{args}");
-        }
+        let args: String = words.iter().map(|w| format!(" {w}")).collect();
         println!("reproducer: {}", dir.join("repro.tl").display());
         println!(
             "  cd {} && einsat run repro.tl --no-opt --engine interp{args}",

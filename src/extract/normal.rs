@@ -276,6 +276,11 @@ impl Cx {
     fn val(&self, x: &str) -> Option<&Type> {
         self.vals.iter().rev().find(|(n, _)| n == x).map(|(_, t)| t)
     }
+
+    /// The range of the innermost index named `i`.
+    fn range(&self, i: &str) -> Option<&Size> {
+        self.idx.iter().rev().find(|(n, _)| n == i).map(|(_, s)| s)
+    }
 }
 
 /// The type of a well-typed expression in a context (`Real` when unknown).
@@ -436,12 +441,10 @@ impl Simp<'_> {
             // A plain index is exact only when its own range fits the
             // gen's: after substitution `t[i]` may read a gen over `n`
             // with an `i` ranging over 3, and must keep its padding.
-            let var_fits = idx.as_var().is_some_and(|v| {
-                match (cx.idx.iter().rev().find(|(x, _)| x == v).map(|(_, r)| r), n) {
-                    (Some(r), n) if r == n => true,
-                    (Some(Size::Lit(r)), Size::Lit(m)) => r <= m,
-                    _ => false,
-                }
+            let var_fits = idx.as_var().is_some_and(|v| match (cx.range(v), n) {
+                (Some(r), n) if r == n => true,
+                (Some(Size::Lit(r)), Size::Lit(m)) => r <= m,
+                _ => false,
             });
             let exact = var_fits
                 || matches!((idx.as_const(), n), (Some(c), Size::Lit(m)) if c >= 0 && (c as usize) < *m);
@@ -495,12 +498,7 @@ pub fn plain_mismatch(e: &Expr, cx: &mut Cx) -> bool {
     match e {
         Expr::Access(t, idx) => {
             if let Some(v) = idx.as_var() {
-                let r = cx
-                    .idx
-                    .iter()
-                    .rev()
-                    .find(|(x, _)| x == v)
-                    .map(|(_, r)| r.clone());
+                let r = cx.range(v).cloned();
                 if let (Some(r), Type::Tensor(n, _)) = (r, type_of(t, cx)) {
                     if r != n {
                         return true;
@@ -525,14 +523,7 @@ pub fn plain_mismatch(e: &Expr, cx: &mut Cx) -> bool {
             cx.vals.pop();
             m
         }
-        _ => {
-            let mut m = false;
-            map_children(e, &mut |c| {
-                m = m || plain_mismatch(c, cx);
-                c.clone()
-            });
-            m
-        }
+        _ => e.children().into_iter().any(|c| plain_mismatch(c, cx)),
     }
 }
 
@@ -543,7 +534,7 @@ pub fn decide_in(p: &Pred, cx: &Cx) -> Option<bool> {
         let mut lo = Some(a.constant);
         let mut hi = Some(a.constant);
         for (v, c) in &a.terms {
-            let n = cx.idx.iter().rev().find(|(x, _)| x == v).map(|(_, n)| n);
+            let n = cx.range(v);
             let (vl, vh) = match n {
                 Some(Size::Lit(n)) => (Some(0), Some(*n as i64 - 1)),
                 Some(Size::Named(_)) => (Some(0), None),
@@ -752,7 +743,7 @@ impl Norm<'_> {
                     };
                     let a = go(*a, full, fresh, fixes);
                     if let (Some(v), Some(n)) = (idx.as_var(), n) {
-                        let r = full.idx.iter().rev().find(|(x, _)| x == v).map(|(_, r)| r);
+                        let r = full.range(v);
                         if r.is_some_and(|r| *r != n) {
                             let k = fresh.next("i");
                             fixes.push((k.clone(), n, v.to_string()));

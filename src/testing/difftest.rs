@@ -343,64 +343,26 @@ fn restrict(v: &Value, b: &Boundary, name: &str, k: usize) -> Value {
     }
 }
 
-fn map_numbers(v: &Value, f: &impl Fn(f64) -> f64) -> Value {
+/// The numbers of a value, in order (arrays in logical order).
+fn numbers(v: &Value) -> Vec<f64> {
     match v {
-        Value::Real(x) => Value::Real(f(*x)),
-        Value::Array(a) => Value::Array(a.mapv(f)),
-        Value::Pair(a, b) => Value::pair(map_numbers(a, f), map_numbers(b, f)),
+        Value::Real(x) => vec![*x],
+        Value::Array(a) => a.iter().copied().collect(),
+        Value::Pair(a, b) => [numbers(a), numbers(b)].concat(),
     }
 }
 
-/// The numbers of a value, in order, as mutable slots.
-fn number_count(v: &Value) -> usize {
+/// `v` with its numbers taken, in order, from `xs` (as [`numbers`] lists them).
+fn with_numbers(v: &Value, xs: &mut impl Iterator<Item = f64>) -> Value {
     match v {
-        Value::Real(_) => 1,
-        Value::Array(a) => a.len(),
-        Value::Pair(a, b) => number_count(a) + number_count(b),
-    }
-}
-
-fn set_number(v: &Value, mut k: usize, x: f64) -> Value {
-    fn go(v: &Value, k: &mut usize, x: f64) -> Value {
-        match v {
-            Value::Real(y) => {
-                let r = if *k == 0 { x } else { *y };
-                *k = k.wrapping_sub(1);
-                Value::Real(r)
-            }
-            Value::Array(a) => {
-                let mut a = a.as_standard_layout().to_owned();
-                if *k < a.len() {
-                    if let Some(s) = a.as_slice_mut() {
-                        s[*k] = x;
-                    }
-                    *k = usize::MAX;
-                } else if *k != usize::MAX {
-                    *k -= a.len();
-                }
-                Value::Array(a)
-            }
-            Value::Pair(a, b) => {
-                let a = go(a, k, x);
-                let b = go(b, k, x);
-                Value::pair(a, b)
-            }
+        Value::Real(x) => Value::Real(xs.next().unwrap_or(*x)),
+        Value::Array(a) => {
+            let data: Vec<f64> = a.iter().map(|x| xs.next().unwrap_or(*x)).collect();
+            Value::Array(ArrayD::from_shape_vec(a.raw_dim(), data).expect("same length"))
         }
-    }
-    go(v, &mut k, x)
-}
-
-fn number_at(v: &Value, k: usize) -> Option<f64> {
-    match v {
-        Value::Real(x) => (k == 0).then_some(*x),
-        Value::Array(a) => a.iter().nth(k).copied(),
         Value::Pair(a, b) => {
-            let n = number_count(a);
-            if k < n {
-                number_at(a, k)
-            } else {
-                number_at(b, k - n)
-            }
+            let a = with_numbers(a, xs);
+            Value::pair(a, with_numbers(b, xs))
         }
     }
 }
@@ -475,10 +437,11 @@ pub fn shrink_case(case: &Case, failure: &Failure, cfg: &DiffConfig) -> (Case, F
         let mut args = best.args.clone();
         args.remove(k);
         let ok = types::check(&g).is_ok() && interp::bind(&g, &args).is_ok();
+        let names = g.size_names();
         let sizes = best
             .sizes
             .iter()
-            .filter(|(n, _)| g.size_names().contains(n))
+            .filter(|(n, _)| names.contains(n))
             .map(|(n, v)| (n.clone(), *v))
             .collect();
         if !(ok
@@ -522,7 +485,7 @@ pub fn shrink_case(case: &Case, failure: &Failure, cfg: &DiffConfig) -> (Case, F
     for k in 0..best.args.len() {
         for f in [|_: f64| 0.0, |_: f64| 1.0, |x: f64| x.round()] {
             let mut args = best.args.clone();
-            args[k] = map_numbers(&args[k], &f);
+            args[k] = with_numbers(&args[k], &mut numbers(&args[k]).into_iter().map(f));
             if args[k].approx_eq(&best.args[k], 0.0, 0.0) {
                 continue;
             }
@@ -534,13 +497,15 @@ pub fn shrink_case(case: &Case, failure: &Failure, cfg: &DiffConfig) -> (Case, F
                 break;
             }
         }
-        for j in 0..number_count(&best.args[k]) {
+        for j in 0..numbers(&best.args[k]).len() {
             for x in [0.0, 1.0] {
-                if number_at(&best.args[k], j) == Some(x) {
+                let mut xs = numbers(&best.args[k]);
+                if xs[j] == x {
                     break;
                 }
+                xs[j] = x;
                 let mut args = best.args.clone();
-                args[k] = set_number(&args[k], j, x);
+                args[k] = with_numbers(&args[k], &mut xs.into_iter());
                 let c = Case {
                     args,
                     ..best.clone()
@@ -675,15 +640,15 @@ fn arg_specs(name: &str, v: &Value, out: &mut Vec<String>, files: &mut Vec<(Stri
 
 /// Write a reproducer for `case` into `dir`: `repro.tl` (the program, with
 /// the failure and the commands in comments) and one `.npy` file per array
-/// argument. Returns the `--arg` options that `einsat run` takes.
-///
-/// `run_opts` are options the commands in the comments need besides the
-/// arguments (such as `--rules DIR` when the run used other rules).
+/// argument. Returns the options `einsat run` takes after the engine
+/// flags: `run_opts` (what the run needs besides the arguments, such as
+/// `--rules DIR` when the run used other rules), then `--arg` for each
+/// argument.
 pub fn write_reproducer(
     case: &Case,
     failure: &Failure,
     dir: &Path,
-    run_opts: &str,
+    run_opts: &[String],
 ) -> Result<Vec<String>> {
     std::fs::create_dir_all(dir)
         .map_err(|e| Error::Io(format!("{}: cannot create: {e}", dir.display())))?;
@@ -695,10 +660,12 @@ pub fn write_reproducer(
     for (file, v) in &files {
         crate::cli::io::write_value(&dir.join(file), v)?;
     }
-    let mut args: String = specs.iter().map(|s| format!(" --arg {s}")).collect();
-    if !run_opts.is_empty() {
-        args = format!(" {run_opts}{args}");
+    let mut words = run_opts.to_vec();
+    for s in specs {
+        words.push("--arg".into());
+        words.push(s);
     }
+    let args: String = words.iter().map(|w| format!(" {w}")).collect();
     let mut text = String::new();
     text.push_str(&format!(
         "# einsat difftest reproducer: the {} disagrees with the reference interpreter\n",
@@ -737,5 +704,5 @@ pub fn write_reproducer(
     let path = dir.join("repro.tl");
     std::fs::write(&path, text)
         .map_err(|e| Error::Io(format!("{}: cannot write: {e}", path.display())))?;
-    Ok(specs)
+    Ok(words)
 }
