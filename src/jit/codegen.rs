@@ -2,11 +2,16 @@
 //! `opt_level=speed` for the host ISA (`cranelift_native`, so FMA/AVX are
 //! used when present).
 //!
-//! The native function is `extern "C" fn(bufs: *const *mut f64,
-//! strides: *const i64, sizes: *const i64)`: the base pointer of every
-//! buffer, the strides of every axis of every buffer (in elements, any sign)
-//! and the named sizes. All of them are loaded once in the entry block, so
-//! they are SSA values that Cranelift keeps out of the loops; loop counters
+//! Every nest of the loop program becomes its own native function
+//! `extern "C" fn(bufs: *const *mut f64, strides: *const i64,
+//! sizes: *const i64, lo: i64, hi: i64)`: the base pointer of every buffer,
+//! the strides of every axis of every buffer (in elements, any sign), the
+//! named sizes, and the range `lo..hi` of the nest's outermost loop (so the
+//! caller can run a nest in pieces, on several threads; a nest without
+//! loops ignores it). The code is specialised for a [`Layout`]: an axis the
+//! layout marks unit-stride uses the constant 1 instead of the stride it is
+//! passed. What a nest uses is loaded once in the entry block, so
+//! it is SSA values that Cranelift keeps out of the loops; loop counters
 //! and accumulators are SSA variables (registers). Plain indices are never
 //! checked; affine ones are (zero padding). Strong zeros follow the
 //! interpreter: a failed bracket is a zero that absorbs the other factor of
@@ -25,8 +30,9 @@ use cranelift_module::{FuncId, Linkage, Module};
 /// Independent accumulators of an innermost sum.
 pub const UNROLL: usize = 4;
 
-/// The native entry point.
-pub type Entry = unsafe extern "C" fn(*const *mut f64, *const i64, *const i64);
+/// The native entry point of one nest: buffers, strides, sizes, and the
+/// range `lo..hi` of the nest's outermost loop.
+pub type Entry = unsafe extern "C" fn(*const *mut f64, *const i64, *const i64, i64, i64);
 
 extern "C" fn f_exp(x: f64) -> f64 {
     x.exp()
@@ -64,7 +70,8 @@ const CALLS: &[(&str, Func, usize)] = &[
 /// as the kernel.
 pub struct Native {
     module: Option<JITModule>,
-    pub entry: Entry,
+    /// One entry per nest of the loop program, in the same order.
+    pub entries: Vec<Entry>,
 }
 
 impl Drop for Native {
@@ -83,8 +90,8 @@ impl Drop for Native {
 unsafe impl Send for Native {}
 unsafe impl Sync for Native {}
 
-/// Compile a loop program.
-pub fn compile(p: &LoopProgram) -> Result<Native, String> {
+/// Compile a loop program for buffers laid out as `layout` says.
+pub fn compile(p: &LoopProgram, layout: &Layout) -> Result<Native, String> {
     let mut flags = settings::builder();
     let set = |f: &mut settings::Builder, k: &str, v: &str| {
         f.set(k, v)
@@ -121,84 +128,134 @@ pub fn compile(p: &LoopProgram) -> Result<Native, String> {
         calls.push((*f, id));
     }
 
+    // where each buffer's strides start in the strides array
+    let mut stride_at = Vec::with_capacity(p.bufs.len());
+    let mut off = 0usize;
+    for buf in &p.bufs {
+        stride_at.push(off);
+        off += buf.dims.len();
+    }
+
     let mut ctx = module.make_context();
-    for _ in 0..3 {
-        ctx.func.signature.params.push(AbiParam::new(ptr));
-    }
     let mut fctx = FunctionBuilderContext::new();
-    {
-        let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
-        let entry = b.create_block();
-        b.append_block_params_for_function_params(entry);
-        b.switch_to_block(entry);
-        let (bp, sp, zp) = {
-            let ps = b.block_params(entry);
-            (ps[0], ps[1], ps[2])
-        };
-        let mf = MemFlagsData::trusted();
-        let bases: Vec<Value> = (0..p.bufs.len())
-            .map(|k| b.ins().load(ptr, mf, bp, (k * 8) as i32))
-            .collect();
-        let mut strides = Vec::new();
-        let mut off = 0;
-        for buf in &p.bufs {
-            let mut s = Vec::new();
-            for _ in &buf.dims {
-                s.push(b.ins().load(types::I64, mf, sp, off * 8));
-                off += 1;
+    let mut ids = Vec::with_capacity(p.nests.len());
+    for (k, nest) in p.nests.iter().enumerate() {
+        ctx.func.signature.params.clear();
+        for _ in 0..3 {
+            ctx.func.signature.params.push(AbiParam::new(ptr));
+        }
+        for _ in 0..2 {
+            ctx.func.signature.params.push(AbiParam::new(types::I64));
+        }
+        {
+            let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
+            let entry = b.create_block();
+            b.append_block_params_for_function_params(entry);
+            b.switch_to_block(entry);
+            let (bp, sp, zp, lo, hi) = {
+                let ps = b.block_params(entry);
+                (ps[0], ps[1], ps[2], ps[3], ps[4])
+            };
+            let mf = MemFlagsData::trusted();
+            let mut used = vec![false; p.bufs.len()];
+            nest_bufs(nest, &mut used);
+            let mut bases = Vec::with_capacity(p.bufs.len());
+            let mut strides = Vec::with_capacity(p.bufs.len());
+            for (bi, buf) in p.bufs.iter().enumerate() {
+                if !used[bi] {
+                    bases.push(None);
+                    strides.push(vec![]);
+                    continue;
+                }
+                bases.push(Some(b.ins().load(ptr, mf, bp, (bi * 8) as i32)));
+                let mut s = Vec::new();
+                for a in 0..buf.dims.len() {
+                    s.push(if layout.is_unit(bi, a) {
+                        b.ins().iconst(types::I64, 1)
+                    } else {
+                        b.ins()
+                            .load(types::I64, mf, sp, ((stride_at[bi] + a) * 8) as i32)
+                    });
+                }
+                strides.push(s);
             }
-            strides.push(s);
+            let sizes: Vec<Value> = (0..p.sizes.len())
+                .map(|k| b.ins().load(types::I64, mf, zp, (k * 8) as i32))
+                .collect();
+            let mut funcs = Vec::new();
+            for (f, id) in &calls {
+                funcs.push((*f, module.declare_func_in_func(*id, b.func)));
+            }
+            let vars: Vec<Variable> = (0..p.n_vars).map(|_| b.declare_var(types::I64)).collect();
+            let mut g = Gen {
+                b,
+                bases,
+                strides,
+                sizes,
+                vars,
+                funcs,
+                mf,
+                range: (lo, hi),
+            };
+            g.nest(nest);
+            g.b.ins().return_(&[]);
+            g.b.seal_all_blocks();
+            g.b.finalize(tcfg);
         }
-        let sizes: Vec<Value> = (0..p.sizes.len())
-            .map(|k| b.ins().load(types::I64, mf, zp, (k * 8) as i32))
-            .collect();
-        let mut funcs = Vec::new();
-        for (f, id) in &calls {
-            funcs.push((*f, module.declare_func_in_func(*id, b.func)));
-        }
-        let vars: Vec<Variable> = (0..p.n_vars).map(|_| b.declare_var(types::I64)).collect();
-        let mut g = Gen {
-            b,
-            bases,
-            strides,
-            sizes,
-            vars,
-            funcs,
-            mf,
-        };
-        for n in &p.nests {
-            g.nest(n);
-        }
-        g.b.ins().return_(&[]);
-        g.b.seal_all_blocks();
-        g.b.finalize(tcfg);
+        let id = module
+            .declare_function(&format!("nest{k}"), Linkage::Local, &ctx.func.signature)
+            .map_err(|e| e.to_string())?;
+        module
+            .define_function(id, &mut ctx)
+            .map_err(|e| format!("cranelift: {e:?}"))?;
+        module.clear_context(&mut ctx);
+        ids.push(id);
     }
-    let id = module
-        .declare_function("kernel", Linkage::Local, &ctx.func.signature)
-        .map_err(|e| e.to_string())?;
-    module
-        .define_function(id, &mut ctx)
-        .map_err(|e| format!("cranelift: {e:?}"))?;
-    module.clear_context(&mut ctx);
     module.finalize_definitions().map_err(|e| e.to_string())?;
-    let code = module.get_finalized_function(id);
-    // SAFETY: `code` was compiled from a function with exactly this
-    // signature (three pointer parameters, no result).
-    let entry: Entry = unsafe { std::mem::transmute::<*const u8, Entry>(code) };
+    let entries = ids
+        .into_iter()
+        .map(|id| {
+            let code = module.get_finalized_function(id);
+            // SAFETY: `code` was compiled from a function with exactly this
+            // signature (three pointers and two i64s, no result).
+            unsafe { std::mem::transmute::<*const u8, Entry>(code) }
+        })
+        .collect();
     Ok(Native {
         module: Some(module),
-        entry,
+        entries,
     })
+}
+
+/// Mark the buffers a nest reads or writes.
+fn nest_bufs(n: &Nest, used: &mut [bool]) {
+    fn walk(s: &S, used: &mut [bool]) {
+        match s {
+            S::Load(b, _) => used[*b] = true,
+            S::Num(_) | S::Bracket(_) | S::Eps(_) => {}
+            S::Bin(_, a, b) => {
+                walk(a, used);
+                walk(b, used);
+            }
+            S::Neg(a) | S::Sum(_, _, a) => walk(a, used),
+            S::Call(_, args) => args.iter().for_each(|a| walk(a, used)),
+        }
+    }
+    used[n.buf] = true;
+    walk(&n.body, used);
 }
 
 struct Gen<'a> {
     b: FunctionBuilder<'a>,
-    bases: Vec<Value>,
+    /// Base pointers of the buffers the nest uses.
+    bases: Vec<Option<Value>>,
     strides: Vec<Vec<Value>>,
     sizes: Vec<Value>,
     vars: Vec<Variable>,
     funcs: Vec<(Func, cranelift_codegen::ir::FuncRef)>,
     mf: MemFlagsData,
+    /// The range of the nest's outermost loop.
+    range: (Value, Value),
 }
 
 impl Gen<'_> {
@@ -209,6 +266,10 @@ impl Gen<'_> {
         }
     }
 
+    fn base(&self, buf: usize) -> Value {
+        self.bases[buf].expect("the nest's buffers are loaded in its entry block")
+    }
+
     fn f64c(&mut self, x: f64) -> Value {
         self.b.ins().f64const(x)
     }
@@ -216,9 +277,14 @@ impl Gen<'_> {
     /// `for var in 0..n { body }`.
     fn for_loop(&mut self, var: usize, n: &SizeRef, body: &mut dyn FnMut(&mut Self)) {
         let n = self.size(n);
-        let v = self.vars[var];
         let zero = self.b.ins().iconst(types::I64, 0);
-        self.b.def_var(v, zero);
+        self.for_range(var, zero, n, body)
+    }
+
+    /// `for var in lo..hi { body }`.
+    fn for_range(&mut self, var: usize, lo: Value, n: Value, body: &mut dyn FnMut(&mut Self)) {
+        let v = self.vars[var];
+        self.b.def_var(v, lo);
         let head = self.b.create_block();
         let body_b = self.b.create_block();
         let exit = self.b.create_block();
@@ -250,12 +316,19 @@ impl Gen<'_> {
                 off = self.b.ins().iadd(off, t);
             }
             let bytes = self.b.ins().ishl_imm_s(off, 3);
-            let addr = self.b.ins().iadd(self.bases[n.buf], bytes);
+            let base = self.base(n.buf);
+            let addr = self.b.ins().iadd(base, bytes);
             self.b.ins().store(self.mf, v, addr, 0);
             return;
         }
         let (var, size) = n.vars[k].clone();
-        self.for_loop(var, &size, &mut |g| g.nest_from(n, k + 1));
+        if k == 0 {
+            // the caller's range of the outermost loop
+            let (lo, hi) = self.range;
+            self.for_range(var, lo, hi, &mut |g| g.nest_from(n, k + 1));
+        } else {
+            self.for_loop(var, &size, &mut |g| g.nest_from(n, k + 1));
+        }
     }
 
     fn aff(&mut self, a: &Aff) -> Value {
@@ -318,7 +391,7 @@ impl Gen<'_> {
             let t = self.b.ins().imul(i, self.strides[buf][a]);
             off = self.b.ins().iadd(off, t);
         }
-        let base = self.bases[buf];
+        let base = self.base(buf);
         match ok {
             None => {
                 let bytes = self.b.ins().ishl_imm_s(off, 3);

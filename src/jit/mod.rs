@@ -24,11 +24,22 @@ use ndarray::{ArrayD, IxDyn};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
+/// How many layouts a kernel keeps specialised native code for; calls with
+/// further layouts run the generic code (every stride read at run time).
+pub const MAX_LAYOUTS: usize = 8;
+
 /// A compiled function.
+///
+/// Native code is specialised for the layout of the buffers it is called
+/// with ([`loopir::Layout`]: which axes have unit stride). [`compile`]
+/// generates the code for C-order arguments; a call with another layout
+/// compiles (once) code for that layout, up to [`MAX_LAYOUTS`] of them, and
+/// then falls back to the generic code.
 pub struct Kernel {
     func: Function,
     prog: LoopProgram,
-    native: codegen::Native,
+    /// Native code per layout; the first is C order.
+    natives: Mutex<Vec<(loopir::Layout, Arc<codegen::Native>)>>,
     result: Boundary,
 }
 
@@ -67,11 +78,12 @@ fn jit_err(m: impl Into<String>) -> Error {
 pub fn compile_uncached(f: &Function) -> Result<Kernel> {
     let sig = types::check(f).map_err(Error::Type)?;
     let prog = loopir::lower(f).map_err(|m| jit_err(format!("`{}`: {m}", f.name)))?;
-    let native = codegen::compile(&prog).map_err(jit_err)?;
+    let layout = loopir::Layout::c_order(&prog);
+    let native = codegen::compile(&prog, &layout).map_err(jit_err)?;
     Ok(Kernel {
         func: f.clone(),
         prog,
-        native,
+        natives: Mutex::new(vec![(layout, Arc::new(native))]),
         result: Boundary::of(&sig.ret),
     })
 }
@@ -178,6 +190,33 @@ impl Kernel {
         &self.prog
     }
 
+    /// Native code for `layout` (compiled on first use).
+    fn native(&self, layout: loopir::Layout) -> Result<Arc<codegen::Native>> {
+        let mut natives = self
+            .natives
+            .lock()
+            .map_err(|_| jit_err("kernel poisoned"))?;
+        if let Some((_, n)) = natives.iter().find(|(l, _)| *l == layout) {
+            return Ok(n.clone());
+        }
+        let layout = if natives.len() >= MAX_LAYOUTS {
+            loopir::Layout::generic(&self.prog)
+        } else {
+            layout
+        };
+        if let Some((_, n)) = natives.iter().find(|(l, _)| *l == layout) {
+            return Ok(n.clone());
+        }
+        let n = Arc::new(codegen::compile(&self.prog, &layout).map_err(jit_err)?);
+        natives.push((layout, n.clone()));
+        Ok(n)
+    }
+
+    /// How many layouts native code has been generated for.
+    pub fn layouts_compiled(&self) -> usize {
+        self.natives.lock().map(|n| n.len()).unwrap_or(0)
+    }
+
     /// Run on `args`, allocating the result.
     pub fn call(&self, args: &[Value]) -> Result<Value> {
         let sizes = interp::bind(&self.func, args)?;
@@ -210,7 +249,11 @@ impl Kernel {
         let mut temps: Vec<Vec<f64>> = Vec::new();
         let mut ptrs: Vec<*mut f64> = Vec::with_capacity(p.bufs.len());
         let mut strides: Vec<i64> = Vec::new();
+        // per buffer, per axis: unit stride (an axis of at most one
+        // element is only ever read at 0, so any stride is as good as 1)
+        let mut unit: Vec<Vec<bool>> = Vec::with_capacity(p.bufs.len());
         for buf in &p.bufs {
+            let first = strides.len();
             let dims: Vec<usize> = buf.dims.iter().map(|d| resolve(d, &svals)).collect();
             match &buf.kind {
                 BufKind::Param { param, path } => {
@@ -270,14 +313,32 @@ impl Kernel {
                     }
                 }
             }
+            unit.push(
+                strides[first..]
+                    .iter()
+                    .zip(&dims)
+                    .map(|(s, d)| *s == 1 || *d <= 1)
+                    .collect(),
+            );
         }
-        // SAFETY: every pointer is the first element of a live buffer whose
-        // shape was checked against the buffer's declared dims, with its own
-        // strides; the generated code indexes plain indices within their
-        // (equal) ranges and checks every other index, so all accesses stay
-        // inside the buffers. `temps`, `args` and `out` outlive the call.
-        unsafe {
-            (self.native.entry)(ptrs.as_ptr(), strides.as_ptr(), svals.as_ptr());
+        // (temporaries are C order: their last stride is 1)
+        let native = self.native(loopir::Layout { unit })?;
+        for (nest, entry) in p.nests.iter().zip(&native.entries) {
+            let hi = nest
+                .vars
+                .first()
+                .map_or(1, |(_, n)| resolve(n, &svals) as i64);
+            // SAFETY: every pointer is the first element of a live buffer
+            // whose shape was checked against the buffer's declared dims,
+            // with its own strides (an axis assumed unit-stride by the
+            // layout has stride 1 or at most one element); the generated
+            // code indexes plain indices within their (equal) ranges and
+            // checks every other index, and runs the outermost loop over
+            // `0..hi`, its whole range, so all accesses stay inside the
+            // buffers. `temps`, `args` and `out` outlive the call.
+            unsafe {
+                entry(ptrs.as_ptr(), strides.as_ptr(), svals.as_ptr(), 0, hi);
+            }
         }
         drop(temps);
         Ok(())
