@@ -156,51 +156,65 @@ pub fn compile(p: &LoopProgram, layout: &Layout) -> Result<Native, String> {
                 let ps = b.block_params(entry);
                 (ps[0], ps[1], ps[2], ps[3], ps[4])
             };
-            let mf = MemFlagsData::trusted();
-            let mut used = vec![false; p.bufs.len()];
-            nest_bufs(nest, &mut used);
-            let mut bases = Vec::with_capacity(p.bufs.len());
-            let mut strides = Vec::with_capacity(p.bufs.len());
-            for (bi, buf) in p.bufs.iter().enumerate() {
-                if !used[bi] {
-                    bases.push(None);
-                    strides.push(vec![]);
-                    continue;
+            if let Some(plan) = super::dense::plan(p, nest, layout) {
+                let e = super::dense::EntryParams {
+                    bufs: bp,
+                    strides: sp,
+                    sizes: zp,
+                    lo,
+                    hi,
+                };
+                super::dense::emit(&mut b, p, nest, layout, &stride_at, e, &plan);
+                b.seal_all_blocks();
+                b.finalize(tcfg);
+            } else {
+                let mf = MemFlagsData::trusted();
+                let mut used = vec![false; p.bufs.len()];
+                nest_bufs(nest, &mut used);
+                let mut bases = Vec::with_capacity(p.bufs.len());
+                let mut strides = Vec::with_capacity(p.bufs.len());
+                for (bi, buf) in p.bufs.iter().enumerate() {
+                    if !used[bi] {
+                        bases.push(None);
+                        strides.push(vec![]);
+                        continue;
+                    }
+                    bases.push(Some(b.ins().load(ptr, mf, bp, (bi * 8) as i32)));
+                    let mut s = Vec::new();
+                    for a in 0..buf.dims.len() {
+                        s.push(if layout.is_unit(bi, a) {
+                            b.ins().iconst(types::I64, 1)
+                        } else {
+                            b.ins()
+                                .load(types::I64, mf, sp, ((stride_at[bi] + a) * 8) as i32)
+                        });
+                    }
+                    strides.push(s);
                 }
-                bases.push(Some(b.ins().load(ptr, mf, bp, (bi * 8) as i32)));
-                let mut s = Vec::new();
-                for a in 0..buf.dims.len() {
-                    s.push(if layout.is_unit(bi, a) {
-                        b.ins().iconst(types::I64, 1)
-                    } else {
-                        b.ins()
-                            .load(types::I64, mf, sp, ((stride_at[bi] + a) * 8) as i32)
-                    });
+                let sizes: Vec<Value> = (0..p.sizes.len())
+                    .map(|k| b.ins().load(types::I64, mf, zp, (k * 8) as i32))
+                    .collect();
+                let mut funcs = Vec::new();
+                for (f, id) in &calls {
+                    funcs.push((*f, module.declare_func_in_func(*id, b.func)));
                 }
-                strides.push(s);
+                let vars: Vec<Variable> =
+                    (0..p.n_vars).map(|_| b.declare_var(types::I64)).collect();
+                let mut g = Gen {
+                    b,
+                    bases,
+                    strides,
+                    sizes,
+                    vars,
+                    funcs,
+                    mf,
+                    range: (lo, hi),
+                };
+                g.nest(nest);
+                g.b.ins().return_(&[]);
+                g.b.seal_all_blocks();
+                g.b.finalize(tcfg);
             }
-            let sizes: Vec<Value> = (0..p.sizes.len())
-                .map(|k| b.ins().load(types::I64, mf, zp, (k * 8) as i32))
-                .collect();
-            let mut funcs = Vec::new();
-            for (f, id) in &calls {
-                funcs.push((*f, module.declare_func_in_func(*id, b.func)));
-            }
-            let vars: Vec<Variable> = (0..p.n_vars).map(|_| b.declare_var(types::I64)).collect();
-            let mut g = Gen {
-                b,
-                bases,
-                strides,
-                sizes,
-                vars,
-                funcs,
-                mf,
-                range: (lo, hi),
-            };
-            g.nest(nest);
-            g.b.ins().return_(&[]);
-            g.b.seal_all_blocks();
-            g.b.finalize(tcfg);
         }
         let id = module
             .declare_function(&format!("nest{k}"), Linkage::Local, &ctx.func.signature)

@@ -11,6 +11,8 @@
 //! touches the buffers it was given, within their shapes.
 
 pub mod codegen;
+pub mod dense;
+pub mod gemm;
 pub mod loopir;
 
 use crate::error::{Error, Result};
@@ -23,6 +25,25 @@ use loopir::{BufKind, LoopProgram, SizeRef};
 use ndarray::{ArrayD, IxDyn};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
+
+/// Options of the native engine (part of the compile cache's key).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Options {
+    /// Run matrix products on the GEMM library (else generated loops do
+    /// all the work).
+    pub gemm: bool,
+    /// Threads a call may use (0: all cores).
+    pub threads: usize,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            gemm: true,
+            threads: 0,
+        }
+    }
+}
 
 /// How many layouts a kernel keeps specialised native code for; calls with
 /// further layouts run the generic code (every stride read at run time).
@@ -40,6 +61,9 @@ pub struct Kernel {
     prog: LoopProgram,
     /// Native code per layout; the first is C order.
     natives: Mutex<Vec<(loopir::Layout, Arc<codegen::Native>)>>,
+    /// Per nest: the GEMM stage that runs it instead of native code.
+    gemm: Vec<Option<gemm::Plan>>,
+    opts: Options,
     result: Boundary,
 }
 
@@ -57,7 +81,12 @@ fn cache() -> &'static Mutex<HashMap<String, Arc<Kernel>>> {
 /// Compile a function in normal form (cached: the same function compiles
 /// once).
 pub fn compile(f: &Function) -> Result<Arc<Kernel>> {
-    let key = print_function(f);
+    compile_with(f, &Options::default())
+}
+
+/// Compile with options (cached by program text and options).
+pub fn compile_with(f: &Function, opts: &Options) -> Result<Arc<Kernel>> {
+    let key = format!("{opts:?}\n{}", print_function(f));
     if let Some(k) = cache()
         .lock()
         .map_err(|_| jit_err("cache poisoned"))?
@@ -65,7 +94,7 @@ pub fn compile(f: &Function) -> Result<Arc<Kernel>> {
     {
         return Ok(k.clone());
     }
-    let k = Arc::new(compile_uncached(f)?);
+    let k = Arc::new(compile_uncached_with(f, opts)?);
     let mut c = cache().lock().map_err(|_| jit_err("cache poisoned"))?;
     Ok(c.entry(key).or_insert(k).clone())
 }
@@ -76,14 +105,32 @@ fn jit_err(m: impl Into<String>) -> Error {
 
 /// Compile without the cache.
 pub fn compile_uncached(f: &Function) -> Result<Kernel> {
+    compile_uncached_with(f, &Options::default())
+}
+
+/// Compile with options, without the cache.
+pub fn compile_uncached_with(f: &Function, opts: &Options) -> Result<Kernel> {
     let sig = types::check(f).map_err(Error::Type)?;
     let prog = loopir::lower(f).map_err(|m| jit_err(format!("`{}`: {m}", f.name)))?;
     let layout = loopir::Layout::c_order(&prog);
     let native = codegen::compile(&prog, &layout).map_err(jit_err)?;
+    let gemm = prog
+        .nests
+        .iter()
+        .map(|n| {
+            if opts.gemm {
+                gemm::plan(&prog, n)
+            } else {
+                None
+            }
+        })
+        .collect();
     Ok(Kernel {
+        gemm,
         func: f.clone(),
         prog,
         natives: Mutex::new(vec![(layout, Arc::new(native))]),
+        opts: opts.clone(),
         result: Boundary::of(&sig.ret),
     })
 }
@@ -323,7 +370,12 @@ impl Kernel {
         }
         // (temporaries are C order: their last stride is 1)
         let native = self.native(loopir::Layout { unit })?;
-        for (nest, entry) in p.nests.iter().zip(&native.entries) {
+        for (k, (nest, entry)) in p.nests.iter().zip(&native.entries).enumerate() {
+            if let Some(g) = &self.gemm[k] {
+                // SAFETY: as below.
+                unsafe { g.run(&ptrs, &strides, &svals, self.opts.threads) };
+                continue;
+            }
             let hi = nest
                 .vars
                 .first()
