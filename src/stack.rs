@@ -24,3 +24,13 @@ pub fn deep<R>(f: impl FnOnce() -> R) -> R {
 pub fn roomy<R>(f: impl FnOnce() -> R) -> R {
     stacker::maybe_grow(64 << 20, 256 << 20, f)
 }
+
+/// [`roomy`] when `e` is deeper than any program before flat chains were
+/// allowed (256 levels), else `f` as it is: ordinary programs pay nothing.
+pub fn roomy_for<R>(e: &crate::syntax::Expr, f: impl FnOnce() -> R) -> R {
+    if e.depth() > 256 {
+        roomy(f)
+    } else {
+        f()
+    }
+}

@@ -263,53 +263,53 @@ fn size_zero_axes_follow_zero_padding_everywhere() {
     // access: twice into an empty outer axis (the interpreter panicked)
     both(
         "fn f(A: [n,m]R) -> R = A[0, 0]",
-        &[e03.clone()],
+        std::slice::from_ref(&e03),
         &Value::Real(0.0),
     );
     // a row of an empty matrix is a zero row of the full inner size
     both(
         "fn f(A: [n,m]R) -> [m]R = A[1]",
-        &[e03.clone()],
+        std::slice::from_ref(&e03),
         &zeros(&[3]),
     );
     // let + gen: an empty outer axis pads with a zero tensor of the element type
     both(
         "fn f(x: [n]R) -> [2]R = let t = gen(q:n) gen(r:2) 1 in t[1]",
-        &[e0.clone()],
+        std::slice::from_ref(&e0),
         &zeros(&[2]),
     );
     both(
         "fn f(x: [n]R) -> R = let t = gen(q:n) gen(r:2) 1 in t[0, 1] + t[0][0]",
-        &[e0.clone()],
+        std::slice::from_ref(&e0),
         &Value::Real(0.0),
     );
     // gen over an empty axis, and gens inside with an empty inner axis
     both(
         "fn f(x: [n]R) -> [n]R = gen(i:n) x[i]",
-        &[e0.clone()],
+        std::slice::from_ref(&e0),
         &zeros(&[0]),
     );
     both(
         "fn f(A: [n,m]R) -> [m,n]R = gen(j:m, i:n) A[i,j]",
-        &[e03.clone()],
+        std::slice::from_ref(&e03),
         &zeros(&[3, 0]),
     );
     // sum over an empty axis is 0, also under a guard
     both(
         "fn f(x: [n]R) -> R = sum(i:n) x[i]",
-        &[e0.clone()],
+        std::slice::from_ref(&e0),
         &Value::Real(0.0),
     );
     both(
         "fn f(A: [n,m]R) -> [m]R = gen(j:m) sum(i:n) [i = j] * A[i,j]",
-        &[e03.clone()],
+        std::slice::from_ref(&e03),
         &zeros(&[3]),
     );
     // pairs: a tensor of pairs over an empty axis, projected after padding
     let f = one(
         "fn f(x: [n]R) -> (R, [2]R) = let p = gen(i:n) (x[i], gen(k:2) x[i]) in (p[0].0, p[3].1)",
     );
-    let got = interp::run(&f, &[e0.clone()]).unwrap();
+    let got = interp::run(&f, std::slice::from_ref(&e0)).unwrap();
     assert_eq!(got, Value::pair(Value::Real(0.0), zeros(&[2])));
     // a pair parameter with empty components
     let f = one("fn f(z: [n]([m]R, R)) -> [m]R = z[0].0");
