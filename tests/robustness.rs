@@ -416,6 +416,18 @@ fn flat_chains_of_ten_thousand_work_end_to_end() {
         Value::Real(2.0)
     );
     drop((f, g, back));
+    // a chain right at the depth limit loads, runs and drops on this stack
+    let limit = einsat::syntax::parser::MAX_TREE_DEPTH;
+    let at = format!("fn f(x: R) -> R = x{}", " + x".repeat(limit - 1));
+    let f = one(&at);
+    assert_eq!(f.body.depth(), limit);
+    assert_eq!(
+        interp::run(&f, &[Value::Real(1.0)]).unwrap(),
+        Value::Real(limit as f64)
+    );
+    drop(f);
+    let over = format!("fn f(x: R) -> R = x{}", " + x".repeat(limit));
+    assert!(matches!(load(&over), Err(Error::Parse(_))));
     // past the size limits: a clear error, on this small stack too
     let long = format!("fn f(x: R) -> R = x{}", " + x".repeat(50_000));
     match load(&long) {
