@@ -276,3 +276,27 @@ fn long_operator_chains_are_capped() {
         Value::Real(101.0)
     );
 }
+
+#[test]
+fn byte_order_marks_nul_bytes_and_bad_utf8() {
+    // a leading BOM is skipped; columns do not count it
+    let p = load("\u{feff}fn f(x: R) -> R = x").unwrap();
+    assert_eq!(p.functions[0].name, "f");
+    has("\u{feff}fn f(x: R) -> R = y", 1, 19, "unknown name `y`");
+    // a BOM elsewhere, and a NUL byte, are named by code point
+    has("fn f(x: R) -> R = x \u{feff}", 1, 21, "U+FEFF");
+    has(
+        "fn f(x: R) -> R = x \0",
+        1,
+        21,
+        "unexpected character U+0000 (NUL",
+    );
+    // invalid UTF-8: line and column of the first bad byte
+    let e =
+        einsat::diag::decode_source("f.tl", b"fn f(x: R) -> R =\n  x\xff".to_vec()).unwrap_err();
+    assert!(
+        e.starts_with("f.tl:2:4: error: the file is not valid UTF-8"),
+        "{e}"
+    );
+    assert!(e.contains("0xFF"), "{e}");
+}
