@@ -440,3 +440,25 @@ fn flat_chains_of_ten_thousand_work_end_to_end() {
         other => panic!("expected a parse error, got {:?}", other.map(|_| ())),
     }
 }
+
+#[test]
+fn errors_inside_and_after_long_chains_drop_safely() {
+    // trees near the limit left behind by a syntax error are dropped on this
+    // 2 MiB test thread: in a call argument, a pair, a let block, an access chain
+    let chain = format!("x{}", " + x".repeat(11_000));
+    let dot0 = ".0".repeat(20_000);
+    for src in [
+        format!("fn f(x: R) -> R = max({chain}, )"),
+        format!("fn f(x: R) -> R = ({chain}, {chain}, )"),
+        format!("fn f(x: R) -> R = let y = {chain} in let z = {chain} in"),
+        format!("fn f(x: R) -> R = sqrt({chain}) * ({chain}) + ({chain}) +"),
+        format!("fn f(x: R) -> R = (x, x){dot0} +"),
+        format!("fn f(x: R) -> R = gen(i:2) {chain} + {chain}"),
+    ] {
+        assert!(
+            matches!(load(&src), Err(Error::Parse(_))),
+            "{} should be a parse error",
+            &src[..30]
+        );
+    }
+}

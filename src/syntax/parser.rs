@@ -43,17 +43,27 @@ fn index_range_msg() -> String {
 pub struct SpanTree {
     pub span: Span,
     pub children: Vec<SpanTree>,
+    /// Depth of this tree (a leaf has depth 1), the depth of the expression
+    /// it mirrors: the parser enforces [`MAX_TREE_DEPTH`] with it as the
+    /// tree is built.
+    pub depth: usize,
 }
 
 impl SpanTree {
-    fn leaf(span: Span) -> SpanTree {
+    pub fn leaf(span: Span) -> SpanTree {
         SpanTree {
             span,
             children: vec![],
+            depth: 1,
         }
     }
-    fn node(span: Span, children: Vec<SpanTree>) -> SpanTree {
-        SpanTree { span, children }
+    pub fn node(span: Span, children: Vec<SpanTree>) -> SpanTree {
+        let depth = 1 + children.iter().map(|c| c.depth).max().unwrap_or(0);
+        SpanTree {
+            span,
+            children,
+            depth,
+        }
     }
 }
 
@@ -332,6 +342,21 @@ impl Parser {
         }
         Ok(())
     }
+    /// Refuse a tree past [`MAX_TREE_DEPTH`], dropping it without deep
+    /// recursion: checked wherever a chain grows, so no tree the parser
+    /// holds is ever much deeper than the limit.
+    fn shallow(&self, e: Expr, sp: SpanTree) -> PResult<(Expr, SpanTree)> {
+        if sp.depth <= MAX_TREE_DEPTH {
+            return Ok((e, sp));
+        }
+        drop_iteratively(e);
+        Err(Diagnostic::new(
+            format!(
+                "expression {TOO_LARGE}: its tree is more than {MAX_TREE_DEPTH} levels deep (a chain of that many operators or `let`s; split it into several functions)"
+            ),
+            Some(sp.span),
+        ))
+    }
     fn pred_terms(&self, terms: usize) -> PResult<()> {
         if terms > MAX_PRED_TERMS {
             return self.err(format!(
@@ -380,18 +405,7 @@ impl Parser {
             (None, None)
         };
         self.expect_sym("=", "before the function body")?;
-        let bstart = self.span();
         let (body, bsp) = self.expr()?;
-        let depth = body.depth();
-        if depth > MAX_TREE_DEPTH {
-            drop_iteratively(body);
-            return Err(Diagnostic::new(
-                format!(
-                    "function `{name}` {TOO_LARGE}: its tree is {depth} levels deep (a chain of that many operators or `let`s); the limit is {MAX_TREE_DEPTH} (split it into several functions)"
-                ),
-                Some(Span::new(bstart.start, self.prev_end())),
-            ));
-        }
         self.eat_sym(";");
         if !matches!(self.peek(), Tok::Eof) && !self.is_kw("fn") {
             return self.err(format!(
@@ -504,14 +518,14 @@ impl Parser {
                 }
             };
             let span = sp.span.join(rsp.span);
-            e = Expr::bin(op, e, r);
-            sp = SpanTree::node(span, vec![sp, rsp]);
+            (e, sp) = self.shallow(Expr::bin(op, e, r), SpanTree::node(span, vec![sp, rsp]))?;
         }
         Ok((e, sp))
     }
 
     fn multiplicative(&mut self) -> PResult<(Expr, SpanTree)> {
-        let (mut e, mut sp) = self.unary()?;
+        let (e, sp) = self.unary()?;
+        let (mut e, mut sp) = self.shallow(e, sp)?;
         loop {
             let op = if self.is_sym("*") {
                 BinOp::Mul
@@ -530,8 +544,14 @@ impl Parser {
                 }
             };
             let span = sp.span.join(rsp.span);
-            e = Expr::bin(op, e, r);
-            sp = SpanTree::node(span, vec![sp, rsp]);
+            let (r, rsp) = match self.shallow(r, rsp) {
+                Ok(x) => x,
+                Err(d) => {
+                    drop_iteratively(e);
+                    return Err(d);
+                }
+            };
+            (e, sp) = self.shallow(Expr::bin(op, e, r), SpanTree::node(span, vec![sp, rsp]))?;
         }
         Ok((e, sp))
     }
@@ -620,6 +640,10 @@ impl Parser {
     fn postfix_loop(&mut self, e: &mut Expr, sp: &mut SpanTree) -> PResult<()> {
         loop {
             self.grow()?;
+            if sp.depth > MAX_TREE_DEPTH {
+                // the caller drops the chain without deep recursion
+                return self.shallow(Expr::Num(0.0), std::mem::take(sp)).map(|_| ());
+            }
             if self.is_sym("[") {
                 self.bump();
                 loop {
@@ -781,6 +805,7 @@ impl Parser {
             } else {
                 return Ok(a);
             };
+            self.grow()?;
             let b = self.affine_term()?;
             a = if sub {
                 a.checked_sub(&b)

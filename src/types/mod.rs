@@ -340,10 +340,7 @@ pub fn check_function(
         errors: Vec::new(),
         fspans: spans,
     };
-    let name_sp = spans.map(|s| SpanTree {
-        span: s.name,
-        children: vec![],
-    });
+    let name_sp = spans.map(|s| SpanTree::leaf(s.name));
     let mut seen = std::collections::HashSet::new();
     for (k, p) in f.params.iter().enumerate() {
         if !seen.insert(p.name.as_str()) {
