@@ -310,3 +310,41 @@ fn diagonal_operand_and_repeated_axes() {
         );
     }
 }
+
+#[test]
+fn the_cost_model_knows_gemm_stages() {
+    use einsat::extract::cost::{gemm_stage, ir_cost, CostModel, GEMM_CALL_COST, GEMM_FACTOR};
+    let body = |src: &str| func(src).body;
+    let mm = body("fn f(A: [n,k]R, B: [k,m]R) -> [n,m]R = gen(i:n, j:m) sum(l:k) A[i,l] * B[l,j]");
+    assert!(gemm_stage(&mm));
+    assert!(gemm_stage(&body(
+        "fn f(s: R, A: [n,k]R, x: [k]R) -> [n]R = gen(i:n) -(s * sum(l:k) x[l] * A[i,l])"
+    )));
+    for src in [
+        "fn f(A: [n,n]R, B: [n,n]R, C: [n,n]R) -> [n,n]R =
+           gen(i:n, l:n) sum(j:n, k:n) A[i,j] * B[j,k] * C[k,l]",
+        "fn f(x: [n]R, y: [n]R) -> [n]R = gen(i:n) x[i] * y[i]",
+        "fn f(A: [n,n]R, B: [n,n]R) -> [n,n]R =
+           gen(i:n, j:n) sum(l:n) [l <= i] * A[i,l] * B[l,j]",
+        "fn f(A: [n,n]R, B: [n,n]R) -> [n,n]R = gen(i:n, j:n) sum(l:n) A[i,l+1] * B[l,j]",
+    ] {
+        assert!(!gemm_stage(&body(src)), "{src}");
+    }
+    // a GEMM stage costs a share of its loops plus a call; never more than
+    // its loops
+    let m = CostModel::default();
+    // per term: a multiply and two accesses of two indices each
+    let plain = 1000.0 * (1000.0 * (1000.0 * 6.0 + 1.0) + 1.0);
+    assert_eq!(ir_cost(&mm, &m), GEMM_FACTOR * plain + GEMM_CALL_COST);
+    let tiny =
+        body("fn f(A: [2,2]R, B: [2,2]R) -> [2,2]R = gen(i:2, j:2) sum(l:2) A[i,l] * B[l,j]");
+    assert_eq!(ir_cost(&tiny, &m), 2.0 * (2.0 * (2.0 * 6.0 + 1.0) + 1.0));
+    // the optimiser turns a three-matrix chain into two GEMM stages
+    let chain = func(
+        "fn f(A: [n,n]R, B: [n,n]R, C: [n,n]R) -> [n,n]R =
+           gen(i:n, l:n) sum(j:n, k:n) A[i,j] * B[j,k] * C[k,l]",
+    );
+    let o = einsat::opt::optimize(&chain, &einsat::opt::Options::default()).unwrap();
+    let k = jit::compile_with(&o.program, &opts(true, 1)).unwrap();
+    assert_eq!(k.stages(), ["gemm n×n×n", "gemm n×n×n"]);
+}
