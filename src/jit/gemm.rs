@@ -201,7 +201,7 @@ pub fn plan(p: &LoopProgram, nest: &Nest) -> Option<Plan> {
     };
     let lhs = operand(f.tensors[0].0, f.tensors[0].1)?;
     let rhs = operand(f.tensors[1].0, f.tensors[1].1)?;
-    if f.scalars.iter().any(|b| *b == nest.buf) {
+    if f.scalars.contains(&nest.buf) {
         return None;
     }
     let g = nest.vars.len();
