@@ -15,30 +15,38 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-/// GFLOP/s of `f` (median of 7 batches of at least ~50 ms).
-fn gflops(flops: f64, mut f: impl FnMut()) -> f64 {
-    f();
-    let mut reps = 1usize;
-    loop {
-        let t = Instant::now();
-        for _ in 0..reps {
+/// GFLOP/s of each of `fs`, measured interleaved (round robin, 9 rounds
+/// of batches of at least ~30 ms each, median per function) so that load
+/// from other processes hits all of them alike.
+fn gflops(flops: f64, fs: &mut [&mut dyn FnMut()]) -> Vec<f64> {
+    let reps: Vec<usize> = fs
+        .iter_mut()
+        .map(|f| {
             f();
-        }
-        if t.elapsed().as_secs_f64() > 0.05 {
-            break;
-        }
-        reps *= 2;
-    }
-    let ts = (0..7)
-        .map(|_| {
-            let t = Instant::now();
-            for _ in 0..reps {
-                f();
+            let mut reps = 1usize;
+            loop {
+                let t = Instant::now();
+                for _ in 0..reps {
+                    f();
+                }
+                if t.elapsed().as_secs_f64() > 0.03 {
+                    return reps;
+                }
+                reps *= 2;
             }
-            t.elapsed().as_secs_f64() / reps as f64
         })
         .collect();
-    flops / median(ts) / 1e9
+    let mut ts = vec![Vec::new(); fs.len()];
+    for _ in 0..9 {
+        for (k, f) in fs.iter_mut().enumerate() {
+            let t = Instant::now();
+            for _ in 0..reps[k] {
+                f();
+            }
+            ts[k].push(t.elapsed().as_secs_f64() / reps[k] as f64);
+        }
+    }
+    ts.into_iter().map(|t| flops / median(t) / 1e9).collect()
 }
 
 fn kernel(src: &str, gemm: bool, threads: usize) -> std::sync::Arc<jit::Kernel> {
@@ -67,28 +75,38 @@ fn main() {
             } else {
                 (a, b)
             };
-            let nd = gflops(fl, || {
-                std::hint::black_box(a.dot(&b));
-            });
             let args = [
                 Value::Array(a.clone().into_dyn()),
                 Value::Array(b.clone().into_dyn()),
             ];
+            let (k1, k2, kn) = (
+                kernel(mm, true, 1),
+                kernel(mm, true, 2),
+                kernel(mm, false, 1),
+            );
+            let mut fnd = || {
+                std::hint::black_box(a.dot(&b));
+            };
+            let mut f1 = || {
+                std::hint::black_box(k1.call(&args).unwrap());
+            };
+            let mut f2 = || {
+                std::hint::black_box(k2.call(&args).unwrap());
+            };
+            let mut fnat = || {
+                std::hint::black_box(kn.call(&args).unwrap());
+            };
+            let mut fs: Vec<&mut dyn FnMut()> = vec![&mut fnd, &mut f1, &mut f2];
+            if n <= 256 {
+                fs.push(&mut fnat);
+            }
+            let g = gflops(fl, &mut fs);
+            let nd = g[0];
             let mut line = format!("matmul n={n:<5} {name:<10}  ndarray {nd:5.1} GFLOP/s");
-            for (label, gemm, threads) in [("gemm t=1", true, 1), ("gemm t=2", true, 2)] {
-                let k = kernel(mm, gemm, threads);
-                let g = gflops(fl, || {
-                    std::hint::black_box(k.call(&args).unwrap());
-                });
+            for (label, g) in ["gemm t=1", "gemm t=2", "native"].iter().zip(&g[1..]) {
                 line.push_str(&format!("  {label} {g:5.1} ({:.2}×)", g / nd));
             }
-            if n <= 256 {
-                let k = kernel(mm, false, 1);
-                let g = gflops(fl, || {
-                    std::hint::black_box(k.call(&args).unwrap());
-                });
-                line.push_str(&format!("  native {g:5.1} ({:.2}×)", g / nd));
-            }
+            line.push_str(&format!("  t=2/t=1 {:.2}×", g[2] / g[1]));
             println!("{line}");
         }
     }
@@ -108,25 +126,28 @@ fn main() {
             true,
         ),
     ] {
-        let nd = if at {
-            gflops(fl, || {
-                std::hint::black_box(x.dot(&a));
-            })
-        } else {
-            gflops(fl, || {
-                std::hint::black_box(a.dot(&x));
-            })
-        };
         let args = [
             Value::Array(a.clone().into_dyn()),
             Value::Array(x.clone().into_dyn()),
         ];
+        let (kg, kn) = (kernel(src, true, 1), kernel(src, false, 1));
+        let mut fnd = || {
+            if at {
+                std::hint::black_box(x.dot(&a));
+            } else {
+                std::hint::black_box(a.dot(&x));
+            }
+        };
+        let mut fg = || {
+            std::hint::black_box(kg.call(&args).unwrap());
+        };
+        let mut fnat = || {
+            std::hint::black_box(kn.call(&args).unwrap());
+        };
+        let g = gflops(fl, &mut [&mut fnd, &mut fg, &mut fnat]);
+        let nd = g[0];
         let mut line = format!("{name} n={n}  ndarray {nd:5.1} GFLOP/s");
-        for (label, gemm) in [("gemm", true), ("native", false)] {
-            let k = kernel(src, gemm, 1);
-            let g = gflops(fl, || {
-                std::hint::black_box(k.call(&args).unwrap());
-            });
+        for (label, g) in ["gemm", "native"].iter().zip(&g[1..]) {
             line.push_str(&format!("  {label} {g:5.1} ({:.2}×)", g / nd));
         }
         println!("{line}");
