@@ -3,6 +3,15 @@
 //! [`CostModel::default_size`], 1000, unless set in [`CostModel::sizes`]);
 //! a `let` is paid once. [`ir_cost`] prices a named program (the before and
 //! after of the report); [`TlCost`] prices e-graph terms for extraction.
+//!
+//! Both e-graph cost functions are *monotone*: a node costs at least as much
+//! as each of its children (trip counts are at least 1, costs are
+//! non-negative, products of polynomial sizes take factors of at least 1).
+//! egg's extractor only replaces a class's choice by a strictly cheaper one,
+//! so with monotone costs the chosen nodes cannot form a cycle and extraction
+//! terminates: a loop `sum(i:0) …` (or a named size estimated as 0) costing
+//! 0 made every class cost 0, and `0 * x` let a class choose a node that
+//! leads back to itself (the term built from the choices never ended).
 
 use crate::egraph::{size_of, TlGraph, TL};
 use crate::syntax::ast::*;
@@ -26,11 +35,15 @@ impl Default for CostModel {
 }
 
 impl CostModel {
+    /// The trip count of a loop over `s`, at least 1: an empty loop still
+    /// costs its test, and a zero would make costs non-monotone (see the
+    /// module documentation).
     pub fn trip(&self, s: &Size) -> f64 {
-        match s {
-            Size::Lit(n) => *n as f64,
-            Size::Named(x) => *self.sizes.get(x).unwrap_or(&self.default_size) as f64,
-        }
+        let n = match s {
+            Size::Lit(n) => *n,
+            Size::Named(x) => *self.sizes.get(x).unwrap_or(&self.default_size),
+        };
+        n.max(1) as f64
     }
 }
 
@@ -117,7 +130,8 @@ impl CostFunction<TL> for PolySize<'_> {
     {
         match enode {
             TL::Add([a, b]) | TL::Sub([a, b]) => costs(*a) + costs(*b),
-            TL::Mul([a, b]) => costs(*a) * costs(*b),
+            // factors count at least 1, so a product is at least each factor
+            TL::Mul([a, b]) => costs(*a).max(1.0) * costs(*b).max(1.0),
             TL::Neg([a]) => costs(*a),
             TL::Sum([s, b]) => {
                 let n = self.model.trip_of(self.egraph, *s);
