@@ -16,7 +16,8 @@
 //! round stops at [`Options::node_limit`] nodes (checked inside iterations,
 //! see [`crate::egraph::saturate`]) and all rounds share one deadline,
 //! `start + time_limit`; a term read out of the e-graph that would be
-//! larger than the term limit written out is not used. What was cut short
+//! larger written out than the term limit (or the pre-pass' program, if
+//! larger) is not used. What was cut short
 //! is listed in [`Report::limits_hit`]; the result is then the best program
 //! found so far (at worst the input in normal form, or the input itself).
 
@@ -166,6 +167,9 @@ pub fn optimize(f: &Function, opts: &Options) -> Result<Optimized> {
     };
     let mut report = Report::default();
     let pre = prepass(&fixed, opts.term_limit);
+    // a term read out of the e-graph may be as large as the term limit or
+    // the pre-pass' program, whichever is larger
+    let written_limit = opts.term_limit.max(pre.size());
     let kept = count_lets(&pre);
     if kept > 0 {
         report.note(format!(
@@ -272,10 +276,9 @@ pub fn optimize(f: &Function, opts: &Options) -> Result<Optimized> {
                 break;
             };
             let written = tree_size(&term);
-            if written > opts.term_limit {
+            if written > written_limit {
                 report.note(format!(
-                    "term limit ({}): round {} extracted a term of {written} nodes written out",
-                    opts.term_limit,
+                    "term limit ({written_limit}): round {} extracted a term of {written} nodes written out",
                     round + 1
                 ));
                 break;
@@ -287,7 +290,7 @@ pub fn optimize(f: &Function, opts: &Options) -> Result<Optimized> {
             }
             // The most reduced tensor network seeds the next round.
             let reduced = extract_reduced(&runner.egraph, root, &model)
-                .filter(|r| tree_size(r) <= opts.term_limit);
+                .filter(|r| tree_size(r) <= written_limit);
             extra.clear();
             if let Some(reduced) = reduced {
                 if reduced != term && seen.insert(reduced.to_string()) {

@@ -386,8 +386,11 @@ fn chain_root(e: &Expr) -> &Expr {
     }
 }
 
+/// Is `e` an access/projection chain rooted at a name: a parameter, or a
+/// `let` kept by [`inline_lets`] (projections stay on those; the post-pass
+/// replaces a kept let's name by its components).
 fn is_param_chain(e: &Expr, cx: &Cx) -> bool {
-    matches!(chain_root(e), Expr::Var(x) if cx.params.contains(x))
+    matches!(chain_root(e), Expr::Var(x) if cx.params.contains(x) || cx.val(x).is_some())
 }
 
 /// The simplifier: beta-reduction of accesses of gens and projection
@@ -905,6 +908,10 @@ impl Norm<'_> {
         let key = key_of(&body);
         let name = match self.keys.get(&key) {
             Some(n) => n.clone(),
+            // `gen(i:n) t[i]` over `t: [n]…` is `t` itself
+            None if eta_name(&body, &mut top).is_some() => {
+                eta_name(&body, &mut top).expect("checked")
+            }
             None => {
                 let n = self.fresh.next("t");
                 self.lets.push((n.clone(), body));
@@ -918,6 +925,36 @@ impl Norm<'_> {
         }
         r
     }
+}
+
+/// `t` when `e` is `gen(i1:n1, …, ik:nk) t[i1, …, ik]` for a name `t` of
+/// type `[n1, …, nk]…` (a copy of `t`).
+fn eta_name(e: &Expr, cx: &mut Cx) -> Option<String> {
+    let mut binders = Vec::new();
+    let mut body = e;
+    while let Expr::Gen(i, n, b) = body {
+        binders.push((i.as_str(), n));
+        body = b;
+    }
+    let mut idx = Vec::new();
+    while let Expr::Access(t, a) = body {
+        idx.push(a.as_var()?);
+        body = t;
+    }
+    idx.reverse();
+    let Expr::Var(t) = body else { return None };
+    let repeated = (1..binders.len()).any(|k| binders[..k].iter().any(|b| b.0 == binders[k].0));
+    if binders.is_empty() || idx.len() != binders.len() || repeated {
+        return None;
+    }
+    let mut ty = cx.val(t)?.clone();
+    for ((i, n), v) in binders.iter().zip(&idx) {
+        match ty {
+            Type::Tensor(m, el) if *i == *v && **n == m => ty = *el,
+            _ => return None,
+        }
+    }
+    Some(t.clone())
 }
 
 /// Options of the post-pass.
