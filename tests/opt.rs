@@ -209,13 +209,14 @@ fn loops_complexity() {
 }
 
 #[test]
-fn examples_fast_and_deterministic() {
+fn examples_deterministic() {
+    // Speed is measured in benches/opt.rs and `einsat opt --json`, never
+    // here: a timed assertion fails on a busy machine.
     for file in ["notebook.tl", "diderot.tl", "loops.tl", "records.tl"] {
         for f in load(file) {
             let a = opt(&f);
-            // bounded work, asserted on the report rather than on elapsed
-            // time (shared CI machines are noisy): the e-graph stays within
-            // the node limit and at most MAX_ROUNDS rounds run
+            // bounded work, asserted on the report: the e-graph stays
+            // within the node limit and at most MAX_ROUNDS rounds run
             let limit = Options::default().node_limit;
             assert!(
                 a.report.egraph_nodes <= limit + limit / 10,
