@@ -50,9 +50,10 @@ pub struct DiffArgs {
     /// Leave out the JIT leg.
     #[arg(long)]
     pub no_jit: bool,
-    /// Also draw sizes 0: empty literal ranges and named sizes bound to 0.
+    /// Draw no sizes 0 (by default some literal ranges are empty and some
+    /// named sizes are bound to 0).
     #[arg(long)]
-    pub zero_sizes: bool,
+    pub no_zero_sizes: bool,
     /// Time limit of one optimisation, in milliseconds.
     #[arg(long, default_value_t = 5000)]
     pub time_limit_ms: u64,
@@ -78,7 +79,7 @@ pub fn difftest(a: &DiffArgs) -> CliResult {
     }
     let gen = GenConfig {
         max_depth: a.depth,
-        zero_sizes: a.zero_sizes,
+        zero_sizes: !a.no_zero_sizes,
         ..GenConfig::default()
     }
     .with_features(&a.features)

@@ -168,7 +168,7 @@ pub fn case_seed(seed: u64, index: u64) -> u64 {
 }
 
 /// Random inputs for `f`: named sizes in `1..=max_size` (or 0, with the
-/// default [`GenConfig::zero_named`] chance when sizes 0 are on), values uniform in [-2, 2),
+/// default [`GenConfig::zero_named`] chance), values uniform in [-2, 2),
 /// and a layout (C unless `layouts`), all drawn from `rng`.
 pub fn inputs_for(
     f: &Function,

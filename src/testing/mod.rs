@@ -133,9 +133,8 @@ pub struct GenConfig {
     pub small_sizes: f64,
     /// Sizes 0: literal (see `small_sizes`) and named sizes bound to 0 by
     /// the inputs with chance `zero_named` ([`random_sizes_with_zero`],
-    /// [`difftest::inputs_with_zero`]). Off by default until the
-    /// interpreter indexes empty tensors without panicking (branch
-    /// robust-front); `einsat difftest --zero-sizes` turns it on.
+    /// [`difftest::inputs_with_zero`]); on by default, `einsat difftest
+    /// --no-zero-sizes` turns it off.
     pub zero_sizes: bool,
     pub zero_named: f64,
     /// The chance that a `let` is a chain `let v1 = … in let v2 = f(v1, v1)
@@ -161,7 +160,7 @@ impl Default for GenConfig {
             pair_params: true,
             tuple_results: true,
             small_sizes: 0.08,
-            zero_sizes: false,
+            zero_sizes: true,
             zero_named: 0.1,
             let_chain: 0.15,
             max_let_chain: 14,
