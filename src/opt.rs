@@ -9,13 +9,28 @@
 //! 5. keep the cheaper of this and the post-pass applied to the input alone
 //!    (a program that fails to type-check with the same signature is never
 //!    returned).
+//!
+//! Limits bound the whole call, whatever the input: the pre-pass inlines
+//! lets only while the program stays within [`Options::term_limit`] nodes
+//! (so it is linear, not exponential, in a chain of lets); every saturation
+//! round stops at [`Options::node_limit`] nodes (checked inside iterations,
+//! see [`crate::egraph::saturate`]) and all rounds share one deadline,
+//! `start + time_limit`; a term read out of the e-graph that would be
+//! larger written out than the term limit (or the pre-pass' program, if
+//! larger) is not used. What was cut short
+//! is listed in [`Report::limits_hit`]; the result is then the best program
+//! found so far (at worst the input in normal form, or the input itself).
 
 use crate::egraph::rules::{builtin_rules, rewrites, Rule};
 use crate::egraph::saturate::{saturate, Limits};
 use crate::egraph::{from_rec, seed, to_rec, TlAnalysis};
 use crate::error::{Error, Result};
 use crate::extract::cost::{ir_cost, CostModel};
-use crate::extract::normal::{inline_lets, normalize, uniquify, Cx, Fresh, NormalOptions, Simp};
+use crate::extract::extract::tree_size;
+use crate::extract::normal::{
+    count_lets, inline_lets, normalize, uniquify, Cx, Fresh, NormalOptions, Simp,
+    DEFAULT_TERM_LIMIT,
+};
 use crate::extract::{extract_best, extract_reduced};
 use crate::syntax::ast::*;
 use crate::types;
@@ -28,9 +43,16 @@ use std::time::{Duration, Instant};
 pub struct Options {
     /// Estimated values of named sizes for the cost model (default 1000).
     pub sizes: BTreeMap<String, usize>,
+    /// E-graph node limit of each saturation round.
     pub node_limit: usize,
+    /// Iteration limit of each saturation round.
     pub iter_limit: usize,
+    /// Time limit of the whole optimisation (all rounds share it).
     pub time_limit: Duration,
+    /// The largest program, in nodes, that the optimiser writes out: lets
+    /// are inlined only while the program stays within it, and a term
+    /// extracted from the e-graph that is larger written out is not used.
+    pub term_limit: usize,
     /// Rules to use; `None`: the built-in ones.
     pub rules: Option<Vec<Rule>>,
     /// Record the rewrite chain from input to extracted term.
@@ -49,6 +71,7 @@ impl Default for Options {
             node_limit: l.node_limit,
             iter_limit: l.iter_limit,
             time_limit: l.time_limit,
+            term_limit: DEFAULT_TERM_LIMIT,
             rules: None,
             explain: false,
             saturate: true,
@@ -78,6 +101,24 @@ pub struct Report {
     pub explanation: Option<Vec<String>>,
     /// Saturation rounds run (each from the previous round's program).
     pub rounds: usize,
+    /// Every limit that cut the optimisation short, in words (saturation
+    /// limits of each round, lets kept by the pre-pass, terms too large to
+    /// use, the shared deadline); empty when nothing was cut.
+    pub limits_hit: Vec<String>,
+}
+
+impl Report {
+    /// Whether some limit cut the optimisation short (the result is then
+    /// the best program found so far).
+    pub fn hit_limit(&self) -> bool {
+        !self.limits_hit.is_empty()
+    }
+
+    fn note(&mut self, what: String) {
+        if !self.limits_hit.contains(&what) {
+            self.limits_hit.push(what);
+        }
+    }
 }
 
 /// The result of [`optimize`].
@@ -89,12 +130,13 @@ pub struct Optimized {
     pub report: Report,
 }
 
-/// The pre-pass: inline lets, beta-reduce, push projections down.
-pub fn prepass(f: &Function) -> Expr {
+/// The pre-pass: inline lets (while the program stays within `term_limit`
+/// nodes, see [`inline_lets`]), beta-reduce, push projections down.
+pub fn prepass(f: &Function, term_limit: usize) -> Expr {
     let mut fresh = Fresh::default();
     let mut cx = Cx::of(f);
     let b = uniquify(&f.body, &mut fresh);
-    let b = inline_lets(&b, &mut fresh);
+    let b = inline_lets(&b, &mut fresh, term_limit);
     Simp { fresh: &mut fresh }.simp(&b, &mut cx)
 }
 
@@ -113,6 +155,7 @@ pub fn optimize(f: &Function, opts: &Options) -> Result<Optimized> {
 
 fn optimize_here(f: &Function, opts: &Options) -> Result<Optimized> {
     let start = Instant::now();
+    let deadline = start + opts.time_limit;
     let sig = types::check(f).map_err(Error::Type)?;
     let model = CostModel {
         sizes: opts.sizes.clone(),
@@ -123,14 +166,27 @@ fn optimize_here(f: &Function, opts: &Options) -> Result<Optimized> {
         ..f.clone()
     };
     let cost_before = ir_cost(&f.body, &model);
-    let nopts = NormalOptions::default();
-    let pre = prepass(&fixed);
+    let nopts = NormalOptions {
+        term_limit: opts.term_limit,
+        ..NormalOptions::default()
+    };
+    let mut report = Report::default();
+    let pre = prepass(&fixed, opts.term_limit);
+    // a term read out of the e-graph may be as large as the term limit or
+    // the pre-pass' program, whichever is larger
+    let written_limit = opts.term_limit.max(pre.size());
+    let kept = count_lets(&pre);
+    if kept > 0 {
+        report.note(format!(
+            "term limit ({}): {kept} let(s) kept, as inlining them would exceed it",
+            opts.term_limit
+        ));
+    }
     let pre_f = Function {
         body: pre.clone(),
         ..fixed.clone()
     };
     let p0 = normalize(&pre_f, &nopts);
-    let mut report = Report::default();
 
     let mut best: Option<(f64, Function, &str)> = if same_sig(&p0, &sig.ret) {
         Some((ir_cost(&p0.body, &model), p0, "post-pass"))
@@ -160,7 +216,6 @@ fn optimize_here(f: &Function, opts: &Options) -> Result<Optimized> {
         // its contraction-order seeds), so that a rewrite chain longer than
         // one saturation reaches can continue; stop when a round does not
         // improve or the time is spent.
-        let deadline = start + opts.time_limit;
         let mut pre = pre;
         let mut extra: Vec<Expr> = Vec::new();
         let mut seen = std::collections::BTreeSet::new();
@@ -169,6 +224,11 @@ fn optimize_here(f: &Function, opts: &Options) -> Result<Optimized> {
         for round in 0..MAX_ROUNDS {
             let now = Instant::now();
             if round > 0 && now >= deadline {
+                report.note(format!(
+                    "time limit ({}s) before round {}",
+                    opts.time_limit.as_secs_f64(),
+                    round + 1
+                ));
                 break;
             }
             let Ok(rec) = to_rec(&pre) else { break };
@@ -205,6 +265,9 @@ fn optimize_here(f: &Function, opts: &Options) -> Result<Optimized> {
             report.egraph_nodes = report.egraph_nodes.max(stats.nodes);
             report.egraph_classes = report.egraph_classes.max(stats.classes);
             report.iterations += stats.iterations;
+            if stats.stop_reason.contains("limit") {
+                report.note(format!("round {}: {}", round + 1, stats.stop_reason));
+            }
             if round == 0 || stats.stop_reason.contains("limit") {
                 report.stop_reason = stats.stop_reason;
             }
@@ -213,21 +276,35 @@ fn optimize_here(f: &Function, opts: &Options) -> Result<Optimized> {
                 *report.rules_fired.entry(k).or_insert(0) += v;
             }
             let root = runner.roots[0];
-            let (c, term) = extract_best(&runner.egraph, root, &model);
+            let Some((c, term)) = extract_best(&runner.egraph, root, &model) else {
+                report.note(format!("round {}: extraction failed", round + 1));
+                break;
+            };
+            let written = tree_size(&term);
+            if written > written_limit {
+                report.note(format!(
+                    "term limit ({written_limit}): round {} extracted a term of {written} nodes written out",
+                    round + 1
+                ));
+                break;
+            }
             report.extracted_cost = c;
             if opts.explain {
                 let mut ex = runner.explain_equivalence(&rec, &term);
                 explanation.extend(ex.get_flat_strings());
             }
             // The most reduced tensor network seeds the next round.
-            let reduced = extract_reduced(&runner.egraph, root, &model);
+            let reduced = extract_reduced(&runner.egraph, root, &model)
+                .filter(|r| tree_size(r) <= written_limit);
             extra.clear();
-            if reduced != term && seen.insert(reduced.to_string()) {
-                let fr = Function {
-                    body: from_rec(&reduced),
-                    ..fixed.clone()
-                };
-                extra.push(prepass(&fr));
+            if let Some(reduced) = reduced {
+                if reduced != term && seen.insert(reduced.to_string()) {
+                    let fr = Function {
+                        body: from_rec(&reduced),
+                        ..fixed.clone()
+                    };
+                    extra.push(prepass(&fr, opts.term_limit));
+                }
             }
             let f1 = Function {
                 body: from_rec(&term),
@@ -247,7 +324,7 @@ fn optimize_here(f: &Function, opts: &Options) -> Result<Optimized> {
             // A program that is no cheaper but different (the post-pass
             // rebinds an index whose range changed, which the e-graph can
             // then collapse) also gets a round when nothing else does.
-            let next = prepass(&p1);
+            let next = prepass(&p1, opts.term_limit);
             if improved {
                 pre = next;
             } else if let Some(r) = extra.pop() {

@@ -215,6 +215,16 @@ fn examples_deterministic() {
     for file in ["notebook.tl", "diderot.tl", "loops.tl", "records.tl"] {
         for f in load(file) {
             let a = opt(&f);
+            // bounded work, asserted on the report: the e-graph stays
+            // within the node limit and at most MAX_ROUNDS rounds run
+            let limit = Options::default().node_limit;
+            assert!(
+                a.report.egraph_nodes <= limit + limit / 10,
+                "{}: {} nodes",
+                f.name,
+                a.report.egraph_nodes
+            );
+            assert!(a.report.rounds <= einsat::opt::MAX_ROUNDS, "{}", f.name);
             let b = opt(&f);
             assert_eq!(a.program, b.program, "{}", f.name);
             for seed in 0..2 {

@@ -50,6 +50,10 @@ pub struct DiffArgs {
     /// Leave out the JIT leg.
     #[arg(long)]
     pub no_jit: bool,
+    /// Draw no sizes 0 (by default some literal ranges are empty and some
+    /// named sizes are bound to 0).
+    #[arg(long)]
+    pub no_zero_sizes: bool,
     /// Time limit of one optimisation, in milliseconds.
     #[arg(long, default_value_t = 5000)]
     pub time_limit_ms: u64,
@@ -75,6 +79,7 @@ pub fn difftest(a: &DiffArgs) -> CliResult {
     }
     let gen = GenConfig {
         max_depth: a.depth,
+        zero_sizes: !a.no_zero_sizes,
         ..GenConfig::default()
     }
     .with_features(&a.features)

@@ -26,9 +26,13 @@ pub struct OptArgs {
     /// Saturation iteration limit.
     #[arg(long)]
     pub iter_limit: Option<usize>,
-    /// Saturation time limit in milliseconds.
+    /// Time limit of the whole optimisation in milliseconds.
     #[arg(long)]
     pub time_limit_ms: Option<u64>,
+    /// Largest program (nodes) the optimiser writes out: lets are inlined
+    /// only while the program stays within it (default 5000).
+    #[arg(long)]
+    pub term_limit: Option<usize>,
     /// Use egg's simple scheduler instead of the backoff scheduler.
     #[arg(long)]
     pub simple_scheduler: bool,
@@ -68,14 +72,17 @@ impl OptArgs {
         if let Some(ms) = self.time_limit_ms {
             o.time_limit = Duration::from_millis(ms);
         }
+        if let Some(n) = self.term_limit {
+            o.term_limit = n;
+        }
         Ok(o)
     }
 }
 
-/// Whether saturation stopped on a limit (the result is then the best
+/// Whether a limit cut the optimisation short (the result is then the best
 /// program found so far).
 pub fn hit_limit(o: &Optimized) -> bool {
-    o.report.stop_reason.contains("limit")
+    o.report.hit_limit() || o.report.stop_reason.contains("limit")
 }
 
 fn opt_one(f: &Function, opts: &Options) -> Result<Optimized, String> {
@@ -111,6 +118,7 @@ pub fn opt(
                 "egraph_classes": o.report.egraph_classes,
                 "iterations": o.report.iterations,
                 "stop_reason": o.report.stop_reason,
+                "limits_hit": o.report.limits_hit,
                 "optimize_ms": o.report.total_seconds * 1e3,
                 "rules_fired": o.report.rules_fired,
             });
@@ -139,8 +147,13 @@ pub fn opt(
             r.stop_reason,
             r.total_seconds * 1e3
         );
+        for l in &r.limits_hit {
+            println!("# limit: {l}");
+        }
         if hit_limit(&o) {
-            println!("# note: saturation hit a limit; this is the best program found so far");
+            println!(
+                "# note: a limit cut the optimisation short; this is the best program found so far"
+            );
         }
         if let Some(ex) = &r.explanation {
             println!("# explanation ({} steps):", ex.len().saturating_sub(1));

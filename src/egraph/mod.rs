@@ -26,6 +26,7 @@ pub mod seed;
 
 use crate::syntax::ast::*;
 use egg::{define_language, Analysis, DidMerge, EGraph, Id, Language, RecExpr, Symbol};
+use std::collections::HashMap;
 use std::fmt;
 use std::str::FromStr;
 
@@ -472,11 +473,10 @@ impl Analysis<TL> for TlAnalysis {
     type Data = Data;
     fn make(egraph: &mut TlGraph, enode: &TL) -> Data {
         let fv = node_fv(enode, |i| egraph[i].data.fv);
-        let size = 1 + enode
+        let size = enode
             .children()
             .iter()
-            .map(|c| egraph[*c].data.size)
-            .sum::<usize>();
+            .fold(1usize, |s, c| s.saturating_add(egraph[*c].data.size));
         let constant = fold_const(enode, |i| egraph[i].data.constant);
         let ty = node_ty(egraph, enode);
         let vars = node_vars(egraph, enode);
@@ -556,16 +556,32 @@ pub fn size_of(eg: &TlGraph, id: Id) -> Option<Size> {
 
 /// A small representative term of a class: at every class the node of
 /// least size (well founded, so it terminates). `None` when the analysis is
-/// momentarily stale and no decreasing node is found.
+/// momentarily stale and no decreasing node is found. A class used several
+/// times is built once (the term is shared, so its length is at most the
+/// number of classes even when the tree it stands for is exponentially
+/// larger, as for an inlined chain of lets).
 pub fn representative(eg: &TlGraph, id: Id) -> Option<RecExpr<TL>> {
-    fn go(eg: &TlGraph, id: Id, out: &mut RecExpr<TL>, depth: usize) -> Option<Id> {
+    fn go(
+        eg: &TlGraph,
+        id: Id,
+        out: &mut RecExpr<TL>,
+        memo: &mut HashMap<Id, Id>,
+        depth: usize,
+    ) -> Option<Id> {
+        let id = eg.find(id);
+        if let Some(k) = memo.get(&id) {
+            return Some(*k);
+        }
         if depth > 400 {
             return None;
         }
         let class = &eg[id];
         let mut best: Option<(usize, &TL)> = None;
         for n in &class.nodes {
-            let s = 1 + n.children().iter().map(|c| eg[*c].data.size).sum::<usize>();
+            let s = n
+                .children()
+                .iter()
+                .fold(1usize, |s, c| s.saturating_add(eg[*c].data.size));
             if best.is_none_or(|(b, _)| s < b) {
                 best = Some((s, n));
             }
@@ -574,15 +590,17 @@ pub fn representative(eg: &TlGraph, id: Id) -> Option<RecExpr<TL>> {
         let n = n.clone();
         let mut kids = Vec::new();
         for c in n.children() {
-            let k = go(eg, *c, out, depth + 1)?;
+            let k = go(eg, *c, out, memo, depth + 1)?;
             kids.push(k);
         }
         let mut it = kids.into_iter();
         let n = n.map_children(|_| it.next().unwrap());
-        Some(out.add(n))
+        let k = out.add(n);
+        memo.insert(id, k);
+        Some(k)
     }
     let mut out = RecExpr::default();
-    go(eg, id, &mut out, 0)?;
+    go(eg, id, &mut out, &mut HashMap::new(), 0)?;
     Some(out)
 }
 
@@ -591,6 +609,8 @@ pub fn representative(eg: &TlGraph, id: Id) -> Option<RecExpr<TL>> {
 
 /// Rebuild `e` bottom-up, changing affine and predicate leaves by `f(depth, leaf)`,
 /// where `depth` is the number of binders between the root and the leaf.
+/// A subterm shared in `e` is rebuilt once per depth it occurs at, so the
+/// result stays shared (linear in `e`, not in the tree it stands for).
 fn map_leaves(e: &RecExpr<TL>, f: &impl Fn(u32, &TL) -> TL) -> RecExpr<TL> {
     fn go(
         e: &RecExpr<TL>,
@@ -598,13 +618,29 @@ fn map_leaves(e: &RecExpr<TL>, f: &impl Fn(u32, &TL) -> TL) -> RecExpr<TL> {
         depth: u32,
         f: &impl Fn(u32, &TL) -> TL,
         out: &mut RecExpr<TL>,
+        memo: &mut HashMap<(Id, u32), Id>,
+    ) -> Id {
+        if let Some(k) = memo.get(&(id, depth)) {
+            return *k;
+        }
+        let k = build(e, id, depth, f, out, memo);
+        memo.insert((id, depth), k);
+        k
+    }
+    fn build(
+        e: &RecExpr<TL>,
+        id: Id,
+        depth: u32,
+        f: &impl Fn(u32, &TL) -> TL,
+        out: &mut RecExpr<TL>,
+        memo: &mut HashMap<(Id, u32), Id>,
     ) -> Id {
         let n = &e[id];
         match n {
             TL::Aff(_) | TL::Pred(_) => out.add(f(depth, n)),
             TL::Gen([s, b]) | TL::Sum([s, b]) => {
-                let s2 = go(e, *s, depth, f, out);
-                let b2 = go(e, *b, depth + 1, f, out);
+                let s2 = go(e, *s, depth, f, out, memo);
+                let b2 = go(e, *b, depth + 1, f, out, memo);
                 out.add(if matches!(n, TL::Gen(_)) {
                     TL::Gen([s2, b2])
                 } else {
@@ -614,7 +650,7 @@ fn map_leaves(e: &RecExpr<TL>, f: &impl Fn(u32, &TL) -> TL) -> RecExpr<TL> {
             TL::Eps(_) => {
                 // eps reads no tensor: its indices are never loose
                 let n = n.clone().map_children(|c| {
-                    let k = go(e, c, depth, f, out);
+                    let k = go(e, c, depth, f, out, memo);
                     match &out[k] {
                         TL::Aff(a) if a.1 => out.add(TL::Aff(AffLeaf::exact(a.0.clone()))),
                         _ => k,
@@ -623,14 +659,14 @@ fn map_leaves(e: &RecExpr<TL>, f: &impl Fn(u32, &TL) -> TL) -> RecExpr<TL> {
                 out.add(n)
             }
             _ => {
-                let n = n.clone().map_children(|c| go(e, c, depth, f, out));
+                let n = n.clone().map_children(|c| go(e, c, depth, f, out, memo));
                 out.add(n)
             }
         }
     }
     let mut out = RecExpr::default();
     let root = Id::from(e.as_ref().len() - 1);
-    go(e, root, 0, f, &mut out);
+    go(e, root, 0, f, &mut out, &mut HashMap::new());
     out
 }
 

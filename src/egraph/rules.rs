@@ -806,57 +806,89 @@ fn meta<S: Store>(s: &mut S, m: &str, a: &[Id]) -> Option<Id> {
 }
 
 /// `e{x ↦ v}` on terms: `v` is lifted under the binders it is moved into;
-/// a `let` of the same name stops the substitution.
+/// a `let` of the same name stops the substitution. Shared subterms are
+/// visited once per binder depth (memoised), so the result stays shared and
+/// the cost is linear in the terms, not in the trees they stand for.
 pub fn subst_var_term(e: &RecExpr<TL>, x: Symbol, v: &RecExpr<TL>) -> RecExpr<TL> {
-    fn copy(src: &RecExpr<TL>, id: Id, out: &mut RecExpr<TL>) -> Id {
-        let n = src[id].clone().map_children(|c| copy(src, c, out));
-        out.add(n)
+    type Memo = std::collections::HashMap<(Id, i64), Id>;
+    fn copy(src: &RecExpr<TL>, id: Id, out: &mut RecExpr<TL>, memo: &mut Memo) -> Id {
+        if let Some(k) = memo.get(&(id, -1)) {
+            return *k;
+        }
+        let n = src[id].clone().map_children(|c| copy(src, c, out, memo));
+        let k = out.add(n);
+        memo.insert((id, -1), k);
+        k
     }
-    fn go(
-        e: &RecExpr<TL>,
-        id: Id,
+    struct Cx<'a> {
+        e: &'a RecExpr<TL>,
         x: Symbol,
-        v: &RecExpr<TL>,
-        depth: i64,
-        out: &mut RecExpr<TL>,
-    ) -> Id {
+        v: &'a RecExpr<TL>,
+        out: RecExpr<TL>,
+        /// `e`'s subterms: copied (depth -1) and substituted at a depth
+        memo: Memo,
+        /// `v` lifted by a depth, copied into `out`
+        lifted: std::collections::HashMap<i64, Id>,
+    }
+    fn go(cx: &mut Cx, id: Id, depth: i64) -> Id {
+        if let Some(k) = cx.memo.get(&(id, depth)) {
+            return *k;
+        }
+        let k = build(cx, id, depth);
+        cx.memo.insert((id, depth), k);
+        k
+    }
+    fn build(cx: &mut Cx, id: Id, depth: i64) -> Id {
+        let e = cx.e;
         match &e[id] {
-            TL::Var(y) if *y == x => {
-                let lifted = shift_term(v, depth);
+            TL::Var(y) if *y == cx.x => {
+                if let Some(k) = cx.lifted.get(&depth) {
+                    return *k;
+                }
+                let lifted = shift_term(cx.v, depth);
                 let root = Id::from(lifted.as_ref().len() - 1);
-                copy(&lifted, root, out)
+                let k = copy(&lifted, root, &mut cx.out, &mut Memo::new());
+                cx.lifted.insert(depth, k);
+                k
             }
-            TL::Let([n, a, b]) if matches!(&e[*n], TL::Var(y) if *y == x) => {
-                let n2 = copy(e, *n, out);
-                let a2 = go(e, *a, x, v, depth, out);
-                let b2 = copy(e, *b, out);
-                out.add(TL::Let([n2, a2, b2]))
+            TL::Let([n, a, b]) if matches!(&e[*n], TL::Var(y) if *y == cx.x) => {
+                let n2 = copy(e, *n, &mut cx.out, &mut cx.memo);
+                let a2 = go(cx, *a, depth);
+                let b2 = copy(e, *b, &mut cx.out, &mut cx.memo);
+                cx.out.add(TL::Let([n2, a2, b2]))
             }
             TL::Let([n, a, b]) => {
-                let n2 = copy(e, *n, out);
-                let a2 = go(e, *a, x, v, depth, out);
-                let b2 = go(e, *b, x, v, depth, out);
-                out.add(TL::Let([n2, a2, b2]))
+                let n2 = copy(e, *n, &mut cx.out, &mut cx.memo);
+                let a2 = go(cx, *a, depth);
+                let b2 = go(cx, *b, depth);
+                cx.out.add(TL::Let([n2, a2, b2]))
             }
             TL::Gen([s, b]) | TL::Sum([s, b]) => {
-                let s2 = copy(e, *s, out);
-                let b2 = go(e, *b, x, v, depth + 1, out);
-                out.add(if matches!(&e[id], TL::Gen(_)) {
+                let s2 = copy(e, *s, &mut cx.out, &mut cx.memo);
+                let b2 = go(cx, *b, depth + 1);
+                cx.out.add(if matches!(&e[id], TL::Gen(_)) {
                     TL::Gen([s2, b2])
                 } else {
                     TL::Sum([s2, b2])
                 })
             }
             n => {
-                let n = n.clone().map_children(|c| go(e, c, x, v, depth, out));
-                out.add(n)
+                let n = n.clone().map_children(|c| go(cx, c, depth));
+                cx.out.add(n)
             }
         }
     }
-    let mut out = RecExpr::default();
+    let mut cx = Cx {
+        e,
+        x,
+        v,
+        out: RecExpr::default(),
+        memo: Memo::new(),
+        lifted: Default::default(),
+    };
     let root = Id::from(e.as_ref().len() - 1);
-    go(e, root, x, v, 0, &mut out);
-    out
+    go(&mut cx, root, 0);
+    cx.out
 }
 
 // ---------------------------------------------------------------------------

@@ -15,6 +15,15 @@
 //! [`TlCost`] prices the innermost `sum(k) X * Y` of two plain loads that
 //! both use `k` with its product work scaled by [`GEMM_FACTOR`] (the loop
 //! overhead stays: in the e-graph the enclosing `gen`s are not known yet).
+//!
+//! Both e-graph cost functions are *monotone*: a node costs at least as much
+//! as each of its children (trip counts are at least 1, costs are
+//! non-negative, products of polynomial sizes take factors of at least 1).
+//! egg's extractor only replaces a class's choice by a strictly cheaper one,
+//! so with monotone costs the chosen nodes cannot form a cycle and extraction
+//! terminates: a loop `sum(i:0) …` (or a named size estimated as 0) costing
+//! 0 made every class cost 0, and `0 * x` let a class choose a node that
+//! leads back to itself (the term built from the choices never ended).
 
 use crate::egraph::{size_of, TlGraph, TL};
 use crate::syntax::ast::*;
@@ -38,11 +47,15 @@ impl Default for CostModel {
 }
 
 impl CostModel {
+    /// The trip count of a loop over `s`, at least 1: an empty loop still
+    /// costs its test, and a zero would make costs non-monotone (see the
+    /// module documentation).
     pub fn trip(&self, s: &Size) -> f64 {
-        match s {
-            Size::Lit(n) => *n as f64,
-            Size::Named(x) => *self.sizes.get(x).unwrap_or(&self.default_size) as f64,
-        }
+        let n = match s {
+            Size::Lit(n) => *n,
+            Size::Named(x) => *self.sizes.get(x).unwrap_or(&self.default_size),
+        };
+        n.max(1) as f64
     }
 }
 
@@ -208,7 +221,9 @@ impl CostFunction<TL> for TlCost<'_> {
             TL::Num(_) | TL::Var(_) | TL::Size(_) | TL::Aff(_) | TL::Pred(_) => 0.0,
             TL::Sum([s, b]) if self.gemm_product(*b) => {
                 let n = self.model.trip_of(self.egraph, *s);
-                n * (GEMM_FACTOR * costs(*b) + 1.0)
+                let cb = costs(*b);
+                // never below its body: costs stay monotone (see above)
+                (n * (GEMM_FACTOR * cb + 1.0)).max(cb + 1.0)
             }
             TL::Gen([s, b]) | TL::Sum([s, b]) => {
                 let n = self.model.trip_of(self.egraph, *s);
@@ -249,7 +264,8 @@ impl CostFunction<TL> for PolySize<'_> {
     {
         match enode {
             TL::Add([a, b]) | TL::Sub([a, b]) => costs(*a) + costs(*b),
-            TL::Mul([a, b]) => costs(*a) * costs(*b),
+            // factors count at least 1, so a product is at least each factor
+            TL::Mul([a, b]) => costs(*a).max(1.0) * costs(*b).max(1.0),
             TL::Neg([a]) => costs(*a),
             TL::Sum([s, b]) => {
                 let n = self.model.trip_of(self.egraph, *s);

@@ -238,16 +238,61 @@ pub fn uniquify(e: &Expr, fresh: &mut Fresh) -> Expr {
     go(e, &mut Vec::new(), &mut Vec::new(), fresh)
 }
 
-/// Inline every `let` (innermost values first).
-pub fn inline_lets(e: &Expr, fresh: &mut Fresh) -> Expr {
+/// The default of [`NormalOptions::term_limit`] and of the optimiser's
+/// `Options::term_limit`: the largest program (in nodes) that inlining lets
+/// may make, and the largest term read out of the e-graph.
+pub const DEFAULT_TERM_LIMIT: usize = 5000;
+
+/// How many times the value name `x` occurs in `e` (a `let` of the same
+/// name shadows it in its body).
+pub fn uses_of(e: &Expr, x: &str) -> usize {
     match e {
-        Expr::Let(x, a, b) => {
-            let a = inline_lets(a, fresh);
-            let b = inline_lets(b, fresh);
-            subst_val(&b, x, &a, fresh)
-        }
-        _ => map_children(e, &mut |c| inline_lets(c, fresh)),
+        Expr::Var(y) => usize::from(y == x),
+        Expr::Let(y, a, b) => uses_of(a, x) + if y == x { 0 } else { uses_of(b, x) },
+        _ => e.children().into_iter().map(|c| uses_of(c, x)).sum(),
     }
+}
+
+/// The number of `let`s in `e`.
+pub fn count_lets(e: &Expr) -> usize {
+    let own = usize::from(matches!(e, Expr::Let(..)));
+    own + e.children().into_iter().map(count_lets).sum::<usize>()
+}
+
+/// Inline `let`s, innermost values first, as long as the program stays
+/// within `limit` nodes: `let x = a in b` becomes `b{x ↦ a}`, which grows
+/// the program by about `(k - 1)·|a|` when `b` uses `x` k times. A let used
+/// at most once, or whose value is a name or a number, never grows it and
+/// is always inlined; any other is kept (as a `let`) when inlining it
+/// would take the program past `limit`. Inlining everything is exponential
+/// in a chain `let v1 = v0*v0 in let v2 = v1*v1 in …`; this is linear in
+/// the input plus `limit`. Use `usize::MAX` to inline every let.
+pub fn inline_lets(e: &Expr, fresh: &mut Fresh, limit: usize) -> Expr {
+    fn go(e: &Expr, fresh: &mut Fresh, total: &mut usize, limit: usize) -> Expr {
+        match e {
+            Expr::Let(x, a, b) => {
+                let a = go(a, fresh, total, limit);
+                let b = go(b, fresh, total, limit);
+                // the program has 1 + |a| + |b| nodes here before, and
+                // |b| - k + k·|a| after
+                let k = uses_of(&b, x);
+                let sa = a.size();
+                let removed = 1 + sa;
+                let added = k.saturating_mul(sa - 1);
+                if added <= removed {
+                    *total = total.saturating_sub(removed - added);
+                } else if total.saturating_add(added - removed) <= limit {
+                    *total = total.saturating_add(added - removed);
+                } else {
+                    return Expr::let_(x.clone(), a, b);
+                }
+                subst_val(&b, x, &a, fresh)
+            }
+            _ => map_children(e, &mut |c| go(c, fresh, total, limit)),
+        }
+    }
+    let mut total = e.size();
+    go(e, fresh, &mut total, limit)
 }
 
 /// Typing context: value names and index ranges.
@@ -341,8 +386,11 @@ fn chain_root(e: &Expr) -> &Expr {
     }
 }
 
+/// Is `e` an access/projection chain rooted at a name: a parameter, or a
+/// `let` kept by [`inline_lets`] (projections stay on those; the post-pass
+/// replaces a kept let's name by its components).
 fn is_param_chain(e: &Expr, cx: &Cx) -> bool {
-    matches!(chain_root(e), Expr::Var(x) if cx.params.contains(x))
+    matches!(chain_root(e), Expr::Var(x) if cx.params.contains(x) || cx.val(x).is_some())
 }
 
 /// The simplifier: beta-reduction of accesses of gens and projection
@@ -364,10 +412,15 @@ impl Simp<'_> {
                     Expr::sum(i.clone(), n.clone(), b)
                 }
             }
+            // The lets left by `inline_lets` stay: their value is simplified
+            // once, and their body with the name's type in the context.
             Expr::Let(x, a, b) => {
                 let a = self.simp(a, cx);
-                let b = subst_val(b, x, &a, self.fresh);
-                self.simp(&b, cx)
+                let t = type_of(&a, cx);
+                cx.vals.push((x.clone(), t));
+                let b = self.simp(b, cx);
+                cx.vals.pop();
+                Expr::let_(x.clone(), a, b)
             }
             Expr::Proj(k, a) => {
                 let a = self.simp(a, cx);
@@ -384,6 +437,8 @@ impl Simp<'_> {
     /// `π_k a` for a simplified pair-typed `a`.
     pub fn proj(&mut self, k: u8, a: Expr, cx: &mut Cx) -> Expr {
         match a {
+            // `(let x = v in b).k` is `let x = v in b.k` (the name is unique)
+            Expr::Let(x, v, b) => self.under_let(x, *v, cx, |s, cx| s.proj(k, *b, cx)),
             Expr::Pair(x, y) => {
                 if k == 0 {
                     *x
@@ -403,6 +458,7 @@ impl Simp<'_> {
     /// The elementwise component `k` of a simplified tensor `t` of pairs.
     fn comp(&mut self, k: u8, t: Expr, cx: &mut Cx) -> Expr {
         match t {
+            Expr::Let(x, v, b) => self.under_let(x, *v, cx, |s, cx| s.comp(k, *b, cx)),
             Expr::Gen(i, n, b) => {
                 cx.idx.push((i.clone(), n.clone()));
                 let r = self.elem_comp(k, *b, cx);
@@ -435,8 +491,27 @@ impl Simp<'_> {
         }
     }
 
+    /// `let x = v in f(b)`, with `x`'s type in the context while `f` runs.
+    fn under_let(
+        &mut self,
+        x: String,
+        v: Expr,
+        cx: &mut Cx,
+        f: impl FnOnce(&mut Self, &mut Cx) -> Expr,
+    ) -> Expr {
+        let t = type_of(&v, cx);
+        cx.vals.push((x.clone(), t));
+        let r = f(self, cx);
+        cx.vals.pop();
+        Expr::let_(x, v, r)
+    }
+
     /// `t[idx]` for a simplified `t`.
     pub fn access(&mut self, t: Expr, idx: &Affine, cx: &mut Cx) -> Expr {
+        if let Expr::Let(x, v, b) = t {
+            // `(let x = v in b)[ι]` is `let x = v in b[ι]` (the name is unique)
+            return self.under_let(x, *v, cx, |s, cx| s.access(*b, idx, cx));
+        }
         if let Expr::Gen(i, n, b) = &t {
             // A plain index is exact only when its own range fits the
             // gen's: after substitution `t[i]` may read a gen over `n`
@@ -624,8 +699,51 @@ impl Norm<'_> {
         Simp { fresh: self.fresh }.simp(e, cx)
     }
 
+    /// `b{x ↦ view of a}` simplified, for a `let x = a in b` that was not
+    /// inlined (see [`Norm::view`]).
+    fn unlet(&mut self, x: &str, a: Expr, b: &Expr, cx: &mut Cx) -> Expr {
+        let r = self.view(a, cx);
+        let b = subst_val(b, x, &r, self.fresh);
+        self.simp(&b, cx)
+    }
+
+    /// The value `a` of a `let` that was not inlined, computed once: lifted
+    /// to top-level `let`s of pair-free gens over the enclosing indices it
+    /// uses (a tensor of pairs or a pair is split into its components, as
+    /// at the call boundary). Returns a small expression of `a`'s type that
+    /// reads those back (a name, an access chain, and pairs and gens of
+    /// such), to substitute for the let's name.
+    fn view(&mut self, a: Expr, cx: &mut Cx) -> Expr {
+        if matches!(chain_root(&a), Expr::Var(_)) {
+            return a;
+        }
+        let ty = type_of(&a, cx);
+        match ty {
+            Type::Pair(..) => {
+                let a0 = Simp { fresh: self.fresh }.proj(0, a.clone(), cx);
+                let a1 = Simp { fresh: self.fresh }.proj(1, a, cx);
+                let v0 = self.view(a0, cx);
+                let v1 = self.view(a1, cx);
+                Expr::pair(v0, v1)
+            }
+            Type::Tensor(n, _) if !ty.is_pair_free() => {
+                let j = self.fresh.next("i");
+                cx.idx.push((j.clone(), n.clone()));
+                let el = Simp { fresh: self.fresh }.access(a, &Affine::var(j.clone()), cx);
+                let v = self.view(el, cx);
+                cx.idx.pop();
+                Expr::gen(j, n, v)
+            }
+            _ => self.materialize(a, cx),
+        }
+    }
+
     /// Build the `o`/`g` form of a simplified expression of type `ty`.
     fn output(&mut self, e: Expr, ty: &Type, cx: &mut Cx) -> Expr {
+        if let Expr::Let(x, a, b) = e {
+            let b = self.unlet(&x, *a, &b, cx);
+            return self.output(b, ty, cx);
+        }
         match ty {
             Type::Pair(a, b) => {
                 let e0 = Simp { fresh: self.fresh }.proj(0, e.clone(), cx);
@@ -657,6 +775,10 @@ impl Norm<'_> {
     /// Normalise a number-typed expression.
     fn scalar(&mut self, e: Expr, cx: &mut Cx) -> Expr {
         match e {
+            Expr::Let(x, a, b) => {
+                let b = self.unlet(&x, *a, &b, cx);
+                self.scalar(b, cx)
+            }
             Expr::Sum(i, n, b) => {
                 if self.licm && !cx.idx.is_empty() {
                     let whole = Expr::sum(i.clone(), n.clone(), (*b).clone());
@@ -675,10 +797,10 @@ impl Norm<'_> {
                 let c = self.chain(e, cx);
                 self.fix_ranges(c, cx)
             }
-            Expr::Let(..) | Expr::Gen(..) | Expr::Pair(..) => {
+            Expr::Gen(..) | Expr::Pair(..) => {
                 // not reachable for simplified well-typed input; keep it exact
                 let s = self.simp(&e, cx);
-                if matches!(s, Expr::Let(..) | Expr::Gen(..) | Expr::Pair(..)) {
+                if matches!(s, Expr::Gen(..) | Expr::Pair(..)) {
                     s
                 } else {
                     self.scalar(s, cx)
@@ -786,6 +908,10 @@ impl Norm<'_> {
         let key = key_of(&body);
         let name = match self.keys.get(&key) {
             Some(n) => n.clone(),
+            // `gen(i:n) t[i]` over `t: [n]…` is `t` itself
+            None if eta_name(&body, &mut top).is_some() => {
+                eta_name(&body, &mut top).expect("checked")
+            }
             None => {
                 let n = self.fresh.next("t");
                 self.lets.push((n.clone(), body));
@@ -801,16 +927,52 @@ impl Norm<'_> {
     }
 }
 
+/// `t` when `e` is `gen(i1:n1, …, ik:nk) t[i1, …, ik]` for a name `t` of
+/// type `[n1, …, nk]…` (a copy of `t`).
+fn eta_name(e: &Expr, cx: &mut Cx) -> Option<String> {
+    let mut binders = Vec::new();
+    let mut body = e;
+    while let Expr::Gen(i, n, b) = body {
+        binders.push((i.as_str(), n));
+        body = b;
+    }
+    let mut idx = Vec::new();
+    while let Expr::Access(t, a) = body {
+        idx.push(a.as_var()?);
+        body = t;
+    }
+    idx.reverse();
+    let Expr::Var(t) = body else { return None };
+    let repeated = (1..binders.len()).any(|k| binders[..k].iter().any(|b| b.0 == binders[k].0));
+    if binders.is_empty() || idx.len() != binders.len() || repeated {
+        return None;
+    }
+    let mut ty = cx.val(t)?.clone();
+    for ((i, n), v) in binders.iter().zip(&idx) {
+        match ty {
+            Type::Tensor(m, el) if *i == *v && **n == m => ty = *el,
+            _ => return None,
+        }
+    }
+    Some(t.clone())
+}
+
 /// Options of the post-pass.
 #[derive(Clone, Debug)]
 pub struct NormalOptions {
     /// Hoist loop-invariant sums into lets (LICM).
     pub licm: bool,
+    /// Inline lets only while the program stays within this many nodes
+    /// ([`inline_lets`]); the others are computed once, as top-level lets.
+    pub term_limit: usize,
 }
 
 impl Default for NormalOptions {
     fn default() -> Self {
-        NormalOptions { licm: true }
+        NormalOptions {
+            licm: true,
+            term_limit: DEFAULT_TERM_LIMIT,
+        }
     }
 }
 
@@ -837,7 +999,7 @@ pub fn normalize(f: &Function, opts: &NormalOptions) -> Function {
         },
     };
     let body = uniquify(&f.body, &mut fresh);
-    let body = inline_lets(&body, &mut fresh);
+    let body = inline_lets(&body, &mut fresh, opts.term_limit);
     let body = Simp { fresh: &mut fresh }.simp(&body, &mut cx);
     let mut n = Norm {
         fresh: &mut fresh,

@@ -167,18 +167,42 @@ pub fn case_seed(seed: u64, index: u64) -> u64 {
     z ^ (z >> 31)
 }
 
-/// Random inputs for `f`: named sizes in `1..=max_size`, values uniform in
-/// [-2, 2), and a layout (C unless `layouts`), all drawn from `rng`.
+/// Random inputs for `f`: named sizes in `1..=max_size` (or 0, with the
+/// default [`GenConfig::zero_named`] chance), values uniform in [-2, 2),
+/// and a layout (C unless `layouts`), all drawn from `rng`.
 pub fn inputs_for(
     f: &Function,
     max_size: usize,
     layouts: bool,
     rng: &mut impl Rng,
 ) -> Result<(Sizes, Vec<Value>, Layout)> {
+    let g = GenConfig::default();
+    let zero = if g.zero_sizes { g.zero_named } else { 0.0 };
+    inputs_with_zero(f, max_size, zero, layouts, rng)
+}
+
+/// [`inputs_for`] where each named size is 0 with chance `zero`.
+pub fn inputs_with_zero(
+    f: &Function,
+    max_size: usize,
+    zero: f64,
+    layouts: bool,
+    rng: &mut impl Rng,
+) -> Result<(Sizes, Vec<Value>, Layout)> {
     let sizes: Sizes = f
         .size_names()
         .into_iter()
-        .map(|n| (n, rng.gen_range(1..=max_size.max(1))))
+        .map(|n| {
+            let z = zero > 0.0 && rng.gen_bool(zero.clamp(0.0, 1.0));
+            (
+                n,
+                if z {
+                    0
+                } else {
+                    rng.gen_range(1..=max_size.max(1))
+                },
+            )
+        })
         .collect();
     let args = random_inputs(f, &sizes, rng)?;
     let layout = if layouts {
@@ -193,7 +217,13 @@ pub fn inputs_for(
 pub fn case_from_seed(seed: u64, cfg: &DiffConfig) -> Result<Case> {
     let function = gen_function(seed, &cfg.gen);
     let mut rng = StdRng::seed_from_u64(seed ^ 0x5DEE_CE66_D1CE_5EED);
-    let (sizes, args, layout) = inputs_for(&function, cfg.max_size, cfg.layouts, &mut rng)?;
+    let zero = if cfg.gen.zero_sizes {
+        cfg.gen.zero_named
+    } else {
+        0.0
+    };
+    let (sizes, args, layout) =
+        inputs_with_zero(&function, cfg.max_size, zero, cfg.layouts, &mut rng)?;
     Ok(Case {
         function,
         sizes,
@@ -270,7 +300,12 @@ pub fn check(case: &Case, cfg: &DiffConfig) -> Verdict {
         Ok(v) => v,
         Err(m) => return fail(Stage::Interp, m, None),
     };
-    let o = match guarded(|| optimize(f, &cfg.opt)) {
+    // the optimiser's cost model sees the actual sizes, as in `einsat run`
+    let mut opts = cfg.opt.clone();
+    for (n, v) in &case.sizes {
+        opts.sizes.entry(n.clone()).or_insert(*v);
+    }
+    let o = match guarded(|| optimize(f, &opts)) {
         Ok(o) => o,
         Err(m) => return fail(Stage::Optimizer, m, None),
     };

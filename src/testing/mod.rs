@@ -127,6 +127,21 @@ pub struct GenConfig {
     pub pair_params: bool,
     /// Pair-typed (tuple) results.
     pub tuple_results: bool,
+    /// The chance that a binder or axis drawing a literal size gets a
+    /// one-element range (1) instead, or, with `zero_sizes`, an empty one
+    /// (0 or 1, half each): loops that never run, tensors with no elements.
+    pub small_sizes: f64,
+    /// Sizes 0: literal (see `small_sizes`) and named sizes bound to 0 by
+    /// the inputs with chance `zero_named` ([`random_sizes_with_zero`],
+    /// [`difftest::inputs_with_zero`]); on by default, `einsat difftest
+    /// --no-zero-sizes` turns it off.
+    pub zero_sizes: bool,
+    pub zero_named: f64,
+    /// The chance that a `let` is a chain `let v1 = … in let v2 = f(v1, v1)
+    /// in …` whose every value uses the previous one twice (inlining all
+    /// of it is exponential), and the chain's longest length.
+    pub let_chain: f64,
+    pub max_let_chain: usize,
 }
 
 impl Default for GenConfig {
@@ -144,6 +159,11 @@ impl Default for GenConfig {
             named_weight: 0.6,
             pair_params: true,
             tuple_results: true,
+            small_sizes: 0.08,
+            zero_sizes: true,
+            zero_named: 0.1,
+            let_chain: 0.15,
+            max_let_chain: 14,
         }
     }
 }
@@ -256,6 +276,10 @@ impl<R: Rng> Gen<'_, R> {
         {
             named
         } else {
+            if self.cfg.small_sizes > 0.0 && self.chance(self.cfg.small_sizes.clamp(0.0, 1.0)) {
+                let lo = usize::from(!self.cfg.zero_sizes);
+                return Size::Lit(self.rng.gen_range(lo..=1));
+            }
             lits
         };
         if pool.is_empty() {
@@ -469,6 +493,12 @@ impl<R: Rng> Gen<'_, R> {
         }
     }
     fn let_(&mut self, want: &Type, depth: u32) -> Expr {
+        if self.cfg.let_chain > 0.0
+            && self.cfg.max_let_chain >= 2
+            && self.chance(self.cfg.let_chain.clamp(0.0, 1.0))
+        {
+            return self.let_chain(want, depth);
+        }
         let t = self.ty(1, self.cfg.pairs);
         let e1 = self.expr(&t, depth - 1);
         let x = self.value_name();
@@ -476,6 +506,55 @@ impl<R: Rng> Gen<'_, R> {
         let e2 = self.expr(want, depth - 1);
         self.values.pop();
         Expr::let_(x, e1, e2)
+    }
+    /// `let v0 = e in let v1 = step(v0) in … in body`, where each step
+    /// reads the previous value twice and keeps values in [-2, 2]
+    /// (`v*v/4 + v/2` elementwise, with a shifted read for tensors).
+    fn let_chain(&mut self, want: &Type, depth: u32) -> Expr {
+        let t = if self.chance(0.5) {
+            Type::Real
+        } else {
+            Type::tensor(self.size(), Type::Real)
+        };
+        let len = self.rng.gen_range(2..=self.cfg.max_let_chain);
+        let mut binds: Vec<(String, Expr)> = Vec::new();
+        let e0 = self.expr(&t, depth - 1);
+        let x0 = self.value_name();
+        self.values.push((x0.clone(), t.clone()));
+        binds.push((x0.clone(), e0));
+        let mut prev = x0;
+        for _ in 1..len {
+            let v = Expr::var(prev.clone());
+            let step = |a: Expr, b: Expr, c: Expr| {
+                Expr::bin(
+                    BinOp::Add,
+                    Expr::bin(BinOp::Mul, Expr::bin(BinOp::Mul, a, b), Expr::Num(0.25)),
+                    Expr::bin(BinOp::Mul, c, Expr::Num(0.5)),
+                )
+            };
+            let value = match &t {
+                Type::Tensor(n, _) => {
+                    let n = n.clone();
+                    let (i, body) = self.bind_index(&n, |g, i| {
+                        let shifted = g.affine_for(&n);
+                        let at = |a: Affine| Expr::access(v.clone(), a);
+                        step(at(Affine::var(i.clone())), at(shifted), at(Affine::var(i)))
+                    });
+                    Expr::gen(i, n, body)
+                }
+                _ => step(v.clone(), v.clone(), v),
+            };
+            let x = self.value_name();
+            self.values.push((x.clone(), t.clone()));
+            binds.push((x.clone(), value));
+            prev = x;
+        }
+        let mut body = self.expr(want, depth - 1);
+        for (x, value) in binds.into_iter().rev() {
+            self.values.pop();
+            body = Expr::let_(x, value, body);
+        }
+        body
     }
     fn real(&mut self, depth: u32) -> Expr {
         if depth == 0 {
@@ -670,6 +749,19 @@ pub fn random_sizes(f: &Function, seed: u64, max: usize) -> Sizes {
     f.size_names()
         .into_iter()
         .map(|n| (n, rng.gen_range(1..=max)))
+        .collect()
+}
+
+/// Like [`random_sizes`], but each size is 0 with chance `zero` (see
+/// [`GenConfig::zero_named`]).
+pub fn random_sizes_with_zero(f: &Function, seed: u64, max: usize, zero: f64) -> Sizes {
+    let mut rng = StdRng::seed_from_u64(seed);
+    f.size_names()
+        .into_iter()
+        .map(|n| {
+            let z = zero > 0.0 && rng.gen_bool(zero.clamp(0.0, 1.0));
+            (n, if z { 0 } else { rng.gen_range(1..=max) })
+        })
         .collect()
 }
 
