@@ -218,6 +218,8 @@ pub fn compile(p: &LoopProgram, layout: &Layout) -> Result<Native, String> {
                     defined: vec![false; p.n_vars],
                     copies: 1,
                     out_flag: p.bufs[nest.buf].flag,
+                    rows: Vec::new(),
+                    voff: 0,
                 };
                 g.nest(nest, &sched);
                 g.b.ins().return_(&[]);
@@ -228,9 +230,18 @@ pub fn compile(p: &LoopProgram, layout: &Layout) -> Result<Native, String> {
         let id = module
             .declare_function(&format!("nest{k}"), Linkage::Local, &ctx.func.signature)
             .map_err(|e| e.to_string())?;
+        let dump = std::env::var_os("EINSAT_JIT_DUMP").is_some();
+        if dump {
+            ctx.set_disasm(true);
+        }
         module
             .define_function(id, &mut ctx)
             .map_err(|e| format!("cranelift: {e:?}"))?;
+        if dump {
+            if let Some(c) = ctx.compiled_code().and_then(|c| c.vcode.clone()) {
+                eprintln!("; nest {k}\n{c}");
+            }
+        }
         module.clear_context(&mut ctx);
         ids.push(id);
     }
@@ -306,6 +317,11 @@ struct Gen<'a, 'l> {
     copies: usize,
     /// The strong-zero flag buffer of the nest's output.
     out_flag: Option<usize>,
+    /// In a vector loop: the address of each vector load (keyed by the
+    /// load's node) at the loop variable 0, computed before the loop.
+    rows: Vec<(usize, Variable)>,
+    /// Bytes to add to every row pointer for the current unrolled step.
+    voff: i64,
 }
 
 /// What a loop's body does.
@@ -660,14 +676,24 @@ impl Gen<'_, '_> {
                         && n.vars.iter().filter(|(v, _)| *v == var).count() == 1
                 });
                 if vector && unit_out && self.out_flag.is_none() && self.vec_ok(body, var) {
+                    let saved = self.rows.len();
+                    self.vec_rows(body, var, lo);
+                    self.b.def_var(self.vars[var], lo);
+                    let out_row = self.out_addr(n, n.buf);
+                    let out_p = self.b.declare_var(types::I64);
+                    self.b.def_var(out_p, out_row);
                     let base = self.b.declare_var(types::I64);
                     self.b.def_var(base, lo);
                     self.strided(base, hi, 2, &mut |g, i| {
                         g.b.def_var(g.vars[var], i);
                         let v = g.vscalar(body, var);
-                        let addr = g.out_addr(n, n.buf);
+                        let addr = g.b.use_var(out_p);
                         g.b.ins().store(g.vmf, v, addr, 0);
+                        let a2 = g.b.ins().iadd_imm_s(addr, 16);
+                        g.b.def_var(out_p, a2);
+                        g.bump_rows(saved, 2);
                     });
+                    self.rows.truncate(saved);
                     let rest = self.b.use_var(base);
                     self.for_range(var, rest, hi, &mut |g| {
                         let (v, f) = g.scalar(body);
@@ -1055,17 +1081,24 @@ impl Gen<'_, '_> {
         let base = self.b.declare_var(types::I64);
         self.b.def_var(base, lo);
         if vector && self.vec_ok(body, var) {
+            let saved = self.rows.len();
+            self.vec_rows(body, var, lo);
             self.strided(base, hi, 2 * VACCS as i64, &mut |g, i| {
                 for (u, va) in acc.vaccs.iter().enumerate() {
                     let iu = g.b.ins().iadd_imm_s(i, 2 * u as i64);
                     g.b.def_var(v, iu);
+                    g.voff = 16 * u as i64;
                     g.vaccumulate(*va, body, var);
                 }
+                g.voff = 0;
+                g.bump_rows(saved, 2 * VACCS as i64);
             });
             self.strided(base, hi, 2, &mut |g, i| {
                 g.b.def_var(v, i);
                 g.vaccumulate(acc.vaccs[0], body, var);
+                g.bump_rows(saved, 2);
             });
+            self.rows.truncate(saved);
         } else {
             self.strided(base, hi, UNROLL as i64, &mut |g, i| {
                 for (u, a) in acc.accs.iter().enumerate() {
@@ -1115,6 +1148,42 @@ impl Gen<'_, '_> {
         }
     }
 
+    /// Before a vector loop over `var` from `start`: a pointer variable
+    /// per vector load of `t`, at its address for `var = start`; the loop
+    /// advances them ([`Self::bump_rows`]) instead of recomputing
+    /// addresses.
+    fn vec_rows(&mut self, t: &T, var: usize, start: Value) {
+        match t {
+            T::Load { buf, ixs, .. } if ixs.iter().any(|ix| schedule::coef(&ix.aff, var) != 0) => {
+                self.b.def_var(self.vars[var], start);
+                let (off, _) = self.offset(*buf, ixs);
+                let bytes = self.b.ins().ishl_imm_s(off, 3);
+                let base = self.base(*buf);
+                let row = self.b.ins().iadd(base, bytes);
+                let pv = self.b.declare_var(types::I64);
+                self.b.def_var(pv, row);
+                self.rows.push((t as *const T as usize, pv));
+            }
+            T::Bin(_, a, b) => {
+                self.vec_rows(a, var, start);
+                self.vec_rows(b, var, start);
+            }
+            T::Neg(a) => self.vec_rows(a, var, start),
+            T::Call(_, args) => args.iter().for_each(|a| self.vec_rows(a, var, start)),
+            _ => {}
+        }
+    }
+
+    /// Advance the row pointers from `saved` on by `elems` elements.
+    fn bump_rows(&mut self, saved: usize, elems: i64) {
+        for k in saved..self.rows.len() {
+            let pv = self.rows[k].1;
+            let p = self.b.use_var(pv);
+            let q = self.b.ins().iadd_imm_s(p, 8 * elems);
+            self.b.def_var(pv, q);
+        }
+    }
+
     fn splat(&mut self, x: Value) -> Value {
         self.b.ins().splat(types::F64X2, x)
     }
@@ -1132,6 +1201,13 @@ impl Gen<'_, '_> {
                 self.splat(x)
             }
             T::Load { buf, ixs, .. } if ixs.iter().any(|ix| schedule::coef(&ix.aff, var) != 0) => {
+                let key = t as *const T as usize;
+                if let Some(&(_, row)) = self.rows.iter().find(|(k, _)| *k == key) {
+                    // unit stride, coefficient 1: a pointer that walks
+                    let p = self.b.use_var(row);
+                    let off = self.voff as i32;
+                    return self.b.ins().load(types::F64X2, self.vmf, p, off);
+                }
                 let (off, _) = self.offset(*buf, ixs);
                 let bytes = self.b.ins().ishl_imm_s(off, 3);
                 let base = self.base(*buf);
