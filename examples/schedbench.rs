@@ -31,8 +31,11 @@ fn main() {
         let t = Instant::now();
         let kern = einsat::jit::compile_uncached(&g).unwrap();
         let ct = t.elapsed().as_secs_f64();
-        let sizes: BTreeMap<String, usize> =
-            f.size_names().into_iter().map(|x| (x.clone(), if x == k { n } else { n })).collect();
+        let sizes: BTreeMap<String, usize> = f
+            .size_names()
+            .into_iter()
+            .map(|x| (x.clone(), if x == k { n } else { n }))
+            .collect();
         let mut rng = rand::rngs::StdRng::seed_from_u64(1);
         // the same inputs as the first program when the parameters agree
         // (so the group shares one working set)
@@ -44,7 +47,15 @@ fn main() {
             _ => einsat::testing::random_inputs(f, &sizes, &mut rng).unwrap(),
         };
         let out = kern.call(&a).unwrap();
-        runs.push((spec.clone(), kern, a, out, f64::INFINITY, ct, f.params.clone()));
+        runs.push((
+            spec.clone(),
+            kern,
+            a,
+            out,
+            f64::INFINITY,
+            ct,
+            f.params.clone(),
+        ));
     }
     let first = runs[0].2.clone();
     let p0 = runs[0].6.clone();

@@ -403,10 +403,16 @@ fn loop_domains_from_brackets() {
     let l = einsat::jit::loopir::Layout::c_order(lp);
     let s = einsat::jit::schedule::schedule(lp, &lp.nests[0], &l);
     let text = format!("{:?}", s.body);
-    assert!(text.contains("dom_strong: true") && !text.contains("Bracket"), "{text}");
+    assert!(
+        text.contains("dom_strong: true") && !text.contains("Bracket"),
+        "{text}"
+    );
     // an empty domain is a strong zero: 0, not 0 * NaN
     let x = Value::Array(arr1(&[1.0, 2.0, 3.0]).into_dyn());
-    let v = jit::compile(&p.functions[6]).unwrap().call(&[x.clone()]).unwrap();
+    let v = jit::compile(&p.functions[6])
+        .unwrap()
+        .call(&[x.clone()])
+        .unwrap();
     let w = interp::run(&p.functions[6], &[x.clone()]).unwrap();
     assert!(close(&v, &w), "{v} vs {w}");
     let Value::Array(a) = v else { panic!() };
@@ -465,7 +471,12 @@ fn loop_order_vectors_and_invariant_code() {
     let einsat::jit::schedule::T::Sum(outer) = &s.body else {
         panic!("{:?}", s.body)
     };
-    assert_eq!(outer.n, einsat::jit::loopir::SizeRef::Named(0), "{:?}", s.body);
+    assert_eq!(
+        outer.n,
+        einsat::jit::loopir::SizeRef::Named(0),
+        "{:?}",
+        s.body
+    );
 }
 
 #[test]
@@ -482,7 +493,11 @@ fn strong_zeros_through_let_temporaries() {
     let o = optimize(f, &Options::default()).unwrap().program;
     for h in [f, &o] {
         let got = jit::compile(h).unwrap().call(&args).unwrap();
-        assert!(close(&got, &Value::Real(0.0)), "{got}\n{}", print_function(h));
+        assert!(
+            close(&got, &Value::Real(0.0)),
+            "{got}\n{}",
+            print_function(h)
+        );
     }
     assert!(close(&interp::run(f, &args).unwrap(), &Value::Real(0.0)));
     let g = &p.functions[1];
@@ -490,7 +505,11 @@ fn strong_zeros_through_let_temporaries() {
     let o = optimize(g, &Options::default()).unwrap().program;
     for h in [g, &o] {
         let got = jit::compile(h).unwrap().call(&args).unwrap();
-        assert!(close(&got, &Value::Real(4.0)), "{got}\n{}", print_function(h));
+        assert!(
+            close(&got, &Value::Real(4.0)),
+            "{got}\n{}",
+            print_function(h)
+        );
     }
     assert!(close(&interp::run(g, &args).unwrap(), &Value::Real(4.0)));
     // the flags follow the temporary in every layout and size
@@ -511,7 +530,11 @@ fn reassociated_sums_stay_within_the_documented_bound() {
     for n in [4usize, 37, 1000] {
         while xs.len() < n {
             let k = xs.len() as f64;
-            xs.push(if xs.len() % 3 == 0 { 1e15 * k.sin() } else { rng.gen_range(-1.0..1.0) });
+            xs.push(if xs.len() % 3 == 0 {
+                1e15 * k.sin()
+            } else {
+                rng.gen_range(-1.0..1.0)
+            });
         }
         let x = Value::Array(arr1(&xs).into_dyn());
         let Value::Real(got) = k.call(&[x.clone()]).unwrap() else {
@@ -530,7 +553,10 @@ fn reassociated_sums_stay_within_the_documented_bound() {
         }
         let abs: f64 = xs.iter().map(|v| v.abs()).sum();
         let bound = n as f64 * f64::EPSILON * abs;
-        assert!((got - s).abs() <= bound, "n={n}: jit {got} exact {s} bound {bound}");
+        assert!(
+            (got - s).abs() <= bound,
+            "n={n}: jit {got} exact {s} bound {bound}"
+        );
         assert!((int - s).abs() <= bound, "n={n}: interp {int} exact {s}");
     }
 }

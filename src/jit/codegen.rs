@@ -15,12 +15,31 @@
 //! and accumulators are SSA variables (registers). Plain indices are never
 //! checked; affine ones are (zero padding). Strong zeros follow the
 //! interpreter: a failed bracket is a zero that absorbs the other factor of
-//! a product, which is then not evaluated. Innermost sums are unrolled
-//! with independent accumulators (`fma` into each).
+//! a product, which is then not evaluated; a `let` temporary that may hold
+//! strong zeros has a flag buffer (`Buf::flag`) written with it and read
+//! with it.
+//!
+//! Each nest is first scheduled ([`super::schedule`]: loop order, loop
+//! domains, sum interchange); then, per loop (gen or sum):
+//! - **loop-invariant code motion**: the largest subtrees of the body that
+//!   use none of the loop's (or inner loops') variables are computed once
+//!   before the loop (Cranelift hoists pure arithmetic itself, but not
+//!   loads or calls across blocks);
+//! - **border peeling**: a checked index with coefficient ±1 on the loop
+//!   variable (other variables of enclosing loops) bounds the interior
+//!   where it is in range; the loop runs as border / interior / border and
+//!   the interior without those checks (at most [`MAX_COPIES`] copies of a
+//!   body);
+//! - **vectors**: an innermost loop whose body has no strong zeros or sums
+//!   and whose moving loads walk unit-stride axes unchecked runs on `f64x2`
+//!   (pointers advanced per step, `fma` for multiply-add, calls other than
+//!   `sqrt`/`abs` lane by lane) with a scalar tail: stores of a gen loop
+//!   whose output axis is unit-stride, or a sum into [`VACCS`] vector
+//!   accumulators. Other innermost sums without strong zeros are unrolled
+//!   by [`UNROLL`] with independent scalar accumulators (`fma` into each).
 
 use super::loopir::*;
 use super::schedule::{self, Bound, NestSched, SumT, T};
-use std::collections::BTreeSet;
 use crate::syntax::ast::{BinOp, CmpOp, Func};
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{types, AbiParam, InstBuilder, MemFlagsData, Value};
@@ -28,6 +47,7 @@ use cranelift_codegen::settings::{self, Configurable};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
 use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{FuncId, Linkage, Module};
+use std::collections::BTreeSet;
 
 /// Independent accumulators of an innermost sum.
 pub const UNROLL: usize = 4;
@@ -219,6 +239,7 @@ pub fn compile(p: &LoopProgram, layout: &Layout) -> Result<Native, String> {
                     copies: 1,
                     out_flag: p.bufs[nest.buf].flag,
                     rows: Vec::new(),
+                    row_sigs: Vec::new(),
                     voff: 0,
                 };
                 g.nest(nest, &sched);
@@ -319,7 +340,10 @@ struct Gen<'a, 'l> {
     out_flag: Option<usize>,
     /// In a vector loop: the address of each vector load (keyed by the
     /// load's node) at the loop variable 0, computed before the loop.
-    rows: Vec<(usize, Variable)>,
+    rows: Vec<(usize, Variable, i32)>,
+    /// The row pointers' signatures (buffer and the indices without the
+    /// vector axis's constant), so loads of one row share a pointer.
+    row_sigs: Vec<(String, Variable)>,
     /// Bytes to add to every row pointer for the current unrolled step.
     voff: i64,
 }
@@ -530,7 +554,10 @@ impl Gen<'_, '_> {
                 T::Bin(op, Box::new(a), Box::new(b))
             }
             T::Neg(a) => T::Neg(Box::new(self.hoist(*a, blocked))),
-            T::Call(f, args) => T::Call(f, args.into_iter().map(|a| self.hoist(a, blocked)).collect()),
+            T::Call(f, args) => T::Call(
+                f,
+                args.into_iter().map(|a| self.hoist(a, blocked)).collect(),
+            ),
             T::Sum(s) => {
                 let mut s = *s;
                 let mut inner = blocked.clone();
@@ -691,9 +718,10 @@ impl Gen<'_, '_> {
                         g.b.ins().store(g.vmf, v, addr, 0);
                         let a2 = g.b.ins().iadd_imm_s(addr, 16);
                         g.b.def_var(out_p, a2);
-                        g.bump_rows(saved, 2);
+                        g.bump_rows(2);
                     });
                     self.rows.truncate(saved);
+                    self.row_sigs.clear();
                     let rest = self.b.use_var(base);
                     self.for_range(var, rest, hi, &mut |g| {
                         let (v, f) = g.scalar(body);
@@ -1075,7 +1103,9 @@ impl Gen<'_, '_> {
     fn accum_part(&mut self, var: usize, lo: Value, hi: Value, body: &T, acc: Acc, vector: bool) {
         let v = self.vars[var];
         if acc.all.is_some() {
-            self.for_range(var, lo, hi, &mut |g| g.accumulate(acc.accs[0], acc.all, body));
+            self.for_range(var, lo, hi, &mut |g| {
+                g.accumulate(acc.accs[0], acc.all, body)
+            });
             return;
         }
         let base = self.b.declare_var(types::I64);
@@ -1091,14 +1121,15 @@ impl Gen<'_, '_> {
                     g.vaccumulate(*va, body, var);
                 }
                 g.voff = 0;
-                g.bump_rows(saved, 2 * VACCS as i64);
+                g.bump_rows(2 * VACCS as i64);
             });
             self.strided(base, hi, 2, &mut |g, i| {
                 g.b.def_var(v, i);
                 g.vaccumulate(acc.vaccs[0], body, var);
-                g.bump_rows(saved, 2);
+                g.bump_rows(2);
             });
             self.rows.truncate(saved);
+            self.row_sigs.clear();
         } else {
             self.strided(base, hi, UNROLL as i64, &mut |g, i| {
                 for (u, a) in acc.accs.iter().enumerate() {
@@ -1109,7 +1140,9 @@ impl Gen<'_, '_> {
             });
         }
         let rest = self.b.use_var(base);
-        self.for_range(var, rest, hi, &mut |g| g.accumulate(acc.accs[0], None, body));
+        self.for_range(var, rest, hi, &mut |g| {
+            g.accumulate(acc.accs[0], None, body)
+        });
     }
 
     // ------------------------------------------------------------ vectors
@@ -1155,14 +1188,38 @@ impl Gen<'_, '_> {
     fn vec_rows(&mut self, t: &T, var: usize, start: Value) {
         match t {
             T::Load { buf, ixs, .. } if ixs.iter().any(|ix| schedule::coef(&ix.aff, var) != 0) => {
+                // the vector axis's constant becomes an immediate offset
+                // (loads of one row share a pointer)
+                let mut ixs = ixs.clone();
+                let mut imm = 0i32;
+                for ix in ixs.iter_mut() {
+                    if schedule::coef(&ix.aff, var) != 0 {
+                        if let Some(b) = ix
+                            .aff
+                            .constant
+                            .checked_mul(8)
+                            .and_then(|b| i32::try_from(b).ok())
+                        {
+                            imm = b;
+                            ix.aff.constant = 0;
+                        }
+                    }
+                }
+                let key = t as *const T as usize;
+                let sig = format!("{buf} {ixs:?}");
+                if let Some(&(_, pv)) = self.row_sigs.iter().find(|(s2, _)| *s2 == sig) {
+                    self.rows.push((key, pv, imm));
+                    return;
+                }
                 self.b.def_var(self.vars[var], start);
-                let (off, _) = self.offset(*buf, ixs);
+                let (off, _) = self.offset(*buf, &ixs);
                 let bytes = self.b.ins().ishl_imm_s(off, 3);
                 let base = self.base(*buf);
                 let row = self.b.ins().iadd(base, bytes);
                 let pv = self.b.declare_var(types::I64);
                 self.b.def_var(pv, row);
-                self.rows.push((t as *const T as usize, pv));
+                self.row_sigs.push((sig, pv));
+                self.rows.push((key, pv, imm));
             }
             T::Bin(_, a, b) => {
                 self.vec_rows(a, var, start);
@@ -1174,10 +1231,10 @@ impl Gen<'_, '_> {
         }
     }
 
-    /// Advance the row pointers from `saved` on by `elems` elements.
-    fn bump_rows(&mut self, saved: usize, elems: i64) {
-        for k in saved..self.rows.len() {
-            let pv = self.rows[k].1;
+    /// Advance the row pointers by `elems` elements.
+    fn bump_rows(&mut self, elems: i64) {
+        for k in 0..self.row_sigs.len() {
+            let pv = self.row_sigs[k].1;
             let p = self.b.use_var(pv);
             let q = self.b.ins().iadd_imm_s(p, 8 * elems);
             self.b.def_var(pv, q);
@@ -1202,10 +1259,10 @@ impl Gen<'_, '_> {
             }
             T::Load { buf, ixs, .. } if ixs.iter().any(|ix| schedule::coef(&ix.aff, var) != 0) => {
                 let key = t as *const T as usize;
-                if let Some(&(_, row)) = self.rows.iter().find(|(k, _)| *k == key) {
+                if let Some(&(_, row, imm)) = self.rows.iter().find(|(k, _, _)| *k == key) {
                     // unit stride, coefficient 1: a pointer that walks
                     let p = self.b.use_var(row);
-                    let off = self.voff as i32;
+                    let off = self.voff as i32 + imm;
                     return self.b.ins().load(types::F64X2, self.vmf, p, off);
                 }
                 let (off, _) = self.offset(*buf, ixs);

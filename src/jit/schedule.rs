@@ -150,7 +150,11 @@ pub fn strong(t: &T) -> bool {
 
 /// The coefficient of `v` in `a`.
 pub fn coef(a: &Aff, v: usize) -> i64 {
-    a.terms.iter().filter(|(x, _)| *x == v).map(|(_, c)| c).sum()
+    a.terms
+        .iter()
+        .filter(|(x, _)| *x == v)
+        .map(|(_, c)| c)
+        .sum()
 }
 
 /// `a` without its `v` terms.
@@ -320,10 +324,16 @@ fn take_brackets(t: T, v: usize, dom: &mut Dom, found: &mut bool) -> T {
                     Some((lo, hi)) => {
                         *found = true;
                         if let Some(lo) = lo {
-                            dom.lo.push(Bound { aff: lo, size: None });
+                            dom.lo.push(Bound {
+                                aff: lo,
+                                size: None,
+                            });
                         }
                         if let Some(hi) = hi {
-                            dom.hi.push(Bound { aff: hi, size: None });
+                            dom.hi.push(Bound {
+                                aff: hi,
+                                size: None,
+                            });
                         }
                     }
                     None => {
@@ -457,15 +467,13 @@ fn interchange(t: T, layout: &Layout) -> T {
                 return T::Sum(Box::new(s));
             }
             let score = |v: usize| -> usize {
-                fs.iter()
-                    .chain(&gs)
-                    .map(|f| unit_score(f, v, layout))
-                    .sum()
+                fs.iter().chain(&gs).map(|f| unit_score(f, v, layout)).sum()
             };
             if score(j) <= score(i) {
                 return T::Sum(Box::new(s));
             }
-            let (with_j, without_j): (Vec<T>, Vec<T>) = gs.into_iter().partition(|g| mentions(g, j));
+            let (with_j, without_j): (Vec<T>, Vec<T>) =
+                gs.into_iter().partition(|g| mentions(g, j));
             let mut in_j = fs;
             in_j.extend(with_j);
             let new_inner = T::Sum(Box::new(SumT {
@@ -491,7 +499,10 @@ fn interchange(t: T, layout: &Layout) -> T {
             Box::new(interchange(*b, layout)),
         ),
         T::Neg(a) => T::Neg(Box::new(interchange(*a, layout))),
-        T::Call(f, args) => T::Call(f, args.into_iter().map(|a| interchange(a, layout)).collect()),
+        T::Call(f, args) => T::Call(
+            f,
+            args.into_iter().map(|a| interchange(a, layout)).collect(),
+        ),
         t => t,
     }
 }
@@ -512,7 +523,11 @@ fn loop_order(nest: &Nest, body: &T, layout: &Layout) -> Vec<usize> {
         2 * usize::from(layout.is_unit(nest.buf, k)) + unit_score(body, v, layout)
     };
     let best = (0..n).rev().max_by_key(|&k| (score(k), k)).expect("n >= 2");
-    let best = if score(best) > score(n - 1) { best } else { n - 1 };
+    let best = if score(best) > score(n - 1) {
+        best
+    } else {
+        n - 1
+    };
     order.retain(|&k| k != best);
     order.push(best);
     order
