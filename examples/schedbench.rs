@@ -14,7 +14,8 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     let src = std::fs::read_to_string(&args[1]).unwrap();
     let prog = einsat::load(&src).unwrap();
-    let (k, v) = args[2].split_once('=').unwrap();
+    // every size name gets the same value
+    let (_, v) = args[2].split_once('=').unwrap();
     let n: usize = v.parse().unwrap();
     let mut runs = Vec::new();
     for spec in &args[3..] {
@@ -31,11 +32,7 @@ fn main() {
         let t = Instant::now();
         let kern = einsat::jit::compile_uncached(&g).unwrap();
         let ct = t.elapsed().as_secs_f64();
-        let sizes: BTreeMap<String, usize> = f
-            .size_names()
-            .into_iter()
-            .map(|x| (x.clone(), if x == k { n } else { n }))
-            .collect();
+        let sizes: BTreeMap<String, usize> = f.size_names().into_iter().map(|x| (x, n)).collect();
         let mut rng = rand::rngs::StdRng::seed_from_u64(1);
         // the same inputs as the first program when the parameters agree
         // (so the group shares one working set)

@@ -411,9 +411,9 @@ fn loop_domains_from_brackets() {
     let x = Value::Array(arr1(&[1.0, 2.0, 3.0]).into_dyn());
     let v = jit::compile(&p.functions[6])
         .unwrap()
-        .call(&[x.clone()])
+        .call(std::slice::from_ref(&x))
         .unwrap();
-    let w = interp::run(&p.functions[6], &[x.clone()]).unwrap();
+    let w = interp::run(&p.functions[6], std::slice::from_ref(&x)).unwrap();
     assert!(close(&v, &w), "{v} vs {w}");
     let Value::Array(a) = v else { panic!() };
     assert_eq!(a[IxDyn(&[2])], 0.0);
@@ -537,7 +537,7 @@ fn reassociated_sums_stay_within_the_documented_bound() {
             });
         }
         let x = Value::Array(arr1(&xs).into_dyn());
-        let Value::Real(got) = k.call(&[x.clone()]).unwrap() else {
+        let Value::Real(got) = k.call(std::slice::from_ref(&x)).unwrap() else {
             panic!()
         };
         let Value::Real(int) = interp::run(&p.functions[0], &[x]).unwrap() else {
