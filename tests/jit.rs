@@ -15,7 +15,7 @@ use einsat::testing::{
 use einsat::{Error, Function};
 use ndarray::{arr0, arr1, arr2, ArrayD, IxDyn};
 use proptest::prelude::*;
-use rand::SeedableRng;
+use rand::{Rng, SeedableRng};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -346,5 +346,217 @@ proptest! {
         let want = interp::run(&f, &args).unwrap();
         let got = k.unwrap().call(&args2).unwrap();
         prop_assert!(want.approx_eq(&got, 1e-6, 1e-6), "{:?}\n{}\n=>\n{}\ninterp {} jit {}", layout, print_function(&f), print_function(g), want, got);
+    }
+}
+
+// ------------------------------------------------------------ schedules
+
+/// `f` as written (normal form) and optimised, JIT against the
+/// interpreter, every layout, every size of `ns` for every size name.
+fn check_sizes(f: &Function, ns: &[usize], seed: u64) {
+    let o = optimize(f, &Options::default()).unwrap();
+    for g in [f, &o.program] {
+        let k = jit::compile(g).unwrap_or_else(|e| panic!("{e}\n{}", print_function(g)));
+        for (t, &n) in ns.iter().enumerate() {
+            let sizes: BTreeMap<String, usize> =
+                f.size_names().into_iter().map(|x| (x, n)).collect();
+            let mut rng = rand::rngs::StdRng::seed_from_u64(seed + t as u64);
+            let args = random_inputs(f, &sizes, &mut rng).unwrap();
+            let want = interp::run(f, &args).unwrap();
+            for layout in Layout::ALL {
+                let a: Vec<Value> = args.iter().map(|v| relayout_value(v, layout)).collect();
+                let got = k.call(&a).unwrap();
+                assert!(
+                    close(&want, &got),
+                    "{layout:?} n={n}\n{}\ninterp {want}\njit    {got}",
+                    print_function(g)
+                );
+            }
+        }
+    }
+}
+
+const SIZES: &[usize] = &[0, 1, 2, 3, 5, 17, 64];
+
+#[test]
+fn loop_domains_from_brackets() {
+    let p = einsat::load(
+        "fn tri(A: [n,n]R, x: [n]R) -> [n]R = gen(i:n) sum(j:n) [j <= i] * A[i,j] * x[j]
+         fn upper(A: [n,n]R, x: [n]R) -> [n]R = gen(i:n) sum(j:n) A[i,j] * x[j] * [i < j]
+         fn band(A: [n,n]R, x: [n]R) -> [n]R =
+           gen(i:n) sum(j:n) [i-1 <= j && j <= i+1] * A[i,j] * x[j]
+         fn diag(A: [n,n]R) -> [n]R = gen(i:n) sum(j:n) [j = i] * A[i,j]
+         fn notgt(A: [n,n]R, x: [n]R) -> [n]R = gen(i:n) sum(j:n) [!(j > i) && j != 2] * A[i,j] / x[j]
+         fn shifted(x: [n]R) -> [n]R = gen(i:n) sum(j:n) [j >= i + 3] * x[j]
+         fn empty(x: [n]R) -> [n]R = gen(i:n) (sum(j:n) [j > i] * x[j]) * log(0 - 1)
+         fn none(x: [n]R) -> R = (sum(j:n) [j < 0] * x[j]) * log(0 - 1)
+         fn nested(A: [n,n]R) -> R = sum(i:n) sum(j:n) [j <= i] * [i <= j + 2] * A[i,j]",
+    )
+    .unwrap();
+    for (k, f) in p.functions.iter().enumerate() {
+        assert!(einsat::extract::is_normal(f), "{}", f.name);
+        check_sizes(f, SIZES, 100 + k as u64);
+    }
+    // the triangle is a loop bound, not a test per term
+    let k = jit::compile(&p.functions[0]).unwrap();
+    let lp = k.loop_program();
+    let l = einsat::jit::loopir::Layout::c_order(lp);
+    let s = einsat::jit::schedule::schedule(lp, &lp.nests[0], &l);
+    let text = format!("{:?}", s.body);
+    assert!(
+        text.contains("dom_strong: true") && !text.contains("Bracket"),
+        "{text}"
+    );
+    // an empty domain is a strong zero: 0, not 0 * NaN
+    let x = Value::Array(arr1(&[1.0, 2.0, 3.0]).into_dyn());
+    let v = jit::compile(&p.functions[6])
+        .unwrap()
+        .call(std::slice::from_ref(&x))
+        .unwrap();
+    let w = interp::run(&p.functions[6], std::slice::from_ref(&x)).unwrap();
+    assert!(close(&v, &w), "{v} vs {w}");
+    let Value::Array(a) = v else { panic!() };
+    assert_eq!(a[IxDyn(&[2])], 0.0);
+    assert!(a[IxDyn(&[0])].is_nan());
+    let v = jit::compile(&p.functions[7]).unwrap().call(&[x]).unwrap();
+    assert!(close(&v, &Value::Real(0.0)), "{v}");
+}
+
+#[test]
+fn border_peeling_for_zero_padding() {
+    let p = einsat::load(
+        "fn blur(x: [n]R) -> [n]R = gen(i:n) (x[i-1] + x[i] + x[i+1]) / 3
+         fn blur2d(I: [n,n]R) -> [n,n]R =
+           gen(i:n, j:n) 0.2 * (I[i-1,j] + I[i+1,j] + I[i,j-1] + I[i,j+1] + I[i,j])
+         fn conv(w: [3]R, x: [n]R) -> [n]R = gen(i:n) sum(k:3) w[k] * x[i+k-1]
+         fn rev(x: [n]R) -> [n]R = gen(i:n) x[4-i] + x[i+2]
+         fn wide(x: [n]R) -> [n]R = gen(i:n) x[i-7] * x[i+9] - x[2*i]
+         fn shift2(A: [n,n]R) -> [n,n]R = gen(i:n, j:n) A[j+1, i-1] + A[i+j, j]",
+    )
+    .unwrap();
+    for (k, f) in p.functions.iter().enumerate() {
+        check_sizes(f, SIZES, 200 + k as u64);
+    }
+}
+
+#[test]
+fn loop_order_vectors_and_invariant_code() {
+    let p = einsat::load(
+        "fn tr(A: [n,m]R, B: [m,n]R) -> [m,n]R = gen(j:m, i:n) 2 * A[i,j] + B[j,i]
+         fn trout(A: [n,m]R) -> [m,n]R = gen(j:m, i:n) A[i,j] * A[i,j] + A[i,j]
+         fn ew(x: [n]R, y: [n]R) -> [n]R =
+           gen(i:n) exp(x[i]) + sqrt(abs(y[i])) - x[i] / 2 * -y[i] + max(x[i], y[i])
+         fn inv(t: [n]R, u: [m]R) -> [n,m]R = gen(i:n, j:m) sin(t[i]) * u[j] + exp(t[i]) * t[i]
+         fn dot(x: [n]R, y: [n]R) -> R = sum(i:n) x[i] * y[i] + x[i]
+         fn bil(A: [n,m]R, x: [n]R, y: [m]R) -> R = sum(j:m) y[j] * sum(i:n) x[i] * A[i,j]
+         fn gemvt(A: [n,m]R, x: [n]R, c: [m]R) -> [m]R = gen(j:m) tanh(c[j]) + sum(i:n) x[i] * A[i,j]
+         fn softmax(X: [n,m]R) -> [n,m]R = gen(i:n, j:m) exp(X[i,j]) / sum(k:m) exp(X[i,k])
+         fn rows(X: [n,m]R) -> [n]R = gen(i:n) sum(k:m) X[i,k] * X[i,k] - 1",
+    )
+    .unwrap();
+    for (k, f) in p.functions.iter().enumerate() {
+        check_sizes(f, SIZES, 300 + k as u64);
+    }
+    // a transposed output walks its unit-stride axis innermost
+    let k = jit::compile(&p.functions[1]).unwrap();
+    let lp = k.loop_program();
+    let l = einsat::jit::loopir::Layout::c_order(lp);
+    let s = einsat::jit::schedule::schedule(lp, &lp.nests[0], &l);
+    assert_eq!(s.order, vec![1, 0]);
+    // the bilinear form walks rows of A (C order): i outside, j inside
+    let k = jit::compile(&p.functions[5]).unwrap();
+    let lp = k.loop_program();
+    let l = einsat::jit::loopir::Layout::c_order(lp);
+    let s = einsat::jit::schedule::schedule(lp, &lp.nests[0], &l);
+    let einsat::jit::schedule::T::Sum(outer) = &s.body else {
+        panic!("{:?}", s.body)
+    };
+    assert_eq!(
+        outer.n,
+        einsat::jit::loopir::SizeRef::Named(0),
+        "{:?}",
+        s.body
+    );
+}
+
+#[test]
+fn strong_zeros_through_let_temporaries() {
+    let p = einsat::load(
+        "fn f(x: [m]R, d: R) -> R = let s = sum(u:m) [u > 100] * x[u] in s / d
+         fn g(x: [n]R) -> R = let t = gen(i:n) [i=0]*x[i] in sum(i:n) t[i]*x[i]
+         fn h(x: [n]R) -> [n]R = let t = gen(i:n) [i=0]*x[i] - [i=1]*x[i] in gen(i:n) t[i] * log(0 - 1) + [i = 2] * 1",
+    )
+    .unwrap();
+    let f = &p.functions[0];
+    let x = Value::Array(arr1(&[1.0, 2.0, 3.0]).into_dyn());
+    let args = [x, Value::Real(0.0)];
+    let o = optimize(f, &Options::default()).unwrap().program;
+    for h in [f, &o] {
+        let got = jit::compile(h).unwrap().call(&args).unwrap();
+        assert!(
+            close(&got, &Value::Real(0.0)),
+            "{got}\n{}",
+            print_function(h)
+        );
+    }
+    assert!(close(&interp::run(f, &args).unwrap(), &Value::Real(0.0)));
+    let g = &p.functions[1];
+    let args = [Value::Array(arr1(&[2.0, f64::NAN, 1.0]).into_dyn())];
+    let o = optimize(g, &Options::default()).unwrap().program;
+    for h in [g, &o] {
+        let got = jit::compile(h).unwrap().call(&args).unwrap();
+        assert!(
+            close(&got, &Value::Real(4.0)),
+            "{got}\n{}",
+            print_function(h)
+        );
+    }
+    assert!(close(&interp::run(g, &args).unwrap(), &Value::Real(4.0)));
+    // the flags follow the temporary in every layout and size
+    for f in &p.functions {
+        check_sizes(f, SIZES, 400);
+    }
+}
+
+/// The JIT reassociates sums (independent accumulators, vector lanes, loop
+/// interchange); README documents the bound |jit - exact| <= n·ε·Σ|terms|
+/// (plus the interpreter's own error of the same size).
+#[test]
+fn reassociated_sums_stay_within_the_documented_bound() {
+    let p = einsat::load("fn s(x: [n]R) -> R = sum(i:n) x[i]").unwrap();
+    let k = jit::compile(&p.functions[0]).unwrap();
+    let mut xs = vec![1e16, 1.0, -1e16, 1.0];
+    let mut rng = rand::rngs::StdRng::seed_from_u64(9);
+    for n in [4usize, 37, 1000] {
+        while xs.len() < n {
+            let k = xs.len() as f64;
+            xs.push(if xs.len() % 3 == 0 {
+                1e15 * k.sin()
+            } else {
+                rng.gen_range(-1.0..1.0)
+            });
+        }
+        let x = Value::Array(arr1(&xs).into_dyn());
+        let Value::Real(got) = k.call(std::slice::from_ref(&x)).unwrap() else {
+            panic!()
+        };
+        let Value::Real(int) = interp::run(&p.functions[0], &[x]).unwrap() else {
+            panic!()
+        };
+        // the exact sum, compensated
+        let (mut s, mut c) = (0.0f64, 0.0f64);
+        for &v in &xs {
+            let y = v - c;
+            let t = s + y;
+            c = (t - s) - y;
+            s = t;
+        }
+        let abs: f64 = xs.iter().map(|v| v.abs()).sum();
+        let bound = n as f64 * f64::EPSILON * abs;
+        assert!(
+            (got - s).abs() <= bound,
+            "n={n}: jit {got} exact {s} bound {bound}"
+        );
+        assert!((int - s).abs() <= bound, "n={n}: interp {int} exact {s}");
     }
 }

@@ -15,10 +15,31 @@
 //! and accumulators are SSA variables (registers). Plain indices are never
 //! checked; affine ones are (zero padding). Strong zeros follow the
 //! interpreter: a failed bracket is a zero that absorbs the other factor of
-//! a product, which is then not evaluated. Innermost sums are unrolled
-//! with independent accumulators (`fma` into each).
+//! a product, which is then not evaluated; a `let` temporary that may hold
+//! strong zeros has a flag buffer (`Buf::flag`) written with it and read
+//! with it.
+//!
+//! Each nest is first scheduled ([`super::schedule`]: loop order, loop
+//! domains, sum interchange); then, per loop (gen or sum):
+//! - **loop-invariant code motion**: the largest subtrees of the body that
+//!   use none of the loop's (or inner loops') variables are computed once
+//!   before the loop (Cranelift hoists pure arithmetic itself, but not
+//!   loads or calls across blocks);
+//! - **border peeling**: a checked index with coefficient ±1 on the loop
+//!   variable (other variables of enclosing loops) bounds the interior
+//!   where it is in range; the loop runs as border / interior / border and
+//!   the interior without those checks (at most [`MAX_COPIES`] copies of a
+//!   body);
+//! - **vectors**: an innermost loop whose body has no strong zeros or sums
+//!   and whose moving loads walk unit-stride axes unchecked runs on `f64x2`
+//!   (pointers advanced per step, `fma` for multiply-add, calls other than
+//!   `sqrt`/`abs` lane by lane) with a scalar tail: stores of a gen loop
+//!   whose output axis is unit-stride, or a sum into [`VACCS`] vector
+//!   accumulators. Other innermost sums without strong zeros are unrolled
+//!   by [`UNROLL`] with independent scalar accumulators (`fma` into each).
 
 use super::loopir::*;
+use super::schedule::{self, Bound, NestSched, SumT, T};
 use crate::syntax::ast::{BinOp, CmpOp, Func};
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{types, AbiParam, InstBuilder, MemFlagsData, Value};
@@ -26,6 +47,7 @@ use cranelift_codegen::settings::{self, Configurable};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
 use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{FuncId, Linkage, Module};
+use std::collections::BTreeSet;
 
 /// Independent accumulators of an innermost sum.
 pub const UNROLL: usize = 4;
@@ -170,7 +192,7 @@ pub fn compile(p: &LoopProgram, layout: &Layout) -> Result<Native, String> {
             } else {
                 let mf = MemFlagsData::trusted();
                 let mut used = vec![false; p.bufs.len()];
-                nest_bufs(nest, &mut used);
+                nest_bufs(p, nest, &mut used);
                 let mut bases = Vec::with_capacity(p.bufs.len());
                 let mut strides = Vec::with_capacity(p.bufs.len());
                 for (bi, buf) in p.bufs.iter().enumerate() {
@@ -200,6 +222,7 @@ pub fn compile(p: &LoopProgram, layout: &Layout) -> Result<Native, String> {
                 }
                 let vars: Vec<Variable> =
                     (0..p.n_vars).map(|_| b.declare_var(types::I64)).collect();
+                let sched = schedule::schedule(p, nest, layout);
                 let mut g = Gen {
                     b,
                     bases,
@@ -208,9 +231,18 @@ pub fn compile(p: &LoopProgram, layout: &Layout) -> Result<Native, String> {
                     vars,
                     funcs,
                     mf,
+                    vmf: MemFlagsData::new().with_notrap(),
                     range: (lo, hi),
+                    layout,
+                    hoisted: Vec::new(),
+                    defined: vec![false; p.n_vars],
+                    copies: 1,
+                    out_flag: p.bufs[nest.buf].flag,
+                    rows: Vec::new(),
+                    row_sigs: Vec::new(),
+                    voff: 0,
                 };
-                g.nest(nest);
+                g.nest(nest, &sched);
                 g.b.ins().return_(&[]);
                 g.b.seal_all_blocks();
                 g.b.finalize(tcfg);
@@ -219,9 +251,18 @@ pub fn compile(p: &LoopProgram, layout: &Layout) -> Result<Native, String> {
         let id = module
             .declare_function(&format!("nest{k}"), Linkage::Local, &ctx.func.signature)
             .map_err(|e| e.to_string())?;
+        let dump = std::env::var_os("EINSAT_JIT_DUMP").is_some();
+        if dump {
+            ctx.set_disasm(true);
+        }
         module
             .define_function(id, &mut ctx)
             .map_err(|e| format!("cranelift: {e:?}"))?;
+        if dump {
+            if let Some(c) = ctx.compiled_code().and_then(|c| c.vcode.clone()) {
+                eprintln!("; nest {k}\n{c}");
+            }
+        }
         module.clear_context(&mut ctx);
         ids.push(id);
     }
@@ -241,25 +282,41 @@ pub fn compile(p: &LoopProgram, layout: &Layout) -> Result<Native, String> {
     })
 }
 
-/// Mark the buffers a nest reads or writes.
-fn nest_bufs(n: &Nest, used: &mut [bool]) {
-    fn walk(s: &S, used: &mut [bool]) {
+/// Mark the buffers a nest reads or writes (with their strong-zero flag
+/// buffers).
+fn nest_bufs(p: &LoopProgram, n: &Nest, used: &mut [bool]) {
+    fn walk(p: &LoopProgram, s: &S, used: &mut [bool]) {
         match s {
-            S::Load(b, _) => used[*b] = true,
+            S::Load(b, _) => {
+                used[*b] = true;
+                if let Some(f) = p.bufs[*b].flag {
+                    used[f] = true;
+                }
+            }
             S::Num(_) | S::Bracket(_) | S::Eps(_) => {}
             S::Bin(_, a, b) => {
-                walk(a, used);
-                walk(b, used);
+                walk(p, a, used);
+                walk(p, b, used);
             }
-            S::Neg(a) | S::Sum(_, _, a) => walk(a, used),
-            S::Call(_, args) => args.iter().for_each(|a| walk(a, used)),
+            S::Neg(a) | S::Sum(_, _, a) => walk(p, a, used),
+            S::Call(_, args) => args.iter().for_each(|a| walk(p, a, used)),
         }
     }
     used[n.buf] = true;
-    walk(&n.body, used);
+    if let Some(f) = p.bufs[n.buf].flag {
+        used[f] = true;
+    }
+    walk(p, &n.body, used);
 }
 
-struct Gen<'a> {
+/// How many copies of a loop body peeling may make (each peeled loop
+/// emits its body three times: two borders and the interior).
+const MAX_COPIES: usize = 27;
+
+/// Vector accumulators of an innermost vectorised sum.
+const VACCS: usize = 4;
+
+struct Gen<'a, 'l> {
     b: FunctionBuilder<'a>,
     /// Base pointers of the buffers the nest uses.
     bases: Vec<Option<Value>>,
@@ -268,11 +325,51 @@ struct Gen<'a> {
     vars: Vec<Variable>,
     funcs: Vec<(Func, cranelift_codegen::ir::FuncRef)>,
     mf: MemFlagsData,
-    /// The range of the nest's outermost loop.
+    /// Flags of vector accesses (not assumed aligned).
+    vmf: MemFlagsData,
+    /// The range of the nest's first gen variable.
     range: (Value, Value),
+    layout: &'l Layout,
+    /// Values computed before a loop (loop-invariant code motion).
+    hoisted: Vec<(Value, Option<Value>)>,
+    /// The loop variables whose loops enclose the code being emitted.
+    defined: Vec<bool>,
+    /// How many copies of the current code peeling has made.
+    copies: usize,
+    /// The strong-zero flag buffer of the nest's output.
+    out_flag: Option<usize>,
+    /// In a vector loop: the address of each vector load (keyed by the
+    /// load's node) at the loop variable 0, computed before the loop.
+    rows: Vec<(usize, Variable, i32)>,
+    /// The row pointers' signatures (buffer and the indices without the
+    /// vector axis's constant), so loads of one row share a pointer.
+    row_sigs: Vec<(String, Variable)>,
+    /// Bytes to add to every row pointer for the current unrolled step.
+    voff: i64,
 }
 
-impl Gen<'_> {
+/// What a loop's body does.
+#[derive(Clone, Copy)]
+enum Act<'n> {
+    /// The gen loops from level `k` of the schedule on.
+    Level(&'n Nest, &'n NestSched, usize),
+    /// Store the body into the nest's buffer.
+    Store(&'n Nest),
+    /// Add the body to an accumulator.
+    Accum(Acc),
+}
+
+#[derive(Clone, Copy)]
+struct Acc {
+    /// Scalar accumulators (independent, to hide the add latency).
+    accs: [Variable; UNROLL],
+    /// Vector accumulators.
+    vaccs: [Variable; VACCS],
+    /// "Every term so far was a strong zero", when the body may be one.
+    all: Option<Variable>,
+}
+
+impl Gen<'_, '_> {
     fn size(&mut self, s: &SizeRef) -> Value {
         match s {
             SizeRef::Lit(n) => self.b.ins().iconst(types::I64, *n),
@@ -286,13 +383,6 @@ impl Gen<'_> {
 
     fn f64c(&mut self, x: f64) -> Value {
         self.b.ins().f64const(x)
-    }
-
-    /// `for var in 0..n { body }`.
-    fn for_loop(&mut self, var: usize, n: &SizeRef, body: &mut dyn FnMut(&mut Self)) {
-        let n = self.size(n);
-        let zero = self.b.ins().iconst(types::I64, 0);
-        self.for_range(var, zero, n, body)
     }
 
     /// `for var in lo..hi { body }`.
@@ -316,34 +406,340 @@ impl Gen<'_> {
         self.b.switch_to_block(exit);
     }
 
-    fn nest(&mut self, n: &Nest) {
-        self.nest_from(n, 0);
+    /// `while base + step <= hi { body(base); base += step }`.
+    fn strided(
+        &mut self,
+        base: Variable,
+        hi: Value,
+        step: i64,
+        body: &mut dyn FnMut(&mut Self, Value),
+    ) {
+        let head = self.b.create_block();
+        let body_b = self.b.create_block();
+        let exit = self.b.create_block();
+        self.b.ins().jump(head, &[]);
+        self.b.switch_to_block(head);
+        let i = self.b.use_var(base);
+        let last = self.b.ins().iadd_imm_s(i, step);
+        let c = self.b.ins().icmp(IntCC::SignedLessThanOrEqual, last, hi);
+        self.b.ins().brif(c, body_b, &[], exit, &[]);
+        self.b.switch_to_block(body_b);
+        let i = self.b.use_var(base);
+        body(self, i);
+        let i = self.b.use_var(base);
+        let i1 = self.b.ins().iadd_imm_s(i, step);
+        self.b.def_var(base, i1);
+        self.b.ins().jump(head, &[]);
+        self.b.switch_to_block(exit);
     }
 
-    fn nest_from(&mut self, n: &Nest, k: usize) {
-        if k == n.vars.len() {
-            let (v, _) = self.scalar(&n.body);
-            let mut off = self.b.ins().iconst(types::I64, 0);
-            for (a, (var, _)) in n.vars.iter().enumerate() {
-                let i = self.b.use_var(self.vars[*var]);
-                let t = self.b.ins().imul(i, self.strides[n.buf][a]);
-                off = self.b.ins().iadd(off, t);
-            }
-            let bytes = self.b.ins().ishl_imm_s(off, 3);
-            let base = self.base(n.buf);
-            let addr = self.b.ins().iadd(base, bytes);
-            self.b.ins().store(self.mf, v, addr, 0);
+    fn imax(&mut self, a: Value, b: Value) -> Value {
+        self.b.ins().smax(a, b)
+    }
+
+    fn imin(&mut self, a: Value, b: Value) -> Value {
+        self.b.ins().smin(a, b)
+    }
+
+    fn bound(&mut self, bd: &Bound) -> Value {
+        let mut v = self.aff(&bd.aff);
+        if let Some((s, k)) = &bd.size {
+            let s = self.size(s);
+            let t = if *k == 1 {
+                s
+            } else {
+                self.b.ins().imul_imm_s(s, *k)
+            };
+            v = self.b.ins().iadd(v, t);
+        }
+        v
+    }
+
+    // ------------------------------------------------------------ nests
+
+    fn nest(&mut self, n: &Nest, ns: &NestSched) {
+        self.levels(n, ns, 0, ns.body.clone());
+    }
+
+    /// The gen loops from level `k` of the schedule on.
+    fn levels(&mut self, n: &Nest, ns: &NestSched, k: usize, body: T) {
+        if k == ns.order.len() {
+            let (v, f) = self.scalar(&body);
+            self.store(n, v, f);
             return;
         }
-        let (var, size) = n.vars[k].clone();
-        if k == 0 {
-            // the caller's range of the outermost loop
-            let (lo, hi) = self.range;
-            self.for_range(var, lo, hi, &mut |g| g.nest_from(n, k + 1));
+        let pos = ns.order[k];
+        let (var, size) = n.vars[pos].clone();
+        let (lo, hi) = if pos == 0 {
+            self.range
         } else {
-            self.for_loop(var, &size, &mut |g| g.nest_from(n, k + 1));
+            let z = self.b.ins().iconst(types::I64, 0);
+            (z, self.size(&size))
+        };
+        let blocked: BTreeSet<usize> = ns.order[k..].iter().map(|&q| n.vars[q].0).collect();
+        let body = self.hoist(body, &blocked);
+        let act = if k + 1 == ns.order.len() {
+            Act::Store(n)
+        } else {
+            Act::Level(n, ns, k + 1)
+        };
+        self.run_loop(var, lo, hi, body, act);
+    }
+
+    /// The address of `buf[i0, i1, …]` for the given index values.
+    fn addr(&mut self, buf: usize, idx: &[Value]) -> Value {
+        let mut off: Option<Value> = None;
+        for (a, &i) in idx.iter().enumerate() {
+            let t = self.b.ins().imul(i, self.strides[buf][a]);
+            off = Some(match off {
+                None => t,
+                Some(o) => self.b.ins().iadd(o, t),
+            });
+        }
+        let base = self.base(buf);
+        match off {
+            None => base,
+            Some(o) => {
+                let bytes = self.b.ins().ishl_imm_s(o, 3);
+                self.b.ins().iadd(base, bytes)
+            }
         }
     }
+
+    fn out_addr(&mut self, n: &Nest, buf: usize) -> Value {
+        let idx: Vec<Value> = n
+            .vars
+            .iter()
+            .map(|(v, _)| self.b.use_var(self.vars[*v]))
+            .collect();
+        self.addr(buf, &idx)
+    }
+
+    fn store(&mut self, n: &Nest, v: Value, f: Option<Value>) {
+        let addr = self.out_addr(n, n.buf);
+        self.b.ins().store(self.mf, v, addr, 0);
+        if let Some(fb) = self.out_flag {
+            let one = self.f64c(1.0);
+            let zero = self.f64c(0.0);
+            let x = match f {
+                Some(f) => self.b.ins().select(f, one, zero),
+                None => zero,
+            };
+            let addr = self.out_addr(n, fb);
+            self.b.ins().store(self.mf, x, addr, 0);
+        }
+    }
+
+    // ------------------------------------------------ loop-invariant code
+
+    /// Compute, here (before a loop), the largest subtrees of `t` that use
+    /// none of the `blocked` variables (the loop's and those of loops
+    /// inside it), and refer to them as [`T::Hoisted`].
+    fn hoist(&mut self, t: T, blocked: &BTreeSet<usize>) -> T {
+        match t {
+            T::Num(_) | T::Hoisted(..) => t,
+            t if {
+                let mut fv = BTreeSet::new();
+                schedule::free_vars(&t, &mut fv);
+                fv.is_disjoint(blocked)
+            } =>
+            {
+                let (v, f) = self.scalar(&t);
+                self.hoisted.push((v, f));
+                T::Hoisted(self.hoisted.len() - 1, f.is_some())
+            }
+            T::Bin(op, a, b) => {
+                let a = self.hoist(*a, blocked);
+                let b = self.hoist(*b, blocked);
+                T::Bin(op, Box::new(a), Box::new(b))
+            }
+            T::Neg(a) => T::Neg(Box::new(self.hoist(*a, blocked))),
+            T::Call(f, args) => T::Call(
+                f,
+                args.into_iter().map(|a| self.hoist(a, blocked)).collect(),
+            ),
+            T::Sum(s) => {
+                let mut s = *s;
+                let mut inner = blocked.clone();
+                inner.insert(s.var);
+                s.body = self.hoist(s.body, &inner);
+                T::Sum(Box::new(s))
+            }
+            t => t,
+        }
+    }
+
+    // ------------------------------------------------------------ peeling
+
+    /// Whether the checked index `ix` only leaves its axis at the borders
+    /// of `var`'s loop: coefficient ±1 on `var`, every other variable of
+    /// an enclosing loop.
+    fn peelable(&self, ix: &Ix, var: usize) -> bool {
+        ix.checked
+            && schedule::coef(&ix.aff, var).abs() == 1
+            && ix
+                .aff
+                .terms
+                .iter()
+                .all(|(x, c)| *x == var || *c == 0 || self.defined[*x])
+    }
+
+    /// The interior bounds of `var` from every peelable index of `t`.
+    fn peel_bounds(&self, t: &T, var: usize, lo: &mut Vec<Bound>, hi: &mut Vec<Bound>) {
+        match t {
+            T::Load { ixs, .. } => {
+                for ix in ixs {
+                    if !self.peelable(ix, var) {
+                        continue;
+                    }
+                    let r = schedule::without(&ix.aff, var);
+                    if schedule::coef(&ix.aff, var) == 1 {
+                        // var + r in 0..d: var in -r .. d - r
+                        let m = schedule::scale(&r, -1);
+                        lo.push(Bound {
+                            aff: m.clone(),
+                            size: None,
+                        });
+                        hi.push(Bound {
+                            aff: m,
+                            size: Some((ix.dim.clone(), 1)),
+                        });
+                    } else {
+                        // r - var in 0..d: var in r - d + 1 .. r + 1
+                        let mut r1 = r;
+                        r1.constant += 1;
+                        lo.push(Bound {
+                            aff: r1.clone(),
+                            size: Some((ix.dim.clone(), -1)),
+                        });
+                        hi.push(Bound {
+                            aff: r1,
+                            size: None,
+                        });
+                    }
+                }
+            }
+            T::Bin(_, a, b) => {
+                self.peel_bounds(a, var, lo, hi);
+                self.peel_bounds(b, var, lo, hi);
+            }
+            T::Neg(a) => self.peel_bounds(a, var, lo, hi),
+            T::Call(_, args) => args.iter().for_each(|a| self.peel_bounds(a, var, lo, hi)),
+            T::Sum(s) => self.peel_bounds(&s.body, var, lo, hi),
+            _ => {}
+        }
+    }
+
+    /// `t` with the peelable indices of `var` unchecked (for the interior).
+    fn uncheck(&self, t: &T, var: usize) -> T {
+        match t {
+            T::Load { buf, ixs, flag } => T::Load {
+                buf: *buf,
+                ixs: ixs
+                    .iter()
+                    .map(|ix| Ix {
+                        checked: ix.checked && !self.peelable(ix, var),
+                        ..ix.clone()
+                    })
+                    .collect(),
+                flag: *flag,
+            },
+            T::Bin(op, a, b) => T::Bin(
+                *op,
+                Box::new(self.uncheck(a, var)),
+                Box::new(self.uncheck(b, var)),
+            ),
+            T::Neg(a) => T::Neg(Box::new(self.uncheck(a, var))),
+            T::Call(f, args) => T::Call(*f, args.iter().map(|a| self.uncheck(a, var)).collect()),
+            T::Sum(s) => {
+                let mut s2 = (**s).clone();
+                s2.body = self.uncheck(&s.body, var);
+                T::Sum(Box::new(s2))
+            }
+            t => t.clone(),
+        }
+    }
+
+    /// `for var in lo..hi { act(body) }`, with the border iterations of
+    /// checked indices peeled off so that the interior runs unchecked.
+    fn run_loop(&mut self, var: usize, lo: Value, hi: Value, body: T, act: Act) {
+        let (mut plo, mut phi) = (Vec::new(), Vec::new());
+        self.peel_bounds(&body, var, &mut plo, &mut phi);
+        if plo.is_empty() || self.copies * 3 > MAX_COPIES {
+            self.part(var, lo, hi, &body, act, true);
+            return;
+        }
+        let interior = self.uncheck(&body, var);
+        let mut ilo = lo;
+        for bd in &plo {
+            let x = self.bound(bd);
+            ilo = self.imax(ilo, x);
+        }
+        let mid_lo = self.imin(ilo, hi);
+        let mut ihi = hi;
+        for bd in &phi {
+            let x = self.bound(bd);
+            ihi = self.imin(ihi, x);
+        }
+        let mid_hi = self.imax(ihi, mid_lo);
+        self.copies *= 3;
+        self.part(var, lo, mid_lo, &body, act, false);
+        self.part(var, mid_lo, mid_hi, &interior, act, true);
+        self.part(var, mid_hi, hi, &body, act, false);
+        self.copies /= 3;
+    }
+
+    /// One range of a loop.
+    fn part(&mut self, var: usize, lo: Value, hi: Value, body: &T, act: Act, vector: bool) {
+        self.defined[var] = true;
+        match act {
+            Act::Level(n, ns, k) => {
+                self.for_range(var, lo, hi, &mut |g| g.levels(n, ns, k, body.clone()));
+            }
+            Act::Store(n) => {
+                let pos = n.vars.iter().position(|(v, _)| *v == var);
+                let unit_out = pos.is_some_and(|a| {
+                    self.layout.is_unit(n.buf, a)
+                        && n.vars.iter().filter(|(v, _)| *v == var).count() == 1
+                });
+                if vector && unit_out && self.out_flag.is_none() && self.vec_ok(body, var) {
+                    let saved = self.rows.len();
+                    self.vec_rows(body, var, lo);
+                    self.b.def_var(self.vars[var], lo);
+                    let out_row = self.out_addr(n, n.buf);
+                    let out_p = self.b.declare_var(types::I64);
+                    self.b.def_var(out_p, out_row);
+                    let base = self.b.declare_var(types::I64);
+                    self.b.def_var(base, lo);
+                    self.strided(base, hi, 2, &mut |g, i| {
+                        g.b.def_var(g.vars[var], i);
+                        let v = g.vscalar(body, var);
+                        let addr = g.b.use_var(out_p);
+                        g.b.ins().store(g.vmf, v, addr, 0);
+                        let a2 = g.b.ins().iadd_imm_s(addr, 16);
+                        g.b.def_var(out_p, a2);
+                        g.bump_rows(2);
+                    });
+                    self.rows.truncate(saved);
+                    self.row_sigs.clear();
+                    let rest = self.b.use_var(base);
+                    self.for_range(var, rest, hi, &mut |g| {
+                        let (v, f) = g.scalar(body);
+                        g.store(n, v, f);
+                    });
+                } else {
+                    self.for_range(var, lo, hi, &mut |g| {
+                        let (v, f) = g.scalar(body);
+                        g.store(n, v, f);
+                    });
+                }
+            }
+            Act::Accum(acc) => self.accum_part(var, lo, hi, body, acc, vector),
+        }
+        self.defined[var] = false;
+    }
+
+    // ------------------------------------------------------------ scalars
 
     fn aff(&mut self, a: &Aff) -> Value {
         let mut acc = self.b.ins().iconst(types::I64, a.constant);
@@ -388,7 +784,9 @@ impl Gen<'_> {
         }
     }
 
-    fn load(&mut self, buf: usize, ixs: &[Ix]) -> Value {
+    /// The offset (elements) of a load and its in-range condition when
+    /// some index is checked.
+    fn offset(&mut self, buf: usize, ixs: &[Ix]) -> (Value, Option<Value>) {
         let mut off = self.b.ins().iconst(types::I64, 0);
         let mut ok: Option<Value> = None;
         for (a, ix) in ixs.iter().enumerate() {
@@ -405,6 +803,11 @@ impl Gen<'_> {
             let t = self.b.ins().imul(i, self.strides[buf][a]);
             off = self.b.ins().iadd(off, t);
         }
+        (off, ok)
+    }
+
+    fn load(&mut self, buf: usize, ixs: &[Ix]) -> Value {
+        let (off, ok) = self.offset(buf, ixs);
         let base = self.base(buf);
         match ok {
             None => {
@@ -470,25 +873,24 @@ impl Gen<'_> {
         }
     }
 
-    /// Whether `s` may evaluate to a strong zero.
-    fn strong(s: &S) -> bool {
-        match s {
-            S::Bracket(_) => true,
-            S::Neg(a) | S::Sum(_, _, a) => Self::strong(a),
-            S::Bin(BinOp::Mul, a, b) => Self::strong(a) || Self::strong(b),
-            S::Bin(BinOp::Div, a, _) => Self::strong(a),
-            S::Bin(BinOp::Add | BinOp::Sub, a, b) => Self::strong(a) && Self::strong(b),
-            _ => false,
-        }
-    }
-
-    /// The value of `s`, and its strong-zero flag (an `i8`) when it may be
+    /// The value of `t`, and its strong-zero flag (an `i8`) when it may be
     /// one.
-    fn scalar(&mut self, s: &S) -> (Value, Option<Value>) {
-        match s {
-            S::Num(x) => (self.f64c(*x), None),
-            S::Load(buf, ixs) => (self.load(*buf, ixs), None),
-            S::Bracket(p) => {
+    fn scalar(&mut self, t: &T) -> (Value, Option<Value>) {
+        match t {
+            T::Num(x) => (self.f64c(*x), None),
+            T::Hoisted(k, _) => self.hoisted[*k],
+            T::Load { buf, ixs, flag } => {
+                let v = self.load(*buf, ixs);
+                let f = flag.map(|fb| {
+                    let x = self.load(fb, ixs);
+                    let zero = self.f64c(0.0);
+                    self.b
+                        .ins()
+                        .fcmp(cranelift_codegen::ir::condcodes::FloatCC::NotEqual, x, zero)
+                });
+                (v, f)
+            }
+            T::Bracket(p) => {
                 let c = self.pred(p);
                 let one = self.f64c(1.0);
                 let zero = self.f64c(0.0);
@@ -496,8 +898,8 @@ impl Gen<'_> {
                 let f = self.b.ins().icmp_imm_s(IntCC::Equal, c, 0);
                 (v, Some(f))
             }
-            S::Eps(ks) => (self.eps(ks), None),
-            S::Neg(a) => {
+            T::Eps(ks) => (self.eps(ks), None),
+            T::Neg(a) => {
                 let (x, f) = self.scalar(a);
                 let n = self.b.ins().fneg(x);
                 match f {
@@ -508,12 +910,12 @@ impl Gen<'_> {
                     }
                 }
             }
-            S::Call(func, args) => {
+            T::Call(func, args) => {
                 let vs: Vec<Value> = args.iter().map(|a| self.scalar(a).0).collect();
                 (self.call(*func, &vs), None)
             }
-            S::Bin(op, a, b) => self.bin(*op, a, b),
-            S::Sum(var, n, body) => self.sum(*var, n, body),
+            T::Bin(op, a, b) => self.bin(*op, a, b),
+            T::Sum(s) => self.sum(s),
         }
     }
 
@@ -526,10 +928,10 @@ impl Gen<'_> {
         }
     }
 
-    fn bin(&mut self, op: BinOp, a: &S, b: &S) -> (Value, Option<Value>) {
+    fn bin(&mut self, op: BinOp, a: &T, b: &T) -> (Value, Option<Value>) {
         // a + b*c with no strong zeros about: one fused multiply-add
-        if op == BinOp::Add && !Self::strong(a) && !Self::strong(b) {
-            if let S::Bin(BinOp::Mul, x, y) = b {
+        if op == BinOp::Add && !schedule::strong(a) && !schedule::strong(b) {
+            if let T::Bin(BinOp::Mul, x, y) = b {
                 let va = self.scalar(a).0;
                 let vx = self.scalar(x).0;
                 let vy = self.scalar(y).0;
@@ -580,91 +982,49 @@ impl Gen<'_> {
         }
     }
 
-    /// Whether `s` holds a `sum` (only innermost sums are unrolled).
-    fn has_sum(s: &S) -> bool {
-        match s {
-            S::Sum(..) => true,
-            S::Bin(_, a, b) => Self::has_sum(a) || Self::has_sum(b),
-            S::Neg(a) => Self::has_sum(a),
-            S::Call(_, args) => args.iter().any(Self::has_sum),
-            _ => false,
+    // --------------------------------------------------------------- sums
+
+    /// `sum(var in dom ∩ 0..n) body`: its value, and its strong-zero flag
+    /// when it may be one (`n > 0` and every term a strong zero; terms
+    /// outside a bracket-derived domain are strong zeros).
+    fn sum(&mut self, s: &SumT) -> (Value, Option<Value>) {
+        let n = self.size(&s.n);
+        let mut lo = self.b.ins().iconst(types::I64, 0);
+        for bd in &s.dom.lo {
+            let x = self.bound(bd);
+            lo = self.imax(lo, x);
         }
-    }
-
-    /// `acc + body` (one `fma` when the body is a product).
-    fn accumulate(&mut self, acc: Variable, body: &S) {
-        let r = match body {
-            S::Bin(BinOp::Mul, x, y) => {
-                let vx = self.scalar(x).0;
-                let vy = self.scalar(y).0;
-                let a = self.b.use_var(acc);
-                self.b.ins().fma(vx, vy, a)
-            }
-            _ => {
-                let v = self.scalar(body).0;
-                let a = self.b.use_var(acc);
-                self.b.ins().fadd(a, v)
-            }
-        };
-        self.b.def_var(acc, r);
-    }
-
-    /// An innermost sum without strong zeros, unrolled by [`UNROLL`] with
-    /// independent accumulators, so consecutive terms do not wait for each
-    /// other's additions; the remainder runs one term at a time.
-    fn sum_unrolled(&mut self, var: usize, n: &SizeRef, body: &S) -> Value {
-        let nv = self.size(n);
+        let mut hi = n;
+        for bd in &s.dom.hi {
+            let x = self.bound(bd);
+            hi = self.imin(hi, x);
+        }
+        let strong = schedule::strong(&s.body);
         let zero = self.f64c(0.0);
-        let accs: Vec<Variable> = (0..UNROLL)
-            .map(|_| {
-                let a = self.b.declare_var(types::F64);
-                self.b.def_var(a, zero);
-                a
-            })
-            .collect();
-        let base = self.b.declare_var(types::I64);
-        let z = self.b.ins().iconst(types::I64, 0);
-        self.b.def_var(base, z);
-        let v = self.vars[var];
-        // main loop: while base + UNROLL <= n
-        let head = self.b.create_block();
-        let body_b = self.b.create_block();
-        let tail_head = self.b.create_block();
-        let tail_body = self.b.create_block();
-        let exit = self.b.create_block();
-        self.b.ins().jump(head, &[]);
-        self.b.switch_to_block(head);
-        let i = self.b.use_var(base);
-        let last = self.b.ins().iadd_imm_s(i, UNROLL as i64);
-        let c = self.b.ins().icmp(IntCC::SignedLessThanOrEqual, last, nv);
-        self.b.ins().brif(c, body_b, &[], tail_head, &[]);
-        self.b.switch_to_block(body_b);
-        for (u, acc) in accs.iter().enumerate() {
-            let i = self.b.use_var(base);
-            let iu = self.b.ins().iadd_imm_s(i, u as i64);
-            self.b.def_var(v, iu);
-            self.accumulate(*acc, body);
-        }
-        let i = self.b.use_var(base);
-        let i1 = self.b.ins().iadd_imm_s(i, UNROLL as i64);
-        self.b.def_var(base, i1);
-        self.b.ins().jump(head, &[]);
-        // remainder
-        self.b.switch_to_block(tail_head);
-        let i = self.b.use_var(base);
-        let c = self.b.ins().icmp(IntCC::SignedLessThan, i, nv);
-        self.b.ins().brif(c, tail_body, &[], exit, &[]);
-        self.b.switch_to_block(tail_body);
-        let i = self.b.use_var(base);
-        self.b.def_var(v, i);
-        self.accumulate(accs[0], body);
-        let i = self.b.use_var(base);
-        let i1 = self.b.ins().iadd_imm_s(i, 1);
-        self.b.def_var(base, i1);
-        self.b.ins().jump(tail_head, &[]);
-        self.b.switch_to_block(exit);
-        let vals: Vec<Value> = accs.iter().map(|a| self.b.use_var(*a)).collect();
-        let mut level = vals;
+        let vzero = self.b.ins().splat(types::F64X2, zero);
+        let accs = [(); UNROLL].map(|_| {
+            let a = self.b.declare_var(types::F64);
+            self.b.def_var(a, zero);
+            a
+        });
+        let vaccs = [(); VACCS].map(|_| {
+            let a = self.b.declare_var(types::F64X2);
+            self.b.def_var(a, vzero);
+            a
+        });
+        let all = strong.then(|| {
+            let v = self.b.declare_var(types::I8);
+            let one = self.b.ins().iconst(types::I8, 1);
+            self.b.def_var(v, one);
+            v
+        });
+        let mut blocked = BTreeSet::new();
+        blocked.insert(s.var);
+        let body = self.hoist(s.body.clone(), &blocked);
+        self.run_loop(s.var, lo, hi, body, Act::Accum(Acc { accs, vaccs, all }));
+        // combine: vector accumulators pairwise, then their lanes, then the
+        // scalar accumulators
+        let mut level: Vec<Value> = vaccs.iter().map(|a| self.b.use_var(*a)).collect();
         while level.len() > 1 {
             level = level
                 .chunks(2)
@@ -677,49 +1037,297 @@ impl Gen<'_> {
                 })
                 .collect();
         }
-        level[0]
-    }
-
-    fn sum(&mut self, var: usize, n: &SizeRef, body: &S) -> (Value, Option<Value>) {
-        if !Self::strong(body) && !Self::has_sum(body) {
-            return (self.sum_unrolled(var, n, body), None);
+        let l0 = self.b.ins().extractlane(level[0], 0);
+        let l1 = self.b.ins().extractlane(level[0], 1);
+        let mut level: Vec<Value> = accs.iter().map(|a| self.b.use_var(*a)).collect();
+        level.push(l0);
+        level.push(l1);
+        while level.len() > 1 {
+            level = level
+                .chunks(2)
+                .map(|c| {
+                    if c.len() == 2 {
+                        self.b.ins().fadd(c[0], c[1])
+                    } else {
+                        c[0]
+                    }
+                })
+                .collect();
         }
-        let acc = self.b.declare_var(types::F64);
-        let zero = self.f64c(0.0);
-        self.b.def_var(acc, zero);
-        let strong = Self::strong(body);
-        let all = if strong {
-            let nv = self.size(n);
-            let v = self.b.declare_var(types::I8);
-            let pos = self.b.ins().icmp_imm_s(IntCC::SignedGreaterThan, nv, 0);
-            self.b.def_var(v, pos);
-            Some(v)
+        let r = level[0];
+        let flag = if strong || s.dom_strong {
+            let pos = self.b.ins().icmp_imm_s(IntCC::SignedGreaterThan, n, 0);
+            let inner = match all {
+                Some(v) => self.b.use_var(v),
+                None => self.b.ins().icmp(IntCC::SignedGreaterThanOrEqual, lo, hi),
+            };
+            Some(self.b.ins().band(pos, inner))
         } else {
             None
         };
-        self.for_loop(var, n, &mut |g| match body {
-            // acc += x * y as one fma
-            S::Bin(BinOp::Mul, x, y) if !strong => {
-                let vx = g.scalar(x).0;
-                let vy = g.scalar(y).0;
-                let a = g.b.use_var(acc);
-                let r = g.b.ins().fma(vx, vy, a);
-                g.b.def_var(acc, r);
+        (r, flag)
+    }
+
+    /// `acc + body` (one `fma` when the body is a product without strong
+    /// zeros).
+    fn accumulate(&mut self, acc: Variable, all: Option<Variable>, body: &T) {
+        if all.is_none() {
+            if let T::Bin(BinOp::Mul, x, y) = body {
+                let vx = self.scalar(x).0;
+                let vy = self.scalar(y).0;
+                let a = self.b.use_var(acc);
+                let r = self.b.ins().fma(vx, vy, a);
+                self.b.def_var(acc, r);
+                return;
             }
-            _ => {
-                let (v, f) = g.scalar(body);
-                let a = g.b.use_var(acc);
-                let r = g.b.ins().fadd(a, v);
-                g.b.def_var(acc, r);
-                if let (Some(all), Some(f)) = (all, f) {
-                    let s = g.b.use_var(all);
-                    let s = g.b.ins().band(s, f);
-                    g.b.def_var(all, s);
+        }
+        let (v, f) = self.scalar(body);
+        let a = self.b.use_var(acc);
+        let r = self.b.ins().fadd(a, v);
+        self.b.def_var(acc, r);
+        if let Some(all) = all {
+            let s = self.b.use_var(all);
+            let f = match f {
+                Some(f) => f,
+                None => self.b.ins().iconst(types::I8, 0),
+            };
+            let s = self.b.ins().band(s, f);
+            self.b.def_var(all, s);
+        }
+    }
+
+    /// The terms `lo..hi` of a sum: vectorised (`VACCS` vector
+    /// accumulators, then one, then scalar terms) when the body allows it,
+    /// else unrolled by [`UNROLL`] with independent scalar accumulators
+    /// (no strong zeros) or one term at a time.
+    fn accum_part(&mut self, var: usize, lo: Value, hi: Value, body: &T, acc: Acc, vector: bool) {
+        let v = self.vars[var];
+        if acc.all.is_some() {
+            self.for_range(var, lo, hi, &mut |g| {
+                g.accumulate(acc.accs[0], acc.all, body)
+            });
+            return;
+        }
+        let base = self.b.declare_var(types::I64);
+        self.b.def_var(base, lo);
+        if vector && self.vec_ok(body, var) {
+            let saved = self.rows.len();
+            self.vec_rows(body, var, lo);
+            self.strided(base, hi, 2 * VACCS as i64, &mut |g, i| {
+                for (u, va) in acc.vaccs.iter().enumerate() {
+                    let iu = g.b.ins().iadd_imm_s(i, 2 * u as i64);
+                    g.b.def_var(v, iu);
+                    g.voff = 16 * u as i64;
+                    g.vaccumulate(*va, body, var);
+                }
+                g.voff = 0;
+                g.bump_rows(2 * VACCS as i64);
+            });
+            self.strided(base, hi, 2, &mut |g, i| {
+                g.b.def_var(v, i);
+                g.vaccumulate(acc.vaccs[0], body, var);
+                g.bump_rows(2);
+            });
+            self.rows.truncate(saved);
+            self.row_sigs.clear();
+        } else {
+            self.strided(base, hi, UNROLL as i64, &mut |g, i| {
+                for (u, a) in acc.accs.iter().enumerate() {
+                    let iu = g.b.ins().iadd_imm_s(i, u as i64);
+                    g.b.def_var(v, iu);
+                    g.accumulate(*a, None, body);
+                }
+            });
+        }
+        let rest = self.b.use_var(base);
+        self.for_range(var, rest, hi, &mut |g| {
+            g.accumulate(acc.accs[0], None, body)
+        });
+    }
+
+    // ------------------------------------------------------------ vectors
+
+    /// Whether `t` can be evaluated two lanes (`var`, `var + 1`) at once:
+    /// no strong zeros, no sums, and every load that moves with `var`
+    /// walks a unit-stride axis unchecked.
+    fn vec_ok(&self, t: &T, var: usize) -> bool {
+        if schedule::strong(t) {
+            return false;
+        }
+        self.vec_ok_rec(t, var)
+    }
+
+    fn vec_ok_rec(&self, t: &T, var: usize) -> bool {
+        match t {
+            T::Num(_) | T::Hoisted(..) => true,
+            T::Load { buf, ixs, flag } => {
+                if flag.is_some() {
+                    return false;
+                }
+                let on: Vec<usize> = (0..ixs.len())
+                    .filter(|&a| schedule::coef(&ixs[a].aff, var) != 0)
+                    .collect();
+                on.is_empty()
+                    || (on.len() == 1
+                        && schedule::coef(&ixs[on[0]].aff, var) == 1
+                        && self.layout.is_unit(*buf, on[0])
+                        && ixs.iter().all(|ix| !ix.checked))
+            }
+            T::Eps(_) => !schedule::mentions(t, var),
+            T::Bin(_, a, b) => self.vec_ok_rec(a, var) && self.vec_ok_rec(b, var),
+            T::Neg(a) => self.vec_ok_rec(a, var),
+            T::Call(_, args) => args.iter().all(|a| self.vec_ok_rec(a, var)),
+            T::Bracket(_) | T::Sum(_) => false,
+        }
+    }
+
+    /// Before a vector loop over `var` from `start`: a pointer variable
+    /// per vector load of `t`, at its address for `var = start`; the loop
+    /// advances them ([`Self::bump_rows`]) instead of recomputing
+    /// addresses.
+    fn vec_rows(&mut self, t: &T, var: usize, start: Value) {
+        match t {
+            T::Load { buf, ixs, .. } if ixs.iter().any(|ix| schedule::coef(&ix.aff, var) != 0) => {
+                // the vector axis's constant becomes an immediate offset
+                // (loads of one row share a pointer)
+                let mut ixs = ixs.clone();
+                let mut imm = 0i32;
+                for ix in ixs.iter_mut() {
+                    if schedule::coef(&ix.aff, var) != 0 {
+                        if let Some(b) = ix
+                            .aff
+                            .constant
+                            .checked_mul(8)
+                            .and_then(|b| i32::try_from(b).ok())
+                        {
+                            imm = b;
+                            ix.aff.constant = 0;
+                        }
+                    }
+                }
+                let key = t as *const T as usize;
+                let sig = format!("{buf} {ixs:?}");
+                if let Some(&(_, pv)) = self.row_sigs.iter().find(|(s2, _)| *s2 == sig) {
+                    self.rows.push((key, pv, imm));
+                    return;
+                }
+                self.b.def_var(self.vars[var], start);
+                let (off, _) = self.offset(*buf, &ixs);
+                let bytes = self.b.ins().ishl_imm_s(off, 3);
+                let base = self.base(*buf);
+                let row = self.b.ins().iadd(base, bytes);
+                let pv = self.b.declare_var(types::I64);
+                self.b.def_var(pv, row);
+                self.row_sigs.push((sig, pv));
+                self.rows.push((key, pv, imm));
+            }
+            T::Bin(_, a, b) => {
+                self.vec_rows(a, var, start);
+                self.vec_rows(b, var, start);
+            }
+            T::Neg(a) => self.vec_rows(a, var, start),
+            T::Call(_, args) => args.iter().for_each(|a| self.vec_rows(a, var, start)),
+            _ => {}
+        }
+    }
+
+    /// Advance the row pointers by `elems` elements.
+    fn bump_rows(&mut self, elems: i64) {
+        for k in 0..self.row_sigs.len() {
+            let pv = self.row_sigs[k].1;
+            let p = self.b.use_var(pv);
+            let q = self.b.ins().iadd_imm_s(p, 8 * elems);
+            self.b.def_var(pv, q);
+        }
+    }
+
+    fn splat(&mut self, x: Value) -> Value {
+        self.b.ins().splat(types::F64X2, x)
+    }
+
+    /// `t` at `var` and `var + 1` (the variable holds the first lane's
+    /// index); `t` passed [`Self::vec_ok`].
+    fn vscalar(&mut self, t: &T, var: usize) -> Value {
+        match t {
+            T::Num(x) => {
+                let c = self.f64c(*x);
+                self.splat(c)
+            }
+            T::Hoisted(k, _) => {
+                let x = self.hoisted[*k].0;
+                self.splat(x)
+            }
+            T::Load { buf, ixs, .. } if ixs.iter().any(|ix| schedule::coef(&ix.aff, var) != 0) => {
+                let key = t as *const T as usize;
+                if let Some(&(_, row, imm)) = self.rows.iter().find(|(k, _, _)| *k == key) {
+                    // unit stride, coefficient 1: a pointer that walks
+                    let p = self.b.use_var(row);
+                    let off = self.voff as i32 + imm;
+                    return self.b.ins().load(types::F64X2, self.vmf, p, off);
+                }
+                let (off, _) = self.offset(*buf, ixs);
+                let bytes = self.b.ins().ishl_imm_s(off, 3);
+                let base = self.base(*buf);
+                let addr = self.b.ins().iadd(base, bytes);
+                self.b.ins().load(types::F64X2, self.vmf, addr, 0)
+            }
+            T::Load { .. } | T::Eps(_) | T::Bracket(_) | T::Sum(_) => {
+                let x = self.scalar(t).0;
+                self.splat(x)
+            }
+            T::Bin(op, a, b) => {
+                if *op == BinOp::Add {
+                    if let T::Bin(BinOp::Mul, x, y) = &**b {
+                        let va = self.vscalar(a, var);
+                        let vx = self.vscalar(x, var);
+                        let vy = self.vscalar(y, var);
+                        return self.b.ins().fma(vx, vy, va);
+                    }
+                }
+                let x = self.vscalar(a, var);
+                let y = self.vscalar(b, var);
+                self.arith(*op, x, y)
+            }
+            T::Neg(a) => {
+                let x = self.vscalar(a, var);
+                self.b.ins().fneg(x)
+            }
+            T::Call(f, args) => {
+                let vs: Vec<Value> = args.iter().map(|a| self.vscalar(a, var)).collect();
+                match f {
+                    Func::Sqrt => self.b.ins().sqrt(vs[0]),
+                    Func::Abs => self.b.ins().fabs(vs[0]),
+                    _ => {
+                        // lane by lane
+                        let mut lanes = Vec::new();
+                        for l in 0..2u8 {
+                            let xs: Vec<Value> =
+                                vs.iter().map(|v| self.b.ins().extractlane(*v, l)).collect();
+                            lanes.push(self.call(*f, &xs));
+                        }
+                        let v = self.splat(lanes[0]);
+                        self.b.ins().insertlane(v, lanes[1], 1)
+                    }
                 }
             }
-        });
-        let r = self.b.use_var(acc);
-        let f = all.map(|v| self.b.use_var(v));
-        (r, f)
+        }
+    }
+
+    /// `vacc += t` over two lanes (`fma` for a product).
+    fn vaccumulate(&mut self, vacc: Variable, t: &T, var: usize) {
+        let r = match t {
+            T::Bin(BinOp::Mul, x, y) => {
+                let vx = self.vscalar(x, var);
+                let vy = self.vscalar(y, var);
+                let a = self.b.use_var(vacc);
+                self.b.ins().fma(vx, vy, a)
+            }
+            _ => {
+                let v = self.vscalar(t, var);
+                let a = self.b.use_var(vacc);
+                self.b.ins().fadd(a, v)
+            }
+        };
+        self.b.def_var(vacc, r);
     }
 }

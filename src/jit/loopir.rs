@@ -32,6 +32,11 @@ pub struct Buf {
     pub kind: BufKind,
     pub dims: Vec<SizeRef>,
     pub name: String,
+    /// For a `let` temporary whose elements may be strong zeros: the
+    /// companion temporary (same dims, C order) holding each element's
+    /// strong-zero flag (1.0 strong, 0.0 not), written by the nest that
+    /// writes this buffer and read wherever this buffer is loaded.
+    pub flag: Option<usize>,
 }
 
 /// An affine index over loop variables.
@@ -277,6 +282,7 @@ impl Lower {
                             kind: BufKind::Param { param: p, path },
                             dims: dims.clone(),
                             name,
+                            flag: None,
                         });
                         self.prog.bufs.len() - 1
                     }
@@ -367,6 +373,7 @@ impl Lower {
             kind: BufKind::Out { path },
             dims: vec![],
             name: "result".into(),
+            flag: None,
         });
         let dims = self.nest(e, buf)?;
         self.prog.bufs[buf].dims = dims;
@@ -381,9 +388,22 @@ impl Lower {
                     kind: BufKind::Temp,
                     dims: vec![],
                     name: x.clone(),
+                    flag: None,
                 });
                 let dims = self.nest(a, buf)?;
-                self.prog.bufs[buf].dims = dims;
+                self.prog.bufs[buf].dims = dims.clone();
+                let body = &self.prog.nests.last().expect("just pushed").body;
+                if may_be_strong(body, &self.prog.bufs) {
+                    // the interpreter carries strong zeros through a `let`
+                    let fb = self.prog.bufs.len();
+                    self.prog.bufs.push(Buf {
+                        kind: BufKind::Temp,
+                        dims,
+                        name: format!("{x}#strong"),
+                        flag: None,
+                    });
+                    self.prog.bufs[buf].flag = Some(fb);
+                }
                 self.vals.push((x.clone(), Binding::Buf(buf)));
                 let r = self.block(b);
                 self.vals.pop();
@@ -391,6 +411,22 @@ impl Lower {
             }
             _ => self.output(e, vec![]),
         }
+    }
+}
+
+/// Whether `s` may evaluate to a strong zero (a failed bracket, or an
+/// element of a temporary that may hold one), following the interpreter's
+/// rules: products with a strong factor and quotients with a strong
+/// numerator, negations, and sums/differences of two strong operands.
+pub fn may_be_strong(s: &S, bufs: &[Buf]) -> bool {
+    match s {
+        S::Bracket(_) => true,
+        S::Load(b, _) => bufs[*b].flag.is_some(),
+        S::Neg(a) | S::Sum(_, _, a) => may_be_strong(a, bufs),
+        S::Bin(BinOp::Mul, a, b) => may_be_strong(a, bufs) || may_be_strong(b, bufs),
+        S::Bin(BinOp::Div, a, _) => may_be_strong(a, bufs),
+        S::Bin(BinOp::Add | BinOp::Sub, a, b) => may_be_strong(a, bufs) && may_be_strong(b, bufs),
+        _ => false,
     }
 }
 

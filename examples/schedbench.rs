@@ -1,0 +1,85 @@
+//! Schedule figures in one process, robust to a loaded machine: for each
+//! group, the programs run alternately and the minimum time of each is
+//! reported with its ratio to the group's first program.
+//!
+//! `cargo run --release --example schedbench -- FILE n=SIZE NAME[:opt] NAME[:opt]…`
+//! (`:opt` runs the optimised program, else the program as written).
+use einsat::interp::Value;
+use einsat::opt::{optimize, Options};
+use rand::SeedableRng;
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let src = std::fs::read_to_string(&args[1]).unwrap();
+    let prog = einsat::load(&src).unwrap();
+    // every size name gets the same value
+    let (_, v) = args[2].split_once('=').unwrap();
+    let n: usize = v.parse().unwrap();
+    let mut runs = Vec::new();
+    for spec in &args[3..] {
+        let (name, opt) = match spec.split_once(':') {
+            Some((a, _)) => (a, true),
+            None => (spec.as_str(), false),
+        };
+        let f = prog.get(name).unwrap_or_else(|| panic!("no {name}"));
+        let g = if opt {
+            optimize(f, &Options::default()).unwrap().program
+        } else {
+            f.clone()
+        };
+        let t = Instant::now();
+        let kern = einsat::jit::compile_uncached(&g).unwrap();
+        let ct = t.elapsed().as_secs_f64();
+        let sizes: BTreeMap<String, usize> = f.size_names().into_iter().map(|x| (x, n)).collect();
+        let mut rng = rand::rngs::StdRng::seed_from_u64(1);
+        // the same inputs as the first program when the parameters agree
+        // (so the group shares one working set)
+        let a = match runs.first() {
+            Some((_, _, a0, _, _, _, p0)) if *p0 == f.params => {
+                let a0: &Vec<Value> = a0;
+                a0.clone()
+            }
+            _ => einsat::testing::random_inputs(f, &sizes, &mut rng).unwrap(),
+        };
+        let out = kern.call(&a).unwrap();
+        runs.push((
+            spec.clone(),
+            kern,
+            a,
+            out,
+            f64::INFINITY,
+            ct,
+            f.params.clone(),
+        ));
+    }
+    let first = runs[0].2.clone();
+    let p0 = runs[0].6.clone();
+    for r in runs.iter_mut() {
+        if r.6 == p0 {
+            r.2 = Vec::new();
+        }
+    }
+    for _ in 0..200 {
+        for r in runs.iter_mut() {
+            let a = if r.2.is_empty() { &first } else { &r.2 };
+            let t = Instant::now();
+            r.1.call_into(a, &mut r.3).unwrap();
+            r.4 = r.4.min(t.elapsed().as_secs_f64());
+        }
+    }
+    let base = runs[0].4;
+    for (spec, _, _, out, t, ct, _) in &runs {
+        let s = match out {
+            Value::Real(x) => format!("{x:.6e}"),
+            _ => String::new(),
+        };
+        println!(
+            "{spec:20} min {:9.4} ms  ratio {:6.3}  compile {:6.2} ms {s}",
+            t * 1e3,
+            t / base,
+            ct * 1e3
+        );
+    }
+}

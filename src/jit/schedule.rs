@@ -1,0 +1,534 @@
+//! The scheduling stage between the loop IR ([`super::loopir`]) and
+//! Cranelift ([`super::codegen`]): it decides, for one nest and one
+//! [`Layout`], how the nest's loops run. [`schedule`] returns a
+//! [`NestSched`]: the order of the gen loops and the body as a scheduled
+//! scalar tree [`T`] whose sums carry their loop domains. The decisions
+//! taken here:
+//!
+//! - **Per-layout specialisation.** Native code is compiled per layout
+//!   (which axes of which buffers are unit-stride; see `jit::Kernel`), so
+//!   every decision below may read the layout: the same function called
+//!   with C-order and Fortran-order arguments gets two schedules.
+//! - **Loop order.** The innermost gen loop is the variable that indexes
+//!   the most unit-stride axes (the output's counts double), so a
+//!   transposed output or a read of `A[j,i]` walks memory contiguously;
+//!   the other loops keep their order. The caller's range `lo..hi` always
+//!   applies to the nest's first gen variable (`vars[0]`) wherever its
+//!   loop ends up.
+//! - **Loop domains from brackets.** A bracket that multiplies the whole
+//!   body of a sum (a factor in numerator position of its product tree)
+//!   and whose conjuncts solve for the sum's variable with coefficient ±1
+//!   (`[j <= i]`, `[i-1 <= j && j <= i+1]`, `[j = i]`) becomes the
+//!   bounds of the loop instead of a test per term. Terms outside the
+//!   domain are strong zeros, so skipping them is exact; the sum's
+//!   strong-zero flag stays exact ([`SumT::dom_strong`]: a sum whose range
+//!   is not empty but whose domain is, is a strong zero).
+//! - **Reduction interchange.** `sum(j) a(j) * sum(i) b(i) * c(i,j)` (no
+//!   strong zeros) is computed as `sum(i) b'(i) * sum(j) a(j) * c'(i,j)`
+//!   when `j` indexes more unit-stride axes than `i` (the bilinear form
+//!   `sum(j) y[j] * sum(i) x[i] * A[i,j]` then walks rows of `A`). This
+//!   reassociates the sum like every other schedule decision (see the
+//!   README: results differ from the interpreter's left-to-right order by
+//!   rounding only).
+//!
+//! Decided by the code generator from the scheduled tree (documented in
+//! [`super::codegen`]): loop-invariant code motion per loop, peeling of
+//! border iterations for zero padding, and `f64x2` vectorisation of
+//! innermost unit-stride loops.
+
+use super::loopir::*;
+use crate::syntax::ast::{BinOp, CmpOp, Func};
+use std::collections::BTreeSet;
+
+/// A loop bound: `aff` (over enclosing loop variables) plus an optional
+/// multiple of a size.
+#[derive(Clone, Debug)]
+pub struct Bound {
+    pub aff: Aff,
+    pub size: Option<(SizeRef, i64)>,
+}
+
+/// A loop domain inside `0..n`: the variable runs over
+/// `max(0, lo..) .. min(n, hi..)`.
+#[derive(Clone, Debug, Default)]
+pub struct Dom {
+    pub lo: Vec<Bound>,
+    pub hi: Vec<Bound>,
+}
+
+/// A scheduled scalar expression: the loop IR's [`S`] with sums carrying
+/// their domains, loads their strong-zero flag buffers, and (inside the
+/// code generator) values hoisted out of loops.
+#[derive(Clone, Debug)]
+pub enum T {
+    Num(f64),
+    /// A load; `flag` is the buffer of the loaded temporary's strong-zero
+    /// flags, if it has one.
+    Load {
+        buf: usize,
+        ixs: Vec<Ix>,
+        flag: Option<usize>,
+    },
+    Bracket(P),
+    Eps(Vec<Aff>),
+    Bin(BinOp, Box<T>, Box<T>),
+    Neg(Box<T>),
+    Call(Func, Vec<T>),
+    Sum(Box<SumT>),
+    /// The `k`-th value computed before the current loop by the code
+    /// generator; the flag says whether it may be a strong zero.
+    Hoisted(usize, bool),
+}
+
+/// `sum(var in dom ∩ 0..n) body`.
+#[derive(Clone, Debug)]
+pub struct SumT {
+    pub var: usize,
+    pub n: SizeRef,
+    pub dom: Dom,
+    pub body: T,
+    /// The domain came from a bracket: terms outside it are strong zeros
+    /// (so the sum is a strong zero when `n > 0` and every term in the
+    /// domain, if any, is one).
+    pub dom_strong: bool,
+}
+
+/// The schedule of one nest.
+#[derive(Clone, Debug)]
+pub struct NestSched {
+    /// Positions into `nest.vars`, outermost loop first.
+    pub order: Vec<usize>,
+    pub body: T,
+}
+
+/// Schedule `nest` of `p` for buffers laid out as `layout` says.
+pub fn schedule(p: &LoopProgram, nest: &Nest, layout: &Layout) -> NestSched {
+    let body = of_s(&nest.body, &p.bufs);
+    let body = domains(body);
+    let body = interchange(body, layout);
+    let order = loop_order(nest, &body, layout);
+    NestSched { order, body }
+}
+
+fn of_s(s: &S, bufs: &[Buf]) -> T {
+    match s {
+        S::Num(x) => T::Num(*x),
+        S::Load(b, ixs) => T::Load {
+            buf: *b,
+            ixs: ixs.clone(),
+            flag: bufs[*b].flag,
+        },
+        S::Bracket(p) => T::Bracket(p.clone()),
+        S::Eps(v) => T::Eps(v.clone()),
+        S::Bin(op, a, b) => T::Bin(*op, Box::new(of_s(a, bufs)), Box::new(of_s(b, bufs))),
+        S::Neg(a) => T::Neg(Box::new(of_s(a, bufs))),
+        S::Call(f, args) => T::Call(*f, args.iter().map(|a| of_s(a, bufs)).collect()),
+        S::Sum(v, n, b) => T::Sum(Box::new(SumT {
+            var: *v,
+            n: n.clone(),
+            dom: Dom::default(),
+            body: of_s(b, bufs),
+            dom_strong: false,
+        })),
+    }
+}
+
+/// Whether `t` may be a strong zero (as `loopir::may_be_strong`).
+pub fn strong(t: &T) -> bool {
+    match t {
+        T::Bracket(_) => true,
+        T::Load { flag, .. } => flag.is_some(),
+        T::Hoisted(_, s) => *s,
+        T::Neg(a) => strong(a),
+        T::Sum(s) => s.dom_strong || strong(&s.body),
+        T::Bin(BinOp::Mul, a, b) => strong(a) || strong(b),
+        T::Bin(BinOp::Div, a, _) => strong(a),
+        T::Bin(BinOp::Add | BinOp::Sub, a, b) => strong(a) && strong(b),
+        _ => false,
+    }
+}
+
+/// The coefficient of `v` in `a`.
+pub fn coef(a: &Aff, v: usize) -> i64 {
+    a.terms
+        .iter()
+        .filter(|(x, _)| *x == v)
+        .map(|(_, c)| c)
+        .sum()
+}
+
+/// `a` without its `v` terms.
+pub fn without(a: &Aff, v: usize) -> Aff {
+    Aff {
+        terms: a.terms.iter().filter(|(x, _)| *x != v).cloned().collect(),
+        constant: a.constant,
+    }
+}
+
+/// `k * a`.
+pub fn scale(a: &Aff, k: i64) -> Aff {
+    Aff {
+        terms: a.terms.iter().map(|(x, c)| (*x, c * k)).collect(),
+        constant: a.constant * k,
+    }
+}
+
+fn sub(a: &Aff, b: &Aff) -> Aff {
+    let mut terms = a.terms.clone();
+    for (x, c) in &b.terms {
+        terms.push((*x, -c));
+    }
+    let mut merged: Vec<(usize, i64)> = Vec::new();
+    for (x, c) in terms {
+        match merged.iter_mut().find(|(y, _)| *y == x) {
+            Some(e) => e.1 += c,
+            None => merged.push((x, c)),
+        }
+    }
+    merged.retain(|(_, c)| *c != 0);
+    Aff {
+        terms: merged,
+        constant: a.constant - b.constant,
+    }
+}
+
+fn aff_vars(a: &Aff, out: &mut BTreeSet<usize>) {
+    out.extend(a.terms.iter().filter(|(_, c)| *c != 0).map(|(x, _)| *x));
+}
+
+fn pred_vars(p: &P, out: &mut BTreeSet<usize>) {
+    match p {
+        P::Cmp(_, a, b) => {
+            aff_vars(a, out);
+            aff_vars(b, out);
+        }
+        P::And(a, b) | P::Or(a, b) => {
+            pred_vars(a, out);
+            pred_vars(b, out);
+        }
+        P::Not(a) => pred_vars(a, out),
+    }
+}
+
+/// The free loop variables of `t`.
+pub fn free_vars(t: &T, out: &mut BTreeSet<usize>) {
+    match t {
+        T::Num(_) | T::Hoisted(..) => {}
+        T::Load { ixs, .. } => ixs.iter().for_each(|ix| aff_vars(&ix.aff, out)),
+        T::Bracket(p) => pred_vars(p, out),
+        T::Eps(v) => v.iter().for_each(|a| aff_vars(a, out)),
+        T::Bin(_, a, b) => {
+            free_vars(a, out);
+            free_vars(b, out);
+        }
+        T::Neg(a) => free_vars(a, out),
+        T::Call(_, args) => args.iter().for_each(|a| free_vars(a, out)),
+        T::Sum(s) => {
+            let mut inner = BTreeSet::new();
+            free_vars(&s.body, &mut inner);
+            for b in s.dom.lo.iter().chain(&s.dom.hi) {
+                aff_vars(&b.aff, &mut inner);
+            }
+            inner.remove(&s.var);
+            out.extend(inner);
+        }
+    }
+}
+
+/// Whether `t` mentions `v` (free).
+pub fn mentions(t: &T, v: usize) -> bool {
+    let mut s = BTreeSet::new();
+    free_vars(t, &mut s);
+    s.contains(&v)
+}
+
+// ---------------------------------------------------------------- domains
+
+/// The bounds a comparison puts on `v` when it solves for `v` with
+/// coefficient ±1: `(lo, hi)` (half-open).
+fn solve(op: CmpOp, a: &Aff, b: &Aff, v: usize) -> Option<(Option<Aff>, Option<Aff>)> {
+    // d = a - b; d op 0
+    let d = sub(a, b);
+    let c = coef(&d, v);
+    let (d, op) = match c {
+        1 => (d, op),
+        -1 => (
+            scale(&d, -1),
+            match op {
+                CmpOp::Lt => CmpOp::Gt,
+                CmpOp::Le => CmpOp::Ge,
+                CmpOp::Gt => CmpOp::Lt,
+                CmpOp::Ge => CmpOp::Le,
+                o => o,
+            },
+        ),
+        _ => return None,
+    };
+    // v + r op 0, so v op -r
+    let m = scale(&without(&d, v), -1);
+    let plus = |k: i64| Aff {
+        terms: m.terms.clone(),
+        constant: m.constant + k,
+    };
+    Some(match op {
+        CmpOp::Lt => (None, Some(plus(0))),
+        CmpOp::Le => (None, Some(plus(1))),
+        CmpOp::Gt => (Some(plus(1)), None),
+        CmpOp::Ge => (Some(plus(0)), None),
+        CmpOp::Eq => (Some(plus(0)), Some(plus(1))),
+        CmpOp::Ne => return None,
+    })
+}
+
+fn conjuncts(p: P, out: &mut Vec<P>) {
+    match p {
+        P::And(a, b) => {
+            conjuncts(*a, out);
+            conjuncts(*b, out);
+        }
+        P::Not(a) => match *a {
+            P::Cmp(op, x, y) => out.push(P::Cmp(
+                match op {
+                    CmpOp::Eq => CmpOp::Ne,
+                    CmpOp::Ne => CmpOp::Eq,
+                    CmpOp::Lt => CmpOp::Ge,
+                    CmpOp::Le => CmpOp::Gt,
+                    CmpOp::Gt => CmpOp::Le,
+                    CmpOp::Ge => CmpOp::Lt,
+                },
+                x,
+                y,
+            )),
+            P::Not(b) => conjuncts(*b, out),
+            other => out.push(P::Not(Box::new(other))),
+        },
+        p => out.push(p),
+    }
+}
+
+/// Take the brackets in numerator position of `t`'s product tree apart:
+/// the conjuncts that solve for `v` go into `dom`, the rest stay.
+/// `found` is set when any conjunct went.
+fn take_brackets(t: T, v: usize, dom: &mut Dom, found: &mut bool) -> T {
+    match t {
+        T::Bracket(p) => {
+            let mut cs = Vec::new();
+            conjuncts(p, &mut cs);
+            let mut rest: Option<P> = None;
+            for c in cs {
+                let solved = match &c {
+                    P::Cmp(op, a, b) => solve(*op, a, b, v),
+                    _ => None,
+                };
+                match solved {
+                    Some((lo, hi)) => {
+                        *found = true;
+                        if let Some(lo) = lo {
+                            dom.lo.push(Bound {
+                                aff: lo,
+                                size: None,
+                            });
+                        }
+                        if let Some(hi) = hi {
+                            dom.hi.push(Bound {
+                                aff: hi,
+                                size: None,
+                            });
+                        }
+                    }
+                    None => {
+                        rest = Some(match rest {
+                            None => c,
+                            Some(r) => P::And(Box::new(r), Box::new(c)),
+                        })
+                    }
+                }
+            }
+            match rest {
+                None => T::Num(1.0),
+                Some(r) => T::Bracket(r),
+            }
+        }
+        T::Bin(BinOp::Mul, a, b) => {
+            let a = take_brackets(*a, v, dom, found);
+            let b = take_brackets(*b, v, dom, found);
+            // 1 * e and e * 1 are e, flag included
+            match (a, b) {
+                (T::Num(x), e) | (e, T::Num(x)) if x == 1.0 => e,
+                (a, b) => T::Bin(BinOp::Mul, Box::new(a), Box::new(b)),
+            }
+        }
+        T::Bin(BinOp::Div, a, b) => {
+            let a = take_brackets(*a, v, dom, found);
+            T::Bin(BinOp::Div, Box::new(a), b)
+        }
+        T::Neg(a) => T::Neg(Box::new(take_brackets(*a, v, dom, found))),
+        t => t,
+    }
+}
+
+/// Turn brackets over each sum's variable into the sum's domain.
+fn domains(t: T) -> T {
+    match t {
+        T::Sum(s) => {
+            let SumT {
+                var,
+                n,
+                mut dom,
+                body,
+                dom_strong,
+            } = *s;
+            let body = domains(body);
+            let mut found = false;
+            let body = take_brackets(body, var, &mut dom, &mut found);
+            T::Sum(Box::new(SumT {
+                var,
+                n,
+                dom,
+                body,
+                dom_strong: dom_strong || found,
+            }))
+        }
+        T::Bin(op, a, b) => T::Bin(op, Box::new(domains(*a)), Box::new(domains(*b))),
+        T::Neg(a) => T::Neg(Box::new(domains(*a))),
+        T::Call(f, args) => T::Call(f, args.into_iter().map(domains).collect()),
+        t => t,
+    }
+}
+
+// ------------------------------------------------------------ interchange
+
+/// How many loads of `t` index a unit-stride axis with plain `v` (the
+/// other axes not mentioning `v`), i.e. walk memory contiguously when `v`
+/// is the innermost loop.
+pub fn unit_score(t: &T, v: usize, layout: &Layout) -> usize {
+    match t {
+        T::Load { buf, ixs, .. } => {
+            let on: Vec<usize> = (0..ixs.len())
+                .filter(|&a| coef(&ixs[a].aff, v) != 0)
+                .collect();
+            usize::from(
+                on.len() == 1 && coef(&ixs[on[0]].aff, v) == 1 && layout.is_unit(*buf, on[0]),
+            )
+        }
+        T::Bin(_, a, b) => unit_score(a, v, layout) + unit_score(b, v, layout),
+        T::Neg(a) => unit_score(a, v, layout),
+        T::Call(_, args) => args.iter().map(|a| unit_score(a, v, layout)).sum(),
+        T::Sum(s) => unit_score(&s.body, v, layout),
+        _ => 0,
+    }
+}
+
+fn factors(t: T, out: &mut Vec<T>) {
+    match t {
+        T::Bin(BinOp::Mul, a, b) => {
+            factors(*a, out);
+            factors(*b, out);
+        }
+        t => out.push(t),
+    }
+}
+
+fn product(fs: Vec<T>) -> T {
+    let mut it = fs.into_iter();
+    let first = it.next().unwrap_or(T::Num(1.0));
+    it.fold(first, |a, b| T::Bin(BinOp::Mul, Box::new(a), Box::new(b)))
+}
+
+fn plain_sum(t: &T) -> bool {
+    matches!(t, T::Sum(s) if s.dom.lo.is_empty() && s.dom.hi.is_empty() && !s.dom_strong)
+}
+
+/// `sum(j) F * sum(i) G` → `sum(i) G_i * sum(j) F * G_ij` when `j` walks
+/// memory better than `i` (no strong zeros anywhere).
+fn interchange(t: T, layout: &Layout) -> T {
+    match t {
+        T::Sum(s) => {
+            let mut s = *s;
+            s.body = interchange(s.body, layout);
+            if !plain_sum(&T::Sum(Box::new(s.clone()))) || strong(&s.body) {
+                return T::Sum(Box::new(s));
+            }
+            let j = s.var;
+            let mut fs = Vec::new();
+            factors(s.body.clone(), &mut fs);
+            let sums: Vec<usize> = (0..fs.len()).filter(|&k| plain_sum(&fs[k])).collect();
+            if sums.len() != 1 {
+                return T::Sum(Box::new(s));
+            }
+            let inner = match fs.remove(sums[0]) {
+                T::Sum(x) => *x,
+                _ => unreachable!(),
+            };
+            let i = inner.var;
+            let mut gs = Vec::new();
+            factors(inner.body.clone(), &mut gs);
+            if gs.iter().any(|g| matches!(g, T::Sum(_))) {
+                return T::Sum(Box::new(s));
+            }
+            let score = |v: usize| -> usize {
+                fs.iter().chain(&gs).map(|f| unit_score(f, v, layout)).sum()
+            };
+            if score(j) <= score(i) {
+                return T::Sum(Box::new(s));
+            }
+            let (with_j, without_j): (Vec<T>, Vec<T>) =
+                gs.into_iter().partition(|g| mentions(g, j));
+            let mut in_j = fs;
+            in_j.extend(with_j);
+            let new_inner = T::Sum(Box::new(SumT {
+                var: j,
+                n: s.n,
+                dom: Dom::default(),
+                body: product(in_j),
+                dom_strong: false,
+            }));
+            let mut outer = without_j;
+            outer.push(new_inner);
+            T::Sum(Box::new(SumT {
+                var: i,
+                n: inner.n,
+                dom: Dom::default(),
+                body: product(outer),
+                dom_strong: false,
+            }))
+        }
+        T::Bin(op, a, b) => T::Bin(
+            op,
+            Box::new(interchange(*a, layout)),
+            Box::new(interchange(*b, layout)),
+        ),
+        T::Neg(a) => T::Neg(Box::new(interchange(*a, layout))),
+        T::Call(f, args) => T::Call(
+            f,
+            args.into_iter().map(|a| interchange(a, layout)).collect(),
+        ),
+        t => t,
+    }
+}
+
+// ------------------------------------------------------------ loop order
+
+/// The gen loops' order: the variable with the best [`unit_score`] (the
+/// output's unit-stride axis counts twice) innermost, unless the written
+/// order's innermost is as good.
+fn loop_order(nest: &Nest, body: &T, layout: &Layout) -> Vec<usize> {
+    let n = nest.vars.len();
+    let mut order: Vec<usize> = (0..n).collect();
+    if n < 2 {
+        return order;
+    }
+    let score = |k: usize| -> usize {
+        let v = nest.vars[k].0;
+        2 * usize::from(layout.is_unit(nest.buf, k)) + unit_score(body, v, layout)
+    };
+    let best = (0..n).rev().max_by_key(|&k| (score(k), k)).expect("n >= 2");
+    let best = if score(best) > score(n - 1) {
+        best
+    } else {
+        n - 1
+    };
+    order.retain(|&k| k != best);
+    order.push(best);
+    order
+}
