@@ -14,7 +14,7 @@
 //! chunks itself, on its own thread — never a deadlock, never an
 //! oversubscribed machine.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, OnceLock};
 
 /// The most threads a job uses (including the caller's).
@@ -28,6 +28,14 @@ pub fn all_cores() -> usize {
             .map(|n| n.get())
             .unwrap_or(1)
     })
+}
+
+static POSTED: AtomicU64 = AtomicU64::new(0);
+
+/// How many jobs have been handed to the workers so far (calls that ran
+/// serially, on one thread or with the pool busy, do not count).
+pub fn jobs_posted() -> u64 {
+    POSTED.load(Ordering::Relaxed)
 }
 
 #[derive(Clone, Copy)]
@@ -47,6 +55,9 @@ struct State {
     active: usize,
     /// Workers spawned.
     workers: usize,
+    /// Workers that have started (and made their thread's start-up
+    /// allocations).
+    started: usize,
 }
 
 // SAFETY: `ctx` points to a `Sync` closure that the posting thread keeps
@@ -74,6 +85,7 @@ fn pool() -> &'static Pool {
             wanted: 0,
             active: 0,
             workers: 0,
+            started: 0,
         }),
         post: Condvar::new(),
         left: Condvar::new(),
@@ -83,7 +95,12 @@ fn pool() -> &'static Pool {
 }
 
 fn worker(p: &'static Pool) {
-    let mut seen = 0u64;
+    let mut seen = {
+        let mut st = p.state.lock().unwrap_or_else(|e| e.into_inner());
+        st.started += 1;
+        p.left.notify_all();
+        st.generation
+    };
     loop {
         let job = {
             let mut st = p.state.lock().unwrap_or_else(|e| e.into_inner());
@@ -146,6 +163,11 @@ pub fn run<F: Fn(usize) + Sync>(threads: usize, chunks: usize, f: F) {
             }
             st.workers += 1;
         }
+        // wait for new workers to be up, so that their start-up is not
+        // part of this call's work
+        while st.started < st.workers {
+            st = p.left.wait(st).unwrap_or_else(|e| e.into_inner());
+        }
         p.next.store(0, Ordering::Release);
         st.job = Some(Job {
             run: trampoline::<F>,
@@ -155,6 +177,7 @@ pub fn run<F: Fn(usize) + Sync>(threads: usize, chunks: usize, f: F) {
         st.generation += 1;
         st.wanted = (threads - 1).min(st.workers);
     }
+    POSTED.fetch_add(1, Ordering::Relaxed);
     p.post.notify_all();
     loop {
         let i = p.next.fetch_add(1, Ordering::AcqRel);
