@@ -340,6 +340,15 @@ fn dispatch(cmd: Cmd) -> CliResult {
         } => {
             let (_, parsed) = load_file(&file)?;
             let f = pick(&parsed.program, func.as_deref())?;
+            let jit = crate::jit::Options {
+                threads,
+                gemm: !no_gemm,
+                ..crate::jit::Options::default()
+            };
+            let jit = crate::jit::Options {
+                parallel_threshold: parallel_threshold.unwrap_or(jit.parallel_threshold),
+                ..jit
+            };
             bench::bench(
                 f,
                 &bench::BenchArgs {
@@ -348,13 +357,7 @@ fn dispatch(cmd: Cmd) -> CliResult {
                     seed,
                     json,
                     engines: bench::BenchEngine::parse_list(&engines)?,
-                    jit: crate::jit::Options {
-                        threads,
-                        gemm: !no_gemm,
-                        parallel_threshold: parallel_threshold
-                            .unwrap_or(crate::jit::PARALLEL_THRESHOLD),
-                        ..crate::jit::Options::default()
-                    },
+                    jit,
                 },
             )
         }

@@ -97,6 +97,9 @@ impl Options {
 /// further layouts run the generic code (every stride read at run time).
 pub const MAX_LAYOUTS: usize = 8;
 
+/// Native code per layout: the layout, the layout flattened, the code.
+type Natives = Vec<(loopir::Layout, Vec<bool>, Arc<codegen::Native>)>;
+
 /// A compiled function.
 ///
 /// Native code is specialised for the layout of the buffers it is called
@@ -109,7 +112,7 @@ pub struct Kernel {
     prog: LoopProgram,
     /// Native code per layout (with the layout flattened, buffers then
     /// axes); the first is C order.
-    natives: Mutex<Vec<(loopir::Layout, Vec<bool>, Arc<codegen::Native>)>>,
+    natives: Mutex<Natives>,
     /// The generic layout, flattened.
     generic: Vec<bool>,
     /// Per nest: the GEMM stage that runs it instead of native code.
