@@ -70,7 +70,7 @@ pub struct Options {
 /// The default [`Options::parallel_threshold`]: a nest with less estimated
 /// work ([`nest_work`]) runs on one thread. Measured with `einsat bench
 /// --threads 1` against `--threads 2` (see README, Performance).
-pub const PARALLEL_THRESHOLD: u64 = 1 << 16;
+pub const PARALLEL_THRESHOLD: u64 = 1 << 17;
 
 impl Default for Options {
     fn default() -> Self {
@@ -330,8 +330,9 @@ fn check_out(b: &Boundary, v: &Value, sizes: &interp::Sizes, what: &str) -> Resu
 /// The estimated work of one run of `nest` with the named sizes `sizes`:
 /// the product of its `gen` trip counts times the size of its body, where a
 /// `sum` counts its trip count times its body (every node of the scalar
-/// expression counts 1, a scalar function call 4). Brackets are not
-/// evaluated, so a triangular nest counts as its bounding box.
+/// expression counts 1, a scalar function call 20: `exp` costs about as
+/// much as 20 additions). Brackets are not evaluated, so a triangular nest
+/// counts as its bounding box.
 pub fn nest_work(nest: &Nest, sizes: &[i64]) -> u64 {
     let trips = nest.vars.iter().fold(1u64, |acc, (_, n)| {
         acc.saturating_mul(resolve(n, sizes) as u64)
@@ -346,7 +347,7 @@ fn expr_work(e: &S, sizes: &[i64]) -> u64 {
         S::Neg(a) => 1 + expr_work(a, sizes),
         S::Call(_, args) => args
             .iter()
-            .fold(4u64, |acc, a| acc.saturating_add(expr_work(a, sizes))),
+            .fold(20u64, |acc, a| acc.saturating_add(expr_work(a, sizes))),
         S::Sum(_, n, b) => (resolve(n, sizes) as u64).saturating_mul(expr_work(b, sizes) + 1),
     }
 }
