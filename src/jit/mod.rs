@@ -366,11 +366,11 @@ struct Raw {
 unsafe impl Sync for Raw {}
 unsafe impl Send for Raw {}
 
-/// The chunks `0..n0` is split into for `threads` threads: a few per
+/// The chunks `0..n0` is split into for `threads` threads: eight per
 /// thread (so uneven rows, as in triangular nests, balance out), each a
 /// multiple of 8 rows when they are long (register tiles stay whole).
 fn chunking(n0: usize, threads: usize) -> (usize, usize) {
-    let mut len = n0.div_ceil(4 * threads).max(1);
+    let mut len = n0.div_ceil(8 * threads).max(1);
     if len >= 16 {
         len = len.next_multiple_of(8);
     }

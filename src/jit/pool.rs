@@ -141,7 +141,9 @@ unsafe fn trampoline<F: Fn(usize) + Sync>(ctx: *const (), i: usize) {
 
 /// Run `f(0)`, …, `f(chunks - 1)` (in any order, each exactly once) on up
 /// to `threads` threads, the calling one included; returns when all have
-/// finished. `f` must not panic (kernel chunks are native calls).
+/// finished. `f` must not panic (kernel chunks are native calls): a panic
+/// on the calling thread waits for the workers before it unwinds, but one
+/// on a worker would leave the caller waiting.
 pub fn run<F: Fn(usize) + Sync>(threads: usize, chunks: usize, f: F) {
     let threads = threads.min(chunks).min(MAX_THREADS);
     let serial = |f: &F| (0..chunks).for_each(f);
@@ -179,6 +181,9 @@ pub fn run<F: Fn(usize) + Sync>(threads: usize, chunks: usize, f: F) {
     }
     POSTED.fetch_add(1, Ordering::Relaxed);
     p.post.notify_all();
+    // withdraws the job and waits for the workers in it, also should `f`
+    // panic here: nothing may refer to `f` once this frame is gone
+    let _withdraw = Withdraw(p);
     loop {
         let i = p.next.fetch_add(1, Ordering::AcqRel);
         if i >= chunks {
@@ -186,12 +191,22 @@ pub fn run<F: Fn(usize) + Sync>(threads: usize, chunks: usize, f: F) {
         }
         f(i);
     }
-    let mut st = p.state.lock().unwrap_or_else(|e| e.into_inner());
-    st.wanted = 0;
-    while st.active > 0 {
-        st = p.left.wait(st).unwrap_or_else(|e| e.into_inner());
+}
+
+struct Withdraw(&'static Pool);
+
+impl Drop for Withdraw {
+    fn drop(&mut self) {
+        let p = self.0;
+        let mut st = p.state.lock().unwrap_or_else(|e| e.into_inner());
+        st.wanted = 0;
+        // no chunk is left for a worker to start
+        p.next.store(usize::MAX / 2, Ordering::Release);
+        while st.active > 0 {
+            st = p.left.wait(st).unwrap_or_else(|e| e.into_inner());
+        }
+        st.job = None;
     }
-    st.job = None;
 }
 
 #[cfg(test)]
