@@ -16,12 +16,15 @@ use std::time::Duration;
 
 const SRC: &str = include_str!("perf.tl");
 
-fn kernel(name: &str, threads: usize) -> Arc<Kernel> {
+/// The optimised kernel of `name` (optimised for the sizes it runs with).
+fn kernel(name: &str, threads: usize, sizes: &[(&str, usize)]) -> Arc<Kernel> {
     let prog = einsat::load(SRC).unwrap();
     let f = prog.get(name).unwrap();
-    let g = einsat::opt::optimize(f, &einsat::opt::Options::default())
-        .unwrap()
-        .program;
+    let opts = einsat::opt::Options {
+        sizes: sizes.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+        ..einsat::opt::Options::default()
+    };
+    let g = einsat::opt::optimize(f, &opts).unwrap().program;
     jit::compile_with(
         &g,
         &Options {
@@ -119,13 +122,13 @@ fn trimv(a: &Array2<f64>, x: &Array1<f64>, y: &mut Array1<f64>) {
 }
 
 fn bench_matvec(c: &mut Criterion) {
-    let k = kernel("matvec", 0);
     let mut g = c.benchmark_group("matvec");
     g.sample_size(20)
         .measurement_time(Duration::from_secs(2))
         .warm_up_time(Duration::from_millis(500));
     for n in [256usize, 1024] {
         g.throughput(Throughput::Elements(2 * (n * n) as u64));
+        let k = kernel("matvec", 0, &[("n", n)]);
         let a = mat(n, 0.1);
         let x = Array1::from_shape_fn(n, |i| (i % 5) as f64 - 2.0);
         let args = [dynv(&a), dynv(&x)];
@@ -145,14 +148,14 @@ fn bench_matvec(c: &mut Criterion) {
 }
 
 fn bench_matmul(c: &mut Criterion) {
-    let one = kernel("matmul", 1);
-    let all = kernel("matmul", 0);
     let mut g = c.benchmark_group("matmul");
     g.sample_size(10)
         .measurement_time(Duration::from_secs(2))
         .warm_up_time(Duration::from_millis(500));
     for n in [128usize, 512] {
         g.throughput(Throughput::Elements(2 * (n * n * n) as u64));
+        let one = kernel("matmul", 1, &[("n", n)]);
+        let all = kernel("matmul", 0, &[("n", n)]);
         let a = mat(n, 0.1);
         let bm = mat(n, 0.2);
         let args = [dynv(&a), dynv(&bm)];
@@ -182,7 +185,7 @@ fn bench_contractions(c: &mut Criterion) {
 
     // 16 products of 64x64 matrices
     let (nb, n) = (16usize, 64usize);
-    let k = kernel("bmm", 0);
+    let k = kernel("bmm", 0, &[("b", nb), ("n", n)]);
     let a = Array3::from_shape_fn((nb, n, n), |(p, i, j)| {
         ((p + i * 7 + j * 3) % 11) as f64 * 0.1
     });
@@ -208,7 +211,7 @@ fn bench_contractions(c: &mut Criterion) {
 
     // A B C, 128x128: two matrix products once the order is chosen
     let n = 128usize;
-    let k = kernel("abc", 0);
+    let k = kernel("abc", 0, &[("n", n)]);
     let (a, bm, cm) = (mat(n, 0.1), mat(n, 0.2), mat(n, 0.3));
     let args = [dynv(&a), dynv(&bm), dynv(&cm)];
     let mut out = zeros(&[n, n]);
@@ -228,7 +231,7 @@ fn bench_loops(c: &mut Criterion) {
     let n = 512usize;
     let img = mat(n, 0.1);
 
-    let k = kernel("blur", 0);
+    let k = kernel("blur", 0, &[("n", n)]);
     let args = [dynv(&img)];
     let mut out = zeros(&[n, n]);
     let mut o = Array2::zeros((n, n));
@@ -238,7 +241,7 @@ fn bench_loops(c: &mut Criterion) {
     });
     g.bench_function("blur-512/rust", |b| b.iter(|| blur(&img, &mut o)));
 
-    let k = kernel("softmax", 0);
+    let k = kernel("softmax", 0, &[("n", n)]);
     let mut out = zeros(&[n, n]);
     // exp counted as one flop, as `einsat bench` does
     g.throughput(Throughput::Elements((4 * n * n) as u64));
@@ -250,7 +253,7 @@ fn bench_loops(c: &mut Criterion) {
     let n = 1024usize;
     let a = mat(n, 0.1);
     let x = Array1::from_shape_fn(n, |i| (i % 5) as f64 - 2.0);
-    let k = kernel("trimv", 0);
+    let k = kernel("trimv", 0, &[("n", n)]);
     let args = [dynv(&a), dynv(&x)];
     let mut out = zeros(&[n]);
     let mut y = Array1::zeros(n);
