@@ -221,6 +221,11 @@ pub fn compile_uncached(f: &Function) -> Result<Kernel> {
 
 /// Compile with options, without the cache.
 pub fn compile_uncached_with(f: &Function, opts: &Options) -> Result<Kernel> {
+    // deep programs (long flat chains) get a large stack for lowering
+    crate::stack::roomy_for(&f.body, || compile_here(f, opts))
+}
+
+fn compile_here(f: &Function, opts: &Options) -> Result<Kernel> {
     let sig = types::check(f).map_err(Error::Type)?;
     let prog = loopir::lower(f).map_err(|m| jit_err(format!("`{}`: {m}", f.name)))?;
     let layout = loopir::Layout::c_order(&prog);
