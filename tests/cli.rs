@@ -640,6 +640,8 @@ fn bench_picks_engines_threads_and_gemm() {
     ]);
     assert_eq!(code, 1);
     assert!(err.contains("unknown engine `gpu`"), "{err}");
+}
+
 // ---- issue 10: .npy headers, source encodings, rule files, difftest flags ----
 
 /// A raw .npy file: header dict fields and the data bytes as given.
