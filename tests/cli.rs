@@ -578,6 +578,8 @@ fn run_engines_agree_and_bench_reports_ratios() {
         assert!(e["gflops"].as_f64().unwrap() > 0.0);
     }
     assert_eq!(j["flops"].as_f64().unwrap(), 2.0 * 32.0 * 32.0);
+    // the optimised kernel's stages: the matrix–vector product on GEMM
+    assert_eq!(j["stages"], serde_json::json!(["gemm n×1×n"]), "{out}");
 }
 
 #[test]

@@ -145,6 +145,7 @@ pub fn bench(f: &Function, a: &BenchArgs) -> CliResult {
     let args = random_inputs(f, &sizes, &mut rng).map_err(err)?;
     let fl = flops(&f.body, &sizes);
     let mut opt_ms = None;
+    let mut stages: Option<Vec<String>> = None;
     let mut notes = Vec::new();
     let mut rows: Vec<Row> = Vec::new();
     for &e in &a.engines {
@@ -177,6 +178,7 @@ pub fn bench(f: &Function, a: &BenchArgs) -> CliResult {
                 .map_err(err)?;
                 opt_ms = Some(t0.elapsed().as_secs_f64() * 1e3);
                 let k = crate::jit::compile_with(&o.program, &a.jit).map_err(err)?;
+                stages = Some(k.stages());
                 let (t, v) = time_into(a.reps, &k, &args).map_err(err)?;
                 (t, flops(&o.program.body, &sizes), v)
             }
@@ -235,6 +237,7 @@ pub fn bench(f: &Function, a: &BenchArgs) -> CliResult {
                 "flops": fl,
                 "engines": rs,
                 "notes": notes,
+                "stages": stages,
             })
         );
     } else {
@@ -266,6 +269,9 @@ pub fn bench(f: &Function, a: &BenchArgs) -> CliResult {
         }
         for n in &notes {
             println!("note: {n}");
+        }
+        if let Some(st) = &stages {
+            println!("stages (optimised): {}", st.join(", "));
         }
     }
     if agrees.iter().any(|ok| !ok) {

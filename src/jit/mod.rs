@@ -13,7 +13,8 @@
 //!
 //! **Calls.** A kernel keeps a few [`call::Workspace`]s (sizes, buffer
 //! pointers and strides, `let` temporaries) and reuses them: once warmed
-//! up, `call_into` does no heap allocation, also with threads > 1 and under
+//! up, `call_into` does no heap allocation in generated code (GEMM stages
+//! allocate in the library), also with threads > 1 and under
 //! concurrent calls (each concurrent call takes its own workspace, created
 //! once).
 //!
@@ -307,10 +308,12 @@ fn check_out(b: &Boundary, v: &Value, sizes: &interp::Sizes, what: &str) -> Resu
                     a.shape()
                 )));
             }
-            if a.shape()
-                .iter()
-                .zip(a.strides())
-                .any(|(n, s)| *n > 1 && *s == 0)
+            // (an empty array has no elements to overlap)
+            if !a.is_empty()
+                && a.shape()
+                    .iter()
+                    .zip(a.strides())
+                    .any(|(n, s)| *n > 1 && *s == 0)
             {
                 return Err(Error::Call(format!(
                     "the output {what} has overlapping elements (a zero stride)"
@@ -427,6 +430,20 @@ impl Kernel {
         let n = Arc::new(codegen::compile(&self.prog, &layout).map_err(jit_err)?);
         natives.push((layout, flat, n.clone()));
         Ok(n)
+    }
+
+    /// Per nest, in execution order: how it runs — `gemm M×N×K` (with
+    /// `batch B` for batched products) for a GEMM stage, `native` for
+    /// generated code. A GEMM stage may still run natively on a call where
+    /// it degenerates (see [`gemm`]).
+    pub fn stages(&self) -> Vec<String> {
+        self.gemm
+            .iter()
+            .map(|g| {
+                g.as_ref()
+                    .map_or("native".to_string(), |g| g.describe().to_string())
+            })
+            .collect()
     }
 
     /// How many layouts native code has been generated for.
@@ -628,9 +645,11 @@ impl Kernel {
         };
         for (k, (nest, entry)) in p.nests.iter().zip(&native.entries).enumerate() {
             if let Some(g) = &self.gemm[k] {
-                // SAFETY: as below.
-                unsafe { g.run(&ptrs[..], &strides[..], &svals[..], threads) };
-                continue;
+                // SAFETY: as below (the library gets the same pointers and
+                // strides; the output never aliases an argument).
+                if unsafe { g.run(&ptrs[..], &strides[..], &svals[..], threads) } {
+                    continue;
+                }
             }
             let entry = *entry;
             let n0 = nest.vars.first().map_or(1, |(_, n)| resolve(n, svals));
