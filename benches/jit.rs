@@ -1,19 +1,50 @@
-//! The JIT against hand-written Rust loops and ndarray's `dot` on matvec and
-//! matmul (n = 64, 256, 1024), measured in the same run. Throughput is in
-//! elements of flops: criterion prints it as Gelem/s = GFLOP/s.
+//! The JIT beside its best Rust peer, measured in the same run, on the
+//! programs of `benches/perf.tl`: matvec and matmul (ndarray's `dot`, and
+//! naive loops), a batched matmul, a three-operand contraction (`dot`
+//! twice), a 5-point blur with zero padding, a row softmax and a
+//! lower-triangular matvec (hand-written loops). The JIT runs the optimised
+//! program through `call_into` (no allocation per call); matmul runs on one
+//! thread and on all cores. Throughput is in elements of flops: criterion's
+//! Gelem/s are GFLOP/s. `cargo bench --bench jit` takes a few minutes.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use einsat::jit::{self, Kernel, Options};
 use einsat::Value;
-use ndarray::{Array1, Array2};
+use ndarray::{Array1, Array2, Array3, ArrayD, IxDyn};
+use std::sync::Arc;
 use std::time::Duration;
 
-const SRC: &str = "
-fn matvec(A: [n,n]R, x: [n]R) -> [n]R = gen(i:n) sum(j:n) A[i,j] * x[j]
-fn matmul(A: [n,n]R, B: [n,n]R) -> [n,n]R = gen(i:n, j:n) sum(k:n) A[i,k] * B[k,j]
-";
+const SRC: &str = include_str!("perf.tl");
+
+/// The optimised kernel of `name` (optimised for the sizes it runs with).
+fn kernel(name: &str, threads: usize, sizes: &[(&str, usize)]) -> Arc<Kernel> {
+    let prog = einsat::load(SRC).unwrap();
+    let f = prog.get(name).unwrap();
+    let opts = einsat::opt::Options {
+        sizes: sizes.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+        ..einsat::opt::Options::default()
+    };
+    let g = einsat::opt::optimize(f, &opts).unwrap().program;
+    jit::compile_with(
+        &g,
+        &Options {
+            threads,
+            ..Options::default()
+        },
+    )
+    .unwrap()
+}
 
 fn mat(n: usize, s: f64) -> Array2<f64> {
     Array2::from_shape_fn((n, n), |(i, j)| ((i * 7 + j * 3) % 11) as f64 * s - 0.5)
+}
+
+fn dynv<D: ndarray::Dimension>(a: &ndarray::Array<f64, D>) -> Value {
+    Value::Array(a.clone().into_dyn())
+}
+
+fn zeros(shape: &[usize]) -> Value {
+    Value::Array(ArrayD::zeros(IxDyn(shape)))
 }
 
 fn naive_matvec(a: &Array2<f64>, x: &Array1<f64>, y: &mut Array1<f64>) {
@@ -33,35 +64,77 @@ fn naive_matmul(a: &Array2<f64>, b: &Array2<f64>, c: &mut Array2<f64>) {
     let n = a.nrows();
     let (a, b) = (a.as_slice().unwrap(), b.as_slice().unwrap());
     let c = c.as_slice_mut().unwrap();
+    // i-k-j order: the inner loop streams rows of B and C
+    c.fill(0.0);
     for i in 0..n {
-        for j in 0..n {
-            let mut acc = 0.0;
-            for k in 0..n {
-                acc += a[i * n + k] * b[k * n + j];
+        for k in 0..n {
+            let aik = a[i * n + k];
+            for j in 0..n {
+                c[i * n + j] += aik * b[k * n + j];
             }
-            c[i * n + j] = acc;
         }
     }
 }
 
-fn bench(c: &mut Criterion) {
-    let prog = einsat::load(SRC).unwrap();
-    let mv = einsat::jit::compile(prog.get("matvec").unwrap()).unwrap();
-    let mm = einsat::jit::compile(prog.get("matmul").unwrap()).unwrap();
+fn blur(img: &Array2<f64>, out: &mut Array2<f64>) {
+    let n = img.nrows();
+    let a = img.as_slice().unwrap();
+    let o = out.as_slice_mut().unwrap();
+    let at = |y: isize, x: isize| {
+        if y < 0 || x < 0 || y >= n as isize || x >= n as isize {
+            0.0
+        } else {
+            a[y as usize * n + x as usize]
+        }
+    };
+    for y in 0..n as isize {
+        for x in 0..n as isize {
+            o[y as usize * n + x as usize] =
+                (at(y - 1, x) + at(y + 1, x) + at(y, x - 1) + at(y, x + 1) + at(y, x)) / 5.0;
+        }
+    }
+}
 
+fn softmax(a: &Array2<f64>, out: &mut Array2<f64>) {
+    let n = a.nrows();
+    let x = a.as_slice().unwrap();
+    let o = out.as_slice_mut().unwrap();
+    for i in 0..n {
+        let row = &x[i * n..(i + 1) * n];
+        let s: f64 = row.iter().map(|v| v.exp()).sum();
+        for j in 0..n {
+            o[i * n + j] = row[j].exp() / s;
+        }
+    }
+}
+
+fn trimv(a: &Array2<f64>, x: &Array1<f64>, y: &mut Array1<f64>) {
+    let n = a.nrows();
+    let (a, x) = (a.as_slice().unwrap(), x.as_slice().unwrap());
+    let y = y.as_slice_mut().unwrap();
+    for i in 0..n {
+        let mut acc = 0.0;
+        for j in 0..=i {
+            acc += a[i * n + j] * x[j];
+        }
+        y[i] = acc;
+    }
+}
+
+fn bench_matvec(c: &mut Criterion) {
     let mut g = c.benchmark_group("matvec");
-    g.sample_size(20).measurement_time(Duration::from_secs(2));
-    for n in [64usize, 256, 1024] {
+    g.sample_size(20)
+        .measurement_time(Duration::from_secs(2))
+        .warm_up_time(Duration::from_millis(500));
+    for n in [256usize, 1024] {
         g.throughput(Throughput::Elements(2 * (n * n) as u64));
+        let k = kernel("matvec", 0, &[("n", n)]);
         let a = mat(n, 0.1);
         let x = Array1::from_shape_fn(n, |i| (i % 5) as f64 - 2.0);
-        let args = [
-            Value::Array(a.clone().into_dyn()),
-            Value::Array(x.clone().into_dyn()),
-        ];
-        let mut out = Value::Array(ndarray::ArrayD::zeros(ndarray::IxDyn(&[n])));
+        let args = [dynv(&a), dynv(&x)];
+        let mut out = zeros(&[n]);
         g.bench_with_input(BenchmarkId::new("jit", n), &n, |b, _| {
-            b.iter(|| mv.call_into(&args, &mut out).unwrap())
+            b.iter(|| k.call_into(&args, &mut out).unwrap())
         });
         let mut y = Array1::zeros(n);
         g.bench_with_input(BenchmarkId::new("naive-rust", n), &n, |b, _| {
@@ -72,20 +145,26 @@ fn bench(c: &mut Criterion) {
         });
     }
     g.finish();
+}
 
+fn bench_matmul(c: &mut Criterion) {
     let mut g = c.benchmark_group("matmul");
-    g.sample_size(10).measurement_time(Duration::from_secs(3));
-    for n in [64usize, 256, 1024] {
+    g.sample_size(10)
+        .measurement_time(Duration::from_secs(2))
+        .warm_up_time(Duration::from_millis(500));
+    for n in [128usize, 512] {
         g.throughput(Throughput::Elements(2 * (n * n * n) as u64));
+        let one = kernel("matmul", 1, &[("n", n)]);
+        let all = kernel("matmul", 0, &[("n", n)]);
         let a = mat(n, 0.1);
         let bm = mat(n, 0.2);
-        let args = [
-            Value::Array(a.clone().into_dyn()),
-            Value::Array(bm.clone().into_dyn()),
-        ];
-        let mut out = Value::Array(ndarray::ArrayD::zeros(ndarray::IxDyn(&[n, n])));
-        g.bench_with_input(BenchmarkId::new("jit", n), &n, |b, _| {
-            b.iter(|| mm.call_into(&args, &mut out).unwrap())
+        let args = [dynv(&a), dynv(&bm)];
+        let mut out = zeros(&[n, n]);
+        g.bench_with_input(BenchmarkId::new("jit-1-thread", n), &n, |b, _| {
+            b.iter(|| one.call_into(&args, &mut out).unwrap())
+        });
+        g.bench_with_input(BenchmarkId::new("jit-all-threads", n), &n, |b, _| {
+            b.iter(|| all.call_into(&args, &mut out).unwrap())
         });
         let mut cm = Array2::zeros((n, n));
         g.bench_with_input(BenchmarkId::new("naive-rust", n), &n, |b, _| {
@@ -98,5 +177,118 @@ fn bench(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, bench);
+fn bench_contractions(c: &mut Criterion) {
+    let mut g = c.benchmark_group("contractions");
+    g.sample_size(10)
+        .measurement_time(Duration::from_secs(2))
+        .warm_up_time(Duration::from_millis(500));
+
+    // 16 products of 64x64 matrices
+    let (nb, n) = (16usize, 64usize);
+    let k = kernel("bmm", 0, &[("b", nb), ("n", n)]);
+    let a = Array3::from_shape_fn((nb, n, n), |(p, i, j)| {
+        ((p + i * 7 + j * 3) % 11) as f64 * 0.1
+    });
+    let bm = Array3::from_shape_fn((nb, n, n), |(p, i, j)| {
+        ((p * 3 + i + j * 5) % 7) as f64 * 0.2
+    });
+    let args = [dynv(&a), dynv(&bm)];
+    let mut out = zeros(&[nb, n, n]);
+    g.throughput(Throughput::Elements((2 * nb * n * n * n) as u64));
+    g.bench_function("bmm-16x64/jit", |b| {
+        b.iter(|| k.call_into(&args, &mut out).unwrap())
+    });
+    g.bench_function("bmm-16x64/ndarray-dot", |b| {
+        b.iter(|| {
+            (0..nb)
+                .map(|p| {
+                    a.index_axis(ndarray::Axis(0), p)
+                        .dot(&bm.index_axis(ndarray::Axis(0), p))
+                })
+                .collect::<Vec<_>>()
+        })
+    });
+
+    // A B C, 128x128: two matrix products once the order is chosen
+    let n = 128usize;
+    let k = kernel("abc", 0, &[("n", n)]);
+    let (a, bm, cm) = (mat(n, 0.1), mat(n, 0.2), mat(n, 0.3));
+    let args = [dynv(&a), dynv(&bm), dynv(&cm)];
+    let mut out = zeros(&[n, n]);
+    g.throughput(Throughput::Elements((4 * n * n * n) as u64));
+    g.bench_function("abc-128/jit", |b| {
+        b.iter(|| k.call_into(&args, &mut out).unwrap())
+    });
+    g.bench_function("abc-128/ndarray-dot", |b| b.iter(|| a.dot(&bm).dot(&cm)));
+    g.finish();
+}
+
+fn bench_loops(c: &mut Criterion) {
+    let mut g = c.benchmark_group("loops");
+    g.sample_size(20)
+        .measurement_time(Duration::from_secs(2))
+        .warm_up_time(Duration::from_millis(500));
+    let n = 512usize;
+    let img = mat(n, 0.1);
+
+    let k = kernel("blur", 0, &[("n", n)]);
+    let args = [dynv(&img)];
+    let mut out = zeros(&[n, n]);
+    let mut o = Array2::zeros((n, n));
+    g.throughput(Throughput::Elements((5 * n * n) as u64));
+    g.bench_function("blur-512/jit", |b| {
+        b.iter(|| k.call_into(&args, &mut out).unwrap())
+    });
+    g.bench_function("blur-512/rust", |b| b.iter(|| blur(&img, &mut o)));
+
+    let k = kernel("softmax", 0, &[("n", n)]);
+    let mut out = zeros(&[n, n]);
+    // exp counted as one flop, as `einsat bench` does
+    g.throughput(Throughput::Elements((4 * n * n) as u64));
+    g.bench_function("softmax-512/jit", |b| {
+        b.iter(|| k.call_into(&args, &mut out).unwrap())
+    });
+    g.bench_function("softmax-512/rust", |b| b.iter(|| softmax(&img, &mut o)));
+
+    let n = 1024usize;
+    let a = mat(n, 0.1);
+    let x = Array1::from_shape_fn(n, |i| (i % 5) as f64 - 2.0);
+    let k = kernel("trimv", 0, &[("n", n)]);
+    let args = [dynv(&a), dynv(&x)];
+    let mut out = zeros(&[n]);
+    let mut y = Array1::zeros(n);
+    g.throughput(Throughput::Elements((n * (n + 1)) as u64));
+    g.bench_function("trimv-1024/jit", |b| {
+        b.iter(|| k.call_into(&args, &mut out).unwrap())
+    });
+    g.bench_function("trimv-1024/rust", |b| b.iter(|| trimv(&a, &x, &mut y)));
+    g.finish();
+}
+
+/// The fixed cost of handing an (empty) job to the pool's workers: the
+/// floor under [`jit::PARALLEL_THRESHOLD`].
+fn bench_pool(c: &mut Criterion) {
+    let mut g = c.benchmark_group("pool");
+    g.sample_size(20)
+        .measurement_time(Duration::from_secs(1))
+        .warm_up_time(Duration::from_millis(500));
+    let t = jit::pool::all_cores();
+    g.bench_function("empty-job-all-threads", |b| {
+        b.iter(|| {
+            jit::pool::run(t, 4 * t, |i| {
+                std::hint::black_box(i);
+            })
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(
+    benches,
+    bench_pool,
+    bench_matvec,
+    bench_matmul,
+    bench_contractions,
+    bench_loops
+);
 criterion_main!(benches);

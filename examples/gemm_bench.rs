@@ -51,7 +51,15 @@ fn gflops(flops: f64, fs: &mut [&mut dyn FnMut()]) -> Vec<f64> {
 
 fn kernel(src: &str, gemm: bool, threads: usize) -> std::sync::Arc<jit::Kernel> {
     let f = einsat::load(src).unwrap().functions.remove(0);
-    jit::compile_with(&f, &Options { gemm, threads }).unwrap()
+    jit::compile_with(
+        &f,
+        &Options {
+            gemm,
+            threads,
+            ..Options::default()
+        },
+    )
+    .unwrap()
 }
 
 fn mat(n: usize, seed: usize) -> Array2<f64> {

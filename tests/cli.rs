@@ -582,6 +582,68 @@ fn run_engines_agree_and_bench_reports_ratios() {
     assert_eq!(j["stages"], serde_json::json!(["gemm n×1×n"]), "{out}");
 }
 
+#[test]
+fn bench_picks_engines_threads_and_gemm() {
+    let (code, out, err) = einsat(&[
+        "bench",
+        "examples/blas.tl",
+        "--fn",
+        "matmul",
+        "--size",
+        "n=24",
+        "--reps",
+        "2",
+        "--engines",
+        "jit,interp",
+        "--threads",
+        "2",
+        "--no-gemm",
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(j["threads"], 2);
+    assert_eq!(j["gemm"], false);
+    let engines = j["engines"].as_array().unwrap();
+    let names: Vec<&str> = engines
+        .iter()
+        .map(|e| e["engine"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["jit (optimised)", "interpreter"]);
+    assert_eq!(engines[0]["speedup_vs_first"], 1.0);
+    for e in engines {
+        assert_eq!(e["agrees"], true, "{e}");
+        assert!(e["gflops"].as_f64().unwrap() > 0.0);
+    }
+    // without the interpreter there is no ratio against it
+    let (code, out, err) = einsat(&[
+        "bench",
+        "examples/blas.tl",
+        "--fn",
+        "matvec",
+        "--size",
+        "n=16",
+        "--reps",
+        "2",
+        "--engines",
+        "jit-noopt",
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert!(j["engines"][0]["speedup_vs_interp"].is_null());
+    let (code, _, err) = einsat(&[
+        "bench",
+        "examples/blas.tl",
+        "--fn",
+        "dot",
+        "--engines",
+        "gpu",
+    ]);
+    assert_eq!(code, 1);
+    assert!(err.contains("unknown engine `gpu`"), "{err}");
+}
+
 // ---- issue 10: .npy headers, source encodings, rule files, difftest flags ----
 
 /// A raw .npy file: header dict fields and the data bytes as given.

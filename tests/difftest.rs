@@ -351,3 +351,26 @@ proptest::proptest! {
         }
     }
 }
+
+#[test]
+fn some_cases_draw_large_sizes_within_the_work_budget() {
+    use einsat::testing::difftest::{case_from_seed, case_seed, work};
+    let cfg = DiffConfig::default();
+    let (mut large, mut named) = (0, 0);
+    for k in 0..400 {
+        let Ok(case) = case_from_seed(case_seed(11, k), &cfg) else {
+            continue;
+        };
+        if case.sizes.is_empty() {
+            continue;
+        }
+        named += 1;
+        if case.sizes.values().any(|&n| n > cfg.max_size) {
+            large += 1;
+            assert!(work(&case.function.body, &case.sizes) <= cfg.work_budget);
+        }
+    }
+    eprintln!("{large} of {named} cases with named sizes drew large ones");
+    assert!(large * 20 >= named, "{large} of {named}");
+    assert!(large < named, "{large} of {named}");
+}

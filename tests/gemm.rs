@@ -21,7 +21,11 @@ fn func(src: &str) -> Function {
 }
 
 fn opts(gemm: bool, threads: usize) -> Options {
-    Options { gemm, threads }
+    Options {
+        gemm,
+        threads,
+        ..Options::default()
+    }
 }
 
 fn stages(src: &str) -> Vec<String> {

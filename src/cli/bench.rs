@@ -1,7 +1,9 @@
 //! `einsat bench`: the interpreter, the JIT on the program as written (when
-//! it is already in normal form) and the JIT on the optimised program, timed
-//! in the same run on the same random inputs; medians, ratios against the
-//! interpreter, and GFLOP/s from a count of the floating-point operations.
+//! it is already in normal form) and the JIT on the optimised program — or
+//! any of them (`--engines`) — timed in the same run on the same random
+//! inputs; medians, ratios against the first engine listed, and GFLOP/s
+//! from a count of the floating-point operations. `--threads` and
+//! `--no-gemm` set the JIT's options.
 
 use super::CliResult;
 use crate::interp::{self, Sizes, Value};
@@ -45,70 +47,180 @@ fn time(reps: usize, mut run: impl FnMut() -> crate::Result<Value>) -> crate::Re
     Ok((median(ts), last))
 }
 
-/// Run the benchmark and print it.
-pub fn bench(
-    f: &Function,
-    given: &BTreeMap<String, usize>,
-    reps: usize,
-    seed: u64,
-    json: bool,
-) -> CliResult {
+/// Time a kernel writing into a preallocated output (as `time`; the
+/// warm-up call allocates it).
+fn time_into(reps: usize, k: &crate::jit::Kernel, args: &[Value]) -> crate::Result<(f64, Value)> {
+    let mut out = k.call(args)?;
+    let mut ts = Vec::with_capacity(reps);
+    for _ in 0..reps {
+        let t = Instant::now();
+        k.call_into(args, &mut out)?;
+        ts.push(t.elapsed().as_secs_f64());
+    }
+    Ok((median(ts), out))
+}
+
+/// An engine `einsat bench` can time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BenchEngine {
+    /// The reference interpreter on the program as written.
+    Interp,
+    /// The JIT on the optimised program.
+    Jit,
+    /// The JIT on the program as written (when it is in normal form).
+    JitNoOpt,
+}
+
+impl BenchEngine {
+    /// Parse a comma-separated list (`interp,jit,jit-noopt`).
+    pub fn parse_list(s: &str) -> Result<Vec<BenchEngine>, String> {
+        let mut out = Vec::new();
+        for w in s.split(',').map(str::trim).filter(|w| !w.is_empty()) {
+            let e = match w {
+                "interp" => BenchEngine::Interp,
+                "jit" => BenchEngine::Jit,
+                "jit-noopt" => BenchEngine::JitNoOpt,
+                other => {
+                    return Err(format!(
+                        "error: unknown engine `{other}` (engines: interp, jit, jit-noopt)"
+                    ))
+                }
+            };
+            if !out.contains(&e) {
+                out.push(e);
+            }
+        }
+        if out.is_empty() {
+            return Err("error: --engines lists no engine".into());
+        }
+        Ok(out)
+    }
+
+    fn label(self) -> &'static str {
+        match self {
+            BenchEngine::Interp => "interpreter",
+            BenchEngine::Jit => "jit (optimised)",
+            BenchEngine::JitNoOpt => "jit (as written)",
+        }
+    }
+}
+
+/// What `einsat bench` runs.
+#[derive(Clone, Debug)]
+pub struct BenchArgs {
+    /// Named sizes (64 when not given).
+    pub sizes: BTreeMap<String, usize>,
+    /// Timed runs per engine.
+    pub reps: usize,
+    pub seed: u64,
+    pub json: bool,
+    /// In order; ratios are against the first.
+    pub engines: Vec<BenchEngine>,
+    /// JIT options (threads, GEMM stages).
+    pub jit: crate::jit::Options,
+}
+
+struct Row {
+    engine: BenchEngine,
+    time: f64,
+    flops: f64,
+    out: Value,
+}
+
+/// Run the benchmark and print it: every engine on the same inputs, the
+/// median time, the ratio against the first engine listed, GFLOP/s, and
+/// whether the result agrees with the reference (the interpreter when it
+/// runs, else the first engine listed).
+pub fn bench(f: &Function, a: &BenchArgs) -> CliResult {
     let err = |e: crate::Error| format!("error: {e}");
     let sizes: Sizes = f
         .size_names()
         .into_iter()
         .map(|n| {
-            let v = given.get(&n).copied().unwrap_or(64);
+            let v = a.sizes.get(&n).copied().unwrap_or(64);
             (n, v)
         })
         .collect();
-    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let mut rng = rand::rngs::StdRng::seed_from_u64(a.seed);
     let args = random_inputs(f, &sizes, &mut rng).map_err(err)?;
-    let t0 = Instant::now();
-    let o = optimize(
-        f,
-        &Options {
-            sizes: sizes.clone(),
-            ..Options::default()
-        },
-    )
-    .map_err(err)?;
-    let opt_ms = t0.elapsed().as_secs_f64() * 1e3;
     let fl = flops(&f.body, &sizes);
-    let fl_opt = flops(&o.program.body, &sizes);
-
-    let mut rows: Vec<(String, f64, f64, bool)> = Vec::new();
-    let (ti, want) = time(reps, || interp::run(f, &args)).map_err(err)?;
-    rows.push(("interpreter".into(), ti, fl, true));
-    if crate::extract::is_normal(f) {
-        let k = crate::jit::compile(f).map_err(err)?;
-        let (t, v) = time(reps, || k.call(&args)).map_err(err)?;
-        rows.push((
-            "jit (as written)".into(),
-            t,
-            fl,
-            want.approx_eq(&v, 1e-6, 1e-9),
-        ));
+    let mut opt_ms = None;
+    let mut stages: Option<Vec<String>> = None;
+    let mut notes = Vec::new();
+    let mut rows: Vec<Row> = Vec::new();
+    for &e in &a.engines {
+        let (time, flops, out) = match e {
+            BenchEngine::Interp => {
+                let (t, v) = time(a.reps, || interp::run(f, &args)).map_err(err)?;
+                (t, fl, v)
+            }
+            BenchEngine::JitNoOpt => {
+                if !crate::extract::is_normal(f) {
+                    notes.push(format!(
+                        "jit (as written) skipped: `{}` is not in normal form",
+                        f.name
+                    ));
+                    continue;
+                }
+                let k = crate::jit::compile_with(f, &a.jit).map_err(err)?;
+                let (t, v) = time_into(a.reps, &k, &args).map_err(err)?;
+                (t, fl, v)
+            }
+            BenchEngine::Jit => {
+                let t0 = Instant::now();
+                let o = optimize(
+                    f,
+                    &Options {
+                        sizes: sizes.clone(),
+                        ..Options::default()
+                    },
+                )
+                .map_err(err)?;
+                opt_ms = Some(t0.elapsed().as_secs_f64() * 1e3);
+                let k = crate::jit::compile_with(&o.program, &a.jit).map_err(err)?;
+                stages = Some(k.stages());
+                let (t, v) = time_into(a.reps, &k, &args).map_err(err)?;
+                (t, flops(&o.program.body, &sizes), v)
+            }
+        };
+        rows.push(Row {
+            engine: e,
+            time,
+            flops,
+            out,
+        });
     }
-    let k = crate::jit::compile(&o.program).map_err(err)?;
-    let stages = k.stages();
-    let (t, v) = time(reps, || k.call(&args)).map_err(err)?;
-    rows.push((
-        "jit (optimised)".into(),
-        t,
-        fl_opt,
-        want.approx_eq(&v, 1e-6, 1e-9),
-    ));
+    if rows.is_empty() {
+        return Err(format!("error: no engine could run ({})", notes.join("; ")));
+    }
+    let reference = rows
+        .iter()
+        .find(|r| r.engine == BenchEngine::Interp)
+        .unwrap_or(&rows[0])
+        .out
+        .clone();
+    let agrees: Vec<bool> = rows
+        .iter()
+        .map(|r| reference.approx_eq(&r.out, 1e-6, 1e-9))
+        .collect();
+    let base = rows[0].time;
+    let t_interp = rows
+        .iter()
+        .find(|r| r.engine == BenchEngine::Interp)
+        .map(|r| r.time);
+    let threads = a.jit.thread_count();
 
-    if json {
+    if a.json {
         let rs: Vec<_> = rows
             .iter()
-            .map(|(name, t, fl, ok)| {
+            .zip(&agrees)
+            .map(|(r, ok)| {
                 serde_json::json!({
-                    "engine": name,
-                    "median_ms": t * 1e3,
-                    "speedup_vs_interp": ti / t,
-                    "gflops": fl / t / 1e9,
+                    "engine": r.engine.label(),
+                    "median_ms": r.time * 1e3,
+                    "speedup_vs_interp": t_interp.map(|ti| ti / r.time),
+                    "speedup_vs_first": base / r.time,
+                    "gflops": r.flops / r.time / 1e9,
                     "agrees": ok,
                 })
             })
@@ -118,36 +230,52 @@ pub fn bench(
             serde_json::json!({
                 "function": f.name,
                 "sizes": sizes,
-                "reps": reps,
+                "reps": a.reps,
+                "threads": threads,
+                "gemm": a.jit.gemm,
                 "optimize_ms": opt_ms,
                 "flops": fl,
                 "engines": rs,
+                "notes": notes,
                 "stages": stages,
             })
         );
     } else {
         println!(
-            "{} with {:?}, {reps} runs each (median), optimised in {opt_ms:.1} ms",
-            f.name, sizes
+            "{} with {:?}, {} runs each (median), {threads} thread{}{}{}",
+            f.name,
+            sizes,
+            a.reps,
+            if threads == 1 { "" } else { "s" },
+            if a.jit.gemm { "" } else { ", no GEMM stages" },
+            opt_ms
+                .map(|m| format!(", optimised in {m:.1} ms"))
+                .unwrap_or_default()
         );
+        let vs = format!("vs {}", rows[0].engine.label());
         println!(
-            "{:<18} {:>12} {:>12} {:>10} {:>7}",
-            "engine", "median ms", "vs interp", "GFLOP/s", "agrees"
+            "{:<18} {:>12} {:>22} {:>10} {:>7}",
+            "engine", "median ms", vs, "GFLOP/s", "agrees"
         );
-        for (name, t, fl, ok) in &rows {
+        for (r, ok) in rows.iter().zip(&agrees) {
             println!(
-                "{:<18} {:>12.4} {:>11.1}x {:>10.3} {:>7}",
-                name,
-                t * 1e3,
-                ti / t,
-                fl / t / 1e9,
+                "{:<18} {:>12.4} {:>21.1}x {:>10.3} {:>7}",
+                r.engine.label(),
+                r.time * 1e3,
+                base / r.time,
+                r.flops / r.time / 1e9,
                 if *ok { "yes" } else { "NO" }
             );
         }
-        println!("stages (optimised): {}", stages.join(", "));
+        for n in &notes {
+            println!("note: {n}");
+        }
+        if let Some(st) = &stages {
+            println!("stages (optimised): {}", st.join(", "));
+        }
     }
-    if rows.iter().any(|r| !r.3) {
-        return Err("error: an engine disagrees with the interpreter".into());
+    if agrees.iter().any(|ok| !ok) {
+        return Err("error: an engine disagrees with the reference".into());
     }
     Ok(())
 }

@@ -54,6 +54,16 @@ pub struct DiffArgs {
     /// named sizes are bound to 0).
     #[arg(long)]
     pub no_zero_sizes: bool,
+    /// Threads of the JIT leg (every nest with a `gen` variable is split
+    /// across them).
+    #[arg(long, default_value_t = 2)]
+    pub jit_threads: usize,
+    /// The share of cases whose named sizes are drawn up to --large-size
+    /// (when the program's work stays small enough for the interpreter).
+    #[arg(long, default_value_t = 0.25)]
+    pub large_share: f64,
+    #[arg(long, default_value_t = 64)]
+    pub large_size: usize,
     /// Time limit of one optimisation, in milliseconds.
     #[arg(long, default_value_t = 5000)]
     pub time_limit_ms: u64,
@@ -88,6 +98,9 @@ pub fn difftest(a: &DiffArgs) -> CliResult {
         gen,
         max_size: a.max_size.max(1),
         jit: !a.no_jit,
+        jit_threads: a.jit_threads.max(1),
+        large_share: a.large_share.clamp(0.0, 1.0),
+        large_size: a.large_size.max(1),
         ..DiffConfig::default()
     };
     cfg.tol.rel = a.rtol;
@@ -166,8 +179,9 @@ pub fn difftest(a: &DiffArgs) -> CliResult {
             dir.display()
         );
         println!(
-            "  cd {} && einsat run repro.tl --engine jit{args}",
-            dir.display()
+            "  cd {} && einsat run repro.tl --engine jit --threads {} --parallel-threshold 0{args}",
+            dir.display(),
+            cfg.jit_threads
         );
     }
     if summary.disagreeing > 0 {

@@ -82,6 +82,13 @@ enum Cmd {
         /// Run the program as written, without optimising it first.
         #[arg(long)]
         no_opt: bool,
+        /// Threads the JIT may use (0: all cores).
+        #[arg(long, default_value_t = 0)]
+        threads: usize,
+        /// The estimated work from which the JIT splits a nest across
+        /// threads (default: the built-in threshold).
+        #[arg(long)]
+        parallel_threshold: Option<u64>,
         #[command(flatten)]
         opt: optcmd::OptArgs,
     },
@@ -115,8 +122,25 @@ enum Cmd {
         reps: usize,
         #[arg(long, default_value_t = 1)]
         seed: u64,
+        /// Print JSON: function, sizes, reps, threads, flops, and per
+        /// engine median_ms, speedup_vs_interp, speedup_vs_first, gflops,
+        /// agrees.
         #[arg(long)]
         json: bool,
+        /// The engines to time, in order (ratios are against the first):
+        /// any of interp, jit, jit-noopt, comma-separated.
+        #[arg(long, default_value = "interp,jit-noopt,jit")]
+        engines: String,
+        /// Threads the JIT may use (0: all cores).
+        #[arg(long, default_value_t = 0)]
+        threads: usize,
+        /// Run matrix products as generated loops, not GEMM stages.
+        #[arg(long)]
+        no_gemm: bool,
+        /// The estimated work from which the JIT splits a nest across
+        /// threads (default: the built-in threshold).
+        #[arg(long)]
+        parallel_threshold: Option<u64>,
     },
     /// Differential testing: random well-typed programs through the
     /// interpreter, the optimiser + interpreter and the optimiser + JIT;
@@ -256,6 +280,8 @@ fn dispatch(cmd: Cmd) -> CliResult {
             out,
             json,
             no_opt,
+            threads,
+            parallel_threshold,
             opt,
         } => {
             let (_, parsed) = load_file(&file)?;
@@ -280,7 +306,16 @@ fn dispatch(cmd: Cmd) -> CliResult {
             });
             let result = match engine {
                 Engine::Interp => interp::run(&program, &args),
-                Engine::Jit => crate::jit::run(&program, &args),
+                Engine::Jit => crate::jit::compile_with(
+                    &program,
+                    &crate::jit::Options {
+                        threads,
+                        parallel_threshold: parallel_threshold
+                            .unwrap_or(crate::jit::PARALLEL_THRESHOLD),
+                        ..crate::jit::Options::default()
+                    },
+                )
+                .and_then(|k| k.call(&args)),
             }
             .map_err(err)?;
             emit(&result, out.as_deref(), json).map_err(err)
@@ -299,10 +334,33 @@ fn dispatch(cmd: Cmd) -> CliResult {
             reps,
             seed,
             json,
+            engines,
+            threads,
+            no_gemm,
+            parallel_threshold,
         } => {
             let (_, parsed) = load_file(&file)?;
             let f = pick(&parsed.program, func.as_deref())?;
-            bench::bench(f, &parse_sizes(&sizes)?, reps.max(1), seed, json)
+            let jit = crate::jit::Options {
+                threads,
+                gemm: !no_gemm,
+                ..crate::jit::Options::default()
+            };
+            let jit = crate::jit::Options {
+                parallel_threshold: parallel_threshold.unwrap_or(jit.parallel_threshold),
+                ..jit
+            };
+            bench::bench(
+                f,
+                &bench::BenchArgs {
+                    sizes: parse_sizes(&sizes)?,
+                    reps: reps.max(1),
+                    seed,
+                    json,
+                    engines: bench::BenchEngine::parse_list(&engines)?,
+                    jit,
+                },
+            )
         }
         Cmd::Difftest(a) => difftest::difftest(&a),
         Cmd::Rules {

@@ -127,8 +127,18 @@ pub struct DiffConfig {
     /// Optimiser options (rules, limits).
     pub opt: Options,
     pub tol: Tolerance,
-    /// Named sizes are drawn from `1..=max_size`.
+    /// Named sizes are drawn from `1..=max_size`…
     pub max_size: usize,
+    /// …except in this share of the cases, where they are drawn from
+    /// `1..=large_size` (so that the JIT's parallel splits, register tiles,
+    /// vector tails and peeled borders run), as long as the program's
+    /// estimated interpreter work ([`work`]) stays within `work_budget`.
+    pub large_share: f64,
+    pub large_size: usize,
+    pub work_budget: f64,
+    /// Threads of the JIT leg; every nest with a `gen` variable is split
+    /// across them (parallel threshold 0) when there are more than one.
+    pub jit_threads: usize,
     /// Give the JIT its inputs in a random layout (C, Fortran, sliced,
     /// reversed); else C order.
     pub layouts: bool,
@@ -149,6 +159,10 @@ impl Default for DiffConfig {
             opt: Options::default(),
             tol: Tolerance::default(),
             max_size: 4,
+            large_share: 0.25,
+            large_size: 64,
+            work_budget: 2e5,
+            jit_threads: 2,
             layouts: true,
             jit: true,
             shrink_steps: 300,
@@ -213,17 +227,62 @@ pub fn inputs_with_zero(
     Ok((sizes, args, layout))
 }
 
+/// The work of evaluating `e` once with `sizes`, roughly as the
+/// interpreter does it: one per node, loops multiplied out.
+pub fn work(e: &Expr, sizes: &Sizes) -> f64 {
+    match e {
+        Expr::Gen(_, n, b) | Expr::Sum(_, n, b) => {
+            let n = match n {
+                Size::Lit(k) => *k as f64,
+                Size::Named(x) => sizes.get(x).copied().unwrap_or(1) as f64,
+            };
+            n * (1.0 + work(b, sizes))
+        }
+        other => {
+            1.0 + other
+                .children()
+                .into_iter()
+                .map(|c| work(c, sizes))
+                .sum::<f64>()
+        }
+    }
+}
+
 /// The case a run draws for `seed`: a random well-typed function and inputs.
 pub fn case_from_seed(seed: u64, cfg: &DiffConfig) -> Result<Case> {
     let function = gen_function(seed, &cfg.gen);
     let mut rng = StdRng::seed_from_u64(seed ^ 0x5DEE_CE66_D1CE_5EED);
-    let zero = if cfg.gen.zero_sizes {
-        cfg.gen.zero_named
-    } else {
-        0.0
+    // large sizes from a stream of their own, so that the other cases
+    // draw what they drew before
+    let mut big = StdRng::seed_from_u64(seed ^ 0x0B16_5123_A11C_E5ED);
+    let large = (cfg.large_share > 0.0 && big.gen_bool(cfg.large_share.clamp(0.0, 1.0)))
+        .then(|| -> Sizes {
+            function
+                .size_names()
+                .into_iter()
+                .map(|n| (n, big.gen_range(1..=cfg.large_size.max(1))))
+                .collect()
+        })
+        .filter(|s| !s.is_empty() && work(&function.body, s) <= cfg.work_budget);
+    let (sizes, args, layout) = match large {
+        Some(sizes) => {
+            let args = random_inputs(&function, &sizes, &mut rng)?;
+            let layout = if cfg.layouts {
+                Layout::ALL[rng.gen_range(0..Layout::ALL.len())]
+            } else {
+                Layout::C
+            };
+            (sizes, args, layout)
+        }
+        None => {
+            let zero = if cfg.gen.zero_sizes {
+                cfg.gen.zero_named
+            } else {
+                0.0
+            };
+            inputs_with_zero(&function, cfg.max_size, zero, cfg.layouts, &mut rng)?
+        }
     };
-    let (sizes, args, layout) =
-        inputs_with_zero(&function, cfg.max_size, zero, cfg.layouts, &mut rng)?;
     Ok(Case {
         function,
         sizes,
@@ -340,11 +399,19 @@ pub fn check(case: &Case, cfg: &DiffConfig) -> Verdict {
         .iter()
         .map(|v| relayout_value(v, case.layout))
         .collect();
-    match guarded(|| jit::compile_uncached(g)?.call(&laid)) {
+    let opts = jit::Options {
+        threads: cfg.jit_threads.max(1),
+        parallel_threshold: 0,
+        ..jit::Options::default()
+    };
+    match guarded(|| jit::compile_uncached_with(g, &opts)?.call(&laid)) {
         Ok(got) if cfg.tol.agree(&want, &got) => Verdict::Agree { jit: true },
         Ok(got) => fail(
             Stage::OptJit,
-            format!("expected {want}, got {got} ({:?} layout)", case.layout),
+            format!(
+                "expected {want}, got {got} ({:?} layout, {} threads)",
+                case.layout, opts.threads
+            ),
             Some(g),
         ),
         Err(m) => fail(Stage::OptJit, m, Some(g)),
@@ -726,7 +793,7 @@ pub fn write_reproducer(
         "# optimised: einsat run repro.tl --engine interp{args}\n"
     ));
     text.push_str(&format!(
-        "# JIT:       einsat run repro.tl --engine jit{args}\n"
+        "# JIT:       einsat run repro.tl --engine jit --threads 2 --parallel-threshold 0{args}\n"
     ));
     if let Some(g) = &failure.optimized {
         text.push_str("# the optimised program:\n");

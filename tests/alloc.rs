@@ -1,0 +1,101 @@
+//! `Kernel::call_into` with a preallocated output allocates nothing once
+//! warmed up: a global allocator that counts allocations, around many calls
+//! of kernels with `let` temporaries, tuple results, pair parameters and
+//! non-C layouts, on one thread and split across threads.
+//!
+//! GEMM stages are left out (`gemm: false`): `jit::gemm`'s `Plan::run` and
+//! the `gemm` crate's parallel dispatch allocate per call; the guarantee is
+//! for generated code.
+//!
+//! One test function only: the count is process-wide.
+
+use einsat::interp::{self, Value};
+use einsat::jit::{self, Options};
+use einsat::testing::{random_inputs, relayout_value, Layout};
+use ndarray::{ArrayD, IxDyn};
+use rand::SeedableRng;
+use std::alloc::{GlobalAlloc, Layout as AllocLayout, System};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+struct Counting;
+
+static ALLOCS: AtomicU64 = AtomicU64::new(0);
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, l: AllocLayout) -> *mut u8 {
+        ALLOCS.fetch_add(1, Ordering::Relaxed);
+        unsafe { System.alloc(l) }
+    }
+    unsafe fn alloc_zeroed(&self, l: AllocLayout) -> *mut u8 {
+        ALLOCS.fetch_add(1, Ordering::Relaxed);
+        unsafe { System.alloc_zeroed(l) }
+    }
+    unsafe fn realloc(&self, p: *mut u8, l: AllocLayout, n: usize) -> *mut u8 {
+        ALLOCS.fetch_add(1, Ordering::Relaxed);
+        unsafe { System.realloc(p, l, n) }
+    }
+    unsafe fn dealloc(&self, p: *mut u8, l: AllocLayout) {
+        unsafe { System.dealloc(p, l) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+const SRC: &str = "
+fn mm2(A: [n,n]R, B: [n,n]R) -> [n,n]R =
+  let T = gen(i:n, j:n) sum(k:n) A[i,k] * B[k,j] in gen(i:n, j:n) sum(k:n) T[i,k] * A[k,j]
+fn stats(z: ([n]R, [n]R), X: [n,n]R) -> (R, [n]R) =
+  (sum(i:n) z.0[i] * z.1[i], gen(i:n) exp(X[i,i]) / sum(k:n) exp(X[i,k]) + [i > 0] * X[i-1,i])
+";
+
+fn out_for(v: &Value) -> Value {
+    match v {
+        Value::Real(_) => Value::Real(0.0),
+        Value::Array(a) => Value::Array(ArrayD::zeros(IxDyn(a.shape()))),
+        Value::Pair(a, b) => Value::pair(out_for(a), out_for(b)),
+    }
+}
+
+#[test]
+fn call_into_does_not_allocate_after_warm_up() {
+    let prog = einsat::load(SRC).unwrap();
+    for f in &prog.functions {
+        for (threads, threshold) in [(1, u64::MAX), (2, 0), (3, 0)] {
+            let k = jit::compile_uncached_with(
+                f,
+                &Options {
+                    threads,
+                    parallel_threshold: threshold,
+                    gemm: false,
+                },
+            )
+            .unwrap();
+            for layout in [Layout::C, Layout::Fortran] {
+                let sizes: BTreeMap<String, usize> =
+                    f.size_names().into_iter().map(|x| (x, 45)).collect();
+                let args: Vec<Value> =
+                    random_inputs(f, &sizes, &mut rand::rngs::StdRng::seed_from_u64(5))
+                        .unwrap()
+                        .iter()
+                        .map(|v| relayout_value(v, layout))
+                        .collect();
+                let want = interp::run(f, &args).unwrap();
+                let mut out = out_for(&want);
+                k.call_into(&args, &mut out).unwrap(); // warm-up
+                let before = ALLOCS.load(Ordering::SeqCst);
+                for _ in 0..50 {
+                    k.call_into(&args, &mut out).unwrap();
+                }
+                let during = ALLOCS.load(Ordering::SeqCst) - before;
+                assert!(want.approx_eq(&out, 1e-9, 1e-9), "{}", f.name);
+                assert_eq!(
+                    during, 0,
+                    "{} allocated {during} times in 50 calls (threads {threads}, {layout:?})",
+                    f.name
+                );
+            }
+        }
+    }
+}
