@@ -179,6 +179,23 @@ pub fn map_children(e: &Expr, f: &mut impl FnMut(&Expr) -> Expr) -> Expr {
     }
 }
 
+/// [`map_children`] on an owned expression: children are moved, not cloned
+/// (a long chain costs linear time, not quadratic).
+pub fn map_children_owned(e: Expr, f: &mut impl FnMut(Expr) -> Expr) -> Expr {
+    match e {
+        Expr::Var(_) | Expr::Num(_) | Expr::Bracket(_) | Expr::Eps(_) => e,
+        Expr::Bin(op, a, b) => Expr::bin(op, f(*a), f(*b)),
+        Expr::Neg(a) => Expr::Neg(Box::new(f(*a))),
+        Expr::Call(g, args) => Expr::Call(g, args.into_iter().map(f).collect()),
+        Expr::Pair(a, b) => Expr::pair(f(*a), f(*b)),
+        Expr::Proj(k, a) => Expr::proj(k, f(*a)),
+        Expr::Gen(i, n, b) => Expr::gen(i, n, f(*b)),
+        Expr::Sum(i, n, b) => Expr::sum(i, n, f(*b)),
+        Expr::Access(a, idx) => Expr::access(f(*a), idx),
+        Expr::Let(x, a, b) => Expr::let_(x, f(*a), f(*b)),
+    }
+}
+
 /// Give every binder (index and let) a fresh unique name.
 /// The innermost renaming of `x` in a scope stack (old name, new name), or
 /// `x` itself.
@@ -819,7 +836,7 @@ impl Norm<'_> {
                     (a, b) => Expr::bin(BinOp::Mul, a, b),
                 }
             }
-            _ => map_children(&e, &mut |c| self.scalar(c.clone(), cx)),
+            _ => map_children_owned(e, &mut |c| self.scalar(c, cx)),
         }
     }
 

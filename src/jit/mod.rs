@@ -42,8 +42,8 @@ pub mod codegen;
 pub mod dense;
 pub mod gemm;
 pub mod loopir;
-pub mod schedule;
 pub mod pool;
+pub mod schedule;
 
 use crate::error::{Error, Result};
 use crate::interp::value::checked_elements;
