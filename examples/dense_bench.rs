@@ -32,6 +32,22 @@ fn main() {
         .filter_map(|a| a.parse().ok())
         .collect();
     let prog = einsat::load(SRC).unwrap();
+    for f in &prog.functions {
+        let t = Instant::now();
+        let _k = jit::compile_uncached_with(
+            f,
+            &Options {
+                gemm: false,
+                threads: 1,
+            },
+        )
+        .unwrap();
+        println!(
+            "compile {}: {:.2} ms",
+            f.name,
+            t.elapsed().as_secs_f64() * 1e3
+        );
+    }
     let opts = Options {
         gemm: false,
         threads: 1,

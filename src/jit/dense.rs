@@ -102,6 +102,9 @@ pub struct Plan {
     /// many elements, all rows of a panel before the next (so the panel of
     /// the factors along `v` stays in cache); 0 for none.
     pub panel: usize,
+    /// The innermost loop's body is unrolled this many times (the same
+    /// accumulators, so the same sums).
+    pub unroll: usize,
 }
 
 fn factors<'a>(s: &'a S, out: &mut Vec<&'a S>) {
@@ -272,13 +275,15 @@ pub fn plan(p: &LoopProgram, nest: &Nest, layout: &Layout) -> Option<Plan> {
         let last = red.remove(k);
         red.push(last);
     }
-    let (rows, cols) = match (mode, lanes, w.is_some()) {
-        (Mode::Tile, 2, true) => (4, 2),
-        (Mode::Tile, 2, false) => (1, 4),
-        (Mode::Reduce, 2, true) => (4, 2),
-        (Mode::Reduce, 2, false) => (1, 4),
-        (_, _, true) => (2, 4),
-        (_, _, false) => (1, 4),
+    // (rows, columns, unrolling of the innermost loop), by measurement
+    // on x86-64 (16 xmm registers: accumulators + loads + a splat)
+    let (rows, cols, unroll) = match (mode, lanes, w.is_some()) {
+        (Mode::Tile, 2, true) => (4, 2, 2),
+        (Mode::Tile, 2, false) => (1, 8, 2),
+        (Mode::Reduce, 2, true) => (4, 1, 4),
+        (Mode::Reduce, 2, false) => (1, 4, 2),
+        (_, _, true) => (2, 4, 1),
+        (_, _, false) => (1, 4, 1),
     };
     let panel = if mode == Mode::Tile && w.is_some() && lanes == 2 {
         64
@@ -303,6 +308,7 @@ pub fn plan(p: &LoopProgram, nest: &Nest, layout: &Layout) -> Option<Plan> {
         rows,
         cols,
         panel,
+        unroll,
     })
 }
 
@@ -392,6 +398,9 @@ struct Em<'a, 'b> {
     /// The access each pointer slot belongs to (see [`Em::lp`]).
     owners: Vec<usize>,
     fused: bool,
+    /// Whether the tile being emitted is a full one (only those unroll
+    /// their innermost loop: edge tiles are rare, code size is not).
+    full_tile: bool,
 }
 
 /// Emit the body of the nest's function, return included. `stride_at[b]`
@@ -444,6 +453,7 @@ pub fn emit(
         hi: e.hi,
         owners: (0..plan.acc.len()).collect(),
         fused: true,
+        full_tile: false,
     };
     if plan.two_level {
         em.two_level(&ptrs);
@@ -531,6 +541,23 @@ impl Em<'_, '_> {
         ptrs: &[Value],
         body: &mut dyn FnMut(&mut Self, &[Value], Value),
     ) -> Value {
+        self.lp_u(var, start, end, step, 1, ptrs, body)
+    }
+
+    /// [`Em::lp`] with the body unrolled `unroll` times (the loop stops
+    /// with fewer than `step * unroll` elements left; the caller runs the
+    /// rest).
+    #[allow(clippy::too_many_arguments)]
+    fn lp_u(
+        &mut self,
+        var: usize,
+        start: Value,
+        end: Value,
+        step: i64,
+        unroll: usize,
+        ptrs: &[Value],
+        body: &mut dyn FnMut(&mut Self, &[Value], Value),
+    ) -> Value {
         let rem = self.b.declare_var(types::I64);
         let n = self.b.ins().isub(end, start);
         self.b.def_var(rem, n);
@@ -564,22 +591,40 @@ impl Em<'_, '_> {
         let c = self
             .b
             .ins()
-            .icmp_imm_s(IntCC::SignedGreaterThanOrEqual, r, step);
+            .icmp_imm_s(IntCC::SignedGreaterThanOrEqual, r, step * unroll as i64);
         self.b.ins().brif(c, body_b, &[], exit, &[]);
         self.b.switch_to_block(body_b);
-        let mut inner = ptrs.to_vec();
-        for (k, pv, _) in &moving {
-            inner[*k] = self.b.use_var(*pv);
+        let cur: Vec<Value> = moving
+            .iter()
+            .map(|(_, pv, _)| self.b.use_var(*pv))
+            .collect();
+        let r = self.b.use_var(rem);
+        let i0 = self.b.ins().isub(end, r);
+        for j in 0..unroll {
+            let mut inner = ptrs.to_vec();
+            for ((k, _, inc), &p) in moving.iter().zip(&cur) {
+                inner[*k] = match j {
+                    0 => p,
+                    1 => self.b.ins().iadd(p, *inc),
+                    _ => {
+                        let o = self.b.ins().imul_imm_s(*inc, j as i64);
+                        self.b.ins().iadd(p, o)
+                    }
+                };
+            }
+            let i = self.b.ins().iadd_imm_s(i0, step * j as i64);
+            body(self, &inner, i);
         }
         let r = self.b.use_var(rem);
-        let i = self.b.ins().isub(end, r);
-        body(self, &inner, i);
-        let r = self.b.use_var(rem);
-        let r1 = self.b.ins().iadd_imm_s(r, -step);
+        let r1 = self.b.ins().iadd_imm_s(r, -step * unroll as i64);
         self.b.def_var(rem, r1);
-        for (_, pv, inc) in &moving {
-            let p = self.b.use_var(*pv);
-            let p1 = self.b.ins().iadd(p, *inc);
+        for ((_, pv, inc), &p) in moving.iter().zip(&cur) {
+            let o = if unroll == 1 {
+                *inc
+            } else {
+                self.b.ins().imul_imm_s(*inc, unroll as i64)
+            };
+            let p1 = self.b.ins().iadd(p, o);
             self.b.def_var(*pv, p1);
         }
         self.b.ins().jump(head, &[]);
@@ -923,11 +968,17 @@ impl Em<'_, '_> {
         let (var, n) = self.plan.red[d].clone();
         let z = self.iconst(0);
         let nv = self.size(&n);
-        self.lp(var, z, nv, 1, ptrs, &mut |em, p, _| {
+        let mut body = |em: &mut Self, p: &[Value], _: Value| {
             let mut parts = parts.clone();
             em.apply(&groups[d + 1], p, geo, &mut parts);
             em.red_loops(d + 1, upto, groups, p, geo, &parts, leaf);
-        });
+        };
+        let innermost = d + 1 == upto && self.plan.mode == Mode::Tile && self.full_tile;
+        let mut s = z;
+        if innermost && self.plan.unroll > 1 {
+            s = self.lp_u(var, s, nv, 1, self.plan.unroll, ptrs, &mut body);
+        }
+        self.lp(var, s, nv, 1, ptrs, &mut body);
     }
 
     /// One register tile in `Tile` mode: `rows × cols` groups of `lanes`
@@ -936,6 +987,7 @@ impl Em<'_, '_> {
         let (rg, xp, owners) = self.row_geo(rows, top, true);
         let ptrs = &xp[..];
         let saved = std::mem::replace(&mut self.owners, owners);
+        self.full_tile = rows == self.plan.rows.max(1) && cols == self.plan.cols;
         let geo = self.geo(&rg, cols, lanes);
         let accs: Vec<Vec<Variable>> = (0..rows)
             .map(|_| (0..cols).map(|_| self.acc_var(lanes)).collect())
@@ -1064,19 +1116,15 @@ impl Em<'_, '_> {
             }
         };
         if plan.panel > 0 {
-            // panels of v: a pseudo-variable no access depends on
+            // panels of v (a pseudo-variable no access depends on); the
+            // last may be partial
             let panel = plan.panel as i64;
-            self.lp(usize::MAX, v0, v1, panel, ptrs, &mut |em, p, pc| {
-                let end = em.b.ins().iadd_imm_s(pc, panel);
+            let past = self.b.ins().iadd_imm_s(v1, panel - 1);
+            self.lp(usize::MAX, v0, past, panel, ptrs, &mut |em, p, pc| {
+                let full = em.b.ins().iadd_imm_s(pc, panel);
+                let end = em.b.ins().smin(full, v1);
                 over_w(em, p, pc, end)
             });
-            // the last, partial panel (from where the full ones stopped)
-            let start = {
-                let n = self.b.ins().isub(v1, v0);
-                let full = self.b.ins().srem_imm_s(n, panel);
-                self.b.ins().isub(v1, full)
-            };
-            over_w(self, ptrs, start, v1);
         } else {
             over_w(self, ptrs, v0, v1);
         }
@@ -1138,11 +1186,16 @@ impl Em<'_, '_> {
                 let z = em.iconst(0);
                 let n = em.size(&vn);
                 let mut s = z;
-                for &(step, vcols, vlanes) in &variants {
+                for (vi, &(step, vcols, vlanes)) in variants.iter().enumerate() {
                     let geo = em.geo(&rg, vcols, vlanes);
                     let mut base = parts.reshape(vcols);
                     em.splat_s(vlanes, &mut base);
-                    s = em.lp(v, s, n, step, p, &mut |em, p, _| {
+                    let unroll = if vi == 0 && rows == em.plan.rows {
+                        em.plan.unroll
+                    } else {
+                        1
+                    };
+                    let mut body = |em: &mut Self, p: &[Value], _: Value| {
                         let mut parts = base.clone();
                         em.apply(&groups[upto + 1], p, &geo, &mut parts);
                         for (r, row) in accs.iter().enumerate() {
@@ -1151,7 +1204,11 @@ impl Em<'_, '_> {
                                 em.update(target, &parts, r, c, vlanes);
                             }
                         }
-                    });
+                    };
+                    if unroll > 1 {
+                        s = em.lp_u(v, s, n, step, unroll, p, &mut body);
+                    }
+                    s = em.lp(v, s, n, step, p, &mut body);
                 }
             },
         );
