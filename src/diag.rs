@@ -69,11 +69,31 @@ impl fmt::Display for Diagnostic {
 
 /// 1-based (line, column) of a byte offset; columns count characters.
 pub fn line_col(src: &str, offset: usize) -> (usize, usize) {
-    let offset = offset.min(src.len());
+    let mut offset = offset.min(src.len());
+    while !src.is_char_boundary(offset) {
+        offset -= 1;
+    }
+    // a leading byte-order mark is not a column
     let before = &src[..offset];
+    let before = before.strip_prefix('\u{FEFF}').unwrap_or(before);
     let line = before.matches('\n').count() + 1;
     let col = before.rsplit('\n').next().unwrap_or("").chars().count() + 1;
     (line, col)
+}
+
+/// Decode a source file's bytes; invalid UTF-8 is an error naming the
+/// line and column of the first bad byte.
+pub fn decode_source(file: &str, bytes: Vec<u8>) -> Result<String, String> {
+    String::from_utf8(bytes).map_err(|e| {
+        let good = e.utf8_error().valid_up_to();
+        let bytes = e.as_bytes();
+        let text = std::str::from_utf8(&bytes[..good]).unwrap_or("");
+        let (line, col) = line_col(text, good);
+        format!(
+            "{file}:{line}:{col}: error: the file is not valid UTF-8 (byte 0x{:02X} at offset {good})",
+            bytes[good]
+        )
+    })
 }
 
 /// Render a list of diagnostics, one after another.

@@ -29,6 +29,7 @@ pub mod frontend;
 pub mod interp;
 pub mod jit;
 pub mod opt;
+pub mod stack;
 pub mod syntax;
 pub mod testing;
 pub mod types;

@@ -107,6 +107,11 @@ pub const MAX_ROUNDS: usize = 4;
 
 /// Optimise one function.
 pub fn optimize(f: &Function, opts: &Options) -> Result<Optimized> {
+    // deep programs (long flat chains) get a large stack for every pass
+    crate::stack::roomy_for(&f.body, || optimize_here(f, opts))
+}
+
+fn optimize_here(f: &Function, opts: &Options) -> Result<Optimized> {
     let start = Instant::now();
     let sig = types::check(f).map_err(Error::Type)?;
     let model = CostModel {

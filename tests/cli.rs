@@ -578,4 +578,249 @@ fn run_engines_agree_and_bench_reports_ratios() {
         assert!(e["gflops"].as_f64().unwrap() > 0.0);
     }
     assert_eq!(j["flops"].as_f64().unwrap(), 2.0 * 32.0 * 32.0);
+    // the optimised kernel's stages: the matrix–vector product on GEMM
+    assert_eq!(j["stages"], serde_json::json!(["gemm n×1×n"]), "{out}");
+}
+
+// ---- issue 10: .npy headers, source encodings, rule files, difftest flags ----
+
+/// A raw .npy file: header dict fields and the data bytes as given.
+fn raw_npy(p: &Path, descr: &str, fortran: bool, shape: &str, data: &[u8]) -> String {
+    let mut header = format!(
+        "{{'descr': '{descr}', 'fortran_order': {}, 'shape': {shape}, }}",
+        if fortran { "True" } else { "False" }
+    );
+    while (10 + header.len() + 1) % 64 != 0 {
+        header.push(' ');
+    }
+    header.push('\n');
+    let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+    bytes.extend_from_slice(&(header.len() as u16).to_le_bytes());
+    bytes.extend_from_slice(header.as_bytes());
+    bytes.extend_from_slice(data);
+    std::fs::write(p, bytes).unwrap();
+    s(p)
+}
+
+fn run_src(d: &Path, src: &str, args: &[String], extra: &[&str]) -> (i32, String, String) {
+    let f = d.join("prog.tl");
+    std::fs::write(&f, src).unwrap();
+    let mut a: Vec<String> = vec!["run".into(), s(&f)];
+    for x in args {
+        a.push("--arg".into());
+        a.push(x.clone());
+    }
+    a.extend(extra.iter().map(|x| x.to_string()));
+    let a: Vec<&str> = a.iter().map(|x| x.as_str()).collect();
+    einsat(&a)
+}
+
+#[test]
+fn npy_headers_are_checked_before_allocating() {
+    let d = tmpdir("npyhdr");
+    // 192 bytes whose header declares 10^12 f64s: refused, no abort
+    let huge = raw_npy(
+        &d.join("huge.npy"),
+        "<f8",
+        false,
+        "(1000000000000,)",
+        &[0; 64],
+    );
+    assert!(std::fs::metadata(&huge).unwrap().len() <= 192);
+    let (code, _, err) = run_src(&d, "fn f(x: [n]R) -> R = x[0]", &[format!("x={huge}")], &[]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("huge.npy") && err.contains("limit"), "{err}");
+    // a shape under the element limit but more than the file holds
+    let short = raw_npy(&d.join("short.npy"), "<f8", false, "(100000000,)", &[0; 64]);
+    let (code, _, err) = run_src(
+        &d,
+        "fn f(x: [n]R) -> R = x[0]",
+        &[format!("x={short}")],
+        &[],
+    );
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("short.npy") && err.contains("800000000 bytes") && err.contains("holds 64"),
+        "{err}"
+    );
+    // an axis past 2^31 even with no elements
+    let wide = raw_npy(&d.join("wide.npy"), "<f8", false, "(0, 4294967296)", &[]);
+    let (code, _, err) = run_src(
+        &d,
+        "fn f(x: [n,m]R) -> R = x[0, 0]",
+        &[format!("x={wide}")],
+        &[],
+    );
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("wide.npy") && err.contains("limit"), "{err}");
+    // not a .npy file at all
+    let junk = d.join("junk.npy");
+    std::fs::write(&junk, b"hello").unwrap();
+    let (code, _, err) = run_src(
+        &d,
+        "fn f(x: [n]R) -> R = x[0]",
+        &[format!("x={}", s(&junk))],
+        &[],
+    );
+    assert_eq!(code, 1);
+    assert!(err.contains("junk.npy: not a .npy file"), "{err}");
+}
+
+#[test]
+fn npy_edge_cases_are_read() {
+    let d = tmpdir("npyedge");
+    // empty arrays, through both engines
+    let e = raw_npy(&d.join("e.npy"), "<f8", false, "(0, 3)", &[]);
+    for engine in ["interp", "jit"] {
+        let (code, out, err) = run_src(
+            &d,
+            "fn f(A: [n,m]R) -> R = A[0, 0] + sum(i:n, j:m) A[i,j]",
+            &[format!("A={e}")],
+            &["--no-opt", "--engine", engine],
+        );
+        assert_eq!(code, 0, "{engine}: {err}");
+        assert_eq!(out.trim(), "0", "{engine}");
+    }
+    let (code, out, err) = run_src(
+        &d,
+        "fn f(A: [n,m]R) -> [n,m]R = gen(i:n, j:m) A[i,j]",
+        &[format!("A={e}")],
+        &["--json"],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("\"output\":[]"), "{out}");
+    // Fortran order: element (i, j) is still A[i, j]
+    let data: Vec<u8> = [1.0f64, 4.0, 2.0, 5.0, 3.0, 6.0]
+        .iter()
+        .flat_map(|x| x.to_le_bytes())
+        .collect();
+    let f = raw_npy(&d.join("f.npy"), "<f8", true, "(2, 3)", &data);
+    let (code, out, err) = run_src(
+        &d,
+        "fn f(A: [2,3]R) -> R = A[0, 1] * 10 + A[1, 0]",
+        &[format!("A={f}")],
+        &[],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out.trim(), "24");
+    // other dtypes are converted: big-endian f4, u1, bool, i2
+    let be: Vec<u8> = [1.5f32, -2.0]
+        .iter()
+        .flat_map(|x| x.to_be_bytes())
+        .collect();
+    let cases = [
+        raw_npy(&d.join("be.npy"), ">f4", false, "(2,)", &be),
+        raw_npy(&d.join("u1.npy"), "|u1", false, "(2,)", &[3, 200]),
+        raw_npy(&d.join("b.npy"), "|b1", false, "(2,)", &[1, 0]),
+        raw_npy(&d.join("i2.npy"), "<i2", false, "(2,)", &[0xff, 0xff, 7, 0]),
+    ];
+    let want = ["-0.5", "203", "1", "6"];
+    for (path, want) in cases.iter().zip(want) {
+        let (code, out, err) = run_src(
+            &d,
+            "fn f(x: [2]R) -> R = x[0] + x[1]",
+            &[format!("x={path}")],
+            &[],
+        );
+        assert_eq!(code, 0, "{path}: {err}");
+        assert_eq!(out.trim(), want, "{path}");
+    }
+    // a 0-dim array is a number
+    let z = raw_npy(&d.join("z.npy"), "<f8", false, "()", &2.5f64.to_le_bytes());
+    let (code, out, err) = run_src(&d, "fn f(x: R) -> R = x * 2", &[format!("x={z}")], &[]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out.trim(), "5");
+}
+
+#[test]
+fn the_interpreter_pads_empty_axes() {
+    let d = tmpdir("emptyaxes");
+    let e = raw_npy(&d.join("e.npy"), "<f8", false, "(0, 3)", &[]);
+    let (code, out, err) = run_src(
+        &d,
+        "fn f(A: [n,m]R) -> R = A[0, 0]",
+        &[format!("A={e}")],
+        &["--engine", "interp"],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out.trim(), "0");
+    let x = raw_npy(&d.join("x.npy"), "<f8", false, "(0,)", &[]);
+    let (code, out, err) = run_src(
+        &d,
+        "fn f(x: [n]R) -> [2]R = let t = gen(q:n) gen(r:2) 1 in t[1]",
+        &[format!("x={x}")],
+        &["--engine", "interp", "--no-opt"],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out.trim(), "[0, 0]");
+}
+
+#[test]
+fn source_encoding_errors_are_clear() {
+    let d = tmpdir("encoding");
+    // a byte-order mark is skipped, and columns do not count it
+    let f = d.join("bom.tl");
+    std::fs::write(&f, "\u{feff}fn f(x: R) -> R = x * 2\n").unwrap();
+    let (code, out, err) = einsat(&["check", &s(&f)]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("fn f(x: R) -> R"), "{out}");
+    std::fs::write(&f, "\u{feff}fn f(x: R) -> R = y\n").unwrap();
+    let (_, _, err) = einsat(&["check", &s(&f)]);
+    assert!(
+        err.contains("bom.tl:1:19: error: unknown name `y`"),
+        "{err}"
+    );
+    // a NUL byte is named, not shown blank
+    let f = d.join("nul.tl");
+    std::fs::write(&f, "fn f(x: R) -> R = x \0 2\n").unwrap();
+    let (code, _, err) = einsat(&["check", &s(&f)]);
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("nul.tl:1:21: error: unexpected character U+0000"),
+        "{err}"
+    );
+    // invalid UTF-8: the line and column of the first bad byte
+    let f = d.join("latin1.tl");
+    std::fs::write(&f, b"fn f(x: R) -> R =\n  x * 2 # caf\xe9\n").unwrap();
+    let (code, _, err) = einsat(&["check", &s(&f)]);
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("latin1.tl:2:14: error: the file is not valid UTF-8"),
+        "{err}"
+    );
+}
+
+#[test]
+fn rule_file_errors_name_the_problem() {
+    let d = tmpdir("rulesdup");
+    std::fs::write(d.join("a.rules"), "mine: (+ ?a ?b) => (+ ?b ?a)\n").unwrap();
+    std::fs::write(d.join("b.rules"), "# again\nmine: (* ?a ?b) => (* ?b ?a)\n").unwrap();
+    let (code, _, err) = einsat(&["rules", "check", "--rules", &s(&d), "--cases", "1"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("b.rules:2: rule `mine` is already defined at") && err.contains("a.rules:1"),
+        "{err}"
+    );
+    let d = tmpdir("rulesnum");
+    std::fs::write(
+        d.join("a.rules"),
+        "r: (sum ?n ?e) => (sum ?n ?e) if (notfree ?e 99999999999)\n",
+    )
+    .unwrap();
+    let (code, _, err) = einsat(&["rules", "check", "--rules", &s(&d), "--cases", "1"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("`99999999999` is out of range"), "{err}");
+}
+
+#[test]
+fn difftest_refuses_absurd_flags() {
+    let (code, _, err) = einsat(&["difftest", "--depth", "100", "--cases", "1"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("--depth 100: at most"), "{err}");
+    for bad in ["nan", "inf", "-1"] {
+        let flag = format!("--rtol={bad}");
+        let (code, _, err) = einsat(&["difftest", &flag, "--cases", "1"]);
+        assert_eq!(code, 1, "{bad}");
+        assert!(err.contains("--rtol"), "{bad}: {err}");
+    }
 }

@@ -202,12 +202,19 @@ fn wrong_arguments() {
 #[test]
 fn huge_sizes_are_refused_before_allocating() {
     let m = call_err(
-        "fn f(x: R) -> R = (gen(i:1000000000000) x)[0]",
+        "fn f(x: R) -> R = (gen(i:1000000, j:1000000) x)[0, 0]",
         &[Value::Real(1.0)],
     );
     assert!(
         m.contains("would build a tensor of 1000000000000 elements"),
         "{m}"
+    );
+    // a binder range past 2^31 (the tensor limit) is a type error
+    has(
+        "fn f(x: R) -> R = (gen(i:1000000000000) x)[0]",
+        1,
+        20,
+        "larger than the limit of 2^31",
     );
     let m = call_err(
         "fn f(x: [n]R) -> [n,n,n,n]R = gen(i:n, j:n, k:n, l:n) x[i]",
@@ -225,15 +232,42 @@ fn huge_sizes_are_refused_before_allocating() {
 #[test]
 fn numeric_limits_are_errors() {
     has("fn f(x: R) -> R = x * 1e400", 1, 23, "too large for an f64");
-    has("fn f(x: [3]R) -> R = x[99999999999]", 1, 24, "too large");
+    // index constants are limited to 2^62, coefficients so that the index
+    // stays within ±2^62 for any index value below 2^31
+    has(
+        "fn f(x: [3]R) -> R = x[9999999999999999999]",
+        1,
+        24,
+        "too large",
+    );
     let many = format!("fn f(x: [3]R) -> R = sum(i:3) x[{}i]", "4096*".repeat(8));
     has(&many, 1, 33, "out of range");
+    has(
+        "fn f(x: [3]R) -> R = sum(i:3) x[i + 2147483648*2147483648]",
+        1,
+        33,
+        "out of range",
+    );
+    has(
+        "fn f(x: [3]R) -> R = sum(i:3) [2147483648*2147483648 > -2147483648*2147483648] * x[i]",
+        1,
+        32,
+        "out of range",
+    );
 }
 
 #[test]
 fn long_operator_chains_are_capped() {
-    let long = format!("fn f(x: R) -> R = x{}", " + x".repeat(100_000));
-    assert!(diags(&long)[0].2.contains("nested too deeply"));
+    // flat chains are limited by size, not nesting: 50,000 terms are a
+    // tree 50,000 levels deep, past the limit
+    let long = format!("fn f(x: R) -> R = x{}", " + x".repeat(50_000));
+    let d = diags(&long);
+    assert!(d[0].2.contains("too large"), "{d:?}");
+    assert_eq!((d[0].0, d[0].1), (1, 19));
+    let tokens = format!("fn f(x: [3]R) -> R = x[0{}]", " + 0".repeat(100_001));
+    assert!(diags(&tokens)[0].2.contains("more than 200000 tokens"));
+    let ors = format!("fn f(x: R) -> R = [0 = 1{}] * x", " || 0 = 1".repeat(2000));
+    assert!(diags(&ors)[0].2.contains("predicate too large"));
     // a chain within the cap works end to end
     let ok = format!("fn f(x: R) -> R = x{}", " * 1 + x".repeat(100));
     let p = load(&ok).unwrap();
@@ -241,4 +275,28 @@ fn long_operator_chains_are_capped() {
         interp::run(&p.functions[0], &[Value::Real(1.0)]).unwrap(),
         Value::Real(101.0)
     );
+}
+
+#[test]
+fn byte_order_marks_nul_bytes_and_bad_utf8() {
+    // a leading BOM is skipped; columns do not count it
+    let p = load("\u{feff}fn f(x: R) -> R = x").unwrap();
+    assert_eq!(p.functions[0].name, "f");
+    has("\u{feff}fn f(x: R) -> R = y", 1, 19, "unknown name `y`");
+    // a BOM elsewhere, and a NUL byte, are named by code point
+    has("fn f(x: R) -> R = x \u{feff}", 1, 21, "U+FEFF");
+    has(
+        "fn f(x: R) -> R = x \0",
+        1,
+        21,
+        "unexpected character U+0000 (NUL",
+    );
+    // invalid UTF-8: line and column of the first bad byte
+    let e =
+        einsat::diag::decode_source("f.tl", b"fn f(x: R) -> R =\n  x\xff".to_vec()).unwrap_err();
+    assert!(
+        e.starts_with("f.tl:2:4: error: the file is not valid UTF-8"),
+        "{e}"
+    );
+    assert!(e.contains("0xFF"), "{e}");
 }

@@ -14,7 +14,6 @@ use einsat::testing::{arb_function, random_inputs, random_sizes, GenConfig};
 use einsat::{interp, types};
 use proptest::prelude::*;
 use rand::SeedableRng;
-use std::time::Instant;
 
 fn load(file: &str) -> Vec<Function> {
     let src = std::fs::read_to_string(format!(
@@ -210,13 +209,12 @@ fn loops_complexity() {
 }
 
 #[test]
-fn examples_fast_and_deterministic() {
+fn examples_deterministic() {
+    // Speed is measured in benches/opt.rs and `einsat opt --json`, never
+    // here: a timed assertion fails on a busy machine.
     for file in ["notebook.tl", "diderot.tl", "loops.tl", "records.tl"] {
         for f in load(file) {
-            let t = Instant::now();
             let a = opt(&f);
-            let dt = t.elapsed().as_secs_f64();
-            assert!(dt < 1.0, "{} took {dt}s", f.name);
             let b = opt(&f);
             assert_eq!(a.program, b.program, "{}", f.name);
             for seed in 0..2 {

@@ -91,6 +91,7 @@ pub fn bench(
         ));
     }
     let k = crate::jit::compile(&o.program).map_err(err)?;
+    let stages = k.stages();
     let (t, v) = time(reps, || k.call(&args)).map_err(err)?;
     rows.push((
         "jit (optimised)".into(),
@@ -121,6 +122,7 @@ pub fn bench(
                 "optimize_ms": opt_ms,
                 "flops": fl,
                 "engines": rs,
+                "stages": stages,
             })
         );
     } else {
@@ -142,6 +144,7 @@ pub fn bench(
                 if *ok { "yes" } else { "NO" }
             );
         }
+        println!("stages (optimised): {}", stages.join(", "));
     }
     if rows.iter().any(|r| !r.3) {
         return Err("error: an engine disagrees with the interpreter".into());

@@ -26,7 +26,7 @@ pub struct DiffArgs {
     /// funcs, affine, named, pair-params, tuples).
     #[arg(long, default_value = "all")]
     pub features: String,
-    /// Maximum expression depth of the random programs.
+    /// Maximum expression depth of the random programs (at most 8).
     #[arg(long, default_value_t = 4)]
     pub depth: u32,
     /// Use the `*.rules` files of this folder instead of the built-in rules.
@@ -55,8 +55,24 @@ pub struct DiffArgs {
     pub time_limit_ms: u64,
 }
 
+/// Deepest random programs `--depth` may ask for: the generator's programs
+/// grow exponentially with depth (depth 8 is already thousands of nodes).
+pub const MAX_DEPTH: u32 = 8;
+
 /// `einsat difftest`.
 pub fn difftest(a: &DiffArgs) -> CliResult {
+    if a.depth > MAX_DEPTH {
+        return Err(format!(
+            "error: --depth {}: at most {MAX_DEPTH} (random programs grow exponentially with depth)",
+            a.depth
+        ));
+    }
+    if !a.rtol.is_finite() || a.rtol < 0.0 {
+        return Err(format!(
+            "error: --rtol {}: the tolerance must be a finite number ≥ 0",
+            a.rtol
+        ));
+    }
     let gen = GenConfig {
         max_depth: a.depth,
         ..GenConfig::default()

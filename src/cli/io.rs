@@ -3,42 +3,200 @@
 //! writing results as `.npy`.
 
 use crate::error::{Error, Result};
+use crate::interp::value::MAX_ELEMENTS;
 use crate::interp::Value;
 use ndarray::ArrayD;
-use ndarray_npy::{read_npy, write_npy};
+use ndarray_npy::{write_npy, ReadNpyExt};
 use std::collections::BTreeMap;
+use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 
-/// Read a `.npy` file as an f64 array; other numeric dtypes are converted.
-pub fn read_array(path: &Path) -> Result<ArrayD<f64>> {
-    if !path.exists() {
-        return Err(Error::Io(format!("{}: no such file", path.display())));
-    }
-    macro_rules! try_dtype {
-        ($($t:ty),*) => {$(
-            if let Ok(a) = read_npy::<_, ArrayD<$t>>(path) {
-                return Ok(a.mapv(|x| x as f64));
-            }
-        )*};
-    }
-    match read_npy::<_, ArrayD<f64>>(path) {
-        Ok(a) => return Ok(a),
-        Err(ndarray_npy::ReadNpyError::Io(e)) => {
-            return Err(Error::Io(format!("{}: {e}", path.display())))
+/// What the header of a `.npy` file declares.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NpyHeader {
+    /// The dtype, e.g. `<f8`.
+    pub descr: String,
+    pub fortran_order: bool,
+    pub shape: Vec<u64>,
+    /// Offset of the data in the file.
+    pub data_offset: u64,
+}
+
+/// The element type of a supported dtype and its size in bytes.
+fn dtype(descr: &str) -> Option<(char, u64)> {
+    let d = descr.trim_start_matches(['<', '>', '|', '=']);
+    match d {
+        "?" | "b1" => Some(('b', 1)),
+        _ => {
+            let kind = d.chars().next()?;
+            let size: u64 = d[1..].parse().ok()?;
+            let ok = match kind {
+                'f' => matches!(size, 4 | 8),
+                'i' | 'u' => matches!(size, 1 | 2 | 4 | 8),
+                'b' => size == 1,
+                _ => false,
+            };
+            ok.then_some((kind, size))
         }
-        Err(_) => {}
     }
-    try_dtype!(f32, i64, i32, i16, i8, u64, u32, u16, u8);
-    if let Ok(a) = read_npy::<_, ArrayD<bool>>(path) {
-        return Ok(a.mapv(|x| if x { 1.0 } else { 0.0 }));
+}
+
+/// Parse the header of a `.npy` file (magic, version, the header dict)
+/// without trusting it: nothing is allocated from its numbers.
+pub fn read_npy_header(r: &mut impl Read) -> std::result::Result<NpyHeader, String> {
+    let mut pre = [0u8; 8];
+    r.read_exact(&mut pre)
+        .map_err(|_| "not a .npy file (shorter than its magic string)".to_string())?;
+    if &pre[..6] != b"\x93NUMPY" {
+        return Err("not a .npy file (no `\\x93NUMPY` magic string)".into());
     }
-    match read_npy::<_, ArrayD<f64>>(path) {
-        Ok(a) => Ok(a),
-        Err(e) => Err(Error::Io(format!(
-            "{}: not a numeric .npy array ({e})",
-            path.display()
-        ))),
+    let (len, offset) = match pre[6] {
+        1 => {
+            let mut b = [0u8; 2];
+            r.read_exact(&mut b).map_err(|_| "truncated .npy header")?;
+            (u16::from_le_bytes(b) as u64, 10)
+        }
+        2 | 3 => {
+            let mut b = [0u8; 4];
+            r.read_exact(&mut b).map_err(|_| "truncated .npy header")?;
+            (u32::from_le_bytes(b) as u64, 12)
+        }
+        v => return Err(format!("unsupported .npy format version {v}")),
+    };
+    if len > 1 << 20 {
+        return Err(format!(
+            "the .npy header claims {len} bytes (at most 1 MiB)"
+        ));
     }
+    let mut text = Vec::new();
+    r.take(len)
+        .read_to_end(&mut text)
+        .map_err(|e| format!("reading the .npy header: {e}"))?;
+    if text.len() as u64 != len {
+        return Err("truncated .npy header".into());
+    }
+    let text = String::from_utf8(text).map_err(|_| "the .npy header is not text".to_string())?;
+    let field = |key: &str| -> std::result::Result<&str, String> {
+        let k = text
+            .find(&format!("'{key}'"))
+            .or_else(|| text.find(&format!("\"{key}\"")))
+            .ok_or_else(|| format!("the .npy header has no `{key}`"))?;
+        let rest = &text[k + key.len() + 2..];
+        let rest = rest.trim_start();
+        let rest = rest
+            .strip_prefix(':')
+            .ok_or_else(|| format!("malformed .npy header at `{key}`"))?;
+        Ok(rest.trim_start())
+    };
+    let d = field("descr")?;
+    let q = d
+        .chars()
+        .next()
+        .filter(|c| *c == '\'' || *c == '"')
+        .ok_or("a structured dtype (only plain numeric arrays are read)")?;
+    let end = d[1..]
+        .find(q)
+        .ok_or("malformed `descr` in the .npy header")?;
+    let descr = d[1..1 + end].to_string();
+    let f = field("fortran_order")?;
+    let fortran_order = if f.starts_with("True") {
+        true
+    } else if f.starts_with("False") {
+        false
+    } else {
+        return Err("malformed `fortran_order` in the .npy header".into());
+    };
+    let sh = field("shape")?;
+    let close = sh.find(')').ok_or("malformed `shape` in the .npy header")?;
+    let inner = sh
+        .strip_prefix('(')
+        .ok_or("malformed `shape` in the .npy header")?;
+    let mut shape = Vec::new();
+    for part in inner[..close - 1].split(',') {
+        let p = part.trim().trim_end_matches('L');
+        if p.is_empty() {
+            continue;
+        }
+        shape.push(
+            p.parse::<u64>()
+                .map_err(|_| format!("the .npy header's shape has a bad size `{p}`"))?,
+        );
+    }
+    Ok(NpyHeader {
+        descr,
+        fortran_order,
+        shape,
+        data_offset: offset + len,
+    })
+}
+
+/// Read a `.npy` file as an f64 array; other numeric dtypes are converted.
+/// The header is checked before anything is allocated: its shape times the
+/// item size must match the data the file holds, and the array may have at
+/// most 2^31 elements (the tensor limit).
+pub fn read_array(path: &Path) -> Result<ArrayD<f64>> {
+    let name = path.display();
+    let mut file = std::fs::File::open(path).map_err(|e| {
+        Error::Io(if e.kind() == std::io::ErrorKind::NotFound {
+            format!("{name}: no such file")
+        } else {
+            format!("{name}: {e}")
+        })
+    })?;
+    let file_len = file
+        .metadata()
+        .map_err(|e| Error::Io(format!("{name}: {e}")))?
+        .len();
+    let h = read_npy_header(&mut std::io::BufReader::new(&mut file))
+        .map_err(|m| Error::Io(format!("{name}: {m}")))?;
+    let (kind, itemsize) = dtype(&h.descr).ok_or_else(|| {
+        Error::Io(format!(
+            "{name}: not a numeric .npy array (dtype `{}`; read are float, int, uint and bool)",
+            h.descr
+        ))
+    })?;
+    let mut elements: u128 = 1;
+    for &d in &h.shape {
+        elements = elements.saturating_mul(d as u128);
+    }
+    if elements > MAX_ELEMENTS || h.shape.iter().any(|&d| d as u128 > MAX_ELEMENTS) {
+        return Err(Error::Io(format!(
+            "{name}: the array has shape {:?} ({elements} elements); the limit is {MAX_ELEMENTS} elements and {MAX_ELEMENTS} per axis",
+            h.shape
+        )));
+    }
+    let want = elements * itemsize as u128;
+    let have = file_len.saturating_sub(h.data_offset) as u128;
+    if have != want {
+        return Err(Error::Io(format!(
+            "{name}: the header declares shape {:?} of dtype `{}`, {want} bytes of data, but the file holds {have}",
+            h.shape, h.descr
+        )));
+    }
+    file.seek(SeekFrom::Start(0))
+        .map_err(|e| Error::Io(format!("{name}: {e}")))?;
+    let r = std::io::BufReader::new(file);
+    let bad = |e: ndarray_npy::ReadNpyError| Error::Io(format!("{name}: {e}"));
+    macro_rules! read_as {
+        ($t:ty) => {
+            ArrayD::<$t>::read_npy(r).map_err(bad)?.mapv(|x| x as f64)
+        };
+    }
+    Ok(match (kind, itemsize) {
+        ('f', 8) => ArrayD::<f64>::read_npy(r).map_err(bad)?,
+        ('f', 4) => read_as!(f32),
+        ('i', 8) => read_as!(i64),
+        ('i', 4) => read_as!(i32),
+        ('i', 2) => read_as!(i16),
+        ('i', 1) => read_as!(i8),
+        ('u', 8) => read_as!(u64),
+        ('u', 4) => read_as!(u32),
+        ('u', 2) => read_as!(u16),
+        ('u', 1) => read_as!(u8),
+        _ => ArrayD::<bool>::read_npy(r)
+            .map_err(bad)?
+            .mapv(|x| if x { 1.0 } else { 0.0 }),
+    })
 }
 
 /// Write a value: an array to `path`; a number as a 0-dim array; a pair as

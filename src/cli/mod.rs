@@ -171,7 +171,8 @@ pub fn main() -> i32 {
 pub(crate) type CliResult = std::result::Result<(), String>;
 
 fn read_source(file: &Path) -> std::result::Result<String, String> {
-    std::fs::read_to_string(file).map_err(|e| format!("error: {}: {e}", file.display()))
+    let bytes = std::fs::read(file).map_err(|e| format!("error: {}: {e}", file.display()))?;
+    crate::diag::decode_source(&file.display().to_string(), bytes)
 }
 
 fn render(e: &Error, file: &Path, src: &str) -> String {

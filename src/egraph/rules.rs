@@ -307,10 +307,18 @@ fn to_cond(s: &Sexp, bound: &[String]) -> Result<Cond, String> {
         Ok(a.clone())
     };
     let num = |k: usize| -> Result<u32, String> {
-        atoms
-            .get(k)
-            .and_then(|a| a.parse().ok())
-            .ok_or_else(|| format!("condition `{}` needs a number argument", atoms[0]))
+        match atoms.get(k) {
+            Some(a) if !a.is_empty() && a.bytes().all(|c| c.is_ascii_digit()) => {
+                a.parse().map_err(|_| {
+                    format!(
+                        "condition `{}`: the number `{a}` is out of range (at most {})",
+                        atoms[0],
+                        u32::MAX
+                    )
+                })
+            }
+            _ => Err(format!("condition `{}` needs a number argument", atoms[0])),
+        }
     };
     let arity = |n: usize| -> Result<(), String> {
         if atoms.len() != n + 1 {
@@ -508,10 +516,21 @@ pub fn load_rules_dir(dir: &std::path::Path) -> Result<Vec<Rule>, String> {
         .filter(|p| p.extension().is_some_and(|x| x == "rules"))
         .collect();
     files.sort();
-    let mut v = Vec::new();
+    let mut v: Vec<Rule> = Vec::new();
+    // where each rule name was first defined: a name in two files is an error
+    let mut seen: std::collections::HashMap<String, String> = Default::default();
     for f in files {
         let text = std::fs::read_to_string(&f).map_err(|e| format!("{}: {e}", f.display()))?;
-        v.extend(parse_rules(&f.display().to_string(), &text)?);
+        for r in parse_rules(&f.display().to_string(), &text)? {
+            if let Some(first) = seen.get(&r.name) {
+                return Err(format!(
+                    "{}: rule `{}` is already defined at {first} (rule names must be unique across files)",
+                    r.origin, r.name
+                ));
+            }
+            seen.insert(r.name.clone(), r.origin.clone());
+            v.push(r);
+        }
     }
     Ok(v)
 }

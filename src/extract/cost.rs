@@ -3,6 +3,18 @@
 //! [`CostModel::default_size`], 1000, unless set in [`CostModel::sizes`]);
 //! a `let` is paid once. [`ir_cost`] prices a named program (the before and
 //! after of the report); [`TlCost`] prices e-graph terms for extraction.
+//!
+//! **GEMM stages.** A nest that the JIT runs on the GEMM library
+//! (`jit::gemm`: `gen(..) sum(..) α * X[..] * Y[..]` over plain indices, a
+//! (batched) matrix–matrix or matrix–vector product) runs at library speed,
+//! several times faster per flop than generated loops. The model says so,
+//! modestly, to break ties between programs of similar work toward the one
+//! whose stages are GEMM-shaped (e.g. a three-matrix chain as two products
+//! through a `let`): [`ir_cost`] prices such a nest at
+//! `min(c, GEMM_FACTOR · c + GEMM_CALL_COST)` of its loop cost `c`, and
+//! [`TlCost`] prices the innermost `sum(k) X * Y` of two plain loads that
+//! both use `k` with its product work scaled by [`GEMM_FACTOR`] (the loop
+//! overhead stays: in the e-graph the enclosing `gen`s are not known yet).
 
 use crate::egraph::{size_of, TlGraph, TL};
 use crate::syntax::ast::*;
@@ -44,10 +56,87 @@ impl CostModel {
 /// Cost of one scalar function call.
 pub const CALL_COST: f64 = 4.0;
 
+/// The share of its loop cost a GEMM-shaped stage is counted at.
+pub const GEMM_FACTOR: f64 = 0.125;
+
+/// The fixed cost of one GEMM library call (so that tiny products stay
+/// with generated code, which never costs more than its loops).
+pub const GEMM_CALL_COST: f64 = 512.0;
+
+/// Whether `e`, a `gen` chain, is a stage the GEMM library runs: the
+/// shape `jit::gemm::plan` takes (see there), on the named IR.
+pub fn gemm_stage(e: &Expr) -> bool {
+    fn factors<'a>(
+        e: &'a Expr,
+        sums: &mut Vec<&'a str>,
+        loads: &mut Vec<Vec<&'a str>>,
+    ) -> Option<()> {
+        match e {
+            Expr::Sum(i, _, b) => {
+                sums.push(i);
+                factors(b, sums, loads)
+            }
+            Expr::Bin(BinOp::Mul, a, b) => {
+                factors(a, sums, loads)?;
+                factors(b, sums, loads)
+            }
+            Expr::Neg(a) => factors(a, sums, loads),
+            Expr::Num(_) | Expr::Var(_) => Some(()),
+            Expr::Access(..) => {
+                let mut idx = Vec::new();
+                let mut cur = e;
+                loop {
+                    match cur {
+                        Expr::Access(a, i) => {
+                            idx.push(i.as_var()?);
+                            cur = a;
+                        }
+                        Expr::Proj(_, a) => cur = a,
+                        Expr::Var(_) => break,
+                        _ => return None,
+                    }
+                }
+                loads.push(idx);
+                Some(())
+            }
+            _ => None,
+        }
+    }
+    let mut gens = Vec::new();
+    let mut cur = e;
+    while let Expr::Gen(i, _, b) = cur {
+        gens.push(i.as_str());
+        cur = b;
+    }
+    let (mut sums, mut loads) = (Vec::new(), Vec::new());
+    if gens.is_empty() || factors(cur, &mut sums, &mut loads).is_none() {
+        return false;
+    }
+    let binders: Vec<&str> = gens.iter().chain(&sums).copied().collect();
+    let distinct = binders
+        .iter()
+        .enumerate()
+        .all(|(k, v)| !binders[..k].contains(v));
+    if loads.len() != 2 || sums.is_empty() || !distinct {
+        return false;
+    }
+    let bound = loads.iter().flatten().all(|v| binders.contains(v));
+    let (x, y) = (&loads[0], &loads[1]);
+    let sums_ok = sums.iter().all(|v| x.contains(v) && y.contains(v));
+    let gens_ok = gens.iter().all(|v| x.contains(v) || y.contains(v));
+    let m_or_n = gens.iter().any(|v| x.contains(v) != y.contains(v));
+    bound && sums_ok && gens_ok && m_or_n
+}
+
 /// The cost of a named expression: operations executed, loops multiplied
-/// out, lets paid once.
+/// out, lets paid once; GEMM-shaped stages at library speed (see the
+/// module doc).
 pub fn ir_cost(e: &Expr, m: &CostModel) -> f64 {
     match e {
+        Expr::Gen(_, n, b) if gemm_stage(e) => {
+            let c = m.trip(n) * (ir_cost(b, m) + 1.0);
+            c.min(GEMM_FACTOR * c + GEMM_CALL_COST)
+        }
         Expr::Var(_) | Expr::Num(_) => 0.0,
         Expr::Bracket(_) | Expr::Eps(_) => 1.0,
         Expr::Bin(_, a, b) => 1.0 + ir_cost(a, m) + ir_cost(b, m),
@@ -69,6 +158,45 @@ pub struct TlCost<'a> {
     pub model: &'a CostModel,
 }
 
+impl TlCost<'_> {
+    /// Whether class `c` holds a load with plain indices (`x[i][j]…`).
+    fn plain_load(&self, c: Id, depth: usize) -> bool {
+        depth < 8
+            && self.egraph[c].nodes.iter().any(|n| match n {
+                TL::Get([t, a]) => {
+                    let exact = self.egraph[*a]
+                        .nodes
+                        .iter()
+                        .any(|n| matches!(n, TL::Aff(l) if l.is_exact_var()));
+                    exact
+                        && self.egraph[*t].nodes.iter().any(|n| match n {
+                            TL::Var(_) | TL::Fst(_) | TL::Snd(_) => true,
+                            TL::Get(_) => self.plain_load(*t, depth + 1),
+                            _ => false,
+                        })
+                }
+                _ => false,
+            })
+    }
+
+    /// Whether class `b`, the body of a `sum`, holds a product of two plain
+    /// loads that both use the summed index `#0` and do not use the same
+    /// other indices (an index in one factor only is an M or N axis; a dot
+    /// product is no GEMM stage).
+    fn gemm_product(&self, b: Id) -> bool {
+        self.egraph[b].nodes.iter().any(|n| match n {
+            TL::Mul([x, y]) => {
+                let (fx, fy) = (self.egraph[*x].data.fv, self.egraph[*y].data.fv);
+                fx & fy & 1 == 1
+                    && (fx ^ fy) >> 1 != 0
+                    && self.plain_load(*x, 0)
+                    && self.plain_load(*y, 0)
+            }
+            _ => false,
+        })
+    }
+}
+
 impl CostFunction<TL> for TlCost<'_> {
     type Cost = f64;
     fn cost<C>(&mut self, enode: &TL, mut costs: C) -> f64
@@ -78,6 +206,10 @@ impl CostFunction<TL> for TlCost<'_> {
         let kids = |costs: &mut C| enode.children().iter().map(|c| costs(*c)).sum::<f64>();
         match enode {
             TL::Num(_) | TL::Var(_) | TL::Size(_) | TL::Aff(_) | TL::Pred(_) => 0.0,
+            TL::Sum([s, b]) if self.gemm_product(*b) => {
+                let n = self.model.trip_of(self.egraph, *s);
+                n * (GEMM_FACTOR * costs(*b) + 1.0)
+            }
             TL::Gen([s, b]) | TL::Sum([s, b]) => {
                 let n = self.model.trip_of(self.egraph, *s);
                 n * (costs(*b) + 1.0)

@@ -16,9 +16,10 @@
 pub mod value;
 
 use crate::error::{Error, Result};
+use crate::stack;
 use crate::syntax::ast::*;
 use ndarray::{ArrayD, Axis, IxDyn};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
 pub use value::{bind, order_named, Boundary, Sizes, Value};
 
@@ -37,11 +38,74 @@ impl V {
             _ => unreachable!("a well-typed program only does arithmetic on numbers"),
         }
     }
-    fn zero_like(&self) -> V {
-        match self {
-            V::Num(..) => V::Num(0.0, false),
-            V::Tensor(v) => V::Tensor(Rc::new(v.iter().map(|e| e.zero_like()).collect())),
-            V::Pair(p) => V::Pair(Rc::new((p.0.zero_like(), p.1.zero_like()))),
+}
+
+/// The zero of type `t` (every number 0, every axis its full size): what an
+/// index outside the axis reads (zero padding). Built from the type, not from
+/// another element, so an empty tensor pads like any other.
+fn zero_of(t: &Type, sizes: &Sizes) -> V {
+    match t {
+        Type::Real => V::Num(0.0, false),
+        Type::Tensor(n, e) => {
+            let n = value::resolve(n, sizes).expect("sizes are bound at the boundary");
+            let z = zero_of(e, sizes);
+            V::Tensor(Rc::new(vec![z; n]))
+        }
+        Type::Pair(a, b) => V::Pair(Rc::new((zero_of(a, sizes), zero_of(b, sizes)))),
+    }
+}
+
+/// The element type of every access `e[ι]` of a well-typed body, keyed by
+/// the node's address (the body is borrowed, unmoved, for the whole run).
+type AccessTypes = HashMap<*const Expr, Type>;
+
+fn access_types(e: &Expr, scope: &mut Vec<(String, Type)>, out: &mut AccessTypes) -> Type {
+    stack::deep(|| access_types_inner(e, scope, out))
+}
+
+fn access_types_inner(e: &Expr, scope: &mut Vec<(String, Type)>, out: &mut AccessTypes) -> Type {
+    match e {
+        Expr::Var(x) => scope
+            .iter()
+            .rev()
+            .find(|(n, _)| n == x)
+            .map(|(_, t)| t.clone())
+            .expect("a well-typed program binds every name it uses"),
+        Expr::Num(_) | Expr::Bracket(_) | Expr::Eps(_) => Type::Real,
+        Expr::Bin(_, a, b) => {
+            access_types(a, scope, out);
+            access_types(b, scope, out);
+            Type::Real
+        }
+        Expr::Neg(a) | Expr::Sum(_, _, a) => {
+            access_types(a, scope, out);
+            Type::Real
+        }
+        Expr::Call(_, args) => {
+            for a in args {
+                access_types(a, scope, out);
+            }
+            Type::Real
+        }
+        Expr::Pair(a, b) => Type::pair(access_types(a, scope, out), access_types(b, scope, out)),
+        Expr::Proj(k, a) => match access_types(a, scope, out) {
+            Type::Pair(t0, t1) => *if *k == 0 { t0 } else { t1 },
+            _ => unreachable!("a well-typed program only projects pairs"),
+        },
+        Expr::Gen(_, n, a) => Type::tensor(n.clone(), access_types(a, scope, out)),
+        Expr::Access(a, _) => match access_types(a, scope, out) {
+            Type::Tensor(_, elem) => {
+                out.insert(e as *const Expr, (*elem).clone());
+                *elem
+            }
+            _ => unreachable!("a well-typed program only indexes tensors"),
+        },
+        Expr::Let(x, e1, e2) => {
+            let t1 = access_types(e1, scope, out);
+            scope.push((x.clone(), t1));
+            let t = access_types(e2, scope, out);
+            scope.pop();
+            t
         }
     }
 }
@@ -50,6 +114,9 @@ struct Env {
     values: Vec<(String, V)>,
     indices: Vec<(String, i64)>,
     sizes: Sizes,
+    access_types: AccessTypes,
+    /// The zero each access pads with, built on first use.
+    zeros: HashMap<*const Expr, V>,
 }
 
 impl Env {
@@ -86,6 +153,10 @@ fn eps(idx: &[i64]) -> f64 {
 }
 
 fn eval(e: &Expr, env: &mut Env) -> V {
+    stack::deep(|| eval_inner(e, env))
+}
+
+fn eval_inner(e: &Expr, env: &mut Env) -> V {
     match e {
         Expr::Var(x) => env
             .values
@@ -160,14 +231,18 @@ fn eval(e: &Expr, env: &mut Env) -> V {
         Expr::Access(a, idx) => {
             let k = idx.eval(|v| env.index(v));
             match eval(a, env) {
-                V::Tensor(items) => {
-                    if k >= 0 && (k as usize) < items.len() {
-                        items[k as usize].clone()
-                    } else if let Some(first) = items.first() {
-                        first.zero_like()
-                    } else {
-                        V::Num(0.0, false)
+                V::Tensor(items) if k >= 0 && (k as usize) < items.len() => {
+                    items[k as usize].clone()
+                }
+                V::Tensor(_) => {
+                    let key = e as *const Expr;
+                    if let Some(z) = env.zeros.get(&key) {
+                        return z.clone();
                     }
+                    let t = &env.access_types[&key];
+                    let z = zero_of(t, &env.sizes);
+                    env.zeros.insert(key, z.clone());
+                    z
                 }
                 _ => unreachable!("a well-typed program only indexes tensors"),
             }
@@ -328,10 +403,19 @@ pub fn run(f: &Function, args: &[Value]) -> Result<Value> {
         }
     }
     check_allocations(&f.body, &sizes, &mut Vec::new())?;
+    let mut scope: Vec<(String, Type)> = f
+        .params
+        .iter()
+        .map(|p| (p.name.clone(), p.ty.clone()))
+        .collect();
+    let mut types = AccessTypes::new();
+    access_types(&f.body, &mut scope, &mut types);
     let mut env = Env {
         values: Vec::new(),
         indices: Vec::new(),
         sizes: sizes.clone(),
+        access_types: types,
+        zeros: HashMap::new(),
     };
     for (p, v) in f.params.iter().zip(args) {
         env.values.push((p.name.clone(), to_internal(v, &p.ty)));
@@ -344,6 +428,14 @@ pub fn run(f: &Function, args: &[Value]) -> Result<Value> {
 /// any `gen` whose tensor would exceed [`value::MAX_ELEMENTS`] before anything
 /// is allocated. `lets` holds the bounds of let-bound names.
 fn check_allocations(e: &Expr, sizes: &Sizes, lets: &mut Vec<(String, u128)>) -> Result<u128> {
+    stack::deep(|| check_allocations_inner(e, sizes, lets))
+}
+
+fn check_allocations_inner(
+    e: &Expr,
+    sizes: &Sizes,
+    lets: &mut Vec<(String, u128)>,
+) -> Result<u128> {
     Ok(match e {
         Expr::Var(x) => lets
             .iter()

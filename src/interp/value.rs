@@ -167,6 +167,13 @@ fn check_value(
                 }));
             }
             for (axis, (want, &got)) in s.iter().zip(a.shape()).enumerate() {
+                // index variables stay below 2^31 (the index-range proof
+                // of the type checker relies on it), even on empty arrays
+                if got as u128 > MAX_ELEMENTS {
+                    return Err(Error::Call(format!(
+                        "{what}: axis {axis} has size {got}, more than the limit of {MAX_ELEMENTS}"
+                    )));
+                }
                 match want {
                     Size::Lit(k) if *k != got => {
                         return Err(Error::Call(format!(

@@ -110,6 +110,11 @@ pub fn compile_uncached(f: &Function) -> Result<Kernel> {
 
 /// Compile with options, without the cache.
 pub fn compile_uncached_with(f: &Function, opts: &Options) -> Result<Kernel> {
+    // deep programs (long flat chains) get a large stack for lowering
+    crate::stack::roomy_for(&f.body, || compile_here(f, opts))
+}
+
+fn compile_here(f: &Function, opts: &Options) -> Result<Kernel> {
     let sig = types::check(f).map_err(Error::Type)?;
     let prog = loopir::lower(f).map_err(|m| jit_err(format!("`{}`: {m}", f.name)))?;
     let layout = loopir::Layout::c_order(&prog);
@@ -201,10 +206,12 @@ fn check_out(b: &Boundary, v: &Value, sizes: &interp::Sizes, what: &str) -> Resu
                     a.shape()
                 )));
             }
-            if a.shape()
-                .iter()
-                .zip(a.strides())
-                .any(|(n, s)| *n > 1 && *s == 0)
+            // (an empty array has no elements to overlap)
+            if !a.is_empty()
+                && a.shape()
+                    .iter()
+                    .zip(a.strides())
+                    .any(|(n, s)| *n > 1 && *s == 0)
             {
                 return Err(Error::Call(format!(
                     "the output {what} has overlapping elements (a zero stride)"
@@ -257,6 +264,20 @@ impl Kernel {
         let n = Arc::new(codegen::compile(&self.prog, &layout).map_err(jit_err)?);
         natives.push((layout, n.clone()));
         Ok(n)
+    }
+
+    /// Per nest, in execution order: how it runs — `gemm M×N×K` (with
+    /// `batch B` for batched products) for a GEMM stage, `native` for
+    /// generated code. A GEMM stage may still run natively on a call where
+    /// it degenerates (see [`gemm`]).
+    pub fn stages(&self) -> Vec<String> {
+        self.gemm
+            .iter()
+            .map(|g| {
+                g.as_ref()
+                    .map_or("native".to_string(), |g| g.describe().to_string())
+            })
+            .collect()
     }
 
     /// How many layouts native code has been generated for.
@@ -372,9 +393,11 @@ impl Kernel {
         let native = self.native(loopir::Layout { unit })?;
         for (k, (nest, entry)) in p.nests.iter().zip(&native.entries).enumerate() {
             if let Some(g) = &self.gemm[k] {
-                // SAFETY: as below.
-                unsafe { g.run(&ptrs, &strides, &svals, self.opts.threads) };
-                continue;
+                // SAFETY: as below (the library gets the same pointers and
+                // strides; the output never aliases an argument).
+                if unsafe { g.run(&ptrs, &strides, &svals, self.opts.threads) } {
+                    continue;
+                }
             }
             let hi = nest
                 .vars

@@ -81,6 +81,16 @@ impl Type {
     }
 }
 
+/// Every index variable ranges below this (sizes are at most 2^31, the
+/// tensor limit [`crate::interp::value::MAX_ELEMENTS`]).
+pub const MAX_INDEX_VALUE: i64 = 1 << 31;
+/// The largest magnitude an index expression (or the difference of the two
+/// sides of a comparison) may reach for any index values: `Σ|coef|·2^31 +
+/// |constant|` must stay at most 2^62, so evaluating it (and subtracting two
+/// of them) in i64 can never overflow. Larger ones are refused by the parser
+/// and the type checker.
+pub const MAX_INDEX_MAGNITUDE: i64 = 1 << 62;
+
 /// An affine index expression `c0 + Σ ck·ik` over index names.
 ///
 /// Kept canonical: terms sorted by name, no zero coefficients, so two
@@ -116,26 +126,79 @@ impl Affine {
     pub fn as_const(&self) -> Option<i64> {
         self.terms.is_empty().then_some(self.constant)
     }
+    /// `self + o`. Saturates instead of wrapping on overflow, so an
+    /// overflowing result is far outside [`MAX_INDEX_MAGNITUDE`] and refused
+    /// by the type checker; use [`Affine::checked_add`] to detect it.
     pub fn add(&self, o: &Affine) -> Affine {
         let mut r = self.clone();
         for (k, v) in &o.terms {
-            *r.terms.entry(k.clone()).or_insert(0) += v;
+            let e = r.terms.entry(k.clone()).or_insert(0);
+            *e = e.saturating_add(*v);
         }
-        r.constant += o.constant;
+        r.constant = r.constant.saturating_add(o.constant);
         r.terms.retain(|_, v| *v != 0);
         r
     }
+    /// `c · self`, saturating like [`Affine::add`].
     pub fn scale(&self, c: i64) -> Affine {
         if c == 0 {
             return Affine::default();
         }
         Affine {
-            terms: self.terms.iter().map(|(k, v)| (k.clone(), v * c)).collect(),
-            constant: self.constant * c,
+            terms: self
+                .terms
+                .iter()
+                .map(|(k, v)| (k.clone(), v.saturating_mul(c)))
+                .collect(),
+            constant: self.constant.saturating_mul(c),
         }
     }
     pub fn sub(&self, o: &Affine) -> Affine {
         self.add(&o.scale(-1))
+    }
+    /// `self + o`, or `None` when a coefficient or the constant overflows.
+    pub fn checked_add(&self, o: &Affine) -> Option<Affine> {
+        let mut r = self.clone();
+        for (k, v) in &o.terms {
+            let e = r.terms.entry(k.clone()).or_insert(0);
+            *e = e.checked_add(*v)?;
+        }
+        r.constant = r.constant.checked_add(o.constant)?;
+        r.terms.retain(|_, v| *v != 0);
+        Some(r)
+    }
+    /// `c · self`, or `None` on overflow.
+    pub fn checked_scale(&self, c: i64) -> Option<Affine> {
+        if c == 0 {
+            return Some(Affine::default());
+        }
+        let mut terms = BTreeMap::new();
+        for (k, v) in &self.terms {
+            terms.insert(k.clone(), v.checked_mul(c)?);
+        }
+        Some(Affine {
+            terms,
+            constant: self.constant.checked_mul(c)?,
+        })
+    }
+    /// `self - o`, or `None` on overflow.
+    pub fn checked_sub(&self, o: &Affine) -> Option<Affine> {
+        self.checked_add(&o.checked_scale(-1)?)
+    }
+    /// An upper bound on `|self|` over every index value the language allows
+    /// (`|i| < MAX_INDEX_VALUE`): `Σ|coef|·2^31 + |constant|`, exact in i128.
+    pub fn magnitude_bound(&self) -> u128 {
+        self.terms
+            .values()
+            .map(|c| c.unsigned_abs() as u128 * MAX_INDEX_VALUE as u128)
+            .fold(self.constant.unsigned_abs() as u128, |a, b| {
+                a.saturating_add(b)
+            })
+    }
+    /// Whether evaluating this index can never overflow: its magnitude bound
+    /// is at most [`MAX_INDEX_MAGNITUDE`].
+    pub fn in_index_range(&self) -> bool {
+        self.magnitude_bound() <= MAX_INDEX_MAGNITUDE as u128
     }
     pub fn vars(&self) -> impl Iterator<Item = &str> {
         self.terms.keys().map(|s| s.as_str())
@@ -382,6 +445,9 @@ impl Expr {
     /// The direct sub-expressions, in the order the span tree stores them.
     /// Does the value name `x` occur free in this expression?
     pub fn uses_var(&self, x: &str) -> bool {
+        crate::stack::deep(|| self.uses_var_inner(x))
+    }
+    fn uses_var_inner(&self, x: &str) -> bool {
         match self {
             Expr::Var(y) => y == x,
             Expr::Let(y, a, b) => a.uses_var(x) || (y != x && b.uses_var(x)),
@@ -399,9 +465,25 @@ impl Expr {
             Expr::Call(_, args) => args.iter().collect(),
         }
     }
+    /// Depth of the tree (a leaf has depth 1), counted without recursion.
+    pub fn depth(&self) -> usize {
+        let mut max = 0;
+        let mut todo = vec![(self, 1)];
+        while let Some((e, d)) = todo.pop() {
+            max = max.max(d);
+            todo.extend(e.children().into_iter().map(|c| (c, d + 1)));
+        }
+        max
+    }
     /// Number of nodes in the tree.
     pub fn size(&self) -> usize {
-        1 + self.children().iter().map(|c| c.size()).sum::<usize>()
+        let mut n = 0;
+        let mut todo = vec![self];
+        while let Some(e) = todo.pop() {
+            n += 1;
+            todo.extend(e.children());
+        }
+        n
     }
 }
 
@@ -420,6 +502,32 @@ pub struct Function {
     /// The declared result type; `None` when left out (inferred).
     pub ret: Option<Type>,
     pub body: Expr,
+}
+
+/// Dismantle `e` iteratively, so that the tree of a long flat chain (as
+/// deep as the chain is long) drops without deep recursion.
+pub fn drop_iteratively(e: Expr) {
+    let mut e = e;
+    fn take(e: &mut Expr, todo: &mut Vec<Expr>) {
+        match e {
+            Expr::Bin(_, a, b) | Expr::Pair(a, b) | Expr::Let(_, a, b) => {
+                todo.push(std::mem::replace(&mut **a, Expr::Num(0.0)));
+                todo.push(std::mem::replace(&mut **b, Expr::Num(0.0)));
+            }
+            Expr::Neg(a)
+            | Expr::Proj(_, a)
+            | Expr::Gen(_, _, a)
+            | Expr::Sum(_, _, a)
+            | Expr::Access(a, _) => todo.push(std::mem::replace(&mut **a, Expr::Num(0.0))),
+            Expr::Call(_, args) => todo.append(args),
+            Expr::Var(_) | Expr::Num(_) | Expr::Bracket(_) | Expr::Eps(_) => {}
+        }
+    }
+    let mut todo = Vec::new();
+    take(&mut e, &mut todo);
+    while let Some(mut e) = todo.pop() {
+        take(&mut e, &mut todo);
+    }
 }
 
 impl Function {

@@ -9,20 +9,32 @@
 use super::ast::*;
 use crate::diag::{Diagnostic, Span};
 
-/// Deepest expression nesting the parser accepts (guards the stack).
+/// Deepest expression nesting the parser accepts (guards the stack): each
+/// parenthesis, bracket, call, binder body, `let`-bound value, negation and
+/// index counts one level. Flat chains (`a + b + …`, `a * b * …`, `let …
+/// in let … in …`, `x[i][j]…`, `p || q || …`) do not nest: they are limited
+/// by [`MAX_FUNCTION_TOKENS`] only.
 pub const MAX_DEPTH: usize = 256;
 const TOO_DEEP: &str = "nested too deeply";
+/// Most tokens one function may have (its size). The tree of a flat chain is
+/// as deep as the chain is long; this bounds that depth, and so the work and
+/// the stack of every later stage.
+pub const MAX_FUNCTION_TOKENS: usize = 200_000;
+/// Deepest tree a function body may have (a chain of `k` operators or `k`
+/// `let`s is about `k` deep). Every stage of the library either walks the
+/// tree without deep recursion or grows its stack ([`crate::stack`]); the
+/// default (recursive) drop of a tree this deep needs about 2 MiB of stack.
+pub const MAX_TREE_DEPTH: usize = 12_000;
+/// Most `||`/`&&` operands in one Iverson bracket.
+pub const MAX_PRED_TERMS: usize = 1024;
+const TOO_LARGE: &str = "too large";
 
-/// Largest coefficient magnitude of an index variable in an affine index.
-pub const MAX_COEFF: i64 = 1 << 24;
-/// Largest constant magnitude in an affine index.
-pub const MAX_CONST: i64 = 1 << 31;
-
-/// Whether evaluating `a` at indices below 2^31 cannot overflow an i64.
-fn affine_in_bounds(a: &Affine) -> bool {
-    a.constant.abs() <= MAX_CONST
-        && a.terms.len() <= 64
-        && a.terms.values().all(|c| c.abs() <= MAX_COEFF)
+/// The message for an index expression that could overflow.
+fn index_range_msg() -> String {
+    format!(
+        "index expression out of range: for every index value below 2^31 it must stay within ±2^62 \
+         (Σ|coefficient|·2^31 + |constant| ≤ {MAX_INDEX_MAGNITUDE})"
+    )
 }
 
 /// Source positions of an expression tree: `children` follow
@@ -31,17 +43,38 @@ fn affine_in_bounds(a: &Affine) -> bool {
 pub struct SpanTree {
     pub span: Span,
     pub children: Vec<SpanTree>,
+    /// Depth of this tree (a leaf has depth 1), the depth of the expression
+    /// it mirrors: the parser enforces [`MAX_TREE_DEPTH`] with it as the
+    /// tree is built.
+    pub depth: usize,
 }
 
 impl SpanTree {
-    fn leaf(span: Span) -> SpanTree {
+    pub fn leaf(span: Span) -> SpanTree {
         SpanTree {
             span,
             children: vec![],
+            depth: 1,
         }
     }
-    fn node(span: Span, children: Vec<SpanTree>) -> SpanTree {
-        SpanTree { span, children }
+    pub fn node(span: Span, children: Vec<SpanTree>) -> SpanTree {
+        let depth = 1 + children.iter().map(|c| c.depth).max().unwrap_or(0);
+        SpanTree {
+            span,
+            children,
+            depth,
+        }
+    }
+}
+
+impl Drop for SpanTree {
+    /// Iterative, so that the span tree of a 10,000-term chain drops on any
+    /// thread's stack.
+    fn drop(&mut self) {
+        let mut todo = std::mem::take(&mut self.children);
+        while let Some(mut t) = todo.pop() {
+            todo.append(&mut t.children);
+        }
     }
 }
 
@@ -87,9 +120,28 @@ const SYMS: [&str; 25] = [
     "/", "=", "<", ">", "!", ".", "{", "}",
 ];
 
+/// How an unexpected character is shown: itself when visible, else its code
+/// point (a NUL byte, a control character, an invisible format character).
+fn show_char(ch: char) -> String {
+    let invisible = ch.is_control()
+        || ch.is_whitespace()
+        || matches!(ch, '\u{200B}'..='\u{200F}' | '\u{2060}'..='\u{206F}' | '\u{FEFF}');
+    if invisible {
+        let name = match ch {
+            '\0' => " (NUL, `\\0`)",
+            '\u{FEFF}' => " (a byte-order mark)",
+            _ => "",
+        };
+        format!("U+{:04X}{name}", ch as u32)
+    } else {
+        format!("`{ch}`")
+    }
+}
+
 fn lex(src: &str) -> Result<Vec<(Tok, Span)>, Diagnostic> {
     let b = src.as_bytes();
-    let mut i = 0;
+    // a UTF-8 byte-order mark at the start is skipped
+    let mut i = if src.starts_with('\u{FEFF}') { 3 } else { 0 };
     let mut out: Vec<(Tok, Span)> = Vec::new();
     while i < b.len() {
         let c = b[i];
@@ -188,7 +240,7 @@ fn lex(src: &str) -> Result<Vec<(Tok, Span)>, Diagnostic> {
             None => {
                 let ch = rest.chars().next().unwrap();
                 return Err(Diagnostic::new(
-                    format!("unexpected character `{ch}`"),
+                    format!("unexpected character {}", show_char(ch)),
                     Some(Span::new(start, start + ch.len_utf8())),
                 ));
             }
@@ -204,6 +256,8 @@ struct Parser {
     toks: Vec<(Tok, Span)>,
     pos: usize,
     depth: usize,
+    /// Where the current function (or expression) starts, in tokens.
+    start: usize,
 }
 
 type PResult<T> = Result<T, Diagnostic>;
@@ -278,7 +332,41 @@ impl Parser {
             t => self.err(format!("expected {what}, found {}", t.describe())),
         }
     }
+    /// Refuse a function past [`MAX_FUNCTION_TOKENS`]: called wherever the
+    /// tree can grow without nesting.
+    fn grow(&self) -> PResult<()> {
+        if self.pos - self.start > MAX_FUNCTION_TOKENS {
+            return self.err(format!(
+                "function {TOO_LARGE}: more than {MAX_FUNCTION_TOKENS} tokens (split it into several functions)"
+            ));
+        }
+        Ok(())
+    }
+    /// Refuse a tree past [`MAX_TREE_DEPTH`], dropping it without deep
+    /// recursion: checked wherever a chain grows, so no tree the parser
+    /// holds is ever much deeper than the limit.
+    fn shallow(&self, e: Expr, sp: SpanTree) -> PResult<(Expr, SpanTree)> {
+        if sp.depth <= MAX_TREE_DEPTH {
+            return Ok((e, sp));
+        }
+        drop_iteratively(e);
+        Err(Diagnostic::new(
+            format!(
+                "expression {TOO_LARGE}: its tree is more than {MAX_TREE_DEPTH} levels deep (a chain of that many operators or `let`s; split it into several functions)"
+            ),
+            Some(sp.span),
+        ))
+    }
+    fn pred_terms(&self, terms: usize) -> PResult<()> {
+        if terms > MAX_PRED_TERMS {
+            return self.err(format!(
+                "predicate {TOO_LARGE}: more than {MAX_PRED_TERMS} operands of `||` or `&&` in a row"
+            ));
+        }
+        self.grow()
+    }
     fn enter(&mut self) -> PResult<()> {
+        self.grow()?;
         self.depth += 1;
         if self.depth > MAX_DEPTH {
             return self.err(format!(
@@ -409,16 +497,9 @@ impl Parser {
     }
 
     fn additive(&mut self) -> PResult<(Expr, SpanTree)> {
+        // a chain `a + b + c …` is flat in the source: it nests to the left in
+        // the tree but costs no nesting level (its length is capped by size)
         let (mut e, mut sp) = self.multiplicative()?;
-        // a chain `a + b + c …` nests to the left: each operator counts as a
-        // level, so later stages never recurse deeper than the cap
-        let depth = self.depth;
-        let r = self.additive_chain(&mut e, &mut sp);
-        self.depth = depth;
-        r.map(|()| (e, sp))
-    }
-
-    fn additive_chain(&mut self, e: &mut Expr, sp: &mut SpanTree) -> PResult<()> {
         loop {
             let op = if self.is_sym("+") {
                 BinOp::Add
@@ -428,27 +509,23 @@ impl Parser {
                 break;
             };
             self.bump();
-            self.enter()?;
-            let (r, rsp) = self.multiplicative()?;
+            // a failure drops the chain built so far without deep recursion
+            let (r, rsp) = match self.grow().and_then(|()| self.multiplicative()) {
+                Ok(x) => x,
+                Err(d) => {
+                    drop_iteratively(e);
+                    return Err(d);
+                }
+            };
             let span = sp.span.join(rsp.span);
-            *e = Expr::bin(op, std::mem::replace(e, Expr::Num(0.0)), r);
-            let left = std::mem::take(sp);
-            *sp = SpanTree::node(span, vec![left, rsp]);
+            (e, sp) = self.shallow(Expr::bin(op, e, r), SpanTree::node(span, vec![sp, rsp]))?;
         }
-        Ok(())
+        Ok((e, sp))
     }
 
     fn multiplicative(&mut self) -> PResult<(Expr, SpanTree)> {
-        let (mut e, mut sp) = self.unary()?;
-        // a chain `a + b + c …` nests to the left: each operator counts as a
-        // level, so later stages never recurse deeper than the cap
-        let depth = self.depth;
-        let r = self.multiplicative_chain(&mut e, &mut sp);
-        self.depth = depth;
-        r.map(|()| (e, sp))
-    }
-
-    fn multiplicative_chain(&mut self, e: &mut Expr, sp: &mut SpanTree) -> PResult<()> {
+        let (e, sp) = self.unary()?;
+        let (mut e, mut sp) = self.shallow(e, sp)?;
         loop {
             let op = if self.is_sym("*") {
                 BinOp::Mul
@@ -458,39 +535,58 @@ impl Parser {
                 break;
             };
             self.bump();
-            self.enter()?;
-            let (r, rsp) = self.unary()?;
+            // a failure drops the chain built so far without deep recursion
+            let (r, rsp) = match self.grow().and_then(|()| self.unary()) {
+                Ok(x) => x,
+                Err(d) => {
+                    drop_iteratively(e);
+                    return Err(d);
+                }
+            };
             let span = sp.span.join(rsp.span);
-            *e = Expr::bin(op, std::mem::replace(e, Expr::Num(0.0)), r);
-            let left = std::mem::take(sp);
-            *sp = SpanTree::node(span, vec![left, rsp]);
+            let (r, rsp) = match self.shallow(r, rsp) {
+                Ok(x) => x,
+                Err(d) => {
+                    drop_iteratively(e);
+                    return Err(d);
+                }
+            };
+            (e, sp) = self.shallow(Expr::bin(op, e, r), SpanTree::node(span, vec![sp, rsp]))?;
         }
-        Ok(())
+        Ok((e, sp))
     }
 
     fn unary(&mut self) -> PResult<(Expr, SpanTree)> {
-        self.enter()?;
-        let r = self.unary_inner();
-        self.depth -= 1;
-        r
-    }
-
-    fn unary_inner(&mut self) -> PResult<(Expr, SpanTree)> {
         let start = self.span();
         if self.eat_sym("-") {
-            let (e, sp) = self.unary()?;
+            self.enter()?;
+            let r = self.unary();
+            self.depth -= 1;
+            let (e, sp) = r?;
             let span = start.join(sp.span);
             return Ok((Expr::Neg(Box::new(e)), SpanTree::node(span, vec![sp])));
         }
         if self.is_kw("let") {
-            self.bump();
-            let (x, _) = self.ident("a name after `let`")?;
-            self.expect_sym("=", "after the name in `let`")?;
-            let (e1, s1) = self.expr()?;
-            self.expect_kw("in", "after the bound value of `let`")?;
-            let (e2, s2) = self.expr()?;
-            let span = start.join(s2.span);
-            return Ok((Expr::let_(x, e1, e2), SpanTree::node(span, vec![s1, s2])));
+            // `let x = e1 in let y = e2 in …` is flat in the source: read the
+            // whole block in a loop (only the bound values nest)
+            let mut block = Vec::new();
+            while self.is_kw("let") {
+                let lstart = self.span();
+                self.bump();
+                self.grow()?;
+                let (x, _) = self.ident("a name after `let`")?;
+                self.expect_sym("=", "after the name in `let`")?;
+                let (e1, s1) = self.expr()?;
+                self.expect_kw("in", "after the bound value of `let`")?;
+                block.push((lstart, x, e1, s1));
+            }
+            let (mut e, mut sp) = self.expr()?;
+            let end = sp.span.end;
+            while let Some((lstart, x, e1, s1)) = block.pop() {
+                e = Expr::let_(x, e1, e);
+                sp = SpanTree::node(Span::new(lstart.start, end), vec![s1, sp]);
+            }
+            return Ok((e, sp));
         }
         if self.is_kw("gen") || self.is_kw("sum") {
             let is_gen = self.is_kw("gen");
@@ -500,6 +596,7 @@ impl Parser {
             let mut binders = Vec::new();
             loop {
                 let bstart = self.span();
+                self.grow()?;
                 let (i, _) = self.ident("an index name")?;
                 self.expect_sym(":", "between the index name and its range")?;
                 let n = self.size()?;
@@ -530,14 +627,30 @@ impl Parser {
 
     fn postfix(&mut self) -> PResult<(Expr, SpanTree)> {
         let (mut e, mut sp) = self.primary()?;
+        match self.postfix_loop(&mut e, &mut sp) {
+            Ok(()) => Ok((e, sp)),
+            Err(d) => {
+                // a long access chain drops without deep recursion
+                drop_iteratively(e);
+                Err(d)
+            }
+        }
+    }
+
+    fn postfix_loop(&mut self, e: &mut Expr, sp: &mut SpanTree) -> PResult<()> {
         loop {
+            self.grow()?;
+            if sp.depth > MAX_TREE_DEPTH {
+                // the caller drops the chain without deep recursion
+                return self.shallow(Expr::Num(0.0), std::mem::take(sp)).map(|_| ());
+            }
             if self.is_sym("[") {
                 self.bump();
                 loop {
                     let idx = self.affine()?;
                     let span = Span::new(sp.span.start, self.prev_end());
-                    e = Expr::access(e, idx);
-                    sp = SpanTree::node(span, vec![sp]);
+                    *e = Expr::access(std::mem::replace(e, Expr::Num(0.0)), idx);
+                    *sp = SpanTree::node(span, vec![std::mem::take(sp)]);
                     if !self.eat_sym(",") {
                         break;
                     }
@@ -558,13 +671,13 @@ impl Parser {
                 };
                 let ksp = self.bump().1;
                 let span = sp.span.join(ksp);
-                e = Expr::proj(k, e);
-                sp = SpanTree::node(span, vec![sp]);
+                *e = Expr::proj(k, std::mem::replace(e, Expr::Num(0.0)));
+                *sp = SpanTree::node(span, vec![std::mem::take(sp)]);
             } else {
                 break;
             }
         }
-        Ok((e, sp))
+        Ok(())
     }
 
     fn primary(&mut self) -> PResult<(Expr, SpanTree)> {
@@ -666,55 +779,67 @@ impl Parser {
         let r = self.affine_sum();
         self.depth -= 1;
         let a = r?;
-        if !affine_in_bounds(&a) {
-            return Err(Diagnostic::new(
-                format!("index expression out of range (coefficients are limited to ±{MAX_COEFF}, constants to ±{MAX_CONST})"),
-                Some(Span::new(start.start, self.prev_end())),
-            ));
+        if !a.in_index_range() {
+            return Err(self.range_err(start));
         }
         Ok(a)
     }
 
+    fn range_err(&self, start: Span) -> Diagnostic {
+        Diagnostic::new(
+            index_range_msg(),
+            Some(Span::new(start.start, self.prev_end().max(start.end))),
+        )
+    }
+
+    /// Every intermediate result is checked: a sum or product that leaves the
+    /// index range is an error at once, so nothing can wrap around.
     fn affine_sum(&mut self) -> PResult<Affine> {
+        let start = self.span();
         let mut a = self.affine_term()?;
         loop {
-            if self.eat_sym("+") {
-                a = a.add(&self.affine_term()?);
+            let sub = if self.eat_sym("+") {
+                false
             } else if self.eat_sym("-") {
-                a = a.sub(&self.affine_term()?);
+                true
             } else {
                 return Ok(a);
+            };
+            self.grow()?;
+            let b = self.affine_term()?;
+            a = if sub {
+                a.checked_sub(&b)
+            } else {
+                a.checked_add(&b)
             }
+            .filter(Affine::in_index_range)
+            .ok_or_else(|| self.range_err(start))?;
         }
     }
 
     fn affine_term(&mut self) -> PResult<Affine> {
+        let start = self.span();
         if self.eat_sym("-") {
             self.enter()?;
             let t = self.affine_term();
             self.depth -= 1;
-            return Ok(t?.scale(-1));
+            return t?.checked_scale(-1).ok_or_else(|| self.range_err(start));
         }
-        let start = self.span();
         let mut a = self.affine_atom()?;
         while self.eat_sym("*") {
             let b = self.affine_atom()?;
-            if !affine_in_bounds(&a) || !affine_in_bounds(&b) {
-                return Err(Diagnostic::new(
-                    "index expression out of range",
-                    Some(Span::new(start.start, self.prev_end())),
-                ));
-            }
             a = match (a.as_const(), b.as_const()) {
-                (Some(c), _) => b.scale(c),
-                (_, Some(c)) => a.scale(c),
+                (Some(c), _) => b.checked_scale(c),
+                (_, Some(c)) => a.checked_scale(c),
                 _ => {
                     return Err(Diagnostic::new(
                         "index expressions must be affine: one side of `*` must be an integer",
                         Some(Span::new(start.start, self.prev_end())),
                     ))
                 }
-            };
+            }
+            .filter(Affine::in_index_range)
+            .ok_or_else(|| self.range_err(start))?;
         }
         Ok(a)
     }
@@ -722,9 +847,9 @@ impl Parser {
     fn affine_atom(&mut self) -> PResult<Affine> {
         match self.peek().clone() {
             Tok::Int(n) => {
-                if n > MAX_CONST as u64 {
+                if n > MAX_INDEX_MAGNITUDE as u64 {
                     return self.err(format!(
-                        "index constant `{n}` is too large (at most {MAX_CONST})"
+                        "index constant `{n}` is too large (at most 2^62 = {MAX_INDEX_MAGNITUDE})"
                     ));
                 }
                 self.bump();
@@ -757,7 +882,10 @@ impl Parser {
 
     fn pred_or(&mut self) -> PResult<Pred> {
         let mut p = self.pred_and()?;
+        let mut terms = 1;
         while self.eat_sym("||") {
+            terms += 1;
+            self.pred_terms(terms)?;
             p = Pred::Or(Box::new(p), Box::new(self.pred_and()?));
         }
         Ok(p)
@@ -765,7 +893,10 @@ impl Parser {
 
     fn pred_and(&mut self) -> PResult<Pred> {
         let mut p = self.pred_not()?;
+        let mut terms = 1;
         while self.eat_sym("&&") {
+            terms += 1;
+            self.pred_terms(terms)?;
             p = Pred::And(Box::new(p), Box::new(self.pred_not()?));
         }
         Ok(p)
@@ -808,6 +939,7 @@ impl Parser {
     }
 
     fn comparison(&mut self) -> PResult<Pred> {
+        let start = self.span();
         let a = self.affine()?;
         let op = match self.peek() {
             Tok::Sym("=") | Tok::Sym("==") => CmpOp::Eq,
@@ -825,6 +957,10 @@ impl Parser {
         };
         self.bump();
         let b = self.affine()?;
+        // engines may compare by subtracting: the difference must fit too
+        if !a.checked_sub(&b).is_some_and(|d| d.in_index_range()) {
+            return Err(self.range_err(start));
+        }
         Ok(Pred::Cmp(op, a, b))
     }
 }
@@ -837,11 +973,13 @@ pub fn parse_program(src: &str) -> Result<Parsed, Vec<Diagnostic>> {
         toks,
         pos: 0,
         depth: 0,
+        start: 0,
     };
     let mut parsed = Parsed::default();
     let mut errors = Vec::new();
     while !matches!(p.peek(), Tok::Eof) {
         p.depth = 0;
+        p.start = p.pos;
         match p.function() {
             Ok((f, s)) => {
                 parsed.program.functions.push(f);
@@ -877,6 +1015,7 @@ pub fn parse_expr(src: &str) -> Result<(Expr, SpanTree), Diagnostic> {
         toks,
         pos: 0,
         depth: 0,
+        start: 0,
     };
     let r = p.expr()?;
     if !matches!(p.peek(), Tok::Eof) {
@@ -895,6 +1034,7 @@ pub fn parse_type(src: &str) -> Result<Type, Diagnostic> {
         toks,
         pos: 0,
         depth: 0,
+        start: 0,
     };
     let t = p.ty()?;
     if !matches!(p.peek(), Tok::Eof) {

@@ -78,23 +78,48 @@ fn pred_prec(p: &Pred) -> u8 {
     }
 }
 
-fn print_pred_at(p: &Pred, ctx: u8) -> String {
-    let s = match p {
-        Pred::Cmp(op, a, b) => format!("{} {} {}", print_affine(a), op.symbol(), print_affine(b)),
-        Pred::Or(a, b) => format!("{} || {}", print_pred_at(a, 1), print_pred_at(b, 2)),
-        Pred::And(a, b) => format!("{} && {}", print_pred_at(a, 2), print_pred_at(b, 3)),
-        Pred::Not(a) => format!("!{}", print_pred_at(a, 4)),
-    };
-    if pred_prec(p) < ctx {
-        format!("({s})")
-    } else {
-        s
-    }
+fn print_pred_at(p: &Pred, ctx: u8, out: &mut String) {
+    crate::stack::deep(|| {
+        let parens = pred_prec(p) < ctx;
+        if parens {
+            out.push('(');
+        }
+        match p {
+            Pred::Cmp(op, a, b) => {
+                let _ = write!(
+                    out,
+                    "{} {} {}",
+                    print_affine(a),
+                    op.symbol(),
+                    print_affine(b)
+                );
+            }
+            Pred::Or(a, b) => {
+                print_pred_at(a, 1, out);
+                out.push_str(" || ");
+                print_pred_at(b, 2, out);
+            }
+            Pred::And(a, b) => {
+                print_pred_at(a, 2, out);
+                out.push_str(" && ");
+                print_pred_at(b, 3, out);
+            }
+            Pred::Not(a) => {
+                out.push('!');
+                print_pred_at(a, 4, out);
+            }
+        }
+        if parens {
+            out.push(')');
+        }
+    })
 }
 
 /// Print a predicate (the inside of an Iverson bracket).
 pub fn print_pred(p: &Pred) -> String {
-    print_pred_at(p, 0)
+    let mut s = String::new();
+    print_pred_at(p, 0, &mut s);
+    s
 }
 
 /// Print a type, e.g. `[n,3]R`, `[n](R, R)`.
@@ -122,6 +147,10 @@ pub fn print_expr(e: &Expr) -> String {
 }
 
 fn pr(e: &Expr, ctx: u8, open: bool, out: &mut String) {
+    crate::stack::deep(|| pr_at(e, ctx, open, out))
+}
+
+fn pr_at(e: &Expr, ctx: u8, open: bool, out: &mut String) {
     let p = prec(e);
     // A binder may stand bare wherever the text ends after it, whatever the
     // precedence around it: it reaches as far right as possible anyway.

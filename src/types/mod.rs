@@ -5,6 +5,7 @@
 
 use crate::diag::{Diagnostic, Span};
 use crate::syntax::ast::*;
+use crate::syntax::ast::{MAX_INDEX_MAGNITUDE, MAX_INDEX_VALUE};
 use crate::syntax::parser::{FunctionSpans, Parsed, SpanTree};
 use crate::syntax::printer::{print_affine, print_type};
 
@@ -73,6 +74,14 @@ impl Checker<'_> {
     }
 
     fn check_size(&mut self, n: &Size, sp: Option<&SpanTree>) {
+        if let Size::Lit(k) = n {
+            if *k as u128 > MAX_INDEX_VALUE as u128 {
+                self.error(
+                    sp,
+                    format!("the range {k} is larger than the limit of 2^31 = {MAX_INDEX_VALUE} (the most elements a tensor may have)"),
+                );
+            }
+        }
         if let Size::Named(s) = n {
             if !self.sizes.contains(s) {
                 self.error(
@@ -84,6 +93,9 @@ impl Checker<'_> {
     }
 
     fn check_affine(&mut self, a: &Affine, sp: Option<&SpanTree>) {
+        if !a.in_index_range() {
+            self.error(sp, range_msg(a));
+        }
         for v in a.vars() {
             if self.lookup_index(v).is_none() {
                 let msg = if self.lookup_value(v).is_some() {
@@ -111,6 +123,10 @@ impl Checker<'_> {
     }
 
     fn expr(&mut self, e: &Expr, sp: Option<&SpanTree>) -> Option<Type> {
+        crate::stack::deep(|| self.expr_inner(e, sp))
+    }
+
+    fn expr_inner(&mut self, e: &Expr, sp: Option<&SpanTree>) -> Option<Type> {
         match e {
             Expr::Var(x) => {
                 if let Some(t) = self.lookup_value(x) {
@@ -223,6 +239,14 @@ impl Checker<'_> {
                 for a in p.affines() {
                     self.check_affine(a, sp);
                 }
+                for d in cmp_differences(p) {
+                    if !d.as_ref().is_some_and(Affine::in_index_range) {
+                        self.error(
+                            sp,
+                            "a comparison whose sides differ by more than 2^62 (the index range) for some index values".to_string(),
+                        );
+                    }
+                }
                 Some(Type::Real)
             }
             Expr::Eps(idx) => {
@@ -264,6 +288,30 @@ impl Checker<'_> {
     }
 }
 
+fn range_msg(a: &Affine) -> String {
+    format!(
+        "index expression `{}` out of range: for every index value below 2^31 it must stay within ±2^62 (Σ|coefficient|·2^31 + |constant| ≤ {MAX_INDEX_MAGNITUDE})",
+        print_affine(a)
+    )
+}
+
+/// `a - b` of every comparison of a predicate (`None` when it overflows).
+fn cmp_differences(p: &Pred) -> Vec<Option<Affine>> {
+    let mut out = Vec::new();
+    let mut stack = vec![p];
+    while let Some(p) = stack.pop() {
+        match p {
+            Pred::Cmp(_, a, b) => out.push(a.checked_sub(b)),
+            Pred::And(a, b) | Pred::Or(a, b) => {
+                stack.push(a);
+                stack.push(b);
+            }
+            Pred::Not(a) => stack.push(a),
+        }
+    }
+    out
+}
+
 /// The axis number and root name of an access chain `x[..][..]`.
 fn access_root(mut e: &Expr) -> (usize, Option<&str>) {
     let mut axis = 0;
@@ -292,12 +340,10 @@ pub fn check_function(
         errors: Vec::new(),
         fspans: spans,
     };
-    let name_sp = spans.map(|s| SpanTree {
-        span: s.name,
-        children: vec![],
-    });
+    let name_sp = spans.map(|s| SpanTree::leaf(s.name));
+    let mut seen = std::collections::HashSet::new();
     for (k, p) in f.params.iter().enumerate() {
-        if f.params[..k].iter().any(|q| q.name == p.name) {
+        if !seen.insert(p.name.as_str()) {
             let sp = c.fspans.and_then(|s| s.params.get(k)).copied();
             c.errors.push(Diagnostic::new(
                 format!("parameter `{}` is declared twice", p.name),
@@ -349,8 +395,10 @@ pub fn check_function(
 pub fn check_parsed(p: &Parsed) -> Result<Vec<Signature>, Vec<Diagnostic>> {
     let mut sigs = Vec::new();
     let mut errs = Vec::new();
+    // first definition of each name: a set keeps this linear in the file
+    let mut seen = std::collections::HashSet::new();
     for (k, f) in p.program.functions.iter().enumerate() {
-        if p.program.functions[..k].iter().any(|g| g.name == f.name) {
+        if !seen.insert(f.name.as_str()) {
             errs.push(Diagnostic::new(
                 format!("function `{}` is defined twice", f.name),
                 p.spans.get(k).map(|s| s.name),
