@@ -1,16 +1,36 @@
-//! Dense contractions in generated code: a nest `gen(i..) sum(k..) a * b * …`
-//! over plain indices (no brackets, no padding) is emitted as a scheduled,
-//! register-tiled, vectorised (`f64x2`, `fma`) loop nest instead of the
-//! general scalar code of [`super::codegen`].
+//! Dense contractions in generated code: a nest
+//! `buf[g..] = o.. * sum(k..) f1 * f2 * …` (and the two-level form
+//! `o.. * sum(k..) m.. * sum(l..) f1 * f2 * …`) whose factors are loads
+//! with plain indices (no brackets, no padding, no calls) and numbers is
+//! emitted as a scheduled, register-tiled, vectorised (`f64x2`, `fma`) loop
+//! nest instead of the general scalar code of [`super::codegen`].
 //!
 //! [`plan`] decides from the nest and the layout whether this module takes
-//! the nest; [`emit`] writes the function body (after the entry block of
+//! the nest, and how: which loop variable the `f64x2` lanes run along (the
+//! one most factors are unit-stride along), whether that is a variable of
+//! the tile level (`Mode::Tile`: the outputs, or for the two-level form the
+//! outer sum's variables, are computed a register tile at a time, an
+//! `rows × cols` block of vectors, with the reduction innermost) or of the
+//! reduction (`Mode::Reduce`: vector accumulators along the summed axis,
+//! reduced across lanes at the end, `rows` outputs at a time sharing the
+//! loads that do not depend on the row), and which second variable the
+//! rows run along. With no unit-stride axis it still tiles, one lane wide.
+//! [`emit`] writes the function body (after the entry block of
 //! [`super::codegen::compile`] has been created; it returns from the
 //! function itself).
+//!
+//! Every output element is computed by the same sequence of operations
+//! whatever tile (full, edge, vector or scalar lane) it falls in, and tiles
+//! are laid out from the reduction's own origin, never from `lo`: so
+//! running the outermost loop's range `lo..hi` in pieces gives bit-identical
+//! results. Summation order differs from the interpreter (products are
+//! reassociated, sums split into lanes), within rounding.
 
-use super::loopir::{Layout, LoopProgram, Nest};
-use cranelift_codegen::ir::Value;
-use cranelift_frontend::FunctionBuilder;
+use super::loopir::{Layout, LoopProgram, Nest, SizeRef, S};
+use crate::syntax::ast::BinOp;
+use cranelift_codegen::ir::condcodes::IntCC;
+use cranelift_codegen::ir::{types, InstBuilder, MemFlagsData, Type, Value};
+use cranelift_frontend::{FunctionBuilder, Variable};
 
 /// The parameters of a nest's native function (see [`super::codegen`]).
 #[derive(Clone, Copy, Debug)]
@@ -22,25 +42,1263 @@ pub struct EntryParams {
     pub hi: Value,
 }
 
+/// One load (or the output): its buffer and the loop variable of each axis.
+#[derive(Clone, Debug)]
+struct Access {
+    buf: usize,
+    ix: Vec<usize>,
+}
+
+/// A factor of a product.
+#[derive(Clone, Copy, Debug)]
+enum Item {
+    Num(f64),
+    Load(usize),
+}
+
+/// Where the `f64x2` lanes run (see the module documentation).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Along a variable of the tile level: register tiles of outputs.
+    Tile,
+    /// Along a summed variable: vector accumulators, reduced at the end.
+    Reduce,
+}
+
 /// How a dense nest is emitted.
 #[derive(Clone, Debug)]
-pub struct Plan {}
+pub struct Plan {
+    /// The output first, then every load.
+    acc: Vec<Access>,
+    /// Factors outside every sum.
+    post: Vec<Item>,
+    /// Two levels: the factors between the outer and the inner sum.
+    mid: Vec<Item>,
+    /// The factors of the innermost sum.
+    inner: Vec<Item>,
+    gens: Vec<(usize, SizeRef)>,
+    /// The tile level's variables other than `v` and `w`, in nest order.
+    around: Vec<(usize, SizeRef)>,
+    /// The innermost sum's loops in execution order (in `Reduce` mode, the
+    /// lanes' variable is last).
+    red: Vec<(usize, SizeRef)>,
+    v_size: SizeRef,
+    w_size: Option<SizeRef>,
+    /// Whether the nest is `o * sum(..) m * sum(..) f` (else `o * sum(..) f`).
+    pub two_level: bool,
+    pub mode: Mode,
+    /// The variable the lanes run along.
+    pub v: usize,
+    /// The variable the tile's rows run along.
+    pub w: Option<usize>,
+    /// 2 (`f64x2`) or 1 (no unit-stride axis to vectorise along).
+    pub lanes: usize,
+    /// Rows of a register tile.
+    pub rows: usize,
+    /// Vectors per row of a register tile (`Tile`), or independent
+    /// accumulators per row (`Reduce`).
+    pub cols: usize,
+    /// `Tile` mode with rows: the tile level runs `v` in panels of this
+    /// many elements, all rows of a panel before the next (so the panel of
+    /// the factors along `v` stays in cache); 0 for none.
+    pub panel: usize,
+    /// The innermost loop's body is unrolled this many times (the same
+    /// accumulators, so the same sums).
+    pub unroll: usize,
+}
+
+fn factors<'a>(s: &'a S, out: &mut Vec<&'a S>) {
+    match s {
+        S::Bin(BinOp::Mul, a, b) => {
+            factors(a, out);
+            factors(b, out);
+        }
+        _ => out.push(s),
+    }
+}
+
+type SumChain<'a> = (Vec<(usize, SizeRef)>, &'a S);
+
+/// A product split into its factors and at most one chain of sums.
+fn split<'a>(s: &'a S, acc: &mut Vec<Access>) -> Option<(Vec<Item>, Option<SumChain<'a>>)> {
+    let mut fs = Vec::new();
+    factors(s, &mut fs);
+    let mut items = Vec::new();
+    let mut sum = None;
+    for f in fs {
+        match f {
+            S::Num(x) => items.push(Item::Num(*x)),
+            S::Load(b, ixs) => {
+                let mut ix = Vec::with_capacity(ixs.len());
+                for i in ixs {
+                    match (i.checked, i.aff.constant, i.aff.terms.as_slice()) {
+                        (false, 0, [(v, 1)]) => ix.push(*v),
+                        _ => return None,
+                    }
+                }
+                acc.push(Access { buf: *b, ix });
+                items.push(Item::Load(acc.len() - 1));
+            }
+            S::Sum(..) => {
+                if sum.is_some() {
+                    return None;
+                }
+                let mut vars = Vec::new();
+                let mut cur = f;
+                while let S::Sum(v, n, b) = cur {
+                    vars.push((*v, n.clone()));
+                    cur = b;
+                }
+                sum = Some((vars, cur));
+            }
+            _ => return None,
+        }
+    }
+    Some((items, sum))
+}
+
+fn loads(items: &[Item]) -> impl Iterator<Item = usize> + '_ {
+    items.iter().filter_map(|i| match i {
+        Item::Load(a) => Some(*a),
+        Item::Num(_) => None,
+    })
+}
+
+impl Access {
+    fn dep(&self, v: usize) -> bool {
+        self.ix.contains(&v)
+    }
+    /// Exactly one axis is indexed by `v`, and it is unit-stride.
+    fn unit(&self, v: usize, layout: &Layout) -> bool {
+        let mut axes = (0..self.ix.len()).filter(|&k| self.ix[k] == v);
+        match (axes.next(), axes.next()) {
+            (Some(k), None) => layout.is_unit(self.buf, k),
+            _ => false,
+        }
+    }
+}
 
 /// The plan for `nest`, when it is a dense contraction this module handles.
-pub fn plan(_p: &LoopProgram, _nest: &Nest, _layout: &Layout) -> Option<Plan> {
-    None
+pub fn plan(p: &LoopProgram, nest: &Nest, layout: &Layout) -> Option<Plan> {
+    let out = Access {
+        buf: nest.buf,
+        ix: nest.vars.iter().map(|v| v.0).collect(),
+    };
+    if p.bufs.get(nest.buf)?.dims.len() != out.ix.len() {
+        return None;
+    }
+    let mut acc = vec![out];
+    let (post, s1) = split(&nest.body, &mut acc)?;
+    let (k1, b1) = s1?;
+    let (items1, s2) = split(b1, &mut acc)?;
+    let (mid, inner, outer, red, two) = match s2 {
+        None => (vec![], items1, vec![], k1, false),
+        Some((k2, b2)) => {
+            let (inner, s3) = split(b2, &mut acc)?;
+            if s3.is_some() {
+                return None;
+            }
+            (items1, inner, k1, k2, true)
+        }
+    };
+    // at least one load in the inner product
+    loads(&inner).next()?;
+    let gens = nest.vars.clone();
+    let tiles: Vec<(usize, SizeRef)> = if two { outer.clone() } else { gens.clone() };
+    let units = |items: &[Item], v: usize| loads(items).filter(|&a| acc[a].unit(v, layout)).count();
+    // candidates: (score, tile mode, position)
+    let mut best: Option<(usize, bool, usize, usize)> = None;
+    let mut consider = |score: usize, tile: bool, pos: usize, v: usize| {
+        if score == 0 {
+            return;
+        }
+        let key = (score, tile, pos);
+        if best.is_none_or(|(s, t, q, _)| key > (s, t, q)) {
+            best = Some((score, tile, pos, v));
+        }
+    };
+    for (pos, (v, _)) in tiles.iter().enumerate() {
+        let mut score = 2 * units(&inner, *v);
+        if two {
+            score += units(&mid, *v);
+        } else if acc[0].unit(*v, layout) {
+            score += 1;
+        }
+        consider(score, true, pos, *v);
+    }
+    for (pos, (v, _)) in red.iter().enumerate() {
+        consider(2 * units(&inner, *v), false, pos, *v);
+    }
+    let (mode, v, lanes) = match best {
+        Some((_, true, _, v)) => (Mode::Tile, v, 2),
+        Some((_, false, _, v)) => (Mode::Reduce, v, 2),
+        None => match tiles.last() {
+            Some((v, _)) => (Mode::Tile, *v, 1),
+            None => (Mode::Reduce, red.last()?.0, 1),
+        },
+    };
+    // the rows: the tile-level variable that most factors depend on exactly
+    // one of (it, v): those are the loads shared across rows or columns
+    let mut w: Option<(usize, usize)> = None;
+    for (pos, (x, _)) in tiles.iter().enumerate() {
+        if *x == v {
+            continue;
+        }
+        let score = loads(&inner)
+            .filter(|&a| acc[a].dep(*x) != acc[a].dep(v))
+            .count();
+        if score > 0 && w.is_none_or(|(s, q)| (score, pos) > (s, q)) {
+            w = Some((score, pos));
+        }
+    }
+    let w = w.map(|(_, pos)| tiles[pos].0);
+    let size_of = |x: usize| {
+        gens.iter()
+            .chain(&outer)
+            .chain(&red)
+            .find(|(y, _)| *y == x)
+            .map(|(_, n)| n.clone())
+    };
+    let v_size = size_of(v)?;
+    let w_size = match w {
+        Some(w) => Some(size_of(w)?),
+        None => None,
+    };
+    let around = tiles
+        .iter()
+        .filter(|(x, _)| *x != v && Some(*x) != w)
+        .cloned()
+        .collect();
+    let mut red = red;
+    if mode == Mode::Reduce {
+        let k = red.iter().position(|(x, _)| *x == v)?;
+        let last = red.remove(k);
+        red.push(last);
+    }
+    // (rows, columns, unrolling of the innermost loop), by measurement
+    // on x86-64 (16 xmm registers: accumulators + loads + a splat)
+    let (rows, cols, unroll) = match (mode, lanes, w.is_some()) {
+        (Mode::Tile, 2, true) => (4, 2, 2),
+        (Mode::Tile, 2, false) => (1, 8, 2),
+        (Mode::Reduce, 2, true) => (4, 1, 4),
+        (Mode::Reduce, 2, false) => (1, 4, 2),
+        (_, _, true) => (2, 4, 1),
+        (_, _, false) => (1, 4, 1),
+    };
+    let panel = if mode == Mode::Tile && w.is_some() && lanes == 2 {
+        64
+    } else {
+        0
+    };
+    Some(Plan {
+        acc,
+        post,
+        mid,
+        inner,
+        gens,
+        around,
+        red,
+        v_size,
+        w_size,
+        two_level: two,
+        mode,
+        v,
+        w,
+        lanes,
+        rows,
+        cols,
+        panel,
+        unroll,
+    })
+}
+
+/// An address offset: a constant (folded into the load) or a value.
+#[derive(Clone, Copy, Debug)]
+enum Off {
+    C(i64),
+    V(Value),
+}
+
+/// The geometry of a register tile: `rows` along `w`, `cols` groups of
+/// `lanes` along `v`; per access, the offset of each row and each lane.
+struct Geo {
+    lanes: usize,
+    row_slot: Vec<Vec<usize>>,
+    row_off: Vec<Vec<Off>>,
+    col_off: Vec<Vec<Off>>,
+}
+
+/// The rows of a tile (see [`Em::row_geo`]).
+struct RowGeo {
+    slot: Vec<Vec<usize>>,
+    off: Vec<Vec<Off>>,
+}
+
+/// Partial products of a tile: `s` per row (factors not along `v`, with
+/// its splat `ss` when the tile is vectors), `t` per column (along `v`,
+/// not `w`), `x` per row and column (along both).
+#[derive(Clone)]
+struct Parts {
+    s: Vec<Option<Value>>,
+    ss: Vec<Option<Value>>,
+    t: Vec<Option<Value>>,
+    x: Vec<Vec<Option<Value>>>,
+}
+
+impl Parts {
+    fn new(rows: usize, cols: usize) -> Parts {
+        Parts {
+            s: vec![None; rows],
+            ss: vec![None; rows],
+            t: vec![None; cols],
+            x: vec![vec![None; cols]; rows],
+        }
+    }
+    fn reshape(&self, cols: usize) -> Parts {
+        let rows = self.s.len();
+        Parts {
+            s: self.s.clone(),
+            ss: vec![None; rows],
+            t: vec![None; cols],
+            x: vec![vec![None; cols]; rows],
+        }
+    }
+}
+
+/// What a tile does with its sums.
+enum Action {
+    /// Multiply by the factors outside the sum and store the output.
+    Store,
+    /// Two levels: multiply by the middle factors and add into the outer
+    /// sum's accumulators (`vecs` per column of the plan's lanes, `scalar`
+    /// for a one-lane column of a two-lane plan).
+    Accumulate {
+        vecs: Vec<Variable>,
+        scalar: Variable,
+    },
+}
+
+struct Em<'a, 'b> {
+    b: &'b mut FunctionBuilder<'a>,
+    plan: &'b Plan,
+    /// Per access: (variable, stride in bytes, unit).
+    /// Per access, per variable: where its strides are in the strides
+    /// array (several axes indexed by one variable add up), and whether it
+    /// is unit-stride. Strides and sizes are loaded where they are used, so
+    /// no value of the entry block stays live across the loops.
+    sb: Vec<Vec<(usize, Vec<usize>, bool)>>,
+    strides: Value,
+    sizes: Value,
+    /// Scalar accesses: aligned, cannot trap.
+    mf: MemFlagsData,
+    /// Vector accesses: only 8-byte aligned.
+    mv: MemFlagsData,
+    lo: Value,
+    hi: Value,
+    /// The access each pointer slot belongs to (see [`Em::lp`]).
+    owners: Vec<usize>,
+    fused: bool,
+    /// Whether the tile being emitted is a full one (only those unroll
+    /// their innermost loop: edge tiles are rare, code size is not).
+    full_tile: bool,
 }
 
 /// Emit the body of the nest's function, return included. `stride_at[b]`
 /// is where buffer `b`'s strides start in the strides array.
 pub fn emit(
-    _b: &mut FunctionBuilder,
-    _p: &LoopProgram,
+    b: &mut FunctionBuilder,
+    p: &LoopProgram,
     _nest: &Nest,
-    _layout: &Layout,
-    _stride_at: &[usize],
-    _e: EntryParams,
-    _plan: &Plan,
+    layout: &Layout,
+    stride_at: &[usize],
+    e: EntryParams,
+    plan: &Plan,
 ) {
-    unreachable!("plan() takes no nest yet")
+    let mf = MemFlagsData::trusted();
+    let mut bases: Vec<Option<Value>> = vec![None; p.bufs.len()];
+    let mut ptrs = Vec::with_capacity(plan.acc.len());
+    let mut sb = Vec::with_capacity(plan.acc.len());
+    for a in &plan.acc {
+        let base = match bases[a.buf] {
+            Some(v) => v,
+            None => {
+                let v = b.ins().load(types::I64, mf, e.bufs, (a.buf * 8) as i32);
+                bases[a.buf] = Some(v);
+                v
+            }
+        };
+        ptrs.push(base);
+        let mut per = Vec::new();
+        for (k, &v) in a.ix.iter().enumerate() {
+            if a.ix[..k].contains(&v) {
+                continue;
+            }
+            let at = (0..a.ix.len())
+                .filter(|&k2| a.ix[k2] == v)
+                .map(|k2| stride_at[a.buf] + k2)
+                .collect();
+            per.push((v, at, a.unit(v, layout)));
+        }
+        sb.push(per);
+    }
+    let mut em = Em {
+        b,
+        plan,
+        sb,
+        strides: e.strides,
+        sizes: e.sizes,
+        mf,
+        mv: MemFlagsData::new().with_notrap(),
+        lo: e.lo,
+        hi: e.hi,
+        owners: (0..plan.acc.len()).collect(),
+        fused: true,
+        full_tile: false,
+    };
+    if plan.two_level {
+        em.two_level(&ptrs);
+    } else {
+        em.one_level(&ptrs);
+    }
+    em.b.ins().return_(&[]);
+}
+
+fn mul(b: &mut FunctionBuilder, a: Option<Value>, x: Value) -> Option<Value> {
+    Some(match a {
+        None => x,
+        Some(a) => b.ins().fmul(a, x),
+    })
+}
+
+impl Em<'_, '_> {
+    fn iconst(&mut self, x: i64) -> Value {
+        self.b.ins().iconst(types::I64, x)
+    }
+
+    fn size(&mut self, s: &SizeRef) -> Value {
+        match s {
+            SizeRef::Lit(n) => self.iconst(*n),
+            SizeRef::Named(k) => {
+                self.b
+                    .ins()
+                    .load(types::I64, self.mf, self.sizes, (*k * 8) as i32)
+            }
+        }
+    }
+
+    /// The range of loop `var`: the caller's `lo..hi` for the nest's
+    /// outermost variable, else its whole size.
+    fn range(&mut self, var: usize, n: &SizeRef) -> (Value, Value) {
+        if self.plan.gens.first().is_some_and(|(g, _)| *g == var) {
+            (self.lo, self.hi)
+        } else {
+            let z = self.iconst(0);
+            (z, self.size(n))
+        }
+    }
+
+    /// The stride in bytes of access `a` along `v` (`None`: it does not
+    /// depend on `v`), and whether it is unit-stride.
+    fn stride(&mut self, a: usize, v: usize) -> Option<(Value, bool)> {
+        let (_, at, unit) = self.sb[a].iter().find(|(x, _, _)| *x == v)?.clone();
+        if unit {
+            return Some((self.iconst(8), true));
+        }
+        let mut tot: Option<Value> = None;
+        for k in at {
+            let s = self
+                .b
+                .ins()
+                .load(types::I64, self.mf, self.strides, (k * 8) as i32);
+            tot = Some(match tot {
+                None => s,
+                Some(t) => self.b.ins().iadd(t, s),
+            });
+        }
+        let tot = tot.expect("an access indexes an axis by each of its variables");
+        Some((self.b.ins().ishl_imm_s(tot, 3), false))
+    }
+
+    /// Whether access `a` is unit-stride along `v`.
+    fn unit(&self, a: usize, v: usize) -> bool {
+        self.sb[a].iter().any(|(x, _, u)| *x == v && *u)
+    }
+
+    fn dep(&self, a: usize, v: Option<usize>) -> bool {
+        v.is_some_and(|v| self.plan.acc[a].dep(v))
+    }
+
+    /// `for var in start.. step step while var + step <= end`, advancing
+    /// the pointers along `var` (`ptrs[k]` belongs to access
+    /// `self.owners[k]`); returns where it stopped. The loop counts the
+    /// elements left down, so `end` is not live in the loop.
+    fn lp(
+        &mut self,
+        var: usize,
+        start: Value,
+        end: Value,
+        step: i64,
+        ptrs: &[Value],
+        body: &mut dyn FnMut(&mut Self, &[Value], Value),
+    ) -> Value {
+        self.lp_u(var, start, end, step, 1, ptrs, body)
+    }
+
+    /// [`Em::lp`] with the body unrolled `unroll` times (the loop stops
+    /// with fewer than `step * unroll` elements left; the caller runs the
+    /// rest).
+    #[allow(clippy::too_many_arguments)]
+    fn lp_u(
+        &mut self,
+        var: usize,
+        start: Value,
+        end: Value,
+        step: i64,
+        unroll: usize,
+        ptrs: &[Value],
+        body: &mut dyn FnMut(&mut Self, &[Value], Value),
+    ) -> Value {
+        let rem = self.b.declare_var(types::I64);
+        let n = self.b.ins().isub(end, start);
+        self.b.def_var(rem, n);
+        // every pointer along `var` is its own induction variable (a block
+        // parameter: Cranelift cannot sink its computation into the loop)
+        let mut moving: Vec<(usize, Variable, Value)> = Vec::new();
+        for (k, &p) in ptrs.iter().enumerate() {
+            if let Some((s, unit)) = self.stride(self.owners[k], var) {
+                let pv = self.b.declare_var(types::I64);
+                let off = if unit {
+                    self.b.ins().ishl_imm_s(start, 3)
+                } else {
+                    self.b.ins().imul(start, s)
+                };
+                let p0 = self.b.ins().iadd(p, off);
+                self.b.def_var(pv, p0);
+                let inc = if unit {
+                    self.iconst(8 * step)
+                } else {
+                    self.b.ins().imul_imm_s(s, step)
+                };
+                moving.push((k, pv, inc));
+            }
+        }
+        let head = self.b.create_block();
+        let body_b = self.b.create_block();
+        let exit = self.b.create_block();
+        self.b.ins().jump(head, &[]);
+        self.b.switch_to_block(head);
+        let r = self.b.use_var(rem);
+        let c = self
+            .b
+            .ins()
+            .icmp_imm_s(IntCC::SignedGreaterThanOrEqual, r, step * unroll as i64);
+        self.b.ins().brif(c, body_b, &[], exit, &[]);
+        self.b.switch_to_block(body_b);
+        let cur: Vec<Value> = moving
+            .iter()
+            .map(|(_, pv, _)| self.b.use_var(*pv))
+            .collect();
+        let r = self.b.use_var(rem);
+        let i0 = self.b.ins().isub(end, r);
+        for j in 0..unroll {
+            let mut inner = ptrs.to_vec();
+            for ((k, _, inc), &p) in moving.iter().zip(&cur) {
+                inner[*k] = match j {
+                    0 => p,
+                    1 => self.b.ins().iadd(p, *inc),
+                    _ => {
+                        let o = self.b.ins().imul_imm_s(*inc, j as i64);
+                        self.b.ins().iadd(p, o)
+                    }
+                };
+            }
+            let i = self.b.ins().iadd_imm_s(i0, step * j as i64);
+            body(self, &inner, i);
+        }
+        let r = self.b.use_var(rem);
+        let r1 = self.b.ins().iadd_imm_s(r, -step * unroll as i64);
+        self.b.def_var(rem, r1);
+        for ((_, pv, inc), &p) in moving.iter().zip(&cur) {
+            let o = if unroll == 1 {
+                *inc
+            } else {
+                self.b.ins().imul_imm_s(*inc, unroll as i64)
+            };
+            let p1 = self.b.ins().iadd(p, o);
+            self.b.def_var(*pv, p1);
+        }
+        self.b.ins().jump(head, &[]);
+        self.b.switch_to_block(exit);
+        let r = self.b.use_var(rem);
+        self.b.ins().isub(end, r)
+    }
+
+    /// Nested loops over `vars` (whole ranges, or `lo..hi` for the nest's
+    /// outermost variable), then `body`.
+    fn loops(
+        &mut self,
+        vars: &[(usize, SizeRef)],
+        ptrs: &[Value],
+        body: &mut dyn FnMut(&mut Self, &[Value]),
+    ) {
+        match vars.split_first() {
+            None => body(self, ptrs),
+            Some(((v, n), rest)) => {
+                let (lo, hi) = self.range(*v, n);
+                self.lp(*v, lo, hi, 1, ptrs, &mut |em, p, _| em.loops(rest, p, body));
+            }
+        }
+    }
+
+    /// The rows of a tile: per access, the pointer slot and constant
+    /// offset of each row. A row at a run-time stride gets its own pointer
+    /// (appended to `ptrs`, which the reduction loops then advance), so the
+    /// loops need no offset arithmetic. Returns the extended pointers and
+    /// their owners.
+    fn row_geo(
+        &mut self,
+        rows: usize,
+        ptrs: &[Value],
+        inner: bool,
+    ) -> (RowGeo, Vec<Value>, Vec<usize>) {
+        // the inner product's accesses, or the others (the output, the
+        // factors outside the sum): only those a loop uses are live in it
+        let mut mine = vec![!inner; self.plan.acc.len()];
+        for a in loads(&self.plan.inner) {
+            mine[a] = inner;
+        }
+        let w = self.plan.w;
+        let mut xp = ptrs.to_vec();
+        let mut owners = self.owners.clone();
+        let mut slot = Vec::new();
+        let mut off = Vec::new();
+        for a in 0..self.plan.acc.len() {
+            let wa = w.filter(|_| mine[a]);
+            match wa.and_then(|x| self.stride(a, x)) {
+                None => {
+                    slot.push(vec![a; rows]);
+                    off.push(vec![Off::C(0); rows]);
+                }
+                Some((_, true)) => {
+                    slot.push(vec![a; rows]);
+                    off.push((0..rows).map(|r| Off::C(8 * r as i64)).collect());
+                }
+                Some((s, false)) => {
+                    let mut sl = vec![a];
+                    for r in 1..rows {
+                        let o = self.b.ins().imul_imm_s(s, r as i64);
+                        xp.push(self.b.ins().iadd(ptrs[a], o));
+                        owners.push(a);
+                        sl.push(xp.len() - 1);
+                    }
+                    slot.push(sl);
+                    off.push(vec![Off::C(0); rows]);
+                }
+            }
+        }
+        (RowGeo { slot, off }, xp, owners)
+    }
+
+    /// A tile's geometry: its rows, and `cols` groups of `lanes` along `v`.
+    fn geo(&mut self, rg: &RowGeo, cols: usize, lanes: usize) -> Geo {
+        let v = self.plan.v;
+        let n = cols * lanes;
+        let col_off = (0..self.plan.acc.len())
+            .map(|a| match self.stride(a, v) {
+                None => vec![Off::C(0); n],
+                Some((_, true)) => (0..n).map(|k| Off::C(8 * k as i64)).collect(),
+                Some((s, false)) => (0..n)
+                    .map(|k| {
+                        if k == 0 {
+                            Off::C(0)
+                        } else {
+                            Off::V(self.b.ins().imul_imm_s(s, k as i64))
+                        }
+                    })
+                    .collect(),
+            })
+            .collect();
+        Geo {
+            lanes,
+            row_slot: rg.slot.clone(),
+            row_off: rg.off.clone(),
+            col_off,
+        }
+    }
+
+    fn addr(&mut self, base: Value, offs: &[Off]) -> (Value, i32) {
+        let mut a = base;
+        let mut c = 0i64;
+        for o in offs {
+            match o {
+                Off::C(k) => c += k,
+                Off::V(x) => a = self.b.ins().iadd(a, *x),
+            }
+        }
+        match i32::try_from(c) {
+            Ok(c) => (a, c),
+            Err(_) => {
+                let k = self.iconst(c);
+                (self.b.ins().iadd(a, k), 0)
+            }
+        }
+    }
+
+    fn load_at(&mut self, ty: Type, base: Value, offs: &[Off]) -> Value {
+        let (a, c) = self.addr(base, offs);
+        let f = if ty == types::F64 { self.mf } else { self.mv };
+        self.b.ins().load(ty, f, a, c)
+    }
+
+    fn store_at(&mut self, x: Value, base: Value, offs: &[Off]) {
+        let (a, c) = self.addr(base, offs);
+        let f = if self.b.func.dfg.value_type(x) == types::F64 {
+            self.mf
+        } else {
+            self.mv
+        };
+        self.b.ins().store(f, x, a, c);
+    }
+
+    /// Access `a` at row `r`, column `c` of the tile: a vector when it runs
+    /// along `v` in a two-lane tile, else a number.
+    fn load(&mut self, a: usize, ptrs: &[Value], geo: &Geo, r: usize, c: usize) -> Value {
+        let base = ptrs[geo.row_slot[a][r]];
+        let ro = geo.row_off[a][r];
+        let along_v = self.dep(a, Some(self.plan.v));
+        if !along_v {
+            return self.load_at(types::F64, base, &[ro]);
+        }
+        if geo.lanes == 1 {
+            return self.load_at(types::F64, base, &[ro, geo.col_off[a][c]]);
+        }
+        let unit = self.unit(a, self.plan.v);
+        if unit {
+            return self.load_at(types::F64X2, base, &[ro, geo.col_off[a][2 * c]]);
+        }
+        let x0 = self.load_at(types::F64, base, &[ro, geo.col_off[a][2 * c]]);
+        let x1 = self.load_at(types::F64, base, &[ro, geo.col_off[a][2 * c + 1]]);
+        let v = self.b.ins().splat(types::F64X2, x0);
+        self.b.ins().insertlane(v, x1, 1)
+    }
+
+    /// Multiply `items` into the partial products of a tile.
+    fn apply(&mut self, items: &[Item], ptrs: &[Value], geo: &Geo, parts: &mut Parts) {
+        let (v, w) = (Some(self.plan.v), self.plan.w);
+        let mut touched = false;
+        for it in items {
+            match *it {
+                Item::Num(x) => {
+                    let k = self.b.ins().f64const(x);
+                    for r in 0..parts.s.len() {
+                        parts.s[r] = mul(self.b, parts.s[r], k);
+                    }
+                    touched = true;
+                }
+                Item::Load(a) => match (self.dep(a, v), self.dep(a, w)) {
+                    (false, false) => {
+                        let x = self.load(a, ptrs, geo, 0, 0);
+                        for r in 0..parts.s.len() {
+                            parts.s[r] = mul(self.b, parts.s[r], x);
+                        }
+                        touched = true;
+                    }
+                    (false, true) => {
+                        for r in 0..parts.s.len() {
+                            let x = self.load(a, ptrs, geo, r, 0);
+                            parts.s[r] = mul(self.b, parts.s[r], x);
+                        }
+                        touched = true;
+                    }
+                    (true, false) => {
+                        for c in 0..parts.t.len() {
+                            let x = self.load(a, ptrs, geo, 0, c);
+                            parts.t[c] = mul(self.b, parts.t[c], x);
+                        }
+                    }
+                    (true, true) => {
+                        for r in 0..parts.s.len() {
+                            for c in 0..parts.t.len() {
+                                let x = self.load(a, ptrs, geo, r, c);
+                                parts.x[r][c] = mul(self.b, parts.x[r][c], x);
+                            }
+                        }
+                    }
+                },
+            }
+        }
+        if touched {
+            self.splat_s(geo.lanes, parts);
+        }
+    }
+
+    fn splat_s(&mut self, lanes: usize, parts: &mut Parts) {
+        for r in 0..parts.s.len() {
+            parts.ss[r] = match (lanes, parts.s[r]) {
+                (2, Some(s)) => Some(self.b.ins().splat(types::F64X2, s)),
+                (_, s) => s,
+            };
+        }
+    }
+
+    /// The whole product at row `r`, column `c` (`None`: empty).
+    fn combine(&mut self, parts: &Parts, r: usize, c: usize) -> Option<Value> {
+        let mut m = parts.ss[r];
+        if let Some(t) = parts.t[c] {
+            m = mul(self.b, m, t);
+        }
+        if let Some(x) = parts.x[r][c] {
+            m = mul(self.b, m, x);
+        }
+        m
+    }
+
+    /// `acc += s * (t * x)`, one `fma` when both sides are there.
+    fn update(&mut self, acc: Variable, parts: &Parts, r: usize, c: usize, lanes: usize) {
+        let mut tx = parts.t[c];
+        if let Some(x) = parts.x[r][c] {
+            tx = mul(self.b, tx, x);
+        }
+        let a = self.b.use_var(acc);
+        let n = match (parts.ss[r], tx) {
+            (Some(s), Some(t)) if self.fused => self.b.ins().fma(s, t, a),
+            (Some(s), Some(t)) => {
+                let m = self.b.ins().fmul(s, t);
+                self.b.ins().fadd(a, m)
+            }
+            (Some(s), None) | (None, Some(s)) => self.b.ins().fadd(a, s),
+            (None, None) => {
+                let one = self.b.ins().f64const(1.0);
+                let one = if lanes == 2 {
+                    self.b.ins().splat(types::F64X2, one)
+                } else {
+                    one
+                };
+                self.b.ins().fadd(a, one)
+            }
+        };
+        self.b.def_var(acc, n);
+    }
+
+    fn zero(&mut self, lanes: usize) -> Value {
+        let z = self.b.ins().f64const(0.0);
+        if lanes == 2 {
+            self.b.ins().splat(types::F64X2, z)
+        } else {
+            z
+        }
+    }
+
+    fn acc_var(&mut self, lanes: usize) -> Variable {
+        let ty = if lanes == 2 { types::F64X2 } else { types::F64 };
+        let v = self.b.declare_var(ty);
+        let z = self.zero(lanes);
+        self.b.def_var(v, z);
+        v
+    }
+
+    /// The sum of the lanes of `vals` (a pairwise tree), plus `tail`.
+    fn hsum(&mut self, vals: Vec<Value>, lanes: usize, tail: Option<Value>) -> Value {
+        let mut level = vals;
+        while level.len() > 1 {
+            level = level
+                .chunks(2)
+                .map(|c| {
+                    if c.len() == 2 {
+                        self.b.ins().fadd(c[0], c[1])
+                    } else {
+                        c[0]
+                    }
+                })
+                .collect();
+        }
+        let mut s = match (level.first(), tail) {
+            (None, Some(t)) => return t,
+            (None, None) => self.b.ins().f64const(0.0),
+            (Some(&v), _) if lanes == 2 => {
+                let x0 = self.b.ins().extractlane(v, 0);
+                let x1 = self.b.ins().extractlane(v, 1);
+                self.b.ins().fadd(x0, x1)
+            }
+            (Some(&v), _) => v,
+        };
+        if let Some(t) = tail {
+            s = self.b.ins().fadd(s, t);
+        }
+        s
+    }
+
+    /// Items grouped by the depth of the reduction loop they first vary
+    /// in: index 0 for none, `d + 1` for `red[d]`.
+    fn by_depth(&self, items: &[Item]) -> Vec<Vec<Item>> {
+        let red = &self.plan.red;
+        let mut out = vec![Vec::new(); red.len() + 1];
+        for it in items {
+            let d = match it {
+                Item::Num(_) => 0,
+                Item::Load(a) => red
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, (x, _))| self.plan.acc[*a].dep(*x))
+                    .map(|(d, _)| d + 1)
+                    .max()
+                    .unwrap_or(0),
+            };
+            out[d].push(*it);
+        }
+        out
+    }
+
+    /// The reduction loops `red[d..]` with the partial products of the
+    /// items that vary in them, then `leaf`.
+    #[allow(clippy::too_many_arguments)]
+    fn red_loops(
+        &mut self,
+        d: usize,
+        upto: usize,
+        groups: &[Vec<Item>],
+        ptrs: &[Value],
+        geo: &Geo,
+        parts: &Parts,
+        leaf: &mut dyn FnMut(&mut Self, &[Value], &Parts),
+    ) {
+        if d == upto {
+            return leaf(self, ptrs, parts);
+        }
+        let (var, n) = self.plan.red[d].clone();
+        let z = self.iconst(0);
+        let nv = self.size(&n);
+        let mut body = |em: &mut Self, p: &[Value], _: Value| {
+            let mut parts = parts.clone();
+            em.apply(&groups[d + 1], p, geo, &mut parts);
+            em.red_loops(d + 1, upto, groups, p, geo, &parts, leaf);
+        };
+        let innermost = d + 1 == upto && self.plan.mode == Mode::Tile && self.full_tile;
+        let mut s = z;
+        if innermost && self.plan.unroll > 1 {
+            s = self.lp_u(var, s, nv, 1, self.plan.unroll, ptrs, &mut body);
+        }
+        self.lp(var, s, nv, 1, ptrs, &mut body);
+    }
+
+    /// One register tile in `Tile` mode: `rows × cols` groups of `lanes`
+    /// at the pointers' origin, the whole reduction, then `action`.
+    fn tile(&mut self, top: &[Value], rows: usize, cols: usize, lanes: usize, action: &Action) {
+        let (rg, xp, owners) = self.row_geo(rows, top, true);
+        let ptrs = &xp[..];
+        let saved = std::mem::replace(&mut self.owners, owners);
+        self.full_tile = rows == self.plan.rows.max(1) && cols == self.plan.cols;
+        let geo = self.geo(&rg, cols, lanes);
+        let accs: Vec<Vec<Variable>> = (0..rows)
+            .map(|_| (0..cols).map(|_| self.acc_var(lanes)).collect())
+            .collect();
+        let groups = self.by_depth(&self.plan.inner.clone());
+        let mut parts = Parts::new(rows, cols);
+        self.apply(&groups[0], ptrs, &geo, &mut parts);
+        let upto = self.plan.red.len();
+        self.red_loops(0, upto, &groups, ptrs, &geo, &parts, &mut |em, _, parts| {
+            for (r, row) in accs.iter().enumerate() {
+                for (c, acc) in row.iter().enumerate() {
+                    em.update(*acc, parts, r, c, lanes);
+                }
+            }
+        });
+        self.owners = saved;
+        let sums: Vec<Vec<Value>> = accs
+            .iter()
+            .map(|row| row.iter().map(|a| self.b.use_var(*a)).collect())
+            .collect();
+        let (rg, xp, _) = self.row_geo(rows, top, false);
+        let ptrs = &xp[..];
+        let geo = self.geo(&rg, cols, lanes);
+        match action {
+            Action::Store => {
+                let mut parts = Parts::new(rows, cols);
+                let post = self.plan.post.clone();
+                self.apply(&post, ptrs, &geo, &mut parts);
+                self.splat_s(lanes, &mut parts);
+                for (r, row) in sums.iter().enumerate() {
+                    for (c, &x) in row.iter().enumerate() {
+                        let val = match self.combine(&parts, r, c) {
+                            Some(m) => self.b.ins().fmul(x, m),
+                            None => x,
+                        };
+                        self.store_tile(val, ptrs, &geo, r, c);
+                    }
+                }
+            }
+            Action::Accumulate { vecs, scalar } => {
+                let mut parts = Parts::new(rows, cols);
+                let mid = self.plan.mid.clone();
+                self.apply(&mid, ptrs, &geo, &mut parts);
+                self.splat_s(lanes, &mut parts);
+                for (r, row) in sums.iter().enumerate() {
+                    for (c, &x) in row.iter().enumerate() {
+                        let target = if lanes == self.plan.lanes {
+                            vecs[c]
+                        } else {
+                            *scalar
+                        };
+                        let a = self.b.use_var(target);
+                        let n = match self.combine(&parts, r, c) {
+                            Some(m) => self.b.ins().fma(m, x, a),
+                            None => self.b.ins().fadd(a, x),
+                        };
+                        self.b.def_var(target, n);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Store a tile's value (a vector or a number) at row `r`, column `c`.
+    fn store_tile(&mut self, val: Value, ptrs: &[Value], geo: &Geo, r: usize, c: usize) {
+        let base = ptrs[geo.row_slot[0][r]];
+        let ro = geo.row_off[0][r];
+        if geo.lanes == 1 {
+            return self.store_at(val, base, &[ro, geo.col_off[0][c]]);
+        }
+        let unit = self.unit(0, self.plan.v);
+        if unit {
+            return self.store_at(val, base, &[ro, geo.col_off[0][2 * c]]);
+        }
+        for l in 0..2 {
+            let x = self.b.ins().extractlane(val, l as u8);
+            self.store_at(x, base, &[ro, geo.col_off[0][2 * c + l]]);
+        }
+    }
+
+    /// The variants of a tile along `v`: (elements per step, columns,
+    /// lanes), widest first.
+    fn v_variants(&self) -> Vec<(i64, usize, usize)> {
+        let (cols, lanes) = (self.plan.cols, self.plan.lanes);
+        let mut vs = vec![((cols * lanes) as i64, cols, lanes)];
+        if cols > 1 {
+            vs.push((lanes as i64, 1, lanes));
+        }
+        if lanes > 1 {
+            vs.push((1, 1, 1));
+        }
+        vs
+    }
+
+    /// `Tile` mode: the tile level's `w` and `v` loops (in panels of `v`),
+    /// a register tile per step.
+    fn tiles_g(&mut self, ptrs: &[Value], action: &Action) {
+        let plan = self.plan;
+        let (v, vn) = (plan.v, plan.v_size.clone());
+        let (v0, v1) = self.range(v, &vn);
+        let rows_steps: Vec<usize> = match plan.w {
+            Some(_) if plan.rows > 1 => vec![plan.rows, 1],
+            Some(_) => vec![1],
+            None => vec![1],
+        };
+        let variants = self.v_variants();
+        let over_v = |em: &mut Self, ptrs: &[Value], rows: usize, a: Value, b: Value| {
+            let mut s = a;
+            for &(step, cols, lanes) in &variants {
+                s = em.lp(v, s, b, step, ptrs, &mut |em, p, _| {
+                    em.tile(p, rows, cols, lanes, action)
+                });
+            }
+        };
+        let over_w = |em: &mut Self, ptrs: &[Value], a: Value, b: Value| match plan.w {
+            None => over_v(em, ptrs, 1, a, b),
+            Some(w) => {
+                let wn = plan.w_size.clone().expect("w has a size");
+                let (w0, w1) = em.range(w, &wn);
+                let mut s = w0;
+                for &rows in &rows_steps {
+                    s = em.lp(w, s, w1, rows as i64, ptrs, &mut |em, p, _| {
+                        over_v(em, p, rows, a, b)
+                    });
+                }
+            }
+        };
+        if plan.panel > 0 {
+            // panels of v (a pseudo-variable no access depends on); the
+            // last may be partial
+            let panel = plan.panel as i64;
+            let past = self.b.ins().iadd_imm_s(v1, panel - 1);
+            self.lp(usize::MAX, v0, past, panel, ptrs, &mut |em, p, pc| {
+                let full = em.b.ins().iadd_imm_s(pc, panel);
+                let end = em.b.ins().smin(full, v1);
+                over_w(em, p, pc, end)
+            });
+        } else {
+            over_w(self, ptrs, v0, v1);
+        }
+    }
+
+    /// `Reduce` mode: the tile level's `w` loop, `rows` outputs at a time,
+    /// each summed in vector accumulators along `v` (the innermost loop).
+    fn tiles_r(&mut self, ptrs: &[Value], action: &Action) {
+        let plan = self.plan;
+        match plan.w {
+            None => self.tile_r(ptrs, 1, action),
+            Some(w) => {
+                let wn = plan.w_size.clone().expect("w has a size");
+                let (w0, w1) = self.range(w, &wn);
+                let mut s = w0;
+                let steps: Vec<usize> = if plan.rows > 1 {
+                    vec![plan.rows, 1]
+                } else {
+                    vec![1]
+                };
+                for rows in steps {
+                    s = self.lp(w, s, w1, rows as i64, ptrs, &mut |em, p, _| {
+                        em.tile_r(p, rows, action)
+                    });
+                }
+            }
+        }
+    }
+
+    fn tile_r(&mut self, top: &[Value], rows: usize, action: &Action) {
+        let (cols, lanes) = (self.plan.cols, self.plan.lanes);
+        let v = self.plan.v;
+        let accs: Vec<Vec<Variable>> = (0..rows)
+            .map(|_| (0..cols).map(|_| self.acc_var(lanes)).collect())
+            .collect();
+        let tails: Vec<Variable> = if lanes == 2 {
+            (0..rows).map(|_| self.acc_var(1)).collect()
+        } else {
+            vec![]
+        };
+        let groups = self.by_depth(&self.plan.inner.clone());
+        let (rg, xp, owners) = self.row_geo(rows, top, true);
+        let ptrs = &xp[..];
+        let saved = std::mem::replace(&mut self.owners, owners);
+        let geo0 = self.geo(&rg, 1, 1);
+        let mut parts = Parts::new(rows, 1);
+        self.apply(&groups[0], ptrs, &geo0, &mut parts);
+        let upto = self.plan.red.len() - 1;
+        let vn = self.plan.v_size.clone();
+        let variants = self.v_variants();
+        self.red_loops(
+            0,
+            upto,
+            &groups,
+            ptrs,
+            &geo0,
+            &parts,
+            &mut |em, p, parts| {
+                let z = em.iconst(0);
+                let n = em.size(&vn);
+                let mut s = z;
+                for (vi, &(step, vcols, vlanes)) in variants.iter().enumerate() {
+                    let geo = em.geo(&rg, vcols, vlanes);
+                    let mut base = parts.reshape(vcols);
+                    em.splat_s(vlanes, &mut base);
+                    let unroll = if vi == 0 && rows == em.plan.rows {
+                        em.plan.unroll
+                    } else {
+                        1
+                    };
+                    let mut body = |em: &mut Self, p: &[Value], _: Value| {
+                        let mut parts = base.clone();
+                        em.apply(&groups[upto + 1], p, &geo, &mut parts);
+                        for (r, row) in accs.iter().enumerate() {
+                            for (c, &acc) in row.iter().take(vcols).enumerate() {
+                                let target = if vlanes == lanes { acc } else { tails[r] };
+                                em.update(target, &parts, r, c, vlanes);
+                            }
+                        }
+                    };
+                    if unroll > 1 {
+                        s = em.lp_u(v, s, n, step, unroll, p, &mut body);
+                    }
+                    s = em.lp(v, s, n, step, p, &mut body);
+                }
+            },
+        );
+        self.owners = saved;
+        let sums: Vec<Value> = (0..rows)
+            .map(|r| {
+                let vals = accs[r].iter().map(|a| self.b.use_var(*a)).collect();
+                let tail = tails.get(r).map(|t| self.b.use_var(*t));
+                self.hsum(vals, lanes, tail)
+            })
+            .collect();
+        let (rg, xp, _) = self.row_geo(rows, top, false);
+        let ptrs = &xp[..];
+        let geo = self.geo(&rg, 1, 1);
+        match action {
+            Action::Store => {
+                let mut parts = Parts::new(rows, 1);
+                let post = self.plan.post.clone();
+                self.apply(&post, ptrs, &geo, &mut parts);
+                for (r, &x) in sums.iter().enumerate() {
+                    let val = match self.combine(&parts, r, 0) {
+                        Some(m) => self.b.ins().fmul(x, m),
+                        None => x,
+                    };
+                    self.store_at(val, ptrs[geo.row_slot[0][r]], &[geo.row_off[0][r]]);
+                }
+            }
+            Action::Accumulate { scalar, .. } => {
+                let mut parts = Parts::new(rows, 1);
+                let mid = self.plan.mid.clone();
+                self.apply(&mid, ptrs, &geo, &mut parts);
+                for (r, &x) in sums.iter().enumerate() {
+                    let a = self.b.use_var(*scalar);
+                    let n = match self.combine(&parts, r, 0) {
+                        Some(m) => self.b.ins().fma(m, x, a),
+                        None => self.b.ins().fadd(a, x),
+                    };
+                    self.b.def_var(*scalar, n);
+                }
+            }
+        }
+    }
+
+    fn tiles(&mut self, ptrs: &[Value], action: &Action) {
+        match self.plan.mode {
+            Mode::Tile => self.tiles_g(ptrs, action),
+            Mode::Reduce => self.tiles_r(ptrs, action),
+        }
+    }
+
+    /// `buf[g] = post * sum(red) inner`: the tile level is the output.
+    fn one_level(&mut self, ptrs: &[Value]) {
+        let around = self.plan.around.clone();
+        self.loops(&around, ptrs, &mut |em, p| em.tiles(p, &Action::Store));
+    }
+
+    /// `buf[g] = post * sum(outer) mid * sum(red) inner`: every output in
+    /// turn, its outer sum a tile at a time.
+    fn two_level(&mut self, ptrs: &[Value]) {
+        let gens = self.plan.gens.clone();
+        let around = self.plan.around.clone();
+        self.loops(&gens, ptrs, &mut |em, p| {
+            let lanes = em.plan.lanes;
+            let vecs: Vec<Variable> = if em.plan.mode == Mode::Tile {
+                (0..em.plan.cols).map(|_| em.acc_var(lanes)).collect()
+            } else {
+                vec![]
+            };
+            let scalar = em.acc_var(1);
+            let action = Action::Accumulate {
+                vecs: vecs.clone(),
+                scalar,
+            };
+            em.loops(&around, p, &mut |em, p| em.tiles(p, &action));
+            let vals = vecs.iter().map(|a| em.b.use_var(*a)).collect();
+            let tail = em.b.use_var(scalar);
+            let total = em.hsum(vals, lanes, Some(tail));
+            let rg = RowGeo {
+                slot: (0..em.plan.acc.len()).map(|a| vec![a]).collect(),
+                off: vec![vec![Off::C(0)]; em.plan.acc.len()],
+            };
+            let geo = em.geo(&rg, 1, 1);
+            let mut parts = Parts::new(1, 1);
+            let post = em.plan.post.clone();
+            em.apply(&post, p, &geo, &mut parts);
+            let val = match em.combine(&parts, 0, 0) {
+                Some(m) => em.b.ins().fmul(total, m),
+                None => total,
+            };
+            em.store_at(val, p[0], &[]);
+        });
+    }
 }
