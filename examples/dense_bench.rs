@@ -39,6 +39,7 @@ fn main() {
             &Options {
                 gemm: false,
                 threads: 1,
+                ..Options::default()
             },
         )
         .unwrap();
@@ -51,6 +52,7 @@ fn main() {
     let opts = Options {
         gemm: false,
         threads: 1,
+        ..Options::default()
     };
     for &n in args
         .first()

@@ -45,6 +45,7 @@ fn gemm_off() -> Options {
     Options {
         gemm: false,
         threads: 1,
+        ..Options::default()
     }
 }
 
