@@ -339,7 +339,9 @@ proptest::proptest! {
             proptest::prop_assert!(laid.approx_eq(a, 0.0, 0.0));
             let mut xs = Vec::new();
             arrays(&laid, &mut xs);
-            for x in xs {
+            // an empty array has no elements to lay out (ndarray gives it
+            // zero strides)
+            for x in xs.into_iter().filter(|x| !x.is_empty()) {
                 let big: Vec<usize> = (0..x.ndim()).filter(|&k| x.shape()[k] > 1).collect();
                 let st = x.strides();
                 match layout {
