@@ -180,6 +180,9 @@ impl Access {
 
 /// The plan for `nest`, when it is a dense contraction this module handles.
 pub fn plan(p: &LoopProgram, nest: &Nest, layout: &Layout) -> Option<Plan> {
+    if p.touches_strong_buffers(nest) {
+        return None;
+    }
     let out = Access {
         buf: nest.buf,
         ix: nest.vars.iter().map(|v| v.0).collect(),

@@ -156,6 +156,9 @@ fn size_name(p: &LoopProgram, s: &SizeRef) -> String {
 
 /// The GEMM plan of `nest`, when it is one.
 pub fn plan(p: &LoopProgram, nest: &Nest) -> Option<Plan> {
+    if p.touches_strong_buffers(nest) {
+        return None;
+    }
     let mut f = Factors {
         alpha: 1.0,
         ..Default::default()

@@ -147,6 +147,25 @@ pub struct LoopProgram {
     pub sizes: Vec<String>,
 }
 
+impl LoopProgram {
+    /// Whether `nest` writes or reads a buffer whose elements may be strong
+    /// zeros (a `let` temporary with a flag buffer, [`Buf::flag`]). Only
+    /// the general code generator carries the flags; the dense and GEMM
+    /// stages take no such nest.
+    pub fn touches_strong_buffers(&self, nest: &Nest) -> bool {
+        fn reads(p: &LoopProgram, s: &S) -> bool {
+            match s {
+                S::Load(b, _) => p.bufs.get(*b).is_some_and(|b| b.flag.is_some()),
+                S::Num(_) | S::Bracket(_) | S::Eps(_) => false,
+                S::Bin(_, a, b) => reads(p, a) || reads(p, b),
+                S::Neg(a) | S::Sum(_, _, a) => reads(p, a),
+                S::Call(_, args) => args.iter().any(|a| reads(p, a)),
+            }
+        }
+        self.bufs.get(nest.buf).is_some_and(|b| b.flag.is_some()) || reads(self, &nest.body)
+    }
+}
+
 enum Binding {
     Param(usize, Boundary),
     Buf(usize),
