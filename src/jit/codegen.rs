@@ -282,6 +282,24 @@ pub fn compile(p: &LoopProgram, layout: &Layout) -> Result<Native, String> {
     })
 }
 
+/// The sum of `vals` as a pairwise tree of `fadd`s (scalars or vectors);
+/// `None` for no values.
+pub(crate) fn add_tree(b: &mut FunctionBuilder, vals: Vec<Value>) -> Option<Value> {
+    let mut level = vals;
+    while level.len() > 1 {
+        level = level
+            .chunks(2)
+            .map(|c| {
+                if c.len() == 2 {
+                    b.ins().fadd(c[0], c[1])
+                } else {
+                    c[0]
+                }
+            })
+            .collect();
+    }
+    level.first().copied()
+}
 /// Mark the buffers a nest reads or writes (with their strong-zero flag
 /// buffers).
 fn nest_bufs(p: &LoopProgram, n: &Nest, used: &mut [bool]) {
@@ -1024,37 +1042,14 @@ impl Gen<'_, '_> {
         self.run_loop(s.var, lo, hi, body, Act::Accum(Acc { accs, vaccs, all }));
         // combine: vector accumulators pairwise, then their lanes, then the
         // scalar accumulators
-        let mut level: Vec<Value> = vaccs.iter().map(|a| self.b.use_var(*a)).collect();
-        while level.len() > 1 {
-            level = level
-                .chunks(2)
-                .map(|c| {
-                    if c.len() == 2 {
-                        self.b.ins().fadd(c[0], c[1])
-                    } else {
-                        c[0]
-                    }
-                })
-                .collect();
-        }
-        let l0 = self.b.ins().extractlane(level[0], 0);
-        let l1 = self.b.ins().extractlane(level[0], 1);
+        let vs: Vec<Value> = vaccs.iter().map(|a| self.b.use_var(*a)).collect();
+        let v = add_tree(&mut self.b, vs).expect("a vector sum has accumulators");
+        let l0 = self.b.ins().extractlane(v, 0);
+        let l1 = self.b.ins().extractlane(v, 1);
         let mut level: Vec<Value> = accs.iter().map(|a| self.b.use_var(*a)).collect();
         level.push(l0);
         level.push(l1);
-        while level.len() > 1 {
-            level = level
-                .chunks(2)
-                .map(|c| {
-                    if c.len() == 2 {
-                        self.b.ins().fadd(c[0], c[1])
-                    } else {
-                        c[0]
-                    }
-                })
-                .collect();
-        }
-        let r = level[0];
+        let r = add_tree(&mut self.b, level).expect("two lanes at least");
         let flag = if strong || s.dom_strong {
             let pos = self.b.ins().icmp_imm_s(IntCC::SignedGreaterThan, n, 0);
             let inner = match all {

@@ -902,20 +902,8 @@ impl Em<'_, '_> {
 
     /// The sum of the lanes of `vals` (a pairwise tree), plus `tail`.
     fn hsum(&mut self, vals: Vec<Value>, lanes: usize, tail: Option<Value>) -> Value {
-        let mut level = vals;
-        while level.len() > 1 {
-            level = level
-                .chunks(2)
-                .map(|c| {
-                    if c.len() == 2 {
-                        self.b.ins().fadd(c[0], c[1])
-                    } else {
-                        c[0]
-                    }
-                })
-                .collect();
-        }
-        let mut s = match (level.first(), tail) {
+        let first = super::codegen::add_tree(self.b, vals);
+        let mut s = match (first.as_ref(), tail) {
             (None, Some(t)) => return t,
             (None, None) => self.b.ins().f64const(0.0),
             (Some(&v), _) if lanes == 2 => {
