@@ -25,12 +25,14 @@ use einsat::{jit, opt};
 use ndarray::{ArrayViewD, ArrayViewMutD, IxDyn};
 use numpy::npyffi::NPY_ARRAY_ALIGNED;
 use numpy::{
-    PyArrayDescrMethods, PyArrayDyn, PyArrayMethods, PyReadonlyArrayDyn, PyUntypedArray, PyUntypedArrayMethods,
+    PyArrayDescrMethods, PyArrayDyn, PyArrayMethods, PyReadonlyArrayDyn, PyUntypedArray,
+    PyUntypedArrayMethods,
 };
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyFloat, PyList, PyString, PyTuple};
 use std::collections::{BTreeMap, HashMap};
+use std::fmt::Display;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Mutex};
 
@@ -189,7 +191,10 @@ fn viewable(a: &Bound<'_, PyArrayDyn<f64>>) -> bool {
     aligned && a.ndim() <= 32 && a.strides().iter().all(|s| s % 8 == 0)
 }
 
-fn borrow<'py>(a: &Bound<'py, PyArrayDyn<f64>>, what: &str) -> Res<PyReadonlyArrayDyn<'py, f64>> {
+fn borrow<'py>(
+    a: &Bound<'py, PyArrayDyn<f64>>,
+    what: &dyn Display,
+) -> Res<PyReadonlyArrayDyn<'py, f64>> {
     a.try_readonly().map_err(|e| {
         fail(
             Exc::Shape,
@@ -198,11 +203,20 @@ fn borrow<'py>(a: &Bound<'py, PyArrayDyn<f64>>, what: &str) -> Res<PyReadonlyArr
     })
 }
 
+/// `operand K` in messages (formatted only for an error).
+struct OperandNo(usize);
+
+impl Display for OperandNo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "operand {}", self.0)
+    }
+}
+
 /// Read one argument (`what` names it in errors). The conversion rule:
 /// float64 arrays are used in place; bool, integer and other float arrays
 /// (and Python numbers and nested lists of them) are converted to float64;
 /// every other dtype is refused.
-fn operand<'py>(py: Python<'py>, obj: &Bound<'py, PyAny>, what: &str) -> Res<Operand<'py>> {
+fn operand<'py>(py: Python<'py>, obj: &Bound<'py, PyAny>, what: &dyn Display) -> Res<Operand<'py>> {
     if let Ok(a) = obj.cast::<PyArrayDyn<f64>>() {
         if viewable(a) {
             return Ok(Operand::Array(borrow(a, what)?));
@@ -257,7 +271,11 @@ enum Arg<'a> {
 
 /// The one place arguments cross into einsat. (Until the borrowed-argument
 /// API lands, the views are copied into owned values here.)
-fn call_kernel(k: &jit::Kernel, args: &[Arg<'_>], out: Option<ArrayViewMutD<'_, f64>>) -> Res<Value> {
+fn call_kernel(
+    k: &jit::Kernel,
+    args: &[Arg<'_>],
+    out: Option<ArrayViewMutD<'_, f64>>,
+) -> Res<Value> {
     fn owned(a: &Arg<'_>) -> Value {
         match a {
             Arg::Real(x) => Value::Real(*x),
@@ -274,7 +292,11 @@ fn call_kernel(k: &jit::Kernel, args: &[Arg<'_>], out: Option<ArrayViewMutD<'_, 
             Value::Array(a) => {
                 return Err(fail(
                     Exc::Shape,
-                    format!("the output has shape {:?}, expected {:?}", o.shape(), a.shape()),
+                    format!(
+                        "the output has shape {:?}, expected {:?}",
+                        o.shape(),
+                        a.shape()
+                    ),
                 ))
             }
             _ => {
@@ -329,7 +351,32 @@ const EINSUM_CACHE_MAX: usize = 1024;
 
 static CACHE: Mutex<Option<EinsumCache>> = Mutex::new(None);
 
+/// A cache entry with its key: spec, ranks, threads.
+type Entry = (String, Vec<usize>, usize, Arc<Compiled>);
+
+thread_local! {
+    /// This thread's last einsum: a repeated call skips the shared cache.
+    static LAST: std::cell::RefCell<Option<Entry>> =
+        const { std::cell::RefCell::new(None) };
+}
+
 fn cached(spec: &str, ranks: &[usize], threads: usize) -> Option<Arc<Compiled>> {
+    let hit = LAST.with(|l| {
+        l.borrow()
+            .as_ref()
+            .and_then(|(s, r, t, c)| (s == spec && r == ranks && *t == threads).then(|| c.clone()))
+    });
+    if hit.is_some() {
+        return hit;
+    }
+    let found = cached_shared(spec, ranks, threads)?;
+    LAST.with(|l| {
+        *l.borrow_mut() = Some((spec.to_string(), ranks.to_vec(), threads, found.clone()))
+    });
+    Some(found)
+}
+
+fn cached_shared(spec: &str, ranks: &[usize], threads: usize) -> Option<Arc<Compiled>> {
     let c = CACHE.lock().ok()?;
     c.as_ref()?
         .get(spec)?
@@ -373,7 +420,9 @@ fn expand(spec: &str, ranks: &[usize]) -> Res<(String, Vec<Vec<u8>>)> {
         None => (s.as_str(), None),
     };
     if lhs.contains(['-', '>']) || rhs.is_some_and(|r| r.contains(['-', '>', ','])) {
-        return Err(spec_err("`-` and `>` appear only as `->`, and the output has no `,`"));
+        return Err(spec_err(
+            "`-` and `>` appear only as `->`, and the output has no `,`",
+        ));
     }
     let terms: Vec<&str> = lhs.split(',').collect();
     if terms.len() != ranks.len() {
@@ -496,23 +545,43 @@ fn compile_einsum(spec: &str, ranks: &[usize], threads: usize) -> Res<Compiled> 
     Ok(Compiled { kernel, labels })
 }
 
-/// numpy's broadcasting of size-1 axes: per label, the size of its axes
-/// that are not 1 (`None` where no operand needs broadcasting).
-fn broadcast_sizes(c: &Compiled, ops: &[Operand<'_>]) -> Option<[usize; 128]> {
-    let mut size = [usize::MAX; 128];
+/// Per label, the size of its axes (numpy's broadcasting: the size that is
+/// not 1), as `(label, size)`; whether some operand's size-1 axis must be
+/// broadcast; and the product of all label sizes (the work of the
+/// contraction as written).
+fn label_sizes(c: &Compiled, ops: &[Operand<'_>]) -> (Vec<(u8, usize)>, bool, u128) {
+    let mut size: Vec<(u8, usize)> = Vec::with_capacity(8);
     let mut needed = false;
     for (l, op) in c.labels.iter().zip(ops) {
         for (&lab, &n) in l.iter().zip(op.shape()) {
-            let s = &mut size[lab as usize];
-            if *s == usize::MAX || *s == 1 {
-                needed |= *s == 1 && n != 1;
-                *s = n;
-            } else if n == 1 {
-                needed = true;
+            match size.iter_mut().find(|e| e.0 == lab) {
+                None => size.push((lab, n)),
+                Some(e) if e.1 == 1 => {
+                    needed |= n != 1;
+                    e.1 = n;
+                }
+                Some(_) => needed |= n == 1,
             }
         }
     }
-    needed.then_some(size)
+    let work = size
+        .iter()
+        .fold(1u128, |w, e| w.saturating_mul(e.1 as u128));
+    (size, needed, work)
+}
+
+/// Contractions with at most this much work (the product of the label
+/// sizes) run without releasing the GIL: they take about a microsecond, less
+/// than handing the GIL over and back costs.
+const SMALL_WORK: u128 = 4096;
+
+/// Run with the GIL released unless the work is small.
+fn maybe_native<T: Send>(py: Python<'_>, small: bool, f: impl FnOnce() -> Res<T> + Send) -> Res<T> {
+    if small {
+        guarded(f)
+    } else {
+        native(py, f)
+    }
 }
 
 /// `einsum(spec, *operands, out=None, threads=None)`: see `einsat.einsum`.
@@ -544,17 +613,9 @@ fn einsum_impl<'py>(
     let threads = threads_of(threads)?;
     let mut ops = Vec::with_capacity(operands.len());
     for (k, o) in operands.iter().enumerate() {
-        ops.push(operand(py, &o, &format!("operand {k}"))?);
+        ops.push(operand(py, &o, &OperandNo(k))?);
     }
-    let mut ranks = [0usize; 16];
-    let ranks: Vec<usize> = if ops.len() <= 16 {
-        for (r, o) in ranks.iter_mut().zip(&ops) {
-            *r = o.ndim();
-        }
-        ranks[..ops.len()].to_vec()
-    } else {
-        ops.iter().map(Operand::ndim).collect()
-    };
+    let ranks: Vec<usize> = ops.iter().map(Operand::ndim).collect();
     let compiled = match cached(spec, &ranks, threads) {
         Some(c) => c,
         None => {
@@ -563,7 +624,8 @@ fn einsum_impl<'py>(
             c
         }
     };
-    let bsizes = broadcast_sizes(&compiled, &ops);
+    let (size, needed, work) = label_sizes(&compiled, &ops);
+    let small = work <= SMALL_WORK;
     // the views first: a broadcast view borrows the view it widens
     let views: Vec<Option<ArrayViewD<'_, f64>>> = ops
         .iter()
@@ -577,25 +639,23 @@ fn einsum_impl<'py>(
         args.push(match (op, view) {
             (Operand::Num(x), _) => Arg::Real(*x),
             (Operand::Array(a), None) => Arg::Real(a.as_array()[IxDyn(&[])]),
-            (_, Some(v)) => match &bsizes {
-                None => Arg::Array(v.view()),
-                Some(size) => {
-                    let l = &compiled.labels[k];
-                    let shape: Vec<usize> = l
-                        .iter()
-                        .zip(v.shape())
-                        .map(|(&lab, &n)| {
-                            let repeated = l.iter().filter(|&&m| m == lab).count() > 1;
-                            if n == 1 && !repeated {
-                                size[lab as usize]
-                            } else {
-                                n
-                            }
-                        })
-                        .collect();
-                    Arg::Array(v.broadcast(IxDyn(&shape)).unwrap_or_else(|| v.view()))
-                }
-            },
+            (_, Some(v)) if !needed => Arg::Array(v.view()),
+            (_, Some(v)) => {
+                let l = &compiled.labels[k];
+                let shape: Vec<usize> = l
+                    .iter()
+                    .zip(v.shape())
+                    .map(|(&lab, &n)| {
+                        let repeated = l.iter().filter(|&&m| m == lab).count() > 1;
+                        if n == 1 && !repeated {
+                            size.iter().find(|e| e.0 == lab).map_or(n, |e| e.1)
+                        } else {
+                            n
+                        }
+                    })
+                    .collect();
+                Arg::Array(v.broadcast(IxDyn(&shape)).unwrap_or_else(|| v.view()))
+            }
         });
     }
     let kernel = &compiled.kernel;
@@ -620,11 +680,11 @@ fn einsum_impl<'py>(
                 )
             })?;
             let view = w.as_array_mut();
-            native(py, || call_kernel(kernel, &args, Some(view)))?;
+            maybe_native(py, small, || call_kernel(kernel, &args, Some(view)))?;
             Ok(Ok(o.clone().unbind()))
         }
         _ => {
-            let v = native(py, || call_kernel(kernel, &args, None))?;
+            let v = maybe_native(py, small, || call_kernel(kernel, &args, None))?;
             Ok(value_to_py(py, v))
         }
     }
@@ -711,7 +771,7 @@ fn collect<'py>(
 ) -> Res<()> {
     match b {
         Boundary::Array(_) => {
-            ops.push(operand(py, obj, what)?);
+            ops.push(operand(py, obj, &what)?);
             Ok(())
         }
         Boundary::Pair(x, y) => {
@@ -786,18 +846,21 @@ impl Kernel {
         given.resize(n, None);
         if let Some(kw) = kwargs {
             for (k, v) in kw.iter() {
-                let k: String = k.extract().map_err(|e: PyErr| fail(Exc::Shape, e.to_string()))?;
+                let k: String = k
+                    .extract()
+                    .map_err(|e: PyErr| fail(Exc::Shape, e.to_string()))?;
                 let Some(pos) = self.params.iter().position(|p| p.0 == k) else {
                     return Err(fail(
                         Exc::Shape,
-                        format!("`{}` has no parameter `{k}` (it takes {})", self.name, list()),
+                        format!(
+                            "`{}` has no parameter `{k}` (it takes {})",
+                            self.name,
+                            list()
+                        ),
                     ));
                 };
                 if given[pos].is_some() {
-                    return Err(fail(
-                        Exc::Shape,
-                        format!("argument `{k}` is given twice"),
-                    ));
+                    return Err(fail(Exc::Shape, format!("argument `{k}` is given twice")));
                 }
                 given[pos] = Some(v);
             }
@@ -807,7 +870,11 @@ impl Kernel {
             let g = g.as_ref().ok_or_else(|| {
                 fail(
                     Exc::Shape,
-                    format!("missing argument `{name}` (`{}` takes {})", self.name, list()),
+                    format!(
+                        "missing argument `{name}` (`{}` takes {})",
+                        self.name,
+                        list()
+                    ),
                 )
             })?;
             collect(py, g, b, &format!("argument `{name}`"), &mut ops)?;
@@ -954,7 +1021,12 @@ fn optimize<'py>(
         let name = opt_name(r#fn)?;
         let mut opts = opt::Options::default();
         if let Some(s) = sizes.filter(|s| !s.is_none()) {
-            let bad = || fail(Exc::DType, "sizes must be a dict of size names to whole numbers ≥ 0");
+            let bad = || {
+                fail(
+                    Exc::DType,
+                    "sizes must be a dict of size names to whole numbers ≥ 0",
+                )
+            };
             let d = s.cast::<PyDict>().map_err(|_| bad())?;
             let mut m = BTreeMap::new();
             for (k, v) in d.iter() {

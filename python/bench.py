@@ -1,0 +1,119 @@
+"""Time einsat.einsum against numpy.einsum(optimize=True) and
+opt_einsum.contract on a handful of contractions and fused programs.
+
+    python python/bench.py [--reps N] [--quick]
+
+Each row runs the three engines interleaved, round after round, on the same
+arrays and reports the median time per call and the ratio of each peer's
+time to einsat's (> 1: einsat is faster). The first row is the per-call
+overhead on 3x3 arrays. Kernels are compiled before timing (the cache);
+results are checked against numpy.
+"""
+
+import argparse
+import os
+import statistics
+import sys
+import time
+
+import numpy as np
+
+# the installed package, not the source folder beside this script
+_here = os.path.dirname(os.path.abspath(__file__))
+sys.path = [p for p in sys.path if os.path.abspath(p or ".") != _here]
+import einsat  # noqa: E402
+
+try:
+    import opt_einsum
+except ImportError:  # the bench runs without it, with that column empty
+    opt_einsum = None
+
+
+def cases(quick):
+    s = 0.25 if quick else 1.0
+    n = lambda k: max(4, int(k * s))  # noqa: E731
+    return [
+        ("overhead: ij,jk->ik 3x3", "ij,jk->ik", [(3, 3), (3, 3)]),
+        ("overhead: ij,j->i 3x3", "ij,j->i", [(3, 3), (3,)]),
+        ("matmul 256", "ij,jk->ik", [(n(256), n(256))] * 2),
+        ("matvec 1024", "ij,j->i", [(n(1024), n(1024)), (n(1024),)]),
+        ("batched matmul 32x64", "bij,bjk->bik", [(32, n(64), n(64))] * 2),
+        ("chain x·A·B·y 256", "i,ij,jk,k->", [(n(256),), (n(256), n(256)), (n(256), n(256)), (n(256),)]),
+        ("bilinear x·A·y 1024", "i,ij,j->", [(n(1024),), (n(1024), n(1024)), (n(1024),)]),
+        ("trace of product 256", "ij,ji->", [(n(256), n(256))] * 2),
+        ("outer then sum 512", "i,j,ij->i", [(n(512),), (n(512),), (n(512), n(512))]),
+        ("3-tensor contraction 48", "ijk,jkl->il", [(n(48), n(48), n(48)), (n(48), n(48), n(48))]),
+        ("Fortran-order matmul 256", "ij,jk->ik", [(n(256), n(256))] * 2, "F"),
+    ]
+
+
+def timeit(f, reps):
+    # enough calls per sample to last ~2 ms
+    t0 = time.perf_counter()
+    f()
+    one = max(time.perf_counter() - t0, 1e-7)
+    inner = max(1, int(2e-3 / one))
+    samples = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        for _ in range(inner):
+            f()
+        samples.append((time.perf_counter() - t0) / inner)
+    return samples
+
+
+def fmt(t):
+    for unit, k in (("s", 1), ("ms", 1e3), ("µs", 1e6), ("ns", 1e9)):
+        if t * k >= 1:
+            return f"{t * k:.3g} {unit}"
+    return f"{t * 1e9:.3g} ns"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--reps", type=int, default=9, help="rounds per row (median)")
+    ap.add_argument("--quick", action="store_true", help="small sizes (a smoke test)")
+    args = ap.parse_args()
+    rng = np.random.default_rng(0)
+    rows = []
+    for case in cases(args.quick):
+        name, spec, shapes = case[:3]
+        order = case[3] if len(case) > 3 else "C"
+        ops = [np.asarray(rng.standard_normal(s), order=order) for s in shapes]
+        want = np.einsum(spec, *ops, optimize=True)
+        got = einsat.einsum(spec, *ops)
+        np.testing.assert_allclose(got, want, rtol=1e-8, atol=1e-8 * max(1.0, float(np.max(np.abs(want)))))
+        engines = {
+            "einsat": lambda: einsat.einsum(spec, *ops),
+            "numpy": lambda: np.einsum(spec, *ops, optimize=True),
+            "numpy plain": lambda: np.einsum(spec, *ops),
+        }
+        if opt_einsum is not None:
+            expr = opt_einsum.contract_expression(spec, *shapes)
+            engines["opt_einsum"] = lambda: opt_einsum.contract(spec, *ops)
+            engines["opt_einsum expr"] = lambda: expr(*ops)
+        times = {k: [] for k in engines}
+        for _ in range(args.reps):  # interleaved rounds: load affects all alike
+            for k, f in engines.items():
+                times[k].extend(timeit(f, 1))
+        med = {k: statistics.median(v) for k, v in times.items()}
+        rows.append((name, med))
+    cols = ["einsat", "numpy", "numpy plain", "opt_einsum", "opt_einsum expr"]
+    print(
+        "| case | einsat | numpy.einsum(optimize=True) | ratio | numpy.einsum | ratio "
+        "| opt_einsum.contract | ratio | opt_einsum expression | ratio |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for name, med in rows:
+        cells = [name, fmt(med["einsat"])]
+        for c in cols[1:]:
+            if c in med:
+                cells += [fmt(med[c]), f"{med[c] / med['einsat']:.2f}×"]
+            else:
+                cells += ["–", "–"]
+        print("| " + " | ".join(cells) + " |")
+    print("\nratio = the peer's median time / einsat's (> 1: einsat is faster); same run, interleaved.")
+
+
+if __name__ == "__main__":
+    main()
