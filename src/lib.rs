@@ -36,6 +36,7 @@ pub mod types;
 
 pub use error::{Error, Result};
 pub use interp::Value;
+pub use jit::{Arg, ArgMut};
 pub use syntax::{Expr, Function, Program, Type};
 
 /// Parse and type-check a whole source text.

@@ -148,25 +148,92 @@ pub fn resolve(n: &Size, sizes: &Sizes) -> Result<usize> {
     }
 }
 
-fn check_value(
-    v: &Value,
+/// What a value at the call boundary is, seen without copying it: a
+/// number, a strided array (first element, shape, strides in elements of
+/// any sign), or a pair. Implemented by [`Value`] and by the borrowed
+/// [`crate::jit::Arg`], so the checks and the JIT read both in place.
+pub(crate) enum Operand<'v, T: ?Sized> {
+    Real(&'v f64),
+    Array {
+        ptr: *const f64,
+        shape: &'v [usize],
+        strides: &'v [isize],
+    },
+    Pair(&'v T, &'v T),
+}
+
+/// A value at the call boundary, read in place ([`Operand`]).
+pub(crate) trait AsOperand {
+    fn operand(&self) -> Operand<'_, Self>;
+}
+
+/// An output buffer at the call boundary, written in place.
+pub(crate) enum OperandMut<'v, T: ?Sized> {
+    Real(&'v mut f64),
+    Array {
+        ptr: *mut f64,
+        shape: &'v [usize],
+        strides: &'v [isize],
+    },
+    Pair(&'v mut T, &'v mut T),
+}
+
+/// An output buffer at the call boundary ([`OperandMut`]).
+pub(crate) trait AsOperandMut {
+    fn operand_mut(&mut self) -> OperandMut<'_, Self>;
+}
+
+impl AsOperand for Value {
+    fn operand(&self) -> Operand<'_, Value> {
+        match self {
+            Value::Real(x) => Operand::Real(x),
+            Value::Array(a) => Operand::Array {
+                ptr: a.as_ptr(),
+                shape: a.shape(),
+                strides: a.strides(),
+            },
+            Value::Pair(a, b) => Operand::Pair(a, b),
+        }
+    }
+}
+
+impl AsOperandMut for Value {
+    fn operand_mut(&mut self) -> OperandMut<'_, Value> {
+        match self {
+            Value::Real(x) => OperandMut::Real(x),
+            Value::Array(a) => {
+                let ptr = a.as_mut_ptr();
+                let a: &ArrayD<f64> = a;
+                OperandMut::Array {
+                    ptr,
+                    shape: a.shape(),
+                    strides: a.strides(),
+                }
+            }
+            Value::Pair(a, b) => OperandMut::Pair(a, b),
+        }
+    }
+}
+
+fn check_value<V: AsOperand + ?Sized>(
+    v: &V,
     b: &Boundary,
     what: &str,
     sizes: &mut Sizes,
     origin: &mut BTreeMap<String, String>,
 ) -> Result<()> {
-    match (b, v) {
-        (Boundary::Array(s), Value::Real(_)) if s.is_empty() => Ok(()),
-        (Boundary::Array(s), Value::Array(a)) => {
-            if a.ndim() != s.len() {
-                let got = a.ndim();
+    match (b, v.operand()) {
+        (Boundary::Array(s), Operand::Real(_)) if s.is_empty() => Ok(()),
+        (Boundary::Array(s), Operand::Array { shape, .. }) => {
+            if shape.len() != s.len() {
+                let got = shape.len();
                 return Err(Error::Call(if s.is_empty() {
                     format!("{what}: expected a number, got an array with {got} dims")
                 } else {
                     format!("{what}: expected {} dims, got {got}", s.len())
                 }));
             }
-            for (axis, (want, &got)) in s.iter().zip(a.shape()).enumerate() {
+            for (axis, (want, &got)) in s.iter().zip(shape).enumerate() {
                 // index variables stay below 2^31 (the index-range proof
                 // of the type checker relies on it), even on empty arrays
                 if got as u128 > MAX_ELEMENTS {
@@ -198,7 +265,7 @@ fn check_value(
             }
             Ok(())
         }
-        (Boundary::Pair(b0, b1), Value::Pair(v0, v1)) => {
+        (Boundary::Pair(b0, b1), Operand::Pair(v0, v1)) => {
             check_value(v0, b0, &format!("{what}.0"), sizes, origin)?;
             check_value(v1, b1, &format!("{what}.1"), sizes, origin)
         }
@@ -218,17 +285,22 @@ fn check_value(
     }
 }
 
-fn describe(v: &Value) -> String {
-    match v {
-        Value::Real(_) => "a number".into(),
-        Value::Array(a) => format!("an array of shape {:?}", a.shape()),
-        Value::Pair(..) => "a pair".into(),
+pub(crate) fn describe<V: AsOperand + ?Sized>(v: &V) -> String {
+    match v.operand() {
+        Operand::Real(_) => "a number".into(),
+        Operand::Array { shape, .. } => format!("an array of shape {shape:?}"),
+        Operand::Pair(..) => "a pair".into(),
     }
 }
 
 /// Check `args` (positional) against `f`'s parameters and resolve the size
 /// names. Also refuses a declared result whose size would be absurd.
 pub fn bind(f: &Function, args: &[Value]) -> Result<Sizes> {
+    bind_operands(f, args)
+}
+
+/// [`bind`] for any boundary values (values or borrowed arguments).
+pub(crate) fn bind_operands<V: AsOperand>(f: &Function, args: &[V]) -> Result<Sizes> {
     if args.len() != f.params.len() {
         return Err(Error::Call(format!(
             "`{}` takes {} argument{}, got {}",

@@ -37,6 +37,7 @@
 //! kernel stays alive for as long as a caller holds its `Arc`;
 //! [`cache_len`] and [`clear_cache`] inspect and empty the cache.
 
+pub mod arg;
 pub mod call;
 pub mod codegen;
 pub mod dense;
@@ -46,11 +47,12 @@ pub mod pool;
 pub mod schedule;
 
 use crate::error::{Error, Result};
-use crate::interp::value::checked_elements;
+use crate::interp::value::{checked_elements, AsOperand, AsOperandMut, Operand, OperandMut};
 use crate::interp::{self, Boundary, Value};
 use crate::syntax::ast::{Function, Size};
 use crate::syntax::print_function;
 use crate::types;
+pub use arg::{Arg, ArgMut};
 use loopir::{BufKind, LoopProgram, Nest, SizeRef, S};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -265,18 +267,22 @@ fn resolve(s: &SizeRef, sizes: &[i64]) -> usize {
     }
 }
 
-fn leaf<'v>(v: &'v Value, path: &[u8]) -> Option<&'v Value> {
-    match (path.first(), v) {
-        (None, v) => Some(v),
-        (Some(k), Value::Pair(a, b)) => leaf(if *k == 0 { a } else { b }, &path[1..]),
+fn leaf<'v, V: AsOperand>(v: &'v V, path: &[u8]) -> Option<&'v V> {
+    let Some(k) = path.first() else {
+        return Some(v);
+    };
+    match v.operand() {
+        Operand::Pair(a, b) => leaf(if *k == 0 { a } else { b }, &path[1..]),
         _ => None,
     }
 }
 
-fn leaf_mut<'v>(v: &'v mut Value, path: &[u8]) -> Option<&'v mut Value> {
-    match (path.first(), v) {
-        (None, v) => Some(v),
-        (Some(k), Value::Pair(a, b)) => leaf_mut(if *k == 0 { a } else { b }, &path[1..]),
+fn leaf_mut<'v, O: AsOperandMut>(v: &'v mut O, path: &[u8]) -> Option<&'v mut O> {
+    let Some(k) = path.first() else {
+        return Some(v);
+    };
+    match v.operand_mut() {
+        OperandMut::Pair(a, b) => leaf_mut(if *k == 0 { a } else { b }, &path[1..]),
         _ => None,
     }
 }
@@ -291,29 +297,44 @@ fn size_of(s: &Size, sizes: &interp::Sizes) -> Result<usize> {
     }
 }
 
-fn check_out(b: &Boundary, v: &Value, sizes: &interp::Sizes, what: &str) -> Result<()> {
+fn check_out<O: AsOperandMut>(
+    b: &Boundary,
+    v: &mut O,
+    sizes: &interp::Sizes,
+    what: &str,
+) -> Result<()> {
+    let v = v.operand_mut();
+    let kind = match &v {
+        OperandMut::Pair(..) => "a pair",
+        OperandMut::Real(_) => "a number",
+        OperandMut::Array { .. } => "an array",
+    };
     match (b, v) {
-        (Boundary::Pair(a, c), Value::Pair(x, y)) => {
+        (Boundary::Pair(a, c), OperandMut::Pair(x, y)) => {
             check_out(a, x, sizes, &format!("{what}.0"))?;
             check_out(c, y, sizes, &format!("{what}.1"))
         }
-        (Boundary::Array(d), Value::Real(_)) if d.is_empty() => Ok(()),
-        (Boundary::Array(d), Value::Array(a)) => {
+        (Boundary::Array(d), OperandMut::Real(_)) if d.is_empty() => Ok(()),
+        (Boundary::Array(d), OperandMut::Array { shape, .. }) if d.is_empty() && !shape.is_empty() => {
+            Err(Error::Call(format!(
+                "the output {what} must be a number or a 0-dimensional array (the result is a number), not an array of shape {shape:?}"
+            )))
+        }
+        (Boundary::Array(d), OperandMut::Array { shape, strides, .. }) => {
             let want = d
                 .iter()
                 .map(|s| size_of(s, sizes))
                 .collect::<Result<Vec<_>>>()?;
-            if a.shape() != want.as_slice() {
+            if shape != want.as_slice() {
                 return Err(Error::Call(format!(
-                    "the output {what} has shape {:?}, but the result has shape {want:?}",
-                    a.shape()
+                    "the output {what} has shape {shape:?}, but the result has shape {want:?}",
                 )));
             }
             // (an empty array has no elements to overlap)
-            if !a.is_empty()
-                && a.shape()
+            if !shape.contains(&0)
+                && shape
                     .iter()
-                    .zip(a.strides())
+                    .zip(strides)
                     .any(|(n, s)| *n > 1 && *s == 0)
             {
                 return Err(Error::Call(format!(
@@ -325,13 +346,11 @@ fn check_out(b: &Boundary, v: &Value, sizes: &interp::Sizes, what: &str) -> Resu
         (Boundary::Pair(..), _) => Err(Error::Call(format!(
             "the output {what} must be a pair (the result is a tuple)"
         ))),
+        (Boundary::Array(d), _) if d.is_empty() => Err(Error::Call(format!(
+            "the output {what} must be a number or a 0-dimensional array (the result is a number), not {kind}"
+        ))),
         (Boundary::Array(_), _) => Err(Error::Call(format!(
-            "the output {what} must be an array, not {}",
-            match v {
-                Value::Pair(..) => "a pair",
-                Value::Real(_) => "a number",
-                Value::Array(_) => "an array",
-            }
+            "the output {what} must be an array, not {kind}"
         ))),
     }
 }
@@ -471,7 +490,7 @@ impl Kernel {
 
     /// Bind the arguments' sizes into `ws.slots`; on a refusal, the
     /// interpreter's error.
-    fn bind(&self, args: &[Value], ws: &mut call::Workspace) -> Result<()> {
+    fn bind<V: AsOperand>(&self, args: &[V], ws: &mut call::Workspace) -> Result<()> {
         ws.slots.clear();
         ws.slots.resize(self.sig.names.len(), call::UNBOUND);
         if self.sig.bind(args, &mut ws.slots) {
@@ -479,7 +498,7 @@ impl Kernel {
         }
         // refused (or a case the fast check does not know): the
         // interpreter's check decides and words the error
-        let sizes = interp::bind(&self.func, args)?;
+        let sizes = interp::value::bind_operands(&self.func, args)?;
         for (slot, name) in ws.slots.iter_mut().zip(&self.sig.names) {
             *slot = sizes.get(name).copied().unwrap_or(call::UNBOUND);
         }
@@ -513,6 +532,41 @@ impl Kernel {
     /// strides). Allocates nothing once the kernel has been called with
     /// these sizes (see the module doc).
     pub fn call_into(&self, args: &[Value], out: &mut Value) -> Result<()> {
+        self.call_into_generic(args, out)
+    }
+
+    /// Run on borrowed arguments, allocating the result: every array is an
+    /// `ndarray` view of any layout (C, Fortran, transposed, sliced with
+    /// steps, negative strides), read in place without a copy. Checked as
+    /// [`Kernel::call`] checks `Value`s (arity, rank, shapes, size names).
+    pub fn call_args(&self, args: &[Arg<'_>]) -> Result<Value> {
+        let mut ws = self.workspace();
+        let r = self.bind(args, &mut ws).and_then(|()| {
+            let mut out = self.sig.alloc_result(&ws.slots)?;
+            self.run(args, &mut out, &mut ws)?;
+            Ok(out)
+        });
+        self.give_back(ws);
+        r
+    }
+
+    /// Run on borrowed arguments, writing the result into the caller's
+    /// buffers `out` (views of any layout whose elements do not overlap;
+    /// a pair of buffers for a tuple result). A number result goes into a
+    /// 0-dimensional view; any other buffer for it is an error. Allocates
+    /// nothing once the kernel has been called with these sizes.
+    ///
+    /// `out` must not share memory with an argument (safe Rust cannot
+    /// build such views; the result would be unspecified).
+    pub fn call_args_into(&self, args: &[Arg<'_>], out: &mut ArgMut<'_>) -> Result<()> {
+        self.call_into_generic(args, out)
+    }
+
+    fn call_into_generic<V: AsOperand, O: AsOperandMut>(
+        &self,
+        args: &[V],
+        out: &mut O,
+    ) -> Result<()> {
         let mut ws = self.workspace();
         let r = self.bind(args, &mut ws).and_then(|()| {
             if !self.sig.fits_out(out, &ws.slots) {
@@ -524,7 +578,12 @@ impl Kernel {
         r
     }
 
-    fn run(&self, args: &[Value], out: &mut Value, ws: &mut call::Workspace) -> Result<()> {
+    fn run<V: AsOperand, O: AsOperandMut>(
+        &self,
+        args: &[V],
+        out: &mut O,
+        ws: &mut call::Workspace,
+    ) -> Result<()> {
         let p = &self.prog;
         ws.svals.clear();
         for (k, slot) in self.sig.prog_slots.iter().enumerate() {
@@ -558,20 +617,24 @@ impl Kernel {
                 BufKind::Param { param, path } => {
                     let v = leaf(&args[*param], path)
                         .ok_or_else(|| jit_err(format!("argument `{}` is malformed", buf.name)))?;
-                    match v {
-                        Value::Array(a) => {
-                            if !shape_is(a.shape()) {
+                    match v.operand() {
+                        Operand::Array {
+                            ptr,
+                            shape,
+                            strides: st,
+                        } => {
+                            if !shape_is(shape) {
                                 return Err(Error::Call(format!(
                                     "argument `{}` has shape {:?}, expected {:?}",
                                     buf.name,
-                                    a.shape(),
+                                    shape,
                                     dims().collect::<Vec<_>>()
                                 )));
                             }
-                            ptrs.push(a.as_ptr() as *mut f64);
-                            strides.extend(a.strides().iter().map(|&s| s as i64));
+                            ptrs.push(ptr as *mut f64);
+                            strides.extend(st.iter().map(|&s| s as i64));
                         }
-                        Value::Real(x) if buf.dims.is_empty() => {
+                        Operand::Real(x) if buf.dims.is_empty() => {
                             ptrs.push(x as *const f64 as *mut f64)
                         }
                         _ => {
@@ -610,19 +673,23 @@ impl Kernel {
                 BufKind::Out { path } => {
                     let v = leaf_mut(out, path)
                         .ok_or_else(|| jit_err("the output does not match the result"))?;
-                    match v {
-                        Value::Array(a) => {
-                            if !shape_is(a.shape()) {
+                    match v.operand_mut() {
+                        OperandMut::Array {
+                            ptr,
+                            shape,
+                            strides: st,
+                        } => {
+                            if !shape_is(shape) {
                                 return Err(Error::Call(format!(
                                     "the output has shape {:?}, expected {:?}",
-                                    a.shape(),
+                                    shape,
                                     dims().collect::<Vec<_>>()
                                 )));
                             }
-                            strides.extend(a.strides().iter().map(|&s| s as i64));
-                            ptrs.push(a.as_mut_ptr());
+                            strides.extend(st.iter().map(|&s| s as i64));
+                            ptrs.push(ptr);
                         }
-                        Value::Real(x) if buf.dims.is_empty() => ptrs.push(x as *mut f64),
+                        OperandMut::Real(x) if buf.dims.is_empty() => ptrs.push(x as *mut f64),
                         _ => return Err(jit_err("the output does not match the result")),
                     }
                 }
