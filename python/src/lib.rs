@@ -20,6 +20,7 @@
 //! The GIL is released while einsat optimises, compiles or runs a kernel.
 
 use einsat::interp::{Boundary, Value};
+use einsat::jit::{Arg, ArgMut};
 use einsat::syntax::{print_function, Function};
 use einsat::{jit, opt};
 use ndarray::{ArrayViewD, ArrayViewMutD, IxDyn};
@@ -262,52 +263,24 @@ fn operand<'py>(py: Python<'py>, obj: &Bound<'py, PyAny>, what: &dyn Display) ->
     Ok(Operand::Array(borrow(&conv, what)?))
 }
 
-/// An argument as the kernel reads it, borrowed from the Python objects.
-enum Arg<'a> {
-    Real(f64),
-    Array(ArrayViewD<'a, f64>),
-    Pair(Box<Arg<'a>>, Box<Arg<'a>>),
-}
-
-/// The one place arguments cross into einsat. (Until the borrowed-argument
-/// API lands, the views are copied into owned values here.)
+/// The one place arguments cross into einsat: borrowed views (read and
+/// written in place), the result allocated by the kernel when there is no
+/// `out` (then `Some(result)`).
 fn call_kernel(
     k: &jit::Kernel,
     args: &[Arg<'_>],
     out: Option<ArrayViewMutD<'_, f64>>,
-) -> Res<Value> {
-    fn owned(a: &Arg<'_>) -> Value {
-        match a {
-            Arg::Real(x) => Value::Real(*x),
-            Arg::Array(v) => Value::Array(v.to_owned()),
-            Arg::Pair(a, b) => Value::pair(owned(a), owned(b)),
-        }
+) -> Res<Option<Value>> {
+    match out {
+        None => k
+            .call_args(args)
+            .map(Some)
+            .map_err(|e| from_einsat(e, None)),
+        Some(o) => k
+            .call_args_into(args, &mut ArgMut::Array(o))
+            .map(|()| None)
+            .map_err(|e| from_einsat(e, None)),
     }
-    let vals: Vec<Value> = args.iter().map(owned).collect();
-    let r = k.call(&vals).map_err(|e| from_einsat(e, None))?;
-    if let Some(mut o) = out {
-        match &r {
-            Value::Array(a) if a.shape() == o.shape() => o.assign(a),
-            Value::Real(x) if o.ndim() == 0 => o[IxDyn(&[])] = *x,
-            Value::Array(a) => {
-                return Err(fail(
-                    Exc::Shape,
-                    format!(
-                        "the output has shape {:?}, expected {:?}",
-                        o.shape(),
-                        a.shape()
-                    ),
-                ))
-            }
-            _ => {
-                return Err(fail(
-                    Exc::Shape,
-                    format!("the output has shape {:?}, expected []", o.shape()),
-                ))
-            }
-        }
-    }
-    Ok(r)
 }
 
 fn value_to_py(py: Python<'_>, v: Value) -> PyResult<Py<PyAny>> {
@@ -685,7 +658,7 @@ fn einsum_impl<'py>(
         }
         _ => {
             let v = maybe_native(py, small, || call_kernel(kernel, &args, None))?;
-            Ok(value_to_py(py, v))
+            Ok(value_to_py(py, v.unwrap_or(Value::Real(0.0))))
         }
     }
 }
@@ -887,7 +860,7 @@ impl Kernel {
             .collect();
         let kernel = &self.kernel;
         let v = native(py, || call_kernel(kernel, &argv, None))?;
-        Ok(value_to_py(py, v))
+        Ok(value_to_py(py, v.unwrap_or(Value::Real(0.0))))
     }
 }
 
@@ -1077,6 +1050,22 @@ fn check<'py>(py: Python<'py>, source: &Bound<'py, PyAny>) -> PyResult<Py<PyList
     Ok(PyList::new(py, sigs)?.unbind())
 }
 
+/// Whether einsat reads `obj` in place (tests): the view it would hand the
+/// kernel starts at the numpy array's own data.
+#[pyfunction]
+fn _reads_in_place<'py>(py: Python<'py>, obj: &Bound<'py, PyAny>) -> PyResult<bool> {
+    let Ok(arr) = obj.cast::<PyUntypedArray>() else {
+        return Ok(false);
+    };
+    // SAFETY: reading the data pointer of a live array.
+    let data = unsafe { (*arr.as_array_ptr()).data } as *const f64;
+    let op = operand(py, obj, &"argument").map_err(|f| to_py_err(py, f))?;
+    Ok(match &op {
+        Operand::Array(a) => std::ptr::eq(a.as_array().as_ptr(), data),
+        Operand::Num(_) => false,
+    })
+}
+
 /// How many einsum kernels are cached (tests, diagnostics).
 #[pyfunction]
 fn _einsum_cache_len() -> usize {
@@ -1094,6 +1083,7 @@ fn _einsat(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(optimize, m)?)?;
     m.add_function(wrap_pyfunction!(check, m)?)?;
     m.add_function(wrap_pyfunction!(_einsum_cache_len, m)?)?;
+    m.add_function(wrap_pyfunction!(_reads_in_place, m)?)?;
     m.add_class::<Kernel>()?;
     Ok(())
 }

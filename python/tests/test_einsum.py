@@ -208,6 +208,15 @@ def test_inputs_not_modified_and_not_copied():
     assert np.array_equal(base, before)
 
 
+def test_float64_layouts_read_in_place_others_converted():
+    base = np.arange(60.0).reshape(3, 4, 5)
+    for view in (base, np.asfortranarray(base), base[::-1, 1::2, ::-2], base.transpose(2, 0, 1),
+                 base[:, 0, :], np.broadcast_to(base[0], (3, 4, 5))):
+        assert einsat._einsat._reads_in_place(view)
+    for other in (base.astype(np.float32), base.astype(np.int64), base.astype(">f8")):
+        assert not einsat._einsat._reads_in_place(other)
+
+
 def test_threads_option():
     rng = np.random.default_rng(4)
     A = rng.standard_normal((64, 64))
