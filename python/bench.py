@@ -16,7 +16,16 @@ import statistics
 import sys
 import time
 
-import numpy as np
+# One thread for every engine by default (BLAS threads spinning on a loaded
+# machine make numpy's figures meaningless); --threads N sets all of them.
+_threads = "1"
+for _k, _a in enumerate(sys.argv):
+    if _a == "--threads" and _k + 1 < len(sys.argv):
+        _threads = sys.argv[_k + 1]
+for _v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_v, _threads)
+
+import numpy as np  # noqa: E402
 
 # the installed package, not the source folder beside this script
 _here = os.path.dirname(os.path.abspath(__file__))
@@ -73,6 +82,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--reps", type=int, default=9, help="rounds per row (median)")
     ap.add_argument("--quick", action="store_true", help="small sizes (a smoke test)")
+    ap.add_argument("--threads", type=int, default=1, help="threads of every engine (BLAS too)")
     args = ap.parse_args()
     rng = np.random.default_rng(0)
     rows = []
@@ -81,10 +91,10 @@ def main():
         order = case[3] if len(case) > 3 else "C"
         ops = [np.asarray(rng.standard_normal(s), order=order) for s in shapes]
         want = np.einsum(spec, *ops, optimize=True)
-        got = einsat.einsum(spec, *ops)
+        got = einsat.einsum(spec, *ops, threads=args.threads)
         np.testing.assert_allclose(got, want, rtol=1e-8, atol=1e-8 * max(1.0, float(np.max(np.abs(want)))))
         engines = {
-            "einsat": lambda: einsat.einsum(spec, *ops),
+            "einsat": lambda: einsat.einsum(spec, *ops, threads=args.threads),
             "numpy": lambda: np.einsum(spec, *ops, optimize=True),
             "numpy plain": lambda: np.einsum(spec, *ops),
         }
@@ -112,7 +122,10 @@ def main():
             else:
                 cells += ["–", "–"]
         print("| " + " | ".join(cells) + " |")
-    print("\nratio = the peer's median time / einsat's (> 1: einsat is faster); same run, interleaved.")
+    print(
+        f"\nratio = the peer's median time / einsat's (> 1: einsat is faster); same run, "
+        f"interleaved; {args.threads} thread(s) for every engine."
+    )
 
 
 if __name__ == "__main__":

@@ -30,6 +30,7 @@ def test_hierarchy():
         ("i-j", (A,), einsat.ParseError, "->"),
         ("ij,jk", (A,), einsat.ShapeError, "2 operands but 1 was given"),
         ("ij", (A, B), einsat.ShapeError, "1 operand but 2 were given"),
+        ("", (), einsat.ShapeError, "1 operand but 0 were given"),
         ("ijk", (A,), einsat.ShapeError, "operand 0 has 2 axes"),
         ("...ijk", (A,), einsat.ShapeError, "operand 0 has 2 axes"),
         ("...i->i", (A,), einsat.ShapeError, "no `...`"),
