@@ -375,6 +375,17 @@ fn spec_err(m: impl Into<String>) -> Failure {
     fail(Exc::Parse, format!("einsum: {}", m.into()))
 }
 
+/// A spec error at a character of the spec (line 1, 1-based column).
+fn spec_err_at(spec: &str, byte: usize, m: impl Into<String>) -> Failure {
+    let m = format!("einsum: {}", m.into());
+    let col = spec[..byte.min(spec.len())].chars().count() + 1;
+    Failure {
+        exc: Exc::Parse,
+        message: format!("{m} (column {col} of `{spec}`)"),
+        diags: vec![(Some(1), Some(col), m)],
+    }
+}
+
 /// Expand a numpy spec for operands of the given ranks into explicit form
 /// without ellipses: `(explicit spec, labels per operand)`.
 fn expand(spec: &str, ranks: &[usize]) -> Res<(String, Vec<Vec<u8>>)> {
@@ -383,11 +394,18 @@ fn expand(spec: &str, ranks: &[usize]) -> Res<(String, Vec<Vec<u8>>)> {
         .chars()
         .find(|c| !(c.is_ascii_alphabetic() || matches!(c, ',' | '.' | '-' | '>')))
     {
-        return Err(spec_err(format!("`{c}` is not an index letter (a-z, A-Z)")));
+        let at = spec.find(c).unwrap_or(0);
+        return Err(spec_err_at(
+            spec,
+            at,
+            format!("`{c}` is not an index letter (a-z, A-Z)"),
+        ));
     }
     let (lhs, rhs) = match s.split_once("->") {
         Some((_, r)) if r.contains("->") => {
-            return Err(spec_err("`->` appears more than once"));
+            let first = spec.find("->").unwrap_or(0);
+            let at = spec[first + 2..].find("->").map_or(0, |k| first + 2 + k);
+            return Err(spec_err_at(spec, at, "`->` appears more than once"));
         }
         Some((l, r)) => (l, Some(r)),
         None => (s.as_str(), None),
@@ -464,6 +482,33 @@ fn expand(spec: &str, ranks: &[usize]) -> Res<(String, Vec<Vec<u8>>)> {
                     Exc::Shape,
                     "einsum: the operands have axes under `...` but the output has no `...`",
                 ));
+            }
+            let arrow = spec.find("->").map_or(0, |k| k + 2);
+            let letters: Vec<u8> = a.bytes().chain(b.bytes()).collect();
+            for (k, &c) in letters.iter().enumerate() {
+                let nth = |n: usize| {
+                    spec[arrow..]
+                        .match_indices(c as char)
+                        .nth(n)
+                        .map_or(arrow, |(i, _)| arrow + i)
+                };
+                if letters[..k].contains(&c) {
+                    return Err(spec_err_at(
+                        spec,
+                        nth(1),
+                        format!("output index `{}` appears twice", c as char),
+                    ));
+                }
+                if !lhs.contains(c as char) {
+                    return Err(spec_err_at(
+                        spec,
+                        nth(0),
+                        format!(
+                            "output index `{}` does not appear in any operand",
+                            c as char
+                        ),
+                    ));
+                }
             }
             let mut o: Vec<u8> = a.bytes().collect();
             o.extend(&fresh);

@@ -50,6 +50,17 @@ def test_einsum_errors(spec, ops, exc, words):
     assert words in str(e.value)
 
 
+@pytest.mark.parametrize(
+    "spec,column",
+    [("ij,jk->ik->i", 10), ("i1,jk", 2), ("ij,jk->ii", 9), ("ij, jk -> z", 11)],
+)
+def test_einsum_spec_error_columns(spec, column):
+    with pytest.raises(einsat.ParseError) as e:
+        einsat.einsum(spec, A, B)
+    assert (e.value.line, e.value.column) == (1, column)
+    assert f"column {column}" in str(e.value)
+
+
 def test_einsum_argument_errors():
     with pytest.raises(einsat.DTypeError):
         einsat.einsum(3, A)
