@@ -78,6 +78,46 @@ def fmt(t):
     return f"{t * 1e9:.3g} ns"
 
 
+def fused(args, rng):
+    """Programs beyond one contraction: an einsat kernel (one fused loop
+    nest) against numpy/opt_einsum doing the contraction and then the
+    elementwise work."""
+    n = 256 if args.quick else 1024
+    A, x, c = rng.standard_normal((n, n)), rng.standard_normal(n), rng.standard_normal(n)
+    axpy = einsat.compile(
+        "fn f(A: [n,m]R, x: [m]R, c: [n]R) -> [n]R = gen(i:n) c[i] + sum(j:m) A[i,j] * x[j]",
+        threads=args.threads,
+    )
+    np.testing.assert_allclose(axpy(A, x, c), c + A @ x, rtol=1e-8, atol=1e-8)
+    dist = einsat.compile(
+        "fn d(A: [n,m]R, x: [m]R) -> [n]R = gen(i:n) sum(j:m) (A[i,j] - x[j]) * (A[i,j] - x[j])",
+        threads=args.threads,
+    )
+    np.testing.assert_allclose(dist(A, x), ((A - x) ** 2).sum(1), rtol=1e-8, atol=1e-8)
+    rows = [
+        (
+            f"fused c + A·x {n} (compile)",
+            {
+                "einsat": lambda: axpy(A, x, c),
+                "numpy": lambda: c + np.einsum("ij,j->i", A, x, optimize=True),
+                "numpy plain": lambda: c + np.einsum("ij,j->i", A, x),
+            },
+        ),
+        (
+            f"fused row distances Σ(A-x)² {n} (compile)",
+            {
+                "einsat": lambda: dist(A, x),
+                "numpy": lambda: (lambda D: np.einsum("ij,ij->i", D, D, optimize=True))(A - x),
+                "numpy plain": lambda: (lambda D: np.einsum("ij,ij->i", D, D))(A - x),
+            },
+        ),
+    ]
+    if opt_einsum is not None:
+        rows[0][1]["opt_einsum"] = lambda: c + opt_einsum.contract("ij,j->i", A, x)
+        rows[1][1]["opt_einsum"] = lambda: (lambda D: opt_einsum.contract("ij,ij->i", D, D))(A - x)
+    return rows
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--reps", type=int, default=9, help="rounds per row (median)")
@@ -108,6 +148,12 @@ def main():
                 times[k].extend(timeit(f, 1))
         med = {k: statistics.median(v) for k, v in times.items()}
         rows.append((name, med))
+    for name, engines in fused(args, rng):
+        times = {k: [] for k in engines}
+        for _ in range(args.reps):
+            for k, f in engines.items():
+                times[k].extend(timeit(f, 1))
+        rows.append((name, {k: statistics.median(v) for k, v in times.items()}))
     cols = ["einsat", "numpy", "numpy plain", "opt_einsum", "opt_einsum expr"]
     print(
         "| case | einsat | numpy.einsum(optimize=True) | ratio | numpy.einsum | ratio "
