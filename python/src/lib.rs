@@ -666,8 +666,10 @@ fn einsum_impl<'py>(
                     .iter()
                     .zip(v.shape())
                     .map(|(&lab, &n)| {
-                        let repeated = l.iter().filter(|&&m| m == lab).count() > 1;
-                        if n == 1 && !repeated {
+                        // numpy broadcasts a label's axes of size 1 (all of
+                        // them, when the label repeats in this operand)
+                        let all_one = l.iter().zip(v.shape()).all(|(&m, &k)| m != lab || k == 1);
+                        if n == 1 && all_one {
                             size.iter().find(|e| e.0 == lab).map_or(n, |e| e.1)
                         } else {
                             n

@@ -126,6 +126,7 @@ def test_ellipsis_and_broadcasting_match_numpy(case):
         ("i,j->ij", [(2,), (3,)]),
         ("bij,bjk->bik", [(2, 3, 4), (2, 4, 5)]),
         ("ij,ij->ij", [(3, 1), (3, 4)]),
+        ("kii,ijj->k", [(2, 1, 1), (3, 2, 2)]),
         ("...ij,...jk", [(2, 1, 3, 4), (5, 4, 2)]),
         ("i...->...", [(2, 3)]),
         ("Ab,ba", [(2, 3), (3, 2)]),
@@ -223,3 +224,38 @@ def test_threads_option():
     for t in (None, 1, 2):
         close(einsat.einsum("ij,jk->ik", A, A, threads=t), A @ A)
 
+
+
+def test_random_shapes_accepted_exactly_when_numpy_accepts():
+    """Random specs (with `...`) over random axis sizes 1-3: einsat computes
+    numpy's values where numpy accepts the operands (size-1 broadcasting
+    included) and raises einsat.Error exactly where numpy refuses them."""
+    import random
+
+    r = random.Random(2)
+    agreed = refused = 0
+    for _ in range(1000):
+        terms, ops = [], []
+        for _ in range(r.randint(1, 3)):
+            ell = r.random() < 0.2
+            sub = "".join(r.choice("ijk") for _ in range(r.randint(0, 3)))
+            extra = r.randint(0, 2) if ell else 0
+            terms.append(("..." + sub) if ell else sub)
+            shape = tuple(r.choice([1, 2, 3]) for _ in range(len(sub) + extra))
+            ops.append(np.arange(1.0, 1.0 + np.prod(shape, dtype=int)).reshape(shape) / 7)
+        spec = ",".join(terms)
+        if r.random() < 0.5:
+            letters = sorted(set("".join(terms).replace(".", "")))
+            r.shuffle(letters)
+            dots = "..." if "..." in spec and r.random() < 0.8 else ""
+            spec += "->" + dots + "".join(letters[: r.randint(0, len(letters))])
+        try:
+            want = np.einsum(spec, *ops)
+        except ValueError:
+            with pytest.raises(einsat.Error):
+                einsat.einsum(spec, *ops)
+            refused += 1
+            continue
+        close(einsat.einsum(spec, *ops), want)
+        agreed += 1
+    assert agreed > 400 and refused > 250
