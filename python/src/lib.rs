@@ -604,7 +604,14 @@ fn maybe_native<T: Send>(py: Python<'_>, small: bool, f: impl FnOnce() -> Res<T>
     }
 }
 
-/// `einsum(spec, *operands, out=None, threads=None)`: see `einsat.einsum`.
+/// numpy.einsum's grammar (explicit and implicit output, repeated indices,
+/// `...` and size-1 broadcasting, numbers as operands), optimised and
+/// compiled once per spec, operand ranks and thread count (sizes stay
+/// symbolic). Returns a new float64 array, a float for a scalar result, or
+/// `out` (a float64 array of the result's shape, any strides) written in
+/// place. float64 operands are read in place; bool/int/float operands are
+/// converted to float64; other dtypes raise DTypeError. `threads`: at most
+/// this many threads for the call (default: all cores).
 #[pyfunction]
 #[pyo3(signature = (spec, *operands, out=None, threads=None))]
 fn einsum<'py>(
@@ -994,9 +1001,11 @@ fn opt_name(f: Option<&Bound<'_, PyAny>>) -> Res<Option<String>> {
     }
 }
 
-/// `compile(source, fn=None, threads=None)`: see `einsat.compile`.
+/// Parse, type-check, optimise and compile one function of a program in
+/// the einsat language (`fn` names it when the source defines several).
+/// Returns a Kernel: call it with arrays positionally or by parameter name.
 #[pyfunction]
-#[pyo3(signature = (source, r#fn=None, threads=None))]
+#[pyo3(signature = (source, r#fn=None, threads=None), text_signature = "(source, fn=None, threads=None)")]
 fn compile<'py>(
     py: Python<'py>,
     source: &Bound<'py, PyAny>,
@@ -1029,9 +1038,11 @@ fn compile<'py>(
     run().map_err(|f| to_py_err(py, f))
 }
 
-/// `optimize(source, fn=None, sizes=None)`: see `einsat.optimize`.
+/// The optimised program as source text: every function, or the one named
+/// `fn`. `sizes` maps size names to the values the cost model assumes
+/// (default 1000 each).
 #[pyfunction]
-#[pyo3(signature = (source, r#fn=None, sizes=None))]
+#[pyo3(signature = (source, r#fn=None, sizes=None), text_signature = "(source, fn=None, sizes=None)")]
 fn optimize<'py>(
     py: Python<'py>,
     source: &Bound<'py, PyAny>,
@@ -1081,7 +1092,8 @@ fn optimize<'py>(
     run().map_err(|f| to_py_err(py, f))
 }
 
-/// `check(source)`: see `einsat.check`.
+/// Parse and type-check a program: every function's signature as text, or
+/// ParseError / TypeCheckError with every error.
 #[pyfunction]
 fn check<'py>(py: Python<'py>, source: &Bound<'py, PyAny>) -> PyResult<Py<PyList>> {
     let run = || -> Res<Vec<String>> {
