@@ -61,8 +61,10 @@ failure is reported as :class:`Error` too.
 Threads
 -------
 The GIL is released while einsat optimises, compiles or runs a kernel, so
-Python threads run kernels in parallel; each call may itself use several
-cores (``threads=`` limits it).
+Python threads run kernels in parallel (einsum calls of at most 4096
+multiply-adds keep it: they take about a microsecond, less than handing the
+GIL over and back); each call may itself use several cores (``threads=``
+limits it).
 """
 
 import builtins as _builtins

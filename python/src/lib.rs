@@ -17,7 +17,9 @@
 //!   a subclass of `einsat.Error` in one place; a panic is caught and
 //!   reported as `einsat.Error` instead of reaching Python.
 //!
-//! The GIL is released while einsat optimises, compiles or runs a kernel.
+//! The GIL is released while einsat optimises, compiles or runs a kernel
+//! (except einsum contractions of at most [`SMALL_WORK`] multiply-adds,
+//! which take less time than handing the GIL over and back).
 
 use einsat::interp::{Boundary, Value};
 use einsat::jit::{Arg, ArgMut};
