@@ -83,19 +83,11 @@ fn fail(exc: Exc, message: impl Into<String>) -> Failure {
     }
 }
 
-/// The one place an `einsat::Error` is mapped to an exception class.
-/// `src` is the source text the error is about (for line:column).
-fn from_einsat(e: einsat::Error, src: Option<&str>) -> Failure {
-    use einsat::Error as E;
-    let diags = |d: &[einsat::diag::Diagnostic]| {
-        d.iter()
-            .map(|d| {
-                let lc = src.and_then(|s| d.line_col(s));
-                (lc.map(|x| x.0), lc.map(|x| x.1), d.message.clone())
-            })
-            .collect::<Vec<_>>()
-    };
-    let rendered = |d: &[einsat::diag::Diagnostic]| match src {
+/// Source errors (`exc` is `Parse` or `TypeCheck`): the rendered
+/// diagnostics (`<source>:line:col: error: …` with the line underlined when
+/// the source is known) and each one's position.
+fn source_failure(exc: Exc, d: &[einsat::diag::Diagnostic], src: Option<&str>) -> Failure {
+    let message = match src {
         Some(s) => einsat::diag::render_all(d, "<source>", s),
         None => d
             .iter()
@@ -103,23 +95,61 @@ fn from_einsat(e: einsat::Error, src: Option<&str>) -> Failure {
             .collect::<Vec<_>>()
             .join("\n"),
     };
+    let diags = d
+        .iter()
+        .map(|d| {
+            let lc = src.and_then(|s| d.line_col(s));
+            (lc.map(|x| x.0), lc.map(|x| x.1), d.message.clone())
+        })
+        .collect();
+    Failure {
+        exc,
+        message,
+        diags,
+    }
+}
+
+/// Call-error variants by name (the typed call errors of the `api` work:
+/// arity, rank, shapes, size names, outputs, …): wrong arguments.
+const ARGUMENT_ERRORS: &[&str] = &[
+    "Call",
+    "Arity",
+    "Rank",
+    "NotPair",
+    "Shape",
+    "SizeName",
+    "UnboundSize",
+    "TooLarge",
+    "Output",
+    "MissingArgument",
+    "UnknownArgument",
+];
+
+/// The one place an `einsat::Error` is mapped to an exception class.
+/// `src` is the source text the error is about (for line:column).
+fn from_einsat(e: einsat::Error, src: Option<&str>) -> Failure {
+    use einsat::Error as E;
     match e {
-        E::Parse(d) => Failure {
-            exc: Exc::Parse,
-            message: rendered(&d),
-            diags: diags(&d),
-        },
-        E::Type(d) => Failure {
-            exc: Exc::TypeCheck,
-            message: rendered(&d),
-            diags: diags(&d),
-        },
+        E::Parse(d) => source_failure(Exc::Parse, &d, src),
+        E::Type(d) => source_failure(Exc::TypeCheck, &d, src),
         E::Frontend(m) => fail(Exc::Parse, m),
-        E::Call(m) => fail(Exc::Shape, m),
         E::Jit(m) => fail(Exc::Compile, format!("jit: {m}")),
-        // I/O and any variant added later: the base class, the message as is
+        // every other variant, also those added later, by its name: the
+        // argument errors are ShapeError, the rest (I/O, rule files) Error
         #[allow(unreachable_patterns)]
-        other => fail(Exc::Error, other.to_string()),
+        other => {
+            let debug = format!("{other:?}");
+            let variant = debug
+                .split(|c: char| !c.is_ascii_alphanumeric())
+                .next()
+                .unwrap_or("");
+            let exc = if ARGUMENT_ERRORS.contains(&variant) {
+                Exc::Shape
+            } else {
+                Exc::Error
+            };
+            fail(exc, other.to_string())
+        }
     }
 }
 
@@ -1103,9 +1133,9 @@ fn check<'py>(py: Python<'py>, source: &Bound<'py, PyAny>) -> PyResult<Py<PyList
         let src: &str = &src;
         native(py, || {
             let parsed = einsat::syntax::parse_program(src)
-                .map_err(|d| from_einsat(einsat::Error::Parse(d), Some(src)))?;
+                .map_err(|d| source_failure(Exc::Parse, &d, Some(src)))?;
             let sigs = einsat::types::check_parsed(&parsed)
-                .map_err(|d| from_einsat(einsat::Error::Type(d), Some(src)))?;
+                .map_err(|d| source_failure(Exc::TypeCheck, &d, Some(src)))?;
             Ok(sigs.iter().map(|s| s.to_string()).collect())
         })
     };
