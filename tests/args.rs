@@ -364,3 +364,348 @@ fn refusals_match_the_value_api() {
         .unwrap_err();
     assert!(e.to_string().contains("must be an array"), "{e}");
 }
+
+// ---------------------------------------------------------------------
+// Idiomatic calls (`eval`, `eval_into`) and typed results.
+
+#[test]
+fn eval_takes_arrays_and_views_of_any_dimension_and_returns_typed_results() {
+    use ndarray::{array, Array0, Array1, Array2};
+    let (f, k) = kernel("matvec");
+    let a = data(&[3, 4], 20)
+        .into_dimensionality::<ndarray::Ix2>()
+        .unwrap();
+    let x = data(&[4], 21)
+        .into_dimensionality::<ndarray::Ix1>()
+        .unwrap();
+    let want = interp::run(
+        &f,
+        &[
+            Value::Array(a.clone().into_dyn()),
+            Value::Array(x.clone().into_dyn()),
+        ],
+    )
+    .unwrap();
+    let y: Array1<f64> = k.eval((&a, &x)).unwrap();
+    assert_close(&Value::Array(y.into_dyn()), &want, "Array1");
+    let y: ArrayD<f64> = k.eval((a.view(), x.view())).unwrap();
+    assert_close(&Value::Array(y), &want, "ArrayD from views");
+    let y: Value = k
+        .eval([
+            Arg::Array(a.view().into_dyn()),
+            Arg::Array(x.view().into_dyn()),
+        ])
+        .unwrap();
+    assert_close(&y, &want, "Value from Args");
+    // a transposed storage read through `.t()`
+    let at = a.t().as_standard_layout().to_owned();
+    let y: Array1<f64> = k.eval((at.t(), &x)).unwrap();
+    assert_close(&Value::Array(y.into_dyn()), &want, "transposed");
+    // into a stepped view, and into an owned array
+    let mut big = Array1::from_elem(7, f64::NAN);
+    k.eval_into((&a, &x), big.slice_mut(s![..;3])).unwrap();
+    assert_close(
+        &Value::Array(big.slice(s![..;3]).to_owned().into_dyn()),
+        &want,
+        "into stepped",
+    );
+    assert!(big[1].is_nan() && big[5].is_nan());
+    let mut o = Array1::zeros(3);
+    k.eval_into((&a, &x), &mut o).unwrap();
+    assert_close(&Value::Array(o.into_dyn()), &want, "into owned");
+    // a wrong result type is an error naming both
+    let e = k.eval::<Array2<f64>>((&a, &x)).unwrap_err();
+    assert!(
+        matches!(&e, einsat::Error::Result { found: einsat::error::Found::Array(s), .. } if s == &[3]),
+        "{e:?}"
+    );
+    assert_eq!(
+        e.to_string(),
+        "the result is an array of shape [3], not an array with 2 dims"
+    );
+    assert!(matches!(
+        k.eval::<f64>((&a, &x)),
+        Err(einsat::Error::Result { .. })
+    ));
+    assert!(matches!(
+        k.eval::<(f64, f64)>((&a, &x)),
+        Err(einsat::Error::Result { .. })
+    ));
+
+    // numbers: f64 in and out, 0-d arrays in and out
+    let (f, k) = kernel("scale");
+    let b = array![[1.0, 2.0], [3.0, 4.0]];
+    let want = interp::run(&f, &[Value::Real(2.0), Value::Array(b.clone().into_dyn())]).unwrap();
+    let r: Array2<f64> = k.eval((2.0, &b)).unwrap();
+    assert_close(&Value::Array(r.into_dyn()), &want, "scale");
+    let two: Array0<f64> = ndarray::arr0(2.0);
+    let r: Array2<f64> = k.eval((&two, &b)).unwrap();
+    assert_close(&Value::Array(r.into_dyn()), &want, "scale by a 0-d array");
+    let (_, k) = kernel("dot");
+    let v = array![1.0, 2.0, 3.0];
+    assert_eq!(k.eval::<f64>((&v, &v)).unwrap(), 14.0);
+    let r: Array0<f64> = k.eval((&v, &v)).unwrap();
+    assert_eq!(r[()], 14.0);
+    let mut r = ndarray::arr0(0.0);
+    k.eval_into((&v, v.view()), &mut r).unwrap();
+    assert_eq!(r[()], 14.0);
+
+    // pairs: a tuple for a pair parameter, a tuple result into a tuple
+    let (f, k) = kernel("stats");
+    let z0 = data(&[5], 22);
+    let z1 = data(&[5], 23);
+    let xx = data(&[5, 5], 24);
+    let want = interp::run(
+        &f,
+        &[
+            Value::pair(Value::Array(z0.clone()), Value::Array(z1.clone())),
+            Value::Array(xx.clone()),
+        ],
+    )
+    .unwrap();
+    let (s, v): (f64, Array1<f64>) = k.eval(((&z0, &z1), xx.t().t())).unwrap();
+    assert_close(
+        &Value::pair(Value::Real(s), Value::Array(v.into_dyn())),
+        &want,
+        "stats",
+    );
+    let mut s = ndarray::arr0(0.0);
+    let mut v = Array1::zeros(5);
+    k.eval_into(((&z0, &z1), &xx), (&mut s, &mut v)).unwrap();
+    assert_close(
+        &Value::pair(Value::Real(s[()]), Value::Array(v.into_dyn())),
+        &want,
+        "stats into",
+    );
+}
+
+/// Every call error is its own variant with its data, and its message.
+#[test]
+fn call_errors_are_typed() {
+    use einsat::error::{Found, OutputProblem};
+    use einsat::Error;
+    use ndarray::{array, Array1};
+    let (_, k) = kernel("matvec");
+    let a = array![[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]];
+    let x2 = array![1.0, 2.0];
+    let x3 = array![1.0, 2.0, 3.0];
+
+    let e = k.eval::<Value>((&a,)).unwrap_err();
+    assert!(
+        matches!(&e, Error::Arity { function, expected: 2, got: 1 } if function == "matvec"),
+        "{e:?}"
+    );
+    assert_eq!(e.to_string(), "`matvec` takes 2 arguments, got 1");
+
+    let e = k.eval::<Value>((&a, &a)).unwrap_err();
+    assert!(
+        matches!(&e, Error::Rank { expected: 1, found: Found::Array(s), .. } if s == &[3, 2]),
+        "{e:?}"
+    );
+    assert_eq!(e.to_string(), "argument `x` ([m]R): expected 1 dims, got 2");
+    let e = k.eval::<Value>((&a, 1.0)).unwrap_err();
+    assert!(
+        matches!(
+            &e,
+            Error::Rank {
+                expected: 1,
+                found: Found::Number,
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+
+    let e = k.eval::<Value>((&a, &x3)).unwrap_err();
+    assert!(
+        matches!(&e, Error::SizeName { size, first: 2, got: 3, axis: 0, .. } if size == "m"),
+        "{e:?}"
+    );
+    assert_eq!(
+        e.to_string(),
+        "size `m` is 2 from argument `A` ([n,m]R) but 3 from argument `x` ([m]R) (axis 0)"
+    );
+
+    let (_, ks) = kernel("stats");
+    let z = array![1.0, 2.0];
+    let x22 = array![[1.0, 2.0], [3.0, 4.0]];
+    let e = ks.eval::<Value>((&z, &x22)).unwrap_err();
+    assert!(
+        matches!(
+            &e,
+            Error::NotPair {
+                found: Found::Array(_),
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    assert!(
+        e.to_string()
+            .contains("expected a pair of values, got an array of shape [2]"),
+        "{e}"
+    );
+
+    let lit = einsat::load("fn f(x: [3]R) -> R = sum(i:3) x[i]").unwrap();
+    let kl = jit::compile(&lit.functions[0]).unwrap();
+    let e = kl.eval::<f64>((&x2,)).unwrap_err();
+    assert!(
+        matches!(
+            &e,
+            Error::Shape {
+                axis: 0,
+                expected: 3,
+                got: 2,
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    assert_eq!(
+        e.to_string(),
+        "argument `x` ([3]R): axis 0 has size 2 but the type says 3"
+    );
+
+    // an axis beyond the element limit (a broadcast view: no memory)
+    let one = [1.0];
+    let one = ndarray::ArrayView1::from(&one[..]);
+    let huge = one.broadcast(1usize << 32).unwrap();
+    let e = kl.eval::<f64>((huge,)).unwrap_err();
+    assert!(
+        matches!(&e, Error::TooLarge { elements, .. } if *elements == 1u128 << 32),
+        "{e:?}"
+    );
+    assert!(e.to_string().contains("too large"), "{e}");
+
+    // output buffers
+    let mut o = Array1::zeros(2);
+    let e = k.eval_into((&a, &x2), &mut o).unwrap_err();
+    assert!(
+        matches!(&e, Error::Output { problem: OutputProblem::Shape { expected, got }, .. } if expected == &[3] && got == &[2]),
+        "{e:?}"
+    );
+    assert_eq!(
+        e.to_string(),
+        "the output buffer has shape [2], but the result has shape [3]"
+    );
+    let mut v = Value::Real(0.0);
+    let e = k
+        .call_into(
+            &[
+                Value::Array(a.clone().into_dyn()),
+                Value::Array(x2.clone().into_dyn()),
+            ],
+            &mut v,
+        )
+        .unwrap_err();
+    assert!(
+        matches!(
+            &e,
+            Error::Output {
+                problem: OutputProblem::NotArray(Found::Number),
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    let mut o3 = Array1::zeros(3);
+    let mut p = ndarray::arr0(0.0);
+    let e = k.eval_into((&a, &x2), (&mut o3, &mut p)).unwrap_err();
+    assert!(
+        matches!(
+            &e,
+            Error::Output {
+                problem: OutputProblem::NotArray(Found::Pair),
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    let e = ks.eval_into(((&z, &z), &x22), &mut o3).unwrap_err();
+    assert!(
+        matches!(
+            &e,
+            Error::Output {
+                problem: OutputProblem::NotPair(Found::Array(_)),
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    assert!(
+        e.to_string()
+            .contains("must be a pair (the result is a tuple)"),
+        "{e}"
+    );
+    let mut s2 = Array1::zeros(2);
+    let e = ks
+        .eval_into(((&z, &z), &x22), (&mut s2, &mut o3))
+        .unwrap_err();
+    assert!(
+        matches!(&e, Error::Output { buffer, problem: OutputProblem::NotNumber(Found::Array(_)) } if buffer == "buffer.0"),
+        "{e:?}"
+    );
+
+    // named arguments
+    let f = prog().get("matvec").unwrap().clone();
+    let mut named = std::collections::BTreeMap::new();
+    named.insert("A".to_string(), Value::Array(a.clone().into_dyn()));
+    let e = interp::order_named(&f, named.clone()).unwrap_err();
+    assert!(
+        matches!(&e, Error::MissingArgument { parameter, .. } if parameter == "x"),
+        "{e:?}"
+    );
+    assert_eq!(e.to_string(), "missing argument `x` ([m]R) of `matvec`");
+    named.insert("x".to_string(), Value::Real(1.0));
+    named.insert("z".to_string(), Value::Real(1.0));
+    let e = interp::order_named(&f, named).unwrap_err();
+    assert!(
+        matches!(&e, Error::UnknownArgument { name, parameters, .. } if name == "z" && parameters == &["A", "x"]),
+        "{e:?}"
+    );
+    assert_eq!(
+        e.to_string(),
+        "`matvec` has no parameter `z` (parameters: A, x)"
+    );
+    for e in [k.eval::<Value>((&a,)).unwrap_err()] {
+        assert!(e.is_call());
+    }
+}
+
+#[test]
+fn parse_and_type_errors_show_where_they_are() {
+    use einsat::Error;
+    let src = "fn f(x: [n]R) -> R =\n  sum(i:n) x[i] +\n";
+    let e = einsat::load(src).unwrap_err();
+    let Error::Parse(d) = &e else { panic!("{e:?}") };
+    assert_eq!(d.source.as_ref().unwrap().name, "<input>");
+    assert!(d.positions()[0].is_some());
+    let shown = e.to_string();
+    assert!(shown.starts_with("<input>:"), "{shown}");
+    assert!(shown.contains(" | "), "{shown}");
+    assert!(shown.contains('^'), "{shown}");
+
+    let src = "fn f(x: [n]R) -> R =\n  sum(i:n) y[i]\nfn g(x: R) -> R = x[0]";
+    let e = einsat::load_named(src, "t.tl").unwrap_err();
+    let Error::Type(d) = &e else { panic!("{e:?}") };
+    assert_eq!(d.len(), 2);
+    assert_eq!(d.positions()[0], Some((2, 12)));
+    assert_eq!(d.positions()[1].map(|p| p.0), Some(3));
+    let shown = e.to_string();
+    let lines: Vec<&str> = shown.lines().collect();
+    assert_eq!(lines[0], "t.tl:2:12: error: unknown name `y`", "{shown}");
+    assert_eq!(lines[1], "    2 |   sum(i:n) y[i]", "{shown}");
+    assert_eq!(lines[2], "      |            ^", "{shown}");
+    assert!(lines[3].starts_with("t.tl:3:"), "{shown}");
+    // without a source: the messages, no position
+    let bare = Error::types(d.diagnostics.clone());
+    assert!(
+        bare.to_string()
+            .starts_with("type error: unknown name `y`; "),
+        "{bare}"
+    );
+    assert_eq!(
+        bare.with_source("u.tl", src).to_string().lines().next(),
+        Some("u.tl:2:12: error: unknown name `y`")
+    );
+}

@@ -370,7 +370,7 @@ pub fn func(name: &str, body: impl FnOnce(&mut FnBuilder) -> E) -> Result<Functi
         body: e.0,
     };
     infer_sizes(&mut f)?;
-    let sig = crate::types::check(&f).map_err(Error::Type)?;
+    let sig = crate::types::check(&f).map_err(Error::types)?;
     f.ret = Some(sig.ret);
     Ok(f)
 }

@@ -80,3 +80,204 @@ impl AsOperandMut for ArgMut<'_> {
         }
     }
 }
+
+// ---------------------------------------------------------------------
+// Idiomatic calls: arguments from ndarray arrays and views, typed results.
+
+use crate::error::{Error, Result};
+use crate::interp::Value;
+use ndarray::{Array, ArrayBase, ArrayView, ArrayViewMut, Data, DataMut, Dimension};
+
+/// Something that can be passed to a kernel without a copy: a reference to
+/// any `ndarray` array or view of `f64` (any dimension, any layout), an
+/// `ArrayView`, an `f64`, an [`Arg`], or a 2-tuple of these for a pair
+/// parameter (a tensor of pairs is a pair of arrays).
+///
+/// Only `f64` elements: an `f32` array does not implement it (convert it
+/// with `a.mapv(f64::from)`); the JIT computes in `f64` only.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be passed to an einsat kernel",
+    note = "kernels take `&ArrayBase<_, _>` / `ArrayView` of f64 (any dimension, any layout), f64, or 2-tuples of these for pairs; f32 is not supported: convert with `a.mapv(f64::from)`"
+)]
+pub trait IntoArg<'a> {
+    /// The borrowed argument.
+    fn into_arg(self) -> Arg<'a>;
+}
+
+impl<'a, S: Data<Elem = f64>, D: Dimension> IntoArg<'a> for &'a ArrayBase<S, D> {
+    fn into_arg(self) -> Arg<'a> {
+        Arg::Array(self.view().into_dyn())
+    }
+}
+
+impl<'a, D: Dimension> IntoArg<'a> for ArrayView<'a, f64, D> {
+    fn into_arg(self) -> Arg<'a> {
+        Arg::Array(self.into_dyn())
+    }
+}
+
+impl<'a> IntoArg<'a> for f64 {
+    fn into_arg(self) -> Arg<'a> {
+        Arg::Real(self)
+    }
+}
+
+impl<'a> IntoArg<'a> for Arg<'a> {
+    fn into_arg(self) -> Arg<'a> {
+        self
+    }
+}
+
+impl<'a, A: IntoArg<'a>, B: IntoArg<'a>> IntoArg<'a> for (A, B) {
+    fn into_arg(self) -> Arg<'a> {
+        Arg::pair(self.0.into_arg(), self.1.into_arg())
+    }
+}
+
+/// The argument list of a call: a tuple of [`IntoArg`]s (`(&a, &x)`,
+/// `(&a,)` for one argument), an array `[Arg; N]`, or a `Vec<Arg>`. Tuples
+/// and arrays are built on the stack: no allocation unless a pair is
+/// passed.
+pub trait IntoArgs<'a> {
+    /// Call `f` with the arguments as a slice.
+    fn with_args<R>(self, f: impl FnOnce(&[Arg<'a>]) -> R) -> R;
+}
+
+impl<'a, const N: usize> IntoArgs<'a> for [Arg<'a>; N] {
+    fn with_args<R>(self, f: impl FnOnce(&[Arg<'a>]) -> R) -> R {
+        f(&self)
+    }
+}
+
+impl<'a> IntoArgs<'a> for Vec<Arg<'a>> {
+    fn with_args<R>(self, f: impl FnOnce(&[Arg<'a>]) -> R) -> R {
+        f(&self)
+    }
+}
+
+impl<'a> IntoArgs<'a> for () {
+    fn with_args<R>(self, f: impl FnOnce(&[Arg<'a>]) -> R) -> R {
+        f(&[])
+    }
+}
+
+macro_rules! tuple_args {
+    ($($t:ident $v:ident),+) => {
+        impl<'a, $($t: IntoArg<'a>),+> IntoArgs<'a> for ($($t,)+) {
+            fn with_args<R>(self, f: impl FnOnce(&[Arg<'a>]) -> R) -> R {
+                let ($($v,)+) = self;
+                f(&[$($v.into_arg()),+])
+            }
+        }
+    };
+}
+tuple_args!(A a);
+tuple_args!(A a, B b);
+tuple_args!(A a, B b, C c);
+tuple_args!(A a, B b, C c, D d);
+tuple_args!(A a, B b, C c, D d, E e);
+tuple_args!(A a, B b, C c, D d, E e, F f);
+tuple_args!(A a, B b, C c, D d, E e, F f, G g);
+tuple_args!(A a, B b, C c, D d, E e, F f, G g, H h);
+
+/// An output buffer a kernel can write into: `&mut` any `ndarray` array or
+/// mutable view of `f64` (any dimension, any layout without overlapping
+/// elements), an `ArrayViewMut`, an [`ArgMut`], or a 2-tuple of these for
+/// a tuple result. A number result goes into a 0-dimensional array.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot receive an einsat kernel's result",
+    note = "results go into `&mut ArrayBase<_, _>` / `ArrayViewMut` of f64, or 2-tuples of these for tuple results"
+)]
+pub trait IntoArgMut<'a> {
+    /// The borrowed output buffer.
+    fn into_arg_mut(self) -> ArgMut<'a>;
+}
+
+impl<'a, S: DataMut<Elem = f64>, D: Dimension> IntoArgMut<'a> for &'a mut ArrayBase<S, D> {
+    fn into_arg_mut(self) -> ArgMut<'a> {
+        ArgMut::Array(self.view_mut().into_dyn())
+    }
+}
+
+impl<'a, D: Dimension> IntoArgMut<'a> for ArrayViewMut<'a, f64, D> {
+    fn into_arg_mut(self) -> ArgMut<'a> {
+        ArgMut::Array(self.into_dyn())
+    }
+}
+
+impl<'a> IntoArgMut<'a> for ArgMut<'a> {
+    fn into_arg_mut(self) -> ArgMut<'a> {
+        self
+    }
+}
+
+impl<'a, A: IntoArgMut<'a>, B: IntoArgMut<'a>> IntoArgMut<'a> for (A, B) {
+    fn into_arg_mut(self) -> ArgMut<'a> {
+        ArgMut::pair(self.0.into_arg_mut(), self.1.into_arg_mut())
+    }
+}
+
+/// A typed result of [`super::Kernel::eval`]: `f64` for a number,
+/// `Array<f64, D>` (`Array1<f64>`, `Array2<f64>`, `ArrayD<f64>`, …) for a
+/// tensor, 2-tuples of these for a tuple result, or [`Value`] for any.
+/// The conversion moves the result (no copy); a type that does not match
+/// the function's result is an [`Error::Result`].
+pub trait FromValue: Sized {
+    /// Convert a kernel's result.
+    fn from_value(v: Value) -> Result<Self>;
+}
+
+fn wrong(want: &str, v: &Value) -> Error {
+    Error::Result {
+        expected: want.to_string(),
+        found: crate::error::Found::of_value(v),
+    }
+}
+
+impl FromValue for Value {
+    fn from_value(v: Value) -> Result<Self> {
+        Ok(v)
+    }
+}
+
+impl FromValue for f64 {
+    fn from_value(v: Value) -> Result<Self> {
+        match v {
+            Value::Real(x) => Ok(x),
+            Value::Array(a) if a.ndim() == 0 => Ok(a[ndarray::IxDyn(&[])]),
+            v => Err(wrong("a number (f64)", &v)),
+        }
+    }
+}
+
+impl<D: Dimension> FromValue for Array<f64, D> {
+    fn from_value(v: Value) -> Result<Self> {
+        let want = || match D::NDIM {
+            Some(n) => format!("an array with {n} dims"),
+            None => "an array".to_string(),
+        };
+        match v {
+            Value::Array(a) => match D::NDIM {
+                Some(n) if n != a.ndim() => Err(wrong(&want(), &Value::Array(a))),
+                _ => a
+                    .into_dimensionality::<D>()
+                    .map_err(|e| Error::Jit(format!("result conversion: {e}"))),
+            },
+            Value::Real(x) if D::NDIM.is_none_or(|n| n == 0) => {
+                Array::from_elem(ndarray::IxDyn(&[]), x)
+                    .into_dimensionality::<D>()
+                    .map_err(|e| Error::Jit(format!("result conversion: {e}")))
+            }
+            v => Err(wrong(&want(), &v)),
+        }
+    }
+}
+
+impl<A: FromValue, B: FromValue> FromValue for (A, B) {
+    fn from_value(v: Value) -> Result<Self> {
+        match v {
+            Value::Pair(a, b) => Ok((A::from_value(*a)?, B::from_value(*b)?)),
+            v => Err(wrong("a pair", &v)),
+        }
+    }
+}

@@ -32,8 +32,9 @@
 //!
 //! **Cache.** [`compile`] and [`compile_with`] keep kernels in a global
 //! least-recently-used cache of at most [`CACHE_CAPACITY`] kernels, keyed
-//! by the program text and the options (`{options:?}`, a newline, and the
-//! function as [`crate::syntax::print_function`] prints it). An evicted
+//! by the program text and the options ([`cache_key`]: `{options:?}`, a
+//! newline, and the function as [`crate::syntax::print_function`] prints
+//! it). An evicted
 //! kernel stays alive for as long as a caller holds its `Arc`;
 //! [`cache_len`] and [`clear_cache`] inspect and empty the cache.
 
@@ -46,13 +47,13 @@ pub mod loopir;
 pub mod pool;
 pub mod schedule;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Found, OutputProblem, Result};
 use crate::interp::value::{checked_elements, AsOperand, AsOperandMut, Operand, OperandMut};
 use crate::interp::{self, Boundary, Value};
 use crate::syntax::ast::{Function, Size};
 use crate::syntax::print_function;
 use crate::types;
-pub use arg::{Arg, ArgMut};
+pub use arg::{Arg, ArgMut, FromValue, IntoArg, IntoArgMut, IntoArgs};
 use loopir::{BufKind, LoopProgram, Nest, SizeRef, S};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -198,15 +199,30 @@ pub fn clear_cache() {
     }
 }
 
-/// Compile a function in normal form (cached: the same function with the
-/// same options compiles once while it stays in the cache).
+/// Compile a function in normal form with the default options (cached: see
+/// [`compile_with`] and [`cache_key`]).
 pub fn compile(f: &Function) -> Result<Arc<Kernel>> {
     compile_with(f, &Options::default())
 }
 
-/// Compile with options (cached by program text and options).
+/// The key of `f` compiled with `opts` in the kernel cache: the options
+/// (`{opts:?}`), a newline, and the function as
+/// [`crate::syntax::print_function`] prints it. So two functions that print
+/// the same (the same name, parameters and body, whatever the source's
+/// layout or comments) share a kernel, and anything that changes the
+/// printed text — renaming the function, a parameter or an index, another
+/// size — or any option compiles a new one.
+pub fn cache_key(f: &Function, opts: &Options) -> String {
+    format!("{opts:?}\n{}", print_function(f))
+}
+
+/// Compile with options, cached: the global cache keeps at most
+/// [`CACHE_CAPACITY`] kernels keyed by [`cache_key`] (program text and
+/// options), least recently used out first; [`clear_cache`] empties it and
+/// [`cache_len`] counts it. A kernel evicted while a caller holds its `Arc`
+/// stays valid.
 pub fn compile_with(f: &Function, opts: &Options) -> Result<Arc<Kernel>> {
-    let key = format!("{opts:?}\n{}", print_function(f));
+    let key = cache_key(f, opts);
     if let Some(k) = cache()?.get(&key) {
         return Ok(k);
     }
@@ -230,7 +246,7 @@ pub fn compile_uncached_with(f: &Function, opts: &Options) -> Result<Kernel> {
 }
 
 fn compile_here(f: &Function, opts: &Options) -> Result<Kernel> {
-    let sig = types::check(f).map_err(Error::Type)?;
+    let sig = types::check(f).map_err(Error::types)?;
     let prog = loopir::lower(f).map_err(|m| jit_err(format!("`{}`: {m}", f.name)))?;
     let layout = loopir::Layout::c_order(&prog);
     let native = codegen::compile(&prog, &layout).map_err(jit_err)?;
@@ -293,7 +309,7 @@ fn size_of(s: &Size, sizes: &interp::Sizes) -> Result<usize> {
         Size::Named(x) => sizes
             .get(x)
             .copied()
-            .ok_or_else(|| jit_err(format!("size `{x}` is not fixed by the arguments"))),
+            .ok_or_else(|| Error::UnboundSize { size: x.clone() }),
     }
 }
 
@@ -304,10 +320,16 @@ fn check_out<O: AsOperandMut>(
     what: &str,
 ) -> Result<()> {
     let v = v.operand_mut();
-    let kind = match &v {
-        OperandMut::Pair(..) => "a pair",
-        OperandMut::Real(_) => "a number",
-        OperandMut::Array { .. } => "an array",
+    let found = match &v {
+        OperandMut::Pair(..) => Found::Pair,
+        OperandMut::Real(_) => Found::Number,
+        OperandMut::Array { shape, .. } => Found::Array(shape.to_vec()),
+    };
+    let bad = |problem| {
+        Err(Error::Output {
+            buffer: what.to_string(),
+            problem,
+        })
     };
     match (b, v) {
         (Boundary::Pair(a, c), OperandMut::Pair(x, y)) => {
@@ -315,10 +337,10 @@ fn check_out<O: AsOperandMut>(
             check_out(c, y, sizes, &format!("{what}.1"))
         }
         (Boundary::Array(d), OperandMut::Real(_)) if d.is_empty() => Ok(()),
-        (Boundary::Array(d), OperandMut::Array { shape, .. }) if d.is_empty() && !shape.is_empty() => {
-            Err(Error::Call(format!(
-                "the output {what} must be a number or a 0-dimensional array (the result is a number), not an array of shape {shape:?}"
-            )))
+        (Boundary::Array(d), OperandMut::Array { shape, .. })
+            if d.is_empty() && !shape.is_empty() =>
+        {
+            bad(OutputProblem::NotNumber(found))
         }
         (Boundary::Array(d), OperandMut::Array { shape, strides, .. }) => {
             let want = d
@@ -326,32 +348,20 @@ fn check_out<O: AsOperandMut>(
                 .map(|s| size_of(s, sizes))
                 .collect::<Result<Vec<_>>>()?;
             if shape != want.as_slice() {
-                return Err(Error::Call(format!(
-                    "the output {what} has shape {shape:?}, but the result has shape {want:?}",
-                )));
+                return bad(OutputProblem::Shape {
+                    expected: want,
+                    got: shape.to_vec(),
+                });
             }
             // (an empty array has no elements to overlap)
-            if !shape.contains(&0)
-                && shape
-                    .iter()
-                    .zip(strides)
-                    .any(|(n, s)| *n > 1 && *s == 0)
-            {
-                return Err(Error::Call(format!(
-                    "the output {what} has overlapping elements (a zero stride)"
-                )));
+            if !shape.contains(&0) && shape.iter().zip(strides).any(|(n, s)| *n > 1 && *s == 0) {
+                return bad(OutputProblem::Overlap);
             }
             Ok(())
         }
-        (Boundary::Pair(..), _) => Err(Error::Call(format!(
-            "the output {what} must be a pair (the result is a tuple)"
-        ))),
-        (Boundary::Array(d), _) if d.is_empty() => Err(Error::Call(format!(
-            "the output {what} must be a number or a 0-dimensional array (the result is a number), not {kind}"
-        ))),
-        (Boundary::Array(_), _) => Err(Error::Call(format!(
-            "the output {what} must be an array, not {kind}"
-        ))),
+        (Boundary::Pair(..), _) => bad(OutputProblem::NotPair(found)),
+        (Boundary::Array(d), _) if d.is_empty() => bad(OutputProblem::NotNumber(found)),
+        (Boundary::Array(_), _) => bad(OutputProblem::NotArray(found)),
     }
 }
 
@@ -562,6 +572,44 @@ impl Kernel {
         self.call_into_generic(args, out)
     }
 
+    /// Run on `ndarray` arrays and views, read in place, and return a
+    /// typed result:
+    ///
+    /// ```
+    /// use einsat::ndarray::{array, Array1};
+    /// let p = einsat::load("fn mv(A: [n,m]R, x: [m]R) -> [n]R = gen(i:n) sum(j:m) A[i,j] * x[j]")?;
+    /// let k = einsat::jit::compile(p.get("mv").unwrap())?;
+    /// let a = array![[1.0, 2.0], [3.0, 4.0]];
+    /// let y: Array1<f64> = k.eval((a.t(), &array![1.0, 1.0]))?; // Aᵀ·1, no copy
+    /// assert_eq!(y, array![4.0, 6.0]);
+    /// # Ok::<(), einsat::Error>(())
+    /// ```
+    ///
+    /// Arguments are a tuple of [`IntoArg`]s: `&` any array or view of
+    /// `f64` (any dimension and layout), `ArrayView`s, `f64`s, 2-tuples
+    /// for pair parameters. The result is any [`FromValue`]: `f64`,
+    /// `Array<f64, D>` (`Array2<f64>`, …), 2-tuples of these, or
+    /// [`Value`]. Errors as [`Kernel::call`], plus [`Error::Result`] when
+    /// the requested type is not the function's result.
+    pub fn eval<'a, R: FromValue>(&self, args: impl IntoArgs<'a>) -> Result<R> {
+        args.with_args(|a| self.call_args(a))
+            .and_then(R::from_value)
+    }
+
+    /// Run on `ndarray` arrays and views, writing the result into `out`:
+    /// `&mut` an array or a mutable view of any layout (a 0-dimensional
+    /// one for a number result), or a 2-tuple of these for a tuple result.
+    /// Allocates nothing once warmed up (unless a pair is passed: its
+    /// [`Arg::Pair`] boxes).
+    pub fn eval_into<'a, 'b>(
+        &self,
+        args: impl IntoArgs<'a>,
+        out: impl IntoArgMut<'b>,
+    ) -> Result<()> {
+        let mut out = out.into_arg_mut();
+        args.with_args(|a| self.call_args_into(a, &mut out))
+    }
+
     fn call_into_generic<V: AsOperand, O: AsOperandMut>(
         &self,
         args: &[V],
@@ -590,10 +638,9 @@ impl Kernel {
             match slot.map(|s| ws.slots[s]).filter(|&v| v != call::UNBOUND) {
                 Some(v) => ws.svals.push(v as i64),
                 None => {
-                    return Err(jit_err(format!(
-                        "size `{}` is not fixed by the arguments",
-                        p.sizes[k]
-                    )))
+                    return Err(Error::UnboundSize {
+                        size: p.sizes[k].clone(),
+                    })
                 }
             }
         }
@@ -624,8 +671,8 @@ impl Kernel {
                             strides: st,
                         } => {
                             if !shape_is(shape) {
-                                return Err(Error::Call(format!(
-                                    "argument `{}` has shape {:?}, expected {:?}",
+                                return Err(jit_err(format!(
+                                    "internal: argument `{}` has shape {:?} after its check, expected {:?}",
                                     buf.name,
                                     shape,
                                     dims().collect::<Vec<_>>()
@@ -638,8 +685,8 @@ impl Kernel {
                             ptrs.push(x as *const f64 as *mut f64)
                         }
                         _ => {
-                            return Err(Error::Call(format!(
-                                "argument `{}` does not match its type",
+                            return Err(jit_err(format!(
+                                "internal: argument `{}` does not match its type after its check",
                                 buf.name
                             )))
                         }
@@ -680,11 +727,13 @@ impl Kernel {
                             strides: st,
                         } => {
                             if !shape_is(shape) {
-                                return Err(Error::Call(format!(
-                                    "the output has shape {:?}, expected {:?}",
-                                    shape,
-                                    dims().collect::<Vec<_>>()
-                                )));
+                                return Err(Error::Output {
+                                    buffer: "buffer".into(),
+                                    problem: OutputProblem::Shape {
+                                        expected: dims().collect(),
+                                        got: shape.to_vec(),
+                                    },
+                                });
                             }
                             strides.extend(st.iter().map(|&s| s as i64));
                             ptrs.push(ptr);
