@@ -125,8 +125,16 @@ fn dual_square_and_cmv_values() {
     let fs = functions();
     let get = |n: &str| fs.iter().find(|f| f.name == n).unwrap().clone();
     let x = Value::Array(arr1(&[1.0, -2.0, 3.0]).into_dyn());
-    for f in [get("dual_square"), optimize(&get("dual_square"), &Options::default()).unwrap().program] {
-        let v = jit::compile(&f).unwrap().call(std::slice::from_ref(&x)).unwrap();
+    for f in [
+        get("dual_square"),
+        optimize(&get("dual_square"), &Options::default())
+            .unwrap()
+            .program,
+    ] {
+        let v = jit::compile(&f)
+            .unwrap()
+            .call(std::slice::from_ref(&x))
+            .unwrap();
         let want = Value::pair(
             Value::Array(arr1(&[1.0, 4.0, 9.0]).into_dyn()),
             Value::Array(arr1(&[2.0, -4.0, 6.0]).into_dyn()),
@@ -148,10 +156,19 @@ fn dual_square_and_cmv_values() {
         Value::Array(arr1(&[1.0, -1.0]).into_dyn()),
     );
     let cmv = get("cmv");
-    for f in [cmv.clone(), optimize(&cmv, &Options::default()).unwrap().program] {
-        let v = jit::compile(&f).unwrap().call(&[a.clone(), xv.clone()]).unwrap();
+    for f in [
+        cmv.clone(),
+        optimize(&cmv, &Options::default()).unwrap().program,
+    ] {
+        let v = jit::compile(&f)
+            .unwrap()
+            .call(&[a.clone(), xv.clone()])
+            .unwrap();
         assert!(close(&v, &want), "{}: {v}", print_function(&f));
-        assert!(close(&interp::run(&f, &[a.clone(), xv.clone()]).unwrap(), &want));
+        assert!(close(
+            &interp::run(&f, &[a.clone(), xv.clone()]).unwrap(),
+            &want
+        ));
     }
 }
 
@@ -159,14 +176,29 @@ fn dual_square_and_cmv_values() {
 fn strong_zeros_through_a_let_of_pairs() {
     // d[i].0 is a strong zero for i > 0: times 1/x[i] = inf (x[i] = 0) or
     // NaN, it stays 0, in the interpreter and in the JIT alike
-    let f = functions().into_iter().find(|f| f.name == "guarded").unwrap();
+    let f = functions()
+        .into_iter()
+        .find(|f| f.name == "guarded")
+        .unwrap();
     let x = Value::Array(arr1(&[2.0, 0.0, f64::NAN, -1.0]).into_dyn());
     let want = interp::run(&f, std::slice::from_ref(&x)).unwrap();
-    for g in [f.clone(), optimize(&f, &Options::default()).unwrap().program] {
-        let got = jit::compile(&g).unwrap().call(std::slice::from_ref(&x)).unwrap();
-        assert!(close(&want, &got), "{}\ninterp {want}\njit    {got}", print_function(&g));
+    for g in [
+        f.clone(),
+        optimize(&f, &Options::default()).unwrap().program,
+    ] {
+        let got = jit::compile(&g)
+            .unwrap()
+            .call(std::slice::from_ref(&x))
+            .unwrap();
+        assert!(
+            close(&want, &got),
+            "{}\ninterp {want}\njit    {got}",
+            print_function(&g)
+        );
     }
-    let Value::Pair(a, _) = &want else { panic!("{want}") };
+    let Value::Pair(a, _) = &want else {
+        panic!("{want}")
+    };
     let Value::Array(a) = &**a else { panic!() };
     assert_eq!(a.as_slice().unwrap(), &[1.0, 0.0, 0.0, 0.0]);
 }
@@ -212,7 +244,9 @@ fn has_record(f: &Function) -> bool {
 #[test]
 fn the_generator_draws_records() {
     let cfg = GenConfig::default();
-    let n = (0..300u64).filter(|&s| has_record(&gen_function(s, &cfg))).count();
+    let n = (0..300u64)
+        .filter(|&s| has_record(&gen_function(s, &cfg)))
+        .count();
     assert!(n >= 30, "only {n} of 300 programs hold records");
     let off = GenConfig {
         records: false,

@@ -422,7 +422,12 @@ impl Lower {
 
     /// The nest writing the leaf `body` under `gens` into `buf`; returns
     /// the buffer's dims.
-    fn nest(&mut self, gens: &[(&str, &Size)], body: &Expr, buf: usize) -> Result<Vec<SizeRef>, String> {
+    fn nest(
+        &mut self,
+        gens: &[(&str, &Size)],
+        body: &Expr,
+        buf: usize,
+    ) -> Result<Vec<SizeRef>, String> {
         let mut vars = Vec::new();
         for (i, n) in gens {
             let n = self.size(n);

@@ -677,10 +677,7 @@ impl<R: Rng> Gen<'_, R> {
                     Expr::pair(a, b)
                 });
                 let idx = self.affine_for(&n);
-                Expr::proj(
-                    u8::from(!first),
-                    Expr::access(Expr::gen(i, n, body), idx),
-                )
+                Expr::proj(u8::from(!first), Expr::access(Expr::gen(i, n, body), idx))
             }
             _ => self.read(&Type::Real).unwrap_or_else(|| self.real(d)),
         }
