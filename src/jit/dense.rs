@@ -328,22 +328,18 @@ pub fn plan(p: &LoopProgram, nest: &Nest, layout: &Layout) -> Option<Plan> {
     let (rows, cols, unroll) = match (mode, lanes, w.is_some()) {
         (Mode::Tile, 2, true) => (4, 2, 2),
         (Mode::Tile, 2, false) => (1, 8, 2),
-        (Mode::Reduce, 2, true) => (
-            env_or("EINSAT_RR", 4),
-            env_or("EINSAT_RC", 1),
-            env_or("EINSAT_RU", 4),
-        ),
+        (Mode::Reduce, 2, true) => (4, 1, 4),
         (Mode::Reduce, 2, false) => (1, 4, 2),
         (_, _, true) => (2, 4, 1),
         (_, _, false) => (1, 4, 1),
     };
     let panel = if mode == Mode::Tile && w.is_some() && lanes == 2 {
-        env_or("EINSAT_PANEL", 64)
+        64
     } else {
         0
     };
     let kblock = if mode == Mode::Tile && !two && red.len() == 1 && panel > 0 {
-        env_or("EINSAT_KC", KBLOCK)
+        KBLOCK
     } else {
         0
     };
@@ -374,12 +370,6 @@ pub fn plan(p: &LoopProgram, nest: &Nest, layout: &Layout) -> Option<Plan> {
 /// The default [`Plan::kblock`], by measurement (matmul, n = 1024).
 pub const KBLOCK: usize = 256;
 
-fn env_or(name: &str, d: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(d)
-}
 
 /// An address offset: a constant (folded into the load) or a value.
 #[derive(Clone, Copy, Debug)]
