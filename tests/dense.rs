@@ -329,7 +329,9 @@ fn triangular_domains_are_planned_and_agree_in_pieces() {
                     panic!("arrays")
                 };
                 assert!(
-                    a.iter().zip(b.iter()).all(|(x, y)| x.to_bits() == y.to_bits()),
+                    a.iter()
+                        .zip(b.iter())
+                        .all(|(x, y)| x.to_bits() == y.to_bits()),
                     "{} n={n} cuts {cuts:?}",
                     f.name
                 );
@@ -381,7 +383,9 @@ fn long_reductions_run_in_blocks_and_agree() {
                 panic!("arrays")
             };
             assert!(
-                a.iter().zip(b.iter()).all(|(x, y)| x.to_bits() == y.to_bits()),
+                a.iter()
+                    .zip(b.iter())
+                    .all(|(x, y)| x.to_bits() == y.to_bits()),
                 "{name} p={kk} pieces"
             );
         }

@@ -370,7 +370,6 @@ pub fn plan(p: &LoopProgram, nest: &Nest, layout: &Layout) -> Option<Plan> {
 /// The default [`Plan::kblock`], by measurement (matmul, n = 1024).
 pub const KBLOCK: usize = 256;
 
-
 /// An address offset: a constant (folded into the load) or a value.
 #[derive(Clone, Copy, Debug)]
 enum Off {
@@ -1366,9 +1365,7 @@ impl Em<'_, '_> {
                                 em.b.ins().smax(h, z)
                             })
                             .collect();
-                        let common = his[1..]
-                            .iter()
-                            .fold(his[0], |m, &h| em.b.ins().smin(m, h));
+                        let common = his[1..].iter().fold(his[0], |m, &h| em.b.ins().smin(m, h));
                         let s = run(em, z, common, &[0], None);
                         for (r, &h) in his.iter().enumerate() {
                             run(em, s, h, &all, Some(r));
