@@ -15,6 +15,14 @@
 //! reduced across lanes at the end, `rows` outputs at a time sharing the
 //! loads that do not depend on the row), and which second variable the
 //! rows run along. With no unit-stride axis it still tiles, one lane wide.
+//! In `Tile` mode with rows the reduction runs in blocks of [`KBLOCK`]
+//! terms, each block over every tile of a panel, the partial sums kept
+//! in the output between blocks (so the second factor's rows a block reads
+//! stay in cache for all rows of the first). In `Reduce` mode, brackets of
+//! the inner product that bound the summed variable from above by the row
+//! variable (`[j <= i]`, `[j < 2*i - 1 && j <= i + 3]`) become a loop
+//! domain per row ([`Plan::hi`]): a triangular matvec reads half the
+//! matrix and tests nothing per element.
 //! [`emit`] writes the function body (after the entry block of
 //! [`super::codegen::compile`] has been created; it returns from the
 //! function itself).
