@@ -273,7 +273,7 @@ fn map_arith_atoms(e: &Expr) -> Expr {
 }
 
 /// At most this many ways of fusing sums are tried per arithmetic tree.
-pub const MAX_FUSIONS: usize = 64;
+pub const MAX_FUSIONS: usize = 16;
 
 /// Sum fusion: in a polynomial whose monomials hold sums over one range,
 /// `c1 * r1 * Σ_i x1 + c2 * r2 * Σ_j x2` is `Σ_i (c1 * r1 * x1 + c2 * r2 *

@@ -41,7 +41,7 @@ impl Default for Limits {
     fn default() -> Self {
         Limits {
             node_limit: 12_000,
-            iter_limit: 30,
+            iter_limit: 12,
             time_limit: Duration::from_secs(5),
             explain: false,
             backoff: true,
