@@ -165,10 +165,7 @@ fn poly_candidate(f: &Function, ret: &Type, model: &CostModel) -> Option<(f64, F
     if body == f.body {
         return None;
     }
-    let g = Function {
-        body,
-        ..f.clone()
-    };
+    let g = Function { body, ..f.clone() };
     (same_sig(&g, ret) && crate::extract::is_normal(&g)).then(|| (ir_cost(&g.body, model), g))
 }
 
@@ -183,13 +180,7 @@ fn fused_candidates(
     crate::egraph::poly::body_fusions(&f.body)
         .into_iter()
         .filter_map(|body| {
-            let g = normalize(
-                &Function {
-                    body,
-                    ..f.clone()
-                },
-                nopts,
-            );
+            let g = normalize(&Function { body, ..f.clone() }, nopts);
             same_sig(&g, ret).then(|| (ir_cost(&g.body, model), g))
         })
         .collect()

@@ -50,7 +50,11 @@ fn reaches(src: &str, target: &str) -> f64 {
         o.cost_after,
         print_function(&o.program)
     );
-    assert!(o.cost_after < o.cost_before, "{}", print_function(&o.program));
+    assert!(
+        o.cost_after < o.cost_before,
+        "{}",
+        print_function(&o.program)
+    );
     assert!(is_normal(&o.program), "{}", print_function(&o.program));
     assert_eq!(
         types::check(&o.program).unwrap().ret,

@@ -136,9 +136,7 @@ fn poly_of(e: &Expr, atoms: &mut Atoms) -> Option<Poly> {
     Some(match e {
         Expr::Num(c) => Poly::constant(*c),
         Expr::Bin(BinOp::Add, a, b) => poly_of(a, atoms)?.add_scaled(&poly_of(b, atoms)?, 1.0)?,
-        Expr::Bin(BinOp::Sub, a, b) => {
-            poly_of(a, atoms)?.add_scaled(&poly_of(b, atoms)?, -1.0)?
-        }
+        Expr::Bin(BinOp::Sub, a, b) => poly_of(a, atoms)?.add_scaled(&poly_of(b, atoms)?, -1.0)?,
         Expr::Bin(BinOp::Mul, a, b) => poly_of(a, atoms)?.mul(&poly_of(b, atoms)?)?,
         Expr::Neg(a) => Poly::default().add_scaled(&poly_of(a, atoms)?, -1.0)?,
         other => Poly::atom(atoms.intern(simplify(other))),
@@ -194,7 +192,7 @@ fn emit(p: &Poly, atoms: &Atoms) -> (Expr, bool) {
     let Some(a) = best else {
         // a plain sum: positive terms first
         let mut terms: Vec<(&Mono, f64)> = p.0.iter().map(|(m, c)| (m, *c)).collect();
-        terms.sort_by(|x, y| (x.1 < 0.0).cmp(&(y.1 < 0.0)));
+        terms.sort_by_key(|t| t.1 < 0.0);
         let all_neg = terms.iter().all(|(_, c)| *c < 0.0);
         let mut acc = None;
         for (m, c) in terms {
@@ -343,8 +341,12 @@ pub fn fusions(e: &Expr) -> Vec<Expr> {
                     unreachable!("chosen atoms are sums")
                 };
                 let mut fresh = crate::extract::normal::Fresh::default();
-                let body =
-                    crate::extract::normal::subst_idx(body, i, &Affine::var(name.clone()), &mut fresh);
+                let body = crate::extract::normal::subst_idx(
+                    body,
+                    i,
+                    &Affine::var(name.clone()),
+                    &mut fresh,
+                );
                 let mut rest: Vec<usize> = m.to_vec();
                 rest.remove(pos);
                 let t = match product(&atoms, &rest) {

@@ -281,7 +281,9 @@ fn eps_eps(m: &Mono) -> Option<Vec<Mono>> {
                     };
                     rest.push(Expr::Bracket(Pred::And(Box::new(g(&j)), Box::new(g(&k)))));
                 }
-                let eq = |x: &Affine, y: &Affine| Expr::Bracket(Pred::Cmp(CmpOp::Eq, x.clone(), y.clone()));
+                let eq = |x: &Affine, y: &Affine| {
+                    Expr::Bracket(Pred::Cmp(CmpOp::Eq, x.clone(), y.clone()))
+                };
                 let mut binders = m.binders.clone();
                 binders.remove(bi);
                 let mut f1 = rest.clone();
@@ -347,9 +349,9 @@ fn delta_collapse(m: &mut Mono) -> bool {
 /// An ε with a repeated plain index is 0.
 fn has_zero_eps(m: &Mono) -> bool {
     m.factors.iter().any(|f| match f {
-        Expr::Eps(v) => (0..v.len()).any(|a| {
-            (a + 1..v.len()).any(|b| v[a] == v[b] && v[a].as_var().is_some())
-        }),
+        Expr::Eps(v) => {
+            (0..v.len()).any(|a| (a + 1..v.len()).any(|b| v[a] == v[b] && v[a].as_var().is_some()))
+        }
         _ => false,
     })
 }
