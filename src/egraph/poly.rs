@@ -133,6 +133,10 @@ fn ops(e: &Expr) -> usize {
 
 /// Read an arithmetic tree as a polynomial; `None` past the bounds.
 fn poly_of(e: &Expr, atoms: &mut Atoms) -> Option<Poly> {
+    crate::stack::deep(|| poly_of_here(e, atoms))
+}
+
+fn poly_of_here(e: &Expr, atoms: &mut Atoms) -> Option<Poly> {
     Some(match e {
         Expr::Num(c) => Poly::constant(*c),
         Expr::Bin(BinOp::Add, a, b) => poly_of(a, atoms)?.add_scaled(&poly_of(b, atoms)?, 1.0)?,
@@ -263,11 +267,13 @@ pub fn simplify(e: &Expr) -> Expr {
 }
 
 fn map_arith_atoms(e: &Expr) -> Expr {
-    if is_arith(e) {
-        map_children(e, &mut map_arith_atoms)
-    } else {
-        simplify(e)
-    }
+    crate::stack::deep(|| {
+        if is_arith(e) {
+            map_children(e, &mut map_arith_atoms)
+        } else {
+            simplify(e)
+        }
+    })
 }
 
 /// At most this many ways of fusing sums are tried per arithmetic tree.
