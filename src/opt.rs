@@ -91,6 +91,10 @@ pub struct Report {
     pub saturation_seconds: f64,
     /// Whole optimisation time in seconds.
     pub total_seconds: f64,
+    /// CPU time of the optimising thread in seconds (less sensitive than
+    /// [`Report::total_seconds`] to other processes sharing the cores;
+    /// 0 where the platform has no per-thread clock).
+    pub cpu_seconds: f64,
     /// Rules that fired, with how many times.
     pub rules_fired: BTreeMap<String, usize>,
     /// Extraction cost of the extracted term (tree cost, before post-pass).
@@ -105,6 +109,19 @@ pub struct Report {
     /// limits of each round, lets kept by the pre-pass, terms too large to
     /// use, the shared deadline); empty when nothing was cut.
     pub limits_hit: Vec<String>,
+    /// Each saturation round's e-graph: nodes, classes, iterations, stop
+    /// reason, milliseconds.
+    pub round_stats: Vec<RoundStats>,
+}
+
+/// One saturation round, for the report.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct RoundStats {
+    pub nodes: usize,
+    pub classes: usize,
+    pub iterations: usize,
+    pub stop_reason: String,
+    pub ms: f64,
 }
 
 impl Report {
@@ -137,7 +154,36 @@ pub fn prepass(f: &Function, term_limit: usize) -> Expr {
     let mut cx = Cx::of(f);
     let b = uniquify(&f.body, &mut fresh);
     let b = inline_lets(&b, &mut fresh, term_limit);
-    Simp { fresh: &mut fresh }.simp(&b, &mut cx)
+    let b = Simp { fresh: &mut fresh }.simp(&b, &mut cx);
+    crate::egraph::poly::simplify(&b)
+}
+
+/// `f` with its scalar arithmetic simplified ([`crate::egraph::poly`]),
+/// when that is cheaper and keeps the signature.
+fn poly_candidate(f: &Function, ret: &Type, model: &CostModel) -> Option<(f64, Function)> {
+    let body = crate::egraph::poly::simplify(&f.body);
+    if body == f.body {
+        return None;
+    }
+    let g = Function { body, ..f.clone() };
+    (same_sig(&g, ret) && crate::extract::is_normal(&g)).then(|| (ir_cost(&g.body, model), g))
+}
+
+/// `f` with sums over one range fused ([`crate::egraph::poly::fusions`]),
+/// each way in normal form with its cost.
+fn fused_candidates(
+    f: &Function,
+    ret: &Type,
+    model: &CostModel,
+    nopts: &NormalOptions,
+) -> Vec<(f64, Function)> {
+    crate::egraph::poly::body_fusions(&f.body)
+        .into_iter()
+        .filter_map(|body| {
+            let g = normalize(&Function { body, ..f.clone() }, nopts);
+            same_sig(&g, ret).then(|| (ir_cost(&g.body, model), g))
+        })
+        .collect()
 }
 
 fn same_sig(f: &Function, ret: &Type) -> bool {
@@ -153,8 +199,26 @@ pub fn optimize(f: &Function, opts: &Options) -> Result<Optimized> {
     crate::stack::roomy_for(&f.body, || optimize_here(f, opts))
 }
 
+/// CPU time of the calling thread, in seconds.
+pub fn thread_cpu_seconds() -> f64 {
+    #[cfg(unix)]
+    {
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: clock_gettime writes one timespec through a valid pointer.
+        let r = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+        if r == 0 {
+            return ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9;
+        }
+    }
+    0.0
+}
+
 fn optimize_here(f: &Function, opts: &Options) -> Result<Optimized> {
     let start = Instant::now();
+    let cpu_start = thread_cpu_seconds();
     let deadline = start + opts.time_limit;
     let sig = types::check(f).map_err(Error::types)?;
     let model = CostModel {
@@ -231,6 +295,13 @@ fn optimize_here(f: &Function, opts: &Options) -> Result<Optimized> {
                 ));
                 break;
             }
+            // The first round starts from the tensor network reduced by the
+            // δ/ε identities when they apply (see seed::reduce_body).
+            if round == 0 {
+                if let Some(r) = seed::reduce_body(&pre, &sig.ret) {
+                    pre = crate::egraph::poly::simplify(&r);
+                }
+            }
             let Ok(rec) = to_rec(&pre) else { break };
             // Later rounds start from a program extracted from an e-graph that
             // already held every nesting of its networks: only the reduced
@@ -261,6 +332,13 @@ fn optimize_here(f: &Function, opts: &Options) -> Result<Optimized> {
             };
             let (mut runner, stats) = saturate(&rec, &seeds, analysis.clone(), &rws, &limits);
             report.rounds += 1;
+            report.round_stats.push(RoundStats {
+                nodes: stats.nodes,
+                classes: stats.classes,
+                iterations: stats.iterations,
+                stop_reason: stats.stop_reason.clone(),
+                ms: stats.seconds * 1e3,
+            });
 
             report.egraph_nodes = report.egraph_nodes.max(stats.nodes);
             report.egraph_classes = report.egraph_classes.max(stats.classes);
@@ -314,7 +392,18 @@ fn optimize_here(f: &Function, opts: &Options) -> Result<Optimized> {
             if !same_sig(&p1, &sig.ret) {
                 break;
             }
-            let c1 = ir_cost(&p1.body, &model);
+            let mut c1 = ir_cost(&p1.body, &model);
+            let mut p1 = p1;
+            if let Some((c, g)) = poly_candidate(&p1, &sig.ret, &model) {
+                if c < c1 {
+                    (c1, p1) = (c, g);
+                }
+            }
+            for (c, g) in fused_candidates(&p1, &sig.ret, &model, &nopts) {
+                if c < c1 {
+                    (c1, p1) = (c, g);
+                }
+            }
             let improved = best.as_ref().is_none_or(|(c0, _, _)| c1 < *c0);
             if best.as_ref().is_none_or(|(c0, _, _)| c1 <= *c0) {
                 best = Some((c1, p1.clone(), "egraph"));
@@ -345,6 +434,7 @@ fn optimize_here(f: &Function, opts: &Options) -> Result<Optimized> {
     };
     report.chosen = chosen.to_string();
     report.total_seconds = start.elapsed().as_secs_f64();
+    report.cpu_seconds = thread_cpu_seconds() - cpu_start;
     Ok(Optimized {
         program,
         cost_before,

@@ -120,6 +120,10 @@ pub fn opt(
                 "stop_reason": o.report.stop_reason,
                 "limits_hit": o.report.limits_hit,
                 "optimize_ms": o.report.total_seconds * 1e3,
+                "saturation_ms": o.report.saturation_seconds * 1e3,
+                "optimize_cpu_ms": o.report.cpu_seconds * 1e3,
+                "rounds": o.report.round_stats,
+                "chosen": o.report.chosen,
                 "rules_fired": o.report.rules_fired,
             });
             if let Some(ex) = &o.report.explanation {
@@ -140,12 +144,13 @@ pub fn opt(
             o.cost_before / o.cost_after.max(1.0)
         );
         println!(
-            "# e-graph: {} nodes, {} classes, {} iterations, stopped: {}; {:.1} ms",
+            "# e-graph: {} nodes, {} classes, {} iterations, stopped: {}; {:.1} ms ({:.1} ms CPU)",
             r.egraph_nodes,
             r.egraph_classes,
             r.iterations,
             r.stop_reason,
-            r.total_seconds * 1e3
+            r.total_seconds * 1e3,
+            r.cpu_seconds * 1e3
         );
         for l in &r.limits_hit {
             println!("# limit: {l}");

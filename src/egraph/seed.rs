@@ -212,6 +212,204 @@ pub fn body_seeds(body: &Expr, ty: &Type) -> Vec<Expr> {
     }
 }
 
+/// Whether index `i` is a binder of `m` of size `n` (literal or named).
+fn binder_size<'a>(m: &'a Mono, i: &str) -> Option<&'a Size> {
+    m.binders.iter().find(|(j, _)| j == i).map(|(_, n)| n)
+}
+
+fn mentions(e: &Expr, i: &str) -> bool {
+    fv_idx(e).contains(i)
+}
+
+/// `Σ_i ε_ijk ε_ilm → δ_jl δ_km − δ_jm δ_kl` on one monomial (i a binder of
+/// range 3, in both symbols as a plain index and nowhere else): the two
+/// monomials it becomes, or `None` when no pair of symbols matches. A range
+/// guard `[0 ≤ j < 3 ∧ 0 ≤ k < 3]` is added unless j and k are binders of
+/// range 3 (the rule `eps-eps` in the e-graph form).
+fn eps_eps(m: &Mono) -> Option<Vec<Mono>> {
+    let three = Size::Lit(3);
+    for (p, fp) in m.factors.iter().enumerate() {
+        let Expr::Eps(vp) = fp else { continue };
+        if vp.len() != 3 {
+            continue;
+        }
+        for (q, fq) in m.factors.iter().enumerate().skip(p + 1) {
+            let Expr::Eps(vq) = fq else { continue };
+            if vq.len() != 3 {
+                continue;
+            }
+            for (bi, (i, n)) in m.binders.iter().enumerate() {
+                if *n != three {
+                    continue;
+                }
+                let pos = |v: &[Affine]| -> Option<usize> {
+                    let at: Vec<usize> = (0..3).filter(|&k| v[k].vars().any(|x| x == i)).collect();
+                    (at.len() == 1 && v[at[0]].as_var() == Some(i.as_str())).then(|| at[0])
+                };
+                let (Some(a), Some(b)) = (pos(vp), pos(vq)) else {
+                    continue;
+                };
+                let others = m
+                    .factors
+                    .iter()
+                    .enumerate()
+                    .any(|(k, f)| k != p && k != q && mentions(f, i));
+                if others {
+                    continue;
+                }
+                // rotate so that i comes first (cyclic: the sign is kept)
+                let (j, k) = (vp[(a + 1) % 3].clone(), vp[(a + 2) % 3].clone());
+                let (l, mm) = (vq[(b + 1) % 3].clone(), vq[(b + 2) % 3].clone());
+                let mut rest: Vec<Expr> = m
+                    .factors
+                    .iter()
+                    .enumerate()
+                    .filter(|(t, _)| *t != p && *t != q)
+                    .map(|(_, f)| f.clone())
+                    .collect();
+                let in_range = |x: &Affine| {
+                    x.as_var()
+                        .and_then(|v| binder_size(m, v))
+                        .is_some_and(|s| *s == three)
+                };
+                if !(in_range(&j) && in_range(&k)) {
+                    let g = |x: &Affine| {
+                        Pred::And(
+                            Box::new(Pred::Cmp(CmpOp::Le, Affine::constant(0), x.clone())),
+                            Box::new(Pred::Cmp(CmpOp::Lt, x.clone(), Affine::constant(3))),
+                        )
+                    };
+                    rest.push(Expr::Bracket(Pred::And(Box::new(g(&j)), Box::new(g(&k)))));
+                }
+                let eq = |x: &Affine, y: &Affine| {
+                    Expr::Bracket(Pred::Cmp(CmpOp::Eq, x.clone(), y.clone()))
+                };
+                let mut binders = m.binders.clone();
+                binders.remove(bi);
+                let mut f1 = rest.clone();
+                f1.push(eq(&j, &l));
+                f1.push(eq(&k, &mm));
+                let mut f2 = rest;
+                f2.push(eq(&j, &mm));
+                f2.push(eq(&k, &l));
+                return Some(vec![
+                    Mono {
+                        neg: m.neg,
+                        binders: binders.clone(),
+                        factors: f1,
+                    },
+                    Mono {
+                        neg: !m.neg,
+                        binders,
+                        factors: f2,
+                    },
+                ]);
+            }
+        }
+    }
+    None
+}
+
+/// Sum collapse of a `[x = y]` factor for two binders of one size: `x` is
+/// replaced by `y` everywhere (exact: `Σ_x [x = y] e = e{x ↦ y}` for `y` in
+/// `x`'s range). Whether it did.
+fn delta_collapse(m: &mut Mono) -> bool {
+    for (p, f) in m.factors.iter().enumerate() {
+        let Expr::Bracket(Pred::Cmp(CmpOp::Eq, a, b)) = f else {
+            continue;
+        };
+        let (Some(x), Some(y)) = (a.as_var(), b.as_var()) else {
+            continue;
+        };
+        if x == y {
+            m.factors.remove(p);
+            return true;
+        }
+        let (Some(sx), Some(sy)) = (binder_size(m, x), binder_size(m, y)) else {
+            continue;
+        };
+        if sx != sy {
+            continue;
+        }
+        let (x, y) = (x.to_string(), y.to_string());
+        m.factors.remove(p);
+        let mut fresh = crate::extract::normal::Fresh::default();
+        let by = Affine::var(y);
+        m.factors = m
+            .factors
+            .iter()
+            .map(|f| crate::extract::normal::subst_idx(f, &x, &by, &mut fresh))
+            .collect();
+        m.binders.retain(|(i, _)| *i != x);
+        return true;
+    }
+    false
+}
+
+/// An ε with a repeated plain index is 0.
+fn has_zero_eps(m: &Mono) -> bool {
+    m.factors.iter().any(|f| match f {
+        Expr::Eps(v) => {
+            (0..v.len()).any(|a| (a + 1..v.len()).any(|b| v[a] == v[b] && v[a].as_var().is_some()))
+        }
+        _ => false,
+    })
+}
+
+/// The tensor network of a scalar expression reduced by ε–ε contraction
+/// and δ collapse (the δ/ε identities of Diderot EIN §5.4 applied to the
+/// multiplied-out monomials, where they match in one step instead of after
+/// the long chains of sum swaps and associativity that bring the two
+/// symbols together in the e-graph), and by collapsing `Σ_x [x = y]` for
+/// two binders of one range. `None` when nothing reduces.
+/// Equal to the input by construction (each step is an exact identity).
+pub fn reduce_scalar(e: &Expr) -> Option<Expr> {
+    let mut monos = expand(e)?;
+    let mut changed = false;
+    loop {
+        let mut step = false;
+        let mut next = Vec::new();
+        for m in monos {
+            match eps_eps(&m) {
+                Some(ms) => {
+                    changed = true;
+                    step = true;
+                    next.extend(ms);
+                }
+                None => next.push(m),
+            }
+        }
+        for m in &mut next {
+            while delta_collapse(m) {
+                changed = true;
+                step = true;
+            }
+        }
+        next.retain(|m| !has_zero_eps(m));
+        monos = next;
+        if !step || monos.len() > 4 * MAX_MONOMIALS {
+            break;
+        }
+    }
+    if !changed {
+        return None;
+    }
+    let orders: Vec<Vec<Vec<usize>>> = monos.iter().map(|m| perms(m.binders.len())).collect();
+    Some(combine(&monos, &vec![0; monos.len()], &orders))
+}
+
+/// [`reduce_scalar`] under a body's leading `gen`s.
+pub fn reduce_body(body: &Expr, ty: &Type) -> Option<Expr> {
+    match (body, ty) {
+        (Expr::Gen(i, n, b), Type::Tensor(_, t)) => {
+            reduce_body(b, t).map(|s| Expr::gen(i.clone(), n.clone(), s))
+        }
+        (Expr::Gen(..), _) => None,
+        (e, Type::Real) => reduce_scalar(e),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
