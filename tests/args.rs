@@ -667,9 +667,15 @@ fn call_errors_are_typed() {
         e.to_string(),
         "`matvec` has no parameter `z` (parameters: A, x)"
     );
-    for e in [k.eval::<Value>((&a,)).unwrap_err()] {
-        assert!(e.is_call());
+    for e in [
+        k.eval::<Value>((&a,)).unwrap_err(),
+        k.eval::<Value>((&a, &x3)).unwrap_err(),
+        k.eval_into((&a, &x2), &mut o).unwrap_err(),
+    ] {
+        assert!(e.is_call(), "{e:?}");
     }
+    assert!(!einsat::load("fn f(").unwrap_err().is_call());
+    assert!(!k.eval::<f64>((&a, &x2)).unwrap_err().is_call());
 }
 
 #[test]
