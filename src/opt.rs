@@ -53,7 +53,10 @@ pub struct Options {
     /// are inlined only while the program stays within it, and a term
     /// extracted from the e-graph that is larger written out is not used.
     pub term_limit: usize,
-    /// Rules to use; `None`: the built-in ones.
+    /// Rules to use; `None`: the built-in ones. Load them with
+    /// [`crate::egraph::rules::load_rules_dir`] or
+    /// [`crate::egraph::rules::parse_rules`], which check their soundness
+    /// on load (an unsound rule is refused with a counterexample).
     pub rules: Option<Vec<Rule>>,
     /// Record the rewrite chain from input to extracted term.
     pub explain: bool,
@@ -204,7 +207,7 @@ fn optimize_here(f: &Function, opts: &Options) -> Result<Optimized> {
             Some(r) => r.clone(),
             None => builtin_rules(),
         };
-        let rws = rewrites(&rules).map_err(Error::Frontend)?;
+        let rws = rewrites(&rules)?;
         let analysis = TlAnalysis {
             params: f
                 .params
