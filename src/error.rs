@@ -3,6 +3,7 @@
 
 use crate::diag::Diagnostic;
 
+/// Every error of the crate.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// Syntax errors, one per broken function.
@@ -61,4 +62,5 @@ fn join(d: &[Diagnostic]) -> String {
         .join("; ")
 }
 
+/// The crate's result type.
 pub type Result<T> = std::result::Result<T, Error>;

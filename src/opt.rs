@@ -86,9 +86,13 @@ impl Default for Options {
 /// What the optimiser did.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Report {
+    /// E-graph nodes at the end of saturation.
     pub egraph_nodes: usize,
+    /// E-graph classes at the end of saturation.
     pub egraph_classes: usize,
+    /// Saturation iterations run (all rounds).
     pub iterations: usize,
+    /// Why saturation stopped, in words.
     pub stop_reason: String,
     /// Saturation time in seconds.
     pub saturation_seconds: f64,
@@ -127,9 +131,13 @@ impl Report {
 /// The result of [`optimize`].
 #[derive(Clone, Debug)]
 pub struct Optimized {
+    /// The optimised program, in normal form, with the input's signature.
     pub program: Function,
+    /// Estimated cost of the input (the cost model of [`crate::extract::cost`]).
     pub cost_before: f64,
+    /// Estimated cost of the optimised program.
     pub cost_after: f64,
+    /// What the optimiser did.
     pub report: Report,
 }
 

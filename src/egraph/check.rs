@@ -559,7 +559,7 @@ pub fn check_rule(rule: &Rule, cases: usize, seed: u64) -> RuleReport {
             }
             let sizes = BTreeMap::new();
             let mut irng = StdRng::seed_from_u64(rng.gen());
-            let Ok(args) = crate::testing::random_inputs(&fl, &sizes, &mut irng) else {
+            let Ok(args) = crate::interp::random::random_inputs(&fl, &sizes, &mut irng) else {
                 continue;
             };
             let Ok(lv) = interp::run(&fl, &args) else {

@@ -477,10 +477,8 @@ fn survey(e: &Expr, r: &mut Resolver) {
             }
         };
         match e {
-            Expr::Var(x) => {
-                if parse_placeholder(LET_PREFIX, x).is_none() {
-                    r.taken_val.insert(x.clone());
-                }
+            Expr::Var(x) if parse_placeholder(LET_PREFIX, x).is_none() => {
+                r.taken_val.insert(x.clone());
             }
             Expr::Gen(i, _, _) | Expr::Sum(i, _, _) => {
                 let kind = if matches!(e, Expr::Gen(..)) {
