@@ -18,19 +18,23 @@ use std::collections::BTreeMap;
 /// The verdict on one rule.
 #[derive(Clone, Debug, Serialize)]
 pub struct RuleReport {
+    /// The rule's name.
     pub name: String,
+    /// Where it is defined, `file:line`.
     pub origin: String,
     /// Instances whose both sides were run.
     pub tried: usize,
     /// Rounds in which no instance meeting the conditions was found (the
     /// checker keeps drawing until `tried` reaches the requested count).
     pub skipped: usize,
+    /// Instances whose two sides gave different values.
     pub mismatches: usize,
     /// The smallest counterexample found: both sides as programs and values.
     pub counterexample: Option<String>,
 }
 
 impl RuleReport {
+    /// No instance disagreed.
     pub fn sound(&self) -> bool {
         self.mismatches == 0
     }

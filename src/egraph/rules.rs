@@ -160,11 +160,17 @@ pub enum Cond {
 /// One rule.
 #[derive(Clone, Debug)]
 pub struct Rule {
+    /// The rule's name (`NAME-rev` for the reverse of a `<=>` rule).
     pub name: String,
+    /// The family: the file's name without `.rules`.
     pub family: String,
+    /// The left side, a pattern.
     pub lhs: Sexp,
+    /// The right side, as built (meta-functions resolved per match).
     pub rhs: Rhs,
+    /// The right side as written.
     pub rhs_sexp: Sexp,
+    /// The side conditions, all of which must hold.
     pub conds: Vec<Cond>,
     /// Where it was defined, `file:line`.
     pub origin: String,
