@@ -1,24 +1,98 @@
 //! # einsat
 //!
 //! Tensor programs in index notation, optimised by equality saturation and
-//! run as native code. The pipeline, one folder per stage:
+//! run as native code over `ndarray` arrays.
+//!
+//! From text to a native call: load (parse and type-check), optimise,
+//! compile, and call with arrays and views of any layout — read in place,
+//! no copies — getting a typed result back:
+//!
+//! ```
+//! use einsat::ndarray::{array, Array1, Array2};
+//!
+//! let prog = einsat::load(
+//!     "fn axpy_mv(A: [n,m]R, x: [m]R, y: [n]R) -> [n]R =
+//!        gen(i:n) y[i] + sum(j:m) A[i,j] * x[j]",
+//! )?;
+//! let f = prog.get("axpy_mv").unwrap();
+//! let optimised = einsat::opt::optimize(f, &einsat::opt::Options::default())?;
+//! let kernel = einsat::jit::compile(&optimised.program)?;
+//!
+//! let a: Array2<f64> = array![[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]];
+//! let x = array![1.0, -1.0];
+//! let y = array![0.5, 0.5, 0.5];
+//! // owned arrays by reference
+//! let r: Array1<f64> = kernel.eval((&a, &x, &y))?;
+//! assert_eq!(r, array![-0.5, -0.5, -0.5]);
+//!
+//! // views: a transposed view (Fortran layout) and a reversed slice
+//! let at = array![[1.0, 3.0, 5.0], [2.0, 4.0, 6.0]];
+//! let y_rev = array![0.5, 0.5, 0.5, 9.0];
+//! let r: Array1<f64> = kernel.eval((at.t(), &x, y_rev.slice(einsat::ndarray::s![..3;-1])))?;
+//! assert_eq!(r, array![-0.5, -0.5, -0.5]);
+//!
+//! // into a buffer of yours (here every other element of a longer array)
+//! let mut out = Array1::<f64>::zeros(6);
+//! kernel.eval_into((&a, &x, &y), out.slice_mut(einsat::ndarray::s![..;2]))?;
+//! assert_eq!(out, array![-0.5, 0.0, -0.5, 0.0, -0.5, 0.0]);
+//!
+//! // mistakes are typed errors, never a panic
+//! let e = kernel.eval::<Array1<f64>>((&a, &y, &y)).unwrap_err();
+//! assert!(matches!(e, einsat::Error::SizeName { .. }), "{e}");
+//! # Ok::<(), einsat::Error>(())
+//! ```
+//!
+//! Errors in the text point at it (`file:line:col` and the offending line):
+//!
+//! ```
+//! let e = einsat::load("fn f(x: [n]R) -> R =\n  sum(i:n) y[i]").unwrap_err();
+//! assert!(e.to_string().starts_with("<input>:2:12: error: unknown name `y`"), "{e}");
+//! ```
+//!
+//! The same program from Rust, with the builder (binders take closures):
+//!
+//! ```
+//! use einsat::frontend::builder::*;
+//! let f = func("mv", |b| {
+//!     let a = b.param("A", "[n,m]R");
+//!     let x = b.param("x", "[m]R");
+//!     gen("n", |i| sum("m", |j| a.at2(i, j) * x.at(j)))
+//! })?;
+//! let k = einsat::jit::compile(&f)?;
+//! let y: einsat::ndarray::Array1<f64> =
+//!     k.eval((&einsat::ndarray::array![[1.0, 2.0]], &einsat::ndarray::array![3.0, 4.0]))?;
+//! assert_eq!(y, einsat::ndarray::array![11.0]);
+//! # Ok::<(), einsat::Error>(())
+//! ```
+//!
+//! And from an einsum string (numpy's grammar):
+//!
+//! ```
+//! use einsat::ndarray::{array, Array2};
+//! let f = einsat::frontend::einsum::einsum("ij,jk->ik")?;
+//! let g = einsat::opt::optimize(&f, &Default::default())?.program;
+//! let k = einsat::jit::compile(&g)?;
+//! let a = array![[1.0, 2.0], [3.0, 4.0]];
+//! let c: Array2<f64> = k.eval((&a, &a.t()))?;
+//! assert_eq!(c, array![[5.0, 11.0], [11.0, 25.0]]);
+//! # Ok::<(), einsat::Error>(())
+//! ```
+//!
+//! **Element type.** Kernels compute in `f64`. `f32` arrays are refused at
+//! compile time (they do not implement [`IntoArg`]); convert them with
+//! `a.mapv(f64::from)`. [`ndarray`] and [`rand`] are re-exported, so the
+//! versions always match einsat's.
+//!
+//! The pipeline, one folder per stage:
 //!
 //! - [`syntax`]: the IR, parser and printer of the surface language;
 //! - [`types`]: the type checker (all errors at once, with line:column);
 //! - [`interp`]: the reference interpreter and the call boundary ([`Value`]);
 //! - [`frontend`]: the Rust builder and the einsum front end;
+//! - [`opt`]: the optimiser; [`jit`]: the native engine;
 //! - [`testing`]: random well-typed programs and inputs (property tests);
 //! - [`cli`]: the `einsat` command line;
 //! - [`diag`] and [`error`]: diagnostics and the crate's error type.
-//!
-//! ```
-//! use einsat::{load, Value};
-//! let prog = load("fn dot(x: [n]R, y: [n]R) -> R = sum(i:n) x[i] * y[i]").unwrap();
-//! let f = prog.get("dot").unwrap();
-//! let x = Value::Array(ndarray::arr1(&[1.0, 2.0, 3.0]).into_dyn());
-//! let r = einsat::interp::run(f, &[x.clone(), x]).unwrap();
-//! assert_eq!(r, Value::Real(14.0));
-//! ```
 
 #![warn(missing_docs)]
 
@@ -53,19 +127,27 @@ pub mod syntax;
 pub mod testing;
 pub mod types;
 
-/// The `ndarray` version of einsat's signatures (arrays in and out).
-pub use ndarray;
-/// The `rand` version of [`testing`]'s signatures (random programs and
-/// inputs take a `rand::Rng`).
-pub use rand;
-
 pub use error::{Error, Result};
 pub use interp::Value;
+pub use jit::{Arg, ArgMut, FromValue, IntoArg, IntoArgMut, IntoArgs, Kernel};
+/// The `ndarray` version einsat's API uses (arrays in and out of kernels).
+pub use ndarray;
+/// The `rand` version of [`testing`]'s signatures.
+pub use rand;
 pub use syntax::{Expr, Function, Program, Type};
 
-/// Parse and type-check a whole source text.
+/// Parse and type-check a whole source text. Errors keep the text:
+/// their `Display` shows `<input>:line:col` and the caret line (see
+/// [`load_named`] to name the file).
 pub fn load(src: &str) -> Result<Program> {
-    let parsed = syntax::parse_program(src).map_err(Error::Parse)?;
-    types::check_parsed(&parsed).map_err(Error::Type)?;
+    load_named(src, "<input>")
+}
+
+/// [`load`] with a file name for error messages.
+pub fn load_named(src: &str, name: &str) -> Result<Program> {
+    let parsed = syntax::parse_program(src)
+        .map_err(|d| Error::Parse(error::Diagnostics::with_source(d, name, src)))?;
+    types::check_parsed(&parsed)
+        .map_err(|d| Error::Type(error::Diagnostics::with_source(d, name, src)))?;
     Ok(parsed.program)
 }

@@ -167,7 +167,7 @@ pub fn optimize(f: &Function, opts: &Options) -> Result<Optimized> {
 fn optimize_here(f: &Function, opts: &Options) -> Result<Optimized> {
     let start = Instant::now();
     let deadline = start + opts.time_limit;
-    let sig = types::check(f).map_err(Error::Type)?;
+    let sig = types::check(f).map_err(Error::types)?;
     let model = CostModel {
         sizes: opts.sizes.clone(),
         ..CostModel::default()

@@ -154,7 +154,7 @@ fn rendered_errors_show_the_line() {
 
 fn diags_raw(src: &str) -> Vec<einsat::diag::Diagnostic> {
     match load(src) {
-        Err(Error::Parse(d)) | Err(Error::Type(d)) => d,
+        Err(Error::Parse(d)) | Err(Error::Type(d)) => d.diagnostics,
         other => panic!("expected an error, got {other:?}"),
     }
 }
@@ -175,7 +175,7 @@ fn deep_nesting_is_an_error_not_a_crash() {
 fn call_err(src: &str, args: &[Value]) -> String {
     let p = load(src).unwrap();
     match interp::run(&p.functions[0], args) {
-        Err(Error::Call(m)) => m,
+        Err(e) if e.is_call() => e.to_string(),
         other => panic!("expected a call error, got {other:?}"),
     }
 }

@@ -89,6 +89,36 @@ fn the_cache_is_bounded_and_evicted_kernels_still_work() {
     assert_eq!(jit::cache_len(), 0);
     assert!(!Arc::ptr_eq(&last, &jit::compile(&func(1999)).unwrap()));
     assert_eq!(jit::cache_len(), 1);
+    // the key is the options and the printed function: another layout of
+    // the same text shares the kernel, another name or index does not
+    let same = einsat::load("# a comment\nfn f(x: [n]R) -> [n]R =\n    gen(i : n)   x[i]*1999")
+        .unwrap()
+        .functions
+        .remove(0);
+    assert_eq!(
+        jit::cache_key(&same, &Options::default()),
+        jit::cache_key(&func(1999), &Options::default())
+    );
+    assert!(Arc::ptr_eq(
+        &jit::compile(&func(1999)).unwrap(),
+        &jit::compile(&same).unwrap()
+    ));
+    assert_eq!(jit::cache_len(), 1);
+    for other in [
+        "fn g(x: [n]R) -> [n]R = gen(i:n) x[i] * 1999",
+        "fn f(x: [n]R) -> [n]R = gen(j:n) x[j] * 1999",
+        "fn f(y: [n]R) -> [n]R = gen(i:n) y[i] * 1999",
+    ] {
+        let g = einsat::load(other).unwrap().functions.remove(0);
+        assert_ne!(
+            jit::cache_key(&g, &Options::default()),
+            jit::cache_key(&func(1999), &Options::default()),
+            "{other}"
+        );
+        jit::compile(&g).unwrap();
+    }
+    assert_eq!(jit::cache_len(), 4);
+    assert!(jit::cache_key(&same, &one).starts_with(&format!("{one:?}\n")));
 }
 
 #[test]

@@ -8,7 +8,6 @@ pub mod difftest;
 pub mod io;
 pub mod optcmd;
 
-use crate::diag::render_all;
 use crate::error::{Error, Result};
 use crate::interp::{self, Value};
 use crate::opt::optimize;
@@ -199,10 +198,10 @@ fn read_source(file: &Path) -> std::result::Result<String, String> {
     crate::diag::decode_source(&file.display().to_string(), bytes)
 }
 
-fn render(e: &Error, file: &Path, src: &str) -> String {
-    let name = file.display().to_string();
-    match e {
-        Error::Parse(d) | Error::Type(d) => render_all(d, &name, src),
+fn render(e: Error, file: &Path, src: &str) -> String {
+    match e.with_source(&file.display().to_string(), src) {
+        // (rendered: `file:line:col: error: …` and the caret line)
+        e @ (Error::Parse(_) | Error::Type(_)) => e.to_string(),
         other => format!("error: {other}"),
     }
 }
@@ -210,8 +209,8 @@ fn render(e: &Error, file: &Path, src: &str) -> String {
 /// Parse and check a file, rendering errors against the source.
 fn load_file(file: &Path) -> std::result::Result<(String, syntax::Parsed), String> {
     let src = read_source(file)?;
-    let parsed = syntax::parse_program(&src).map_err(|d| render(&Error::Parse(d), file, &src))?;
-    types::check_parsed(&parsed).map_err(|d| render(&Error::Type(d), file, &src))?;
+    let parsed = syntax::parse_program(&src).map_err(|d| render(Error::parse(d), file, &src))?;
+    types::check_parsed(&parsed).map_err(|d| render(Error::types(d), file, &src))?;
     Ok((src, parsed))
 }
 
@@ -264,9 +263,9 @@ fn dispatch(cmd: Cmd) -> CliResult {
         Cmd::Check { file } => {
             let src = read_source(&file)?;
             let parsed =
-                syntax::parse_program(&src).map_err(|d| render(&Error::Parse(d), &file, &src))?;
+                syntax::parse_program(&src).map_err(|d| render(Error::parse(d), &file, &src))?;
             let sigs =
-                types::check_parsed(&parsed).map_err(|d| render(&Error::Type(d), &file, &src))?;
+                types::check_parsed(&parsed).map_err(|d| render(Error::types(d), &file, &src))?;
             for s in sigs {
                 println!("{s}");
             }

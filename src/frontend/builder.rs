@@ -418,7 +418,7 @@ pub fn func(name: &str, body: impl FnOnce(&mut FnBuilder) -> E) -> Result<Functi
         body,
     };
     infer_sizes(&mut f)?;
-    let sig = crate::types::check(&f).map_err(Error::Type)?;
+    let sig = crate::types::check(&f).map_err(Error::types)?;
     f.ret = Some(sig.ret);
     Ok(f)
 }

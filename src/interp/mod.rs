@@ -395,7 +395,7 @@ fn component_type(t: &Type, k: usize) -> Type {
 /// Run `f` on positional arguments. `f` must have passed the type checker;
 /// the arguments are checked here.
 pub fn run(f: &Function, args: &[Value]) -> Result<Value> {
-    let sig = crate::types::check(f).map_err(Error::Type)?;
+    let sig = crate::types::check(f).map_err(Error::types)?;
     let sizes = bind(f, args)?;
     // refuse absurd result sizes before computing anything
     if let Some(shape) = result_shapes(&sig.ret, &sizes)? {

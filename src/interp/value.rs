@@ -7,7 +7,7 @@
 //! arrays). [`bind`] checks rank, shape and size-name consistency and
 //! resolves every size name; every engine calls it before running.
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Found, Result};
 use crate::syntax::ast::{Function, Size, Type};
 use crate::syntax::printer::print_type;
 use ndarray::ArrayD;
@@ -150,49 +150,124 @@ pub fn resolve(n: &Size, sizes: &Sizes) -> Result<usize> {
         Size::Named(s) => sizes
             .get(s)
             .copied()
-            .ok_or_else(|| Error::Call(format!("size `{s}` is not known from the arguments"))),
+            .ok_or_else(|| Error::UnboundSize { size: s.clone() }),
     }
 }
 
-fn check_value(
-    v: &Value,
+/// What a value at the call boundary is, seen without copying it: a
+/// number, a strided array (first element, shape, strides in elements of
+/// any sign), or a pair. Implemented by [`Value`] and by the borrowed
+/// [`crate::jit::Arg`], so the checks and the JIT read both in place.
+pub(crate) enum Operand<'v, T: ?Sized> {
+    Real(&'v f64),
+    Array {
+        ptr: *const f64,
+        shape: &'v [usize],
+        strides: &'v [isize],
+    },
+    Pair(&'v T, &'v T),
+}
+
+/// A value at the call boundary, read in place ([`Operand`]).
+pub(crate) trait AsOperand {
+    fn operand(&self) -> Operand<'_, Self>;
+}
+
+/// An output buffer at the call boundary, written in place.
+pub(crate) enum OperandMut<'v, T: ?Sized> {
+    Real(&'v mut f64),
+    Array {
+        ptr: *mut f64,
+        shape: &'v [usize],
+        strides: &'v [isize],
+    },
+    Pair(&'v mut T, &'v mut T),
+}
+
+/// An output buffer at the call boundary ([`OperandMut`]).
+pub(crate) trait AsOperandMut {
+    fn operand_mut(&mut self) -> OperandMut<'_, Self>;
+}
+
+impl AsOperand for Value {
+    fn operand(&self) -> Operand<'_, Value> {
+        match self {
+            Value::Real(x) => Operand::Real(x),
+            Value::Array(a) => Operand::Array {
+                ptr: a.as_ptr(),
+                shape: a.shape(),
+                strides: a.strides(),
+            },
+            Value::Pair(a, b) => Operand::Pair(a, b),
+        }
+    }
+}
+
+impl AsOperandMut for Value {
+    fn operand_mut(&mut self) -> OperandMut<'_, Value> {
+        match self {
+            Value::Real(x) => OperandMut::Real(x),
+            Value::Array(a) => {
+                let ptr = a.as_mut_ptr();
+                let a: &ArrayD<f64> = a;
+                OperandMut::Array {
+                    ptr,
+                    shape: a.shape(),
+                    strides: a.strides(),
+                }
+            }
+            Value::Pair(a, b) => OperandMut::Pair(a, b),
+        }
+    }
+}
+
+fn check_value<V: AsOperand + ?Sized>(
+    v: &V,
     b: &Boundary,
     what: &str,
     sizes: &mut Sizes,
     origin: &mut BTreeMap<String, String>,
 ) -> Result<()> {
-    match (b, v) {
-        (Boundary::Array(s), Value::Real(_)) if s.is_empty() => Ok(()),
-        (Boundary::Array(s), Value::Array(a)) => {
-            if a.ndim() != s.len() {
-                let got = a.ndim();
-                return Err(Error::Call(if s.is_empty() {
-                    format!("{what}: expected a number, got an array with {got} dims")
-                } else {
-                    format!("{what}: expected {} dims, got {got}", s.len())
-                }));
+    match (b, v.operand()) {
+        (Boundary::Array(s), Operand::Real(_)) if s.is_empty() => Ok(()),
+        (Boundary::Array(s), Operand::Array { shape, .. }) => {
+            if shape.len() != s.len() {
+                return Err(Error::Rank {
+                    argument: what.to_string(),
+                    expected: s.len(),
+                    found: Found::Array(shape.to_vec()),
+                });
             }
-            for (axis, (want, &got)) in s.iter().zip(a.shape()).enumerate() {
+            for (axis, (want, &got)) in s.iter().zip(shape).enumerate() {
                 // index variables stay below 2^31 (the index-range proof
                 // of the type checker relies on it), even on empty arrays
                 if got as u128 > MAX_ELEMENTS {
-                    return Err(Error::Call(format!(
-                        "{what}: axis {axis} has size {got}, more than the limit of {MAX_ELEMENTS}"
-                    )));
+                    return Err(Error::TooLarge {
+                        what: format!("{what}: axis {axis}"),
+                        elements: got as u128,
+                        limit: MAX_ELEMENTS,
+                    });
                 }
                 match want {
                     Size::Lit(k) if *k != got => {
-                        return Err(Error::Call(format!(
-                            "{what}: axis {axis} has size {got} but the type says {k}"
-                        )))
+                        return Err(Error::Shape {
+                            argument: what.to_string(),
+                            axis,
+                            expected: *k,
+                            got,
+                        })
                     }
                     Size::Lit(_) => {}
                     Size::Named(n) => match sizes.get(n) {
                         Some(&prev) if prev != got => {
-                            return Err(Error::Call(format!(
-                                "size `{n}` is {prev} from {} but {got} from {what} (axis {axis})",
-                                origin[n]
-                            )))
+                            return Err(Error::SizeName {
+                                size: n.clone(),
+                                first: prev,
+                                first_argument: origin[n].clone(),
+                                got,
+                                argument: what.to_string(),
+                                axis,
+                            })
                         }
                         Some(_) => {}
                         None => {
@@ -204,45 +279,45 @@ fn check_value(
             }
             Ok(())
         }
-        (Boundary::Pair(b0, b1), Value::Pair(v0, v1)) => {
+        (Boundary::Pair(b0, b1), Operand::Pair(v0, v1)) => {
             check_value(v0, b0, &format!("{what}.0"), sizes, origin)?;
             check_value(v1, b1, &format!("{what}.1"), sizes, origin)
         }
-        (Boundary::Pair(..), _) => Err(Error::Call(format!(
-            "{what}: expected a pair of values, got {}",
-            describe(v)
-        ))),
-        (Boundary::Array(s), _) => Err(Error::Call(if s.is_empty() {
-            format!("{what}: expected a number, got {}", describe(v))
-        } else {
-            format!(
-                "{what}: expected an array with {} dims, got {}",
-                s.len(),
-                describe(v)
-            )
-        })),
+        (Boundary::Pair(..), _) => Err(Error::NotPair {
+            argument: what.to_string(),
+            found: found(v),
+        }),
+        (Boundary::Array(s), _) => Err(Error::Rank {
+            argument: what.to_string(),
+            expected: s.len(),
+            found: found(v),
+        }),
     }
 }
 
-fn describe(v: &Value) -> String {
-    match v {
-        Value::Real(_) => "a number".into(),
-        Value::Array(a) => format!("an array of shape {:?}", a.shape()),
-        Value::Pair(..) => "a pair".into(),
+/// What a boundary value is, for error messages.
+pub(crate) fn found<V: AsOperand + ?Sized>(v: &V) -> Found {
+    match v.operand() {
+        Operand::Real(_) => Found::Number,
+        Operand::Array { shape, .. } => Found::Array(shape.to_vec()),
+        Operand::Pair(..) => Found::Pair,
     }
 }
 
 /// Check `args` (positional) against `f`'s parameters and resolve the size
 /// names. Also refuses a declared result whose size would be absurd.
 pub fn bind(f: &Function, args: &[Value]) -> Result<Sizes> {
+    bind_operands(f, args)
+}
+
+/// [`bind`] for any boundary values (values or borrowed arguments).
+pub(crate) fn bind_operands<V: AsOperand>(f: &Function, args: &[V]) -> Result<Sizes> {
     if args.len() != f.params.len() {
-        return Err(Error::Call(format!(
-            "`{}` takes {} argument{}, got {}",
-            f.name,
-            f.params.len(),
-            if f.params.len() == 1 { "" } else { "s" },
-            args.len()
-        )));
+        return Err(Error::Arity {
+            function: f.name.clone(),
+            expected: f.params.len(),
+            got: args.len(),
+        });
     }
     let mut sizes = Sizes::new();
     let mut origin = BTreeMap::new();
@@ -265,25 +340,20 @@ pub fn order_named(f: &Function, mut named: BTreeMap<String, Value>) -> Result<V
         match named.remove(&p.name) {
             Some(v) => out.push(v),
             None => {
-                return Err(Error::Call(format!(
-                    "missing argument `{}` ({}) of `{}`",
-                    p.name,
-                    print_type(&p.ty),
-                    f.name
-                )))
+                return Err(Error::MissingArgument {
+                    function: f.name.clone(),
+                    parameter: p.name.clone(),
+                    ty: print_type(&p.ty),
+                })
             }
         }
     }
     if let Some(k) = named.keys().next() {
-        return Err(Error::Call(format!(
-            "`{}` has no parameter `{k}` (parameters: {})",
-            f.name,
-            f.params
-                .iter()
-                .map(|p| p.name.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        )));
+        return Err(Error::UnknownArgument {
+            function: f.name.clone(),
+            name: k.clone(),
+            parameters: f.params.iter().map(|p| p.name.clone()).collect(),
+        });
     }
     Ok(out)
 }
@@ -296,9 +366,11 @@ pub fn checked_elements(shape: &[usize]) -> Result<usize> {
         n = n.saturating_mul(d as u128);
     }
     if n > MAX_ELEMENTS {
-        return Err(Error::Call(format!(
-            "a tensor of shape {shape:?} is too large ({n} elements; the limit is {MAX_ELEMENTS})"
-        )));
+        return Err(Error::TooLarge {
+            what: format!("a tensor of shape {shape:?}"),
+            elements: n,
+            limit: MAX_ELEMENTS,
+        });
     }
     Ok(n as usize)
 }

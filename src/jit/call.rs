@@ -9,6 +9,7 @@
 //! stay those of the interpreter's call boundary.
 
 use super::loopir::LoopProgram;
+use crate::interp::value::{AsOperand, AsOperandMut, Operand, OperandMut};
 use crate::interp::{Boundary, Value};
 use crate::syntax::ast::{Function, Size};
 
@@ -90,7 +91,7 @@ impl Sig {
 
     /// Whether `args` fit the parameters (as `interp::bind` decides),
     /// binding `slots` (all [`UNBOUND`] on entry, one per name).
-    pub fn bind(&self, args: &[Value], slots: &mut [usize]) -> bool {
+    pub(crate) fn bind<V: AsOperand>(&self, args: &[V], slots: &mut [usize]) -> bool {
         args.len() == self.params.len()
             && self
                 .params
@@ -101,7 +102,7 @@ impl Sig {
 
     /// Whether `out` fits the result (as the kernel's output check
     /// decides) with the bound `slots`.
-    pub fn fits_out(&self, out: &Value, slots: &[usize]) -> bool {
+    pub(crate) fn fits_out<O: AsOperandMut + ?Sized>(&self, out: &mut O, slots: &[usize]) -> bool {
         fits(&self.result, out, slots)
     }
 
@@ -111,12 +112,12 @@ impl Sig {
     }
 }
 
-fn bind_value(b: &SB, v: &Value, slots: &mut [usize]) -> bool {
-    match (b, v) {
-        (SB::Array(s), Value::Real(_)) => s.is_empty(),
-        (SB::Array(s), Value::Array(a)) => {
-            a.ndim() == s.len()
-                && s.iter().zip(a.shape()).all(|(want, &got)| match want {
+fn bind_value<V: AsOperand + ?Sized>(b: &SB, v: &V, slots: &mut [usize]) -> bool {
+    match (b, v.operand()) {
+        (SB::Array(s), Operand::Real(_)) => s.is_empty(),
+        (SB::Array(s), Operand::Array { shape, .. }) => {
+            shape.len() == s.len()
+                && s.iter().zip(shape).all(|(want, &got)| match want {
                     Dim::Lit(k) => *k == got,
                     Dim::Slot(k) => {
                         let Some(slot) = slots.get_mut(*k) else {
@@ -129,7 +130,7 @@ fn bind_value(b: &SB, v: &Value, slots: &mut [usize]) -> bool {
                     }
                 })
         }
-        (SB::Pair(b0, b1), Value::Pair(v0, v1)) => {
+        (SB::Pair(b0, b1), Operand::Pair(v0, v1)) => {
             bind_value(b0, v0, slots) && bind_value(b1, v1, slots)
         }
         _ => false,
@@ -143,20 +144,16 @@ fn dim(d: &Dim, slots: &[usize]) -> Option<usize> {
     }
 }
 
-fn fits(b: &SB, v: &Value, slots: &[usize]) -> bool {
-    match (b, v) {
-        (SB::Pair(a, c), Value::Pair(x, y)) => fits(a, x, slots) && fits(c, y, slots),
-        (SB::Array(d), Value::Real(_)) => d.is_empty(),
-        (SB::Array(d), Value::Array(a)) => {
-            a.ndim() == d.len()
+fn fits<O: AsOperandMut + ?Sized>(b: &SB, v: &mut O, slots: &[usize]) -> bool {
+    match (b, v.operand_mut()) {
+        (SB::Pair(a, c), OperandMut::Pair(x, y)) => fits(a, x, slots) && fits(c, y, slots),
+        (SB::Array(d), OperandMut::Real(_)) => d.is_empty(),
+        (SB::Array(d), OperandMut::Array { shape, strides, .. }) => {
+            shape.len() == d.len()
                 && d.iter()
-                    .zip(a.shape())
+                    .zip(shape)
                     .all(|(w, &got)| dim(w, slots) == Some(got))
-                && !a
-                    .shape()
-                    .iter()
-                    .zip(a.strides())
-                    .any(|(n, s)| *n > 1 && *s == 0)
+                && !shape.iter().zip(strides).any(|(n, s)| *n > 1 && *s == 0)
         }
         _ => false,
     }

@@ -32,11 +32,13 @@
 //!
 //! **Cache.** [`compile`] and [`compile_with`] keep kernels in a global
 //! least-recently-used cache of at most [`CACHE_CAPACITY`] kernels, keyed
-//! by the program text and the options (`{options:?}`, a newline, and the
-//! function as [`crate::syntax::print_function`] prints it). An evicted
+//! by the program text and the options ([`cache_key`]: `{options:?}`, a
+//! newline, and the function as [`crate::syntax::print_function`] prints
+//! it). An evicted
 //! kernel stays alive for as long as a caller holds its `Arc`;
 //! [`cache_len`] and [`clear_cache`] inspect and empty the cache.
 
+pub mod arg;
 // The stages below are unstable internals, public only for the crate's
 // tests, benches and examples (hidden from the docs).
 #[doc(hidden)]
@@ -54,12 +56,13 @@ pub mod pool;
 #[doc(hidden)]
 pub mod schedule;
 
-use crate::error::{Error, Result};
-use crate::interp::value::checked_elements;
+use crate::error::{Error, Found, OutputProblem, Result};
+use crate::interp::value::{checked_elements, AsOperand, AsOperandMut, Operand, OperandMut};
 use crate::interp::{self, Boundary, Value};
 use crate::syntax::ast::{Function, Size};
 use crate::syntax::print_function;
 use crate::types;
+pub use arg::{Arg, ArgMut, FromValue, IntoArg, IntoArgMut, IntoArgs};
 use loopir::{BufKind, LoopProgram, Nest, SizeRef, S};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -205,15 +208,30 @@ pub fn clear_cache() {
     }
 }
 
-/// Compile a function in normal form (cached: the same function with the
-/// same options compiles once while it stays in the cache).
+/// Compile a function in normal form with the default options (cached: see
+/// [`compile_with`] and [`cache_key`]).
 pub fn compile(f: &Function) -> Result<Arc<Kernel>> {
     compile_with(f, &Options::default())
 }
 
-/// Compile with options (cached by program text and options).
+/// The key of `f` compiled with `opts` in the kernel cache: the options
+/// (`{opts:?}`), a newline, and the function as
+/// [`crate::syntax::print_function`] prints it. So two functions that print
+/// the same (the same name, parameters and body, whatever the source's
+/// layout or comments) share a kernel, and anything that changes the
+/// printed text — renaming the function, a parameter or an index, another
+/// size — or any option compiles a new one.
+pub fn cache_key(f: &Function, opts: &Options) -> String {
+    format!("{opts:?}\n{}", print_function(f))
+}
+
+/// Compile with options, cached: the global cache keeps at most
+/// [`CACHE_CAPACITY`] kernels keyed by [`cache_key`] (program text and
+/// options), least recently used out first; [`clear_cache`] empties it and
+/// [`cache_len`] counts it. A kernel evicted while a caller holds its `Arc`
+/// stays valid.
 pub fn compile_with(f: &Function, opts: &Options) -> Result<Arc<Kernel>> {
-    let key = format!("{opts:?}\n{}", print_function(f));
+    let key = cache_key(f, opts);
     if let Some(k) = cache()?.get(&key) {
         return Ok(k);
     }
@@ -237,7 +255,7 @@ pub fn compile_uncached_with(f: &Function, opts: &Options) -> Result<Kernel> {
 }
 
 fn compile_here(f: &Function, opts: &Options) -> Result<Kernel> {
-    let sig = types::check(f).map_err(Error::Type)?;
+    let sig = types::check(f).map_err(Error::types)?;
     let prog = loopir::lower(f).map_err(|m| jit_err(format!("`{}`: {m}", f.name)))?;
     let layout = loopir::Layout::c_order(&prog);
     let native = codegen::compile(&prog, &layout).map_err(jit_err)?;
@@ -274,18 +292,22 @@ fn resolve(s: &SizeRef, sizes: &[i64]) -> usize {
     }
 }
 
-fn leaf<'v>(v: &'v Value, path: &[u8]) -> Option<&'v Value> {
-    match (path.first(), v) {
-        (None, v) => Some(v),
-        (Some(k), Value::Pair(a, b)) => leaf(if *k == 0 { a } else { b }, &path[1..]),
+fn leaf<'v, V: AsOperand>(v: &'v V, path: &[u8]) -> Option<&'v V> {
+    let Some(k) = path.first() else {
+        return Some(v);
+    };
+    match v.operand() {
+        Operand::Pair(a, b) => leaf(if *k == 0 { a } else { b }, &path[1..]),
         _ => None,
     }
 }
 
-fn leaf_mut<'v>(v: &'v mut Value, path: &[u8]) -> Option<&'v mut Value> {
-    match (path.first(), v) {
-        (None, v) => Some(v),
-        (Some(k), Value::Pair(a, b)) => leaf_mut(if *k == 0 { a } else { b }, &path[1..]),
+fn leaf_mut<'v, O: AsOperandMut>(v: &'v mut O, path: &[u8]) -> Option<&'v mut O> {
+    let Some(k) = path.first() else {
+        return Some(v);
+    };
+    match v.operand_mut() {
+        OperandMut::Pair(a, b) => leaf_mut(if *k == 0 { a } else { b }, &path[1..]),
         _ => None,
     }
 }
@@ -296,52 +318,59 @@ fn size_of(s: &Size, sizes: &interp::Sizes) -> Result<usize> {
         Size::Named(x) => sizes
             .get(x)
             .copied()
-            .ok_or_else(|| jit_err(format!("size `{x}` is not fixed by the arguments"))),
+            .ok_or_else(|| Error::UnboundSize { size: x.clone() }),
     }
 }
 
-fn check_out(b: &Boundary, v: &Value, sizes: &interp::Sizes, what: &str) -> Result<()> {
+fn check_out<O: AsOperandMut>(
+    b: &Boundary,
+    v: &mut O,
+    sizes: &interp::Sizes,
+    what: &str,
+) -> Result<()> {
+    let v = v.operand_mut();
+    let found = match &v {
+        OperandMut::Pair(..) => Found::Pair,
+        OperandMut::Real(_) => Found::Number,
+        OperandMut::Array { shape, .. } => Found::Array(shape.to_vec()),
+    };
+    let bad = |problem| {
+        Err(Error::Output {
+            buffer: what.to_string(),
+            problem,
+        })
+    };
     match (b, v) {
-        (Boundary::Pair(a, c), Value::Pair(x, y)) => {
+        (Boundary::Pair(a, c), OperandMut::Pair(x, y)) => {
             check_out(a, x, sizes, &format!("{what}.0"))?;
             check_out(c, y, sizes, &format!("{what}.1"))
         }
-        (Boundary::Array(d), Value::Real(_)) if d.is_empty() => Ok(()),
-        (Boundary::Array(d), Value::Array(a)) => {
+        (Boundary::Array(d), OperandMut::Real(_)) if d.is_empty() => Ok(()),
+        (Boundary::Array(d), OperandMut::Array { shape, .. })
+            if d.is_empty() && !shape.is_empty() =>
+        {
+            bad(OutputProblem::NotNumber(found))
+        }
+        (Boundary::Array(d), OperandMut::Array { shape, strides, .. }) => {
             let want = d
                 .iter()
                 .map(|s| size_of(s, sizes))
                 .collect::<Result<Vec<_>>>()?;
-            if a.shape() != want.as_slice() {
-                return Err(Error::Call(format!(
-                    "the output {what} has shape {:?}, but the result has shape {want:?}",
-                    a.shape()
-                )));
+            if shape != want.as_slice() {
+                return bad(OutputProblem::Shape {
+                    expected: want,
+                    got: shape.to_vec(),
+                });
             }
             // (an empty array has no elements to overlap)
-            if !a.is_empty()
-                && a.shape()
-                    .iter()
-                    .zip(a.strides())
-                    .any(|(n, s)| *n > 1 && *s == 0)
-            {
-                return Err(Error::Call(format!(
-                    "the output {what} has overlapping elements (a zero stride)"
-                )));
+            if !shape.contains(&0) && shape.iter().zip(strides).any(|(n, s)| *n > 1 && *s == 0) {
+                return bad(OutputProblem::Overlap);
             }
             Ok(())
         }
-        (Boundary::Pair(..), _) => Err(Error::Call(format!(
-            "the output {what} must be a pair (the result is a tuple)"
-        ))),
-        (Boundary::Array(_), _) => Err(Error::Call(format!(
-            "the output {what} must be an array, not {}",
-            match v {
-                Value::Pair(..) => "a pair",
-                Value::Real(_) => "a number",
-                Value::Array(_) => "an array",
-            }
-        ))),
+        (Boundary::Pair(..), _) => bad(OutputProblem::NotPair(found)),
+        (Boundary::Array(d), _) if d.is_empty() => bad(OutputProblem::NotNumber(found)),
+        (Boundary::Array(_), _) => bad(OutputProblem::NotArray(found)),
     }
 }
 
@@ -480,7 +509,7 @@ impl Kernel {
 
     /// Bind the arguments' sizes into `ws.slots`; on a refusal, the
     /// interpreter's error.
-    fn bind(&self, args: &[Value], ws: &mut call::Workspace) -> Result<()> {
+    fn bind<V: AsOperand>(&self, args: &[V], ws: &mut call::Workspace) -> Result<()> {
         ws.slots.clear();
         ws.slots.resize(self.sig.names.len(), call::UNBOUND);
         if self.sig.bind(args, &mut ws.slots) {
@@ -488,7 +517,7 @@ impl Kernel {
         }
         // refused (or a case the fast check does not know): the
         // interpreter's check decides and words the error
-        let sizes = interp::bind(&self.func, args)?;
+        let sizes = interp::value::bind_operands(&self.func, args)?;
         for (slot, name) in ws.slots.iter_mut().zip(&self.sig.names) {
             *slot = sizes.get(name).copied().unwrap_or(call::UNBOUND);
         }
@@ -522,6 +551,79 @@ impl Kernel {
     /// strides). Allocates nothing once the kernel has been called with
     /// these sizes (see the module doc).
     pub fn call_into(&self, args: &[Value], out: &mut Value) -> Result<()> {
+        self.call_into_generic(args, out)
+    }
+
+    /// Run on borrowed arguments, allocating the result: every array is an
+    /// `ndarray` view of any layout (C, Fortran, transposed, sliced with
+    /// steps, negative strides), read in place without a copy. Checked as
+    /// [`Kernel::call`] checks `Value`s (arity, rank, shapes, size names).
+    pub fn call_args(&self, args: &[Arg<'_>]) -> Result<Value> {
+        let mut ws = self.workspace();
+        let r = self.bind(args, &mut ws).and_then(|()| {
+            let mut out = self.sig.alloc_result(&ws.slots)?;
+            self.run(args, &mut out, &mut ws)?;
+            Ok(out)
+        });
+        self.give_back(ws);
+        r
+    }
+
+    /// Run on borrowed arguments, writing the result into the caller's
+    /// buffers `out` (views of any layout whose elements do not overlap;
+    /// a pair of buffers for a tuple result). A number result goes into a
+    /// 0-dimensional view; any other buffer for it is an error. Allocates
+    /// nothing once the kernel has been called with these sizes.
+    ///
+    /// `out` must not share memory with an argument (safe Rust cannot
+    /// build such views; the result would be unspecified).
+    pub fn call_args_into(&self, args: &[Arg<'_>], out: &mut ArgMut<'_>) -> Result<()> {
+        self.call_into_generic(args, out)
+    }
+
+    /// Run on `ndarray` arrays and views, read in place, and return a
+    /// typed result:
+    ///
+    /// ```
+    /// use einsat::ndarray::{array, Array1};
+    /// let p = einsat::load("fn mv(A: [n,m]R, x: [m]R) -> [n]R = gen(i:n) sum(j:m) A[i,j] * x[j]")?;
+    /// let k = einsat::jit::compile(p.get("mv").unwrap())?;
+    /// let a = array![[1.0, 2.0], [3.0, 4.0]];
+    /// let y: Array1<f64> = k.eval((a.t(), &array![1.0, 1.0]))?; // Aᵀ·1, no copy
+    /// assert_eq!(y, array![4.0, 6.0]);
+    /// # Ok::<(), einsat::Error>(())
+    /// ```
+    ///
+    /// Arguments are a tuple of [`IntoArg`]s: `&` any array or view of
+    /// `f64` (any dimension and layout), `ArrayView`s, `f64`s, 2-tuples
+    /// for pair parameters. The result is any [`FromValue`]: `f64`,
+    /// `Array<f64, D>` (`Array2<f64>`, …), 2-tuples of these, or
+    /// [`Value`]. Errors as [`Kernel::call`], plus [`Error::Result`] when
+    /// the requested type is not the function's result.
+    pub fn eval<'a, R: FromValue>(&self, args: impl IntoArgs<'a>) -> Result<R> {
+        args.with_args(|a| self.call_args(a))
+            .and_then(R::from_value)
+    }
+
+    /// Run on `ndarray` arrays and views, writing the result into `out`:
+    /// `&mut` an array or a mutable view of any layout (a 0-dimensional
+    /// one for a number result), or a 2-tuple of these for a tuple result.
+    /// Allocates nothing once warmed up (unless a pair is passed: its
+    /// [`Arg::Pair`] boxes).
+    pub fn eval_into<'a, 'b>(
+        &self,
+        args: impl IntoArgs<'a>,
+        out: impl IntoArgMut<'b>,
+    ) -> Result<()> {
+        let mut out = out.into_arg_mut();
+        args.with_args(|a| self.call_args_into(a, &mut out))
+    }
+
+    fn call_into_generic<V: AsOperand, O: AsOperandMut>(
+        &self,
+        args: &[V],
+        out: &mut O,
+    ) -> Result<()> {
         let mut ws = self.workspace();
         let r = self.bind(args, &mut ws).and_then(|()| {
             if !self.sig.fits_out(out, &ws.slots) {
@@ -533,17 +635,21 @@ impl Kernel {
         r
     }
 
-    fn run(&self, args: &[Value], out: &mut Value, ws: &mut call::Workspace) -> Result<()> {
+    fn run<V: AsOperand, O: AsOperandMut>(
+        &self,
+        args: &[V],
+        out: &mut O,
+        ws: &mut call::Workspace,
+    ) -> Result<()> {
         let p = &self.prog;
         ws.svals.clear();
         for (k, slot) in self.sig.prog_slots.iter().enumerate() {
             match slot.map(|s| ws.slots[s]).filter(|&v| v != call::UNBOUND) {
                 Some(v) => ws.svals.push(v as i64),
                 None => {
-                    return Err(jit_err(format!(
-                        "size `{}` is not fixed by the arguments",
-                        p.sizes[k]
-                    )))
+                    return Err(Error::UnboundSize {
+                        size: p.sizes[k].clone(),
+                    })
                 }
             }
         }
@@ -567,25 +673,29 @@ impl Kernel {
                 BufKind::Param { param, path } => {
                     let v = leaf(&args[*param], path)
                         .ok_or_else(|| jit_err(format!("argument `{}` is malformed", buf.name)))?;
-                    match v {
-                        Value::Array(a) => {
-                            if !shape_is(a.shape()) {
-                                return Err(Error::Call(format!(
-                                    "argument `{}` has shape {:?}, expected {:?}",
+                    match v.operand() {
+                        Operand::Array {
+                            ptr,
+                            shape,
+                            strides: st,
+                        } => {
+                            if !shape_is(shape) {
+                                return Err(jit_err(format!(
+                                    "internal: argument `{}` has shape {:?} after its check, expected {:?}",
                                     buf.name,
-                                    a.shape(),
+                                    shape,
                                     dims().collect::<Vec<_>>()
                                 )));
                             }
-                            ptrs.push(a.as_ptr() as *mut f64);
-                            strides.extend(a.strides().iter().map(|&s| s as i64));
+                            ptrs.push(ptr as *mut f64);
+                            strides.extend(st.iter().map(|&s| s as i64));
                         }
-                        Value::Real(x) if buf.dims.is_empty() => {
+                        Operand::Real(x) if buf.dims.is_empty() => {
                             ptrs.push(x as *const f64 as *mut f64)
                         }
                         _ => {
-                            return Err(Error::Call(format!(
-                                "argument `{}` does not match its type",
+                            return Err(jit_err(format!(
+                                "internal: argument `{}` does not match its type after its check",
                                 buf.name
                             )))
                         }
@@ -619,19 +729,25 @@ impl Kernel {
                 BufKind::Out { path } => {
                     let v = leaf_mut(out, path)
                         .ok_or_else(|| jit_err("the output does not match the result"))?;
-                    match v {
-                        Value::Array(a) => {
-                            if !shape_is(a.shape()) {
-                                return Err(Error::Call(format!(
-                                    "the output has shape {:?}, expected {:?}",
-                                    a.shape(),
-                                    dims().collect::<Vec<_>>()
-                                )));
+                    match v.operand_mut() {
+                        OperandMut::Array {
+                            ptr,
+                            shape,
+                            strides: st,
+                        } => {
+                            if !shape_is(shape) {
+                                return Err(Error::Output {
+                                    buffer: "buffer".into(),
+                                    problem: OutputProblem::Shape {
+                                        expected: dims().collect(),
+                                        got: shape.to_vec(),
+                                    },
+                                });
                             }
-                            strides.extend(a.strides().iter().map(|&s| s as i64));
-                            ptrs.push(a.as_mut_ptr());
+                            strides.extend(st.iter().map(|&s| s as i64));
+                            ptrs.push(ptr);
                         }
-                        Value::Real(x) if buf.dims.is_empty() => ptrs.push(x as *mut f64),
+                        OperandMut::Real(x) if buf.dims.is_empty() => ptrs.push(x as *mut f64),
                         _ => return Err(jit_err("the output does not match the result")),
                     }
                 }

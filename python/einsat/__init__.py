@@ -1,0 +1,130 @@
+"""einsat: tensor programs in index notation, optimised by equality saturation
+and run as native code, over numpy arrays.
+
+    >>> import numpy as np, einsat
+    >>> A, B = np.random.rand(3, 4), np.random.rand(4, 5)
+    >>> C = einsat.einsum("ij,jk->ik", A, B)          # as numpy.einsum
+    >>> k = einsat.compile("fn mv(A: [n,m]R, x: [m]R) -> [n]R = gen(i:n) sum(j:m) A[i,j] * x[j]")
+    >>> y = k(A, np.ones(4))                           # or k(A=A, x=np.ones(4))
+
+Functions
+---------
+einsum(spec, *operands, out=None, threads=None)
+    numpy's einsum: explicit (``"ij,jk->ik"``) and implicit (``"ij,jk"``)
+    output, repeated indices (``"ii->i"``), ``...`` and size-1 broadcasting,
+    numbers as operands (``",ij"``). The spec is optimised and compiled once
+    per spec text, operand ranks and thread count; sizes stay symbolic, so
+    new sizes reuse the kernel. Returns a new float64 array, a float for a
+    scalar result, or ``out`` (a float64 array of the result's shape, any
+    strides) after writing into it.
+compile(source, fn=None, threads=None) -> Kernel
+    Parse, type-check, optimise and compile one function of a program in the
+    einsat language (``fn`` names it when the source defines several).
+optimize(source, fn=None, sizes=None) -> str
+    The optimised program as source text (every function, or ``fn``);
+    ``sizes`` maps size names to the values the cost model assumes
+    (default 1000 each).
+check(source) -> list[str]
+    Every function's signature (``"fn f(x: [n]R) -> R"``), or the errors.
+
+Kernel
+------
+A compiled function. Call it with numpy arrays (or numbers for ``R``
+parameters), positionally or by parameter name; a pair parameter takes a
+tuple of two arrays. It returns a numpy array, a float, or a tuple for pair
+and tuple results (nested as the type nests: ``(a, (b, c))``). Attributes:
+``name``, ``params``, ``source`` (the function as parsed), ``optimized`` (the
+program the kernel runs), ``report`` (a dict with the fields of
+``einsat opt --json``: ``cost_before``, ``cost_after``, ``egraph_nodes``,
+``rules_fired``, ...), ``stages`` (how each loop nest runs).
+
+Arguments: the conversion rule
+------------------------------
+* float64 numpy arrays are read in place, whatever their strides: C order,
+  Fortran order, slices, transposes and negative strides are not copied.
+  (Unaligned arrays and arrays whose strides are not whole elements, both
+  rare, are copied.)
+* Arrays of dtype bool, signed or unsigned integer, float16, float32 or
+  longdouble, Python ``int``/``float``/``bool`` and (nested) lists of them
+  are converted to float64 (a copy; integers beyond 2**53 and longdoubles
+  round to the nearest float64).
+* Every other dtype (complex, object, string, bytes, datetime, timedelta,
+  structured) is refused with :class:`DTypeError`.
+* The result is always float64.
+
+Errors
+------
+Every error is an :class:`Error`; the messages are those of the ``einsat``
+command line. Nothing a caller passes can crash the interpreter: an internal
+failure is reported as :class:`Error` too.
+
+Threads
+-------
+The GIL is released while einsat optimises, compiles or runs a kernel, so
+Python threads run kernels in parallel (einsum calls of at most 4096
+multiply-adds keep it: they take about a microsecond, less than handing the
+GIL over and back); each call may itself use several cores (``threads=``
+limits it).
+"""
+
+import builtins as _builtins
+
+
+class Error(Exception):
+    """Base class of every einsat error.
+
+    Attributes: ``message``; for source errors ``line`` and ``column``
+    (1-based, of the first error) and ``diagnostics``, a list of
+    ``(line, column, message)`` for every error (line and column are ``None``
+    when the error has no position).
+    """
+
+    def __init__(self, message, line=None, column=None, diagnostics=()):
+        super().__init__(message)
+        self.message = message
+        self.line = line
+        self.column = column
+        self.diagnostics = list(diagnostics)
+
+
+class ParseError(Error, ValueError):
+    """Syntax error in a program, or an einsum spec that is not numpy's
+    grammar. ``str(e)`` is the rendered diagnostic
+    (``<source>:line:col: error: ...`` with the line underlined)."""
+
+
+class TypeCheckError(Error, ValueError):
+    """A program that parses but does not type-check (every error at once,
+    with ``line``/``column``/``diagnostics``)."""
+
+
+class ShapeError(Error, ValueError):
+    """Arguments that do not fit: wrong number of arguments or operands,
+    ranks, shapes, size names bound to different values, an ``out`` of the
+    wrong shape or one that overlaps an operand."""
+
+
+class DTypeError(ShapeError, _builtins.TypeError):
+    """An argument of a type einsat cannot compute with (complex, object,
+    string, ... arrays; a spec or source that is not a string)."""
+
+
+class CompileError(Error, RuntimeError):
+    """The native compiler refused or failed to build a kernel."""
+
+
+from ._einsat import Kernel, check, compile, einsum, optimize  # noqa: E402
+
+__all__ = [
+    "einsum",
+    "compile",
+    "optimize",
+    "check",
+    "Kernel",
+    "Error",
+    "ParseError",
+    "TypeCheckError",
+    "ShapeError",
+    "DTypeError",
+    "CompileError",
+]

@@ -1,0 +1,1182 @@
+//! `einsat._einsat`: the native half of the `einsat` Python package (the
+//! Python half, `python/einsat/__init__.py`, holds the exception classes and
+//! the documentation).
+//!
+//! This crate owns the boundary between Python and einsat:
+//!
+//! - **operands** ([`Operand`]): float64 numpy arrays are read in place (any
+//!   strides, negative ones too); other numeric dtypes (bool, signed and
+//!   unsigned integers, float16/32, longdouble) and Python numbers or
+//!   nested lists are converted to float64 once; complex, object, string,
+//!   datetime and other dtypes are refused;
+//! - **einsum** ([`einsum`]): numpy's grammar with `...` and size-1
+//!   broadcasting, compiled once per spec, operand ranks and thread count
+//!   (sizes stay symbolic) and cached ([`EinsumCache`]);
+//! - **programs** ([`compile`], [`Kernel`], [`optimize`], [`check`]);
+//! - **errors** ([`to_py_err`]): every einsat error becomes an instance of
+//!   a subclass of `einsat.Error` in one place; a panic is caught and
+//!   reported as `einsat.Error` instead of reaching Python.
+//!
+//! The GIL is released while einsat optimises, compiles or runs a kernel
+//! (except einsum contractions of at most [`SMALL_WORK`] multiply-adds,
+//! which take less time than handing the GIL over and back).
+
+use einsat::interp::{Boundary, Value};
+use einsat::jit::{Arg, ArgMut};
+use einsat::syntax::{print_function, Function};
+use einsat::{jit, opt};
+use ndarray::{ArrayViewD, ArrayViewMutD, IxDyn};
+use numpy::npyffi::NPY_ARRAY_ALIGNED;
+use numpy::{
+    PyArrayDescrMethods, PyArrayDyn, PyArrayMethods, PyReadonlyArrayDyn, PyUntypedArray,
+    PyUntypedArrayMethods,
+};
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyDict, PyFloat, PyList, PyString, PyTuple};
+use std::collections::{BTreeMap, HashMap};
+use std::fmt::Display;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::{Arc, Mutex};
+
+// ---------------------------------------------------------------- errors
+
+/// The exception classes, defined in `einsat/__init__.py`.
+#[derive(Clone, Copy)]
+enum Exc {
+    Error,
+    Parse,
+    TypeCheck,
+    Shape,
+    DType,
+    Compile,
+}
+
+impl Exc {
+    fn name(self) -> &'static str {
+        match self {
+            Exc::Error => "Error",
+            Exc::Parse => "ParseError",
+            Exc::TypeCheck => "TypeCheckError",
+            Exc::Shape => "ShapeError",
+            Exc::DType => "DTypeError",
+            Exc::Compile => "CompileError",
+        }
+    }
+}
+
+/// An error on its way to Python: the class, the message and, for source
+/// errors, every diagnostic as (line, column, message).
+struct Failure {
+    exc: Exc,
+    message: String,
+    diags: Vec<(Option<usize>, Option<usize>, String)>,
+}
+
+type Res<T> = std::result::Result<T, Failure>;
+
+fn fail(exc: Exc, message: impl Into<String>) -> Failure {
+    Failure {
+        exc,
+        message: message.into(),
+        diags: Vec::new(),
+    }
+}
+
+/// Source errors (`exc` is `Parse` or `TypeCheck`): the rendered
+/// diagnostics (`<source>:line:col: error: …` with the line underlined when
+/// the source is known) and each one's position.
+fn source_failure(exc: Exc, d: &[einsat::diag::Diagnostic], src: Option<&str>) -> Failure {
+    let message = match src {
+        Some(s) => einsat::diag::render_all(d, "<source>", s),
+        None => d
+            .iter()
+            .map(|d| d.message.clone())
+            .collect::<Vec<_>>()
+            .join("\n"),
+    };
+    let diags = d
+        .iter()
+        .map(|d| {
+            let lc = src.and_then(|s| d.line_col(s));
+            (lc.map(|x| x.0), lc.map(|x| x.1), d.message.clone())
+        })
+        .collect();
+    Failure {
+        exc,
+        message,
+        diags,
+    }
+}
+
+/// Call-error variants by name (the typed call errors of the `api` work:
+/// arity, rank, shapes, size names, outputs, …): wrong arguments.
+const ARGUMENT_ERRORS: &[&str] = &[
+    "Call",
+    "Arity",
+    "Rank",
+    "NotPair",
+    "Shape",
+    "SizeName",
+    "UnboundSize",
+    "TooLarge",
+    "Output",
+    "MissingArgument",
+    "UnknownArgument",
+];
+
+/// The one place an `einsat::Error` is mapped to an exception class.
+/// `src` is the source text the error is about (for line:column).
+fn from_einsat(e: einsat::Error, src: Option<&str>) -> Failure {
+    use einsat::Error as E;
+    match e {
+        E::Parse(d) => source_failure(Exc::Parse, &d, src),
+        E::Type(d) => source_failure(Exc::TypeCheck, &d, src),
+        E::Frontend(m) => fail(Exc::Parse, m),
+        E::Jit(m) => fail(Exc::Compile, format!("jit: {m}")),
+        // every other variant, also those added later, by its name: the
+        // argument errors are ShapeError, the rest (I/O, rule files) Error
+        #[allow(unreachable_patterns)]
+        other => {
+            let debug = format!("{other:?}");
+            let variant = debug
+                .split(|c: char| !c.is_ascii_alphanumeric())
+                .next()
+                .unwrap_or("");
+            let exc = if ARGUMENT_ERRORS.contains(&variant) {
+                Exc::Shape
+            } else {
+                Exc::Error
+            };
+            fail(exc, other.to_string())
+        }
+    }
+}
+
+static EXCEPTIONS: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
+
+fn to_py_err(py: Python<'_>, f: Failure) -> PyErr {
+    let module = EXCEPTIONS.get_or_try_init(py, || py.import("einsat").map(|m| m.unbind()));
+    let cls = match module.and_then(|m| m.bind(py).getattr(f.exc.name())) {
+        Ok(c) => c,
+        Err(e) => return e,
+    };
+    let (line, col) = f.diags.first().map_or((None, None), |d| (d.0, d.1));
+    let diags: Vec<(Option<usize>, Option<usize>, String)> = f.diags;
+    match cls.call1((f.message, line, col, diags)) {
+        Ok(v) => PyErr::from_value(v),
+        Err(e) => e,
+    }
+}
+
+/// Run `f` with the GIL released, turning a panic into an error.
+fn native<T: Send>(py: Python<'_>, f: impl FnOnce() -> Res<T> + Send) -> Res<T> {
+    py.detach(|| guarded(f))
+}
+
+fn guarded<T>(f: impl FnOnce() -> Res<T>) -> Res<T> {
+    catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|p| {
+        let what = p
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_default();
+        Err(fail(
+            Exc::Error,
+            format!("internal error (a bug in einsat, please report it): {what}"),
+        ))
+    })
+}
+
+// ---------------------------------------------------------------- operands
+
+fn numpy(py: Python<'_>) -> PyResult<&Bound<'_, PyModule>> {
+    static NP: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
+    NP.get_or_try_init(py, || py.import("numpy").map(|m| m.unbind()))
+        .map(|m| m.bind(py))
+}
+
+/// A Python argument read as float64: a number, or a numpy array borrowed
+/// for reading (in place when it already is an aligned float64 array).
+enum Operand<'py> {
+    Num(f64),
+    Array(PyReadonlyArrayDyn<'py, f64>),
+}
+
+impl Operand<'_> {
+    fn ndim(&self) -> usize {
+        match self {
+            Operand::Num(_) => 0,
+            Operand::Array(a) => a.ndim(),
+        }
+    }
+    fn shape(&self) -> &[usize] {
+        match self {
+            Operand::Num(_) => &[],
+            Operand::Array(a) => a.shape(),
+        }
+    }
+}
+
+/// Whether numpy's array can be viewed in place: aligned, strides whole
+/// elements, few enough axes for the numpy crate.
+fn viewable(a: &Bound<'_, PyArrayDyn<f64>>) -> bool {
+    // SAFETY: `a` is a live numpy array; the flags field is plain data.
+    let aligned = unsafe { (*a.as_array_ptr()).flags } & NPY_ARRAY_ALIGNED != 0;
+    aligned && a.ndim() <= 32 && a.strides().iter().all(|s| s % 8 == 0)
+}
+
+fn borrow<'py>(
+    a: &Bound<'py, PyArrayDyn<f64>>,
+    what: &dyn Display,
+) -> Res<PyReadonlyArrayDyn<'py, f64>> {
+    a.try_readonly().map_err(|e| {
+        fail(
+            Exc::Shape,
+            format!("{what}: the array cannot be read ({e}): it is being written by another call"),
+        )
+    })
+}
+
+/// `operand K` in messages (formatted only for an error).
+struct OperandNo(usize);
+
+impl Display for OperandNo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "operand {}", self.0)
+    }
+}
+
+/// Read one argument (`what` names it in errors). The conversion rule:
+/// float64 arrays are used in place; bool, integer and other float arrays
+/// (and Python numbers and nested lists of them) are converted to float64;
+/// every other dtype is refused.
+fn operand<'py>(py: Python<'py>, obj: &Bound<'py, PyAny>, what: &dyn Display) -> Res<Operand<'py>> {
+    if let Ok(a) = obj.cast::<PyArrayDyn<f64>>() {
+        if viewable(a) {
+            return Ok(Operand::Array(borrow(a, what)?));
+        }
+    }
+    if let Ok(f) = obj.cast::<PyFloat>() {
+        return Ok(Operand::Num(f.value()));
+    }
+    let py_err = |e: PyErr| fail(Exc::DType, format!("{what}: {e}"));
+    if obj.is_instance_of::<pyo3::types::PyInt>() || obj.is_instance_of::<pyo3::types::PyBool>() {
+        return obj.extract::<f64>().map(Operand::Num).map_err(py_err);
+    }
+    let np = numpy(py).map_err(py_err)?;
+    let arr = match obj.cast::<PyUntypedArray>() {
+        Ok(a) => a.clone(),
+        Err(_) => np
+            .call_method1("asarray", (obj,))
+            .and_then(|a| a.cast_into::<PyUntypedArray>().map_err(PyErr::from))
+            .map_err(py_err)?,
+    };
+    let dtype = arr.dtype();
+    let kind = dtype.kind() as char;
+    if !matches!(kind, 'b' | 'i' | 'u' | 'f') {
+        let name = dtype.str().map(|s| s.to_string()).unwrap_or_default();
+        return Err(fail(
+            Exc::DType,
+            format!(
+                "{what}: arrays of dtype `{name}` are not supported (einsat computes in float64 and converts only bool, integer and float arrays)"
+            ),
+        ));
+    }
+    if arr.ndim() > 32 {
+        return Err(fail(
+            Exc::Shape,
+            format!("{what}: {} axes is more than the limit of 32", arr.ndim()),
+        ));
+    }
+    // a fresh, aligned, C-order float64 copy
+    let conv = np
+        .call_method1("array", (&arr, np.getattr("float64").map_err(py_err)?))
+        .and_then(|a| a.cast_into::<PyArrayDyn<f64>>().map_err(PyErr::from))
+        .map_err(py_err)?;
+    Ok(Operand::Array(borrow(&conv, what)?))
+}
+
+/// The one place arguments cross into einsat: borrowed views (read and
+/// written in place), the result allocated by the kernel when there is no
+/// `out` (then `Some(result)`).
+fn call_kernel(
+    k: &jit::Kernel,
+    args: &[Arg<'_>],
+    out: Option<ArrayViewMutD<'_, f64>>,
+) -> Res<Option<Value>> {
+    match out {
+        None => k
+            .call_args(args)
+            .map(Some)
+            .map_err(|e| from_einsat(e, None)),
+        Some(o) => k
+            .call_args_into(args, &mut ArgMut::Array(o))
+            .map(|()| None)
+            .map_err(|e| from_einsat(e, None)),
+    }
+}
+
+fn value_to_py(py: Python<'_>, v: Value) -> PyResult<Py<PyAny>> {
+    Ok(match v {
+        Value::Real(x) => PyFloat::new(py, x).into_any().unbind(),
+        Value::Array(a) => PyArrayDyn::from_owned_array(py, a).into_any().unbind(),
+        Value::Pair(a, b) => PyTuple::new(py, [value_to_py(py, *a)?, value_to_py(py, *b)?])?
+            .into_any()
+            .unbind(),
+    })
+}
+
+fn threads_of(threads: Option<&Bound<'_, PyAny>>) -> Res<usize> {
+    match threads {
+        None => Ok(0),
+        Some(t) if t.is_none() => Ok(0),
+        Some(t) => match t.extract::<i64>() {
+            Ok(n) if (1..=1024).contains(&n) => Ok(n as usize),
+            _ => Err(fail(
+                Exc::Shape,
+                format!("threads must be None or a whole number from 1 to 1024, not {t}"),
+            )),
+        },
+    }
+}
+
+// ---------------------------------------------------------------- einsum
+
+/// One compiled einsum: the kernel and every operand's labels.
+struct Compiled {
+    kernel: Arc<jit::Kernel>,
+    /// Per operand, the label of each axis (ellipses expanded).
+    labels: Vec<Vec<u8>>,
+}
+
+/// Kernels per spec text, then per (operand ranks, threads).
+type EinsumCache = HashMap<String, Vec<(Vec<usize>, usize, Arc<Compiled>)>>;
+
+/// Compiled einsums kept at most (the whole cache is dropped past it).
+const EINSUM_CACHE_MAX: usize = 1024;
+
+static CACHE: Mutex<Option<EinsumCache>> = Mutex::new(None);
+
+/// A cache entry with its key: spec, ranks, threads.
+type Entry = (String, Vec<usize>, usize, Arc<Compiled>);
+
+thread_local! {
+    /// This thread's last einsum: a repeated call skips the shared cache.
+    static LAST: std::cell::RefCell<Option<Entry>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+fn cached(spec: &str, ranks: &[usize], threads: usize) -> Option<Arc<Compiled>> {
+    let hit = LAST.with(|l| {
+        l.borrow()
+            .as_ref()
+            .and_then(|(s, r, t, c)| (s == spec && r == ranks && *t == threads).then(|| c.clone()))
+    });
+    if hit.is_some() {
+        return hit;
+    }
+    let found = cached_shared(spec, ranks, threads)?;
+    LAST.with(|l| {
+        *l.borrow_mut() = Some((spec.to_string(), ranks.to_vec(), threads, found.clone()))
+    });
+    Some(found)
+}
+
+fn cached_shared(spec: &str, ranks: &[usize], threads: usize) -> Option<Arc<Compiled>> {
+    let c = CACHE.lock().ok()?;
+    c.as_ref()?
+        .get(spec)?
+        .iter()
+        .find(|(r, t, _)| r == ranks && *t == threads)
+        .map(|e| e.2.clone())
+}
+
+fn remember(spec: &str, ranks: &[usize], threads: usize, k: Arc<Compiled>) {
+    if let Ok(mut c) = CACHE.lock() {
+        let map = c.get_or_insert_with(HashMap::new);
+        let n: usize = map.values().map(|v| v.len()).sum();
+        if n >= EINSUM_CACHE_MAX {
+            map.clear();
+        }
+        map.entry(spec.to_string())
+            .or_default()
+            .push((ranks.to_vec(), threads, k));
+    }
+}
+
+fn spec_err(m: impl Into<String>) -> Failure {
+    fail(Exc::Parse, format!("einsum: {}", m.into()))
+}
+
+/// A spec error at a character of the spec (line 1, 1-based column).
+fn spec_err_at(spec: &str, byte: usize, m: impl Into<String>) -> Failure {
+    let m = format!("einsum: {}", m.into());
+    let col = spec[..byte.min(spec.len())].chars().count() + 1;
+    Failure {
+        exc: Exc::Parse,
+        message: format!("{m} (column {col} of `{spec}`)"),
+        diags: vec![(Some(1), Some(col), m)],
+    }
+}
+
+/// Expand a numpy spec for operands of the given ranks into explicit form
+/// without ellipses: `(explicit spec, labels per operand)`.
+fn expand(spec: &str, ranks: &[usize]) -> Res<(String, Vec<Vec<u8>>)> {
+    let s: String = spec.chars().filter(|c| !c.is_whitespace()).collect();
+    if let Some(c) = s
+        .chars()
+        .find(|c| !(c.is_ascii_alphabetic() || matches!(c, ',' | '.' | '-' | '>')))
+    {
+        let at = spec.find(c).unwrap_or(0);
+        return Err(spec_err_at(
+            spec,
+            at,
+            format!("`{c}` is not an index letter (a-z, A-Z)"),
+        ));
+    }
+    let (lhs, rhs) = match s.split_once("->") {
+        Some((_, r)) if r.contains("->") => {
+            let first = spec.find("->").unwrap_or(0);
+            let at = spec[first + 2..].find("->").map_or(0, |k| first + 2 + k);
+            return Err(spec_err_at(spec, at, "`->` appears more than once"));
+        }
+        Some((l, r)) => (l, Some(r)),
+        None => (s.as_str(), None),
+    };
+    if lhs.contains(['-', '>']) || rhs.is_some_and(|r| r.contains(['-', '>', ','])) {
+        return Err(spec_err(
+            "`-` and `>` appear only as `->`, and the output has no `,`",
+        ));
+    }
+    let terms: Vec<&str> = lhs.split(',').collect();
+    if terms.len() != ranks.len() {
+        return Err(fail(
+            Exc::Shape,
+            format!(
+                "einsum: the spec has {} operand{} but {} {} given",
+                terms.len(),
+                if terms.len() == 1 { "" } else { "s" },
+                ranks.len(),
+                if ranks.len() == 1 { "was" } else { "were" }
+            ),
+        ));
+    }
+    // split a term at its ellipsis: (before, after, has ellipsis)
+    let split = |t: &str| -> Res<(String, String, bool)> {
+        match t.split_once("...") {
+            Some((a, b)) if a.contains('.') || b.contains('.') => {
+                Err(spec_err(format!("`{t}`: `.` appears only as one `...`")))
+            }
+            Some((a, b)) => Ok((a.into(), b.into(), true)),
+            None if t.contains('.') => Err(spec_err(format!("`{t}`: `.` appears only as `...`"))),
+            None => Ok((t.into(), String::new(), false)),
+        }
+    };
+    let used: Vec<u8> = s.bytes().filter(u8::is_ascii_alphabetic).collect();
+    let mut parts = Vec::new();
+    let mut ell = Vec::new();
+    for (k, (t, &rank)) in terms.iter().zip(ranks).enumerate() {
+        let (a, b, dots) = split(t)?;
+        let named = a.len() + b.len();
+        if (dots && named > rank) || (!dots && named != rank) {
+            return Err(fail(
+                Exc::Shape,
+                format!(
+                    "einsum: operand {k} has {rank} axes but its subscripts `{t}` name {named}"
+                ),
+            ));
+        }
+        ell.push(if dots { rank - named } else { 0 });
+        parts.push((a, b));
+    }
+    let e = ell.iter().copied().max().unwrap_or(0);
+    let fresh: Vec<u8> = (b'A'..=b'Z')
+        .chain(b'a'..=b'z')
+        .filter(|c| !used.contains(c))
+        .take(e)
+        .collect();
+    if fresh.len() < e {
+        return Err(spec_err(
+            "too many axes: the letters and the axes under `...` need more than 52 labels",
+        ));
+    }
+    let mut labels = Vec::new();
+    for ((a, b), &n) in parts.iter().zip(&ell) {
+        let mut l: Vec<u8> = a.bytes().collect();
+        l.extend(&fresh[e - n..]);
+        l.extend(b.bytes());
+        labels.push(l);
+    }
+    let output: Vec<u8> = match rhs {
+        Some(r) => {
+            let (a, b, dots) = split(r)?;
+            if !dots && e > 0 {
+                return Err(fail(
+                    Exc::Shape,
+                    "einsum: the operands have axes under `...` but the output has no `...`",
+                ));
+            }
+            let arrow = spec.find("->").map_or(0, |k| k + 2);
+            let letters: Vec<u8> = a.bytes().chain(b.bytes()).collect();
+            for (k, &c) in letters.iter().enumerate() {
+                let nth = |n: usize| {
+                    spec[arrow..]
+                        .match_indices(c as char)
+                        .nth(n)
+                        .map_or(arrow, |(i, _)| arrow + i)
+                };
+                if letters[..k].contains(&c) {
+                    return Err(spec_err_at(
+                        spec,
+                        nth(1),
+                        format!("output index `{}` appears twice", c as char),
+                    ));
+                }
+                if !lhs.contains(c as char) {
+                    return Err(spec_err_at(
+                        spec,
+                        nth(0),
+                        format!(
+                            "output index `{}` does not appear in any operand",
+                            c as char
+                        ),
+                    ));
+                }
+            }
+            let mut o: Vec<u8> = a.bytes().collect();
+            o.extend(&fresh);
+            o.extend(b.bytes());
+            o
+        }
+        None => {
+            // numpy: the axes under `...`, then the letters that appear
+            // exactly once, in alphabetical order (upper case first)
+            let all: Vec<u8> = parts
+                .iter()
+                .flat_map(|(a, b)| a.bytes().chain(b.bytes()))
+                .collect();
+            let mut once: Vec<u8> = all
+                .iter()
+                .copied()
+                .filter(|c| all.iter().filter(|d| *d == c).count() == 1)
+                .collect();
+            once.sort();
+            let mut o = fresh.clone();
+            o.extend(once);
+            o
+        }
+    };
+    let text = |l: &[u8]| String::from_utf8_lossy(l).into_owned();
+    let explicit = format!(
+        "{}->{}",
+        labels.iter().map(|l| text(l)).collect::<Vec<_>>().join(","),
+        text(&output)
+    );
+    Ok((explicit, labels))
+}
+
+/// Optimise and compile a function (GIL released by the caller).
+fn build(f: &Function, threads: usize) -> Res<(Arc<jit::Kernel>, opt::Optimized)> {
+    let o = opt::optimize(f, &opt::Options::default()).map_err(|e| from_einsat(e, None))?;
+    let k = jit::compile_with(
+        &o.program,
+        &jit::Options {
+            threads,
+            ..jit::Options::default()
+        },
+    )
+    .map_err(|e| from_einsat(e, None))?;
+    Ok((k, o))
+}
+
+fn compile_einsum(spec: &str, ranks: &[usize], threads: usize) -> Res<Compiled> {
+    let (explicit, labels) = expand(spec, ranks)?;
+    let f = einsat::frontend::einsum::einsum(&explicit).map_err(|e| from_einsat(e, None))?;
+    let (kernel, _) = build(&f, threads)?;
+    Ok(Compiled { kernel, labels })
+}
+
+/// Per label, the size of its axes (numpy's broadcasting: the size that is
+/// not 1), as `(label, size)`; whether some operand's size-1 axis must be
+/// broadcast; and the product of all label sizes (the work of the
+/// contraction as written).
+fn label_sizes(c: &Compiled, ops: &[Operand<'_>]) -> (Vec<(u8, usize)>, bool, u128) {
+    let mut size: Vec<(u8, usize)> = Vec::with_capacity(8);
+    let mut needed = false;
+    for (l, op) in c.labels.iter().zip(ops) {
+        for (&lab, &n) in l.iter().zip(op.shape()) {
+            match size.iter_mut().find(|e| e.0 == lab) {
+                None => size.push((lab, n)),
+                Some(e) if e.1 == 1 => {
+                    needed |= n != 1;
+                    e.1 = n;
+                }
+                Some(_) => needed |= n == 1,
+            }
+        }
+    }
+    let work = size
+        .iter()
+        .fold(1u128, |w, e| w.saturating_mul(e.1 as u128));
+    (size, needed, work)
+}
+
+/// Contractions with at most this much work (the product of the label
+/// sizes) run without releasing the GIL: they take about a microsecond, less
+/// than handing the GIL over and back costs.
+const SMALL_WORK: u128 = 4096;
+
+/// Run with the GIL released unless the work is small.
+fn maybe_native<T: Send>(py: Python<'_>, small: bool, f: impl FnOnce() -> Res<T> + Send) -> Res<T> {
+    if small {
+        guarded(f)
+    } else {
+        native(py, f)
+    }
+}
+
+/// numpy.einsum's grammar (explicit and implicit output, repeated indices,
+/// `...` and size-1 broadcasting, numbers as operands), optimised and
+/// compiled once per spec, operand ranks and thread count (sizes stay
+/// symbolic). Returns a new float64 array, a float for a scalar result, or
+/// `out` (a float64 array of the result's shape, any strides) written in
+/// place. float64 operands are read in place; bool/int/float operands are
+/// converted to float64; other dtypes raise DTypeError. `threads`: at most
+/// this many threads for the call (default: all cores).
+#[pyfunction]
+#[pyo3(signature = (spec, *operands, out=None, threads=None))]
+fn einsum<'py>(
+    py: Python<'py>,
+    spec: &Bound<'py, PyAny>,
+    operands: &Bound<'py, PyTuple>,
+    out: Option<&Bound<'py, PyAny>>,
+    threads: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Py<PyAny>> {
+    einsum_impl(py, spec, operands, out, threads).map_err(|f| to_py_err(py, f))?
+}
+
+fn einsum_impl<'py>(
+    py: Python<'py>,
+    spec: &Bound<'py, PyAny>,
+    operands: &Bound<'py, PyTuple>,
+    out: Option<&Bound<'py, PyAny>>,
+    threads: Option<&Bound<'py, PyAny>>,
+) -> Res<PyResult<Py<PyAny>>> {
+    let spec = spec
+        .cast::<PyString>()
+        .map_err(|_| fail(Exc::DType, "einsum: the spec must be a string"))?;
+    let spec = spec
+        .to_str()
+        .map_err(|e| fail(Exc::Parse, format!("einsum: {e}")))?;
+    let threads = threads_of(threads)?;
+    let mut ops = Vec::with_capacity(operands.len());
+    for (k, o) in operands.iter().enumerate() {
+        ops.push(operand(py, &o, &OperandNo(k))?);
+    }
+    let ranks: Vec<usize> = ops.iter().map(Operand::ndim).collect();
+    let compiled = match cached(spec, &ranks, threads) {
+        Some(c) => c,
+        None => {
+            let c = Arc::new(native(py, || compile_einsum(spec, &ranks, threads))?);
+            remember(spec, &ranks, threads, c.clone());
+            c
+        }
+    };
+    let (size, needed, work) = label_sizes(&compiled, &ops);
+    let small = work <= SMALL_WORK;
+    // the views first: a broadcast view borrows the view it widens
+    let views: Vec<Option<ArrayViewD<'_, f64>>> = ops
+        .iter()
+        .map(|op| match op {
+            Operand::Array(a) if a.ndim() > 0 => Some(a.as_array()),
+            _ => None,
+        })
+        .collect();
+    let mut args = Vec::with_capacity(ops.len());
+    for (k, (op, view)) in ops.iter().zip(&views).enumerate() {
+        args.push(match (op, view) {
+            (Operand::Num(x), _) => Arg::Real(*x),
+            (Operand::Array(a), None) => Arg::Real(a.as_array()[IxDyn(&[])]),
+            (_, Some(v)) if !needed => Arg::Array(v.view()),
+            (_, Some(v)) => {
+                let l = &compiled.labels[k];
+                let shape: Vec<usize> = l
+                    .iter()
+                    .zip(v.shape())
+                    .map(|(&lab, &n)| {
+                        // numpy broadcasts a label's axes of size 1 (all of
+                        // them, when the label repeats in this operand)
+                        let all_one = l.iter().zip(v.shape()).all(|(&m, &k)| m != lab || k == 1);
+                        if n == 1 && all_one {
+                            size.iter().find(|e| e.0 == lab).map_or(n, |e| e.1)
+                        } else {
+                            n
+                        }
+                    })
+                    .collect();
+                Arg::Array(v.broadcast(IxDyn(&shape)).unwrap_or_else(|| v.view()))
+            }
+        });
+    }
+    let kernel = &compiled.kernel;
+    match out {
+        Some(o) if !o.is_none() => {
+            let arr = o.cast::<PyArrayDyn<f64>>().map_err(|_| {
+                fail(
+                    Exc::DType,
+                    "einsum: out must be a float64 numpy array (of the result's shape)",
+                )
+            })?;
+            if !viewable(arr) {
+                return Err(fail(
+                    Exc::Shape,
+                    "einsum: out must be an aligned array whose strides are whole elements",
+                ));
+            }
+            let mut w = arr.try_readwrite().map_err(|e| {
+                fail(
+                    Exc::Shape,
+                    format!("einsum: out cannot be written ({e}): it is read-only or overlaps an operand"),
+                )
+            })?;
+            let view = w.as_array_mut();
+            maybe_native(py, small, || call_kernel(kernel, &args, Some(view)))?;
+            Ok(Ok(o.clone().unbind()))
+        }
+        _ => {
+            let v = maybe_native(py, small, || call_kernel(kernel, &args, None))?;
+            Ok(value_to_py(py, v.unwrap_or(Value::Real(0.0))))
+        }
+    }
+}
+
+// ---------------------------------------------------------------- programs
+
+/// Parse and type-check a source text.
+fn load(src: &str) -> Res<einsat::Program> {
+    einsat::load(src).map_err(|e| from_einsat(e, Some(src)))
+}
+
+fn pick<'a>(prog: &'a einsat::Program, name: Option<&str>) -> Res<&'a Function> {
+    let names = || {
+        prog.functions
+            .iter()
+            .map(|f| f.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    match name {
+        Some(n) => prog.get(n).ok_or_else(|| {
+            fail(
+                Exc::Error,
+                format!("no function `{n}` (the source defines: {})", names()),
+            )
+        }),
+        None if prog.functions.len() == 1 => Ok(&prog.functions[0]),
+        None => Err(fail(
+            Exc::Error,
+            format!(
+                "the source defines several functions; choose one with fn= ({})",
+                names()
+            ),
+        )),
+    }
+}
+
+/// The fields of `einsat opt --json` for one function.
+fn report_json(f: &Function, o: &opt::Optimized) -> String {
+    serde_json::json!({
+        "name": f.name,
+        "input": print_function(f),
+        "output": print_function(&o.program),
+        "cost_before": o.cost_before,
+        "cost_after": o.cost_after,
+        "egraph_nodes": o.report.egraph_nodes,
+        "egraph_classes": o.report.egraph_classes,
+        "iterations": o.report.iterations,
+        "stop_reason": o.report.stop_reason,
+        "limits_hit": o.report.limits_hit,
+        "optimize_ms": o.report.total_seconds * 1e3,
+        "rules_fired": o.report.rules_fired,
+    })
+    .to_string()
+}
+
+/// A compiled function of the language: call it on numpy arrays.
+#[pyclass(frozen, module = "einsat")]
+struct Kernel {
+    kernel: Arc<jit::Kernel>,
+    name: String,
+    params: Vec<(String, Boundary)>,
+    source: String,
+    optimized: String,
+    report: String,
+}
+
+fn arg_of<'a>(op: &'a Operand<'_>) -> Arg<'a> {
+    match op {
+        Operand::Num(x) => Arg::Real(*x),
+        Operand::Array(a) => Arg::Array(a.as_array()),
+    }
+}
+
+/// Read the argument for a parameter of boundary form `b` into `ops`
+/// (pairs: a tuple of two, recursively).
+fn collect<'py>(
+    py: Python<'py>,
+    obj: &Bound<'py, PyAny>,
+    b: &Boundary,
+    what: &str,
+    ops: &mut Vec<Operand<'py>>,
+) -> Res<()> {
+    match b {
+        Boundary::Array(_) => {
+            ops.push(operand(py, obj, &what)?);
+            Ok(())
+        }
+        Boundary::Pair(x, y) => {
+            let t = obj
+                .cast::<PyTuple>()
+                .ok()
+                .filter(|t| t.len() == 2)
+                .ok_or_else(|| {
+                    fail(
+                        Exc::Shape,
+                        format!("{what}: a pair parameter takes a tuple of two values"),
+                    )
+                })?;
+            let t0 = t.get_item(0).map_err(|e| fail(Exc::Shape, e.to_string()))?;
+            let t1 = t.get_item(1).map_err(|e| fail(Exc::Shape, e.to_string()))?;
+            collect(py, &t0, x, &format!("{what}.0"), ops)?;
+            collect(py, &t1, y, &format!("{what}.1"), ops)
+        }
+    }
+}
+
+/// Build the argument of boundary form `b` from the operands at `*next`.
+fn assemble<'a>(b: &Boundary, ops: &'a [Operand<'_>], next: &mut usize) -> Arg<'a> {
+    match b {
+        Boundary::Array(s) => {
+            let op = &ops[*next];
+            *next += 1;
+            match op {
+                // a 0-d array for a number parameter is that number
+                Operand::Array(a) if s.is_empty() && a.ndim() == 0 => {
+                    Arg::Real(a.as_array()[IxDyn(&[])])
+                }
+                _ => arg_of(op),
+            }
+        }
+        Boundary::Pair(x, y) => {
+            let a = assemble(x, ops, next);
+            let b = assemble(y, ops, next);
+            Arg::Pair(Box::new(a), Box::new(b))
+        }
+    }
+}
+
+impl Kernel {
+    fn call_impl<'py>(
+        &self,
+        py: Python<'py>,
+        args: &Bound<'py, PyTuple>,
+        kwargs: Option<&Bound<'py, PyDict>>,
+    ) -> Res<PyResult<Py<PyAny>>> {
+        let n = self.params.len();
+        let list = || {
+            self.params
+                .iter()
+                .map(|p| p.0.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        if args.len() > n {
+            return Err(fail(
+                Exc::Shape,
+                format!(
+                    "`{}` takes {n} argument{} ({}) but {} were given",
+                    self.name,
+                    if n == 1 { "" } else { "s" },
+                    list(),
+                    args.len()
+                ),
+            ));
+        }
+        let mut given: Vec<Option<Bound<'py, PyAny>>> = args.iter().map(Some).collect();
+        given.resize(n, None);
+        if let Some(kw) = kwargs {
+            for (k, v) in kw.iter() {
+                let k: String = k
+                    .extract()
+                    .map_err(|e: PyErr| fail(Exc::Shape, e.to_string()))?;
+                let Some(pos) = self.params.iter().position(|p| p.0 == k) else {
+                    return Err(fail(
+                        Exc::Shape,
+                        format!(
+                            "`{}` has no parameter `{k}` (it takes {})",
+                            self.name,
+                            list()
+                        ),
+                    ));
+                };
+                if given[pos].is_some() {
+                    return Err(fail(Exc::Shape, format!("argument `{k}` is given twice")));
+                }
+                given[pos] = Some(v);
+            }
+        }
+        let mut ops = Vec::new();
+        for ((name, b), g) in self.params.iter().zip(&given) {
+            let g = g.as_ref().ok_or_else(|| {
+                fail(
+                    Exc::Shape,
+                    format!(
+                        "missing argument `{name}` (`{}` takes {})",
+                        self.name,
+                        list()
+                    ),
+                )
+            })?;
+            collect(py, g, b, &format!("argument `{name}`"), &mut ops)?;
+        }
+        let mut next = 0;
+        let argv: Vec<Arg<'_>> = self
+            .params
+            .iter()
+            .map(|(_, b)| assemble(b, &ops, &mut next))
+            .collect();
+        let kernel = &self.kernel;
+        let v = native(py, || call_kernel(kernel, &argv, None))?;
+        Ok(value_to_py(py, v.unwrap_or(Value::Real(0.0))))
+    }
+}
+
+#[pymethods]
+impl Kernel {
+    /// Run the kernel: arguments positionally or by parameter name; pair
+    /// parameters take a tuple of two arrays.
+    #[pyo3(signature = (*args, **kwargs))]
+    fn __call__<'py>(
+        &self,
+        py: Python<'py>,
+        args: &Bound<'py, PyTuple>,
+        kwargs: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<Py<PyAny>> {
+        self.call_impl(py, args, kwargs)
+            .map_err(|f| to_py_err(py, f))?
+    }
+
+    /// The function's name.
+    #[getter]
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The parameter names, in order.
+    #[getter]
+    fn params(&self) -> Vec<String> {
+        self.params.iter().map(|p| p.0.clone()).collect()
+    }
+
+    /// The function as written (printed from its parsed form).
+    #[getter]
+    fn source(&self) -> &str {
+        &self.source
+    }
+
+    /// The optimised function that the kernel runs, as source text.
+    #[getter]
+    fn optimized(&self) -> &str {
+        &self.optimized
+    }
+
+    /// The optimiser's report: the fields of `einsat opt --json`.
+    #[getter]
+    fn report<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        py.import("json")?.call_method1("loads", (&self.report,))
+    }
+
+    /// Per stage, how it runs (`gemm M×N×K` or `native`).
+    #[getter]
+    fn stages(&self) -> Vec<String> {
+        self.kernel.stages()
+    }
+
+    fn __repr__(&self) -> String {
+        format!("<einsat.Kernel {}({})>", self.name, {
+            self.params
+                .iter()
+                .map(|p| p.0.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        })
+    }
+}
+
+fn source_str<'a>(s: &'a Bound<'_, PyAny>) -> Res<std::borrow::Cow<'a, str>> {
+    let s = s
+        .cast::<PyString>()
+        .map_err(|_| fail(Exc::DType, "the source must be a string"))?;
+    s.to_cow()
+        .map_err(|e| fail(Exc::Parse, format!("the source is not valid text: {e}")))
+}
+
+fn opt_name(f: Option<&Bound<'_, PyAny>>) -> Res<Option<String>> {
+    match f {
+        None => Ok(None),
+        Some(f) if f.is_none() => Ok(None),
+        Some(f) => f
+            .extract::<String>()
+            .map(Some)
+            .map_err(|_| fail(Exc::DType, "fn must be a function name (a string) or None")),
+    }
+}
+
+/// Parse, type-check, optimise and compile one function of a program in
+/// the einsat language (`fn` names it when the source defines several).
+/// Returns a Kernel: call it with arrays positionally or by parameter name.
+#[pyfunction]
+#[pyo3(signature = (source, r#fn=None, threads=None), text_signature = "(source, fn=None, threads=None)")]
+fn compile<'py>(
+    py: Python<'py>,
+    source: &Bound<'py, PyAny>,
+    r#fn: Option<&Bound<'py, PyAny>>,
+    threads: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Kernel> {
+    let run = || -> Res<Kernel> {
+        let src = source_str(source)?;
+        let name = opt_name(r#fn)?;
+        let threads = threads_of(threads)?;
+        let src: &str = &src;
+        native(py, || {
+            let prog = load(src)?;
+            let f = pick(&prog, name.as_deref())?;
+            let (kernel, o) = build(f, threads)?;
+            Ok(Kernel {
+                kernel,
+                name: f.name.clone(),
+                params: f
+                    .params
+                    .iter()
+                    .map(|p| (p.name.clone(), Boundary::of(&p.ty)))
+                    .collect(),
+                source: print_function(f),
+                optimized: print_function(&o.program),
+                report: report_json(f, &o),
+            })
+        })
+    };
+    run().map_err(|f| to_py_err(py, f))
+}
+
+/// The optimised program as source text: every function, or the one named
+/// `fn`. `sizes` maps size names to the values the cost model assumes
+/// (default 1000 each).
+#[pyfunction]
+#[pyo3(signature = (source, r#fn=None, sizes=None), text_signature = "(source, fn=None, sizes=None)")]
+fn optimize<'py>(
+    py: Python<'py>,
+    source: &Bound<'py, PyAny>,
+    r#fn: Option<&Bound<'py, PyAny>>,
+    sizes: Option<&Bound<'py, PyAny>>,
+) -> PyResult<String> {
+    let run = || -> Res<String> {
+        let src = source_str(source)?;
+        let name = opt_name(r#fn)?;
+        let mut opts = opt::Options::default();
+        if let Some(s) = sizes.filter(|s| !s.is_none()) {
+            let bad = || {
+                fail(
+                    Exc::DType,
+                    "sizes must be a dict of size names to whole numbers ≥ 0",
+                )
+            };
+            let d = s.cast::<PyDict>().map_err(|_| bad())?;
+            let mut m = BTreeMap::new();
+            for (k, v) in d.iter() {
+                m.insert(
+                    k.extract::<String>().map_err(|_| bad())?,
+                    v.extract::<usize>().map_err(|_| bad())?,
+                );
+            }
+            opts.sizes = m;
+        }
+        let src: &str = &src;
+        native(py, || {
+            let prog = load(src)?;
+            let fs: Vec<&Function> = match name {
+                Some(_) => vec![pick(&prog, name.as_deref())?],
+                None => prog.functions.iter().collect(),
+            };
+            let mut text = Vec::new();
+            for f in fs {
+                let o = opt::optimize(f, &opts).map_err(|e| {
+                    let mut fl = from_einsat(e, None);
+                    fl.message = format!("in `{}`: {}", f.name, fl.message);
+                    fl
+                })?;
+                text.push(print_function(&o.program));
+            }
+            Ok(text.join("\n"))
+        })
+    };
+    run().map_err(|f| to_py_err(py, f))
+}
+
+/// Parse and type-check a program: every function's signature as text, or
+/// ParseError / TypeCheckError with every error.
+#[pyfunction]
+fn check<'py>(py: Python<'py>, source: &Bound<'py, PyAny>) -> PyResult<Py<PyList>> {
+    let run = || -> Res<Vec<String>> {
+        let src = source_str(source)?;
+        let src: &str = &src;
+        native(py, || {
+            let parsed = einsat::syntax::parse_program(src)
+                .map_err(|d| source_failure(Exc::Parse, &d, Some(src)))?;
+            let sigs = einsat::types::check_parsed(&parsed)
+                .map_err(|d| source_failure(Exc::TypeCheck, &d, Some(src)))?;
+            Ok(sigs.iter().map(|s| s.to_string()).collect())
+        })
+    };
+    let sigs = run().map_err(|f| to_py_err(py, f))?;
+    Ok(PyList::new(py, sigs)?.unbind())
+}
+
+/// Whether einsat reads `obj` in place (tests): the view it would hand the
+/// kernel starts at the numpy array's own data.
+#[pyfunction]
+fn _reads_in_place<'py>(py: Python<'py>, obj: &Bound<'py, PyAny>) -> PyResult<bool> {
+    let Ok(arr) = obj.cast::<PyUntypedArray>() else {
+        return Ok(false);
+    };
+    // SAFETY: reading the data pointer of a live array.
+    let data = unsafe { (*arr.as_array_ptr()).data } as *const f64;
+    let op = operand(py, obj, &"argument").map_err(|f| to_py_err(py, f))?;
+    Ok(match &op {
+        Operand::Array(a) => std::ptr::eq(a.as_array().as_ptr(), data),
+        Operand::Num(_) => false,
+    })
+}
+
+/// How many einsum kernels are cached (tests, diagnostics).
+#[pyfunction]
+fn _einsum_cache_len() -> usize {
+    CACHE
+        .lock()
+        .ok()
+        .and_then(|c| c.as_ref().map(|m| m.values().map(Vec::len).sum()))
+        .unwrap_or(0)
+}
+
+#[pymodule]
+fn _einsat(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(einsum, m)?)?;
+    m.add_function(wrap_pyfunction!(compile, m)?)?;
+    m.add_function(wrap_pyfunction!(optimize, m)?)?;
+    m.add_function(wrap_pyfunction!(check, m)?)?;
+    m.add_function(wrap_pyfunction!(_einsum_cache_len, m)?)?;
+    m.add_function(wrap_pyfunction!(_reads_in_place, m)?)?;
+    m.add_class::<Kernel>()?;
+    Ok(())
+}
