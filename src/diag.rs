@@ -7,14 +7,18 @@ use std::fmt;
 /// A byte range in a source text.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub struct Span {
+    /// Byte offset of the first byte.
     pub start: usize,
+    /// Byte offset one past the last byte.
     pub end: usize,
 }
 
 impl Span {
+    /// The span `start..end`.
     pub fn new(start: usize, end: usize) -> Span {
         Span { start, end }
     }
+    /// The smallest span covering both.
     pub fn join(self, o: Span) -> Span {
         Span::new(self.start.min(o.start), self.end.max(o.end))
     }
@@ -23,11 +27,14 @@ impl Span {
 /// One error: a message and, when the input came from text, where.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Diagnostic {
+    /// What is wrong, in words.
     pub message: String,
+    /// Where in the source, when known.
     pub span: Option<Span>,
 }
 
 impl Diagnostic {
+    /// A diagnostic with a message and an optional span.
     pub fn new(message: impl Into<String>, span: Option<Span>) -> Diagnostic {
         Diagnostic {
             message: message.into(),

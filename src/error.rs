@@ -294,6 +294,35 @@ pub enum Error {
     /// The JIT refused a function (not in normal form) or failed to build it.
     #[error("jit: {0}")]
     Jit(String),
+
+    // ---- rule files (`egraph::rules`: loading, and the soundness check on
+    // load in `egraph::check`) ----
+    /// A rule file that cannot be read or parsed, or rules that do not fit
+    /// together (a name defined twice): where, and what is wrong.
+    #[error("{file}{}: {message}", line.map(|l| format!(":{l}")).unwrap_or_default())]
+    RuleFile {
+        /// The file (or folder) the error is about.
+        file: String,
+        /// The 1-based line, when the error is about one line.
+        line: Option<usize>,
+        /// What is wrong.
+        message: String,
+    },
+    /// A rule refused on load: a random instance of it (as `einsat rules
+    /// check` makes) gives different values on its two sides.
+    #[error("{file}:{line}: rule `{rule}` is unsound, refused on load (skip the check with --no-rule-check or `RuleCheck::skip()`); counterexample:\n{counterexample}")]
+    UnsoundRule {
+        /// The rule's name.
+        rule: String,
+        /// The file that defines it.
+        file: String,
+        /// The 1-based line that defines it.
+        line: usize,
+        /// Both sides as programs, and the values they give on the same
+        /// inputs.
+        counterexample: String,
+    },
+    // ---- end of rule files ----
     /// Files that cannot be read or written.
     #[error("{0}")]
     Io(String),

@@ -53,7 +53,10 @@ pub struct Options {
     /// are inlined only while the program stays within it, and a term
     /// extracted from the e-graph that is larger written out is not used.
     pub term_limit: usize,
-    /// Rules to use; `None`: the built-in ones.
+    /// Rules to use; `None`: the built-in ones. Load them with
+    /// [`crate::egraph::rules::load_rules_dir`] or
+    /// [`crate::egraph::rules::parse_rules`], which check their soundness
+    /// on load (an unsound rule is refused with a counterexample).
     pub rules: Option<Vec<Rule>>,
     /// Record the rewrite chain from input to extracted term.
     pub explain: bool,
@@ -83,9 +86,13 @@ impl Default for Options {
 /// What the optimiser did.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Report {
+    /// E-graph nodes at the end of saturation.
     pub egraph_nodes: usize,
+    /// E-graph classes at the end of saturation.
     pub egraph_classes: usize,
+    /// Saturation iterations run (all rounds).
     pub iterations: usize,
+    /// Why saturation stopped, in words.
     pub stop_reason: String,
     /// Saturation time in seconds.
     pub saturation_seconds: f64,
@@ -141,9 +148,13 @@ impl Report {
 /// The result of [`optimize`].
 #[derive(Clone, Debug)]
 pub struct Optimized {
+    /// The optimised program, in normal form, with the input's signature.
     pub program: Function,
+    /// Estimated cost of the input (the cost model of [`crate::extract::cost`]).
     pub cost_before: f64,
+    /// Estimated cost of the optimised program.
     pub cost_after: f64,
+    /// What the optimiser did.
     pub report: Report,
 }
 
@@ -268,7 +279,7 @@ fn optimize_here(f: &Function, opts: &Options) -> Result<Optimized> {
             Some(r) => r.clone(),
             None => builtin_rules(),
         };
-        let rws = rewrites(&rules).map_err(Error::Frontend)?;
+        let rws = rewrites(&rules)?;
         let analysis = TlAnalysis {
             params: f
                 .params

@@ -32,6 +32,10 @@ pub struct DiffArgs {
     /// Use the `*.rules` files of this folder instead of the built-in rules.
     #[arg(long)]
     pub rules: Option<PathBuf>,
+    /// Load the `--rules` files without checking each rule's soundness on
+    /// random instances first (to difftest a rule set the check refuses).
+    #[arg(long)]
+    pub no_rule_check: bool,
     /// Named sizes of the inputs are drawn from 1..=MAX.
     #[arg(long, default_value_t = 4)]
     pub max_size: usize,
@@ -106,7 +110,7 @@ pub fn difftest(a: &DiffArgs) -> CliResult {
     cfg.tol.rel = a.rtol;
     cfg.opt.time_limit = Duration::from_millis(a.time_limit_ms.max(1));
     if a.rules.is_some() {
-        cfg.opt.rules = Some(rule_set(a.rules.as_deref())?);
+        cfg.opt.rules = Some(rule_set(a.rules.as_deref(), !a.no_rule_check)?);
     }
     let jobs = a.jobs.unwrap_or_else(|| {
         std::thread::available_parallelism()
@@ -154,7 +158,7 @@ pub fn difftest(a: &DiffArgs) -> CliResult {
         summary.seconds
     );
     // The reproducer's commands use the same rules as the run.
-    let run_opts: Vec<String> = match &a.rules {
+    let mut run_opts: Vec<String> = match &a.rules {
         Some(r) => vec![
             "--rules".into(),
             std::fs::canonicalize(r)
@@ -164,6 +168,9 @@ pub fn difftest(a: &DiffArgs) -> CliResult {
         ],
         None => vec![],
     };
+    if a.rules.is_some() && a.no_rule_check {
+        run_opts.push("--no-rule-check".into());
+    }
     for d in &summary.disagreements {
         let dir = a.out.join(format!("case-{}", d.index));
         let words =

@@ -4,7 +4,7 @@
 
 use super::{load_file, parse_sizes, CliResult};
 use crate::egraph::check::check_rules;
-use crate::egraph::rules::{builtin_rules, load_rules_dir, Rule};
+use crate::egraph::rules::{builtin_rules, load_rules_dir_with, Rule, RuleCheck};
 use crate::opt::{optimize, Optimized, Options};
 use crate::syntax::{print_function, Function};
 use std::path::{Path, PathBuf};
@@ -20,6 +20,10 @@ pub struct OptArgs {
     /// Use the `*.rules` files of this folder instead of the built-in rules.
     #[arg(long)]
     pub rules: Option<PathBuf>,
+    /// Load the `--rules` files without checking each rule's soundness on
+    /// random instances first.
+    #[arg(long)]
+    pub no_rule_check: bool,
     /// E-graph node limit.
     #[arg(long)]
     pub node_limit: Option<usize>,
@@ -38,12 +42,19 @@ pub struct OptArgs {
     pub simple_scheduler: bool,
 }
 
-/// The rule set: built in, or every `*.rules` file of `dir`.
-pub fn rule_set(dir: Option<&Path>) -> Result<Vec<Rule>, String> {
+/// The rule set: built in, or every `*.rules` file of `dir`, checked for
+/// soundness on load when `check` is set (an unsound rule is an error with
+/// its counterexample).
+pub fn rule_set(dir: Option<&Path>, check: bool) -> Result<Vec<Rule>, String> {
     match dir {
         None => Ok(builtin_rules()),
         Some(d) => {
-            let r = load_rules_dir(d).map_err(|e| format!("error: {e}"))?;
+            let how = if check {
+                RuleCheck::default()
+            } else {
+                RuleCheck::skip()
+            };
+            let r = load_rules_dir_with(d, &how).map_err(|e| format!("error: {e}"))?;
             if r.is_empty() {
                 return Err(format!("error: {}: no *.rules files", d.display()));
             }
@@ -60,7 +71,7 @@ impl OptArgs {
             ..Options::default()
         };
         if self.rules.is_some() {
-            o.rules = Some(rule_set(self.rules.as_deref())?);
+            o.rules = Some(rule_set(self.rules.as_deref(), !self.no_rule_check)?);
         }
         if let Some(n) = self.node_limit {
             o.node_limit = n;
@@ -175,7 +186,8 @@ pub fn opt(
 
 /// `einsat rules check`.
 pub fn rules_check(dir: Option<&Path>, cases: usize, seed: u64, json: bool) -> CliResult {
-    let rules = rule_set(dir)?;
+    // this command is the full check: load without the quick one
+    let rules = rule_set(dir, false)?;
     let reports = check_rules(&rules, cases, seed);
     let bad = reports.iter().filter(|r| !r.sound()).count();
     if json {

@@ -7,6 +7,7 @@
 
 use super::rules::{build_rhs, check_cond, Rule, Sexp, Store};
 use super::*;
+use crate::error::Error;
 use crate::interp;
 use crate::syntax::printer::print_function;
 use rand::rngs::StdRng;
@@ -17,19 +18,23 @@ use std::collections::BTreeMap;
 /// The verdict on one rule.
 #[derive(Clone, Debug, Serialize)]
 pub struct RuleReport {
+    /// The rule's name.
     pub name: String,
+    /// Where it is defined, `file:line`.
     pub origin: String,
     /// Instances whose both sides were run.
     pub tried: usize,
     /// Rounds in which no instance meeting the conditions was found (the
     /// checker keeps drawing until `tried` reaches the requested count).
     pub skipped: usize,
+    /// Instances whose two sides gave different values.
     pub mismatches: usize,
     /// The smallest counterexample found: both sides as programs and values.
     pub counterexample: Option<String>,
 }
 
 impl RuleReport {
+    /// No instance disagreed.
     pub fn sound(&self) -> bool {
         self.mismatches == 0
     }
@@ -558,7 +563,7 @@ pub fn check_rule(rule: &Rule, cases: usize, seed: u64) -> RuleReport {
             }
             let sizes = BTreeMap::new();
             let mut irng = StdRng::seed_from_u64(rng.gen());
-            let Ok(args) = crate::testing::random_inputs(&fl, &sizes, &mut irng) else {
+            let Ok(args) = crate::interp::random::random_inputs(&fl, &sizes, &mut irng) else {
                 continue;
             };
             let Ok(lv) = interp::run(&fl, &args) else {
@@ -608,4 +613,121 @@ pub fn check_rules(rules: &[Rule], cases: usize, seed: u64) -> Vec<RuleReport> {
         .enumerate()
         .map(|(k, r)| check_rule(r, cases, seed.wrapping_add(k as u64 * 7919)))
         .collect()
+}
+
+// ---------------------------------------------------------------------------
+// The check on load: rule files are checked before their rules are used
+
+/// How rules are checked for soundness when they are loaded
+/// ([`super::rules::parse_rules`], [`super::rules::load_rules_dir`] and their
+/// `*_with` variants): every rule is instantiated on random terms and inputs
+/// as [`check_rule`] does; the first unsound rule refuses the whole load
+/// with [`Error::UnsoundRule`] and its smallest counterexample.
+///
+/// Each rule first gets [`RuleCheck::min_cases`] instances (always, so
+/// every rule is instantiated whatever the budget), then up to
+/// [`RuleCheck::cases`] in all while the whole check stays within
+/// [`RuleCheck::time_budget`]. Rules identical (sides and conditions) to a
+/// built-in rule are not instantiated again: CI checks those with 1000
+/// instances each. The instances are drawn from [`RuleCheck::seed`], so a
+/// check that stays within its budget is deterministic; a check is a
+/// sample, not a proof (`einsat rules check --cases 1000` and `einsat
+/// difftest --rules DIR` look harder).
+#[derive(Clone, Debug)]
+pub struct RuleCheck {
+    /// Check at all (`false`: [`RuleCheck::skip`], the CLI's
+    /// `--no-rule-check`).
+    pub enabled: bool,
+    /// Instances per rule while the budget lasts (default 50).
+    pub cases: usize,
+    /// Instances every rule gets, budget or not (default 10).
+    pub min_cases: usize,
+    /// Time for the instances beyond `min_cases` (default 2 s).
+    pub time_budget: std::time::Duration,
+    /// Seed of the random instances.
+    pub seed: u64,
+}
+
+impl Default for RuleCheck {
+    fn default() -> Self {
+        RuleCheck {
+            enabled: true,
+            cases: 50,
+            min_cases: 10,
+            time_budget: std::time::Duration::from_secs(2),
+            seed: 1,
+        }
+    }
+}
+
+impl RuleCheck {
+    /// No check: rules are loaded as written.
+    pub fn skip() -> RuleCheck {
+        RuleCheck {
+            enabled: false,
+            ..RuleCheck::default()
+        }
+    }
+
+    /// Check `rules` (see the type's doc): `Ok` when none is found unsound.
+    pub fn check(&self, rules: &[Rule]) -> crate::Result<()> {
+        if !self.enabled {
+            return Ok(());
+        }
+        let start = std::time::Instant::now();
+        let todo: Vec<(usize, &Rule)> = rules
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| !is_builtin(r))
+            .collect();
+        let seed = |k: usize, pass: u64| {
+            self.seed
+                .wrapping_add(k as u64 * 7919)
+                .wrapping_add(pass.wrapping_mul(104_729))
+        };
+        let first = self.min_cases.min(self.cases).max(1);
+        for &(k, r) in &todo {
+            refuse(r, check_rule(r, first, seed(k, 0)))?;
+        }
+        let rest = self.cases.saturating_sub(first);
+        if rest > 0 {
+            for &(k, r) in &todo {
+                if start.elapsed() >= self.time_budget {
+                    break;
+                }
+                refuse(r, check_rule(r, rest, seed(k, 1)))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn refuse(r: &Rule, rep: RuleReport) -> crate::Result<()> {
+    if rep.sound() {
+        return Ok(());
+    }
+    let (file, line) = r.file_line();
+    Err(Error::UnsoundRule {
+        rule: r.name.clone(),
+        file,
+        line: line.unwrap_or(0),
+        counterexample: rep
+            .counterexample
+            .unwrap_or_else(|| "(none recorded)".into()),
+    })
+}
+
+/// Whether a rule has the sides and conditions of a built-in rule.
+fn is_builtin(r: &Rule) -> bool {
+    static BUILTIN: std::sync::OnceLock<std::collections::BTreeSet<String>> =
+        std::sync::OnceLock::new();
+    let fingerprint = |r: &Rule| format!("{:?} => {:?} if {:?}", r.lhs, r.rhs_sexp, r.conds);
+    BUILTIN
+        .get_or_init(|| {
+            super::rules::builtin_rules()
+                .iter()
+                .map(fingerprint)
+                .collect()
+        })
+        .contains(&fingerprint(r))
 }

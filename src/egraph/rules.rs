@@ -52,9 +52,24 @@
 //! | `(plainvar ?a)` | the index is a plain variable `#k`, not made loose by substitution (see [`super::AffLeaf`]); a rewrite that relies on `#k`'s range is true only in some contexts of its class, so no built-in rule uses it |
 //! | `(sym01 ?e)` | `?e` is unchanged by exchanging `#0` and `#1` |
 //!
-//! A malformed file is an error naming `file:line` and what is wrong.
+//! A malformed file is an error naming `file:line` and what is wrong
+//! ([`Error::RuleFile`]).
+//!
+//! # Checked on load
+//!
+//! [`parse_rules`] and [`load_rules_dir`] check every rule they load for
+//! soundness before returning it: each rule is instantiated with random
+//! well-typed terms and inputs and both sides are run in the interpreter,
+//! as `einsat rules check` does ([`RuleCheck`] says how many instances and
+//! the time budget), and an unsound rule is refused with its counterexample
+//! ([`Error::UnsoundRule`]). A rule identical to a built-in one (which CI
+//! checks with 1000 instances) is not instantiated again. The `*_with`
+//! variants take a [`RuleCheck`]; [`RuleCheck::skip`] (the CLI's
+//! `--no-rule-check`) loads without checking.
 
 use super::*;
+pub use crate::egraph::check::RuleCheck;
+use crate::error::{Error, Result as EResult};
 use egg::{Applier, ENodeOrVar, Pattern, PatternAst, Rewrite, Subst, Var};
 use std::collections::BTreeMap;
 
@@ -145,14 +160,37 @@ pub enum Cond {
 /// One rule.
 #[derive(Clone, Debug)]
 pub struct Rule {
+    /// The rule's name (`NAME-rev` for the reverse of a `<=>` rule).
     pub name: String,
+    /// The family: the file's name without `.rules`.
     pub family: String,
+    /// The left side, a pattern.
     pub lhs: Sexp,
+    /// The right side, as built (meta-functions resolved per match).
     pub rhs: Rhs,
+    /// The right side as written.
     pub rhs_sexp: Sexp,
+    /// The side conditions, all of which must hold.
     pub conds: Vec<Cond>,
     /// Where it was defined, `file:line`.
     pub origin: String,
+}
+
+impl Rule {
+    /// The file and 1-based line of [`Rule::origin`].
+    pub fn file_line(&self) -> (String, Option<usize>) {
+        split_origin(&self.origin)
+    }
+}
+
+fn split_origin(origin: &str) -> (String, Option<usize>) {
+    match origin.rsplit_once(':') {
+        Some((f, l)) => match l.parse() {
+            Ok(l) => (f.to_string(), Some(l)),
+            Err(_) => (origin.to_string(), None),
+        },
+        None => (origin.to_string(), None),
+    }
 }
 
 /// The meta-functions and their arities.
@@ -388,8 +426,23 @@ fn to_cond(s: &Sexp, bound: &[String]) -> Result<Cond, String> {
     })
 }
 
-/// Parse one rules file. `file` names it in errors (`file:line: message`).
-pub fn parse_rules(file: &str, text: &str) -> Result<Vec<Rule>, String> {
+/// Parse one rules file and check its rules' soundness with the default
+/// [`RuleCheck`] (see the module doc). `file` names it in errors
+/// (`file:line: message`).
+pub fn parse_rules(file: &str, text: &str) -> EResult<Vec<Rule>> {
+    parse_rules_with(file, text, &RuleCheck::default())
+}
+
+/// [`parse_rules`] with a given soundness check ([`RuleCheck::skip`] for
+/// none).
+pub fn parse_rules_with(file: &str, text: &str, check: &RuleCheck) -> EResult<Vec<Rule>> {
+    let rules = parse_unchecked(file, text)?;
+    check.check(&rules)?;
+    Ok(rules)
+}
+
+/// Parse one rules file, without the soundness check.
+fn parse_unchecked(file: &str, text: &str) -> EResult<Vec<Rule>> {
     let family = std::path::Path::new(file)
         .file_stem()
         .map(|s| s.to_string_lossy().to_string())
@@ -401,7 +454,11 @@ pub fn parse_rules(file: &str, text: &str) -> Result<Vec<Rule>, String> {
             continue;
         }
         let at = format!("{file}:{}", ln + 1);
-        let err = |m: String| format!("{at}: {m}");
+        let err = |m: String| Error::RuleFile {
+            file: file.to_string(),
+            line: Some(ln + 1),
+            message: m,
+        };
         let (name, rest) = line
             .split_once(':')
             .ok_or_else(|| err("expected `NAME: LHS => RHS`".into()))?;
@@ -420,7 +477,7 @@ pub fn parse_rules(file: &str, text: &str) -> Result<Vec<Rule>, String> {
             Some((r, c)) => (r, Some(c)),
             None => (rest, None),
         };
-        let one = |s: &str, what: &str| -> Result<Sexp, String> {
+        let one = |s: &str, what: &str| -> EResult<Sexp> {
             let v = parse_sexps(&tokenize(s)).map_err(|m| err(format!("{what}: {m}")))?;
             if v.len() != 1 {
                 return Err(err(format!(
@@ -503,15 +560,27 @@ pub const BUILTIN: &[(&str, &str)] = &[
 pub fn builtin_rules() -> Vec<Rule> {
     let mut v = Vec::new();
     for (f, t) in BUILTIN {
-        v.extend(parse_rules(&format!("rules/{f}"), t).expect("built-in rules parse"));
+        v.extend(parse_unchecked(&format!("rules/{f}"), t).expect("built-in rules parse"));
     }
     v
 }
 
-/// Every `*.rules` file of a directory, in name order.
-pub fn load_rules_dir(dir: &std::path::Path) -> Result<Vec<Rule>, String> {
+/// Every `*.rules` file of a directory, in name order, checked for
+/// soundness with the default [`RuleCheck`] (see the module doc).
+pub fn load_rules_dir(dir: &std::path::Path) -> EResult<Vec<Rule>> {
+    load_rules_dir_with(dir, &RuleCheck::default())
+}
+
+/// [`load_rules_dir`] with a given soundness check ([`RuleCheck::skip`]
+/// for none).
+pub fn load_rules_dir_with(dir: &std::path::Path, check: &RuleCheck) -> EResult<Vec<Rule>> {
+    let io = |p: &std::path::Path, e: std::io::Error| Error::RuleFile {
+        file: p.display().to_string(),
+        line: None,
+        message: e.to_string(),
+    };
     let mut files: Vec<_> = std::fs::read_dir(dir)
-        .map_err(|e| format!("{}: {e}", dir.display()))?
+        .map_err(|e| io(dir, e))?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "rules"))
         .collect();
@@ -520,18 +589,24 @@ pub fn load_rules_dir(dir: &std::path::Path) -> Result<Vec<Rule>, String> {
     // where each rule name was first defined: a name in two files is an error
     let mut seen: std::collections::HashMap<String, String> = Default::default();
     for f in files {
-        let text = std::fs::read_to_string(&f).map_err(|e| format!("{}: {e}", f.display()))?;
-        for r in parse_rules(&f.display().to_string(), &text)? {
+        let text = std::fs::read_to_string(&f).map_err(|e| io(&f, e))?;
+        for r in parse_unchecked(&f.display().to_string(), &text)? {
             if let Some(first) = seen.get(&r.name) {
-                return Err(format!(
-                    "{}: rule `{}` is already defined at {first} (rule names must be unique across files)",
-                    r.origin, r.name
-                ));
+                let (file, line) = r.file_line();
+                return Err(Error::RuleFile {
+                    file,
+                    line,
+                    message: format!(
+                        "rule `{}` is already defined at {first} (rule names must be unique across files)",
+                        r.name
+                    ),
+                });
             }
             seen.insert(r.name.clone(), r.origin.clone());
             v.push(r);
         }
     }
+    check.check(&v)?;
     Ok(v)
 }
 
@@ -1025,7 +1100,7 @@ fn rhs_is_plain(r: &Rhs) -> bool {
 }
 
 /// A rule as an egg rewrite.
-pub fn to_rewrite(r: &Rule) -> Result<Rewrite<TL, TlAnalysis>, String> {
+pub fn to_rewrite(r: &Rule) -> EResult<Rewrite<TL, TlAnalysis>> {
     let rhs_pattern = if rhs_is_plain(&r.rhs) {
         let mut ast = PatternAst::default();
         sexp_to_pattern(&r.rhs_sexp, &mut ast);
@@ -1041,11 +1116,18 @@ pub fn to_rewrite(r: &Rule) -> Result<Rewrite<TL, TlAnalysis>, String> {
             rhs_pattern,
         },
     )
-    .map_err(|e| format!("{}: {e}", r.origin))
+    .map_err(|e| {
+        let (file, line) = r.file_line();
+        Error::RuleFile {
+            file,
+            line,
+            message: e.to_string(),
+        }
+    })
 }
 
 /// Rules as egg rewrites, keyed by name in file order.
-pub fn rewrites(rules: &[Rule]) -> Result<Vec<Rewrite<TL, TlAnalysis>>, String> {
+pub fn rewrites(rules: &[Rule]) -> EResult<Vec<Rewrite<TL, TlAnalysis>>> {
     rules.iter().map(to_rewrite).collect()
 }
 

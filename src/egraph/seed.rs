@@ -441,7 +441,8 @@ mod tests {
                 ..f.clone()
             };
             let mut rng = <rand::rngs::StdRng as rand::SeedableRng>::seed_from_u64(3);
-            let args = crate::testing::random_inputs(f, &Default::default(), &mut rng).unwrap();
+            let args =
+                crate::interp::random::random_inputs(f, &Default::default(), &mut rng).unwrap();
             let a = crate::interp::run(f, &args).unwrap();
             let b = crate::interp::run(&g, &args).unwrap();
             assert!(a.approx_eq(&b, 1e-9, 1e-12), "{a} vs {b}");

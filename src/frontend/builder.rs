@@ -1,6 +1,5 @@
-//! The Rust builder API (seed 003's style): binders take closures, so an
-//! index cannot escape its scope, and the result is the same IR the parser
-//! makes.
+//! The Rust builder API: binders take closures and the result is the same
+//! IR the parser makes.
 //!
 //! ```
 //! use einsat::frontend::builder::*;
@@ -14,60 +13,109 @@
 //! assert_eq!(einsat::syntax::print_expr(&f.body), "gen(i:3) c[i] + sum(j:3) A[i, j] * x[j]");
 //! ```
 //!
-//! Index names are chosen by nesting depth (`i`, `j`, `k`, `l`, `p`, `q`, …);
-//! the `*_named` variants take the name. A binder's size may be left out
-//! ([`gen_auto`], [`sum_auto`]): it is then inferred from the axes its index
-//! indexes plainly, with an error if they disagree.
+//! # Scoping
+//!
+//! An index ([`Ix`]) is valid only inside the closure of the binder that
+//! made it. Each binder gets a unique identity (process-wide, so indices and
+//! expressions may be built and moved across threads); names are given only
+//! when [`func`] finishes the function, and [`func`] checks every use of an
+//! index (or of a [`let_`] variable) against the binders around it. An index
+//! smuggled out of its closure — into a sibling binder, or into another
+//! function — is an [`Error::Frontend`], never silently captured by whatever
+//! binder happens to have the same name:
+//!
+//! ```
+//! use einsat::frontend::builder::*;
+//! // gen(i:3) (sum(j:3) x[j]) * sum(j:3) A[i, j], with the second sum's
+//! // index taken from the first sum by mistake
+//! let e = func("bad", |b| {
+//!     let a = b.param("A", "[3,3]R");
+//!     let x = b.param("x", "[3]R");
+//!     gen(3, |i| {
+//!         let mut escaped = None;
+//!         let s1 = sum(3, |j| {
+//!             escaped = Some(j);
+//!             x.at(j)
+//!         });
+//!         let j = escaped.unwrap();
+//!         s1 * sum(3, |_k| a.at2(i, j))
+//!     })
+//! })
+//! .unwrap_err();
+//! assert!(e.to_string().contains("used outside the `sum` that made it"), "{e}");
+//! ```
+//!
+//! Index names are chosen by nesting depth (`i`, `j`, `k`, `l`, `p`, `q`, …,
+//! skipping names used elsewhere in the function); the `*_named` variants
+//! take the name, and naming an inner binder like an outer one whose index
+//! the inner body uses is an error (the name would capture it). A binder's
+//! size may be left out ([`gen_auto`], [`sum_auto`]): it is then inferred
+//! from the axes its index indexes plainly, with an error if they disagree.
 
 use crate::error::{Error, Result};
 use crate::syntax::ast::*;
-use std::cell::Cell;
+use std::collections::{BTreeMap, BTreeSet};
 use std::ops;
+use std::sync::atomic::{AtomicU64, Ordering};
 
-thread_local! {
-    static DEPTH: Cell<usize> = const { Cell::new(0) };
-    static AUTO: Cell<usize> = const { Cell::new(0) };
-    static INTERNED: std::cell::RefCell<Vec<String>> = const { std::cell::RefCell::new(Vec::new()) };
+/// Binder identities, unique in the process (not per thread: an [`Ix`]
+/// moved to another thread stays the same index).
+static NEXT_ID: AtomicU64 = AtomicU64::new(0);
+
+fn fresh_id() -> u64 {
+    NEXT_ID.fetch_add(1, Ordering::Relaxed)
 }
 
-fn intern(name: &str) -> u32 {
-    INTERNED.with(|t| {
-        let mut t = t.borrow_mut();
-        match t.iter().position(|n| n == name) {
-            Some(k) => k as u32,
-            None => {
-                t.push(name.to_string());
-                (t.len() - 1) as u32
-            }
-        }
-    })
+/// Placeholder prefixes: while an expression is being built, a binder is
+/// named `?ix{id}` (or `?ix{id}={name}` when a name was asked for) and its
+/// uses `?ix{id}`; [`func`] replaces them by real names. `?` cannot start a
+/// name of the surface language.
+const IX_PREFIX: &str = "?ix";
+const LET_PREFIX: &str = "?let";
+
+fn placeholder(prefix: &str, id: u64) -> String {
+    format!("{prefix}{id}")
 }
 
-fn name_of(k: u32) -> String {
-    INTERNED.with(|t| t.borrow()[k as usize].clone())
+fn binder_placeholder(prefix: &str, id: u64, name: Option<&str>) -> String {
+    match name {
+        Some(n) => format!("{prefix}{id}={n}"),
+        None => placeholder(prefix, id),
+    }
+}
+
+/// `(id, asked-for name)` of a placeholder binder or use.
+fn parse_placeholder<'a>(prefix: &str, s: &'a str) -> Option<(u64, Option<&'a str>)> {
+    let rest = s.strip_prefix(prefix)?;
+    let (num, name) = match rest.split_once('=') {
+        Some((a, b)) => (a, Some(b)),
+        None => (rest, None),
+    };
+    Some((num.parse().ok()?, name))
 }
 
 const NAMES: [&str; 8] = ["i", "j", "k", "l", "p", "q", "r", "s"];
 
-/// A value expression under construction.
+/// A value expression under construction. Until [`func`] finishes the
+/// function, the names of its indices and `let` variables are placeholders.
 #[derive(Clone, Debug, PartialEq)]
 pub struct E(pub Expr);
 
-/// A bound index: a cheap copyable handle, usable as often as needed.
-#[derive(Clone, Copy, Debug)]
-pub struct Ix(u32);
+/// A bound index: a cheap copyable handle, usable as often as needed inside
+/// the closure of the binder that made it (and on any thread), and an error
+/// anywhere else (see the module doc).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ix {
+    id: u64,
+}
 
 /// An affine index expression over bound indices (`i + 1`, `2 * i - j`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Aff(pub Affine);
 
 impl Ix {
-    /// The index's name.
-    pub fn name(self) -> String {
-        name_of(self.0)
-    }
     fn aff(self) -> Affine {
-        Affine::var(self.name())
+        Affine::var(placeholder(IX_PREFIX, self.id))
     }
 }
 
@@ -93,27 +141,13 @@ impl From<&str> for SizeArg {
 const AUTO_PREFIX: &str = "?auto";
 
 fn with_index<T>(name: Option<&str>, f: impl FnOnce(Ix) -> T) -> (String, T) {
-    let depth = DEPTH.with(|d| d.get());
-    let name = name.map(str::to_string).unwrap_or_else(|| {
-        if depth < NAMES.len() {
-            NAMES[depth].to_string()
-        } else {
-            format!("i{depth}")
-        }
-    });
-    DEPTH.with(|d| d.set(depth + 1));
-    let r = f(Ix(intern(&name)));
-    DEPTH.with(|d| d.set(depth));
-    (name, r)
+    let id = fresh_id();
+    let r = f(Ix { id });
+    (binder_placeholder(IX_PREFIX, id, name), r)
 }
 
 fn auto_size() -> Size {
-    let k = AUTO.with(|a| {
-        let k = a.get();
-        a.set(k + 1);
-        k
-    });
-    Size::Named(format!("{AUTO_PREFIX}{k}"))
+    Size::Named(format!("{AUTO_PREFIX}{}", fresh_id()))
 }
 
 /// `gen(i:n) body`.
@@ -147,15 +181,24 @@ pub fn sum_auto(body: impl FnOnce(Ix) -> E) -> E {
     E(Expr::sum(i, auto_size(), b.0))
 }
 
-/// `let x = value in body(x)`, with a fresh name `t0`, `t1`, ….
+/// `let x = value in body(x)`, with a fresh name `t0`, `t1`, …. The
+/// variable is valid only inside `body`, like an index.
 pub fn let_(value: E, body: impl FnOnce(E) -> E) -> E {
-    let depth = DEPTH.with(|d| d.get());
-    let_named(&format!("t{depth}"), value, body)
+    let_impl(None, value, body)
 }
 /// `let name = value in body(name)`.
 pub fn let_named(name: &str, value: E, body: impl FnOnce(E) -> E) -> E {
-    let b = body(E(Expr::var(name)));
-    E(Expr::let_(name, value.0, b.0))
+    let_impl(Some(name), value, body)
+}
+
+fn let_impl(name: Option<&str>, value: E, body: impl FnOnce(E) -> E) -> E {
+    let id = fresh_id();
+    let b = body(E(Expr::var(placeholder(LET_PREFIX, id))));
+    E(Expr::let_(
+        binder_placeholder(LET_PREFIX, id, name),
+        value.0,
+        b.0,
+    ))
 }
 
 /// A number.
@@ -356,23 +399,322 @@ impl FnBuilder {
 }
 
 /// Build and type-check a function. The result type is inferred.
+///
+/// This is where indices and `let` variables get their names and where
+/// every use of one is checked against the binders around it: an index used
+/// outside the closure of its binder, or a given name that would capture
+/// another variable, is an [`Error::Frontend`].
 pub fn func(name: &str, body: impl FnOnce(&mut FnBuilder) -> E) -> Result<Function> {
-    DEPTH.with(|d| d.set(0));
     let mut b = FnBuilder::default();
     let e = body(&mut b);
     if !b.errors.is_empty() {
         return Err(Error::Frontend(b.errors.join("; ")));
     }
+    let body = resolve_names(&b.params, e.0)?;
     let mut f = Function {
         name: name.to_string(),
         params: b.params,
         ret: None,
-        body: e.0,
+        body,
     };
     infer_sizes(&mut f)?;
     let sig = crate::types::check(&f).map_err(Error::types)?;
     f.ret = Some(sig.ret);
     Ok(f)
+}
+
+// ---- names and scopes ----
+
+/// What kind of binder made a placeholder.
+#[derive(Clone, Copy, PartialEq)]
+enum Kind {
+    Gen,
+    Sum,
+    Let,
+}
+
+impl Kind {
+    fn word(self) -> &'static str {
+        match self {
+            Kind::Gen => "gen",
+            Kind::Sum => "sum",
+            Kind::Let => "let",
+        }
+    }
+}
+
+/// One binder around the current position: its placeholder id (`None` for a
+/// binder written with a plain name, e.g. in an `E(Expr)` made by hand) and
+/// its final name.
+struct Scope {
+    id: Option<u64>,
+    name: String,
+}
+
+struct Resolver {
+    /// Index binders around the current position, outermost first.
+    idx: Vec<Scope>,
+    /// `let` binders around the current position, outermost first.
+    lets: Vec<Scope>,
+    /// Names an automatic index name must avoid: plain index names and the
+    /// names asked for anywhere in the function.
+    taken_idx: BTreeSet<String>,
+    /// Likewise for `let` names (parameters, plain variables).
+    taken_val: BTreeSet<String>,
+    /// Every placeholder binder of the tree: its kind, and its final name
+    /// once given (for error messages).
+    binders: BTreeMap<u64, (Kind, Option<String>)>,
+}
+
+/// Collect plain names, asked-for names and placeholder binders.
+fn survey(e: &Expr, r: &mut Resolver) {
+    crate::stack::deep(|| {
+        let aff = |a: &Affine, r: &mut Resolver| {
+            for k in a.terms.keys() {
+                if parse_placeholder(IX_PREFIX, k).is_none() {
+                    r.taken_idx.insert(k.clone());
+                }
+            }
+        };
+        match e {
+            Expr::Var(x) if parse_placeholder(LET_PREFIX, x).is_none() => {
+                r.taken_val.insert(x.clone());
+            }
+            Expr::Gen(i, _, _) | Expr::Sum(i, _, _) => {
+                let kind = if matches!(e, Expr::Gen(..)) {
+                    Kind::Gen
+                } else {
+                    Kind::Sum
+                };
+                match parse_placeholder(IX_PREFIX, i) {
+                    Some((id, asked)) => {
+                        r.binders.insert(id, (kind, None));
+                        if let Some(n) = asked {
+                            r.taken_idx.insert(n.to_string());
+                        }
+                    }
+                    None => {
+                        r.taken_idx.insert(i.clone());
+                    }
+                }
+            }
+            Expr::Let(x, _, _) => match parse_placeholder(LET_PREFIX, x) {
+                Some((id, asked)) => {
+                    r.binders.insert(id, (Kind::Let, None));
+                    if let Some(n) = asked {
+                        r.taken_val.insert(n.to_string());
+                    }
+                }
+                None => {
+                    r.taken_val.insert(x.clone());
+                }
+            },
+            Expr::Access(_, a) => aff(a, r),
+            Expr::Eps(v) => v.iter().for_each(|a| aff(a, r)),
+            Expr::Bracket(p) => pred_affines(p, &mut |a| aff(a, r)),
+            _ => {}
+        }
+        for c in e.children() {
+            survey(c, r);
+        }
+    })
+}
+
+fn pred_affines(p: &Pred, f: &mut impl FnMut(&Affine)) {
+    match p {
+        Pred::Cmp(_, a, b) => {
+            f(a);
+            f(b);
+        }
+        Pred::And(a, b) | Pred::Or(a, b) => {
+            pred_affines(a, f);
+            pred_affines(b, f);
+        }
+        Pred::Not(a) => pred_affines(a, f),
+    }
+}
+
+/// The final name of a use: the placeholder's binder must be around it, and
+/// no binder between it and the use may carry the same name; a plain name
+/// must not be captured by a placeholder binder.
+fn lookup(
+    scopes: &[Scope],
+    binders: &BTreeMap<u64, (Kind, Option<String>)>,
+    used: &str,
+    prefix: &str,
+) -> Result<String> {
+    match parse_placeholder(prefix, used) {
+        Some((id, _)) => {
+            let Some(p) = scopes.iter().rposition(|s| s.id == Some(id)) else {
+                let what = match binders.get(&id) {
+                    Some((k, Some(n))) => format!(
+                        "{} `{n}` is used outside the `{}` that made it",
+                        if *k == Kind::Let { "variable" } else { "index" },
+                        k.word()
+                    ),
+                    Some((k, None)) => format!(
+                        "an {} is used outside the `{}` that made it",
+                        if *k == Kind::Let { "variable" } else { "index" },
+                        k.word()
+                    ),
+                    None => format!(
+                        "an {} is used outside the binder that made it (its binder is not part of this function)",
+                        if prefix == LET_PREFIX { "variable" } else { "index" }
+                    ),
+                };
+                return Err(Error::Frontend(format!(
+                    "{what}: a builder index or `let` variable is valid only inside its binder's closure"
+                )));
+            };
+            let name = &scopes[p].name;
+            if scopes[p + 1..].iter().any(|s| &s.name == name) {
+                return Err(Error::Frontend(format!(
+                    "the name `{name}` given to an inner binder hides the outer `{name}` that its body uses; choose another name"
+                )));
+            }
+            Ok(name.clone())
+        }
+        None => {
+            if let Some(s) = scopes.iter().rev().find(|s| s.name == used) {
+                if s.id.is_some() {
+                    return Err(Error::Frontend(format!(
+                        "the name `{used}` given to a binder hides the `{used}` that its body uses; choose another name"
+                    )));
+                }
+            }
+            Ok(used.to_string())
+        }
+    }
+}
+
+impl Resolver {
+    fn affine(&self, a: Affine) -> Result<Affine> {
+        let mut out = Affine::constant(a.constant);
+        for (k, v) in a.terms {
+            let name = lookup(&self.idx, &self.binders, &k, IX_PREFIX)?;
+            out = out.add(&Affine::var(name).scale(v));
+        }
+        Ok(out)
+    }
+
+    fn pred(&self, p: Pred) -> Result<Pred> {
+        Ok(match p {
+            Pred::Cmp(op, a, b) => Pred::Cmp(op, self.affine(a)?, self.affine(b)?),
+            Pred::And(a, b) => Pred::And(Box::new(self.pred(*a)?), Box::new(self.pred(*b)?)),
+            Pred::Or(a, b) => Pred::Or(Box::new(self.pred(*a)?), Box::new(self.pred(*b)?)),
+            Pred::Not(a) => Pred::Not(Box::new(self.pred(*a)?)),
+        })
+    }
+
+    /// An automatic name: by depth, avoiding the binders around and every
+    /// name taken in the function.
+    fn auto_name(&self, kind: Kind) -> String {
+        let (scopes, taken) = match kind {
+            Kind::Let => (&self.lets, &self.taken_val),
+            _ => (&self.idx, &self.taken_idx),
+        };
+        let free = |n: &str| !taken.contains(n) && !scopes.iter().any(|s| s.name == n);
+        let depth = scopes.len();
+        let mut candidates: Vec<String> = Vec::new();
+        if kind == Kind::Let {
+            candidates.extend((depth..).take(64).map(|k| format!("t{k}")));
+        } else {
+            candidates.extend(NAMES.iter().skip(depth).map(|s| s.to_string()));
+            candidates.extend(NAMES.iter().take(depth).map(|s| s.to_string()));
+        }
+        candidates.into_iter().find(|n| free(n)).unwrap_or_else(|| {
+            let stem = if kind == Kind::Let { "t" } else { "i" };
+            (depth..)
+                .map(|k| format!("{stem}{k}"))
+                .find(|n| free(n))
+                .expect("some name is free")
+        })
+    }
+
+    /// Enter a binder named `raw`: push its scope, returning its final name.
+    fn enter(&mut self, raw: String, kind: Kind) -> String {
+        let prefix = if kind == Kind::Let {
+            LET_PREFIX
+        } else {
+            IX_PREFIX
+        };
+        let (id, name) = match parse_placeholder(prefix, &raw) {
+            Some((id, Some(asked))) => (Some(id), asked.to_string()),
+            Some((id, None)) => (Some(id), self.auto_name(kind)),
+            None => (None, raw),
+        };
+        if let Some(id) = id {
+            self.binders.insert(id, (kind, Some(name.clone())));
+        }
+        let scope = Scope {
+            id,
+            name: name.clone(),
+        };
+        match kind {
+            Kind::Let => self.lets.push(scope),
+            _ => self.idx.push(scope),
+        }
+        name
+    }
+
+    fn expr(&mut self, e: Expr) -> Result<Expr> {
+        crate::stack::deep(|| {
+            Ok(match e {
+                Expr::Var(x) => Expr::Var(lookup(&self.lets, &self.binders, &x, LET_PREFIX)?),
+                Expr::Num(x) => Expr::Num(x),
+                Expr::Bin(op, a, b) => Expr::bin(op, self.expr(*a)?, self.expr(*b)?),
+                Expr::Neg(a) => Expr::Neg(Box::new(self.expr(*a)?)),
+                Expr::Call(f, args) => Expr::Call(
+                    f,
+                    args.into_iter()
+                        .map(|a| self.expr(a))
+                        .collect::<Result<_>>()?,
+                ),
+                Expr::Pair(a, b) => Expr::pair(self.expr(*a)?, self.expr(*b)?),
+                Expr::Proj(k, a) => Expr::proj(k, self.expr(*a)?),
+                Expr::Gen(i, n, b) => {
+                    let i = self.enter(i, Kind::Gen);
+                    let b = self.expr(*b);
+                    self.idx.pop();
+                    Expr::gen(i, n, b?)
+                }
+                Expr::Sum(i, n, b) => {
+                    let i = self.enter(i, Kind::Sum);
+                    let b = self.expr(*b);
+                    self.idx.pop();
+                    Expr::sum(i, n, b?)
+                }
+                Expr::Access(a, ix) => Expr::access(self.expr(*a)?, self.affine(ix)?),
+                Expr::Bracket(p) => Expr::Bracket(self.pred(p)?),
+                Expr::Eps(v) => Expr::Eps(
+                    v.into_iter()
+                        .map(|a| self.affine(a))
+                        .collect::<Result<_>>()?,
+                ),
+                Expr::Let(x, a, b) => {
+                    let a = self.expr(*a)?;
+                    let x = self.enter(x, Kind::Let);
+                    let b = self.expr(*b);
+                    self.lets.pop();
+                    Expr::let_(x, a, b?)
+                }
+            })
+        })
+    }
+}
+
+/// Give the placeholder names of a built body their final names, checking
+/// every use against the binders around it.
+fn resolve_names(params: &[Param], body: Expr) -> Result<Expr> {
+    let mut r = Resolver {
+        idx: Vec::new(),
+        lets: Vec::new(),
+        taken_idx: BTreeSet::new(),
+        taken_val: params.iter().map(|p| p.name.clone()).collect(),
+        binders: BTreeMap::new(),
+    };
+    survey(&body, &mut r);
+    r.expr(body)
 }
 
 // ---- size inference ----

@@ -13,7 +13,9 @@ use crate::syntax::ast::*;
 /// A parsed einsum spec: operand subscripts and output subscripts.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Spec {
+    /// Each operand's index letters, in order.
     pub inputs: Vec<Vec<char>>,
+    /// The output's index letters.
     pub output: Vec<char>,
 }
 

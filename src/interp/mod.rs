@@ -13,6 +13,7 @@
 //! Negation, and sums or differences whose operands are all strong zeros, stay
 //! strong. Everywhere else a strong zero is plain `0.0`.
 
+pub(crate) mod random;
 pub mod value;
 
 use crate::error::{Error, Result};

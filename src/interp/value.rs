@@ -16,12 +16,16 @@ use std::collections::BTreeMap;
 /// A value passed to or returned from a function.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Value {
+    /// A number.
     Real(f64),
+    /// An array of numbers (any dimension, any layout).
     Array(ArrayD<f64>),
+    /// A pair.
     Pair(Box<Value>, Box<Value>),
 }
 
 impl Value {
+    /// `(a, b)`.
     pub fn pair(a: Value, b: Value) -> Value {
         Value::Pair(Box::new(a), Box::new(b))
     }
@@ -102,7 +106,9 @@ impl std::fmt::Display for Value {
 /// a number) or a pair of such.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Boundary {
+    /// An array of this shape (no axes: a number).
     Array(Vec<Size>),
+    /// A pair.
     Pair(Box<Boundary>, Box<Boundary>),
 }
 

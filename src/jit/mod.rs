@@ -39,12 +39,21 @@
 //! [`cache_len`] and [`clear_cache`] inspect and empty the cache.
 
 pub mod arg;
+// The stages below are unstable internals, public only for the crate's
+// tests, benches and examples (hidden from the docs).
+#[doc(hidden)]
 pub mod call;
+#[doc(hidden)]
 pub mod codegen;
+#[doc(hidden)]
 pub mod dense;
+#[doc(hidden)]
 pub mod gemm;
+#[doc(hidden)]
 pub mod loopir;
+#[doc(hidden)]
 pub mod pool;
+#[doc(hidden)]
 pub mod schedule;
 
 use crate::error::{Error, Found, OutputProblem, Result};

@@ -33,15 +33,20 @@ impl fmt::Display for Size {
 /// A type: a real number, a tensor of some element type, or a pair.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Type {
+    /// A real number (`R`).
     Real,
+    /// A tensor `[n]T`: `n` elements of type `T` along one axis.
     Tensor(Size, Box<Type>),
+    /// A pair `(A, B)`.
     Pair(Box<Type>, Box<Type>),
 }
 
 impl Type {
+    /// `[size]elem`.
     pub fn tensor(size: Size, elem: Type) -> Type {
         Type::Tensor(size, Box::new(elem))
     }
+    /// `(a, b)`.
     pub fn pair(a: Type, b: Type) -> Type {
         Type::Pair(Box::new(a), Box::new(b))
     }
@@ -97,16 +102,20 @@ pub const MAX_INDEX_MAGNITUDE: i64 = 1 << 62;
 /// expressions are equal exactly when they are the same affine function.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default)]
 pub struct Affine {
+    /// Coefficient of each index variable (never 0).
     pub terms: BTreeMap<String, i64>,
+    /// The constant term.
     pub constant: i64,
 }
 
 impl Affine {
+    /// The index `name`.
     pub fn var(name: impl Into<String>) -> Affine {
         let mut terms = BTreeMap::new();
         terms.insert(name.into(), 1);
         Affine { terms, constant: 0 }
     }
+    /// The constant `c`.
     pub fn constant(c: i64) -> Affine {
         Affine {
             terms: BTreeMap::new(),
@@ -123,6 +132,7 @@ impl Affine {
         }
         None
     }
+    /// The constant, when there are no variables.
     pub fn as_const(&self) -> Option<i64> {
         self.terms.is_empty().then_some(self.constant)
     }
@@ -153,6 +163,7 @@ impl Affine {
             constant: self.constant.saturating_mul(c),
         }
     }
+    /// `self - o`, saturating like [`Affine::add`].
     pub fn sub(&self, o: &Affine) -> Affine {
         self.add(&o.scale(-1))
     }
@@ -200,6 +211,7 @@ impl Affine {
     pub fn in_index_range(&self) -> bool {
         self.magnitude_bound() <= MAX_INDEX_MAGNITUDE as u128
     }
+    /// The index variables it uses.
     pub fn vars(&self) -> impl Iterator<Item = &str> {
         self.terms.keys().map(|s| s.as_str())
     }
@@ -225,15 +237,22 @@ impl Affine {
 /// Comparison operators in predicates.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum CmpOp {
+    /// `=`
     Eq,
+    /// `!=`
     Ne,
+    /// `<`
     Lt,
+    /// `<=`
     Le,
+    /// `>`
     Gt,
+    /// `>=`
     Ge,
 }
 
 impl CmpOp {
+    /// The operator as written.
     pub fn symbol(self) -> &'static str {
         match self {
             CmpOp::Eq => "=",
@@ -244,6 +263,7 @@ impl CmpOp {
             CmpOp::Ge => ">=",
         }
     }
+    /// Whether `a op b`.
     pub fn holds(self, a: i64, b: i64) -> bool {
         match self {
             CmpOp::Eq => a == b,
@@ -259,13 +279,18 @@ impl CmpOp {
 /// A predicate over index expressions, the inside of an Iverson bracket.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum Pred {
+    /// A comparison of two affine indices.
     Cmp(CmpOp, Affine, Affine),
+    /// `p && q`.
     And(Box<Pred>, Box<Pred>),
+    /// `p || q`.
     Or(Box<Pred>, Box<Pred>),
+    /// `!p`.
     Not(Box<Pred>),
 }
 
 impl Pred {
+    /// Its truth with index values from `env`.
     pub fn eval(&self, env: &impl Fn(&str) -> i64) -> bool {
         match self {
             Pred::Cmp(op, a, b) => op.holds(a.eval(env), b.eval(env)),
@@ -286,6 +311,7 @@ impl Pred {
             Pred::Not(a) => a.affines(),
         }
     }
+    /// The predicate with every affine index mapped by `f`.
     pub fn map_affine(&self, f: &impl Fn(&Affine) -> Affine) -> Pred {
         match self {
             Pred::Cmp(op, a, b) => Pred::Cmp(*op, f(a), f(b)),
@@ -299,13 +325,18 @@ impl Pred {
 /// Binary arithmetic operators.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum BinOp {
+    /// `+`
     Add,
+    /// `-`
     Sub,
+    /// `*`
     Mul,
+    /// `/`
     Div,
 }
 
 impl BinOp {
+    /// The operator as written.
     pub fn symbol(self) -> &'static str {
         match self {
             BinOp::Add => "+",
@@ -314,6 +345,7 @@ impl BinOp {
             BinOp::Div => "/",
         }
     }
+    /// `a op b`.
     pub fn apply(self, a: f64, b: f64) -> f64 {
         match self {
             BinOp::Add => a + b,
@@ -327,18 +359,28 @@ impl BinOp {
 /// The scalar functions.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum Func {
+    /// `sqrt`
     Sqrt,
+    /// `exp`
     Exp,
+    /// `log`
     Log,
+    /// `sin`
     Sin,
+    /// `cos`
     Cos,
+    /// `tanh`
     Tanh,
+    /// `abs`
     Abs,
+    /// `max` (two arguments)
     Max,
+    /// `min` (two arguments)
     Min,
 }
 
 impl Func {
+    /// Every scalar function.
     pub const ALL: [Func; 9] = [
         Func::Sqrt,
         Func::Exp,
@@ -350,6 +392,7 @@ impl Func {
         Func::Max,
         Func::Min,
     ];
+    /// The name as written.
     pub fn name(self) -> &'static str {
         match self {
             Func::Sqrt => "sqrt",
@@ -363,15 +406,18 @@ impl Func {
             Func::Min => "min",
         }
     }
+    /// The function of a name.
     pub fn from_name(s: &str) -> Option<Func> {
         Func::ALL.iter().copied().find(|f| f.name() == s)
     }
+    /// Its number of arguments.
     pub fn arity(self) -> usize {
         match self {
             Func::Max | Func::Min => 2,
             _ => 1,
         }
     }
+    /// Its value at `args`.
     pub fn apply(self, args: &[f64]) -> f64 {
         match self {
             Func::Sqrt => args[0].sqrt(),
@@ -397,9 +443,13 @@ pub enum Expr {
     Var(String),
     /// A number literal. The parser only produces finite non-negative ones.
     Num(f64),
+    /// `a op b`.
     Bin(BinOp, Box<Expr>, Box<Expr>),
+    /// `-a`.
     Neg(Box<Expr>),
+    /// A scalar function applied to its arguments.
     Call(Func, Vec<Expr>),
+    /// `(a, b)`.
     Pair(Box<Expr>, Box<Expr>),
     /// `e.0` or `e.1`.
     Proj(u8, Box<Expr>),
@@ -418,27 +468,35 @@ pub enum Expr {
 }
 
 impl Expr {
+    /// A name.
     pub fn var(s: impl Into<String>) -> Expr {
         Expr::Var(s.into())
     }
+    /// `a op b`.
     pub fn bin(op: BinOp, a: Expr, b: Expr) -> Expr {
         Expr::Bin(op, Box::new(a), Box::new(b))
     }
+    /// `gen(i:n) body`.
     pub fn gen(i: impl Into<String>, n: Size, body: Expr) -> Expr {
         Expr::Gen(i.into(), n, Box::new(body))
     }
+    /// `sum(i:n) body`.
     pub fn sum(i: impl Into<String>, n: Size, body: Expr) -> Expr {
         Expr::Sum(i.into(), n, Box::new(body))
     }
+    /// `e[idx]`.
     pub fn access(e: Expr, idx: Affine) -> Expr {
         Expr::Access(Box::new(e), idx)
     }
+    /// `e.k`.
     pub fn proj(k: u8, e: Expr) -> Expr {
         Expr::Proj(k, Box::new(e))
     }
+    /// `(a, b)`.
     pub fn pair(a: Expr, b: Expr) -> Expr {
         Expr::Pair(Box::new(a), Box::new(b))
     }
+    /// `let x = e1 in e2`.
     pub fn let_(x: impl Into<String>, e1: Expr, e2: Expr) -> Expr {
         Expr::Let(x.into(), Box::new(e1), Box::new(e2))
     }
@@ -454,6 +512,7 @@ impl Expr {
             e => e.children().into_iter().any(|c| c.uses_var(x)),
         }
     }
+    /// The direct subexpressions, in order.
     pub fn children(&self) -> Vec<&Expr> {
         match self {
             Expr::Var(_) | Expr::Num(_) | Expr::Bracket(_) | Expr::Eps(_) => vec![],
@@ -490,17 +549,22 @@ impl Expr {
 /// A function parameter.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Param {
+    /// The parameter's name.
     pub name: String,
+    /// Its type.
     pub ty: Type,
 }
 
 /// `fn name(params) -> ret = body`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Function {
+    /// The function's name.
     pub name: String,
+    /// Its parameters, in order.
     pub params: Vec<Param>,
     /// The declared result type; `None` when left out (inferred).
     pub ret: Option<Type>,
+    /// Its body.
     pub body: Expr,
 }
 
@@ -544,10 +608,12 @@ impl Function {
 /// A file: one or more functions.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default)]
 pub struct Program {
+    /// The functions, in source order.
     pub functions: Vec<Function>,
 }
 
 impl Program {
+    /// The function called `name`.
     pub fn get(&self, name: &str) -> Option<&Function> {
         self.functions.iter().find(|f| f.name == name)
     }

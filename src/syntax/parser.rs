@@ -41,7 +41,9 @@ fn index_range_msg() -> String {
 /// [`Expr::children`] order exactly.
 #[derive(Clone, Debug, PartialEq, Default)]
 pub struct SpanTree {
+    /// The node's source range.
     pub span: Span,
+    /// Spans of the node's children, in the order of [`crate::syntax::Expr::children`].
     pub children: Vec<SpanTree>,
     /// Depth of this tree (a leaf has depth 1), the depth of the expression
     /// it mirrors: the parser enforces [`MAX_TREE_DEPTH`] with it as the
@@ -50,6 +52,7 @@ pub struct SpanTree {
 }
 
 impl SpanTree {
+    /// A node without children.
     pub fn leaf(span: Span) -> SpanTree {
         SpanTree {
             span,
@@ -57,6 +60,7 @@ impl SpanTree {
             depth: 1,
         }
     }
+    /// A node with children.
     pub fn node(span: Span, children: Vec<SpanTree>) -> SpanTree {
         let depth = 1 + children.iter().map(|c| c.depth).max().unwrap_or(0);
         SpanTree {
@@ -81,16 +85,22 @@ impl Drop for SpanTree {
 /// Where the pieces of a parsed function are in the source.
 #[derive(Clone, Debug, PartialEq, Default)]
 pub struct FunctionSpans {
+    /// The function's name.
     pub name: Span,
+    /// Each parameter's declaration.
     pub params: Vec<Span>,
+    /// The declared result type, when written.
     pub ret: Option<Span>,
+    /// The body, node for node.
     pub body: SpanTree,
 }
 
 /// A parsed file: the program and the spans of each function.
 #[derive(Clone, Debug, PartialEq, Default)]
 pub struct Parsed {
+    /// The functions.
     pub program: Program,
+    /// Source spans of each function, in the same order.
     pub spans: Vec<FunctionSpans>,
 }
 

@@ -47,7 +47,9 @@ use std::time::{Duration, Instant};
 /// How close two results must be to agree.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Tolerance {
+    /// Relative tolerance.
     pub rel: f64,
+    /// Absolute tolerance (for values near 0).
     pub abs: f64,
 }
 
@@ -95,7 +97,9 @@ impl fmt::Display for Stage {
 /// One disagreement: which engine, and what it did.
 #[derive(Clone, Debug)]
 pub struct Failure {
+    /// The stage that disagreed (or failed).
     pub stage: Stage,
+    /// What happened, in words.
     pub message: String,
     /// The optimised program, when the optimiser got that far.
     pub optimized: Option<Function>,
@@ -105,9 +109,13 @@ pub struct Failure {
 /// parameter order, and the memory layout the JIT receives them in.
 #[derive(Clone, Debug)]
 pub struct Case {
+    /// The function.
     pub function: Function,
+    /// Values of its named sizes.
     pub sizes: Sizes,
+    /// Its arguments, in parameter order.
     pub args: Vec<Value>,
+    /// The memory layout the JIT receives them in.
     pub layout: Layout,
 }
 
@@ -116,8 +124,10 @@ pub struct Case {
 pub enum Verdict {
     /// All engines agree; `jit` says whether the JIT leg ran.
     Agree {
+        /// Whether the JIT leg ran.
         jit: bool,
     },
+    /// Some stage disagreed with the interpreter or failed.
     Disagree(Failure),
 }
 
@@ -128,6 +138,7 @@ pub struct DiffConfig {
     pub gen: GenConfig,
     /// Optimiser options (rules, limits).
     pub opt: Options,
+    /// How close results must be.
     pub tol: Tolerance,
     /// Named sizes are drawn from `1..=max_size`…
     pub max_size: usize,
@@ -136,7 +147,9 @@ pub struct DiffConfig {
     /// vector tails and peeled borders run), as long as the program's
     /// estimated interpreter work ([`work`]) stays within `work_budget`.
     pub large_share: f64,
+    /// The upper bound of named sizes in the large cases.
     pub large_size: usize,
+    /// The largest estimated interpreter work of a large case.
     pub work_budget: f64,
     /// Threads of the JIT leg; every nest with a `gen` variable is split
     /// across them (parallel threshold 0) when there are more than one.
@@ -148,6 +161,7 @@ pub struct DiffConfig {
     pub jit: bool,
     /// Accepted shrinking steps, and the time shrinking one case may take.
     pub shrink_steps: usize,
+    /// The time shrinking one case may take.
     pub shrink_time: Duration,
 }
 
@@ -615,9 +629,13 @@ pub fn shrink_case(case: &Case, failure: &Failure, cfg: &DiffConfig) -> (Case, F
 pub struct Disagreement {
     /// Case number in the run, and the seed it was drawn from.
     pub index: u64,
+    /// The seed it was drawn from.
     pub seed: u64,
+    /// The case as drawn.
     pub original: Case,
+    /// The case as shrunk (still failing the same way).
     pub shrunk: Case,
+    /// How it fails.
     pub failure: Failure,
 }
 
@@ -627,13 +645,16 @@ pub struct Summary {
     /// Cases checked, cases whose JIT leg ran, and disagreements found
     /// (before the cap on how many are shrunk and kept).
     pub cases: u64,
+    /// Cases whose JIT leg ran.
     pub jit_cases: u64,
     /// Cases that agreed without the JIT leg, or were not run, by reason
     /// (empty when the JIT leg ran on every agreeing case).
     pub jit_skipped: BTreeMap<String, u64>,
+    /// Disagreements found (before the cap on how many are shrunk and kept).
     pub disagreeing: u64,
     /// The first disagreements by case number, shrunk.
     pub disagreements: Vec<Disagreement>,
+    /// Wall time of the run, in seconds.
     pub seconds: f64,
 }
 

@@ -11,8 +11,7 @@
 
 pub mod difftest;
 
-use crate::error::Result;
-use crate::interp::value::{checked_elements, resolve, Boundary, Sizes, Value};
+use crate::interp::value::{Sizes, Value};
 use crate::syntax::ast::*;
 use ndarray::{ArrayD, IxDyn, ShapeBuilder, Slice};
 use proptest::prelude::*;
@@ -33,6 +32,7 @@ pub enum Layout {
 }
 
 impl Layout {
+    /// Every layout.
     pub const ALL: [Layout; 4] = [Layout::C, Layout::Fortran, Layout::Sliced, Layout::Reversed];
 }
 
@@ -77,42 +77,24 @@ pub fn relayout_value(v: &Value, layout: Layout) -> Value {
     }
 }
 
-fn random_boundary(b: &Boundary, sizes: &Sizes, rng: &mut impl Rng) -> Result<Value> {
-    match b {
-        Boundary::Array(s) if s.is_empty() => Ok(Value::Real(rng.gen_range(-2.0..2.0))),
-        Boundary::Array(s) => {
-            let shape: Vec<usize> = s.iter().map(|n| resolve(n, sizes)).collect::<Result<_>>()?;
-            let len = checked_elements(&shape)?;
-            let data: Vec<f64> = (0..len).map(|_| rng.gen_range(-2.0..2.0)).collect();
-            Ok(Value::Array(
-                ArrayD::from_shape_vec(IxDyn(&shape), data).expect("length matches shape"),
-            ))
-        }
-        Boundary::Pair(a, b) => Ok(Value::pair(
-            random_boundary(a, sizes, rng)?,
-            random_boundary(b, sizes, rng)?,
-        )),
-    }
-}
-
-/// Random arguments for `f` (values uniform in [-2, 2), C order) with the
-/// named sizes taken from `sizes`.
-pub fn random_inputs(f: &Function, sizes: &Sizes, rng: &mut impl Rng) -> Result<Vec<Value>> {
-    f.params
-        .iter()
-        .map(|p| random_boundary(&Boundary::of(&p.ty), sizes, rng))
-        .collect()
-}
+/// Random arguments for a function (in `crate::interp::random`, which the
+/// rule check on load uses without this module).
+pub use crate::interp::random::random_inputs;
 
 /// Which features random programs may use, and how big they get.
 #[derive(Clone, Debug)]
 pub struct GenConfig {
     /// Maximum expression depth.
     pub max_depth: u32,
+    /// Pairs, projections and pair-typed subterms.
     pub pairs: bool,
+    /// `let` bindings.
     pub lets: bool,
+    /// Iverson brackets (every predicate form).
     pub brackets: bool,
+    /// The Levi-Civita symbol `eps`.
     pub eps: bool,
+    /// Scalar functions (`sqrt`, `exp`, …, kept in their domains).
     pub funcs: bool,
     /// Affine indices other than plain ones (they may leave the range).
     pub affine: bool,
@@ -141,11 +123,13 @@ pub struct GenConfig {
     /// [`difftest::inputs_with_zero`]); on by default, `einsat difftest
     /// --no-zero-sizes` turns it off.
     pub zero_sizes: bool,
+    /// The chance that a named size is bound to 0 by the inputs (with `zero_sizes`).
     pub zero_named: f64,
     /// The chance that a `let` is a chain `let v1 = … in let v2 = f(v1, v1)
     /// in …` whose every value uses the previous one twice (inlining all
     /// of it is exponential), and the chain's longest length.
     pub let_chain: f64,
+    /// The longest such chain.
     pub max_let_chain: usize,
 }
 
@@ -842,6 +826,7 @@ pub struct ByteRng<'a> {
 }
 
 impl<'a> ByteRng<'a> {
+    /// A generator reading `data` (then zeros once it runs out).
     pub fn new(data: &'a [u8]) -> ByteRng<'a> {
         ByteRng { data, pos: 0 }
     }

@@ -12,8 +12,11 @@ use crate::syntax::printer::{print_affine, print_type};
 /// A checked function's signature.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Signature {
+    /// The function's name.
     pub name: String,
+    /// Its parameters.
     pub params: Vec<Param>,
+    /// Its result type (inferred when not declared).
     pub ret: Type,
 }
 
