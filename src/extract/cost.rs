@@ -196,7 +196,7 @@ impl TlCost<'_> {
     /// loads that both use the summed index `#0` and do not use the same
     /// other indices (an index in one factor only is an M or N axis; a dot
     /// product is no GEMM stage).
-    fn gemm_product(&self, b: Id) -> bool {
+    pub(crate) fn gemm_product(&self, b: Id) -> bool {
         self.egraph[b].nodes.iter().any(|n| match n {
             TL::Mul([x, y]) => {
                 let (fx, fy) = (self.egraph[*x].data.fv, self.egraph[*y].data.fv);
