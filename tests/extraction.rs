@@ -265,3 +265,21 @@ fn extraction_is_deterministic() {
     assert_eq!(print_function(&a.program), print_function(&b.program));
     assert_eq!(a.cost_after, b.cost_after);
 }
+
+/// The diamond: `A x` feeds a call on each axis; hoisting the calls keeps
+/// the product shared (one `sum`), and each call runs n times, not n².
+#[test]
+fn calls_of_a_shared_sum_are_hoisted_and_the_sum_computed_once() {
+    let f = func(
+        "fn diamond(A: [n,n]R, x: [n]R) -> [n,n]R = gen(i:n, j:n) sin(sum(k:n) A[i,k] * x[k]) * cos(sum(k:n) A[j,k] * x[k])",
+    );
+    let o = opt_with(&f, Extraction::Dag);
+    let g = &o.program;
+    let sums = count(&g.body, &|e| matches!(e, Expr::Sum(..)));
+    assert_eq!(sums, 1, "{}", print_function(g));
+    assert_eq!(count(result(g), &is_call), 0, "{}", print_function(g));
+    for l in lets(g) {
+        assert!(rank(l) <= 1, "{}", print_function(g));
+    }
+    agrees(&f, g);
+}

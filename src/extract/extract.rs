@@ -22,7 +22,8 @@
 //! strictly cheaper node replaces its choice. Classes are visited in id
 //! order from a `BTreeSet` worklist, so the result is deterministic.
 //! [`extract_best`] builds the tree-cost term and the DAG term and keeps
-//! the one of smaller scoped cost (the tree term on a tie).
+//! the one of smaller scoped cost (the tree term on a tie); on an e-graph
+//! larger than [`DAG_NODE_LIMIT`] only the tree term.
 //!
 //! Terms are built from the choices by an explicit depth-first walk that
 //! detects a cycle among the choices (egg's own `find_best` would loop,
@@ -254,6 +255,13 @@ pub fn dag_choices(egraph: &TlGraph, model: &CostModel) -> BTreeMap<Id, TL> {
     best.into_iter().map(|(c, (_, _, n))| (c, n)).collect()
 }
 
+/// The largest e-graph (in e-nodes) that [`extract_best`] runs the greedy
+/// DAG extractor on; a larger one (the ε-ε programs that stop on a limit
+/// near 11,000 nodes) keeps the tree-cost term, priced by its scoped cost:
+/// the DAG pass costs a set union per node and update, which there would
+/// add a sizeable share to the optimise time.
+pub const DAG_NODE_LIMIT: usize = 4000;
+
 /// How [`extract_best`] picks a term.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum Extraction {
@@ -281,6 +289,9 @@ pub fn extract_best(
     }
     let tree_choice = |c: Id| Some(ex.find_best_node(c));
     let tree = scoped_cost(egraph, model, root, &tree_choice);
+    if egraph.total_number_of_nodes() > DAG_NODE_LIMIT {
+        return build_from(egraph, root, &tree_choice).and_then(|e| tree.map(|t| (t, e)));
+    }
     let choices = dag_choices(egraph, model);
     let dag_choice = |c: Id| choices.get(&egraph.find(c));
     let dag = scoped_cost(egraph, model, root, &dag_choice);

@@ -701,6 +701,9 @@ struct Norm<'a> {
     licm: bool,
     /// Trip counts for the hoisting decisions ([`Norm::worth_hoisting`]).
     model: CostModel,
+    /// Whether calls and divisions are hoisted (not inside the arguments
+    /// of one being hoisted).
+    hoist_calls: bool,
     /// Occurrences of each hoisting candidate in the scalar being
     /// normalised, by key ([`Norm::count_candidates`]); only keys that
     /// occur at least twice.
@@ -856,7 +859,16 @@ impl Norm<'_> {
                 Some(true) => Expr::Num(1.0),
                 _ => Expr::Bracket(p),
             },
-            Expr::Call(..) | Expr::Bin(BinOp::Div, ..) if self.worth_hoisting(&e, cx) => {
+            Expr::Call(..) | Expr::Bin(BinOp::Div, ..)
+                if self.hoist_calls && self.worth_hoisting(&e, cx) =>
+            {
+                // The arguments first, with only their sums hoisted: a sum
+                // hoisted here is shared with its other uses (the diamond
+                // `sin(A x)[i] * cos(A x)[j]` computes `A x` once), a call
+                // inside stays in the one hoisted with it.
+                self.hoist_calls = false;
+                let e = map_children_owned(e, &mut |c| self.scalar(c, cx));
+                self.hoist_calls = true;
                 self.materialize(e, cx)
             }
             Expr::Bin(BinOp::Mul, a, b) => {
@@ -946,7 +958,10 @@ impl Norm<'_> {
         }
         let mut top = self.cx();
         let ty = type_of(&whole, &mut top);
+        // the let's own body is a new scalar: its calls may be hoisted
+        let calls = std::mem::replace(&mut self.hoist_calls, true);
         let body = self.output(whole, &ty, &mut top);
+        self.hoist_calls = calls;
         let key = key_of(&body);
         let name = match self.keys.get(&key) {
             Some(n) => n.clone(),
@@ -1155,6 +1170,7 @@ pub fn normalize(f: &Function, opts: &NormalOptions) -> Function {
         param_types,
         licm: opts.licm,
         model: opts.model.clone(),
+        hoist_calls: true,
         shared: BTreeMap::new(),
     };
     let out = n.output(body, &ret, &mut cx);
