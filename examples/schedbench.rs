@@ -3,7 +3,10 @@
 //! reported with its ratio to the group's first program.
 //!
 //! `cargo run --release --example schedbench -- FILE n=SIZE NAME[:opt] NAME[:opt]…`
-//! (`:opt` runs the optimised program, else the program as written).
+//! (`:opt` runs the optimised program, else the program as written;
+//! `:nogemm` / `:opt-nogemm` turn the GEMM stage off for that entry).
+//! `EINSAT_THREADS=N` sets the JIT's threads (default all cores),
+//! `EINSAT_REPS=N` the interleaved rounds (default 200).
 use einsat::interp::Value;
 use einsat::opt::{optimize, Options};
 use rand::SeedableRng;
@@ -19,9 +22,9 @@ fn main() {
     let n: usize = v.parse().unwrap();
     let mut runs = Vec::new();
     for spec in &args[3..] {
-        let (name, opt) = match spec.split_once(':') {
-            Some((a, _)) => (a, true),
-            None => (spec.as_str(), false),
+        let (name, opt, gemm) = match spec.split_once(':') {
+            Some((a, m)) => (a, m.starts_with("opt"), !m.ends_with("nogemm")),
+            None => (spec.as_str(), false, true),
         };
         let f = prog.get(name).unwrap_or_else(|| panic!("no {name}"));
         let g = if opt {
@@ -30,7 +33,12 @@ fn main() {
             f.clone()
         };
         let t = Instant::now();
-        let kern = einsat::jit::compile_uncached(&g).unwrap();
+        let jopts = einsat::jit::Options {
+            gemm,
+            threads: env("EINSAT_THREADS", 0),
+            ..einsat::jit::Options::default()
+        };
+        let kern = einsat::jit::compile_uncached_with(&g, &jopts).unwrap();
         let ct = t.elapsed().as_secs_f64();
         let sizes: BTreeMap<String, usize> = f.size_names().into_iter().map(|x| (x, n)).collect();
         let mut rng = rand::rngs::StdRng::seed_from_u64(1);
@@ -61,7 +69,7 @@ fn main() {
             r.2 = Vec::new();
         }
     }
-    for _ in 0..200 {
+    for _ in 0..env("EINSAT_REPS", 200) {
         for r in runs.iter_mut() {
             let a = if r.2.is_empty() { &first } else { &r.2 };
             let t = Instant::now();
@@ -82,4 +90,11 @@ fn main() {
             ct * 1e3
         );
     }
+}
+
+fn env(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
 }

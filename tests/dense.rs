@@ -4,7 +4,8 @@
 //! a repeated index) in every layout of the arguments and of the output,
 //! at sizes that hit every tile edge, against the interpreter; which nests
 //! the planner takes and refuses; and bit-identical results when the
-//! outermost loop is run in pieces.
+//! outermost loop is run in pieces; triangular loop domains (`[j <= i]`)
+//! and reductions long enough to run in several blocks (`dense::KBLOCK`).
 
 use einsat::interp::{self, Value};
 use einsat::jit::{self, codegen, dense, loopir, Options};
@@ -293,6 +294,100 @@ fn running_the_outermost_loop_in_pieces_is_bit_identical() {
                 };
                 assert!(same, "{} n={n} cuts {cuts:?}\n{whole}\n{parts}", f.name);
             }
+        }
+    }
+}
+
+/// Nests with a loop domain from brackets (`Reduce` mode, rows along `i`).
+const TRI: &str = "
+fn tri(A: [n,m]R, x: [m]R) -> [n]R = gen(i:n) sum(j:m) [j <= i] * A[i,j] * x[j]
+fn tri_strict(A: [n,m]R, x: [m]R) -> [n]R = gen(i:n) sum(j:m) [j < i] * A[i,j] * x[j]
+fn tri_two(A: [n,m]R, x: [m]R) -> [n]R = gen(i:n) sum(j:m) [j < 2*i - 1 && j <= i + 3] * x[j] * A[i,j]
+";
+
+#[test]
+fn triangular_domains_are_planned_and_agree_in_pieces() {
+    let prog = einsat::load(TRI).unwrap();
+    for f in &prog.functions {
+        let p = loopir::lower(f).unwrap();
+        let plan = dense::plan(&p, &p.nests[0], &loopir::Layout::c_order(&p))
+            .unwrap_or_else(|| panic!("{} not taken", f.name));
+        assert_eq!(plan.mode, dense::Mode::Reduce, "{}", f.name);
+        assert!(!plan.hi.is_empty(), "{}", f.name);
+        for &n in &EDGES {
+            let sz = sizes(f, n);
+            let mut rng = rand::rngs::StdRng::seed_from_u64(n as u64 + 11);
+            let args = random_inputs(f, &sz, &mut rng).unwrap();
+            let want = interp::run(f, &args).unwrap();
+            let mut whole = out_like(&want, Layout::C);
+            run_in_pieces(f, &args, &mut whole, &[]);
+            assert!(close(&want, &whole), "{} n={n}\n{want}\n{whole}", f.name);
+            for cuts in [vec![1, 2, 3], vec![3, 7], vec![5, 6, 13]] {
+                let mut parts = out_like(&want, Layout::C);
+                run_in_pieces(f, &args, &mut parts, &cuts);
+                let (Value::Array(a), Value::Array(b)) = (&whole, &parts) else {
+                    panic!("arrays")
+                };
+                assert!(
+                    a.iter()
+                        .zip(b.iter())
+                        .all(|(x, y)| x.to_bits() == y.to_bits()),
+                    "{} n={n} cuts {cuts:?}",
+                    f.name
+                );
+            }
+            // through the kernel, every layout
+            let k = jit::compile_with(f, &gemm_off()).unwrap();
+            for layout in Layout::ALL {
+                let a: Vec<Value> = args.iter().map(|v| relayout_value(v, layout)).collect();
+                let got = k.call(&a).unwrap();
+                assert!(close(&want, &got), "{} n={n} {layout:?}", f.name);
+            }
+        }
+    }
+}
+
+#[test]
+fn long_reductions_run_in_blocks_and_agree() {
+    let prog = einsat::load(SHAPES).unwrap();
+    for name in ["mm", "scaled", "post2", "mm_at"] {
+        let f = prog.get(name).unwrap();
+        for (n, m, kk) in [
+            (9usize, 7usize, dense::KBLOCK + 1),
+            (5, 10, 2 * dense::KBLOCK),
+            (6, 3, 2 * dense::KBLOCK + 37),
+        ] {
+            let sz: BTreeMap<String, usize> = [("n", n), ("m", m), ("p", kk)]
+                .into_iter()
+                .filter(|(x, _)| f.size_names().iter().any(|y| y == x))
+                .map(|(x, v)| (x.to_string(), v))
+                .collect();
+            let mut rng = rand::rngs::StdRng::seed_from_u64(kk as u64);
+            let args = random_inputs(f, &sz, &mut rng).unwrap();
+            let want = interp::run(f, &args).unwrap();
+            let k = jit::compile_with(f, &gemm_off()).unwrap();
+            for layout in Layout::ALL {
+                let a: Vec<Value> = args.iter().map(|v| relayout_value(v, layout)).collect();
+                let got = k.call(&a).unwrap();
+                assert!(close(&want, &got), "{name} p={kk} {layout:?}");
+                let mut out = out_like(&want, layout);
+                k.call_into(&a, &mut out).unwrap();
+                assert!(close(&want, &out), "{name} p={kk} {layout:?} call_into");
+            }
+            let mut whole = out_like(&want, Layout::C);
+            run_in_pieces(f, &args, &mut whole, &[]);
+            let mut parts = out_like(&want, Layout::C);
+            run_in_pieces(f, &args, &mut parts, &[2, 3, 5]);
+            assert!(close(&want, &whole), "{name} p={kk} whole");
+            let (Value::Array(a), Value::Array(b)) = (&whole, &parts) else {
+                panic!("arrays")
+            };
+            assert!(
+                a.iter()
+                    .zip(b.iter())
+                    .all(|(x, y)| x.to_bits() == y.to_bits()),
+                "{name} p={kk} pieces"
+            );
         }
     }
 }

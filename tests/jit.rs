@@ -72,20 +72,6 @@ fn check_agree(f: &Function, g: &Function, seed: u64) -> usize {
     runs
 }
 
-fn pair_free(f: &Function) -> bool {
-    fn ok(t: &einsat::Type) -> bool {
-        match t {
-            einsat::Type::Real => true,
-            einsat::Type::Tensor(_, e) => {
-                matches!(**e, einsat::Type::Real | einsat::Type::Tensor(..)) && ok(e)
-            }
-            einsat::Type::Pair(a, b) => ok(a) && ok(b),
-        }
-    }
-    f.params.iter().all(|p| ok(&p.ty))
-        && einsat::types::check(f).map(|s| ok(&s.ret)).unwrap_or(false)
-}
-
 #[test]
 fn every_example_agrees_in_every_layout() {
     let mut runs = 0;
@@ -93,11 +79,6 @@ fn every_example_agrees_in_every_layout() {
     for (file, src) in example_files() {
         let prog = einsat::load(&src).unwrap_or_else(|e| panic!("{file}: {e}"));
         for f in &prog.functions {
-            if !pair_free(f) {
-                // tensors of pairs at the boundary have no normal form with
-                // the same signature; they are covered below through pairs
-                continue;
-            }
             let o = optimize(f, &Options::default()).unwrap();
             runs += check_agree(f, &o.program, 11);
             if einsat::extract::is_normal(f) {
@@ -333,7 +314,6 @@ proptest! {
     /// interpreter on the original, in a random layout.
     #[test]
     fn jit_equals_interpreter(f in arb_function(prop_cfg()), seed in any::<u64>()) {
-        prop_assume!(pair_free(&f));
         let o = optimize(&f, &Options::default()).unwrap();
         let g = &o.program;
         let k = jit::compile(g);

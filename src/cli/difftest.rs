@@ -23,7 +23,7 @@ pub struct DiffArgs {
     pub seed: u64,
     /// Program features: a comma list of all, none, NAME or -NAME, e.g.
     /// "all,-eps" or "lets,affine" (names: pairs, lets, brackets, eps,
-    /// funcs, affine, named, pair-params, tuples).
+    /// funcs, affine, named, pair-params, tuples, records).
     #[arg(long, default_value = "all")]
     pub features: String,
     /// Maximum expression depth of the random programs (at most 8).
@@ -134,9 +134,24 @@ pub fn difftest(a: &DiffArgs) -> CliResult {
     });
     std::panic::set_hook(hook);
     bar.finish_and_clear();
+    let skipped: Vec<String> = summary
+        .jit_skipped
+        .iter()
+        .map(|(why, k)| format!("{k}: {why}"))
+        .collect();
     println!(
-        "difftest: {} cases ({} also through the JIT), {} disagreements, seed {}, {:.1} s",
-        summary.cases, summary.jit_cases, summary.disagreeing, a.seed, summary.seconds
+        "difftest: {} cases ({} also through the JIT, {} skipped{}), {} disagreements, seed {}, {:.1} s",
+        summary.cases,
+        summary.jit_cases,
+        summary.jit_skipped.values().sum::<u64>(),
+        if skipped.is_empty() {
+            String::new()
+        } else {
+            format!(" — {}", skipped.join(", "))
+        },
+        summary.disagreeing,
+        a.seed,
+        summary.seconds
     );
     // The reproducer's commands use the same rules as the run.
     let run_opts: Vec<String> = match &a.rules {

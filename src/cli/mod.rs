@@ -458,9 +458,9 @@ fn demo(dir: Option<PathBuf>, sizes: &BTreeMap<String, usize>, seed: u64) -> Cli
             if !agree {
                 failures += 1;
             }
-            // The JIT on the optimised program (when it is in normal form:
-            // tensors of pairs at the boundary are not), warm, against the
-            // interpreter's time.
+            // The JIT on the optimised program (always in normal form;
+            // tensors of pairs are carried as struct of arrays), warm,
+            // against the interpreter's time.
             let jit = if crate::extract::is_normal(&o.program) {
                 let k = crate::jit::compile(&o.program).map_err(|e| format!("error: {e}"))?;
                 let _ = k.call(&args);

@@ -1252,12 +1252,17 @@ pub fn pretty_names(f: &Function) -> Function {
     Function { body, ..f.clone() }
 }
 
-/// Whether a function is in the normal form of LANGUAGE.md.
+/// Whether a function is in the normal form of LANGUAGE.md, with records
+/// (what `jit::loopir` lowers): a result or a `let` value is a tree of
+/// `gen`s and pairs over numbers (`g ::= gen(i:n) g | (g, g) | e`), so a
+/// tensor of pairs `gen(i:n) (a, b)` is normal and is carried as struct
+/// of arrays, one buffer per leaf; an access chain may project any name
+/// of a type holding pairs (`d[i].0`).
 pub fn is_normal(f: &Function) -> bool {
     let mut cx = Cx::of(f);
     fn chain_ok(e: &Expr, cx: &Cx, has_proj: bool) -> bool {
         match e {
-            Expr::Var(x) => !has_proj || cx.params.contains(x),
+            Expr::Var(x) => !has_proj || cx.val(x).is_some(),
             Expr::Access(a, _) => chain_ok(a, cx, has_proj),
             Expr::Proj(_, a) => chain_ok(a, cx, true),
             _ => false,
@@ -1289,13 +1294,8 @@ pub fn is_normal(f: &Function) -> bool {
                 cx.idx.pop();
                 r
             }
+            Expr::Pair(a, b) => g(a, cx) && g(b, cx),
             _ => scalar(e, cx),
-        }
-    }
-    fn o(e: &Expr, cx: &mut Cx) -> bool {
-        match e {
-            Expr::Pair(a, b) => o(a, cx) && o(b, cx),
-            _ => g(e, cx),
         }
     }
     fn s(e: &Expr, cx: &mut Cx) -> bool {
@@ -1305,15 +1305,12 @@ pub fn is_normal(f: &Function) -> bool {
                     return false;
                 }
                 let t = type_of(a, cx);
-                if !t.is_pair_free() {
-                    return false;
-                }
                 cx.vals.push((x.clone(), t));
                 let r = s(b, cx);
                 cx.vals.pop();
                 r
             }
-            _ => o(e, cx),
+            _ => g(e, cx),
         }
     }
     s(&f.body, &mut cx)

@@ -37,6 +37,10 @@
 //!   whose output axis is unit-stride, or a sum into [`VACCS`] vector
 //!   accumulators. Other innermost sums without strong zeros are unrolled
 //!   by [`UNROLL`] with independent scalar accumulators (`fma` into each).
+//! - **short sums**: a sum of literal size up to [`UNROLL_SHORT`] without
+//!   a loop domain is emitted as its terms in order, the summed index a
+//!   constant in each (no loop, no accumulators to combine; Cranelift then
+//!   folds `eps` and address arithmetic), within [`MAX_COPIES`] copies.
 
 use super::loopir::*;
 use super::schedule::{self, Bound, NestSched, SumT, T};
@@ -51,6 +55,11 @@ use std::collections::BTreeSet;
 
 /// Independent accumulators of an innermost sum.
 pub const UNROLL: usize = 4;
+
+/// A sum of literal size up to this many terms (and no loop domain) is
+/// unrolled completely: no loop, no accumulators to combine (the 3-term
+/// sums of `eps` contractions; see the module documentation).
+pub const UNROLL_SHORT: usize = 4;
 
 /// The native entry point of one nest: buffers, strides, sizes, and the
 /// range `lo..hi` of the nest's outermost loop.
@@ -1039,6 +1048,38 @@ impl Gen<'_, '_> {
         let mut blocked = BTreeSet::new();
         blocked.insert(s.var);
         let body = self.hoist(s.body.clone(), &blocked);
+        // a short sum of literal size without a domain is unrolled: one
+        // accumulator, terms in order, the index a constant in each copy
+        if let SizeRef::Lit(k) = s.n {
+            if s.dom.lo.is_empty()
+                && s.dom.hi.is_empty()
+                && (0..=UNROLL_SHORT as i64).contains(&k)
+                && self.copies * (k.max(1) as usize) <= MAX_COPIES
+            {
+                let k = k as usize;
+                self.copies *= k.max(1);
+                self.defined[s.var] = true;
+                for t in 0..k {
+                    let c = self.b.ins().iconst(types::I64, t as i64);
+                    self.b.def_var(self.vars[s.var], c);
+                    self.accumulate(accs[0], all, &body);
+                }
+                self.defined[s.var] = false;
+                self.copies /= k.max(1);
+                let r = self.b.use_var(accs[0]);
+                let flag = if strong || s.dom_strong {
+                    let pos = self.b.ins().icmp_imm_s(IntCC::SignedGreaterThan, n, 0);
+                    let inner = match all {
+                        Some(v) => self.b.use_var(v),
+                        None => self.b.ins().icmp(IntCC::SignedGreaterThanOrEqual, lo, hi),
+                    };
+                    Some(self.b.ins().band(pos, inner))
+                } else {
+                    None
+                };
+                return (r, flag);
+            }
+        }
         self.run_loop(s.var, lo, hi, body, Act::Accum(Acc { accs, vaccs, all }));
         // combine: vector accumulators pairwise, then their lanes, then the
         // scalar accumulators

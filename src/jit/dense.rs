@@ -15,6 +15,14 @@
 //! reduced across lanes at the end, `rows` outputs at a time sharing the
 //! loads that do not depend on the row), and which second variable the
 //! rows run along. With no unit-stride axis it still tiles, one lane wide.
+//! In `Tile` mode with rows the reduction runs in blocks of [`KBLOCK`]
+//! terms, each block over every tile of a panel, the partial sums kept
+//! in the output between blocks (so the second factor's rows a block reads
+//! stay in cache for all rows of the first). In `Reduce` mode, brackets of
+//! the inner product that bound the summed variable from above by the row
+//! variable (`[j <= i]`, `[j < 2*i - 1 && j <= i + 3]`) become a loop
+//! domain per row ([`Plan::hi`]): a triangular matvec reads half the
+//! matrix and tests nothing per element.
 //! [`emit`] writes the function body (after the entry block of
 //! [`super::codegen::compile`] has been created; it returns from the
 //! function itself).
@@ -26,7 +34,7 @@
 //! results. Summation order differs from the interpreter (products are
 //! reassociated, sums split into lanes), within rounding.
 
-use super::loopir::{Layout, LoopProgram, Nest, SizeRef, S};
+use super::loopir::{Layout, LoopProgram, Nest, SizeRef, P, S};
 use crate::syntax::ast::BinOp;
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{types, InstBuilder, MemFlagsData, Type, Value};
@@ -102,9 +110,21 @@ pub struct Plan {
     /// many elements, all rows of a panel before the next (so the panel of
     /// the factors along `v` stays in cache); 0 for none.
     pub panel: usize,
+    /// `Tile` mode, one level, one summed variable: the reduction runs in
+    /// blocks of this many terms (0: one block), every tile of a panel
+    /// per block, the partial sums kept in the output between blocks, so
+    /// the rows of the second factor a block reads stay in cache (and in
+    /// the TLB) for all the rows of the first; see [`Em::tiles_g`].
+    pub kblock: usize,
     /// The innermost loop's body is unrolled this many times (the same
     /// accumulators, so the same sums).
     pub unroll: usize,
+    /// A loop domain from brackets of the inner product (`Reduce` mode,
+    /// one summed variable `v`, rows along `w`): `v < c * w + k` for each
+    /// `(c, k)`. Terms outside it are strong zeros, so they are skipped
+    /// (the nest then has no factors outside the sum, which could
+    /// otherwise meet a strong-zero sum); see [`Em::tile_r`].
+    pub hi: Vec<(i64, i64)>,
 }
 
 fn factors<'a>(s: &'a S, out: &mut Vec<&'a S>) {
@@ -119,8 +139,13 @@ fn factors<'a>(s: &'a S, out: &mut Vec<&'a S>) {
 
 type SumChain<'a> = (Vec<(usize, SizeRef)>, &'a S);
 
-/// A product split into its factors and at most one chain of sums.
-fn split<'a>(s: &'a S, acc: &mut Vec<Access>) -> Option<(Vec<Item>, Option<SumChain<'a>>)> {
+/// A product split into its factors and at most one chain of sums; its
+/// brackets go to `brs`.
+fn split<'a>(
+    s: &'a S,
+    acc: &mut Vec<Access>,
+    brs: &mut Vec<P>,
+) -> Option<(Vec<Item>, Option<SumChain<'a>>)> {
     let mut fs = Vec::new();
     factors(s, &mut fs);
     let mut items = Vec::new();
@@ -128,6 +153,7 @@ fn split<'a>(s: &'a S, acc: &mut Vec<Access>) -> Option<(Vec<Item>, Option<SumCh
     for f in fs {
         match f {
             S::Num(x) => items.push(Item::Num(*x)),
+            S::Bracket(p) => brs.push(p.clone()),
             S::Load(b, ixs) => {
                 let mut ix = Vec::with_capacity(ixs.len());
                 for i in ixs {
@@ -191,14 +217,21 @@ pub fn plan(p: &LoopProgram, nest: &Nest, layout: &Layout) -> Option<Plan> {
         return None;
     }
     let mut acc = vec![out];
-    let (post, s1) = split(&nest.body, &mut acc)?;
+    let mut brs = Vec::new();
+    let (post, s1) = split(&nest.body, &mut acc, &mut brs)?;
+    if !brs.is_empty() {
+        return None;
+    }
     let (k1, b1) = s1?;
-    let (items1, s2) = split(b1, &mut acc)?;
+    let (items1, s2) = split(b1, &mut acc, &mut brs)?;
     let (mid, inner, outer, red, two) = match s2 {
         None => (vec![], items1, vec![], k1, false),
         Some((k2, b2)) => {
-            let (inner, s3) = split(b2, &mut acc)?;
-            if s3.is_some() {
+            if !brs.is_empty() {
+                return None;
+            }
+            let (inner, s3) = split(b2, &mut acc, &mut brs)?;
+            if s3.is_some() || !brs.is_empty() {
                 return None;
             }
             (items1, inner, k1, k2, true)
@@ -272,6 +305,26 @@ pub fn plan(p: &LoopProgram, nest: &Nest, layout: &Layout) -> Option<Plan> {
         .filter(|(x, _)| *x != v && Some(*x) != w)
         .cloned()
         .collect();
+    // brackets: upper bounds of the summed variable along the rows
+    let mut hi = Vec::new();
+    for p in brs {
+        let w = w?;
+        if mode != Mode::Reduce || red.len() != 1 || !post.is_empty() {
+            return None;
+        }
+        let mut cs = Vec::new();
+        super::schedule::conjuncts(p, &mut cs);
+        for c in cs {
+            let P::Cmp(op, a, b) = c else { return None };
+            let (None, Some(h)) = super::schedule::solve(op, &a, &b, v)? else {
+                return None;
+            };
+            if h.terms.iter().any(|&(x, k)| x != w && k != 0) {
+                return None;
+            }
+            hi.push((super::schedule::coef(&h, w), h.constant));
+        }
+    }
     let mut red = red;
     if mode == Mode::Reduce {
         let k = red.iter().position(|(x, _)| *x == v)?;
@@ -293,6 +346,11 @@ pub fn plan(p: &LoopProgram, nest: &Nest, layout: &Layout) -> Option<Plan> {
     } else {
         0
     };
+    let kblock = if mode == Mode::Tile && !two && red.len() == 1 && panel > 0 {
+        KBLOCK
+    } else {
+        0
+    };
     Some(Plan {
         acc,
         post,
@@ -311,9 +369,14 @@ pub fn plan(p: &LoopProgram, nest: &Nest, layout: &Layout) -> Option<Plan> {
         rows,
         cols,
         panel,
+        kblock,
         unroll,
+        hi,
     })
 }
+
+/// The default [`Plan::kblock`], by measurement (matmul, n = 1024).
+pub const KBLOCK: usize = 256;
 
 /// An address offset: a constant (folded into the load) or a value.
 #[derive(Clone, Copy, Debug)]
@@ -404,6 +467,18 @@ struct Em<'a, 'b> {
     /// Whether the tile being emitted is a full one (only those unroll
     /// their innermost loop: edge tiles are rare, code size is not).
     full_tile: bool,
+    /// Inside a block of the reduction ([`Plan::kblock`]): its range, and
+    /// whether it is the first and the last block.
+    kblk: Option<KBlk>,
+}
+
+/// The block of the reduction being emitted (see [`Plan::kblock`]).
+#[derive(Clone, Copy)]
+struct KBlk {
+    start: Value,
+    end: Value,
+    first: Value,
+    last: Value,
 }
 
 /// Emit the body of the nest's function, return included. `stride_at[b]`
@@ -457,6 +532,7 @@ pub fn emit(
         owners: (0..plan.acc.len()).collect(),
         fused: true,
         full_tile: false,
+        kblk: None,
     };
     if plan.two_level {
         em.two_level(&ptrs);
@@ -957,8 +1033,10 @@ impl Em<'_, '_> {
             return leaf(self, ptrs, parts);
         }
         let (var, n) = self.plan.red[d].clone();
-        let z = self.iconst(0);
-        let nv = self.size(&n);
+        let (z, nv) = match self.kblk {
+            Some(k) => (k.start, k.end),
+            None => (self.iconst(0), self.size(&n)),
+        };
         let mut body = |em: &mut Self, p: &[Value], _: Value| {
             let mut parts = parts.clone();
             em.apply(&groups[d + 1], p, geo, &mut parts);
@@ -1010,8 +1088,24 @@ impl Em<'_, '_> {
                 self.splat_s(lanes, &mut parts);
                 for (r, row) in sums.iter().enumerate() {
                     for (c, &x) in row.iter().enumerate() {
+                        // a later block adds the partial sum the earlier
+                        // ones left in the output; the last multiplies
+                        let x = match self.kblk {
+                            Some(k) => {
+                                let old = self.load_tile(ptrs, &geo, r, c);
+                                let y = self.b.ins().fadd(old, x);
+                                self.b.ins().select(k.first, x, y)
+                            }
+                            None => x,
+                        };
                         let val = match self.combine(&parts, r, c) {
-                            Some(m) => self.b.ins().fmul(x, m),
+                            Some(m) => {
+                                let y = self.b.ins().fmul(x, m);
+                                match self.kblk {
+                                    Some(k) => self.b.ins().select(k.last, y, x),
+                                    None => y,
+                                }
+                            }
                             None => x,
                         };
                         self.store_tile(val, ptrs, &geo, r, c);
@@ -1040,6 +1134,23 @@ impl Em<'_, '_> {
                 }
             }
         }
+    }
+
+    /// The output's value (a vector or a number) at row `r`, column `c` of
+    /// a tile (as [`Self::store_tile`] stores it).
+    fn load_tile(&mut self, ptrs: &[Value], geo: &Geo, r: usize, c: usize) -> Value {
+        let base = ptrs[geo.row_slot[0][r]];
+        let ro = geo.row_off[0][r];
+        if geo.lanes == 1 {
+            return self.load_at(types::F64, base, &[ro, geo.col_off[0][c]]);
+        }
+        if self.unit(0, self.plan.v) {
+            return self.load_at(types::F64X2, base, &[ro, geo.col_off[0][2 * c]]);
+        }
+        let x0 = self.load_at(types::F64, base, &[ro, geo.col_off[0][2 * c]]);
+        let x1 = self.load_at(types::F64, base, &[ro, geo.col_off[0][2 * c + 1]]);
+        let v = self.b.ins().splat(types::F64X2, x0);
+        self.b.ins().insertlane(v, x1, 1)
     }
 
     /// Store a tile's value (a vector or a number) at row `r`, column `c`.
@@ -1106,6 +1217,34 @@ impl Em<'_, '_> {
                 }
             }
         };
+        // blocks of the reduction (a pseudo-variable no access depends
+        // on): at least one, so an empty sum still stores its outputs
+        let over_k = |em: &mut Self, ptrs: &[Value], a: Value, b: Value| {
+            if plan.kblock == 0 {
+                return over_w(em, ptrs, a, b);
+            }
+            let kb = plan.kblock as i64;
+            let nk = em.size(&plan.red[0].1);
+            let one = em.iconst(1);
+            let nk1 = em.b.ins().smax(nk, one);
+            let past = em.b.ins().iadd_imm_s(nk1, kb - 1);
+            let z = em.iconst(0);
+            em.lp(usize::MAX - 1, z, past, kb, ptrs, &mut |em, p, ks| {
+                let nk = em.size(&plan.red[0].1);
+                let full = em.b.ins().iadd_imm_s(ks, kb);
+                let end = em.b.ins().smin(full, nk);
+                let first = em.b.ins().icmp_imm_s(IntCC::Equal, ks, 0);
+                let last = em.b.ins().icmp(IntCC::SignedGreaterThanOrEqual, full, nk);
+                let saved = em.kblk.replace(KBlk {
+                    start: ks,
+                    end,
+                    first,
+                    last,
+                });
+                over_w(em, p, a, b);
+                em.kblk = saved;
+            });
+        };
         if plan.panel > 0 {
             // panels of v (a pseudo-variable no access depends on); the
             // last may be partial
@@ -1114,10 +1253,10 @@ impl Em<'_, '_> {
             self.lp(usize::MAX, v0, past, panel, ptrs, &mut |em, p, pc| {
                 let full = em.b.ins().iadd_imm_s(pc, panel);
                 let end = em.b.ins().smin(full, v1);
-                over_w(em, p, pc, end)
+                over_k(em, p, pc, end)
             });
         } else {
-            over_w(self, ptrs, v0, v1);
+            over_k(self, ptrs, v0, v1);
         }
     }
 
@@ -1126,7 +1265,7 @@ impl Em<'_, '_> {
     fn tiles_r(&mut self, ptrs: &[Value], action: &Action) {
         let plan = self.plan;
         match plan.w {
-            None => self.tile_r(ptrs, 1, action),
+            None => self.tile_r(ptrs, 1, action, None),
             Some(w) => {
                 let wn = plan.w_size.clone().expect("w has a size");
                 let (w0, w1) = self.range(w, &wn);
@@ -1137,15 +1276,20 @@ impl Em<'_, '_> {
                     vec![1]
                 };
                 for rows in steps {
-                    s = self.lp(w, s, w1, rows as i64, ptrs, &mut |em, p, _| {
-                        em.tile_r(p, rows, action)
+                    s = self.lp(w, s, w1, rows as i64, ptrs, &mut |em, p, wi| {
+                        em.tile_r(p, rows, action, Some(wi))
                     });
                 }
             }
         }
     }
 
-    fn tile_r(&mut self, top: &[Value], rows: usize, action: &Action) {
+    /// One tile of `rows` outputs in `Reduce` mode (`w_at`: the first
+    /// row's index). With a loop domain ([`Plan::hi`]) the rows share the
+    /// widest vector loop up to the smallest of their bounds, then each
+    /// row continues alone to its own: every output is still summed in
+    /// the same order whatever tile it falls in.
+    fn tile_r(&mut self, top: &[Value], rows: usize, action: &Action, w_at: Option<Value>) {
         let (cols, lanes) = (self.plan.cols, self.plan.lanes);
         let v = self.plan.v;
         let accs: Vec<Vec<Variable>> = (0..rows)
@@ -1174,32 +1318,70 @@ impl Em<'_, '_> {
             &geo0,
             &parts,
             &mut |em, p, parts| {
+                // the variants `vis` from `s` to `end`, updating every row
+                // or only row `only`
+                let run = |em: &mut Self,
+                           mut s: Value,
+                           end: Value,
+                           vis: &[usize],
+                           only: Option<usize>|
+                 -> Value {
+                    for &vi in vis {
+                        let (step, vcols, vlanes) = variants[vi];
+                        let geo = em.geo(&rg, vcols, vlanes);
+                        let mut base = parts.reshape(vcols);
+                        em.splat_s(vlanes, &mut base);
+                        let unroll = if vi == 0 && rows == em.plan.rows {
+                            em.plan.unroll
+                        } else {
+                            1
+                        };
+                        let mut body = |em: &mut Self, p: &[Value], _: Value| {
+                            let mut parts = base.clone();
+                            em.apply(&groups[upto + 1], p, &geo, &mut parts);
+                            for (r, row) in accs.iter().enumerate() {
+                                if only.is_some_and(|o| o != r) {
+                                    continue;
+                                }
+                                for (c, &acc) in row.iter().take(vcols).enumerate() {
+                                    let target = if vlanes == lanes { acc } else { tails[r] };
+                                    em.update(target, &parts, r, c, vlanes);
+                                }
+                            }
+                        };
+                        if unroll > 1 {
+                            s = em.lp_u(v, s, end, step, unroll, p, &mut body);
+                        }
+                        s = em.lp(v, s, end, step, p, &mut body);
+                    }
+                    s
+                };
                 let z = em.iconst(0);
                 let n = em.size(&vn);
-                let mut s = z;
-                for (vi, &(step, vcols, vlanes)) in variants.iter().enumerate() {
-                    let geo = em.geo(&rg, vcols, vlanes);
-                    let mut base = parts.reshape(vcols);
-                    em.splat_s(vlanes, &mut base);
-                    let unroll = if vi == 0 && rows == em.plan.rows {
-                        em.plan.unroll
-                    } else {
-                        1
-                    };
-                    let mut body = |em: &mut Self, p: &[Value], _: Value| {
-                        let mut parts = base.clone();
-                        em.apply(&groups[upto + 1], p, &geo, &mut parts);
-                        for (r, row) in accs.iter().enumerate() {
-                            for (c, &acc) in row.iter().take(vcols).enumerate() {
-                                let target = if vlanes == lanes { acc } else { tails[r] };
-                                em.update(target, &parts, r, c, vlanes);
-                            }
+                let all: Vec<usize> = (0..variants.len()).collect();
+                match w_at {
+                    Some(w0) if !em.plan.hi.is_empty() => {
+                        let his: Vec<Value> = (0..rows)
+                            .map(|r| {
+                                let wr = em.b.ins().iadd_imm_s(w0, r as i64);
+                                let mut h = n;
+                                for &(c, k) in &em.plan.hi {
+                                    let x = em.b.ins().imul_imm_s(wr, c);
+                                    let x = em.b.ins().iadd_imm_s(x, k);
+                                    h = em.b.ins().smin(h, x);
+                                }
+                                em.b.ins().smax(h, z)
+                            })
+                            .collect();
+                        let common = his[1..].iter().fold(his[0], |m, &h| em.b.ins().smin(m, h));
+                        let s = run(em, z, common, &[0], None);
+                        for (r, &h) in his.iter().enumerate() {
+                            run(em, s, h, &all, Some(r));
                         }
-                    };
-                    if unroll > 1 {
-                        s = em.lp_u(v, s, n, step, unroll, p, &mut body);
                     }
-                    s = em.lp(v, s, n, step, p, &mut body);
+                    _ => {
+                        run(em, z, n, &all, None);
+                    }
                 }
             },
         );

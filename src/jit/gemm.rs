@@ -228,7 +228,7 @@ pub fn plan(p: &LoopProgram, nest: &Nest) -> Option<Plan> {
         };
         vars.push((role, range.clone()));
     }
-    if !vars.iter().any(|(r, _)| matches!(r, Role::M | Role::N)) {
+    if !vars.iter().any(|(r, _)| matches!(r, Role::M | Role::N)) || vars.len() > MAX_VARS {
         return None;
     }
     let out = Operand {
@@ -264,23 +264,66 @@ pub fn plan(p: &LoopProgram, nest: &Nest) -> Option<Plan> {
     })
 }
 
+/// The most loop variables a GEMM stage takes (so [`Plan::run`] works in
+/// fixed arrays and allocates nothing).
+pub const MAX_VARS: usize = 8;
+
 /// One (fused) dimension: its size and its stride in each of out, lhs, rhs.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Default)]
 struct Dim {
     size: usize,
     st: [isize; 3],
+}
+
+/// Up to [`MAX_VARS`] dimensions, in place.
+#[derive(Clone, Copy, Debug, Default)]
+struct Dims {
+    len: usize,
+    d: [Dim; MAX_VARS],
+}
+
+impl Dims {
+    fn push(&mut self, x: Dim) {
+        self.d[self.len] = x;
+        self.len += 1;
+    }
+    fn as_slice(&self) -> &[Dim] {
+        &self.d[..self.len]
+    }
+    fn as_mut_slice(&mut self) -> &mut [Dim] {
+        &mut self.d[..self.len]
+    }
+    /// The first dimension, removed (the unit dimension when empty).
+    fn take_first(&mut self) -> Dim {
+        if self.len == 0 {
+            return Dim {
+                size: 1,
+                st: [0, 0, 0],
+            };
+        }
+        let x = self.d[0];
+        self.d.copy_within(1..self.len, 0);
+        self.len -= 1;
+        x
+    }
 }
 
 /// Fuse the dimensions of one role: `ops` are the operands (0 out, 1 lhs,
 /// 2 rhs) in which the role's variables occur; two dimensions fuse when the
 /// outer one's stride is the inner one's stride times its size in each of
 /// them. Returns the fused dimensions, largest first.
-fn fuse(mut dims: Vec<Dim>, ops: &[usize]) -> Vec<Dim> {
-    dims.retain(|d| d.size != 1);
-    dims.sort_by_key(|d| (d.st[ops[0]].unsigned_abs(), d.size));
-    let mut out: Vec<Dim> = Vec::new();
-    for d in dims {
-        if let Some(last) = out.last_mut() {
+fn fuse(dims: Dims, ops: &[usize]) -> Dims {
+    let mut kept = Dims::default();
+    for d in dims.as_slice() {
+        if d.size != 1 {
+            kept.push(*d);
+        }
+    }
+    kept.as_mut_slice()
+        .sort_unstable_by_key(|d| (d.st[ops[0]].unsigned_abs(), d.size));
+    let mut out = Dims::default();
+    for &d in kept.as_slice() {
+        if let Some(last) = out.as_mut_slice().last_mut() {
             let fits = ops.iter().all(|&o| {
                 (last.size as isize)
                     .checked_mul(last.st[o])
@@ -293,7 +336,8 @@ fn fuse(mut dims: Vec<Dim>, ops: &[usize]) -> Vec<Dim> {
         }
         out.push(d);
     }
-    out.sort_by_key(|d| std::cmp::Reverse(d.size));
+    out.as_mut_slice()
+        .sort_unstable_by_key(|d| std::cmp::Reverse(d.size));
     out
 }
 
@@ -327,17 +371,21 @@ impl Plan {
             };
             usize::try_from(v).ok()
         };
-        let Some(vsize) = self
-            .vars
-            .iter()
-            .map(|(_, n)| resolve(n))
-            .collect::<Option<Vec<usize>>>()
-        else {
+        // fixed arrays throughout: a warmed-up call allocates nothing
+        let nv = self.vars.len();
+        if nv > MAX_VARS {
             return false;
-        };
+        }
+        let mut vsize = [0usize; MAX_VARS];
+        for (v, (_, n)) in self.vars.iter().enumerate() {
+            let Some(x) = resolve(n) else {
+                return false;
+            };
+            vsize[v] = x;
+        }
         // per variable, its stride in out, lhs, rhs (the sum over the axes
         // it indexes), after checking each axis has the variable's range
-        let mut st = vec![[0isize; 3]; self.vars.len()];
+        let mut st = [[0isize; 3]; MAX_VARS];
         for (o, op) in [&self.out, &self.lhs, &self.rhs].into_iter().enumerate() {
             for (a, (&v, d)) in op.axes.iter().zip(&op.dims).enumerate() {
                 let Some(&s) = strides.get(op.stride_at + a) else {
@@ -359,14 +407,17 @@ impl Plan {
         if alpha == 0.0 {
             return false;
         }
-        let dims = |r: Role| -> Vec<Dim> {
-            self.vars
-                .iter()
-                .zip(&vsize)
-                .zip(&st)
-                .filter(|((v, _), _)| v.0 == r)
-                .map(|((_, &size), &st)| Dim { size, st })
-                .collect()
+        let dims = |r: Role| -> Dims {
+            let mut out = Dims::default();
+            for v in 0..nv {
+                if self.vars[v].0 == r {
+                    out.push(Dim {
+                        size: vsize[v],
+                        st: st[v],
+                    });
+                }
+            }
+            out
         };
         let (dm, dn, dk, db) = (
             dims(Role::M),
@@ -375,26 +426,29 @@ impl Plan {
             dims(Role::Batch),
         );
         // an empty output: nothing to write
-        if dm.iter().chain(&dn).chain(&db).any(|d| d.size == 0) {
+        if dm
+            .as_slice()
+            .iter()
+            .chain(dn.as_slice())
+            .chain(db.as_slice())
+            .any(|d| d.size == 0)
+        {
             return true;
         }
-        let k_empty = dk.iter().any(|d| d.size == 0);
+        let k_empty = dk.as_slice().iter().any(|d| d.size == 0);
         let mut fm = fuse(dm, &[0, 1]);
         let mut fn_ = fuse(dn, &[0, 2]);
         let mut fk = if k_empty {
-            vec![Dim {
+            let mut z = Dims::default();
+            z.push(Dim {
                 size: 0,
                 st: [0, 1, 1],
-            }]
+            });
+            z
         } else {
             fuse(dk, &[1, 2])
         };
-        let one = Dim {
-            size: 1,
-            st: [0, 0, 0],
-        };
-        let take = |v: &mut Vec<Dim>| if v.is_empty() { one } else { v.remove(0) };
-        let (m, n, k) = (take(&mut fm), take(&mut fn_), take(&mut fk));
+        let (m, n, k) = (fm.take_first(), fn_.take_first(), fk.take_first());
         if m.size == 1 && n.size == 1 {
             return false;
         }
@@ -410,10 +464,19 @@ impl Plan {
         }
         // the loops: batch axes, unfused M and N axes, then unfused K axes
         // (accumulated into the destination)
-        let mut loops: Vec<(Dim, bool)> = Vec::new();
-        loops.extend(db.into_iter().filter(|d| d.size != 1).map(|d| (d, false)));
-        loops.extend(fm.into_iter().chain(fn_).map(|d| (d, false)));
-        loops.extend(fk.into_iter().map(|d| (d, true)));
+        let mut loops = [(Dim::default(), false); MAX_VARS];
+        let mut nl = 0;
+        let batch = db.as_slice().iter().filter(|d| d.size != 1);
+        let mn = fm.as_slice().iter().chain(fn_.as_slice());
+        for (d, is_k) in batch
+            .map(|d| (d, false))
+            .chain(mn.map(|d| (d, false)))
+            .chain(fk.as_slice().iter().map(|d| (d, true)))
+        {
+            loops[nl] = (*d, is_k);
+            nl += 1;
+        }
+        let loops = &loops[..nl];
         let par = match threads {
             1 => gemm::Parallelism::None,
             t => gemm::Parallelism::Rayon(t),
@@ -423,7 +486,7 @@ impl Plan {
             bufs[self.lhs.buf] as *const f64,
             bufs[self.rhs.buf] as *const f64,
         );
-        let mut idx = vec![0usize; loops.len()];
+        let mut idx = [0usize; MAX_VARS];
         loop {
             let mut off = [0isize; 3];
             let mut accumulate = false;

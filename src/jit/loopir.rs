@@ -3,6 +3,15 @@
 //! write one buffer each, and scalar expressions with accumulation loops,
 //! guards and strided loads. Anything outside normal form is refused with
 //! an error naming the offending node.
+//!
+//! **Records.** A value holding pairs — a result or a `let` — is a tree of
+//! `gen`s and pairs with numbers at the leaves (`gen(i:n) (a, b)`, a
+//! tensor of pairs). It is carried as struct of arrays, as at the call
+//! boundary ([`Boundary`]): one buffer and one nest per leaf, over the
+//! `gen`s above that leaf, addressed by the leaf's projection path
+//! (`gen(i:n) (gen(j:m) a, b)` is a `[n,m]` buffer at `.0` and a `[n]`
+//! buffer at `.1`). An access chain into such a value (`d[i].0`) picks
+//! the leaf by its projections and indexes it by its accesses, in order.
 
 use crate::interp::Boundary;
 use crate::syntax::ast::*;
@@ -168,7 +177,53 @@ impl LoopProgram {
 
 enum Binding {
     Param(usize, Boundary),
-    Buf(usize),
+    /// A `let` temporary: its buffers, one per leaf of its pairs.
+    Temp(Tree),
+}
+
+/// The buffers of a value holding pairs, by projection path (struct of
+/// arrays: `Pair` at every pair of the value's type, whatever `gen`s lie
+/// above it).
+#[derive(Clone, Debug)]
+enum Tree {
+    Leaf(usize),
+    Pair(Box<Tree>, Box<Tree>),
+}
+
+/// A number-typed leaf of a tree of `gen`s and pairs: its projection path,
+/// the `gen`s above it (outermost first) and its expression.
+type Leaf<'e> = (Vec<u8>, Vec<(&'e str, &'e Size)>, &'e Expr);
+
+/// The leaves of `g ::= gen(i:n) g | (g, g) | e`, in path order.
+fn leaves<'e>(
+    e: &'e Expr,
+    path: &mut Vec<u8>,
+    gens: &mut Vec<(&'e str, &'e Size)>,
+    out: &mut Vec<Leaf<'e>>,
+) {
+    match e {
+        Expr::Gen(i, n, b) => {
+            gens.push((i, n));
+            leaves(b, path, gens, out);
+            gens.pop();
+        }
+        Expr::Pair(a, b) => {
+            for (k, c) in [(0u8, a), (1, b)] {
+                path.push(k);
+                leaves(c, path, gens, out);
+                path.pop();
+            }
+        }
+        _ => out.push((path.clone(), gens.clone(), e)),
+    }
+}
+
+fn path_name(x: &str, path: &[u8]) -> String {
+    let mut name = x.to_string();
+    for k in path {
+        name.push_str(&format!(".{k}"));
+    }
+    name
 }
 
 struct Lower {
@@ -258,10 +313,23 @@ impl Lower {
             .rposition(|(n, _)| n == x)
             .ok_or_else(|| format!("unknown name `{x}`"))?;
         let (buf, dims_all) = match &self.vals[pos].1 {
-            Binding::Buf(b) => {
-                if ops.iter().any(|o| o.is_ok()) {
-                    return Err(not_normal("a projection of a `let`-bound value", e));
+            Binding::Temp(t) => {
+                let mut t = t;
+                for k in ops.iter().flatten() {
+                    t = match t {
+                        Tree::Pair(a, b) => {
+                            if *k == 0 {
+                                a
+                            } else {
+                                b
+                            }
+                        }
+                        Tree::Leaf(_) => return Err(not_normal("a projection of a number", e)),
+                    };
                 }
+                let Tree::Leaf(b) = t else {
+                    return Err(not_normal("a pair where a number is expected", e));
+                };
                 (*b, self.prog.bufs[*b].dims.clone())
             }
             Binding::Param(p, bd) => {
@@ -293,10 +361,7 @@ impl Lower {
                 let b = match found {
                     Some(b) => b,
                     None => {
-                        let mut name = x.clone();
-                        for k in &path {
-                            name.push_str(&format!(".{k}"));
-                        }
+                        let name = path_name(x, &path);
                         self.prog.bufs.push(Buf {
                             kind: BufKind::Param { param: p, path },
                             dims: dims.clone(),
@@ -355,17 +420,21 @@ impl Lower {
         })
     }
 
-    /// `g ::= gen(i:n) g | e` written into `buf`.
-    fn nest(&mut self, e: &Expr, buf: usize) -> Result<Vec<SizeRef>, String> {
+    /// The nest writing the leaf `body` under `gens` into `buf`; returns
+    /// the buffer's dims.
+    fn nest(
+        &mut self,
+        gens: &[(&str, &Size)],
+        body: &Expr,
+        buf: usize,
+    ) -> Result<Vec<SizeRef>, String> {
         let mut vars = Vec::new();
-        let mut cur = e;
-        while let Expr::Gen(i, n, b) = cur {
+        for (i, n) in gens {
             let n = self.size(n);
             let v = self.fresh_var(i);
             vars.push((v, n));
-            cur = b;
         }
-        let body = self.scalar(cur);
+        let body = self.scalar(body);
         for _ in &vars {
             self.idx.pop();
         }
@@ -378,57 +447,87 @@ impl Lower {
         Ok(dims)
     }
 
-    fn output(&mut self, e: &Expr, path: Vec<u8>) -> Result<(), String> {
-        if let Expr::Pair(a, b) = e {
-            let mut pa = path.clone();
-            pa.push(0);
-            self.output(a, pa)?;
-            let mut pb = path;
-            pb.push(1);
-            return self.output(b, pb);
+    /// The result `g ::= gen(i:n) g | (g, g) | e`: one output buffer and
+    /// nest per leaf, at the leaf's projection path.
+    fn output(&mut self, e: &Expr) -> Result<(), String> {
+        let mut ls = Vec::new();
+        leaves(e, &mut Vec::new(), &mut Vec::new(), &mut ls);
+        for (path, gens, body) in ls {
+            let buf = self.prog.bufs.len();
+            self.prog.bufs.push(Buf {
+                kind: BufKind::Out { path },
+                dims: vec![],
+                name: "result".into(),
+                flag: None,
+            });
+            let dims = self.nest(&gens, body, buf)?;
+            self.prog.bufs[buf].dims = dims;
         }
+        Ok(())
+    }
+
+    /// The temporaries of `let x = g`: one buffer and nest per leaf of `g`
+    /// (with a strong-zero flag buffer where the leaf may be one).
+    fn temp<'e>(
+        &mut self,
+        x: &str,
+        g: &'e Expr,
+        path: &mut Vec<u8>,
+        gens: &mut Vec<(&'e str, &'e Size)>,
+    ) -> Result<Tree, String> {
+        match g {
+            Expr::Gen(i, n, b) => {
+                gens.push((i, n));
+                let r = self.temp(x, b, path, gens);
+                gens.pop();
+                return r;
+            }
+            Expr::Pair(a, b) => {
+                path.push(0);
+                let ta = self.temp(x, a, path, gens);
+                path.pop();
+                path.push(1);
+                let tb = self.temp(x, b, path, gens);
+                path.pop();
+                return Ok(Tree::Pair(Box::new(ta?), Box::new(tb?)));
+            }
+            _ => {}
+        }
+        let name = path_name(x, path);
         let buf = self.prog.bufs.len();
         self.prog.bufs.push(Buf {
-            kind: BufKind::Out { path },
+            kind: BufKind::Temp,
             dims: vec![],
-            name: "result".into(),
+            name: name.clone(),
             flag: None,
         });
-        let dims = self.nest(e, buf)?;
-        self.prog.bufs[buf].dims = dims;
-        Ok(())
+        let dims = self.nest(gens, g, buf)?;
+        self.prog.bufs[buf].dims = dims.clone();
+        let body = &self.prog.nests.last().expect("just pushed").body;
+        if may_be_strong(body, &self.prog.bufs) {
+            // the interpreter carries strong zeros through a `let`
+            let fb = self.prog.bufs.len();
+            self.prog.bufs.push(Buf {
+                kind: BufKind::Temp,
+                dims,
+                name: format!("{name}#strong"),
+                flag: None,
+            });
+            self.prog.bufs[buf].flag = Some(fb);
+        }
+        Ok(Tree::Leaf(buf))
     }
 
     fn block(&mut self, e: &Expr) -> Result<(), String> {
         match e {
             Expr::Let(x, a, b) => {
-                let buf = self.prog.bufs.len();
-                self.prog.bufs.push(Buf {
-                    kind: BufKind::Temp,
-                    dims: vec![],
-                    name: x.clone(),
-                    flag: None,
-                });
-                let dims = self.nest(a, buf)?;
-                self.prog.bufs[buf].dims = dims.clone();
-                let body = &self.prog.nests.last().expect("just pushed").body;
-                if may_be_strong(body, &self.prog.bufs) {
-                    // the interpreter carries strong zeros through a `let`
-                    let fb = self.prog.bufs.len();
-                    self.prog.bufs.push(Buf {
-                        kind: BufKind::Temp,
-                        dims,
-                        name: format!("{x}#strong"),
-                        flag: None,
-                    });
-                    self.prog.bufs[buf].flag = Some(fb);
-                }
-                self.vals.push((x.clone(), Binding::Buf(buf)));
+                let t = self.temp(x, a, &mut Vec::new(), &mut Vec::new())?;
+                self.vals.push((x.clone(), Binding::Temp(t)));
                 let r = self.block(b);
                 self.vals.pop();
                 r
             }
-            _ => self.output(e, vec![]),
+            _ => self.output(e),
         }
     }
 }

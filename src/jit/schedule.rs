@@ -246,7 +246,7 @@ pub fn mentions(t: &T, v: usize) -> bool {
 
 /// The bounds a comparison puts on `v` when it solves for `v` with
 /// coefficient ±1: `(lo, hi)` (half-open).
-fn solve(op: CmpOp, a: &Aff, b: &Aff, v: usize) -> Option<(Option<Aff>, Option<Aff>)> {
+pub(crate) fn solve(op: CmpOp, a: &Aff, b: &Aff, v: usize) -> Option<(Option<Aff>, Option<Aff>)> {
     // d = a - b; d op 0
     let d = sub(a, b);
     let c = coef(&d, v);
@@ -280,7 +280,7 @@ fn solve(op: CmpOp, a: &Aff, b: &Aff, v: usize) -> Option<(Option<Aff>, Option<A
     })
 }
 
-fn conjuncts(p: P, out: &mut Vec<P>) {
+pub(crate) fn conjuncts(p: P, out: &mut Vec<P>) {
     match p {
         P::And(a, b) => {
             conjuncts(*a, out);

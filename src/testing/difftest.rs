@@ -21,9 +21,10 @@
 //! **What counts as a disagreement.** A value outside the tolerance, an error
 //! from any engine on a well-typed program with fitting inputs, an optimised
 //! program that does not type-check with the original signature, a program
-//! the JIT refuses, and a panic anywhere. The JIT leg is skipped (and the
-//! cases it ran on are counted) only for functions whose result holds a
-//! tensor of pairs, which no normal form can return.
+//! the JIT refuses, and a panic anywhere. The JIT leg runs on every case
+//! (a result or `let` holding tensors of pairs is carried as struct of
+//! arrays) unless it is turned off ([`DiffConfig::jit`]); the cases it ran
+//! on are counted ([`Summary::jit_cases`]).
 
 use super::{gen_function, random_inputs, relayout_value, shrink, GenConfig, Layout};
 use crate::error::{Error, Result};
@@ -35,6 +36,7 @@ use crate::{jit, types};
 use ndarray::{ArrayD, Axis, Slice};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
+use std::collections::BTreeMap;
 use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
@@ -312,19 +314,6 @@ pub fn arb_case(cfg: DiffConfig) -> impl proptest::strategy::Strategy<Value = Ca
     })
 }
 
-/// Can the JIT produce `f`'s result (no tensor of pairs in it: normal form
-/// writes one tensor per output; parameters of any type are fine)?
-pub fn jit_applicable(f: &Function) -> bool {
-    fn ok(t: &Type) -> bool {
-        match t {
-            Type::Real => true,
-            Type::Tensor(..) => t.is_pair_free(),
-            Type::Pair(a, b) => ok(a) && ok(b),
-        }
-    }
-    types::check(f).is_ok_and(|s| ok(&s.ret))
-}
-
 fn panic_text(p: Box<dyn std::any::Any + Send>) -> String {
     if let Some(s) = p.downcast_ref::<&str>() {
         s.to_string()
@@ -391,7 +380,7 @@ pub fn check(case: &Case, cfg: &DiffConfig) -> Verdict {
         }
         Err(m) => return fail(Stage::OptInterp, m, Some(g)),
     }
-    if !cfg.jit || !jit_applicable(f) {
+    if !cfg.jit {
         return Verdict::Agree { jit: false };
     }
     let laid: Vec<Value> = case
@@ -639,6 +628,9 @@ pub struct Summary {
     /// (before the cap on how many are shrunk and kept).
     pub cases: u64,
     pub jit_cases: u64,
+    /// Cases that agreed without the JIT leg, or were not run, by reason
+    /// (empty when the JIT leg ran on every agreeing case).
+    pub jit_skipped: BTreeMap<String, u64>,
     pub disagreeing: u64,
     /// The first disagreements by case number, shrunk.
     pub disagreements: Vec<Disagreement>,
@@ -661,6 +653,7 @@ pub fn run(
     let next = AtomicU64::new(0);
     let done = AtomicU64::new(0);
     let jit_cases = AtomicU64::new(0);
+    let skipped: Mutex<BTreeMap<String, u64>> = Mutex::new(BTreeMap::new());
     let bad = AtomicUsize::new(0);
     let found: Mutex<Vec<(u64, Case, Failure)>> = Mutex::new(Vec::new());
     std::thread::scope(|s| {
@@ -674,17 +667,27 @@ pub fn run(
                     break;
                 }
                 let cs = case_seed(seed, k);
+                let skip = |why: &str| {
+                    if let Ok(mut m) = skipped.lock() {
+                        *m.entry(why.to_string()).or_insert(0) += 1;
+                    }
+                };
                 let verdict = match case_from_seed(cs, cfg) {
                     Ok(case) => match check(&case, cfg) {
                         Verdict::Agree { jit } => {
                             if jit {
                                 jit_cases.fetch_add(1, Ordering::Relaxed);
+                            } else {
+                                skip("the JIT leg is off");
                             }
                             None
                         }
                         Verdict::Disagree(f) => Some((k, case, f)),
                     },
-                    Err(_) => None,
+                    Err(_) => {
+                        skip("no inputs (too large)");
+                        None
+                    }
                 };
                 if let Some(v) = verdict {
                     bad.fetch_add(1, Ordering::SeqCst);
@@ -717,6 +720,7 @@ pub fn run(
     Summary {
         cases: done.load(Ordering::SeqCst),
         jit_cases: jit_cases.load(Ordering::SeqCst),
+        jit_skipped: skipped.into_inner().unwrap_or_default(),
         disagreeing,
         disagreements,
         seconds: start.elapsed().as_secs_f64(),

@@ -127,6 +127,11 @@ pub struct GenConfig {
     pub pair_params: bool,
     /// Pair-typed (tuple) results.
     pub tuple_results: bool,
+    /// Records: tensors of pairs (`[n](R,R)`, `[n]((R,R),R)`,
+    /// `[n,m](R,R)`, `[n]([m]R,R)`) as results, as `let` values and read
+    /// back inline (`(gen(i:n) (a, b))[ι].0`); the JIT carries them as
+    /// struct of arrays.
+    pub records: bool,
     /// The chance that a binder or axis drawing a literal size gets a
     /// one-element range (1) instead, or, with `zero_sizes`, an empty one
     /// (0 or 1, half each): loops that never run, tensors with no elements.
@@ -159,6 +164,7 @@ impl Default for GenConfig {
             named_weight: 0.6,
             pair_params: true,
             tuple_results: true,
+            records: true,
             small_sizes: 0.08,
             zero_sizes: true,
             zero_named: 0.1,
@@ -169,7 +175,7 @@ impl Default for GenConfig {
 }
 
 /// The feature names [`GenConfig::with_features`] accepts.
-pub const FEATURES: [&str; 9] = [
+pub const FEATURES: [&str; 10] = [
     "pairs",
     "lets",
     "brackets",
@@ -179,6 +185,7 @@ pub const FEATURES: [&str; 9] = [
     "named",
     "pair-params",
     "tuples",
+    "records",
 ];
 
 impl GenConfig {
@@ -193,6 +200,7 @@ impl GenConfig {
             "named" => &mut self.named_sizes,
             "pair-params" => &mut self.pair_params,
             "tuples" => &mut self.tuple_results,
+            "records" => &mut self.records,
             _ => return None,
         })
     }
@@ -341,6 +349,24 @@ impl<R: Rng> Gen<'_, R> {
             }
             _ => Type::array([self.size(), self.size()]),
         }
+    }
+    /// A record type: a tensor (rank 1 or 2) of pairs, possibly nested,
+    /// possibly with a tensor inside a component.
+    fn record_ty(&mut self) -> Type {
+        let n = self.size();
+        let el = match self.rng.gen_range(0..5) {
+            0 | 1 => Type::pair(Type::Real, Type::Real),
+            2 => Type::pair(Type::pair(Type::Real, Type::Real), Type::Real),
+            3 => {
+                let m = self.size();
+                return Type::tensor(n, Type::tensor(m, Type::pair(Type::Real, Type::Real)));
+            }
+            _ => {
+                let m = self.size();
+                Type::pair(Type::tensor(m, Type::Real), Type::Real)
+            }
+        };
+        Type::tensor(n, el)
     }
     /// An index expression for an axis of size `n`.
     fn affine_for(&mut self, n: &Size) -> Affine {
@@ -499,7 +525,11 @@ impl<R: Rng> Gen<'_, R> {
         {
             return self.let_chain(want, depth);
         }
-        let t = self.ty(1, self.cfg.pairs);
+        let t = if self.cfg.records && self.chance(0.25) {
+            self.record_ty()
+        } else {
+            self.ty(1, self.cfg.pairs)
+        };
         let e1 = self.expr(&t, depth - 1);
         let x = self.value_name();
         self.values.push((x.clone(), t));
@@ -636,6 +666,19 @@ impl<R: Rng> Gen<'_, R> {
                 let b = self.affine_for(&m);
                 Expr::access(Expr::access(Expr::gen(i, n, body), a), b)
             }
+            14 if self.cfg.records => {
+                // a component of an element of a generated tensor of
+                // pairs: (gen(i:n) (a, b))[ι].k
+                let n = self.size();
+                let first = self.chance(0.5);
+                let (i, body) = self.bind_index(&n, |g, _| {
+                    let a = g.real(d.saturating_sub(1));
+                    let b = g.real(d.saturating_sub(1));
+                    Expr::pair(a, b)
+                });
+                let idx = self.affine_for(&n);
+                Expr::proj(u8::from(!first), Expr::access(Expr::gen(i, n, body), idx))
+            }
             _ => self.read(&Type::Real).unwrap_or_else(|| self.real(d)),
         }
     }
@@ -721,7 +764,9 @@ pub fn gen_function_with<R: Rng>(mut rng: R, cfg: &GenConfig) -> Function {
         .iter()
         .map(|p| (p.name.clone(), p.ty.clone()))
         .collect();
-    let ret = if cfg.tuple_results && g.chance(0.15) {
+    let ret = if cfg.records && g.chance(0.15) {
+        g.record_ty()
+    } else if cfg.tuple_results && g.chance(0.15) {
         let a = g.ty(0, false);
         let b = g.ty(0, false);
         Type::pair(a, b)
