@@ -4,7 +4,7 @@
 //!    projections down (the pre-pass of [`crate::extract::normal`]);
 //! 2. convert to the e-graph language (De Bruijn) and saturate with all rule
 //!    families ([`crate::egraph::saturate`]);
-//! 3. extract the cheapest term ([`crate::extract::extract_best`]);
+//! 3. extract the cheapest term ([`crate::extract::extract_best`], DAG-aware);
 //! 4. normal-form post-pass with loop-invariant hoisting and sharing;
 //! 5. keep the cheaper of this and the post-pass applied to the input alone
 //!    (a program that fails to type-check with the same signature is never
@@ -31,7 +31,7 @@ use crate::extract::normal::{
     count_lets, inline_lets, normalize, uniquify, Cx, Fresh, NormalOptions, Simp,
     DEFAULT_TERM_LIMIT,
 };
-use crate::extract::{extract_best, extract_reduced};
+use crate::extract::{extract_best, extract_reduced, Extraction};
 use crate::syntax::ast::*;
 use crate::types;
 use serde::Serialize;
@@ -64,6 +64,8 @@ pub struct Options {
     pub saturate: bool,
     /// Use the backoff scheduler.
     pub backoff: bool,
+    /// Tree-cost or DAG-aware extraction (see [`crate::extract::extract`]).
+    pub extraction: Extraction,
 }
 
 impl Default for Options {
@@ -79,6 +81,7 @@ impl Default for Options {
             explain: false,
             saturate: true,
             backoff: true,
+            extraction: Extraction::default(),
         }
     }
 }
@@ -104,7 +107,8 @@ pub struct Report {
     pub cpu_seconds: f64,
     /// Rules that fired, with how many times.
     pub rules_fired: BTreeMap<String, usize>,
-    /// Extraction cost of the extracted term (tree cost, before post-pass).
+    /// Extraction cost of the extracted term (its scoped DAG cost, or tree
+    /// cost with `Extraction::Tree`; before the post-pass).
     pub extracted_cost: f64,
     /// Which candidate was kept: `"egraph"` or `"post-pass"`.
     pub chosen: String,
@@ -243,6 +247,7 @@ fn optimize_here(f: &Function, opts: &Options) -> Result<Optimized> {
     let cost_before = ir_cost(&f.body, &model);
     let nopts = NormalOptions {
         term_limit: opts.term_limit,
+        model: model.clone(),
         ..NormalOptions::default()
     };
     let mut report = Report::default();
@@ -365,7 +370,8 @@ fn optimize_here(f: &Function, opts: &Options) -> Result<Optimized> {
                 *report.rules_fired.entry(k).or_insert(0) += v;
             }
             let root = runner.roots[0];
-            let Some((c, term)) = extract_best(&runner.egraph, root, &model) else {
+            let Some((c, term)) = extract_best(&runner.egraph, root, &model, opts.extraction)
+            else {
                 report.note(format!("round {}: extraction failed", round + 1));
                 break;
             };

@@ -40,6 +40,10 @@ pub struct OptArgs {
     /// Use egg's simple scheduler instead of the backoff scheduler.
     #[arg(long)]
     pub simple_scheduler: bool,
+    /// Extract by tree cost only (a subterm paid at every use) instead of
+    /// the DAG-aware extraction.
+    #[arg(long)]
+    pub tree_extraction: bool,
 }
 
 /// The rule set: built in, or every `*.rules` file of `dir`, checked for
@@ -80,6 +84,9 @@ impl OptArgs {
             o.iter_limit = n;
         }
         o.backoff = !self.simple_scheduler;
+        if self.tree_extraction {
+            o.extraction = crate::extract::Extraction::Tree;
+        }
         if let Some(ms) = self.time_limit_ms {
             o.time_limit = Duration::from_millis(ms);
         }

@@ -1,8 +1,10 @@
 //! The cost model: what a loop JIT runs. Work inside `sum`/`gen` is
 //! multiplied by the trip count (a named size counts as
 //! [`CostModel::default_size`], 1000, unless set in [`CostModel::sizes`]);
-//! a `let` is paid once. [`ir_cost`] prices a named program (the before and
-//! after of the report); [`TlCost`] prices e-graph terms for extraction.
+//! a `let` is paid once, then each read is a load. [`ir_cost`] prices a
+//! named program (the before and after of the report, and the post-pass's
+//! hoisting decisions); [`TlCost`] prices e-graph terms for tree-cost
+//! extraction (the DAG-aware cost is in [`super::extract`]).
 //!
 //! **GEMM stages.** A nest that the JIT runs on the GEMM library
 //! (`jit::gemm`: `gen(..) sum(..) α * X[..] * Y[..]` over plain indices, a
@@ -164,8 +166,11 @@ pub fn ir_cost(e: &Expr, m: &CostModel) -> f64 {
     }
 }
 
-/// Extraction cost of e-graph terms (tree cost; the post-pass adds sharing
-/// and loop-invariant hoisting on top).
+/// Extraction cost of e-graph terms (tree cost: a subterm is paid at every
+/// use; the post-pass adds sharing and loop-invariant hoisting on top). The
+/// DAG-aware cost, which pays a shared value once per loop body and a
+/// loop-invariant one once per loop, is `extract::node_dag_cost`, built on
+/// the same constants.
 pub struct TlCost<'a> {
     pub egraph: &'a TlGraph,
     pub model: &'a CostModel,
@@ -196,7 +201,7 @@ impl TlCost<'_> {
     /// loads that both use the summed index `#0` and do not use the same
     /// other indices (an index in one factor only is an M or N axis; a dot
     /// product is no GEMM stage).
-    fn gemm_product(&self, b: Id) -> bool {
+    pub(crate) fn gemm_product(&self, b: Id) -> bool {
         self.egraph[b].nodes.iter().any(|n| match n {
             TL::Mul([x, y]) => {
                 let (fx, fy) = (self.egraph[*x].data.fv, self.egraph[*y].data.fv);

@@ -1,15 +1,96 @@
-//! Extraction of the cheapest term of an e-class under [`TlCost`].
+//! Extraction of the cheapest term of an e-class: tree-cost ([`TlCost`],
+//! egg's extractor) and DAG-aware ([`dag_choices`]), compared under the
+//! scoped DAG cost ([`scoped_cost`]) of the terms they build.
 //!
-//! The term is built from the extractor's choice in each class by an
-//! explicit depth-first walk that detects a cycle among the choices (egg's
-//! own `find_best` would loop, allocating, forever). The cost functions of
-//! [`super::cost`] are monotone, so there is no cycle; the check turns a
-//! future non-monotone cost into a failed extraction instead of a hang.
+//! **Scoped sharing.** Tree cost pays a subterm at every use. The DAG cost
+//! pays a *shareable* subterm — a scalar function call, a division, a `sum`
+//! or a `gen`, the values the post-pass ([`super::normal`]) computes once
+//! as a `let` when they occur twice — once per scope: a loop body is one
+//! scope, and a `gen`/`sum` closes it, so a value shared inside a loop
+//! body costs once per iteration of that loop, not once per program (the
+//! De Bruijn e-graph gives a subterm under two different loops the same
+//! class; the post-pass can only share it within one scalar). The body's
+//! shareable values that do not use the loop's index (`#0`) are what the
+//! post-pass hoists out of the loop: they cost once, not once per trip.
+//! Everything else (loads, `+ - *`, brackets) is paid at every use, as in
+//! the tree cost.
+//!
+//! **Greedy DAG extraction** (as `faster-greedy-dag` of egg's
+//! extraction-gym): each class keeps the node whose cost set (shareable
+//! classes of its scope with their cost, plus the unshared rest) has the
+//! smallest total; a class is revisited when a child improves, and only a
+//! strictly cheaper node replaces its choice. Classes are visited in id
+//! order from a `BTreeSet` worklist, so the result is deterministic.
+//! [`extract_best`] builds the tree-cost term and the DAG term and keeps
+//! the one of smaller scoped cost (the tree term on a tie); on an e-graph
+//! larger than [`DAG_NODE_LIMIT`] only the tree term.
+//!
+//! Terms are built from the choices by an explicit depth-first walk that
+//! detects a cycle among the choices (egg's own `find_best` would loop,
+//! allocating, forever). The tree cost functions of [`super::cost`] are
+//! monotone, so there is no cycle there; a DAG choice may go stale (a
+//! child's later choice need not fit its parent's), and a cycle makes the
+//! DAG term unavailable, never a hang: the tree term is used.
 
-use super::cost::{CostModel, PolySize, TlCost};
+use super::cost::{CostModel, PolySize, TlCost, CALL_COST, GEMM_FACTOR};
 use crate::egraph::{TlAnalysis, TlGraph, TL};
 use egg::{CostFunction, Extractor, Id, Language, RecExpr};
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+/// The classes of the term of `root` made of `choice`'s nodes, children
+/// before parents, each once; `None` when the choices lead in a cycle or a
+/// class has no choice.
+fn post_order<'a>(
+    egraph: &TlGraph,
+    root: Id,
+    choice: &dyn Fn(Id) -> Option<&'a TL>,
+) -> Option<Vec<Id>> {
+    let mut order = Vec::new();
+    let mut done: BTreeSet<Id> = BTreeSet::new();
+    // the classes on the path from the root to the class being expanded
+    let mut path: BTreeSet<Id> = BTreeSet::new();
+    let mut stack: Vec<(Id, bool)> = vec![(egraph.find(root), false)];
+    while let Some((c, expanded)) = stack.pop() {
+        if done.contains(&c) {
+            continue;
+        }
+        let node = choice(c)?;
+        if !expanded {
+            if !path.insert(c) {
+                return None;
+            }
+            stack.push((c, true));
+            for ch in node.children() {
+                let ch = egraph.find(*ch);
+                if !done.contains(&ch) {
+                    stack.push((ch, false));
+                }
+            }
+        } else {
+            path.remove(&c);
+            done.insert(c);
+            order.push(c);
+        }
+    }
+    Some(order)
+}
+
+/// The term of class `root` made of `choice`'s nodes, each class once
+/// (shared), or `None` (see [`post_order`]).
+pub fn build_from<'a>(
+    egraph: &TlGraph,
+    root: Id,
+    choice: &dyn Fn(Id) -> Option<&'a TL>,
+) -> Option<RecExpr<TL>> {
+    let order = post_order(egraph, root, choice)?;
+    let mut out = RecExpr::default();
+    let mut done: HashMap<Id, Id> = HashMap::new();
+    for c in order {
+        let n = choice(c)?.clone().map_children(|ch| done[&egraph.find(ch)]);
+        done.insert(c, out.add(n));
+    }
+    Some(out)
+}
 
 /// The term of class `root` made of `ex`'s chosen nodes, each class once
 /// (shared), or `None` when the choices lead in a cycle.
@@ -18,43 +99,208 @@ pub fn build_term<CF: CostFunction<TL>>(
     egraph: &TlGraph,
     root: Id,
 ) -> Option<RecExpr<TL>> {
-    let mut out = RecExpr::default();
-    let mut done: HashMap<Id, Id> = HashMap::new();
-    // the classes on the path from the root to the class being expanded
-    let mut path: HashSet<Id> = HashSet::new();
-    let mut stack: Vec<(Id, bool)> = vec![(egraph.find(root), false)];
-    while let Some((c, expanded)) = stack.pop() {
-        if done.contains_key(&c) {
-            continue;
-        }
-        let node = ex.find_best_node(c);
-        if !expanded {
-            if !path.insert(c) {
-                return None;
-            }
-            stack.push((c, true));
-            for ch in node.children() {
-                let ch = egraph.find(*ch);
-                if !done.contains_key(&ch) {
-                    stack.push((ch, false));
-                }
-            }
-        } else {
-            path.remove(&c);
-            let n = node.clone().map_children(|ch| done[&egraph.find(ch)]);
-            let id = out.add(n);
-            done.insert(c, id);
+    build_from(egraph, root, &|c| Some(ex.find_best_node(c)))
+}
+
+/// The scoped DAG cost of a choice (see the module documentation).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct DagCost {
+    /// Shareable classes of the current scope, each with the cost of
+    /// computing it once (its unshared subterms included).
+    pub shared: BTreeMap<Id, f64>,
+    /// The cost of the rest, paid at every use.
+    pub private: f64,
+}
+
+impl DagCost {
+    /// The whole cost: every shared value once, plus the rest.
+    pub fn total(&self) -> f64 {
+        self.private + self.shared.values().sum::<f64>()
+    }
+
+    fn absorb(&mut self, other: &DagCost) {
+        self.private += other.private;
+        for (k, v) in &other.shared {
+            self.shared.entry(*k).or_insert(*v);
         }
     }
-    Some(out)
+}
+
+/// The scoped DAG cost of node `node` of class `class`, given its
+/// children's costs (`None` when a child has none yet).
+pub fn node_dag_cost<'c>(
+    egraph: &TlGraph,
+    model: &CostModel,
+    class: Id,
+    node: &TL,
+    child: impl Fn(Id) -> Option<&'c DagCost>,
+) -> Option<DagCost> {
+    let tl = TlCost { egraph, model };
+    let mut kids = DagCost::default();
+    let loop_node = matches!(node, TL::Gen(_) | TL::Sum(_));
+    if !loop_node {
+        for ch in node.children() {
+            kids.absorb(child(egraph.find(*ch))?);
+        }
+    }
+    let shared_op = |own: f64, mut kids: DagCost| {
+        let once = own + kids.private;
+        kids.private = 0.0;
+        kids.shared.insert(class, once);
+        kids
+    };
+    Some(match node {
+        TL::Num(_) | TL::Var(_) | TL::Size(_) | TL::Aff(_) | TL::Pred(_) => DagCost::default(),
+        TL::Gen([s, b]) | TL::Sum([s, b]) => {
+            let body = child(egraph.find(*b))?;
+            let n = model.trip_of(egraph, *s);
+            // values that do not use the loop's index are hoisted out of it
+            let mut variant = body.private;
+            let mut invariant = 0.0;
+            for (c, v) in &body.shared {
+                if egraph[*c].data.fv & 1 == 0 {
+                    invariant += v;
+                } else {
+                    variant += v;
+                }
+            }
+            let cost = if matches!(node, TL::Sum(_)) && tl.gemm_product(*b) {
+                (n * (GEMM_FACTOR * variant + 1.0)).max(variant + 1.0)
+            } else {
+                n * (variant + 1.0)
+            };
+            let mut r = DagCost::default();
+            r.shared.insert(class, cost + invariant);
+            r
+        }
+        TL::Sqrt(_)
+        | TL::Exp(_)
+        | TL::Log(_)
+        | TL::Sin(_)
+        | TL::Cos(_)
+        | TL::Tanh(_)
+        | TL::Abs(_)
+        | TL::Max(_)
+        | TL::Min(_) => shared_op(CALL_COST, kids),
+        TL::Div(_) => shared_op(1.0, kids),
+        TL::Pair(_) | TL::Fst(_) | TL::Snd(_) | TL::Let(_) => kids,
+        _ => {
+            kids.private += 1.0;
+            kids
+        }
+    })
+}
+
+/// The scoped DAG cost of the term of `root` made of `choice`'s nodes
+/// (`None`: see [`post_order`]).
+pub fn scoped_cost<'a>(
+    egraph: &TlGraph,
+    model: &CostModel,
+    root: Id,
+    choice: &dyn Fn(Id) -> Option<&'a TL>,
+) -> Option<f64> {
+    let order = post_order(egraph, root, choice)?;
+    let mut costs: BTreeMap<Id, DagCost> = BTreeMap::new();
+    for c in order {
+        let d = node_dag_cost(egraph, model, c, choice(c)?, |ch| costs.get(&ch))?;
+        costs.insert(c, d);
+    }
+    costs.get(&egraph.find(root)).map(DagCost::total)
+}
+
+/// Greedy DAG-aware choices: for each class the node of smallest scoped
+/// DAG cost found (see the module documentation), by class.
+pub fn dag_choices(egraph: &TlGraph, model: &CostModel) -> BTreeMap<Id, TL> {
+    let mut ids: Vec<Id> = egraph.classes().map(|c| c.id).collect();
+    ids.sort_unstable();
+    let mut parents: BTreeMap<Id, BTreeSet<Id>> = BTreeMap::new();
+    for &c in &ids {
+        for n in &egraph[c].nodes {
+            for ch in n.children() {
+                parents.entry(egraph.find(*ch)).or_default().insert(c);
+            }
+        }
+    }
+    let mut best: BTreeMap<Id, (f64, DagCost, TL)> = BTreeMap::new();
+    let mut work: BTreeSet<Id> = ids.iter().copied().collect();
+    // every update is strictly cheaper; the budget only guards against a
+    // long tail of tiny improvements
+    let mut budget = 64 * ids.len() + 1024;
+    while let Some(c) = work.pop_first() {
+        if budget == 0 {
+            break;
+        }
+        budget -= 1;
+        let mut improved = false;
+        for n in &egraph[c].nodes {
+            if n.children().iter().any(|ch| egraph.find(*ch) == c) {
+                continue;
+            }
+            let Some(d) = node_dag_cost(egraph, model, c, n, |ch| best.get(&ch).map(|b| &b.1))
+            else {
+                continue;
+            };
+            let t = d.total();
+            if best.get(&c).is_none_or(|b| t < b.0) {
+                best.insert(c, (t, d, n.clone()));
+                improved = true;
+            }
+        }
+        if improved {
+            if let Some(ps) = parents.get(&c) {
+                work.extend(ps.iter().copied());
+            }
+        }
+    }
+    best.into_iter().map(|(c, (_, _, n))| (c, n)).collect()
+}
+
+/// The largest e-graph (in e-nodes) that [`extract_best`] runs the greedy
+/// DAG extractor on; a larger one (the ε-ε programs that stop on a limit
+/// near 11,000 nodes) keeps the tree-cost term, priced by its scoped cost:
+/// the DAG pass costs a set union per node and update, which there would
+/// add a sizeable share to the optimise time.
+pub const DAG_NODE_LIMIT: usize = 4000;
+
+/// How [`extract_best`] picks a term.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Extraction {
+    /// Tree cost only (egg's extractor): a subterm is paid at every use.
+    Tree,
+    /// The tree-cost term or the greedy DAG term, whichever has the
+    /// smaller scoped DAG cost.
+    #[default]
+    Dag,
 }
 
 /// The cheapest term of class `root` and its cost (`None`: see
-/// [`build_term`]).
-pub fn extract_best(egraph: &TlGraph, root: Id, model: &CostModel) -> Option<(f64, RecExpr<TL>)> {
+/// [`build_term`]). With [`Extraction::Dag`] the cost is the term's scoped
+/// DAG cost ([`scoped_cost`]); with [`Extraction::Tree`] its tree cost.
+pub fn extract_best(
+    egraph: &TlGraph,
+    root: Id,
+    model: &CostModel,
+    how: Extraction,
+) -> Option<(f64, RecExpr<TL>)> {
     let ex = Extractor::new(egraph, TlCost { egraph, model });
-    let cost = ex.find_best_cost(root);
-    build_term(&ex, egraph, root).map(|t| (cost, t))
+    if how == Extraction::Tree {
+        let cost = ex.find_best_cost(root);
+        return build_term(&ex, egraph, root).map(|t| (cost, t));
+    }
+    let tree_choice = |c: Id| Some(ex.find_best_node(c));
+    let tree = scoped_cost(egraph, model, root, &tree_choice);
+    if egraph.total_number_of_nodes() > DAG_NODE_LIMIT {
+        return build_from(egraph, root, &tree_choice).and_then(|e| tree.map(|t| (t, e)));
+    }
+    let choices = dag_choices(egraph, model);
+    let dag_choice = |c: Id| choices.get(&egraph.find(c));
+    let dag = scoped_cost(egraph, model, root, &dag_choice);
+    match (tree, dag) {
+        (Some(t), Some(d)) if d < t => build_from(egraph, root, &dag_choice).map(|e| (d, e)),
+        (Some(t), _) => build_from(egraph, root, &tree_choice).map(|e| (t, e)),
+        (None, Some(d)) => build_from(egraph, root, &dag_choice).map(|e| (d, e)),
+        (None, None) => None,
+    }
 }
 
 /// The term of class `root` whose multiplied-out form is smallest

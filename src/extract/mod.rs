@@ -1,5 +1,5 @@
 //! Extraction: the cost model ([`cost`]), picking a term out of the
-//! saturated e-graph ([`extract`]) and the deterministic post-pass that puts
+//! saturated e-graph, tree-cost or DAG-aware ([`extract`]), and the deterministic post-pass that puts
 //! it in normal form, hoists loop invariants and shares values ([`normal`]).
 
 pub mod cost;
@@ -8,5 +8,5 @@ pub mod extract;
 pub mod normal;
 
 pub use cost::{ir_cost, CostModel};
-pub use extract::{extract_best, extract_reduced};
+pub use extract::{extract_best, extract_reduced, Extraction};
 pub use normal::{is_normal, normalize, NormalOptions};

@@ -11,12 +11,20 @@
 //!    lifted to a top-level `let` of a `gen` over the indices it uses;
 //! 4. loop-invariant code motion: a `sum` that does not depend on some loop
 //!    around it is materialised the same way (a `let` of a `gen` over the
-//!    indices it does use), so it is computed once, not per iteration;
+//!    indices it does use), so it is computed once, not per iteration; so
+//!    is a scalar function call or a division that uses a subset of its
+//!    loops' indices (`exp(u[i])` inside `gen(i, j)`, `log(t0)` inside
+//!    `gen(i)`) when the cost model says it is cheaper
+//!    (`Norm::worth_hoisting`);
 //! 5. common subexpressions: materialised values are keyed by their
-//!    alpha-canonical (De Bruijn) form, so equal ones share one `let`.
+//!    alpha-canonical (De Bruijn) form, so equal ones share one `let`; a
+//!    call, division or `sum` that occurs twice in one scalar (a subterm
+//!    the DAG-aware extractor priced once) is materialised when that is
+//!    cheaper, so it is computed once.
 //!
 //! Finally binders are renamed by depth (`i`, `j`, …) and lets `t0`, `t1`, ….
 
+use super::cost::{ir_cost, CostModel};
 use crate::syntax::ast::*;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -691,6 +699,15 @@ struct Norm<'a> {
     params: BTreeSet<String>,
     param_types: Vec<(String, Type)>,
     licm: bool,
+    /// Trip counts for the hoisting decisions ([`Norm::worth_hoisting`]).
+    model: CostModel,
+    /// Whether calls and divisions are hoisted (not inside the arguments
+    /// of one being hoisted).
+    hoist_calls: bool,
+    /// Occurrences of each hoisting candidate in the scalar being
+    /// normalised, by key ([`Norm::count_candidates`]); only keys that
+    /// occur at least twice.
+    shared: BTreeMap<String, usize>,
 }
 
 impl Norm<'_> {
@@ -785,7 +802,15 @@ impl Norm<'_> {
                     Expr::gen(j, n.clone(), r)
                 }
             },
-            Type::Real => self.scalar(e, cx),
+            Type::Real => {
+                let mut counts = BTreeMap::new();
+                self.count_candidates(&e, cx, &mut counts);
+                counts.retain(|_, k| *k >= 2);
+                let saved = std::mem::replace(&mut self.shared, counts);
+                let r = self.scalar(e, cx);
+                self.shared = saved;
+                r
+            }
         }
     }
 
@@ -805,6 +830,13 @@ impl Norm<'_> {
                         return self.materialize(whole, cx);
                     }
                 }
+                let whole = Expr::sum(i, n, *b);
+                if self.worth_hoisting(&whole, cx) {
+                    return self.materialize(whole, cx);
+                }
+                let Expr::Sum(i, n, b) = whole else {
+                    unreachable!("rebuilt above")
+                };
                 cx.idx.push((i.clone(), n.clone()));
                 let r = self.scalar(*b, cx);
                 cx.idx.pop();
@@ -827,6 +859,18 @@ impl Norm<'_> {
                 Some(true) => Expr::Num(1.0),
                 _ => Expr::Bracket(p),
             },
+            Expr::Call(..) | Expr::Bin(BinOp::Div, ..)
+                if self.hoist_calls && self.worth_hoisting(&e, cx) =>
+            {
+                // The arguments first, with only their sums hoisted: a sum
+                // hoisted here is shared with its other uses (the diamond
+                // `sin(A x)[i] * cos(A x)[j]` computes `A x` once), a call
+                // inside stays in the one hoisted with it.
+                self.hoist_calls = false;
+                let e = map_children_owned(e, &mut |c| self.scalar(c, cx));
+                self.hoist_calls = true;
+                self.materialize(e, cx)
+            }
             Expr::Bin(BinOp::Mul, a, b) => {
                 let a = self.scalar(*a, cx);
                 let b = self.scalar(*b, cx);
@@ -906,14 +950,7 @@ impl Norm<'_> {
     /// Lift `g` (any value) to a top-level `let` of a `gen` over the enclosing
     /// indices it uses; return the expression reading it back.
     fn materialize(&mut self, g: Expr, cx: &mut Cx) -> Expr {
-        let fv = fv_idx(&g);
-        let mut chosen: Vec<usize> = Vec::new();
-        for v in &fv {
-            if let Some(p) = cx.idx.iter().rposition(|(n, _)| n == v) {
-                chosen.push(p);
-            }
-        }
-        chosen.sort_unstable();
+        let chosen = used_positions(&g, cx);
         let mut whole = g;
         for &p in chosen.iter().rev() {
             let (n, s) = cx.idx[p].clone();
@@ -921,7 +958,10 @@ impl Norm<'_> {
         }
         let mut top = self.cx();
         let ty = type_of(&whole, &mut top);
+        // the let's own body is a new scalar: its calls may be hoisted
+        let calls = std::mem::replace(&mut self.hoist_calls, true);
         let body = self.output(whole, &ty, &mut top);
+        self.hoist_calls = calls;
         let key = key_of(&body);
         let name = match self.keys.get(&key) {
             Some(n) => n.clone(),
@@ -942,6 +982,106 @@ impl Norm<'_> {
         }
         r
     }
+}
+
+/// The positions in `cx.idx` of the enclosing indices `e` uses (the
+/// innermost binding of each name), outermost first.
+fn used_positions(e: &Expr, cx: &Cx) -> Vec<usize> {
+    let mut chosen: Vec<usize> = fv_idx(e)
+        .iter()
+        .filter_map(|v| cx.idx.iter().rposition(|(n, _)| n == v))
+        .collect();
+    chosen.sort_unstable();
+    chosen
+}
+
+/// Hoisting partially invariant scalar work and sharing repeated work
+/// (see [`Norm::worth_hoisting`]).
+impl Norm<'_> {
+    /// Whether `e`, a scalar function call, a division or a `sum` inside
+    /// the loops of `cx`, is computed more cheaply as a top-level `let` of
+    /// a `gen` over the enclosing indices it uses (read back with one load
+    /// per occurrence) than where it stands, under the cost model:
+    ///
+    /// - `e` uses only some of the enclosing indices (`exp(u[i])` inside
+    ///   `gen(i, j)`, `log(t0)` inside `gen(i)`): computed on that subset,
+    ///   or once when it uses none;
+    /// - `e` occurs more than once in the same scalar (a subterm that the
+    ///   DAG-aware extractor priced once): computed once, read at each use.
+    ///
+    /// The hoisted value is the same expression over the same index
+    /// ranges, so padding is unchanged, and every read of it stays where
+    /// `e` stood, under the same guards: a value computed where a bracket
+    /// kills it (NaN from `log` of a negative) is read only through the
+    /// bracket's strong zero.
+    fn worth_hoisting(&self, e: &Expr, cx: &Cx) -> bool {
+        if !self.licm {
+            return false;
+        }
+        let chosen = used_positions(e, cx);
+        let invariant = chosen.len() < cx.idx.len();
+        let uses = if self.shared.is_empty() {
+            1
+        } else {
+            let key = candidate_key(e, cx, &chosen);
+            self.shared.get(&key).copied().unwrap_or(1)
+        };
+        if !invariant && uses < 2 {
+            return false;
+        }
+        let m = &self.model;
+        let all: f64 = cx.idx.iter().map(|(_, s)| m.trip(s)).product();
+        let c = ir_cost(e, m);
+        // `gen(i1:n1, …) e`, computed once
+        let once = chosen
+            .iter()
+            .rev()
+            .fold(c, |acc, &p| m.trip(&cx.idx[p].1) * (acc + 1.0));
+        let k = uses as f64;
+        let inline = k * all * c;
+        let hoisted = once + k * all * chosen.len() as f64;
+        hoisted < inline
+    }
+
+    /// Count, by [`candidate_key`], the hoisting candidates (calls,
+    /// divisions, sums) of the scalar `e` in the loops of `cx`.
+    fn count_candidates(&self, e: &Expr, cx: &mut Cx, out: &mut BTreeMap<String, usize>) {
+        if !self.licm {
+            return;
+        }
+        if matches!(
+            e,
+            Expr::Call(..) | Expr::Bin(BinOp::Div, ..) | Expr::Sum(..)
+        ) {
+            let chosen = used_positions(e, cx);
+            *out.entry(candidate_key(e, cx, &chosen)).or_insert(0) += 1;
+        }
+        match e {
+            Expr::Sum(i, n, b) | Expr::Gen(i, n, b) => {
+                cx.idx.push((i.clone(), n.clone()));
+                self.count_candidates(b, cx, out);
+                cx.idx.pop();
+            }
+            Expr::Let(..) => {}
+            _ => {
+                for c in e.children() {
+                    self.count_candidates(c, cx, out);
+                }
+            }
+        }
+    }
+}
+
+/// The key under which occurrences of a hoisting candidate `e` are the
+/// same value: the De Bruijn form of `gen(…) e` over the enclosing indices
+/// it uses (what [`Norm::materialize`] would compute).
+fn candidate_key(e: &Expr, cx: &Cx, chosen: &[usize]) -> String {
+    let mut whole = e.clone();
+    for &p in chosen.iter().rev() {
+        let (n, s) = cx.idx[p].clone();
+        whole = Expr::gen(n, s, whole);
+    }
+    key_of(&whole)
 }
 
 /// `t` when `e` is `gen(i1:n1, …, ik:nk) t[i1, …, ik]` for a name `t` of
@@ -982,6 +1122,9 @@ pub struct NormalOptions {
     /// Inline lets only while the program stays within this many nodes
     /// ([`inline_lets`]); the others are computed once, as top-level lets.
     pub term_limit: usize,
+    /// Trip counts for deciding what to hoist (a call or division used on
+    /// a subset of its loops' indices, a value used twice).
+    pub model: CostModel,
 }
 
 impl Default for NormalOptions {
@@ -989,6 +1132,7 @@ impl Default for NormalOptions {
         NormalOptions {
             licm: true,
             term_limit: DEFAULT_TERM_LIMIT,
+            model: CostModel::default(),
         }
     }
 }
@@ -1025,6 +1169,9 @@ pub fn normalize(f: &Function, opts: &NormalOptions) -> Function {
         params,
         param_types,
         licm: opts.licm,
+        model: opts.model.clone(),
+        hoist_calls: true,
+        shared: BTreeMap::new(),
     };
     let out = n.output(body, &ret, &mut cx);
     let mut body = out;
