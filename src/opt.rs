@@ -128,10 +128,15 @@ pub struct Report {
 /// One saturation round, for the report.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct RoundStats {
+    /// E-graph nodes when the round stopped.
     pub nodes: usize,
+    /// E-classes when the round stopped.
     pub classes: usize,
+    /// Saturation iterations run.
     pub iterations: usize,
+    /// Why the round stopped (`saturated`, a limit, the deadline).
     pub stop_reason: String,
+    /// Wall-clock milliseconds of the round.
     pub ms: f64,
 }
 

@@ -78,6 +78,7 @@ fn call_into_does_not_allocate_after_warm_up() {
                     threads,
                     parallel_threshold: threshold,
                     gemm,
+                    gemm_min_work: 0,
                 },
             )
             .unwrap();
@@ -126,6 +127,7 @@ fn call_into_does_not_allocate_after_warm_up() {
             threads: 1,
             parallel_threshold: u64::MAX,
             gemm: false,
+            ..Options::default()
         },
     )
     .unwrap();

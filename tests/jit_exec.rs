@@ -149,6 +149,7 @@ fn threads_give_bit_identical_results() {
                         threads,
                         parallel_threshold: 0,
                         gemm: false,
+                        ..Options::default()
                     },
                 )
                 .unwrap();

@@ -79,6 +79,10 @@ pub struct Options {
     /// threads (default [`PARALLEL_THRESHOLD`]; 0 splits every nest with a
     /// `gen` variable, as the differential tests do).
     pub parallel_threshold: u64,
+    /// The estimated work ([`nest_work`]) from which a GEMM stage calls
+    /// the library; smaller products run on their generated code (default
+    /// [`GEMM_MIN_WORK`]; 0 always calls the library, as its tests do).
+    pub gemm_min_work: u64,
 }
 
 /// The default [`Options::parallel_threshold`]: a nest with less estimated
@@ -86,12 +90,20 @@ pub struct Options {
 /// --threads 1` against `--threads 2` (see README, Performance).
 pub const PARALLEL_THRESHOLD: u64 = 1 << 17;
 
+/// The default [`Options::gemm_min_work`]: a GEMM stage whose nest has
+/// less estimated work ([`nest_work`]) than this runs on its generated
+/// code instead: the library's call (packing,
+/// dispatch) costs microseconds, more than a 3×3 or 16×16 product takes in
+/// the generated loops. About a 20×20×20 product.
+pub const GEMM_MIN_WORK: u64 = 1 << 15;
+
 impl Default for Options {
     fn default() -> Self {
         Options {
             gemm: true,
             threads: 0,
             parallel_threshold: PARALLEL_THRESHOLD,
+            gemm_min_work: GEMM_MIN_WORK,
         }
     }
 }
@@ -773,7 +785,9 @@ impl Kernel {
             if let Some(g) = &self.gemm[k] {
                 // SAFETY: as below (the library gets the same pointers and
                 // strides; the output never aliases an argument).
-                if unsafe { g.run(&ptrs[..], &strides[..], &svals[..], threads) } {
+                if nest_work(nest, svals) >= self.opts.gemm_min_work
+                    && unsafe { g.run(&ptrs[..], &strides[..], &svals[..], threads) }
+                {
                     continue;
                 }
             }

@@ -405,6 +405,9 @@ pub fn check(case: &Case, cfg: &DiffConfig) -> Verdict {
     let opts = jit::Options {
         threads: cfg.jit_threads.max(1),
         parallel_threshold: 0,
+        // GEMM stages call the library at every size, as threads split
+        // every nest: the small random sizes reach every path
+        gemm_min_work: 0,
         ..jit::Options::default()
     };
     match guarded(|| jit::compile_uncached_with(g, &opts)?.call(&laid)) {
