@@ -65,6 +65,7 @@ use crate::types;
 pub use arg::{Arg, ArgMut, FromValue, IntoArg, IntoArgMut, IntoArgs};
 use loopir::{BufKind, LoopProgram, Nest, SizeRef, S};
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 /// Options of the native engine (part of the compile cache's key).
@@ -146,8 +147,37 @@ pub struct Kernel {
     opts: Options,
     result: Boundary,
     sig: call::Sig,
-    /// Workspaces of calls not running (see [`call::Workspace`]).
-    spare: Mutex<Vec<call::Workspace>>,
+    /// The layouts of `natives` whose flattened form fits in 64 bits,
+    /// packed (bit `k` = axis `k` has unit stride), with their code: the
+    /// lock-free lookup of a call's layout. Filled in order, under the
+    /// `natives` lock, and never emptied.
+    fast: [OnceLock<(u64, Arc<codegen::Native>)>; MAX_LAYOUTS + 1],
+    /// An idle workspace, taken and given back without a lock (null when
+    /// a call holds it); boxed so that it never moves.
+    idle: AtomicPtr<call::Workspace>,
+    /// Further workspaces of calls not running (see [`call::Workspace`]).
+    spare: Mutex<Vec<Box<call::Workspace>>>,
+}
+
+impl Drop for Kernel {
+    fn drop(&mut self) {
+        let p = std::mem::replace(self.idle.get_mut(), std::ptr::null_mut());
+        if !p.is_null() {
+            // SAFETY: a non-null `idle` is a `Box` given up by `give_back`
+            // and owned by the kernel alone.
+            drop(unsafe { Box::from_raw(p) });
+        }
+    }
+}
+
+/// A flattened layout packed into 64 bits (bit `k` = axis `k` has unit
+/// stride), when it has at most 64 axes.
+fn pack(unit: &[bool]) -> Option<u64> {
+    (unit.len() <= 64).then(|| {
+        unit.iter()
+            .enumerate()
+            .fold(0u64, |acc, (k, &u)| acc | (u64::from(u) << k))
+    })
 }
 
 /// How many idle workspaces a kernel keeps (more concurrent calls create
@@ -284,12 +314,19 @@ fn compile_here(f: &Function, opts: &Options) -> Result<Kernel> {
         .collect();
     let result = Boundary::of(&sig.ret);
     let flat = layout.unit.concat();
+    let native = Arc::new(native);
+    let fast: [OnceLock<(u64, Arc<codegen::Native>)>; MAX_LAYOUTS + 1] = Default::default();
+    if let Some(key) = pack(&flat) {
+        let _ = fast[0].set((key, native.clone()));
+    }
     Ok(Kernel {
+        fast,
+        idle: AtomicPtr::new(std::ptr::null_mut()),
         gemm,
         func: f.clone(),
         sig: call::Sig::new(f, &result, &prog),
         generic: loopir::Layout::generic(&prog).unit.concat(),
-        natives: Mutex::new(vec![(layout, flat, Arc::new(native))]),
+        natives: Mutex::new(vec![(layout, flat, native)]),
         prog,
         opts: opts.clone(),
         result,
@@ -479,6 +516,12 @@ impl Kernel {
                 .collect(),
         };
         let n = Arc::new(codegen::compile(&self.prog, &layout).map_err(jit_err)?);
+        if let Some(key) = pack(&flat) {
+            // under the lock: slots fill in order, each once
+            if let Some(free) = self.fast.iter().find(|f| f.get().is_none()) {
+                let _ = free.set((key, n.clone()));
+            }
+        }
         natives.push((layout, flat, n.clone()));
         Ok(n)
     }
@@ -502,8 +545,28 @@ impl Kernel {
         self.natives.lock().map(|n| n.len()).unwrap_or(0)
     }
 
-    /// A workspace for one call: an idle one, or a new one.
-    fn workspace(&self) -> call::Workspace {
+    /// Native code for the packed layout `key`, without a lock, if it has
+    /// been compiled.
+    fn fast_native(&self, key: u64) -> Option<&codegen::Native> {
+        for f in &self.fast {
+            match f.get() {
+                Some((k, n)) if *k == key => return Some(n),
+                Some(_) => {}
+                None => return None,
+            }
+        }
+        None
+    }
+
+    /// A workspace for one call: the idle one (lock-free), a spare one, or
+    /// a new one.
+    fn workspace(&self) -> Box<call::Workspace> {
+        let p = self.idle.swap(std::ptr::null_mut(), Ordering::Acquire);
+        if !p.is_null() {
+            // SAFETY: `idle` held a `Box` given up by `give_back`; the swap
+            // made this call its only owner.
+            return unsafe { Box::from_raw(p) };
+        }
         self.spare
             .lock()
             .ok()
@@ -511,7 +574,18 @@ impl Kernel {
             .unwrap_or_default()
     }
 
-    fn give_back(&self, ws: call::Workspace) {
+    fn give_back(&self, ws: Box<call::Workspace>) {
+        let p = Box::into_raw(ws);
+        if self
+            .idle
+            .compare_exchange(std::ptr::null_mut(), p, Ordering::Release, Ordering::Relaxed)
+            .is_ok()
+        {
+            return;
+        }
+        // SAFETY: `p` came from `Box::into_raw` just above and was not
+        // published (the exchange failed).
+        let ws = unsafe { Box::from_raw(p) };
         if let Ok(mut s) = self.spare.lock() {
             if s.len() < MAX_SPARE {
                 s.push(ws);
@@ -774,7 +848,14 @@ impl Kernel {
             );
         }
         // (temporaries are C order: their last stride is 1)
-        let native = self.native(unit)?;
+        let held;
+        let native = match pack(unit).and_then(|key| self.fast_native(key)) {
+            Some(n) => n,
+            None => {
+                held = self.native(unit)?;
+                &*held
+            }
+        };
         let threads = self.opts.thread_count();
         let raw = Raw {
             bufs: ptrs.as_ptr(),
