@@ -578,7 +578,12 @@ impl Kernel {
         let p = Box::into_raw(ws);
         if self
             .idle
-            .compare_exchange(std::ptr::null_mut(), p, Ordering::Release, Ordering::Relaxed)
+            .compare_exchange(
+                std::ptr::null_mut(),
+                p,
+                Ordering::Release,
+                Ordering::Relaxed,
+            )
             .is_ok()
         {
             return;
