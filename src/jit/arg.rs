@@ -102,11 +102,159 @@ use ndarray::{Array, ArrayBase, ArrayView, ArrayViewMut, Data, DataMut, Dimensio
 pub trait IntoArg<'a> {
     /// The borrowed argument.
     fn into_arg(self) -> Arg<'a>;
+
+    /// The argument as the call boundary reads it (no dynamic-dimension
+    /// view built when the shape and strides can be borrowed).
+    #[doc(hidden)]
+    fn into_arg_ref(self) -> ArgRef<'a>
+    where
+        Self: Sized,
+    {
+        ArgRef::from(self.into_arg())
+    }
+}
+
+/// An argument at the call boundary of [`super::Kernel::eval`] and
+/// [`super::Kernel::eval_into`]: like [`Arg`], but an array passed by
+/// reference lends its shape and strides instead of being turned into an
+/// `ArrayViewD` (whose dynamic dimensions cost about as much as the rest
+/// of a small call). Internal.
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct ArgRef<'a>(ReprArgRef<'a>);
+
+/// The forms of [`ArgRef`] (private: a `Borrowed` is only ever built from
+/// a live borrow of an array, so its pointer, shape and strides agree).
+#[derive(Debug)]
+enum ReprArgRef<'a> {
+    /// A number.
+    Real(f64),
+    /// An array borrowed for `'a`: its first element, shape and strides.
+    Borrowed {
+        /// First element.
+        ptr: *const f64,
+        /// Shape.
+        shape: &'a [usize],
+        /// Strides in elements.
+        strides: &'a [isize],
+    },
+    /// A view.
+    View(ArrayViewD<'a, f64>),
+    /// A pair.
+    Pair(Box<ArgRef<'a>>, Box<ArgRef<'a>>),
+}
+
+impl<'a> From<Arg<'a>> for ArgRef<'a> {
+    fn from(a: Arg<'a>) -> Self {
+        match a {
+            Arg::Real(x) => ArgRef(ReprArgRef::Real(x)),
+            Arg::Array(v) => ArgRef(ReprArgRef::View(v)),
+            Arg::Pair(a, b) => ArgRef(ReprArgRef::Pair(
+                Box::new((*a).into()),
+                Box::new((*b).into()),
+            )),
+        }
+    }
+}
+
+impl AsOperand for ArgRef<'_> {
+    fn operand(&self) -> Operand<'_, Self> {
+        match &self.0 {
+            ReprArgRef::Real(x) => Operand::Real(x),
+            ReprArgRef::Borrowed {
+                ptr,
+                shape,
+                strides,
+            } => Operand::Array {
+                ptr: *ptr,
+                shape,
+                strides,
+            },
+            ReprArgRef::View(a) => Operand::Array {
+                ptr: a.as_ptr(),
+                shape: a.shape(),
+                strides: a.strides(),
+            },
+            ReprArgRef::Pair(a, b) => Operand::Pair(a, b),
+        }
+    }
+}
+
+/// An output buffer at the call boundary of [`super::Kernel::eval_into`]:
+/// like [`ArgMut`], but an array passed by `&mut` lends its shape and
+/// strides (see [`ArgRef`]). Internal.
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct ArgMutRef<'a>(ReprArgMutRef<'a>);
+
+/// The forms of [`ArgMutRef`] (private: a `Borrowed` is only ever built from
+/// a live borrow of an array, so its pointer, shape and strides agree).
+#[derive(Debug)]
+enum ReprArgMutRef<'a> {
+    /// An array borrowed mutably for `'a`.
+    Borrowed {
+        /// First element.
+        ptr: *mut f64,
+        /// Shape.
+        shape: &'a [usize],
+        /// Strides in elements.
+        strides: &'a [isize],
+    },
+    /// A mutable view.
+    View(ArrayViewMutD<'a, f64>),
+    /// A pair of buffers.
+    Pair(Box<ArgMutRef<'a>>, Box<ArgMutRef<'a>>),
+}
+
+impl<'a> From<ArgMut<'a>> for ArgMutRef<'a> {
+    fn from(a: ArgMut<'a>) -> Self {
+        match a {
+            ArgMut::Array(v) => ArgMutRef(ReprArgMutRef::View(v)),
+            ArgMut::Pair(a, b) => ArgMutRef(ReprArgMutRef::Pair(
+                Box::new((*a).into()),
+                Box::new((*b).into()),
+            )),
+        }
+    }
+}
+
+impl AsOperandMut for ArgMutRef<'_> {
+    fn operand_mut(&mut self) -> OperandMut<'_, Self> {
+        match &mut self.0 {
+            ReprArgMutRef::Borrowed {
+                ptr,
+                shape,
+                strides,
+            } => OperandMut::Array {
+                ptr: *ptr,
+                shape,
+                strides,
+            },
+            ReprArgMutRef::View(a) => {
+                let ptr = a.as_mut_ptr();
+                let a: &ArrayViewMutD<f64> = a;
+                OperandMut::Array {
+                    ptr,
+                    shape: a.shape(),
+                    strides: a.strides(),
+                }
+            }
+            ReprArgMutRef::Pair(a, b) => OperandMut::Pair(a, b),
+        }
+    }
 }
 
 impl<'a, S: Data<Elem = f64>, D: Dimension> IntoArg<'a> for &'a ArrayBase<S, D> {
     fn into_arg(self) -> Arg<'a> {
         Arg::Array(self.view().into_dyn())
+    }
+
+    fn into_arg_ref(self) -> ArgRef<'a> {
+        ArgRef(ReprArgRef::Borrowed {
+            ptr: self.as_ptr(),
+            shape: self.shape(),
+            strides: self.strides(),
+        })
     }
 }
 
@@ -120,6 +268,10 @@ impl<'a> IntoArg<'a> for f64 {
     fn into_arg(self) -> Arg<'a> {
         Arg::Real(self)
     }
+
+    fn into_arg_ref(self) -> ArgRef<'a> {
+        ArgRef(ReprArgRef::Real(self))
+    }
 }
 
 impl<'a> IntoArg<'a> for Arg<'a> {
@@ -132,6 +284,13 @@ impl<'a, A: IntoArg<'a>, B: IntoArg<'a>> IntoArg<'a> for (A, B) {
     fn into_arg(self) -> Arg<'a> {
         Arg::pair(self.0.into_arg(), self.1.into_arg())
     }
+
+    fn into_arg_ref(self) -> ArgRef<'a> {
+        ArgRef(ReprArgRef::Pair(
+            Box::new(self.0.into_arg_ref()),
+            Box::new(self.1.into_arg_ref()),
+        ))
+    }
 }
 
 /// The argument list of a call: a tuple of [`IntoArg`]s (`(&a, &x)`,
@@ -141,11 +300,27 @@ impl<'a, A: IntoArg<'a>, B: IntoArg<'a>> IntoArg<'a> for (A, B) {
 pub trait IntoArgs<'a> {
     /// Call `f` with the arguments as a slice.
     fn with_args<R>(self, f: impl FnOnce(&[Arg<'a>]) -> R) -> R;
+
+    /// Call `f` with the arguments as the call boundary reads them.
+    #[doc(hidden)]
+    fn with_arg_refs<R>(self, f: impl FnOnce(&[ArgRef<'a>]) -> R) -> R
+    where
+        Self: Sized,
+    {
+        self.with_args(|a| {
+            let a: Vec<ArgRef<'a>> = a.iter().cloned().map(ArgRef::from).collect();
+            f(&a)
+        })
+    }
 }
 
 impl<'a, const N: usize> IntoArgs<'a> for [Arg<'a>; N] {
     fn with_args<R>(self, f: impl FnOnce(&[Arg<'a>]) -> R) -> R {
         f(&self)
+    }
+
+    fn with_arg_refs<R>(self, f: impl FnOnce(&[ArgRef<'a>]) -> R) -> R {
+        f(&self.map(ArgRef::from))
     }
 }
 
@@ -159,6 +334,10 @@ impl<'a> IntoArgs<'a> for () {
     fn with_args<R>(self, f: impl FnOnce(&[Arg<'a>]) -> R) -> R {
         f(&[])
     }
+
+    fn with_arg_refs<R>(self, f: impl FnOnce(&[ArgRef<'a>]) -> R) -> R {
+        f(&[])
+    }
 }
 
 macro_rules! tuple_args {
@@ -167,6 +346,11 @@ macro_rules! tuple_args {
             fn with_args<R>(self, f: impl FnOnce(&[Arg<'a>]) -> R) -> R {
                 let ($($v,)+) = self;
                 f(&[$($v.into_arg()),+])
+            }
+
+            fn with_arg_refs<R>(self, f: impl FnOnce(&[ArgRef<'a>]) -> R) -> R {
+                let ($($v,)+) = self;
+                f(&[$($v.into_arg_ref()),+])
             }
         }
     };
@@ -191,11 +375,32 @@ tuple_args!(A a, B b, C c, D d, E e, F f, G g, H h);
 pub trait IntoArgMut<'a> {
     /// The borrowed output buffer.
     fn into_arg_mut(self) -> ArgMut<'a>;
+
+    /// The buffer as the call boundary writes it (see [`ArgRef`]).
+    #[doc(hidden)]
+    fn into_arg_mut_ref(self) -> ArgMutRef<'a>
+    where
+        Self: Sized,
+    {
+        ArgMutRef::from(self.into_arg_mut())
+    }
 }
 
 impl<'a, S: DataMut<Elem = f64>, D: Dimension> IntoArgMut<'a> for &'a mut ArrayBase<S, D> {
     fn into_arg_mut(self) -> ArgMut<'a> {
         ArgMut::Array(self.view_mut().into_dyn())
+    }
+
+    fn into_arg_mut_ref(self) -> ArgMutRef<'a> {
+        // the pointer first (it may make a shared array unique), then the
+        // whole borrow is downgraded to lend the shape and strides
+        let ptr = self.as_mut_ptr();
+        let this: &'a ArrayBase<S, D> = self;
+        ArgMutRef(ReprArgMutRef::Borrowed {
+            ptr,
+            shape: this.shape(),
+            strides: this.strides(),
+        })
     }
 }
 
@@ -214,6 +419,13 @@ impl<'a> IntoArgMut<'a> for ArgMut<'a> {
 impl<'a, A: IntoArgMut<'a>, B: IntoArgMut<'a>> IntoArgMut<'a> for (A, B) {
     fn into_arg_mut(self) -> ArgMut<'a> {
         ArgMut::pair(self.0.into_arg_mut(), self.1.into_arg_mut())
+    }
+
+    fn into_arg_mut_ref(self) -> ArgMutRef<'a> {
+        ArgMutRef(ReprArgMutRef::Pair(
+            Box::new(self.0.into_arg_mut_ref()),
+            Box::new(self.1.into_arg_mut_ref()),
+        ))
     }
 }
 

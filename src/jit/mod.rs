@@ -650,6 +650,10 @@ impl Kernel {
     /// steps, negative strides), read in place without a copy. Checked as
     /// [`Kernel::call`] checks `Value`s (arity, rank, shapes, size names).
     pub fn call_args(&self, args: &[Arg<'_>]) -> Result<Value> {
+        self.call_alloc(args)
+    }
+
+    fn call_alloc<V: AsOperand>(&self, args: &[V]) -> Result<Value> {
         let mut ws = self.workspace();
         let r = self.bind(args, &mut ws).and_then(|()| {
             let mut out = self.sig.alloc_result(&ws.slots)?;
@@ -692,7 +696,7 @@ impl Kernel {
     /// [`Value`]. Errors as [`Kernel::call`], plus [`Error::Result`] when
     /// the requested type is not the function's result.
     pub fn eval<'a, R: FromValue>(&self, args: impl IntoArgs<'a>) -> Result<R> {
-        args.with_args(|a| self.call_args(a))
+        args.with_arg_refs(|a| self.call_alloc(a))
             .and_then(R::from_value)
     }
 
@@ -706,8 +710,8 @@ impl Kernel {
         args: impl IntoArgs<'a>,
         out: impl IntoArgMut<'b>,
     ) -> Result<()> {
-        let mut out = out.into_arg_mut();
-        args.with_args(|a| self.call_args_into(a, &mut out))
+        let mut out = out.into_arg_mut_ref();
+        args.with_arg_refs(|a| self.call_into_generic(a, &mut out))
     }
 
     fn call_into_generic<V: AsOperand, O: AsOperandMut>(
