@@ -155,7 +155,9 @@ pub struct Kernel {
     /// An idle workspace, taken and given back without a lock (null when
     /// a call holds it); boxed so that it never moves.
     idle: AtomicPtr<call::Workspace>,
-    /// Further workspaces of calls not running (see [`call::Workspace`]).
+    /// Further workspaces of calls not running (see [`call::Workspace`]);
+    /// boxed, as they pass to and from `idle` without moving.
+    #[allow(clippy::vec_box)]
     spare: Mutex<Vec<Box<call::Workspace>>>,
 }
 
