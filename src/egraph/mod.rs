@@ -265,7 +265,8 @@ fn func_node(f: Func, ch: &[Id]) -> TL {
     make_op(f.name(), ch).expect("scalar functions are operators")
 }
 
-fn node_func(n: &TL) -> Option<Func> {
+/// The scalar function a node applies, if it is a call (`sqrt`, `exp`, …).
+pub(crate) fn node_func(n: &TL) -> Option<Func> {
     Some(match n {
         TL::Sqrt(_) => Func::Sqrt,
         TL::Exp(_) => Func::Exp,

@@ -27,7 +27,7 @@
 //! 0 made every class cost 0, and `0 * x` let a class choose a node that
 //! leads back to itself (the term built from the choices never ended).
 
-use crate::egraph::{size_of, TlGraph, TL};
+use crate::egraph::{node_func, size_of, TlGraph, TL};
 use crate::syntax::ast::*;
 use egg::{CostFunction, Id, Language};
 use std::collections::BTreeMap;
@@ -236,15 +236,7 @@ impl CostFunction<TL> for TlCost<'_> {
             }
             TL::Iv(_) | TL::Eps(_) => 1.0 + kids(&mut costs),
             TL::Pair(_) | TL::Fst(_) | TL::Snd(_) | TL::Let(_) => kids(&mut costs),
-            TL::Sqrt(_)
-            | TL::Exp(_)
-            | TL::Log(_)
-            | TL::Sin(_)
-            | TL::Cos(_)
-            | TL::Tanh(_)
-            | TL::Abs(_)
-            | TL::Max(_)
-            | TL::Min(_) => CALL_COST + kids(&mut costs),
+            n if node_func(n).is_some() => CALL_COST + kids(&mut costs),
             _ => 1.0 + kids(&mut costs),
         }
     }

@@ -33,7 +33,7 @@
 //! DAG term unavailable, never a hang: the tree term is used.
 
 use super::cost::{CostModel, PolySize, TlCost, CALL_COST, GEMM_FACTOR};
-use crate::egraph::{TlAnalysis, TlGraph, TL};
+use crate::egraph::{node_func, TlAnalysis, TlGraph, TL};
 use egg::{CostFunction, Extractor, Id, Language, RecExpr};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -173,15 +173,7 @@ pub fn node_dag_cost<'c>(
             r.shared.insert(class, cost + invariant);
             r
         }
-        TL::Sqrt(_)
-        | TL::Exp(_)
-        | TL::Log(_)
-        | TL::Sin(_)
-        | TL::Cos(_)
-        | TL::Tanh(_)
-        | TL::Abs(_)
-        | TL::Max(_)
-        | TL::Min(_) => shared_op(CALL_COST, kids),
+        n if node_func(n).is_some() => shared_op(CALL_COST, kids),
         TL::Div(_) => shared_op(1.0, kids),
         TL::Pair(_) | TL::Fst(_) | TL::Snd(_) | TL::Let(_) => kids,
         _ => {
