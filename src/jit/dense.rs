@@ -18,7 +18,11 @@
 //! In `Tile` mode with rows the reduction runs in blocks of [`KBLOCK`]
 //! terms, each block over every tile of a panel, the partial sums kept
 //! in the output between blocks (so the second factor's rows a block reads
-//! stay in cache for all rows of the first). In `Reduce` mode, brackets of
+//! stay in cache for all rows of the first). A matrix product (two gen
+//! axes, one summed variable, one factor along each pair) is also packed
+//! into stack buffers first, in whatever layout its arguments come
+//! ([`Pack`]); such a nest is always planned this way, lanes along the
+//! output's unit-stride axis if it has one. In `Reduce` mode, brackets of
 //! the inner product that bound the summed variable from above by the row
 //! variable (`[j <= i]`, `[j < 2*i - 1 && j <= i + 3]`) become a loop
 //! domain per row ([`Plan::hi`]): a triangular matvec reads half the
