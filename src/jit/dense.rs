@@ -431,7 +431,7 @@ pub fn plan(p: &LoopProgram, nest: &Nest, layout: &Layout) -> Option<Plan> {
     let (rows, cols, unroll) = match (mode, lanes, w.is_some()) {
         (Mode::Tile, 2, true) => (4, 2, 2),
         (Mode::Tile, 2, false) => (1, 8, 2),
-        (Mode::Reduce, 2, true) => (4, 1, 4),
+        (Mode::Reduce, 2, true) => (4, 1, 2),
         (Mode::Reduce, 2, false) => (1, 4, 2),
         (_, _, true) => (2, 4, 1),
         (_, _, false) => (1, 4, 1),
