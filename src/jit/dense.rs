@@ -420,7 +420,6 @@ pub fn plan(p: &LoopProgram, nest: &Nest, layout: &Layout) -> Option<Plan> {
             }
         }
     }
-    let mut red = red;
     if mode == Mode::Reduce {
         let k = red.iter().position(|(x, _)| *x == v)?;
         let last = red.remove(k);
