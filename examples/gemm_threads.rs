@@ -7,10 +7,10 @@
 //! time of the same round is kept, so that load from other processes hits
 //! all of them alike; the load average is printed with each figure.
 //!
-//! `cargo run --release --example gemm_threads [-- ROUNDS [N...]]`
+//! `[BATCH_MS=20] cargo run --release --example gemm_threads [-- ROUNDS [N...]]`
 
 use einsat::interp::Value;
-use einsat::jit::gemm::{set_split, Split};
+use einsat::jit::gemm::{set_split, Axis, Split, DEFAULT_SPLIT};
 use einsat::jit::{self, Options};
 use ndarray::Array2;
 use std::time::Instant;
@@ -60,28 +60,28 @@ fn main() {
             "panels N ×1",
             Split::Panels {
                 per_thread: 1,
-                along_n: true,
+                axis: Axis::N,
             },
         ),
         (
             "panels N ×4",
             Split::Panels {
                 per_thread: 4,
-                along_n: true,
+                axis: Axis::N,
             },
         ),
         (
             "panels M ×1",
             Split::Panels {
                 per_thread: 1,
-                along_n: false,
+                axis: Axis::M,
             },
         ),
         (
             "panels M ×4",
             Split::Panels {
                 per_thread: 4,
-                along_n: false,
+                axis: Axis::M,
             },
         ),
     ];
@@ -110,10 +110,14 @@ fn main() {
                 k2.call_into(&args, &mut out).unwrap();
                 same.push(out == reference);
             }
-            // calls per timed batch: ~20 ms on one thread
+            // calls per timed batch: ~BATCH_MS (default 20) ms on one thread
+            let batch: f64 = std::env::var("BATCH_MS")
+                .ok()
+                .and_then(|s| s.parse().ok())
+                .unwrap_or(20.0);
             let t = Instant::now();
             k1.call_into(&args, &mut out).unwrap();
-            let reps = ((0.02 / t.elapsed().as_secs_f64()).ceil() as usize).max(1);
+            let reps = ((batch * 1e-3 / t.elapsed().as_secs_f64()).ceil() as usize).max(1);
             let load_before = loadavg();
             // per variant (0: one thread, 1..: strategies) the times, and
             // per strategy the ratio to the same round's one-thread time
@@ -154,7 +158,7 @@ fn main() {
             for (s, (name, _)) in strategies.iter().enumerate() {
                 let q = |x| quantile(&ratios[s], x);
                 println!(
-                    "    {name:<12} t=2 {:5.1} GFLOP/s  speed-up median {:.2}× (p10 {:.2}, p25 {:.2}, p75 {:.2}, p90 {:.2}; min {:.2}, max {:.2})  bit-identical to 1 thread: {}",
+                    "    {name:<12} t=2 {:5.1} GFLOP/s  speed-up median {:.2}× (p10 {:.2}, p25 {:.2}, p75 {:.2}, p90 {:.2}; min {:.2}, max {:.2}; best vs best {:.2}×)  bit-identical to 1 thread: {}",
                     g(&times[s + 1], 0.5),
                     q(0.5),
                     q(0.1),
@@ -163,10 +167,11 @@ fn main() {
                     q(0.9),
                     q(0.0),
                     q(1.0),
+                    quantile(&times[0], 0.0) / quantile(&times[s + 1], 0.0),
                     same[s]
                 );
             }
         }
     }
-    set_split(Split::Rayon);
+    set_split(DEFAULT_SPLIT);
 }

@@ -6,29 +6,34 @@
 //! calls accumulate into the destination), in C and Fortran layouts.
 
 use einsat::interp::{self, Value};
-use einsat::jit::gemm::{set_split, split, Split};
+use einsat::jit::gemm::{set_split, split, Axis, Split, DEFAULT_SPLIT};
 use einsat::jit::{self, Options};
 use einsat::testing::{random_inputs, relayout_value, Layout};
 use rand::SeedableRng;
 use std::collections::BTreeMap;
 
-const STRATEGIES: [Split; 5] = [
+const STRATEGIES: [Split; 7] = [
     Split::Rayon,
+    DEFAULT_SPLIT,
+    Split::Panels {
+        per_thread: 2,
+        axis: Axis::Longer,
+    },
     Split::Panels {
         per_thread: 1,
-        along_n: true,
+        axis: Axis::N,
     },
     Split::Panels {
         per_thread: 4,
-        along_n: true,
+        axis: Axis::N,
     },
     Split::Panels {
         per_thread: 1,
-        along_n: false,
+        axis: Axis::M,
     },
     Split::Panels {
         per_thread: 3,
-        along_n: false,
+        axis: Axis::M,
     },
 ];
 

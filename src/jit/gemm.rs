@@ -35,11 +35,27 @@
 //!
 //! # Threads
 //!
-//! `threads` is the kernel's option: 1 runs the library single-threaded
-//! (`Parallelism::None`), `n > 1` asks for `Rayon(n)`, 0 for the current
-//! rayon pool's size (the global pool: all cores, unless the caller runs the
-//! kernel inside its own pool's `install`). The library decides itself
-//! whether a product is large enough to split.
+//! `threads` is the kernel's option (0 resolved to all cores by the
+//! caller). A product of at least 2^18 multiply-adds on `threads > 1` is
+//! cut into output panels, one per thread along the longer side of the
+//! output (rows when square; widths a multiple of 16), which run on
+//! [`super::pool`], each a single-threaded library call
+//! (`Parallelism::None`); smaller products run on one thread. The panels
+//! write disjoint parts of the destination, and each output element is
+//! summed by one call, in the library's order (README: GEMM stages may sum
+//! in the library's order; in every measurement so far the result was bit
+//! for bit the one-thread result, but that is not promised).
+//!
+//! Why not the library's own threading (`Parallelism::Rayon(t)`, still
+//! selectable with the hidden [`set_split`] for comparison): it runs on a
+//! second set of threads beside the pool's, and in same-process alternating
+//! runs (`examples/gemm_threads.rs`, 2 cores under load average 10–13,
+//! matmul n=256 and 1024, C order and both operands transposed, two runs)
+//! one panel of rows per thread had the same or a higher median speed-up
+//! over one thread in 7 of 8 cells (the eighth: 0.91× against 1.10×,
+//! n=256 transposed; figures in README "Performance"). Under that load no
+//! strategy's speed-up was steady (single-thread speed itself 3–12
+//! GFLOP/s against 26–37 on a quiet machine); re-measure on a quiet one.
 //!
 //! # What is taken
 //!
@@ -539,29 +555,59 @@ pub enum Split {
     /// The library's own threading, `Parallelism::Rayon(threads)`.
     Rayon,
     /// Output panels on [`super::pool`], `per_thread` panels per thread,
-    /// each a single-threaded library call; along N (columns) when
-    /// `along_n`, else along M (rows).
-    Panels { per_thread: usize, along_n: bool },
+    /// each a single-threaded library call.
+    Panels {
+        /// Panels per thread (≥ 1; more balance load, each re-packs the
+        /// other operand).
+        per_thread: usize,
+        /// Which side of the output is cut.
+        axis: Axis,
+    },
 }
 
-/// 0: Rayon; else `1 + 2 * per_thread + along_n`.
-static SPLIT: AtomicUsize = AtomicUsize::new(0);
+/// The side of the output [`Split::Panels`] cuts.
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Axis {
+    /// Rows (M).
+    M,
+    /// Columns (N).
+    N,
+    /// The longer of the two (rows when equal).
+    Longer,
+}
 
-/// Choose how GEMM stages use more than one thread, process-wide: a knob
-/// for benchmarks (`examples/gemm_threads.rs`) comparing the strategies in
-/// one process; not part of the stable API.
+/// The default: one panel per thread along the longer side.
+pub const DEFAULT_SPLIT: Split = Split::Panels {
+    per_thread: 1,
+    axis: Axis::Longer,
+};
+
+const fn encode(s: Split) -> usize {
+    match s {
+        Split::Rayon => 0,
+        Split::Panels { per_thread, axis } => {
+            let p = if per_thread == 0 { 1 } else { per_thread };
+            1 + 3 * p
+                + match axis {
+                    Axis::M => 0,
+                    Axis::N => 1,
+                    Axis::Longer => 2,
+                }
+        }
+    }
+}
+
+/// [`Split`], encoded by [`encode`].
+static SPLIT: AtomicUsize = AtomicUsize::new(encode(DEFAULT_SPLIT));
+
+/// Choose how GEMM stages use more than one thread, process-wide (default
+/// [`DEFAULT_SPLIT`]): a knob for benchmarks (`examples/gemm_threads.rs`)
+/// and tests comparing the strategies in one process; not part of the
+/// stable API.
 #[doc(hidden)]
 pub fn set_split(s: Split) {
-    SPLIT.store(
-        match s {
-            Split::Rayon => 0,
-            Split::Panels {
-                per_thread,
-                along_n,
-            } => 1 + 2 * per_thread.max(1) + along_n as usize,
-        },
-        Ordering::Relaxed,
-    );
+    SPLIT.store(encode(s), Ordering::Relaxed);
 }
 
 /// The current [`Split`].
@@ -570,8 +616,8 @@ pub fn split() -> Split {
     match SPLIT.load(Ordering::Relaxed) {
         0 => Split::Rayon,
         x => Split::Panels {
-            per_thread: (x - 1) / 2,
-            along_n: (x - 1) % 2 == 1,
+            per_thread: (x - 1) / 3,
+            axis: [Axis::M, Axis::N, Axis::Longer][(x - 1) % 3],
         },
     }
 }
@@ -677,10 +723,14 @@ impl Call {
         }
         let (per_thread, along_n) = match split() {
             Split::Rayon => return unsafe { self.single(gemm::Parallelism::Rayon(threads)) },
-            Split::Panels {
+            Split::Panels { per_thread, axis } => (
                 per_thread,
-                along_n,
-            } => (per_thread, along_n),
+                match axis {
+                    Axis::M => false,
+                    Axis::N => true,
+                    Axis::Longer => self.n > self.m,
+                },
+            ),
         };
         let len = if along_n { self.n } else { self.m };
         let want = (threads * per_thread).min(len / PANEL_ALIGN).max(1);
