@@ -49,13 +49,14 @@
 //! Why not the library's own threading (`Parallelism::Rayon(t)`, still
 //! selectable with the hidden [`set_split`] for comparison): it runs on a
 //! second set of threads beside the pool's, and in same-process alternating
-//! runs (`examples/gemm_threads.rs`, 2 cores under load average 10–13,
-//! matmul n=256 and 1024, C order and both operands transposed, two runs)
-//! one panel of rows per thread had the same or a higher median speed-up
-//! over one thread in 7 of 8 cells (the eighth: 0.91× against 1.10×,
-//! n=256 transposed; figures in README "Performance"). Under that load no
-//! strategy's speed-up was steady (single-thread speed itself 3–12
-//! GFLOP/s against 26–37 on a quiet machine); re-measure on a quiet one.
+//! runs (`examples/gemm_threads.rs`, 2 cores under load average 6–13,
+//! matmul n=256 and 1024, C order and both operands transposed, three
+//! runs) one panel of rows per thread had the same or a higher median
+//! speed-up over one thread in 11 of 12 cells (the twelfth: 0.91× against
+//! 1.10×, n=256 transposed; figures in README "Performance"). Under that
+//! load no strategy's speed-up was steady (single-thread speed itself
+//! 3–19 GFLOP/s against 26–37 on a quiet machine); re-measure on a quiet
+//! one.
 //!
 //! # What is taken
 //!
