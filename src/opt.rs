@@ -219,6 +219,43 @@ pub fn optimize(f: &Function, opts: &Options) -> Result<Optimized> {
     crate::stack::roomy_for(&f.body, || optimize_here(f, opts))
 }
 
+/// One function's optimisation as JSON: the object `einsat opt --json`
+/// prints for each function and the Python `Kernel.report` holds (one
+/// definition, so the two cannot drift apart).
+///
+/// Fields: `name`, `input` and `output` (program text), `cost_before`,
+/// `cost_after`, `egraph_nodes`, `egraph_classes`, `iterations`,
+/// `stop_reason`, `limits_hit`, `optimize_ms`, `saturation_ms`,
+/// `optimize_cpu_ms`, `rounds` (one object per saturation round, see
+/// [`RoundStats`]), `chosen`, `rules_fired`, and `explanation` only when
+/// [`Options::explain`] was set.
+pub fn report_json(f: &Function, o: &Optimized) -> serde_json::Value {
+    use crate::syntax::print_function;
+    let r = &o.report;
+    let mut j = serde_json::json!({
+        "name": f.name,
+        "input": print_function(f),
+        "output": print_function(&o.program),
+        "cost_before": o.cost_before,
+        "cost_after": o.cost_after,
+        "egraph_nodes": r.egraph_nodes,
+        "egraph_classes": r.egraph_classes,
+        "iterations": r.iterations,
+        "stop_reason": r.stop_reason,
+        "limits_hit": r.limits_hit,
+        "optimize_ms": r.total_seconds * 1e3,
+        "saturation_ms": r.saturation_seconds * 1e3,
+        "optimize_cpu_ms": r.cpu_seconds * 1e3,
+        "rounds": r.round_stats,
+        "chosen": r.chosen,
+        "rules_fired": r.rules_fired,
+    });
+    if let Some(ex) = &r.explanation {
+        j["explanation"] = serde_json::json!(ex);
+    }
+    j
+}
+
 /// CPU time of the calling thread, in seconds.
 pub fn thread_cpu_seconds() -> f64 {
     #[cfg(unix)]

@@ -406,6 +406,54 @@ fn opt_json_has_the_documented_fields() {
     );
 }
 
+/// `v` without the wall-clock and CPU timings (which differ between two
+/// runs of the same optimisation).
+fn without_timings(mut v: serde_json::Value) -> serde_json::Value {
+    let o = v.as_object_mut().unwrap();
+    for k in ["optimize_ms", "saturation_ms", "optimize_cpu_ms"] {
+        assert!(o.remove(k).is_some_and(|t| t.is_f64()), "{k}");
+    }
+    for r in o["rounds"].as_array_mut().unwrap() {
+        assert!(r.as_object_mut().unwrap().remove("ms").is_some());
+    }
+    v
+}
+
+#[test]
+fn opt_json_is_the_library_report() {
+    // `einsat opt --json` prints `einsat::opt::report_json` (the object the
+    // Python `Kernel.report` holds too): same keys, same values but timings
+    let (code, out, err) = einsat(&["opt", "examples/loops.tl", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let fs = j["functions"].as_array().unwrap();
+    let src = std::fs::read_to_string("examples/loops.tl").unwrap();
+    let prog = einsat::load(&src).unwrap();
+    assert_eq!(fs.len(), prog.functions.len());
+    for (cli, f) in fs.iter().zip(&prog.functions) {
+        let o = einsat::opt::optimize(f, &einsat::opt::Options::default()).unwrap();
+        let lib = einsat::opt::report_json(f, &o);
+        let keys =
+            |v: &serde_json::Value| v.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
+        assert_eq!(keys(cli), keys(&lib), "{}", f.name);
+        for k in [
+            "saturation_ms",
+            "optimize_cpu_ms",
+            "rounds",
+            "chosen",
+            "rules_fired",
+        ] {
+            assert!(cli.get(k).is_some(), "missing {k} in {cli}");
+        }
+        assert_eq!(
+            without_timings(cli.clone()),
+            without_timings(lib),
+            "{}",
+            f.name
+        );
+    }
+}
+
 #[test]
 fn opt_explain_and_limits() {
     let (code, out, err) = einsat(&["opt", "examples/notebook.tl", "--fn", "qprod", "--explain"]);
@@ -885,4 +933,56 @@ fn difftest_refuses_absurd_flags() {
         assert_eq!(code, 1, "{bad}");
         assert!(err.contains("--rtol"), "{bad}: {err}");
     }
+}
+
+/// Start `einsat args…` with stdout piped, read its first line, close the
+/// pipe and wait: the command must end quietly (no panic message, exit
+/// status 0 or death by SIGPIPE as for any Unix filter), not with a panic.
+#[cfg(unix)]
+fn closes_quietly(args: &[&str]) {
+    use std::io::BufRead;
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::{Command, Stdio};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_einsat"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    assert!(!first.is_empty(), "{args:?}: no output");
+    // the reader (and the pipe's read end) is dropped here
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() || out.status.signal() == Some(libc::SIGPIPE),
+        "{args:?}: {:?}\n{err}",
+        out.status
+    );
+    assert!(!err.contains("panicked"), "{args:?}: {err}");
+    assert!(err.is_empty(), "{args:?}: {err}");
+}
+
+#[cfg(unix)]
+#[test]
+fn a_closed_stdout_ends_the_command_quietly() {
+    // far more output than a pipe buffers (64 KiB), so the command is
+    // still writing when the reader goes away
+    let dir = tmpdir("broken-pipe");
+    let mut src = String::new();
+    for k in 0..600 {
+        src.push_str(&format!(
+            "fn long_function_name_{k}(x: [n]R, y: [n]R, z: [n]R) -> R = sum(i:n) x[i] * y[i] + z[i] * {k}\n"
+        ));
+    }
+    let file = dir.join("many.tl");
+    std::fs::write(&file, src).unwrap();
+    let file = s(&file);
+    closes_quietly(&["opt", &file, "--tree-extraction"]);
+    closes_quietly(&["opt", &file, "--json"]);
+    closes_quietly(&["check", &file]);
 }

@@ -4,6 +4,7 @@
 //! and `call_into`, wrong arguments, the cache, and random programs.
 
 mod common;
+use common::agree::agree_in_every_layout;
 use common::cases;
 use einsat::interp::{self, Value};
 use einsat::jit;
@@ -50,26 +51,7 @@ fn close(a: &Value, b: &Value) -> bool {
 /// `f` (any form) and its normal form `g` agree: interpreter on `f`, JIT on
 /// `g`, over every layout and a few sizes.
 fn check_agree(f: &Function, g: &Function, seed: u64) -> usize {
-    let k = jit::compile(g).unwrap_or_else(|e| panic!("{e}\n{}", print_function(g)));
-    let mut runs = 0;
-    for (s, n) in [(seed, 1usize), (seed + 1, 4), (seed + 2, 7)] {
-        let sizes: BTreeMap<String, usize> = f.size_names().into_iter().map(|x| (x, n)).collect();
-        let mut rng = rand::rngs::StdRng::seed_from_u64(s);
-        let args = random_inputs(f, &sizes, &mut rng).unwrap();
-        let want = interp::run(f, &args).unwrap();
-        for layout in Layout::ALL {
-            let a: Vec<Value> = args.iter().map(|v| relayout_value(v, layout)).collect();
-            let got = k.call(&a).unwrap();
-            assert!(
-                close(&want, &got),
-                "{layout:?} n={n}\n{}\n{}\ninterp {want}\njit    {got}",
-                print_function(f),
-                print_function(g)
-            );
-            runs += 1;
-        }
-    }
-    runs
+    agree_in_every_layout(f, g, seed, &[1, 4, 7], 1e-9, 1e-9)
 }
 
 #[test]
@@ -336,23 +318,7 @@ proptest! {
 fn check_sizes(f: &Function, ns: &[usize], seed: u64) {
     let o = optimize(f, &Options::default()).unwrap();
     for g in [f, &o.program] {
-        let k = jit::compile(g).unwrap_or_else(|e| panic!("{e}\n{}", print_function(g)));
-        for (t, &n) in ns.iter().enumerate() {
-            let sizes: BTreeMap<String, usize> =
-                f.size_names().into_iter().map(|x| (x, n)).collect();
-            let mut rng = rand::rngs::StdRng::seed_from_u64(seed + t as u64);
-            let args = random_inputs(f, &sizes, &mut rng).unwrap();
-            let want = interp::run(f, &args).unwrap();
-            for layout in Layout::ALL {
-                let a: Vec<Value> = args.iter().map(|v| relayout_value(v, layout)).collect();
-                let got = k.call(&a).unwrap();
-                assert!(
-                    close(&want, &got),
-                    "{layout:?} n={n}\n{}\ninterp {want}\njit    {got}",
-                    print_function(g)
-                );
-            }
-        }
+        agree_in_every_layout(f, g, seed, ns, 1e-9, 1e-9);
     }
 }
 

@@ -4,6 +4,7 @@
 //! and after `optimize`, and agree with the interpreter.
 
 mod common;
+use common::agree::agree_in_every_layout;
 use common::cases;
 use einsat::extract::is_normal;
 use einsat::interp::{self, Value};
@@ -11,12 +12,10 @@ use einsat::jit;
 use einsat::opt::{optimize, Options};
 use einsat::syntax::{parse_program, print_function, Expr};
 use einsat::testing::difftest::{case_from_seed, check, DiffConfig, Verdict};
-use einsat::testing::{gen_function, random_inputs, relayout_value, GenConfig, Layout};
+use einsat::testing::{gen_function, GenConfig};
 use einsat::{Function, Type};
 use ndarray::{arr1, ArrayD, IxDyn};
 use proptest::prelude::*;
-use rand::SeedableRng;
-use std::collections::BTreeMap;
 
 const CMV: &str = "
 fn cmv(A: [n,n](R,R), x: [n](R,R)) -> [n](R,R) =
@@ -69,26 +68,7 @@ fn close(a: &Value, b: &Value) -> bool {
 /// The interpreter on `f` against the JIT on `g`, for a few sizes and
 /// every layout; returns the number of comparisons.
 fn agree(f: &Function, g: &Function, seed: u64) -> usize {
-    let k = jit::compile(g).unwrap_or_else(|e| panic!("{e}\n{}", print_function(g)));
-    let mut runs = 0;
-    for (s, n) in [(seed, 1usize), (seed + 1, 3), (seed + 2, 8), (seed + 3, 0)] {
-        let sizes: BTreeMap<String, usize> = f.size_names().into_iter().map(|x| (x, n)).collect();
-        let mut rng = rand::rngs::StdRng::seed_from_u64(s);
-        let args = random_inputs(f, &sizes, &mut rng).unwrap();
-        let want = interp::run(f, &args).unwrap();
-        for layout in Layout::ALL {
-            let a: Vec<Value> = args.iter().map(|v| relayout_value(v, layout)).collect();
-            let got = k.call(&a).unwrap();
-            assert!(
-                close(&want, &got),
-                "{layout:?} n={n}\n{}\n{}\ninterp {want}\njit    {got}",
-                print_function(f),
-                print_function(g)
-            );
-            runs += 1;
-        }
-    }
-    runs
+    agree_in_every_layout(f, g, seed, &[1, 3, 8, 0], 1e-9, 1e-12)
 }
 
 #[test]

@@ -785,24 +785,6 @@ fn pick<'a>(prog: &'a einsat::Program, name: Option<&str>) -> Res<&'a Function> 
 }
 
 /// The fields of `einsat opt --json` for one function.
-fn report_json(f: &Function, o: &opt::Optimized) -> String {
-    serde_json::json!({
-        "name": f.name,
-        "input": print_function(f),
-        "output": print_function(&o.program),
-        "cost_before": o.cost_before,
-        "cost_after": o.cost_after,
-        "egraph_nodes": o.report.egraph_nodes,
-        "egraph_classes": o.report.egraph_classes,
-        "iterations": o.report.iterations,
-        "stop_reason": o.report.stop_reason,
-        "limits_hit": o.report.limits_hit,
-        "optimize_ms": o.report.total_seconds * 1e3,
-        "rules_fired": o.report.rules_fired,
-    })
-    .to_string()
-}
-
 /// A compiled function of the language: call it on numpy arrays.
 #[pyclass(frozen, module = "einsat")]
 struct Kernel {
@@ -1063,7 +1045,7 @@ fn compile<'py>(
                     .collect(),
                 source: print_function(f),
                 optimized: print_function(&o.program),
-                report: report_json(f, &o),
+                report: opt::report_json(f, &o).to_string(),
             })
         })
     };

@@ -1,6 +1,11 @@
 """einsat.compile / optimize / check: kernels over numpy arrays, keyword
 and pair arguments, tuple results, the report."""
 
+import json
+import os
+import pathlib
+import subprocess
+
 import numpy as np
 import pytest
 
@@ -82,15 +87,60 @@ def test_strong_zeros():
     close(tri(A, np.ones(3)), [1.0, 2.0, 3.0])
 
 
+# the fields of `einsat opt --json` (one library function, einsat::opt::report_json,
+# makes both that object and Kernel.report)
+REPORT_FIELDS = ("name", "input", "output", "cost_before", "cost_after", "egraph_nodes",
+                 "egraph_classes", "iterations", "stop_reason", "limits_hit",
+                 "optimize_ms", "saturation_ms", "optimize_cpu_ms", "rounds", "chosen",
+                 "rules_fired")
+
+
+def einsat_binary():
+    """The `einsat` command: $EINSAT_BIN (CI sets it; then it must exist), else
+    a release or debug build in the repository's target/, else None."""
+    env = os.environ.get("EINSAT_BIN")
+    if env:
+        assert os.access(env, os.X_OK), f"EINSAT_BIN={env} is not an executable"
+        return env
+    root = pathlib.Path(__file__).resolve().parents[2]
+    for kind in ("release", "debug"):
+        p = root / "target" / kind / "einsat"
+        if os.access(p, os.X_OK):
+            return str(p)
+    return None
+
+
+def test_report_has_the_keys_of_opt_json(tmp_path):
+    src = PROG + "fn mm(A: [n,k]R, B: [k,m]R) -> [n,m]R = gen(i:n, j:m) sum(l:k) A[i,l] * B[l,j]\n"
+    names = ("mv", "dot", "blur", "tri", "mm")
+    reports = {n: einsat.compile(src, fn=n).report for n in names}
+    for rep in reports.values():
+        assert set(REPORT_FIELDS) <= set(rep), sorted(set(REPORT_FIELDS) - set(rep))
+        assert "explanation" not in rep
+        assert isinstance(rep["rounds"], list) and rep["rounds"]
+        assert rep["chosen"] in ("egraph", "post-pass")
+    exe = einsat_binary()
+    if exe is None:
+        pytest.skip("no einsat binary (cargo build --release, or set EINSAT_BIN)")
+    f = tmp_path / "p.tl"
+    f.write_text(src)
+    out = subprocess.run([exe, "opt", str(f), "--json"], check=True, capture_output=True,
+                         text=True).stdout
+    cli = {r["name"]: r for r in json.loads(out)["functions"]}
+    for n in names:
+        # same keys in the same order, and the same program and costs
+        assert list(reports[n]) == list(cli[n]), n
+        for k in ("input", "output", "cost_before", "cost_after", "chosen"):
+            assert reports[n][k] == cli[n][k], (n, k)
+
+
 def test_source_optimized_report():
     src = "fn f(A: [n,m]R, x: [m]R, y: [n]R) -> R = sum(i:n) sum(j:m) y[i] * A[i,j] * x[j]"
     k = einsat.compile(src)
     assert k.source.startswith("fn f(")
     assert k.optimized.startswith("fn f(")
     rep = k.report
-    for field in ("name", "input", "output", "cost_before", "cost_after", "egraph_nodes",
-                  "egraph_classes", "iterations", "stop_reason", "limits_hit",
-                  "optimize_ms", "rules_fired"):
+    for field in REPORT_FIELDS:
         assert field in rep, field
     assert rep["output"] == k.optimized
     assert rep["cost_after"] <= rep["cost_before"]

@@ -5,7 +5,7 @@
 use super::{load_file, parse_sizes, CliResult};
 use crate::egraph::check::check_rules;
 use crate::egraph::rules::{builtin_rules, load_rules_dir_with, Rule, RuleCheck};
-use crate::opt::{optimize, Optimized, Options};
+use crate::opt::{optimize, report_json, Optimized, Options};
 use crate::syntax::{print_function, Function};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -126,28 +126,7 @@ pub fn opt(
     for (k, f) in fs.iter().enumerate() {
         let o = opt_one(f, &opts)?;
         if json {
-            let mut j = serde_json::json!({
-                "name": f.name,
-                "input": print_function(f),
-                "output": print_function(&o.program),
-                "cost_before": o.cost_before,
-                "cost_after": o.cost_after,
-                "egraph_nodes": o.report.egraph_nodes,
-                "egraph_classes": o.report.egraph_classes,
-                "iterations": o.report.iterations,
-                "stop_reason": o.report.stop_reason,
-                "limits_hit": o.report.limits_hit,
-                "optimize_ms": o.report.total_seconds * 1e3,
-                "saturation_ms": o.report.saturation_seconds * 1e3,
-                "optimize_cpu_ms": o.report.cpu_seconds * 1e3,
-                "rounds": o.report.round_stats,
-                "chosen": o.report.chosen,
-                "rules_fired": o.report.rules_fired,
-            });
-            if let Some(ex) = &o.report.explanation {
-                j["explanation"] = serde_json::json!(ex);
-            }
-            out.push(j);
+            out.push(report_json(f, &o));
             continue;
         }
         if k > 0 {

@@ -35,11 +35,28 @@
 //!
 //! # Threads
 //!
-//! `threads` is the kernel's option: 1 runs the library single-threaded
-//! (`Parallelism::None`), `n > 1` asks for `Rayon(n)`, 0 for the current
-//! rayon pool's size (the global pool: all cores, unless the caller runs the
-//! kernel inside its own pool's `install`). The library decides itself
-//! whether a product is large enough to split.
+//! `threads` is the kernel's option (0 resolved to all cores by the
+//! caller). A product of at least 2^18 multiply-adds on `threads > 1` is
+//! cut into output panels, one per thread along the longer side of the
+//! output (rows when square; widths a multiple of 16), which run on
+//! [`super::pool`], each a single-threaded library call
+//! (`Parallelism::None`); smaller products run on one thread. The panels
+//! write disjoint parts of the destination, and each output element is
+//! summed by one call, in the library's order (README: GEMM stages may sum
+//! in the library's order; in every measurement so far the result was bit
+//! for bit the one-thread result, but that is not promised).
+//!
+//! Why not the library's own threading (`Parallelism::Rayon(t)`, still
+//! selectable with the hidden [`set_split`] for comparison): it runs on a
+//! second set of threads beside the pool's, and in same-process alternating
+//! runs (`examples/gemm_threads.rs`, 2 cores under load average 6–13,
+//! matmul n=256 and 1024, C order and both operands transposed, three
+//! runs) one panel of rows per thread had the same or a higher median
+//! speed-up over one thread in 11 of 12 cells (the twelfth: 0.91× against
+//! 1.10×, n=256 transposed; figures in README "Performance"). Under that
+//! load no strategy's speed-up was steady (single-thread speed itself
+//! 3–19 GFLOP/s against 26–37 on a quiet machine); re-measure on a quiet
+//! one.
 //!
 //! # What is taken
 //!
@@ -61,6 +78,7 @@
 
 use super::loopir::{LoopProgram, Nest, SizeRef, S};
 use crate::syntax::ast::BinOp;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// The role of a loop variable in the product.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -477,10 +495,6 @@ impl Plan {
             nl += 1;
         }
         let loops = &loops[..nl];
-        let par = match threads {
-            1 => gemm::Parallelism::None,
-            t => gemm::Parallelism::Rayon(t),
-        };
         let (dst0, lhs0, rhs0) = (
             bufs[self.out.buf],
             bufs[self.lhs.buf] as *const f64,
@@ -500,27 +514,23 @@ impl Plan {
             // is the range of every axis it indexes (checked above), so
             // every address the library forms is inside its buffer.
             unsafe {
-                gemm::gemm(
-                    m.size,
-                    n.size,
-                    k.size,
-                    dst0.wrapping_offset(off[0]),
+                Call {
+                    m: m.size,
+                    n: n.size,
+                    k: k.size,
+                    dst: dst0.wrapping_offset(off[0]),
                     dst_cs,
                     dst_rs,
                     accumulate,
-                    lhs0.wrapping_offset(off[1]),
-                    k.st[1],
-                    m.st[1],
-                    rhs0.wrapping_offset(off[2]),
-                    n.st[2],
-                    k.st[2],
-                    1.0,
+                    lhs: lhs0.wrapping_offset(off[1]),
+                    lhs_cs: k.st[1],
+                    lhs_rs: m.st[1],
+                    rhs: rhs0.wrapping_offset(off[2]),
+                    rhs_cs: n.st[2],
+                    rhs_rs: k.st[2],
                     alpha,
-                    false,
-                    false,
-                    false,
-                    par,
-                );
+                }
+                .run(threads);
             }
             // next index, last loop fastest
             let mut a = loops.len();
@@ -536,5 +546,205 @@ impl Plan {
                 idx[a] = 0;
             }
         }
+    }
+}
+
+/// How a library call with `threads > 1` is split (see [`set_split`]).
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Split {
+    /// The library's own threading, `Parallelism::Rayon(threads)`.
+    Rayon,
+    /// Output panels on [`super::pool`], `per_thread` panels per thread,
+    /// each a single-threaded library call.
+    Panels {
+        /// Panels per thread (≥ 1; more balance load, each re-packs the
+        /// other operand).
+        per_thread: usize,
+        /// Which side of the output is cut.
+        axis: Axis,
+    },
+}
+
+/// The side of the output [`Split::Panels`] cuts.
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Axis {
+    /// Rows (M).
+    M,
+    /// Columns (N).
+    N,
+    /// The longer of the two (rows when equal).
+    Longer,
+}
+
+/// The default: one panel per thread along the longer side.
+pub const DEFAULT_SPLIT: Split = Split::Panels {
+    per_thread: 1,
+    axis: Axis::Longer,
+};
+
+const fn encode(s: Split) -> usize {
+    match s {
+        Split::Rayon => 0,
+        Split::Panels { per_thread, axis } => {
+            let p = if per_thread == 0 { 1 } else { per_thread };
+            1 + 3 * p
+                + match axis {
+                    Axis::M => 0,
+                    Axis::N => 1,
+                    Axis::Longer => 2,
+                }
+        }
+    }
+}
+
+/// [`Split`], encoded by [`encode`].
+static SPLIT: AtomicUsize = AtomicUsize::new(encode(DEFAULT_SPLIT));
+
+/// Choose how GEMM stages use more than one thread, process-wide (default
+/// [`DEFAULT_SPLIT`]): a knob for benchmarks (`examples/gemm_threads.rs`)
+/// and tests comparing the strategies in one process; not part of the
+/// stable API.
+#[doc(hidden)]
+pub fn set_split(s: Split) {
+    SPLIT.store(encode(s), Ordering::Relaxed);
+}
+
+/// The current [`Split`].
+#[doc(hidden)]
+pub fn split() -> Split {
+    match SPLIT.load(Ordering::Relaxed) {
+        0 => Split::Rayon,
+        x => Split::Panels {
+            per_thread: (x - 1) / 3,
+            axis: [Axis::M, Axis::N, Axis::Longer][(x - 1) % 3],
+        },
+    }
+}
+
+/// Products of fewer multiply-adds than this run on one thread.
+const SPLIT_MIN_WORK: usize = 1 << 18;
+
+/// The narrowest panel (and the multiple panels are rounded to: a
+/// multiple of the library's register tiles and of a cache line of f64).
+const PANEL_ALIGN: usize = 16;
+
+/// One library call: `dst (+)= alpha * lhs · rhs` (`accumulate` reads
+/// the destination), `m×k` by `k×n`, each operand with its column and row
+/// strides.
+#[derive(Clone, Copy)]
+struct Call {
+    m: usize,
+    n: usize,
+    k: usize,
+    dst: *mut f64,
+    dst_cs: isize,
+    dst_rs: isize,
+    accumulate: bool,
+    lhs: *const f64,
+    lhs_cs: isize,
+    lhs_rs: isize,
+    rhs: *const f64,
+    rhs_cs: isize,
+    rhs_rs: isize,
+    alpha: f64,
+}
+
+/// A [`Call`] shared by the pool's threads, each taking its own panel.
+struct Shared(Call);
+
+// SAFETY: the panels write disjoint parts of the destination and only read
+// the operands; the caller keeps every buffer alive until `pool::run`
+// returns.
+unsafe impl Sync for Shared {}
+
+impl Shared {
+    /// The panel `i` (a method, so that a closure captures the whole
+    /// `Shared`, not its field).
+    fn panel(&self, along_n: bool, width: usize, i: usize) -> Call {
+        self.0.panel(along_n, width, i)
+    }
+}
+
+impl Call {
+    /// # Safety
+    /// As [`Plan::run`]: the pointers and strides address live buffers for
+    /// every index below `m`, `n`, `k`.
+    unsafe fn single(&self, par: gemm::Parallelism) {
+        unsafe {
+            gemm::gemm(
+                self.m,
+                self.n,
+                self.k,
+                self.dst,
+                self.dst_cs,
+                self.dst_rs,
+                self.accumulate,
+                self.lhs,
+                self.lhs_cs,
+                self.lhs_rs,
+                self.rhs,
+                self.rhs_cs,
+                self.rhs_rs,
+                1.0,
+                self.alpha,
+                false,
+                false,
+                false,
+                par,
+            )
+        }
+    }
+
+    /// The panel `i` of `width` columns (`along_n`) or rows.
+    fn panel(&self, along_n: bool, width: usize, i: usize) -> Call {
+        let at = i * width;
+        let mut c = *self;
+        if along_n {
+            c.n = width.min(self.n - at);
+            c.dst = self.dst.wrapping_offset(at as isize * self.dst_cs);
+            c.rhs = self.rhs.wrapping_offset(at as isize * self.rhs_cs);
+        } else {
+            c.m = width.min(self.m - at);
+            c.dst = self.dst.wrapping_offset(at as isize * self.dst_rs);
+            c.lhs = self.lhs.wrapping_offset(at as isize * self.lhs_rs);
+        }
+        c
+    }
+
+    /// Run on up to `threads` threads (see the module doc, "Threads").
+    ///
+    /// # Safety
+    /// As [`Call::single`].
+    unsafe fn run(self, threads: usize) {
+        let work = self.m.saturating_mul(self.n).saturating_mul(self.k);
+        if threads <= 1 || work < SPLIT_MIN_WORK {
+            return unsafe { self.single(gemm::Parallelism::None) };
+        }
+        let (per_thread, along_n) = match split() {
+            Split::Rayon => return unsafe { self.single(gemm::Parallelism::Rayon(threads)) },
+            Split::Panels { per_thread, axis } => (
+                per_thread,
+                match axis {
+                    Axis::M => false,
+                    Axis::N => true,
+                    Axis::Longer => self.n > self.m,
+                },
+            ),
+        };
+        let len = if along_n { self.n } else { self.m };
+        let want = (threads * per_thread).min(len / PANEL_ALIGN).max(1);
+        let width = len.div_ceil(want).next_multiple_of(PANEL_ALIGN);
+        let panels = len.div_ceil(width);
+        if panels <= 1 {
+            return unsafe { self.single(gemm::Parallelism::None) };
+        }
+        let shared = Shared(self);
+        super::pool::run(threads, panels, |i| {
+            let c = shared.panel(along_n, width, i);
+            // SAFETY: a panel addresses a part of the call's index ranges.
+            unsafe { c.single(gemm::Parallelism::None) }
+        });
     }
 }

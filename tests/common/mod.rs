@@ -1,6 +1,8 @@
 //! Helpers shared by the integration tests (each test crate uses a part).
 #![allow(dead_code)]
 
+pub mod agree;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
