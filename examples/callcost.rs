@@ -6,7 +6,6 @@
 //! (as `schedbench`, for calls too short for its per-call timer;
 //! `EINSAT_BATCH` calls per batch, default 2000, `EINSAT_REPS` batches,
 //! default 300).
-use einsat::interp::Value;
 use einsat::opt::{optimize, Options};
 use rand::SeedableRng;
 use std::collections::BTreeMap;

@@ -37,6 +37,9 @@ enum SB {
     Pair(Box<SB>, Box<SB>),
 }
 
+/// A leaf of a parameter: the parameter and the projection path in it.
+pub type ParamLeaf = (usize, Vec<u8>);
+
 /// Sizes not bound (yet).
 pub const UNBOUND: usize = usize::MAX;
 
@@ -148,7 +151,7 @@ impl Sig {
 
     /// The leaves of the parameters (parameter, projection path) and of
     /// the result (path), in the order the gathers visit them.
-    pub fn leaves(&self) -> (Vec<(usize, Vec<u8>)>, Vec<Vec<u8>>) {
+    pub fn leaves(&self) -> (Vec<ParamLeaf>, Vec<Vec<u8>>) {
         let mut args = Vec::new();
         for (k, b) in self.params.iter().enumerate() {
             let mut ps = Vec::new();

@@ -16,7 +16,12 @@
 //! up, `call_into` does no heap allocation in generated code (GEMM stages
 //! allocate in the library), also with threads > 1 and under
 //! concurrent calls (each concurrent call takes its own workspace, created
-//! once).
+//! once). A workspace remembers the last call it served that passed the
+//! checks (every argument's and the output's kind, shape and strides,
+//! read in one walk): a call identical in all of these skips the checks
+//! and the setup — sizes, strides, the layout's code and the per-nest
+//! decisions below are those of the remembered call — and only swaps in
+//! its buffer pointers (see [`call`]).
 //!
 //! **Threads.** The nests run in order (a temporary is written before it is
 //! read). A nest whose estimated work — trip counts times body size, see
@@ -27,7 +32,9 @@
 //! the native entry on a thread of [`pool`] (`entry(bufs, strides, sizes,
 //! lo, hi)` computes exactly the elements with `v0` in `lo..hi`).
 //! Reductions are never split, so results are bit-identical for every
-//! thread count. Nests without a `gen` variable run on the calling thread;
+//! thread count. The estimate, and with it the choice of threads and of
+//! the GEMM library ([`Options::gemm_min_work`]), is made once per sizes
+//! and layout, not per call. Nests without a `gen` variable run on the calling thread;
 //! GEMM stages get the thread count.
 //!
 //! **Cache.** [`compile`] and [`compile_with`] keep kernels in a global
