@@ -2,8 +2,10 @@
 //! 100 ns for the boundary check and dispatch), beside ndarray on the same
 //! sizes in the same run: the dot product of two 3-vectors and a 3×3
 //! matrix–vector product, through every call path — `call_into` on
-//! `Value`s, `call_args_into` on views, `eval_into` on arrays, and the
-//! allocating `eval` (one result array per call). `cargo bench --bench
+//! `Value`s, `call_args_into` on views (built once, and built in the
+//! timed loop as a caller building them per call would), `eval_into` on
+//! arrays and on views passed by value, and the allocating `call`,
+//! `call_args` and `eval` (one result per call). `cargo bench --bench
 //! call`.
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
@@ -33,8 +35,24 @@ fn dot(c: &mut Criterion) {
     g.bench_function("einsat call_into (Value)", |b| {
         b.iter(|| k.call_into(black_box(&args), &mut out).unwrap())
     });
+    g.bench_function("einsat call -> Value", |b| {
+        b.iter(|| k.call(black_box(&args)).unwrap())
+    });
     let mut r = arr0(0.0);
-    g.bench_function("einsat call_args_into (views)", |b| {
+    {
+        let a = [
+            Arg::Array(x.view().into_dyn()),
+            Arg::Array(y.view().into_dyn()),
+        ];
+        let mut o = ArgMut::Array(r.view_mut().into_dyn());
+        g.bench_function("einsat call_args_into (views built once)", |b| {
+            b.iter(|| k.call_args_into(black_box(&a), &mut o).unwrap())
+        });
+        g.bench_function("einsat call_args -> Value", |b| {
+            b.iter(|| k.call_args(black_box(&a)).unwrap())
+        });
+    }
+    g.bench_function("einsat call_args_into (views built per call)", |b| {
         b.iter(|| {
             let a = [
                 Arg::Array(x.view().into_dyn()),
@@ -46,6 +64,12 @@ fn dot(c: &mut Criterion) {
     });
     g.bench_function("einsat eval_into (arrays)", |b| {
         b.iter(|| k.eval_into((black_box(&x), black_box(&y)), &mut r).unwrap())
+    });
+    g.bench_function("einsat eval_into (views by value)", |b| {
+        b.iter(|| {
+            k.eval_into((black_box(&x).view(), black_box(&y).view()), r.view_mut())
+                .unwrap()
+        })
     });
     g.bench_function("einsat eval -> f64", |b| {
         b.iter(|| k.eval::<f64>((black_box(&x), black_box(&y))).unwrap())

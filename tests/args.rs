@@ -715,3 +715,105 @@ fn parse_and_type_errors_show_where_they_are() {
         Some("u.tl:2:12: error: unknown name `y`")
     );
 }
+
+/// A kernel remembers its last checked call per workspace and skips the
+/// checks for a call with the same leaves (kinds, shapes, strides): calls
+/// alternating sizes, layouts, refusals and pair structure on one kernel
+/// each get the interpreter's result, or the same error as a kernel that
+/// has never been called.
+#[test]
+fn remembered_calls_are_rechecked_when_anything_changes() {
+    for name in ["matvec", "stats", "scale"] {
+        let (f, k) = kernel(name);
+        let fresh = || {
+            let g = einsat::opt::optimize(&f, &Default::default())
+                .unwrap()
+                .program;
+            jit::compile_uncached(&g).unwrap()
+        };
+        // (shapes; C or Fortran order) in an order that revisits each
+        let cases: Vec<(usize, usize, bool)> = vec![
+            (3, 4, false),
+            (3, 4, false),
+            (3, 4, true),
+            (5, 4, false),
+            (3, 4, false),
+            (3, 3, true),
+            (3, 3, true),
+        ];
+        for (step, &(n, m, fortran)) in cases.iter().enumerate() {
+            let arr = |shape: &[usize], seed: u64| {
+                let a = data(shape, seed + step as u64);
+                if fortran && shape.len() == 2 {
+                    let mut t = ArrayD::zeros(IxDyn(shape).f());
+                    t.assign(&a);
+                    Value::Array(t)
+                } else {
+                    Value::Array(a)
+                }
+            };
+            let args: Vec<Value> = match name {
+                "matvec" => vec![arr(&[n, m], 1), arr(&[m], 2)],
+                "stats" => vec![Value::pair(arr(&[n], 1), arr(&[n], 2)), arr(&[n, n], 3)],
+                _ => vec![Value::Real(1.5), arr(&[n, m], 4)],
+            };
+            let want = interp::run(&f, &args).unwrap();
+            let got = k.call(&args).unwrap();
+            assert_close(&got, &want, &format!("{name} call {step}"));
+            // into a buffer of the right shape (twice: the second call is
+            // the remembered one)
+            let mut out = got.clone();
+            for _ in 0..2 {
+                k.call_into(&args, &mut out).unwrap();
+                assert_close(&out, &want, &format!("{name} call_into {step}"));
+            }
+            // a refusal right after a remembered call: the same error as
+            // a fresh kernel's, and the next good call is still right
+            let mut bad = args.clone();
+            bad.pop();
+            assert_eq!(
+                k.call(&bad).unwrap_err().to_string(),
+                fresh().call(&bad).unwrap_err().to_string()
+            );
+            let mut wrong_out = match &want {
+                Value::Array(a) => Value::Array(ArrayD::zeros(IxDyn(&[a.len() + 1]))),
+                _ => Value::Real(0.0),
+            };
+            let e = k.call_into(&args, &mut wrong_out);
+            let e0 = fresh().call_into(&args, &mut wrong_out);
+            assert_eq!(e.is_err(), e0.is_err(), "{name}: {e:?} vs {e0:?}");
+            if let (Err(a), Err(b)) = (e, e0) {
+                assert_eq!(a.to_string(), b.to_string());
+            }
+            k.call_into(&args, &mut out).unwrap();
+            assert_close(&out, &want, &format!("{name} after refusal {step}"));
+        }
+    }
+    // a rank-0 parameter given as a number, then as a 0-d array, then a
+    // pair (refused), through the remembered path
+    let (f, k) = kernel("scale");
+    let b = Value::Array(data(&[2, 3], 9));
+    for a in [
+        Value::Real(2.0),
+        Value::Array(ArrayD::from_elem(IxDyn(&[]), 2.0)),
+        Value::Real(-1.0),
+    ] {
+        let args = vec![a, b.clone()];
+        let want = interp::run(&f, &args).unwrap();
+        let mut out = want.clone();
+        for _ in 0..2 {
+            k.call_into(&args, &mut out).unwrap();
+            assert_close(&out, &want, "scale");
+        }
+        let bad = vec![Value::pair(Value::Real(1.0), Value::Real(2.0)), b.clone()];
+        assert!(k.call_into(&bad, &mut out).is_err());
+        assert_eq!(
+            k.call(&bad).unwrap_err().to_string(),
+            jit::compile_uncached(k.function())
+                .unwrap()
+                .call(&bad)
+                .unwrap_err()
+                .to_string()
+        );
+    }
+}

@@ -10,6 +10,7 @@
 
 use crate::interp::value::{AsOperand, AsOperandMut, Operand, OperandMut};
 use ndarray::{ArrayViewD, ArrayViewMutD};
+use std::convert::Infallible;
 
 /// A borrowed argument of [`super::Kernel::call_args`]: read in place.
 #[derive(Clone, Debug)]
@@ -114,45 +115,162 @@ pub trait IntoArg<'a> {
     }
 }
 
+/// The most axes of a view passed by value whose shape and strides are
+/// copied into the argument itself (more go through an `ArrayViewD`).
+const INLINE: usize = 4;
+
 /// An argument at the call boundary of [`super::Kernel::eval`] and
 /// [`super::Kernel::eval_into`]: like [`Arg`], but an array passed by
-/// reference lends its shape and strides instead of being turned into an
-/// `ArrayViewD` (whose dynamic dimensions cost about as much as the rest
-/// of a small call). Internal.
+/// reference lends its shape and strides, and a view of at most four
+/// axes passed by value carries them inline, instead of being turned into
+/// an `ArrayViewD` (whose dynamic dimensions cost about as much as the
+/// rest of a small call). Internal.
+#[doc(hidden)]
+pub type ArgRef<'a> = Bound<'a, *const f64, ArrayViewD<'a, f64>, f64>;
+
+/// An output buffer at the call boundary of [`super::Kernel::eval_into`]:
+/// like [`ArgMut`], but lending or carrying its shape and strides as
+/// [`ArgRef`] does. Internal.
+#[doc(hidden)]
+pub type ArgMutRef<'a> = Bound<'a, *mut f64, ArrayViewMutD<'a, f64>, Infallible>;
+
+/// [`ArgRef`] (`P = *const f64`, numbers allowed) and [`ArgMutRef`]
+/// (`P = *mut f64`, no numbers: `R = Infallible`): one representation for
+/// both. Internal.
 #[doc(hidden)]
 #[derive(Debug)]
-pub struct ArgRef<'a>(ReprArgRef<'a>);
+pub struct Bound<'a, P, V, R>(Repr<'a, P, V, R>);
 
-/// The forms of [`ArgRef`] (private: a `Borrowed` is only ever built from
-/// a live borrow of an array, so its pointer, shape and strides agree).
+/// The forms of [`Bound`] (private: a `Borrowed` or `Inline` array is only
+/// ever built from a live borrow of an array or view, so its pointer,
+/// shape and strides agree).
 #[derive(Debug)]
-enum ReprArgRef<'a> {
+enum Repr<'a, P, V, R> {
     /// A number.
-    Real(f64),
-    /// An array borrowed for `'a`: its first element, shape and strides.
+    Real(R),
+    /// An array.
+    Array(Strided<'a, P, V>),
+    /// A pair.
+    Pair(Box<Bound<'a, P, V, R>>, Box<Bound<'a, P, V, R>>),
+}
+
+/// An array's first element, shape and strides, in one of three forms.
+#[derive(Debug)]
+enum Strided<'a, P, V> {
+    /// Borrowed for `'a` from the caller's array.
     Borrowed {
-        /// First element.
-        ptr: *const f64,
-        /// Shape.
+        ptr: P,
         shape: &'a [usize],
-        /// Strides in elements.
         strides: &'a [isize],
     },
-    /// A view.
-    View(ArrayViewD<'a, f64>),
-    /// A pair.
-    Pair(Box<ArgRef<'a>>, Box<ArgRef<'a>>),
+    /// Copied from a view of at most [`INLINE`] axes passed by value.
+    Inline {
+        ptr: P,
+        ndim: usize,
+        shape: [usize; INLINE],
+        strides: [isize; INLINE],
+    },
+    /// A dynamic-dimension view (as an [`Arg`] or [`ArgMut`] holds it).
+    View(V),
+}
+
+/// The dynamic-dimension views a [`Strided`] may hold.
+trait ViewParts {
+    type Ptr: Copy;
+    fn parts(&self) -> (Self::Ptr, &[usize], &[isize]);
+}
+
+impl ViewParts for ArrayViewD<'_, f64> {
+    type Ptr = *const f64;
+    fn parts(&self) -> (*const f64, &[usize], &[isize]) {
+        (self.as_ptr(), self.shape(), self.strides())
+    }
+}
+
+impl ViewParts for ArrayViewMutD<'_, f64> {
+    type Ptr = *mut f64;
+    fn parts(&self) -> (*mut f64, &[usize], &[isize]) {
+        // the view's own pointer (what `as_mut_ptr` returns for a view),
+        // written through only while the buffer is mutably borrowed
+        (self.as_ptr().cast_mut(), self.shape(), self.strides())
+    }
+}
+
+impl<P: Copy, V: ViewParts<Ptr = P>> Strided<'_, P, V> {
+    fn parts(&self) -> (P, &[usize], &[isize]) {
+        match self {
+            Strided::Borrowed {
+                ptr,
+                shape,
+                strides,
+            } => (*ptr, shape, strides),
+            Strided::Inline {
+                ptr,
+                ndim,
+                shape,
+                strides,
+            } => (*ptr, &shape[..*ndim], &strides[..*ndim]),
+            Strided::View(v) => v.parts(),
+        }
+    }
+}
+
+impl<'a, P, V, R> Bound<'a, P, V, R> {
+    fn real(x: R) -> Self {
+        Bound(Repr::Real(x))
+    }
+
+    fn borrowed(ptr: P, shape: &'a [usize], strides: &'a [isize]) -> Self {
+        Bound(Repr::Array(Strided::Borrowed {
+            ptr,
+            shape,
+            strides,
+        }))
+    }
+
+    /// A view passed by value, its shape and strides copied inline (if
+    /// it has at most [`INLINE`] axes).
+    fn inline(ptr: P, shape: &[usize], strides: &[isize]) -> Option<Self> {
+        let n = shape.len();
+        if n > INLINE || strides.len() != n {
+            return None;
+        }
+        let mut s = [0; INLINE];
+        let mut st = [0; INLINE];
+        s[..n].copy_from_slice(shape);
+        st[..n].copy_from_slice(strides);
+        Some(Bound(Repr::Array(Strided::Inline {
+            ptr,
+            ndim: n,
+            shape: s,
+            strides: st,
+        })))
+    }
+
+    fn view(v: V) -> Self {
+        Bound(Repr::Array(Strided::View(v)))
+    }
+
+    fn pair(a: Self, b: Self) -> Self {
+        Bound(Repr::Pair(Box::new(a), Box::new(b)))
+    }
 }
 
 impl<'a> From<Arg<'a>> for ArgRef<'a> {
     fn from(a: Arg<'a>) -> Self {
         match a {
-            Arg::Real(x) => ArgRef(ReprArgRef::Real(x)),
-            Arg::Array(v) => ArgRef(ReprArgRef::View(v)),
-            Arg::Pair(a, b) => ArgRef(ReprArgRef::Pair(
-                Box::new((*a).into()),
-                Box::new((*b).into()),
-            )),
+            Arg::Real(x) => Bound::real(x),
+            Arg::Array(v) => Bound::view(v),
+            Arg::Pair(a, b) => Bound::pair((*a).into(), (*b).into()),
+        }
+    }
+}
+
+impl<'a> From<ArgMut<'a>> for ArgMutRef<'a> {
+    fn from(a: ArgMut<'a>) -> Self {
+        match a {
+            ArgMut::Array(v) => Bound::view(v),
+            ArgMut::Pair(a, b) => Bound::pair((*a).into(), (*b).into()),
         }
     }
 }
@@ -160,60 +278,16 @@ impl<'a> From<Arg<'a>> for ArgRef<'a> {
 impl AsOperand for ArgRef<'_> {
     fn operand(&self) -> Operand<'_, Self> {
         match &self.0 {
-            ReprArgRef::Real(x) => Operand::Real(x),
-            ReprArgRef::Borrowed {
-                ptr,
-                shape,
-                strides,
-            } => Operand::Array {
-                ptr: *ptr,
-                shape,
-                strides,
-            },
-            ReprArgRef::View(a) => Operand::Array {
-                ptr: a.as_ptr(),
-                shape: a.shape(),
-                strides: a.strides(),
-            },
-            ReprArgRef::Pair(a, b) => Operand::Pair(a, b),
-        }
-    }
-}
-
-/// An output buffer at the call boundary of [`super::Kernel::eval_into`]:
-/// like [`ArgMut`], but an array passed by `&mut` lends its shape and
-/// strides (see [`ArgRef`]). Internal.
-#[doc(hidden)]
-#[derive(Debug)]
-pub struct ArgMutRef<'a>(ReprArgMutRef<'a>);
-
-/// The forms of [`ArgMutRef`] (private: a `Borrowed` is only ever built from
-/// a live borrow of an array, so its pointer, shape and strides agree).
-#[derive(Debug)]
-enum ReprArgMutRef<'a> {
-    /// An array borrowed mutably for `'a`.
-    Borrowed {
-        /// First element.
-        ptr: *mut f64,
-        /// Shape.
-        shape: &'a [usize],
-        /// Strides in elements.
-        strides: &'a [isize],
-    },
-    /// A mutable view.
-    View(ArrayViewMutD<'a, f64>),
-    /// A pair of buffers.
-    Pair(Box<ArgMutRef<'a>>, Box<ArgMutRef<'a>>),
-}
-
-impl<'a> From<ArgMut<'a>> for ArgMutRef<'a> {
-    fn from(a: ArgMut<'a>) -> Self {
-        match a {
-            ArgMut::Array(v) => ArgMutRef(ReprArgMutRef::View(v)),
-            ArgMut::Pair(a, b) => ArgMutRef(ReprArgMutRef::Pair(
-                Box::new((*a).into()),
-                Box::new((*b).into()),
-            )),
+            Repr::Real(x) => Operand::Real(x),
+            Repr::Array(a) => {
+                let (ptr, shape, strides) = a.parts();
+                Operand::Array {
+                    ptr,
+                    shape,
+                    strides,
+                }
+            }
+            Repr::Pair(a, b) => Operand::Pair(a, b),
         }
     }
 }
@@ -221,25 +295,16 @@ impl<'a> From<ArgMut<'a>> for ArgMutRef<'a> {
 impl AsOperandMut for ArgMutRef<'_> {
     fn operand_mut(&mut self) -> OperandMut<'_, Self> {
         match &mut self.0 {
-            ReprArgMutRef::Borrowed {
-                ptr,
-                shape,
-                strides,
-            } => OperandMut::Array {
-                ptr: *ptr,
-                shape,
-                strides,
-            },
-            ReprArgMutRef::View(a) => {
-                let ptr = a.as_mut_ptr();
-                let a: &ArrayViewMutD<f64> = a;
+            Repr::Real(never) => match *never {},
+            Repr::Array(a) => {
+                let (ptr, shape, strides) = a.parts();
                 OperandMut::Array {
                     ptr,
-                    shape: a.shape(),
-                    strides: a.strides(),
+                    shape,
+                    strides,
                 }
             }
-            ReprArgMutRef::Pair(a, b) => OperandMut::Pair(a, b),
+            Repr::Pair(a, b) => OperandMut::Pair(a, b),
         }
     }
 }
@@ -250,17 +315,18 @@ impl<'a, S: Data<Elem = f64>, D: Dimension> IntoArg<'a> for &'a ArrayBase<S, D> 
     }
 
     fn into_arg_ref(self) -> ArgRef<'a> {
-        ArgRef(ReprArgRef::Borrowed {
-            ptr: self.as_ptr(),
-            shape: self.shape(),
-            strides: self.strides(),
-        })
+        Bound::borrowed(self.as_ptr(), self.shape(), self.strides())
     }
 }
 
 impl<'a, D: Dimension> IntoArg<'a> for ArrayView<'a, f64, D> {
     fn into_arg(self) -> Arg<'a> {
         Arg::Array(self.into_dyn())
+    }
+
+    fn into_arg_ref(self) -> ArgRef<'a> {
+        Bound::inline(self.as_ptr(), self.shape(), self.strides())
+            .unwrap_or_else(|| Bound::view(self.into_dyn()))
     }
 }
 
@@ -270,7 +336,7 @@ impl<'a> IntoArg<'a> for f64 {
     }
 
     fn into_arg_ref(self) -> ArgRef<'a> {
-        ArgRef(ReprArgRef::Real(self))
+        Bound::real(self)
     }
 }
 
@@ -286,10 +352,7 @@ impl<'a, A: IntoArg<'a>, B: IntoArg<'a>> IntoArg<'a> for (A, B) {
     }
 
     fn into_arg_ref(self) -> ArgRef<'a> {
-        ArgRef(ReprArgRef::Pair(
-            Box::new(self.0.into_arg_ref()),
-            Box::new(self.1.into_arg_ref()),
-        ))
+        Bound::pair(self.0.into_arg_ref(), self.1.into_arg_ref())
     }
 }
 
@@ -396,17 +459,21 @@ impl<'a, S: DataMut<Elem = f64>, D: Dimension> IntoArgMut<'a> for &'a mut ArrayB
         // whole borrow is downgraded to lend the shape and strides
         let ptr = self.as_mut_ptr();
         let this: &'a ArrayBase<S, D> = self;
-        ArgMutRef(ReprArgMutRef::Borrowed {
-            ptr,
-            shape: this.shape(),
-            strides: this.strides(),
-        })
+        Bound::borrowed(ptr, this.shape(), this.strides())
     }
 }
 
 impl<'a, D: Dimension> IntoArgMut<'a> for ArrayViewMut<'a, f64, D> {
     fn into_arg_mut(self) -> ArgMut<'a> {
         ArgMut::Array(self.into_dyn())
+    }
+
+    fn into_arg_mut_ref(mut self) -> ArgMutRef<'a> {
+        // the view is consumed: its elements stay borrowed for `'a`
+        // through the returned buffer
+        let ptr = self.as_mut_ptr();
+        Bound::inline(ptr, self.shape(), self.strides())
+            .unwrap_or_else(|| Bound::view(self.into_dyn()))
     }
 }
 
@@ -422,10 +489,7 @@ impl<'a, A: IntoArgMut<'a>, B: IntoArgMut<'a>> IntoArgMut<'a> for (A, B) {
     }
 
     fn into_arg_mut_ref(self) -> ArgMutRef<'a> {
-        ArgMutRef(ReprArgMutRef::Pair(
-            Box::new(self.0.into_arg_mut_ref()),
-            Box::new(self.1.into_arg_mut_ref()),
-        ))
+        Bound::pair(self.0.into_arg_mut_ref(), self.1.into_arg_mut_ref())
     }
 }
 

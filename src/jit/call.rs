@@ -3,15 +3,25 @@
 //! against the arguments and the output buffer in place, and the per-call
 //! scratch vectors ([`Workspace`]) a kernel keeps between calls.
 //!
+//! A workspace also remembers the last call it served ([`Workspace::key`]:
+//! per argument and output leaf its kind, shape and strides, as
+//! [`Sig::gather_args`] and [`Sig::gather_out`] read them in one walk):
+//! a call with the same key would pass the same checks and get the same
+//! sizes, strides, layout, native code and per-nest plan ([`Step`]), so
+//! the kernel only swaps in the new buffer pointers and runs. Any other
+//! call takes the full check.
+//!
 //! [`Sig::bind`] accepts exactly the arguments [`crate::interp::bind`]
 //! accepts and binds the same sizes; it only answers yes or no. On a no the
 //! kernel calls `interp::bind` itself for the error message, so messages
 //! stay those of the interpreter's call boundary.
 
+use super::codegen::Native;
 use super::loopir::LoopProgram;
 use crate::interp::value::{AsOperand, AsOperandMut, Operand, OperandMut};
 use crate::interp::{Boundary, Value};
 use crate::syntax::ast::{Function, Size};
+use std::sync::Arc;
 
 /// A size of the signature: a literal, or slot `k` of the named sizes.
 #[derive(Clone, Debug)]
@@ -26,6 +36,9 @@ enum SB {
     Array(Vec<Dim>),
     Pair(Box<SB>, Box<SB>),
 }
+
+/// A leaf of a parameter: the parameter and the projection path in it.
+pub type ParamLeaf = (usize, Vec<u8>);
 
 /// Sizes not bound (yet).
 pub const UNBOUND: usize = usize::MAX;
@@ -106,6 +119,50 @@ impl Sig {
         fits(&self.result, out, slots)
     }
 
+    /// Append the kind, shape and strides of every leaf of `args` to
+    /// `key` and its first element to `ptrs`, parameters in order, each
+    /// depth first (as [`Sig::leaves`] lists them); false (the call is
+    /// not one a workspace can remember) when `args` do not have the
+    /// parameters' number, pair structure and ranks.
+    pub(crate) fn gather_args<V: AsOperand>(
+        &self,
+        args: &[V],
+        key: &mut Vec<isize>,
+        ptrs: &mut Vec<*mut f64>,
+    ) -> bool {
+        args.len() == self.params.len()
+            && self
+                .params
+                .iter()
+                .zip(args)
+                .all(|(b, v)| gather(b, v, key, ptrs))
+    }
+
+    /// [`Sig::gather_args`] for the output buffer (its leaves follow the
+    /// parameters').
+    pub(crate) fn gather_out<O: AsOperandMut + ?Sized>(
+        &self,
+        out: &mut O,
+        key: &mut Vec<isize>,
+        ptrs: &mut Vec<*mut f64>,
+    ) -> bool {
+        gather_mut(&self.result, out, key, ptrs)
+    }
+
+    /// The leaves of the parameters (parameter, projection path) and of
+    /// the result (path), in the order the gathers visit them.
+    pub fn leaves(&self) -> (Vec<ParamLeaf>, Vec<Vec<u8>>) {
+        let mut args = Vec::new();
+        for (k, b) in self.params.iter().enumerate() {
+            let mut ps = Vec::new();
+            paths(b, &mut Vec::new(), &mut ps);
+            args.extend(ps.into_iter().map(|p| (k, p)));
+        }
+        let mut out = Vec::new();
+        paths(&self.result, &mut Vec::new(), &mut out);
+        (args, out)
+    }
+
     /// The result's shape of leaf `path`... (used to allocate results).
     pub fn alloc_result(&self, slots: &[usize]) -> crate::Result<Value> {
         alloc(&self.result, slots)
@@ -134,6 +191,90 @@ fn bind_value<V: AsOperand + ?Sized>(b: &SB, v: &V, slots: &mut [usize]) -> bool
             bind_value(b0, v0, slots) && bind_value(b1, v1, slots)
         }
         _ => false,
+    }
+}
+
+/// Key entries marking a number leaf and an array leaf (then its shape
+/// and strides): a rank-0 leaf may be either.
+const KEY_REAL: isize = -1;
+const KEY_ARRAY: isize = -2;
+
+fn gather<V: AsOperand + ?Sized>(
+    b: &SB,
+    v: &V,
+    key: &mut Vec<isize>,
+    ptrs: &mut Vec<*mut f64>,
+) -> bool {
+    match (b, v.operand()) {
+        (SB::Array(d), Operand::Real(x)) if d.is_empty() => {
+            key.push(KEY_REAL);
+            ptrs.push(x as *const f64 as *mut f64);
+            true
+        }
+        (
+            SB::Array(d),
+            Operand::Array {
+                ptr,
+                shape,
+                strides,
+            },
+        ) if shape.len() == d.len() && strides.len() == d.len() => {
+            key.push(KEY_ARRAY);
+            key.extend(shape.iter().map(|&n| n as isize));
+            key.extend_from_slice(strides);
+            ptrs.push(ptr as *mut f64);
+            true
+        }
+        (SB::Pair(b0, b1), Operand::Pair(v0, v1)) => {
+            gather(b0, v0, key, ptrs) && gather(b1, v1, key, ptrs)
+        }
+        _ => false,
+    }
+}
+
+fn gather_mut<O: AsOperandMut + ?Sized>(
+    b: &SB,
+    v: &mut O,
+    key: &mut Vec<isize>,
+    ptrs: &mut Vec<*mut f64>,
+) -> bool {
+    match (b, v.operand_mut()) {
+        (SB::Array(d), OperandMut::Real(x)) if d.is_empty() => {
+            key.push(KEY_REAL);
+            ptrs.push(x as *mut f64);
+            true
+        }
+        (
+            SB::Array(d),
+            OperandMut::Array {
+                ptr,
+                shape,
+                strides,
+            },
+        ) if shape.len() == d.len() && strides.len() == d.len() => {
+            key.push(KEY_ARRAY);
+            key.extend(shape.iter().map(|&n| n as isize));
+            key.extend_from_slice(strides);
+            ptrs.push(ptr);
+            true
+        }
+        (SB::Pair(b0, b1), OperandMut::Pair(v0, v1)) => {
+            gather_mut(b0, v0, key, ptrs) && gather_mut(b1, v1, key, ptrs)
+        }
+        _ => false,
+    }
+}
+
+fn paths(b: &SB, at: &mut Vec<u8>, out: &mut Vec<Vec<u8>>) {
+    match b {
+        SB::Array(_) => out.push(at.clone()),
+        SB::Pair(a, c) => {
+            for (k, x) in [(0u8, a), (1, c)] {
+                at.push(k);
+                paths(x, at, out);
+                at.pop();
+            }
+        }
     }
 }
 
@@ -197,6 +338,39 @@ pub struct Workspace {
     pub unit: Vec<bool>,
     /// The `let` temporaries (C order).
     pub temps: Vec<Vec<f64>>,
+    /// The remembered call: per argument leaf then output leaf, its kind,
+    /// shape and strides (see the module doc); meaningful only when
+    /// `valid`.
+    pub key: Vec<isize>,
+    /// How much of `key` the arguments make up.
+    pub key_args: usize,
+    /// Whether `key`, `slots`, `svals`, `strides`, `unit`, the
+    /// temporaries' pointers in `ptrs`, `native` and `plan` describe a
+    /// call that passed every check.
+    pub valid: bool,
+    /// This call's key, being gathered.
+    pub probe: Vec<isize>,
+    /// How much of `probe` the arguments make up.
+    pub probe_args: usize,
+    /// This call's leaves' first elements, in the order of `probe`.
+    pub leaf_ptrs: Vec<*mut f64>,
+    /// The native code for the remembered call's layout.
+    pub native: Option<Arc<Native>>,
+    /// Per nest, how the remembered call runs it.
+    pub plan: Vec<Step>,
+}
+
+/// How a call runs one nest, decided once per sizes and layout.
+#[derive(Clone, Copy, Debug)]
+pub struct Step {
+    /// On the GEMM library (its estimated work reached
+    /// `Options::gemm_min_work`); native code if the library declines.
+    pub gemm: bool,
+    /// Split across the thread pool (its work reached
+    /// `Options::parallel_threshold`).
+    pub parallel: bool,
+    /// The trip count of its outermost loop (1 without a `gen`).
+    pub n0: usize,
 }
 
 // SAFETY: the raw pointers are only meaningful during a call, which holds

@@ -16,7 +16,12 @@
 //! up, `call_into` does no heap allocation in generated code (GEMM stages
 //! allocate in the library), also with threads > 1 and under
 //! concurrent calls (each concurrent call takes its own workspace, created
-//! once).
+//! once). A workspace remembers the last call it served that passed the
+//! checks (every argument's and the output's kind, shape and strides,
+//! read in one walk): a call identical in all of these skips the checks
+//! and the setup — sizes, strides, the layout's code and the per-nest
+//! decisions below are those of the remembered call — and only swaps in
+//! its buffer pointers (see [`call`]).
 //!
 //! **Threads.** The nests run in order (a temporary is written before it is
 //! read). A nest whose estimated work — trip counts times body size, see
@@ -27,7 +32,9 @@
 //! the native entry on a thread of [`pool`] (`entry(bufs, strides, sizes,
 //! lo, hi)` computes exactly the elements with `v0` in `lo..hi`).
 //! Reductions are never split, so results are bit-identical for every
-//! thread count. Nests without a `gen` variable run on the calling thread;
+//! thread count. The estimate, and with it the choice of threads and of
+//! the GEMM library ([`Options::gemm_min_work`]), is made once per sizes
+//! and layout, not per call. Nests without a `gen` variable run on the calling thread;
 //! GEMM stages get the thread count.
 //!
 //! **Cache.** [`compile`] and [`compile_with`] keep kernels in a global
@@ -159,6 +166,13 @@ pub struct Kernel {
     /// boxed, as they pass to and from `idle` without moving.
     #[allow(clippy::vec_box)]
     spare: Mutex<Vec<Box<call::Workspace>>>,
+    /// Per buffer, the leaf of the gathered arguments and output (see
+    /// [`call::Sig::leaves`]) that is its first element, `None` for a
+    /// temporary; `None` altogether (calls are never remembered) if some
+    /// parameter or result buffer is not a leaf.
+    buf_leaf: Option<Vec<Option<usize>>>,
+    /// The threads a call uses ([`Options::thread_count`]).
+    threads: usize,
 }
 
 impl Drop for Kernel {
@@ -321,12 +335,31 @@ fn compile_here(f: &Function, opts: &Options) -> Result<Kernel> {
     if let Some(key) = pack(&flat) {
         let _ = fast[0].set((key, native.clone()));
     }
+    let sig = call::Sig::new(f, &result, &prog);
+    let (arg_leaves, out_leaves) = sig.leaves();
+    let buf_leaf = prog
+        .bufs
+        .iter()
+        .map(|b| match &b.kind {
+            BufKind::Param { param, path } => arg_leaves
+                .iter()
+                .position(|(p, q)| p == param && q == path)
+                .map(Some),
+            BufKind::Out { path } => out_leaves
+                .iter()
+                .position(|q| q == path)
+                .map(|k| Some(arg_leaves.len() + k)),
+            BufKind::Temp => Some(None),
+        })
+        .collect();
     Ok(Kernel {
+        buf_leaf,
+        threads: opts.thread_count(),
         fast,
         idle: AtomicPtr::new(std::ptr::null_mut()),
         gemm,
         func: f.clone(),
-        sig: call::Sig::new(f, &result, &prog),
+        sig,
         generic: loopir::Layout::generic(&prog).unit.concat(),
         natives: Mutex::new(vec![(layout, flat, native)]),
         prog,
@@ -549,7 +582,7 @@ impl Kernel {
 
     /// Native code for the packed layout `key`, without a lock, if it has
     /// been compiled.
-    fn fast_native(&self, key: u64) -> Option<&codegen::Native> {
+    fn fast_native(&self, key: u64) -> Option<&Arc<codegen::Native>> {
         for f in &self.fast {
             match f.get() {
                 Some((k, n)) if *k == key => return Some(n),
@@ -603,6 +636,8 @@ impl Kernel {
     /// Bind the arguments' sizes into `ws.slots`; on a refusal, the
     /// interpreter's error.
     fn bind<V: AsOperand>(&self, args: &[V], ws: &mut call::Workspace) -> Result<()> {
+        // (the remembered call's sizes are about to go)
+        ws.valid = false;
         ws.slots.clear();
         ws.slots.resize(self.sig.names.len(), call::UNBOUND);
         if self.sig.bind(args, &mut ws.slots) {
@@ -629,14 +664,7 @@ impl Kernel {
 
     /// Run on `args`, allocating the result.
     pub fn call(&self, args: &[Value]) -> Result<Value> {
-        let mut ws = self.workspace();
-        let r = self.bind(args, &mut ws).and_then(|()| {
-            let mut out = self.sig.alloc_result(&ws.slots)?;
-            self.run(args, &mut out, &mut ws)?;
-            Ok(out)
-        });
-        self.give_back(ws);
-        r
+        self.call_alloc(args)
     }
 
     /// Run on `args`, writing the result into `out`, which must have exactly
@@ -657,13 +685,26 @@ impl Kernel {
 
     fn call_alloc<V: AsOperand>(&self, args: &[V]) -> Result<Value> {
         let mut ws = self.workspace();
-        let r = self.bind(args, &mut ws).and_then(|()| {
-            let mut out = self.sig.alloc_result(&ws.slots)?;
-            self.run(args, &mut out, &mut ws)?;
-            Ok(out)
-        });
+        let r = self.alloc_with(args, &mut ws);
         self.give_back(ws);
         r
+    }
+
+    fn alloc_with<V: AsOperand>(&self, args: &[V], ws: &mut call::Workspace) -> Result<Value> {
+        let gathered = self.gather_args(args, ws);
+        // the arguments of the remembered call: the same sizes
+        let same_args = gathered && ws.valid && ws.key.get(..ws.key_args) == Some(&ws.probe[..]);
+        if !same_args {
+            self.bind(args, ws)?;
+        }
+        let mut out = self.sig.alloc_result(&ws.slots)?;
+        let gathered = gathered && self.gather_out(&mut out, ws);
+        if same_args && gathered && self.hit(ws) {
+            self.exec(ws)?;
+        } else {
+            self.run(args, &mut out, ws, gathered)?;
+        }
+        Ok(out)
     }
 
     /// Run on borrowed arguments, writing the result into the caller's
@@ -722,17 +763,83 @@ impl Kernel {
         out: &mut O,
     ) -> Result<()> {
         let mut ws = self.workspace();
-        let r = self.bind(args, &mut ws).and_then(|()| {
-            if !self.sig.fits_out(out, &ws.slots) {
-                check_out(&self.result, out, &self.sizes_map(&ws), "buffer")?;
-            }
-            self.run(args, out, &mut ws)
-        });
+        let gathered = self.gather_args(args, &mut ws) && self.gather_out(out, &mut ws);
+        let r = if gathered && self.hit(&mut ws) {
+            self.exec(&mut ws)
+        } else {
+            self.bind(args, &mut ws).and_then(|()| {
+                if !self.sig.fits_out(out, &ws.slots) {
+                    check_out(&self.result, out, &self.sizes_map(&ws), "buffer")?;
+                }
+                self.run(args, out, &mut ws, gathered)
+            })
+        };
         self.give_back(ws);
         r
     }
 
+    /// Gather the arguments' leaves into `ws.probe` and `ws.leaf_ptrs`
+    /// (see [`call::Sig::gather_args`]); false when the call cannot be
+    /// remembered.
+    fn gather_args<V: AsOperand>(&self, args: &[V], ws: &mut call::Workspace) -> bool {
+        ws.probe.clear();
+        ws.leaf_ptrs.clear();
+        let ok =
+            self.buf_leaf.is_some() && self.sig.gather_args(args, &mut ws.probe, &mut ws.leaf_ptrs);
+        ws.probe_args = ws.probe.len();
+        ok
+    }
+
+    /// Then the output's leaves.
+    fn gather_out<O: AsOperandMut>(&self, out: &mut O, ws: &mut call::Workspace) -> bool {
+        self.sig.gather_out(out, &mut ws.probe, &mut ws.leaf_ptrs)
+    }
+
+    /// Whether the gathered call is the one `ws` remembers; if so, its
+    /// arguments' and output's pointers go into `ws.ptrs` (everything
+    /// else the remembered call set up stays valid: see [`call`]).
+    fn hit(&self, ws: &mut call::Workspace) -> bool {
+        let Some(buf_leaf) = &self.buf_leaf else {
+            return false;
+        };
+        if !ws.valid || ws.probe != ws.key || ws.ptrs.len() != buf_leaf.len() {
+            return false;
+        }
+        for (p, l) in ws.ptrs.iter_mut().zip(buf_leaf) {
+            if let Some(l) = l {
+                match ws.leaf_ptrs.get(*l) {
+                    Some(&q) => *p = q,
+                    None => return false,
+                }
+            }
+        }
+        true
+    }
+
+    /// The full path: set the call up ([`Kernel::setup`]) and run it;
+    /// remembered in `ws` when it succeeds and `gathered` (its key is in
+    /// `ws.probe`).
     fn run<V: AsOperand, O: AsOperandMut>(
+        &self,
+        args: &[V],
+        out: &mut O,
+        ws: &mut call::Workspace,
+        gathered: bool,
+    ) -> Result<()> {
+        ws.valid = false;
+        self.setup(args, out, ws)?;
+        self.exec(ws)?;
+        if gathered {
+            ws.key_args = ws.probe_args;
+            ws.key.clone_from(&ws.probe);
+            ws.valid = true;
+        }
+        Ok(())
+    }
+
+    /// Bind the buffers of a checked call into `ws`: sizes, pointers,
+    /// strides, the layout and its native code, and the plan of each nest.
+    fn setup<V: AsOperand, O: AsOperandMut>(
         &self,
         args: &[V],
         out: &mut O,
@@ -756,6 +863,8 @@ impl Kernel {
             strides,
             unit,
             temps,
+            native: ws_native,
+            plan,
             ..
         } = ws;
         ptrs.clear();
@@ -859,51 +968,75 @@ impl Kernel {
             );
         }
         // (temporaries are C order: their last stride is 1)
-        let held;
         let native = match pack(unit).and_then(|key| self.fast_native(key)) {
-            Some(n) => n,
-            None => {
-                held = self.native(unit)?;
-                &*held
-            }
+            Some(n) => n.clone(),
+            None => self.native(unit)?,
         };
-        let threads = self.opts.thread_count();
+        *ws_native = Some(native);
+        // per nest, decided once per sizes and layout: GEMM, threads
+        plan.clear();
+        for (k, nest) in p.nests.iter().enumerate() {
+            let n0 = nest.vars.first().map_or(1, |(_, n)| resolve(n, svals));
+            let work = || nest_work(nest, svals);
+            let gemm = self.gemm[k].is_some() && work() >= self.opts.gemm_min_work;
+            let parallel = self.threads > 1
+                && n0 > 1
+                && !nest.vars.is_empty()
+                && work() >= self.opts.parallel_threshold;
+            plan.push(call::Step { gemm, parallel, n0 });
+        }
+        Ok(())
+    }
+
+    /// Run the nests of the call set up in `ws`.
+    fn exec(&self, ws: &mut call::Workspace) -> Result<()> {
+        let call::Workspace {
+            svals,
+            ptrs,
+            strides,
+            native,
+            plan,
+            ..
+        } = ws;
+        let native = native
+            .as_deref()
+            .ok_or_else(|| jit_err("internal: a call without native code"))?;
+        let threads = self.threads;
         let raw = Raw {
             bufs: ptrs.as_ptr(),
             strides: strides.as_ptr(),
             sizes: svals.as_ptr(),
         };
-        for (k, (nest, entry)) in p.nests.iter().zip(&native.entries).enumerate() {
-            if let Some(g) = &self.gemm[k] {
-                // SAFETY: as below (the library gets the same pointers and
-                // strides; the output never aliases an argument).
-                if nest_work(nest, svals) >= self.opts.gemm_min_work
-                    && unsafe { g.run(&ptrs[..], &strides[..], &svals[..], threads) }
-                {
-                    continue;
+        for (k, (entry, step)) in native.entries.iter().zip(plan.iter()).enumerate() {
+            if step.gemm {
+                if let Some(g) = &self.gemm[k] {
+                    // SAFETY: as below (the library gets the same pointers
+                    // and strides; the output never aliases an argument).
+                    if unsafe { g.run(&ptrs[..], &strides[..], &svals[..], threads) } {
+                        continue;
+                    }
                 }
             }
             let entry = *entry;
-            let n0 = nest.vars.first().map_or(1, |(_, n)| resolve(n, svals));
+            let n0 = step.n0;
             // SAFETY: every pointer is the first element of a live buffer
             // whose shape was checked against the buffer's declared dims,
             // with its own strides (an axis assumed unit-stride by the
-            // layout has stride 1 or at most one element); the generated
+            // layout has stride 1 or at most one element) — on a
+            // remembered call, the key (every leaf's kind, shape and
+            // strides) equals that of a call that passed the checks, and
+            // the temporaries' buffers are those it sized; the generated
             // code indexes plain indices within their (equal) ranges and
             // checks every other index, and a call covers `lo..hi` within
             // `0..n0`, the outermost loop's range, so all accesses stay
             // inside the buffers. Calls on disjoint `lo..hi` write
-            // disjoint elements (see `Raw`). The workspace, `args` and
-            // `out` outlive the call.
+            // disjoint elements (see `Raw`). The workspace, the arguments
+            // and the output outlive the call.
             let run = move |lo: usize, hi: usize| {
                 let r = raw;
                 unsafe { entry(r.bufs, r.strides, r.sizes, lo as i64, hi as i64) }
             };
-            if threads > 1
-                && n0 > 1
-                && !nest.vars.is_empty()
-                && nest_work(nest, svals) >= self.opts.parallel_threshold
-            {
+            if step.parallel {
                 let (len, chunks) = chunking(n0, threads);
                 pool::run(threads, chunks, |c| run(c * len, ((c + 1) * len).min(n0)));
             } else {
