@@ -972,6 +972,16 @@ impl Gen<'_, '_> {
         }
     }
 
+    /// Whether `a op b` is computed as `b op a` with `a` evaluated last:
+    /// `+` and `*` are exactly commutative in IEEE arithmetic, and a load
+    /// (without a strong-zero flag) emitted right before the instruction
+    /// that uses it becomes its memory operand (`vaddpd (mem), x`)
+    /// instead of a load of its own — so `a + (b + c)`, as the optimiser
+    /// leaves sums, costs no extra loads.
+    fn swapped(op: BinOp, a: &T) -> bool {
+        matches!(op, BinOp::Add | BinOp::Mul) && matches!(a, T::Load { flag: None, .. })
+    }
+
     fn bin(&mut self, op: BinOp, a: &T, b: &T) -> (Value, Option<Value>) {
         // a + b*c with no strong zeros about: one fused multiply-add
         if op == BinOp::Add && !schedule::strong(a) && !schedule::strong(b) {
@@ -981,6 +991,20 @@ impl Gen<'_, '_> {
                 let vy = self.scalar(y).0;
                 return (self.b.ins().fma(vx, vy, va), None);
             }
+        }
+        if Self::swapped(op, a) {
+            let (y, fy) = self.scalar(b);
+            let x = self.scalar(a).0;
+            let v = self.arith(op, y, x);
+            return match (op, fy) {
+                (BinOp::Mul, Some(fy)) => {
+                    let zero = self.f64c(0.0);
+                    (self.b.ins().select(fy, zero, v), Some(fy))
+                }
+                // a load without a flag is never a strong zero, so
+                // neither is the sum
+                _ => (v, None),
+            };
         }
         let (x, fx) = self.scalar(a);
         if let (Some(fx), BinOp::Mul | BinOp::Div) = (fx, op) {
@@ -1325,6 +1349,11 @@ impl Gen<'_, '_> {
                         let vy = self.vscalar(y, var);
                         return self.b.ins().fma(vx, vy, va);
                     }
+                }
+                if Self::swapped(*op, a) {
+                    let y = self.vscalar(b, var);
+                    let x = self.vscalar(a, var);
+                    return self.arith(*op, y, x);
                 }
                 let x = self.vscalar(a, var);
                 let y = self.vscalar(b, var);
