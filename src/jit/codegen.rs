@@ -32,11 +32,22 @@
 //!   body);
 //! - **vectors**: an innermost loop whose body has no strong zeros or sums
 //!   and whose moving loads walk unit-stride axes unchecked runs on `f64x2`
-//!   (pointers advanced per step, `fma` for multiply-add, calls other than
-//!   `sqrt`/`abs` lane by lane) with a scalar tail: stores of a gen loop
-//!   whose output axis is unit-stride, or a sum into [`VACCS`] vector
-//!   accumulators. Other innermost sums without strong zeros are unrolled
-//!   by [`UNROLL`] with independent scalar accumulators (`fma` into each).
+//!   (`fma` for multiply-add, calls other than `sqrt`/`abs` lane by lane)
+//!   with a scalar tail: stores of a gen loop whose output axis is
+//!   unit-stride ([`VSTORE_UNROLL`] vectors per step, then one), or a sum
+//!   into [`VACCS`] vector accumulators. Every moving load and the store
+//!   address a row pointer computed before the loop (at index 0; loads of
+//!   one row such as `I[y,x-1]`, `I[y,x]`, `I[y,x+1]` share it and differ
+//!   by an immediate offset) plus 8 × the loop index, one x86 addressing
+//!   mode, so a step advances one register. Other innermost sums without
+//!   strong zeros are unrolled by [`UNROLL`] with independent scalar
+//!   accumulators (`fma` into each).
+//! - **loops** are rotated (one test before the loop, then one at the
+//!   bottom of each iteration), and a flag-free load on the left of `+` or
+//!   `*` is evaluated last and swapped to the right (both are exactly
+//!   commutative), so that it becomes the instruction's memory operand.
+//!
+//! `EINSAT_JIT_DUMP=1` prints each nest's machine code as it is compiled.
 //! - **short sums**: a sum of literal size up to [`UNROLL_SHORT`] without
 //!   a loop domain is emitted as its terms in order, the summed index a
 //!   constant in each (no loop, no accumulators to combine; Cranelift then
@@ -346,7 +357,7 @@ const VACCS: usize = 4;
 
 /// `f64x2` vectors stored per step of a vectorised gen loop (then one
 /// vector, then scalars).
-const VSTORE_UNROLL: usize = 2;
+pub const VSTORE_UNROLL: usize = 2;
 
 struct Gen<'a, 'l> {
     b: FunctionBuilder<'a>,
