@@ -4,6 +4,7 @@ calls from several Python threads at once (the GIL is released)."""
 import gc
 import sys
 import threading
+import time
 import tracemalloc
 
 import numpy as np
@@ -96,30 +97,36 @@ def test_threads_run_at_once():
 
 def test_gil_released_during_native_work():
     """Another thread's Python code runs while a kernel runs. The switch
-    interval is set very long, so a thread holding the GIL is never made to
-    give it up: the counter can only count inside the call window if the
-    call released the GIL."""
+    interval is set far longer than the test, so a thread holding the GIL is
+    never made to give it up, and the main thread gives it up only inside
+    `einsum`: the counter can only count if the call released the GIL. The
+    call is repeated (for at most a few seconds) because on a loaded machine
+    the operating system may not schedule the counter thread during any one
+    call."""
     n = 300
     A = np.random.default_rng(10).standard_normal((n, n))
     einsat.einsum("ij,jk,kl->il", A, A, A, threads=1)  # compiled beforehand
-    started, finished = threading.Event(), threading.Event()
+    finished = threading.Event()
     ticks = [0]
 
     def counter():
-        started.wait()
         while not finished.is_set():
             ticks[0] += 1
+            time.sleep(0.0001)  # gives the GIL back: the main thread never waits on it
 
     old = sys.getswitchinterval()
-    sys.setswitchinterval(1.0)
+    sys.setswitchinterval(30.0)
     t = threading.Thread(target=counter)
-    t.start()
     try:
-        started.set()
-        einsat.einsum("ij,jk,kl->il", A, A, A, threads=1)
-        finished.set()
+        t.start()  # the counter may take its first tick while start() waits
+        ticks[0] = 0
+        deadline = time.monotonic() + 5.0
+        calls = 0
+        while ticks[0] == 0 and time.monotonic() < deadline:
+            einsat.einsum("ij,jk,kl->il", A, A, A, threads=1)
+            calls += 1
     finally:
         finished.set()
-        t.join()
         sys.setswitchinterval(old)
-    assert ticks[0] > 0
+        t.join()
+    assert ticks[0] > 0, f"no tick during {calls} calls"
