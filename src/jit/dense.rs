@@ -22,7 +22,16 @@
 //! the inner product that bound the summed variable from above by the row
 //! variable (`[j <= i]`, `[j < 2*i - 1 && j <= i + 3]`) become a loop
 //! domain per row ([`Plan::hi`]): a triangular matvec reads half the
-//! matrix and tests nothing per element.
+//! matrix and tests nothing per element. In `Tile` mode, brackets that
+//! bound the summed variable by the lanes' variable from either side
+//! (`gen(j) sum(i) [j <= i] * x[i] * A[i,j]`, the column form) become a
+//! domain per lane ([`Plan::tdom`]): a tile sums over the union of its
+//! lanes' domains, masking each lane's update only where the domains of
+//! the tile's lanes differ. For the two-level form, [`plan`] also tries
+//! the sums the other way round (`sum(k2) m' * sum(k1) f'`: reduction
+//! interchange, so the bilinear form `sum(i) y[i] * sum(j) A[j,i] * x[j]`
+//! walks rows of a C-order `A`) and keeps the orientation whose lanes
+//! run along more unit-stride loads.
 //! [`emit`] writes the function body (after the entry block of
 //! [`super::codegen::compile`] has been created; it returns from the
 //! function itself).
@@ -125,6 +134,14 @@ pub struct Plan {
     /// (the nest then has no factors outside the sum, which could
     /// otherwise meet a strong-zero sum); see [`Em::tile_r`].
     pub hi: Vec<(i64, i64)>,
+    /// A loop domain from brackets of the inner product in `Tile` mode
+    /// (one level, one summed variable `k`, nothing outside the sum):
+    /// `(true, c, d)` is `k >= c * v + d`, `(false, c, d)` is
+    /// `k < c * v + d`. A tile runs the sum over the union of its
+    /// outputs' domains, with each lane's update masked outside its own
+    /// (a masked lane keeps its accumulator bit for bit), and unmasked
+    /// where every lane's domain holds; see [`Em::tile`].
+    pub tdom: Vec<(bool, i64, i64)>,
 }
 
 fn factors<'a>(s: &'a S, out: &mut Vec<&'a S>) {
@@ -181,6 +198,70 @@ fn split<'a>(
         }
     }
     Some((items, sum))
+}
+
+/// The tile-level or summed variable the `f64x2` lanes should run along:
+/// `(score, tile mode, position, variable)` of the best candidate (see
+/// [`plan`]), `None` when no load is unit-stride along any of them.
+fn choose(
+    acc: &[Access],
+    layout: &Layout,
+    tiles: &[(usize, SizeRef)],
+    red: &[(usize, SizeRef)],
+    mid: &[Item],
+    inner: &[Item],
+    two: bool,
+) -> Option<(usize, bool, usize, usize)> {
+    let units = |items: &[Item], v: usize| loads(items).filter(|&a| acc[a].unit(v, layout)).count();
+    // candidates: (score, tile mode, position)
+    let mut best: Option<(usize, bool, usize, usize)> = None;
+    let mut consider = |score: usize, tile: bool, pos: usize, v: usize| {
+        if score == 0 {
+            return;
+        }
+        let key = (score, tile, pos);
+        if best.is_none_or(|(s, t, q, _)| key > (s, t, q)) {
+            best = Some((score, tile, pos, v));
+        }
+    };
+    for (pos, (v, _)) in tiles.iter().enumerate() {
+        let mut score = 2 * units(inner, *v);
+        if two {
+            score += units(mid, *v);
+        } else if acc[0].unit(*v, layout) {
+            score += 1;
+        }
+        consider(score, true, pos, *v);
+    }
+    for (pos, (v, _)) in red.iter().enumerate() {
+        consider(2 * units(inner, *v), false, pos, *v);
+    }
+    best
+}
+
+/// The factors of `sum(outer) mid * sum(red) inner` regrouped for
+/// `sum(red) mid' * sum(outer) inner'`: the inner factors that use no
+/// variable of `outer` move out, `mid` moves in.
+fn swap_items(
+    mid: &[Item],
+    inner: &[Item],
+    outer: &[(usize, SizeRef)],
+    acc: &[Access],
+) -> (Vec<Item>, Vec<Item>) {
+    let uses_outer = |it: &Item| match it {
+        Item::Load(a) => outer.iter().any(|(x, _)| acc[*a].dep(*x)),
+        Item::Num(_) => true,
+    };
+    let mut m2 = Vec::new();
+    let mut i2: Vec<Item> = mid.to_vec();
+    for it in inner {
+        if uses_outer(it) {
+            i2.push(*it);
+        } else {
+            m2.push(*it);
+        }
+    }
+    (m2, i2)
 }
 
 fn loads(items: &[Item]) -> impl Iterator<Item = usize> + '_ {
@@ -240,31 +321,23 @@ pub fn plan(p: &LoopProgram, nest: &Nest, layout: &Layout) -> Option<Plan> {
     // at least one load in the inner product
     loads(&inner).next()?;
     let gens = nest.vars.clone();
+    let (mut mid, mut inner, mut outer, mut red) = (mid, inner, outer, red);
+    if two {
+        // reduction interchange: `sum(k1) m * sum(k2) f` as
+        // `sum(k2) m' * sum(k1) f'` when that orientation walks more
+        // unit-stride axes (no brackets or strong-zero buffers reach this
+        // form, so only the summation order changes)
+        let (m2, i2) = swap_items(&mid, &inner, &outer, &acc);
+        if loads(&i2).next().is_some()
+            && choose(&acc, layout, &red, &outer, &m2, &i2, true).map(|b| b.0)
+                > choose(&acc, layout, &outer, &red, &mid, &inner, true).map(|b| b.0)
+        {
+            std::mem::swap(&mut outer, &mut red);
+            (mid, inner) = (m2, i2);
+        }
+    }
     let tiles: Vec<(usize, SizeRef)> = if two { outer.clone() } else { gens.clone() };
-    let units = |items: &[Item], v: usize| loads(items).filter(|&a| acc[a].unit(v, layout)).count();
-    // candidates: (score, tile mode, position)
-    let mut best: Option<(usize, bool, usize, usize)> = None;
-    let mut consider = |score: usize, tile: bool, pos: usize, v: usize| {
-        if score == 0 {
-            return;
-        }
-        let key = (score, tile, pos);
-        if best.is_none_or(|(s, t, q, _)| key > (s, t, q)) {
-            best = Some((score, tile, pos, v));
-        }
-    };
-    for (pos, (v, _)) in tiles.iter().enumerate() {
-        let mut score = 2 * units(&inner, *v);
-        if two {
-            score += units(&mid, *v);
-        } else if acc[0].unit(*v, layout) {
-            score += 1;
-        }
-        consider(score, true, pos, *v);
-    }
-    for (pos, (v, _)) in red.iter().enumerate() {
-        consider(2 * units(&inner, *v), false, pos, *v);
-    }
+    let best = choose(&acc, layout, &tiles, &red, &mid, &inner, two);
     let (mode, v, lanes) = match best {
         Some((_, true, _, v)) => (Mode::Tile, v, 2),
         Some((_, false, _, v)) => (Mode::Reduce, v, 2),
@@ -305,27 +378,48 @@ pub fn plan(p: &LoopProgram, nest: &Nest, layout: &Layout) -> Option<Plan> {
         .filter(|(x, _)| *x != v && Some(*x) != w)
         .cloned()
         .collect();
-    // brackets: upper bounds of the summed variable along the rows
+    // brackets: bounds of the summed variable, along the rows (`Reduce`:
+    // upper bounds) or along the lanes (`Tile`: either side)
     let mut hi = Vec::new();
+    let mut tdom = Vec::new();
     for p in brs {
-        let w = w?;
-        if mode != Mode::Reduce || red.len() != 1 || !post.is_empty() {
+        if two || red.len() != 1 || !post.is_empty() {
             return None;
         }
+        let k = red[0].0;
         let mut cs = Vec::new();
         super::schedule::conjuncts(p, &mut cs);
         for c in cs {
             let P::Cmp(op, a, b) = c else { return None };
-            let (None, Some(h)) = super::schedule::solve(op, &a, &b, v)? else {
-                return None;
-            };
-            if h.terms.iter().any(|&(x, k)| x != w && k != 0) {
-                return None;
+            let (l, h) = super::schedule::solve(op, &a, &b, k)?;
+            match mode {
+                Mode::Reduce => {
+                    let w = w?;
+                    let (None, Some(h)) = (l, h) else {
+                        return None;
+                    };
+                    if h.terms.iter().any(|&(x, c)| x != w && c != 0) {
+                        return None;
+                    }
+                    hi.push((super::schedule::coef(&h, w), h.constant));
+                }
+                Mode::Tile => {
+                    // with no unit-stride axis the general code generator's
+                    // exact loop domains do better than masks
+                    if lanes != 2 {
+                        return None;
+                    }
+                    for (is_lo, b) in [(true, l), (false, h)] {
+                        let Some(b) = b else { continue };
+                        if b.terms.iter().any(|&(x, c)| x != v && c != 0) {
+                            return None;
+                        }
+                        tdom.push((is_lo, super::schedule::coef(&b, v), b.constant));
+                    }
+                }
             }
-            hi.push((super::schedule::coef(&h, w), h.constant));
         }
     }
-    let mut red = red;
     if mode == Mode::Reduce {
         let k = red.iter().position(|(x, _)| *x == v)?;
         let last = red.remove(k);
@@ -336,7 +430,7 @@ pub fn plan(p: &LoopProgram, nest: &Nest, layout: &Layout) -> Option<Plan> {
     let (rows, cols, unroll) = match (mode, lanes, w.is_some()) {
         (Mode::Tile, 2, true) => (4, 2, 2),
         (Mode::Tile, 2, false) => (1, 8, 2),
-        (Mode::Reduce, 2, true) => (4, 1, 4),
+        (Mode::Reduce, 2, true) => (4, 1, 2),
         (Mode::Reduce, 2, false) => (1, 4, 2),
         (_, _, true) => (2, 4, 1),
         (_, _, false) => (1, 4, 1),
@@ -372,6 +466,7 @@ pub fn plan(p: &LoopProgram, nest: &Nest, layout: &Layout) -> Option<Plan> {
         kblock,
         unroll,
         hi,
+        tdom,
     })
 }
 
@@ -470,6 +565,13 @@ struct Em<'a, 'b> {
     /// Inside a block of the reduction ([`Plan::kblock`]): its range, and
     /// whether it is the first and the last block.
     kblk: Option<KBlk>,
+    /// A tile with a loop domain ([`Plan::tdom`]): the range of the
+    /// reduction loop being emitted, and per column the lanes' bounds
+    /// (`lo`, `hi`) when the updates are masked.
+    rrange: Option<(Value, Value)>,
+    masks: Option<Vec<(Value, Value)>>,
+    /// The reduction variable's value in the loop body being emitted.
+    cur_k: Option<Value>,
 }
 
 /// The block of the reduction being emitted (see [`Plan::kblock`]).
@@ -533,6 +635,9 @@ pub fn emit(
         fused: true,
         full_tile: false,
         kblk: None,
+        rrange: None,
+        masks: None,
+        cur_k: None,
     };
     if plan.two_level {
         em.two_level(&ptrs);
@@ -932,6 +1037,126 @@ impl Em<'_, '_> {
         m
     }
 
+    /// The lanes' domains of a tile ([`Plan::tdom`]): the four cut points
+    /// of [`Em::tile`]'s pieces (clamped to the block of the reduction
+    /// being emitted), and per column the lanes' bounds (`i64x2` vectors
+    /// when `lanes` is 2).
+    fn dom_pieces(
+        &mut self,
+        cols: usize,
+        lanes: usize,
+        v_at: Value,
+    ) -> (Vec<Value>, Vec<(Value, Value)>) {
+        let (z, nv) = match self.kblk {
+            Some(k) => (k.start, k.end),
+            None => {
+                let n = self.plan.red[0].1.clone();
+                (self.iconst(0), self.size(&n))
+            }
+        };
+        let zero = self.iconst(0);
+        let n = {
+            let n = self.plan.red[0].1.clone();
+            self.size(&n)
+        };
+        let tdom = self.plan.tdom.clone();
+        let mut lows = Vec::new();
+        let mut highs = Vec::new();
+        for e in 0..cols * lanes {
+            let ve = self.b.ins().iadd_imm_s(v_at, e as i64);
+            let (mut l, mut h) = (zero, n);
+            for &(is_lo, c, d) in &tdom {
+                let x = self.b.ins().imul_imm_s(ve, c);
+                let x = self.b.ins().iadd_imm_s(x, d);
+                if is_lo {
+                    l = self.b.ins().smax(l, x);
+                } else {
+                    h = self.b.ins().smin(h, x);
+                }
+            }
+            lows.push(l);
+            highs.push(h);
+        }
+        let fold = |em: &mut Self, xs: &[Value], max: bool| {
+            xs[1..].iter().fold(xs[0], |m, &x| {
+                if max {
+                    em.b.ins().smax(m, x)
+                } else {
+                    em.b.ins().smin(m, x)
+                }
+            })
+        };
+        let a = fold(self, &lows, false);
+        let b = fold(self, &lows, true);
+        let c = fold(self, &highs, false);
+        let d = fold(self, &highs, true);
+        let c = self.b.ins().smax(b, c);
+        let d = self.b.ins().smax(c, d);
+        let pieces = [a, b, c, d]
+            .into_iter()
+            .map(|x| {
+                let x = self.b.ins().smax(x, z);
+                self.b.ins().smin(x, nv)
+            })
+            .collect();
+        let bounds = (0..cols)
+            .map(|c| {
+                if lanes == 2 {
+                    let pack = |em: &mut Self, xs: &[Value]| {
+                        let v = em.b.ins().splat(types::I64X2, xs[2 * c]);
+                        em.b.ins().insertlane(v, xs[2 * c + 1], 1)
+                    };
+                    (pack(self, &lows), pack(self, &highs))
+                } else {
+                    (lows[c], highs[c])
+                }
+            })
+            .collect();
+        (pieces, bounds)
+    }
+
+    /// Whether reduction index `k` is in the domain of each lane of a
+    /// column with bounds `(lo, hi)`: an `f64x2` bit mask, or an `i8`.
+    fn lane_mask(&mut self, (lo, hi): (Value, Value), k: Value, lanes: usize) -> Value {
+        if lanes == 2 {
+            let kv = self.b.ins().splat(types::I64X2, k);
+            let a = self.b.ins().icmp(IntCC::SignedGreaterThanOrEqual, kv, lo);
+            let b = self.b.ins().icmp(IntCC::SignedLessThan, kv, hi);
+            let m = self.b.ins().band(a, b);
+            let le = MemFlagsData::new().with_endianness(cranelift_codegen::ir::Endianness::Little);
+            self.b.ins().bitcast(types::F64X2, le, m)
+        } else {
+            let a = self.b.ins().icmp(IntCC::SignedGreaterThanOrEqual, k, lo);
+            let b = self.b.ins().icmp(IntCC::SignedLessThan, k, hi);
+            self.b.ins().band(a, b)
+        }
+    }
+
+    /// [`Em::update`], keeping the accumulator's old value in the lanes
+    /// where `mask` (from [`Em::lane_mask`]) is off.
+    fn update_m(
+        &mut self,
+        acc: Variable,
+        parts: &Parts,
+        r: usize,
+        c: usize,
+        lanes: usize,
+        mask: Option<Value>,
+    ) {
+        let Some(m) = mask else {
+            return self.update(acc, parts, r, c, lanes);
+        };
+        let old = self.b.use_var(acc);
+        self.update(acc, parts, r, c, lanes);
+        let new = self.b.use_var(acc);
+        let v = if lanes == 2 {
+            self.b.ins().bitselect(m, new, old)
+        } else {
+            self.b.ins().select(m, new, old)
+        };
+        self.b.def_var(acc, v);
+    }
+
     /// `acc += s * (t * x)`, one `fma` when both sides are there.
     fn update(&mut self, acc: Variable, parts: &Parts, r: usize, c: usize, lanes: usize) {
         let mut tx = parts.t[c];
@@ -1033,11 +1258,13 @@ impl Em<'_, '_> {
             return leaf(self, ptrs, parts);
         }
         let (var, n) = self.plan.red[d].clone();
-        let (z, nv) = match self.kblk {
-            Some(k) => (k.start, k.end),
-            None => (self.iconst(0), self.size(&n)),
+        let (z, nv) = match (self.rrange, self.kblk) {
+            (Some(r), _) => r,
+            (None, Some(k)) => (k.start, k.end),
+            (None, None) => (self.iconst(0), self.size(&n)),
         };
-        let mut body = |em: &mut Self, p: &[Value], _: Value| {
+        let mut body = |em: &mut Self, p: &[Value], kv: Value| {
+            em.cur_k = Some(kv);
             let mut parts = parts.clone();
             em.apply(&groups[d + 1], p, geo, &mut parts);
             em.red_loops(d + 1, upto, groups, p, geo, &parts, leaf);
@@ -1051,8 +1278,22 @@ impl Em<'_, '_> {
     }
 
     /// One register tile in `Tile` mode: `rows × cols` groups of `lanes`
-    /// at the pointers' origin, the whole reduction, then `action`.
-    fn tile(&mut self, top: &[Value], rows: usize, cols: usize, lanes: usize, action: &Action) {
+    /// at the pointers' origin (`v_at` along `v`), the whole reduction,
+    /// then `action`. With a loop domain ([`Plan::tdom`]) the reduction
+    /// runs over the union of the lanes' domains in three pieces: masked
+    /// up to the largest lower bound, unmasked up to the smallest upper
+    /// one, masked to the largest. Each lane adds exactly the terms of its
+    /// own domain, in increasing order, so every output is summed the same
+    /// way whatever tile (or lane) it falls in.
+    fn tile(
+        &mut self,
+        top: &[Value],
+        rows: usize,
+        cols: usize,
+        lanes: usize,
+        action: &Action,
+        v_at: Value,
+    ) {
         let (rg, xp, owners) = self.row_geo(rows, top, true);
         let ptrs = &xp[..];
         let saved = std::mem::replace(&mut self.owners, owners);
@@ -1065,13 +1306,37 @@ impl Em<'_, '_> {
         let mut parts = Parts::new(rows, cols);
         self.apply(&groups[0], ptrs, &geo, &mut parts);
         let upto = self.plan.red.len();
-        self.red_loops(0, upto, &groups, ptrs, &geo, &parts, &mut |em, _, parts| {
+        let mut leaf = |em: &mut Self, _: &[Value], parts: &Parts| {
+            let masks = em.masks.clone();
+            let k = em.cur_k;
             for (r, row) in accs.iter().enumerate() {
                 for (c, acc) in row.iter().enumerate() {
-                    em.update(*acc, parts, r, c, lanes);
+                    let m = match (&masks, k) {
+                        (Some(ms), Some(k)) => Some(em.lane_mask(ms[c], k, lanes)),
+                        _ => None,
+                    };
+                    em.update_m(*acc, parts, r, c, lanes, m);
                 }
             }
-        });
+        };
+        if self.plan.tdom.is_empty() {
+            self.red_loops(0, upto, &groups, ptrs, &geo, &parts, &mut leaf);
+        } else {
+            let (pieces, bounds) = self.dom_pieces(cols, lanes, v_at);
+            let saved_full = self.full_tile;
+            for (k, w) in pieces.windows(2).enumerate() {
+                let masked = k != 1;
+                self.rrange = Some((w[0], w[1]));
+                self.masks = masked.then(|| bounds.clone());
+                // the masked pieces are short: not unrolled
+                self.full_tile = saved_full && !masked;
+                self.red_loops(0, upto, &groups, ptrs, &geo, &parts, &mut leaf);
+            }
+            self.full_tile = saved_full;
+            self.rrange = None;
+            self.masks = None;
+            self.cur_k = None;
+        }
         self.owners = saved;
         let sums: Vec<Vec<Value>> = accs
             .iter()
@@ -1199,8 +1464,8 @@ impl Em<'_, '_> {
         let over_v = |em: &mut Self, ptrs: &[Value], rows: usize, a: Value, b: Value| {
             let mut s = a;
             for &(step, cols, lanes) in &variants {
-                s = em.lp(v, s, b, step, ptrs, &mut |em, p, _| {
-                    em.tile(p, rows, cols, lanes, action)
+                s = em.lp(v, s, b, step, ptrs, &mut |em, p, vi| {
+                    em.tile(p, rows, cols, lanes, action, vi)
                 });
             }
         };
