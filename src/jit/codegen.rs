@@ -141,6 +141,10 @@ pub fn compile(p: &LoopProgram, layout: &Layout) -> Result<Native, String> {
     };
     set(&mut flags, "opt_level", "speed")?;
     set(&mut flags, "is_pic", "false")?;
+    // frames larger than a page (the packing buffers of `dense`) touch
+    // every page in order, so a thread's guard page is never jumped over
+    set(&mut flags, "enable_probestack", "true")?;
+    set(&mut flags, "probestack_strategy", "inline")?;
     let isa = cranelift_native::builder()
         .map_err(|e| format!("host ISA: {e}"))?
         .finish(settings::Flags::new(flags))

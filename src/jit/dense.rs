@@ -18,7 +18,11 @@
 //! In `Tile` mode with rows the reduction runs in blocks of [`KBLOCK`]
 //! terms, each block over every tile of a panel, the partial sums kept
 //! in the output between blocks (so the second factor's rows a block reads
-//! stay in cache for all rows of the first). In `Reduce` mode, brackets of
+//! stay in cache for all rows of the first). A matrix product (two gen
+//! axes, one summed variable, one factor along each pair) is also packed
+//! into stack buffers first, in whatever layout its arguments come
+//! ([`Pack`]); such a nest is always planned this way, lanes along the
+//! output's unit-stride axis if it has one. In `Reduce` mode, brackets of
 //! the inner product that bound the summed variable from above by the row
 //! variable (`[j <= i]`, `[j < 2*i - 1 && j <= i + 3]`) become a loop
 //! domain per row ([`Plan::hi`]): a triangular matvec reads half the
@@ -46,7 +50,9 @@
 use super::loopir::{Layout, LoopProgram, Nest, SizeRef, P, S};
 use crate::syntax::ast::BinOp;
 use cranelift_codegen::ir::condcodes::IntCC;
-use cranelift_codegen::ir::{types, InstBuilder, MemFlagsData, Type, Value};
+use cranelift_codegen::ir::{
+    types, InstBuilder, MemFlagsData, StackSlot, StackSlotData, StackSlotKind, Type, Value,
+};
 use cranelift_frontend::{FunctionBuilder, Variable};
 
 /// The parameters of a nest's native function (see [`super::codegen`]).
@@ -142,6 +148,26 @@ pub struct Plan {
     /// (a masked lane keeps its accumulator bit for bit), and unmasked
     /// where every lane's domain holds; see [`Em::tile`].
     pub tdom: Vec<(bool, i64, i64)>,
+    /// Packing (see [`Pack`]).
+    pub pack: Option<Pack>,
+}
+
+/// `Tile` mode, one level, one summed variable `k`, rows along `w`, in
+/// k-blocks: the inner product's factor along `(w, k)` (not `v`), `a`,
+/// and its factor along `(v, k)` (not `w`), `b`, are copied into stack
+/// buffers before the register tiles read them (the GotoBLAS scheme).
+/// Per panel of `v` and block of `k`, the full-width column strips of `b`
+/// go to `[strip][k][nr]` (`nr = cols * lanes`; the narrower tail
+/// columns read `b` in place); per row tile and block, `a`'s rows go to
+/// `[k][rows]`. The tiles then read both at unit stride from two
+/// pointers, whatever the layout of the arguments (a power-of-two row
+/// stride no longer thrashes cache sets, and a tile needs no pointer per
+/// row). The values and the order of the operations are the same as
+/// without packing.
+#[derive(Clone, Copy, Debug)]
+pub struct Pack {
+    pub a: usize,
+    pub b: usize,
 }
 
 fn factors<'a>(s: &'a S, out: &mut Vec<&'a S>) {
@@ -285,6 +311,28 @@ impl Access {
     }
 }
 
+/// Whether some tile-level variable `w` other than `v` has exactly one
+/// inner factor along `(w, k)` (not `v`) and one along `(v, k)` (not `w`),
+/// `k` the only summed variable: the shape [`Pack`] takes.
+fn packable(
+    acc: &[Access],
+    inner: &[Item],
+    tiles: &[(usize, SizeRef)],
+    red: &[(usize, SizeRef)],
+    v: usize,
+) -> bool {
+    let [(k, _)] = red else { return false };
+    let one = |on: usize, off: usize| {
+        loads(inner)
+            .filter(|&a| acc[a].dep(on) && acc[a].dep(*k) && !acc[a].dep(off))
+            .count()
+            == 1
+    };
+    tiles
+        .iter()
+        .any(|(w, _)| *w != v && one(*w, v) && one(v, *w))
+}
+
 /// The plan for `nest`, when it is a dense contraction this module handles.
 pub fn plan(p: &LoopProgram, nest: &Nest, layout: &Layout) -> Option<Plan> {
     if p.touches_strong_buffers(nest) {
@@ -337,7 +385,19 @@ pub fn plan(p: &LoopProgram, nest: &Nest, layout: &Layout) -> Option<Plan> {
         }
     }
     let tiles: Vec<(usize, SizeRef)> = if two { outer.clone() } else { gens.clone() };
-    let best = choose(&acc, layout, &tiles, &red, &mid, &inner, two);
+    let mut best = choose(&acc, layout, &tiles, &red, &mid, &inner, two);
+    // a product that packs (see [`Pack`]) runs on its unit-stride copies
+    // whatever the layout: lanes along the output's unit-stride axis if
+    // it has one (so tiles store whole vectors)
+    let packs = |v: usize| !two && brs.is_empty() && packable(&acc, &inner, &tiles, &red, v);
+    let packed_v = tiles
+        .iter()
+        .map(|(v, _)| *v)
+        .filter(|&v| packs(v))
+        .max_by_key(|&v| acc[0].unit(v, layout));
+    if let Some(v) = packed_v {
+        best = Some((usize::MAX, true, 0, v));
+    }
     let (mode, v, lanes) = match best {
         Some((_, true, _, v)) => (Mode::Tile, v, 2),
         Some((_, false, _, v)) => (Mode::Reduce, v, 2),
@@ -445,6 +505,30 @@ pub fn plan(p: &LoopProgram, nest: &Nest, layout: &Layout) -> Option<Plan> {
     } else {
         0
     };
+    let mut pack = None;
+    if kblock > 0 && tdom.is_empty() {
+        if let (Some(w), [(k, _)]) = (w, red.as_slice()) {
+            let (k, w) = (*k, w);
+            let find = |on: usize, off: usize| {
+                let mut it =
+                    loads(&inner).filter(|&a| acc[a].dep(on) && acc[a].dep(k) && !acc[a].dep(off));
+                match (it.next(), it.next()) {
+                    (Some(a), None) => Some(a),
+                    _ => None,
+                }
+            };
+            if let (Some(a), Some(b)) = (find(w, v), find(v, w)) {
+                pack = Some(Pack { a, b });
+            }
+        }
+    }
+    // packed: blocks and panels by measurement (matmul, n = 256 and 1024),
+    // the panel a whole number of tiles; the stack buffers take
+    // `PACK_KC * (PACK_PANEL + rows) * 8` bytes (132 KiB)
+    let (panel, kblock) = match pack {
+        Some(_) => (PACK_PANEL / (cols * lanes) * (cols * lanes), PACK_KC),
+        None => (panel, kblock),
+    };
     Some(Plan {
         acc,
         post,
@@ -466,12 +550,22 @@ pub fn plan(p: &LoopProgram, nest: &Nest, layout: &Layout) -> Option<Plan> {
         kblock,
         unroll,
         hi,
+        pack,
         tdom,
     })
 }
 
 /// The default [`Plan::kblock`], by measurement (matmul, n = 1024).
 pub const KBLOCK: usize = 256;
+
+/// [`Plan::kblock`] and (at most) [`Plan::panel`] of a plan that packs
+/// (see [`Pack`]), by measurement (matmul, n = 256 and 1024, 1 thread).
+pub const PACK_KC: usize = 128;
+pub const PACK_PANEL: usize = 128;
+
+/// Pseudo accesses: the packed copies of [`Pack::a`] and [`Pack::b`].
+const PA: usize = usize::MAX - 8;
+const PB: usize = usize::MAX - 9;
 
 /// An address offset: a constant (folded into the load) or a value.
 #[derive(Clone, Copy, Debug)]
@@ -554,6 +648,11 @@ struct Em<'a, 'b> {
     mf: MemFlagsData,
     /// Vector accesses: only 8-byte aligned.
     mv: MemFlagsData,
+    /// Loads of the factors: as `mf`/`mv`, and also read-only and movable
+    /// (the nest writes only its output, which no factor is), so Cranelift
+    /// places each where it is first used (see [`Em::load`]).
+    rf: MemFlagsData,
+    rv: MemFlagsData,
     lo: Value,
     hi: Value,
     /// The access each pointer slot belongs to (see [`Em::lp`]).
@@ -565,6 +664,14 @@ struct Em<'a, 'b> {
     /// Inside a block of the reduction ([`Plan::kblock`]): its range, and
     /// whether it is the first and the last block.
     kblk: Option<KBlk>,
+    /// Packing (see [`Pack`]): the stack buffers of `a` and `b`; whether
+    /// the tiles being emitted read `a`, `b` packed; the rows `a` is
+    /// packed for; the packed `b`'s pointer at the panel's origin.
+    slots: Option<(StackSlot, StackSlot)>,
+    pa_on: bool,
+    pb_on: bool,
+    mr: usize,
+    pb_base: Option<Value>,
     /// A tile with a loop domain ([`Plan::tdom`]): the range of the
     /// reduction loop being emitted, and per column the lanes' bounds
     /// (`lo`, `hi`) when the updates are masked.
@@ -629,16 +736,39 @@ pub fn emit(
         sizes: e.sizes,
         mf,
         mv: MemFlagsData::new().with_notrap(),
+        rf: mf.with_readonly().with_can_move(),
+        rv: MemFlagsData::new()
+            .with_notrap()
+            .with_readonly()
+            .with_can_move(),
         lo: e.lo,
         hi: e.hi,
         owners: (0..plan.acc.len()).collect(),
         fused: true,
         full_tile: false,
         kblk: None,
+        slots: None,
+        pa_on: false,
+        pb_on: false,
+        mr: 1,
+        pb_base: None,
         rrange: None,
         masks: None,
         cur_k: None,
     };
+    if plan.pack.is_some() {
+        let kc = plan.kblock as u32;
+        let mk = |em: &mut Em, n: u32| {
+            em.b.create_sized_stack_slot(StackSlotData::new(
+                StackSlotKind::ExplicitSlot,
+                kc * n * 8,
+                6,
+            ))
+        };
+        let sa = mk(&mut em, plan.rows as u32);
+        let sb = mk(&mut em, plan.panel as u32);
+        em.slots = Some((sa, sb));
+    }
     if plan.two_level {
         em.two_level(&ptrs);
     } else {
@@ -684,6 +814,19 @@ impl Em<'_, '_> {
     /// The stride in bytes of access `a` along `v` (`None`: it does not
     /// depend on `v`), and whether it is unit-stride.
     fn stride(&mut self, a: usize, v: usize) -> Option<(Value, bool)> {
+        let a = self.eff(a);
+        if a == PA || a == PB {
+            let plan = self.plan;
+            let k = plan.red[0].0;
+            let (st, unit) = match (a == PA, v) {
+                (true, x) if x == k => (8 * self.mr as i64, false),
+                (true, x) if Some(x) == plan.w => (8, true),
+                (false, x) if x == k => ((8 * plan.cols * plan.lanes) as i64, false),
+                (false, x) if x == plan.v => ((8 * plan.kblock) as i64, false),
+                _ => return None,
+            };
+            return Some((self.iconst(st), unit));
+        }
         let (_, at, unit) = self.sb[a].iter().find(|(x, _, _)| *x == v)?.clone();
         if unit {
             return Some((self.iconst(8), true));
@@ -705,7 +848,21 @@ impl Em<'_, '_> {
 
     /// Whether access `a` is unit-stride along `v`.
     fn unit(&self, a: usize, v: usize) -> bool {
-        self.sb[a].iter().any(|(x, _, u)| *x == v && *u)
+        match self.eff(a) {
+            PA => Some(v) == self.plan.w,
+            PB => v == self.plan.v,
+            a => self.sb[a].iter().any(|(x, _, u)| *x == v && *u),
+        }
+    }
+
+    /// The access `a` stands for: its packed copy while the tiles read
+    /// that (see [`Pack`]).
+    fn eff(&self, a: usize) -> usize {
+        match self.plan.pack {
+            Some(p) if self.pa_on && a == p.a => PA,
+            Some(p) if self.pb_on && a == p.b => PB,
+            _ => a,
+        }
     }
 
     fn dep(&self, a: usize, v: Option<usize>) -> bool {
@@ -889,6 +1046,7 @@ impl Em<'_, '_> {
         let n = cols * lanes;
         let col_off = (0..self.plan.acc.len())
             .map(|a| match self.stride(a, v) {
+                Some(_) if self.eff(a) == PB => (0..n).map(|k| Off::C(8 * k as i64)).collect(),
                 None => vec![Off::C(0); n],
                 Some((_, true)) => (0..n).map(|k| Off::C(8 * k as i64)).collect(),
                 Some((s, false)) => (0..n)
@@ -934,6 +1092,13 @@ impl Em<'_, '_> {
         self.b.ins().load(ty, f, a, c)
     }
 
+    /// A load of a factor (read-only during the nest; see [`Em::rf`]).
+    fn load_ro(&mut self, ty: Type, base: Value, offs: &[Off]) -> Value {
+        let (a, c) = self.addr(base, offs);
+        let f = if ty == types::F64 { self.rf } else { self.rv };
+        self.b.ins().load(ty, f, a, c)
+    }
+
     fn store_at(&mut self, x: Value, base: Value, offs: &[Off]) {
         let (a, c) = self.addr(base, offs);
         let f = if self.b.func.dfg.value_type(x) == types::F64 {
@@ -951,17 +1116,17 @@ impl Em<'_, '_> {
         let ro = geo.row_off[a][r];
         let along_v = self.dep(a, Some(self.plan.v));
         if !along_v {
-            return self.load_at(types::F64, base, &[ro]);
+            return self.load_ro(types::F64, base, &[ro]);
         }
         if geo.lanes == 1 {
-            return self.load_at(types::F64, base, &[ro, geo.col_off[a][c]]);
+            return self.load_ro(types::F64, base, &[ro, geo.col_off[a][c]]);
         }
         let unit = self.unit(a, self.plan.v);
         if unit {
-            return self.load_at(types::F64X2, base, &[ro, geo.col_off[a][2 * c]]);
+            return self.load_ro(types::F64X2, base, &[ro, geo.col_off[a][2 * c]]);
         }
-        let x0 = self.load_at(types::F64, base, &[ro, geo.col_off[a][2 * c]]);
-        let x1 = self.load_at(types::F64, base, &[ro, geo.col_off[a][2 * c + 1]]);
+        let x0 = self.load_ro(types::F64, base, &[ro, geo.col_off[a][2 * c]]);
+        let x1 = self.load_ro(types::F64, base, &[ro, geo.col_off[a][2 * c + 1]]);
         let v = self.b.ins().splat(types::F64X2, x0);
         self.b.ins().insertlane(v, x1, 1)
     }
@@ -1462,12 +1627,24 @@ impl Em<'_, '_> {
         };
         let variants = self.v_variants();
         let over_v = |em: &mut Self, ptrs: &[Value], rows: usize, a: Value, b: Value| {
+            let mut own = ptrs.to_vec();
+            if let Some(pk) = plan.pack {
+                own[pk.a] = em.pack_a(ptrs, rows);
+                em.pa_on = true;
+            }
             let mut s = a;
-            for &(step, cols, lanes) in &variants {
-                s = em.lp(v, s, b, step, ptrs, &mut |em, p, vi| {
+            for (vi, &(step, cols, lanes)) in variants.iter().enumerate() {
+                let mut p2 = own.clone();
+                if let (0, Some(pk), Some(base)) = (vi, plan.pack, em.pb_base) {
+                    p2[pk.b] = base;
+                    em.pb_on = true;
+                }
+                s = em.lp(v, s, b, step, &p2, &mut |em, p, vi| {
                     em.tile(p, rows, cols, lanes, action, vi)
                 });
+                em.pb_on = false;
             }
+            em.pa_on = false;
         };
         let over_w = |em: &mut Self, ptrs: &[Value], a: Value, b: Value| match plan.w {
             None => over_v(em, ptrs, 1, a, b),
@@ -1506,7 +1683,11 @@ impl Em<'_, '_> {
                     first,
                     last,
                 });
+                if plan.pack.is_some() {
+                    em.pb_base = Some(em.pack_b(p, a, b));
+                }
                 over_w(em, p, a, b);
+                em.pb_base = None;
                 em.kblk = saved;
             });
         };
@@ -1523,6 +1704,83 @@ impl Em<'_, '_> {
         } else {
             over_k(self, ptrs, v0, v1);
         }
+    }
+
+    /// Pack the full-width column strips of [`Pack::b`] in `from..to`
+    /// along `v`, the current block of `k`, into its stack buffer; returns
+    /// the packed pointer at the origin of `v` and `k` (so the tiles'
+    /// loops, starting at `from` and at the block's start, reach the
+    /// buffer's first element).
+    fn pack_b(&mut self, ptrs: &[Value], from: Value, to: Value) -> Value {
+        let plan = self.plan;
+        let (pk, (_, slot)) = (plan.pack.expect("packing"), self.slots.expect("slots"));
+        let kb = self.kblk.expect("a block of k");
+        let (v, k) = (plan.v, plan.red[0].0);
+        let nr = (plan.cols * plan.lanes) as i64;
+        let base = self.b.ins().stack_addr(types::I64, slot, 0);
+        let o1 = self.b.ins().imul_imm_s(from, 8 * plan.kblock as i64);
+        let o2 = self.b.ins().imul_imm_s(kb.start, 8 * nr);
+        let o = self.b.ins().iadd(o1, o2);
+        let vb = self.b.ins().isub(base, o);
+        let saved = std::mem::replace(&mut self.owners, vec![pk.b, PB]);
+        let unit = self.unit(pk.b, v);
+        let cols = plan.cols;
+        let mf = self.mf;
+        let mv = self.mv;
+        self.lp(v, from, to, nr, &[ptrs[pk.b], vb], &mut |em, q, _| {
+            em.lp(k, kb.start, kb.end, 1, q, &mut |em, r, _| {
+                if unit {
+                    for c in 0..cols {
+                        let x = em.b.ins().load(types::F64X2, mv, r[0], 16 * c as i32);
+                        em.b.ins().store(mv, x, r[1], 16 * c as i32);
+                    }
+                } else {
+                    let (s, _) = em.stride(pk.b, v).expect("b runs along v");
+                    for l in 0..nr {
+                        let o = em.b.ins().imul_imm_s(s, l);
+                        let a = em.b.ins().iadd(r[0], o);
+                        let x = em.b.ins().load(types::F64, mf, a, 0);
+                        em.b.ins().store(mf, x, r[1], 8 * l as i32);
+                    }
+                }
+            });
+        });
+        self.owners = saved;
+        vb
+    }
+
+    /// Pack `rows` rows of [`Pack::a`] from the tile's origin, the current
+    /// block of `k`, into its stack buffer; returns the packed pointer at
+    /// the origin of `k`.
+    fn pack_a(&mut self, ptrs: &[Value], rows: usize) -> Value {
+        let plan = self.plan;
+        let (pk, (slot, _)) = (plan.pack.expect("packing"), self.slots.expect("slots"));
+        let kb = self.kblk.expect("a block of k");
+        let (w, k) = (plan.w.expect("rows along w"), plan.red[0].0);
+        let (sw, _) = self.stride(pk.a, w).expect("a runs along w");
+        let mut src = vec![ptrs[pk.a]];
+        for r in 1..rows {
+            let o = self.b.ins().imul_imm_s(sw, r as i64);
+            src.push(self.b.ins().iadd(ptrs[pk.a], o));
+        }
+        self.mr = rows;
+        let base = self.b.ins().stack_addr(types::I64, slot, 0);
+        let o = self.b.ins().imul_imm_s(kb.start, 8 * rows as i64);
+        let va = self.b.ins().isub(base, o);
+        src.push(va);
+        let mut owners = vec![pk.a; rows];
+        owners.push(PA);
+        let saved = std::mem::replace(&mut self.owners, owners);
+        let mf = self.mf;
+        // (`pa_on` is off: `a` is read in place, the copy is `PA`)
+        self.lp(k, kb.start, kb.end, 1, &src, &mut |em, q, _| {
+            for r in 0..rows {
+                let x = em.b.ins().load(types::F64, mf, q[r], 0);
+                em.b.ins().store(mf, x, q[rows], 8 * r as i32);
+            }
+        });
+        self.owners = saved;
+        va
     }
 
     /// `Reduce` mode: the tile level's `w` loop, `rows` outputs at a time,
