@@ -7,6 +7,11 @@
 //! `:nogemm` / `:opt-nogemm` turn the GEMM stage off for that entry).
 //! `EINSAT_THREADS=N` sets the JIT's threads (default all cores),
 //! `EINSAT_REPS=N` the interleaved rounds (default 200).
+//!
+//! Hand-written Rust peers run in the same rounds on the group's first
+//! program's inputs: `rust:blur` (a 5-point blur with zero padding, borders
+//! peeled, the interior written so LLVM vectorises it) and
+//! `rust:blur-naive` (every neighbour checked).
 use einsat::interp::Value;
 use einsat::opt::{optimize, Options};
 use rand::SeedableRng;
@@ -21,7 +26,17 @@ fn main() {
     let (_, v) = args[2].split_once('=').unwrap();
     let n: usize = v.parse().unwrap();
     let mut runs = Vec::new();
+    let mut peers: Vec<(String, Peer, Vec<f64>, f64)> = Vec::new();
     for spec in &args[3..] {
+        if let Some(p) = spec.strip_prefix("rust:") {
+            let f = match p {
+                "blur" => blur_peeled as Peer,
+                "blur-naive" => blur_naive as Peer,
+                _ => panic!("no peer {p}"),
+            };
+            peers.push((spec.clone(), f, vec![0.0; n * n], f64::INFINITY));
+            continue;
+        }
         let (name, opt, gemm) = match spec.split_once(':') {
             Some((a, m)) => (a, m.starts_with("opt"), !m.ends_with("nogemm")),
             None => (spec.as_str(), false, true),
@@ -76,8 +91,33 @@ fn main() {
             r.1.call_into(a, &mut r.3).unwrap();
             r.4 = r.4.min(t.elapsed().as_secs_f64());
         }
+        for (_, f, out, best) in peers.iter_mut() {
+            let Value::Array(a) = &first[0] else {
+                panic!("a peer needs an array argument")
+            };
+            let a = a.as_standard_layout();
+            let a = a.as_slice().expect("standard layout");
+            let t = Instant::now();
+            f(a, out, n);
+            *best = best.min(t.elapsed().as_secs_f64());
+        }
     }
     let base = runs[0].4;
+    for (spec, _, out, t) in &peers {
+        // the peer's result against the group's first program's
+        let same = match &runs[0].3 {
+            Value::Array(r) => r
+                .iter()
+                .zip(out)
+                .all(|(x, y)| (x - y).abs() <= 1e-12 * (1.0 + x.abs())),
+            _ => false,
+        };
+        println!(
+            "{spec:20} min {:9.4} ms  ratio {:6.3}  agrees with the first: {same}",
+            t * 1e3,
+            t / base,
+        );
+    }
     for (spec, _, _, out, t, ct, _) in &runs {
         let s = match out {
             Value::Real(x) => format!("{x:.6e}"),
@@ -89,6 +129,68 @@ fn main() {
             t / base,
             ct * 1e3
         );
+    }
+}
+
+type Peer = fn(&[f64], &mut [f64], usize);
+
+/// A 5-point blur of the `n`×`n` image `a` (row-major), zero outside, added
+/// in the order of `benches/perf.tl`'s `blur`; every neighbour checked.
+fn blur_naive(a: &[f64], o: &mut [f64], n: usize) {
+    let at = |y: isize, x: isize| {
+        if y < 0 || x < 0 || y >= n as isize || x >= n as isize {
+            0.0
+        } else {
+            a[y as usize * n + x as usize]
+        }
+    };
+    for y in 0..n as isize {
+        for x in 0..n as isize {
+            o[y as usize * n + x as usize] =
+                (at(y - 1, x) + at(y + 1, x) + at(y, x - 1) + at(y, x + 1) + at(y, x)) / 5.0;
+        }
+    }
+}
+
+/// The same blur as a careful programmer writes it: the first and last
+/// column checked, the interior of every row a zipped loop over the three
+/// rows with no checks (LLVM vectorises it).
+fn blur_peeled(a: &[f64], o: &mut [f64], n: usize) {
+    let zeros = vec![0.0; n];
+    for y in 0..n {
+        let row = &a[y * n..(y + 1) * n];
+        let up = if y > 0 {
+            &a[(y - 1) * n..y * n]
+        } else {
+            &zeros[..]
+        };
+        let dn = if y + 1 < n {
+            &a[(y + 1) * n..(y + 2) * n]
+        } else {
+            &zeros[..]
+        };
+        let out = &mut o[y * n..(y + 1) * n];
+        let px = |x: usize| {
+            let l = if x > 0 { row[x - 1] } else { 0.0 };
+            let r = if x + 1 < n { row[x + 1] } else { 0.0 };
+            (up[x] + dn[x] + l + r + row[x]) / 5.0
+        };
+        if n < 3 {
+            for (x, o) in out.iter_mut().enumerate() {
+                *o = px(x);
+            }
+            continue;
+        }
+        out[0] = px(0);
+        out[n - 1] = px(n - 1);
+        for (((o, u), d), w) in out[1..n - 1]
+            .iter_mut()
+            .zip(&up[1..n - 1])
+            .zip(&dn[1..n - 1])
+            .zip(row.windows(3))
+        {
+            *o = (u + d + w[0] + w[2] + w[1]) / 5.0;
+        }
     }
 }
 

@@ -32,11 +32,22 @@
 //!   body);
 //! - **vectors**: an innermost loop whose body has no strong zeros or sums
 //!   and whose moving loads walk unit-stride axes unchecked runs on `f64x2`
-//!   (pointers advanced per step, `fma` for multiply-add, calls other than
-//!   `sqrt`/`abs` lane by lane) with a scalar tail: stores of a gen loop
-//!   whose output axis is unit-stride, or a sum into [`VACCS`] vector
-//!   accumulators. Other innermost sums without strong zeros are unrolled
-//!   by [`UNROLL`] with independent scalar accumulators (`fma` into each).
+//!   (`fma` for multiply-add, calls other than `sqrt`/`abs` lane by lane)
+//!   with a scalar tail: stores of a gen loop whose output axis is
+//!   unit-stride ([`VSTORE_UNROLL`] vectors per step, then one), or a sum
+//!   into [`VACCS`] vector accumulators. Every moving load and the store
+//!   address a row pointer computed before the loop (at index 0; loads of
+//!   one row such as `I[y,x-1]`, `I[y,x]`, `I[y,x+1]` share it and differ
+//!   by an immediate offset) plus 8 × the loop index, one x86 addressing
+//!   mode, so a step advances one register. Other innermost sums without
+//!   strong zeros are unrolled by [`UNROLL`] with independent scalar
+//!   accumulators (`fma` into each).
+//! - **loops** are rotated (one test before the loop, then one at the
+//!   bottom of each iteration), and a flag-free load on the left of `+` or
+//!   `*` is evaluated last and swapped to the right (both are exactly
+//!   commutative), so that it becomes the instruction's memory operand.
+//!
+//! `EINSAT_JIT_DUMP=1` prints each nest's machine code as it is compiled.
 //! - **short sums**: a sum of literal size up to [`UNROLL_SHORT`] without
 //!   a loop domain is emitted as its terms in order, the summed index a
 //!   constant in each (no loop, no accumulators to combine; Cranelift then
@@ -253,6 +264,7 @@ pub fn compile(p: &LoopProgram, layout: &Layout) -> Result<Native, String> {
                     out_flag: p.bufs[nest.buf].flag,
                     rows: Vec::new(),
                     row_sigs: Vec::new(),
+                    vidx: None,
                     voff: 0,
                 };
                 g.nest(nest, &sched);
@@ -347,6 +359,10 @@ const MAX_COPIES: usize = 27;
 /// Vector accumulators of an innermost vectorised sum.
 const VACCS: usize = 4;
 
+/// `f64x2` vectors stored per step of a vectorised gen loop (then one
+/// vector, then scalars).
+pub const VSTORE_UNROLL: usize = 2;
+
 struct Gen<'a, 'l> {
     b: FunctionBuilder<'a>,
     /// Base pointers of the buffers the nest uses.
@@ -370,12 +386,17 @@ struct Gen<'a, 'l> {
     /// The strong-zero flag buffer of the nest's output.
     out_flag: Option<usize>,
     /// In a vector loop: the address of each vector load (keyed by the
-    /// load's node) at the loop variable 0, computed before the loop.
-    rows: Vec<(usize, Variable, i32)>,
+    /// load's node) at the loop variable 0, computed before the loop, and
+    /// the byte offset of its constant along the vector axis.
+    rows: Vec<(usize, Value, i32)>,
     /// The row pointers' signatures (buffer and the indices without the
     /// vector axis's constant), so loads of one row share a pointer.
-    row_sigs: Vec<(String, Variable)>,
-    /// Bytes to add to every row pointer for the current unrolled step.
+    row_sigs: Vec<(String, Value)>,
+    /// In a vector loop: the loop index of the current step's first lane
+    /// (every row load is `row + 8 * vidx + voff + imm`, one addressing
+    /// mode, so the loop advances one counter, not a pointer per row).
+    vidx: Option<Value>,
+    /// Bytes to add to every row load for the current unrolled step.
     voff: i64,
 }
 
@@ -418,22 +439,21 @@ impl Gen<'_, '_> {
 
     /// `for var in lo..hi { body }`.
     fn for_range(&mut self, var: usize, lo: Value, n: Value, body: &mut dyn FnMut(&mut Self)) {
+        // rotated: one test before the loop, then one per iteration at
+        // its bottom (no jump back to a separate head block)
         let v = self.vars[var];
         self.b.def_var(v, lo);
-        let head = self.b.create_block();
         let body_b = self.b.create_block();
         let exit = self.b.create_block();
-        self.b.ins().jump(head, &[]);
-        self.b.switch_to_block(head);
-        let i = self.b.use_var(v);
-        let c = self.b.ins().icmp(IntCC::SignedLessThan, i, n);
+        let c = self.b.ins().icmp(IntCC::SignedLessThan, lo, n);
         self.b.ins().brif(c, body_b, &[], exit, &[]);
         self.b.switch_to_block(body_b);
         body(self);
         let i = self.b.use_var(v);
         let i1 = self.b.ins().iadd_imm_s(i, 1);
         self.b.def_var(v, i1);
-        self.b.ins().jump(head, &[]);
+        let c = self.b.ins().icmp(IntCC::SignedLessThan, i1, n);
+        self.b.ins().brif(c, body_b, &[], exit, &[]);
         self.b.switch_to_block(exit);
     }
 
@@ -445,11 +465,9 @@ impl Gen<'_, '_> {
         step: i64,
         body: &mut dyn FnMut(&mut Self, Value),
     ) {
-        let head = self.b.create_block();
+        // rotated like `for_range`
         let body_b = self.b.create_block();
         let exit = self.b.create_block();
-        self.b.ins().jump(head, &[]);
-        self.b.switch_to_block(head);
         let i = self.b.use_var(base);
         let last = self.b.ins().iadd_imm_s(i, step);
         let c = self.b.ins().icmp(IntCC::SignedLessThanOrEqual, last, hi);
@@ -460,7 +478,9 @@ impl Gen<'_, '_> {
         let i = self.b.use_var(base);
         let i1 = self.b.ins().iadd_imm_s(i, step);
         self.b.def_var(base, i1);
-        self.b.ins().jump(head, &[]);
+        let last = self.b.ins().iadd_imm_s(i1, step);
+        let c = self.b.ins().icmp(IntCC::SignedLessThanOrEqual, last, hi);
+        self.b.ins().brif(c, body_b, &[], exit, &[]);
         self.b.switch_to_block(exit);
     }
 
@@ -735,22 +755,30 @@ impl Gen<'_, '_> {
                 });
                 if vector && unit_out && self.out_flag.is_none() && self.vec_ok(body, var) {
                     let saved = self.rows.len();
-                    self.vec_rows(body, var, lo);
-                    self.b.def_var(self.vars[var], lo);
+                    self.vec_rows(body, var);
+                    // the output row at `var = 0`: stores go to
+                    // `out_row + 8 * i` like the loads
+                    let zero = self.b.ins().iconst(types::I64, 0);
+                    self.b.def_var(self.vars[var], zero);
                     let out_row = self.out_addr(n, n.buf);
-                    let out_p = self.b.declare_var(types::I64);
-                    self.b.def_var(out_p, out_row);
                     let base = self.b.declare_var(types::I64);
                     self.b.def_var(base, lo);
-                    self.strided(base, hi, 2, &mut |g, i| {
-                        g.b.def_var(g.vars[var], i);
-                        let v = g.vscalar(body, var);
-                        let addr = g.b.use_var(out_p);
-                        g.b.ins().store(g.vmf, v, addr, 0);
-                        let a2 = g.b.ins().iadd_imm_s(addr, 16);
-                        g.b.def_var(out_p, a2);
-                        g.bump_rows(2);
-                    });
+                    for step in [VSTORE_UNROLL, 1] {
+                        self.strided(base, hi, 2 * step as i64, &mut |g, i| {
+                            g.vidx = Some(i);
+                            let bytes = g.b.ins().ishl_imm_s(i, 3);
+                            let addr = g.b.ins().iadd(out_row, bytes);
+                            for u in 0..step {
+                                let iu = g.b.ins().iadd_imm_s(i, 2 * u as i64);
+                                g.b.def_var(g.vars[var], iu);
+                                g.voff = 16 * u as i64;
+                                let v = g.vscalar(body, var);
+                                g.b.ins().store(g.vmf, v, addr, 16 * u as i32);
+                            }
+                            g.voff = 0;
+                            g.vidx = None;
+                        });
+                    }
                     self.rows.truncate(saved);
                     self.row_sigs.clear();
                     let rest = self.b.use_var(base);
@@ -959,6 +987,16 @@ impl Gen<'_, '_> {
         }
     }
 
+    /// Whether `a op b` is computed as `b op a` with `a` evaluated last:
+    /// `+` and `*` are exactly commutative in IEEE arithmetic, and a load
+    /// (without a strong-zero flag) emitted right before the instruction
+    /// that uses it becomes its memory operand (`vaddpd (mem), x`)
+    /// instead of a load of its own — so `a + (b + c)`, as the optimiser
+    /// leaves sums, costs no extra loads.
+    fn swapped(op: BinOp, a: &T) -> bool {
+        matches!(op, BinOp::Add | BinOp::Mul) && matches!(a, T::Load { flag: None, .. })
+    }
+
     fn bin(&mut self, op: BinOp, a: &T, b: &T) -> (Value, Option<Value>) {
         // a + b*c with no strong zeros about: one fused multiply-add
         if op == BinOp::Add && !schedule::strong(a) && !schedule::strong(b) {
@@ -968,6 +1006,20 @@ impl Gen<'_, '_> {
                 let vy = self.scalar(y).0;
                 return (self.b.ins().fma(vx, vy, va), None);
             }
+        }
+        if Self::swapped(op, a) {
+            let (y, fy) = self.scalar(b);
+            let x = self.scalar(a).0;
+            let v = self.arith(op, y, x);
+            return match (op, fy) {
+                (BinOp::Mul, Some(fy)) => {
+                    let zero = self.f64c(0.0);
+                    (self.b.ins().select(fy, zero, v), Some(fy))
+                }
+                // a load without a flag is never a strong zero, so
+                // neither is the sum
+                _ => (v, None),
+            };
         }
         let (x, fx) = self.scalar(a);
         if let (Some(fx), BinOp::Mul | BinOp::Div) = (fx, op) {
@@ -1152,8 +1204,9 @@ impl Gen<'_, '_> {
         self.b.def_var(base, lo);
         if vector && self.vec_ok(body, var) {
             let saved = self.rows.len();
-            self.vec_rows(body, var, lo);
+            self.vec_rows(body, var);
             self.strided(base, hi, 2 * VACCS as i64, &mut |g, i| {
+                g.vidx = Some(i);
                 for (u, va) in acc.vaccs.iter().enumerate() {
                     let iu = g.b.ins().iadd_imm_s(i, 2 * u as i64);
                     g.b.def_var(v, iu);
@@ -1161,12 +1214,13 @@ impl Gen<'_, '_> {
                     g.vaccumulate(*va, body, var);
                 }
                 g.voff = 0;
-                g.bump_rows(2 * VACCS as i64);
+                g.vidx = None;
             });
             self.strided(base, hi, 2, &mut |g, i| {
+                g.vidx = Some(i);
                 g.b.def_var(v, i);
                 g.vaccumulate(acc.vaccs[0], body, var);
-                g.bump_rows(2);
+                g.vidx = None;
             });
             self.rows.truncate(saved);
             self.row_sigs.clear();
@@ -1221,11 +1275,12 @@ impl Gen<'_, '_> {
         }
     }
 
-    /// Before a vector loop over `var` from `start`: a pointer variable
-    /// per vector load of `t`, at its address for `var = start`; the loop
-    /// advances them ([`Self::bump_rows`]) instead of recomputing
-    /// addresses.
-    fn vec_rows(&mut self, t: &T, var: usize, start: Value) {
+    /// Before a vector loop over `var`: a row pointer per vector load of
+    /// `t`, its address at `var = 0` (loads of one row, e.g. `I[y,x-1]`,
+    /// `I[y,x]` and `I[y,x+1]`, share one; the constant becomes the
+    /// load's immediate offset). In the loop a load is `row + 8 * i + imm`,
+    /// one x86 addressing mode; only `i` advances.
+    fn vec_rows(&mut self, t: &T, var: usize) {
         match t {
             T::Load { buf, ixs, .. } if ixs.iter().any(|ix| schedule::coef(&ix.aff, var) != 0) => {
                 // the vector axis's constant becomes an immediate offset
@@ -1233,16 +1288,10 @@ impl Gen<'_, '_> {
                 let mut ixs = ixs.clone();
                 let mut imm = 0i32;
                 for ix in ixs.iter_mut() {
-                    if schedule::coef(&ix.aff, var) != 0 {
-                        if let Some(b) = ix
-                            .aff
-                            .constant
-                            .checked_mul(8)
-                            .and_then(|b| i32::try_from(b).ok())
-                        {
-                            imm = b;
-                            ix.aff.constant = 0;
-                        }
+                    // small constants only, so `imm + voff` fits an i32
+                    if schedule::coef(&ix.aff, var) != 0 && ix.aff.constant.abs() <= 1 << 20 {
+                        imm = (ix.aff.constant * 8) as i32;
+                        ix.aff.constant = 0;
                     }
                 }
                 let key = t as *const T as usize;
@@ -1251,33 +1300,22 @@ impl Gen<'_, '_> {
                     self.rows.push((key, pv, imm));
                     return;
                 }
-                self.b.def_var(self.vars[var], start);
+                let zero = self.b.ins().iconst(types::I64, 0);
+                self.b.def_var(self.vars[var], zero);
                 let (off, _) = self.offset(*buf, &ixs);
                 let bytes = self.b.ins().ishl_imm_s(off, 3);
                 let base = self.base(*buf);
                 let row = self.b.ins().iadd(base, bytes);
-                let pv = self.b.declare_var(types::I64);
-                self.b.def_var(pv, row);
-                self.row_sigs.push((sig, pv));
-                self.rows.push((key, pv, imm));
+                self.row_sigs.push((sig, row));
+                self.rows.push((key, row, imm));
             }
             T::Bin(_, a, b) => {
-                self.vec_rows(a, var, start);
-                self.vec_rows(b, var, start);
+                self.vec_rows(a, var);
+                self.vec_rows(b, var);
             }
-            T::Neg(a) => self.vec_rows(a, var, start),
-            T::Call(_, args) => args.iter().for_each(|a| self.vec_rows(a, var, start)),
+            T::Neg(a) => self.vec_rows(a, var),
+            T::Call(_, args) => args.iter().for_each(|a| self.vec_rows(a, var)),
             _ => {}
-        }
-    }
-
-    /// Advance the row pointers by `elems` elements.
-    fn bump_rows(&mut self, elems: i64) {
-        for k in 0..self.row_sigs.len() {
-            let pv = self.row_sigs[k].1;
-            let p = self.b.use_var(pv);
-            let q = self.b.ins().iadd_imm_s(p, 8 * elems);
-            self.b.def_var(pv, q);
         }
     }
 
@@ -1299,9 +1337,12 @@ impl Gen<'_, '_> {
             }
             T::Load { buf, ixs, .. } if ixs.iter().any(|ix| schedule::coef(&ix.aff, var) != 0) => {
                 let key = t as *const T as usize;
-                if let Some(&(_, row, imm)) = self.rows.iter().find(|(k, _, _)| *k == key) {
-                    // unit stride, coefficient 1: a pointer that walks
-                    let p = self.b.use_var(row);
+                if let (Some(&(_, row, imm)), Some(i)) =
+                    (self.rows.iter().find(|(k, _, _)| *k == key), self.vidx)
+                {
+                    // unit stride, coefficient 1: `row + 8 * i + imm`
+                    let bytes = self.b.ins().ishl_imm_s(i, 3);
+                    let p = self.b.ins().iadd(row, bytes);
                     let off = self.voff as i32 + imm;
                     return self.b.ins().load(types::F64X2, self.vmf, p, off);
                 }
@@ -1323,6 +1364,11 @@ impl Gen<'_, '_> {
                         let vy = self.vscalar(y, var);
                         return self.b.ins().fma(vx, vy, va);
                     }
+                }
+                if Self::swapped(*op, a) {
+                    let y = self.vscalar(b, var);
+                    let x = self.vscalar(a, var);
+                    return self.arith(*op, y, x);
                 }
                 let x = self.vscalar(a, var);
                 let y = self.vscalar(b, var);
