@@ -13,6 +13,10 @@ use std::time::Instant;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
+    if args.len() < 4 || !args[2].contains('=') {
+        eprintln!("usage: callcost FILE n=SIZE NAME[:opt]...");
+        std::process::exit(2);
+    }
     let src = std::fs::read_to_string(&args[1]).unwrap();
     let prog = einsat::load(&src).unwrap();
     let (_, v) = args[2].split_once('=').unwrap();

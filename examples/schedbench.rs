@@ -20,6 +20,10 @@ use std::time::Instant;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
+    if args.len() < 4 || !args[2].contains('=') {
+        eprintln!("usage: schedbench FILE n=SIZE NAME[:opt|:nogemm]... [rust:PEER]...");
+        std::process::exit(2);
+    }
     let src = std::fs::read_to_string(&args[1]).unwrap();
     let prog = einsat::load(&src).unwrap();
     // every size name gets the same value
