@@ -164,6 +164,11 @@ impl Sig {
     }
 
     /// The result's shape of leaf `path`... (used to allocate results).
+    /// Whether the result is a single number (no pair, rank 0).
+    pub fn number_result(&self) -> bool {
+        matches!(&self.result, SB::Array(d) if d.is_empty())
+    }
+
     pub fn alloc_result(&self, slots: &[usize]) -> crate::Result<Value> {
         alloc(&self.result, slots)
     }
