@@ -7,6 +7,10 @@
 //! thread and on all cores. Throughput is in elements of flops: criterion's
 //! Gelem/s are GFLOP/s. `cargo bench --bench jit` takes a few minutes.
 
+#[path = "../examples/peers/blur.rs"]
+#[allow(dead_code)] // the bench uses the peeled blur only
+mod blur;
+
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use einsat::jit::{self, Kernel, Options};
 use einsat::Value;
@@ -95,48 +99,13 @@ fn blur(img: &Array2<f64>, out: &mut Array2<f64>) {
     }
 }
 
-/// The blur as a careful programmer writes it: borders checked, the
-/// interior of each row a zipped loop over three rows (LLVM vectorises it).
+/// The blur as a careful programmer writes it (`examples/peers/blur.rs`).
 fn blur_peeled(img: &Array2<f64>, out: &mut Array2<f64>) {
-    let n = img.nrows();
-    let a = img.as_slice().unwrap();
-    let o = out.as_slice_mut().unwrap();
-    let zeros = vec![0.0; n];
-    for y in 0..n {
-        let row = &a[y * n..(y + 1) * n];
-        let up = if y > 0 {
-            &a[(y - 1) * n..y * n]
-        } else {
-            &zeros[..]
-        };
-        let dn = if y + 1 < n {
-            &a[(y + 1) * n..(y + 2) * n]
-        } else {
-            &zeros[..]
-        };
-        let out = &mut o[y * n..(y + 1) * n];
-        let px = |x: usize| {
-            let l = if x > 0 { row[x - 1] } else { 0.0 };
-            let r = if x + 1 < n { row[x + 1] } else { 0.0 };
-            (up[x] + dn[x] + l + r + row[x]) / 5.0
-        };
-        if n < 3 {
-            for (x, o) in out.iter_mut().enumerate() {
-                *o = px(x);
-            }
-            continue;
-        }
-        out[0] = px(0);
-        out[n - 1] = px(n - 1);
-        for (((o, u), d), w) in out[1..n - 1]
-            .iter_mut()
-            .zip(&up[1..n - 1])
-            .zip(&dn[1..n - 1])
-            .zip(row.windows(3))
-        {
-            *o = (u + d + w[0] + w[2] + w[1]) / 5.0;
-        }
-    }
+    blur::peeled(
+        img.as_slice().unwrap(),
+        out.as_slice_mut().unwrap(),
+        img.nrows(),
+    );
 }
 
 fn softmax(a: &Array2<f64>, out: &mut Array2<f64>) {
