@@ -104,151 +104,68 @@ pub trait IntoArg<'a> {
     /// The borrowed argument.
     fn into_arg(self) -> Arg<'a>;
 
-    /// The argument as the call boundary reads it (no dynamic-dimension
-    /// view built when the shape and strides can be borrowed).
+    /// Call `f` with the argument as the call boundary reads it (no
+    /// dynamic-dimension view built: arrays and views lend their shape
+    /// and strides for the call).
     #[doc(hidden)]
-    fn into_arg_ref(self) -> ArgRef<'a>
+    fn with_arg_ref<R>(self, f: impl for<'r> FnOnce(ArgRef<'r>) -> R) -> R
     where
         Self: Sized,
     {
-        ArgRef::from(self.into_arg())
+        let a = self.into_arg();
+        f(ArgRef::of(&a))
     }
 }
 
-/// The most axes of a view passed by value whose shape and strides are
-/// copied into the argument itself (more go through an `ArrayViewD`).
-const INLINE: usize = 4;
-
 /// An argument at the call boundary of [`super::Kernel::eval`] and
-/// [`super::Kernel::eval_into`]: like [`Arg`], but an array passed by
-/// reference lends its shape and strides, and a view of at most four
-/// axes passed by value carries them inline, instead of being turned into
-/// an `ArrayViewD` (whose dynamic dimensions cost about as much as the
-/// rest of a small call). Internal.
+/// [`super::Kernel::eval_into`]: like [`Arg`], but an array lends its
+/// first element, shape and strides for the call instead of being turned
+/// into an `ArrayViewD` (whose dynamic dimensions cost about as much as
+/// the rest of a small call). Internal.
 #[doc(hidden)]
-pub type ArgRef<'a> = Bound<'a, *const f64, ArrayViewD<'a, f64>, f64>;
+pub type ArgRef<'a> = Bound<'a, *const f64, f64>;
 
 /// An output buffer at the call boundary of [`super::Kernel::eval_into`]:
-/// like [`ArgMut`], but lending or carrying its shape and strides as
-/// [`ArgRef`] does. Internal.
+/// like [`ArgMut`], but lending its shape and strides as [`ArgRef`] does.
+/// Internal.
 #[doc(hidden)]
-pub type ArgMutRef<'a> = Bound<'a, *mut f64, ArrayViewMutD<'a, f64>, Infallible>;
+pub type ArgMutRef<'a> = Bound<'a, *mut f64, Infallible>;
 
 /// [`ArgRef`] (`P = *const f64`, numbers allowed) and [`ArgMutRef`]
 /// (`P = *mut f64`, no numbers: `R = Infallible`): one representation for
 /// both. Internal.
 #[doc(hidden)]
 #[derive(Debug)]
-pub struct Bound<'a, P, V, R>(Repr<'a, P, V, R>);
+pub struct Bound<'a, P, R>(Repr<'a, P, R>);
 
-/// The forms of [`Bound`] (private: a `Borrowed` or `Inline` array is only
-/// ever built from a live borrow of an array or view, so its pointer,
-/// shape and strides agree).
+/// The forms of [`Bound`] (private: an `Array` is only ever built from a
+/// live borrow of an array or view, so its pointer, shape and strides
+/// agree, and the elements stay borrowed for `'a`).
 #[derive(Debug)]
-enum Repr<'a, P, V, R> {
+enum Repr<'a, P, R> {
     /// A number.
     Real(R),
-    /// An array.
-    Array(Strided<'a, P, V>),
-    /// A pair.
-    Pair(Box<Bound<'a, P, V, R>>, Box<Bound<'a, P, V, R>>),
-}
-
-/// An array's first element, shape and strides, in one of three forms.
-#[derive(Debug)]
-enum Strided<'a, P, V> {
-    /// Borrowed for `'a` from the caller's array.
-    Borrowed {
+    /// An array's first element, shape and strides.
+    Array {
         ptr: P,
         shape: &'a [usize],
         strides: &'a [isize],
     },
-    /// Copied from a view of at most [`INLINE`] axes passed by value.
-    Inline {
-        ptr: P,
-        ndim: usize,
-        shape: [usize; INLINE],
-        strides: [isize; INLINE],
-    },
-    /// A dynamic-dimension view (as an [`Arg`] or [`ArgMut`] holds it).
-    View(V),
+    /// A pair.
+    Pair(Box<Bound<'a, P, R>>, Box<Bound<'a, P, R>>),
 }
 
-/// The dynamic-dimension views a [`Strided`] may hold.
-trait ViewParts {
-    type Ptr: Copy;
-    fn parts(&self) -> (Self::Ptr, &[usize], &[isize]);
-}
-
-impl ViewParts for ArrayViewD<'_, f64> {
-    type Ptr = *const f64;
-    fn parts(&self) -> (*const f64, &[usize], &[isize]) {
-        (self.as_ptr(), self.shape(), self.strides())
-    }
-}
-
-impl ViewParts for ArrayViewMutD<'_, f64> {
-    type Ptr = *mut f64;
-    fn parts(&self) -> (*mut f64, &[usize], &[isize]) {
-        // the view's own pointer (what `as_mut_ptr` returns for a view),
-        // written through only while the buffer is mutably borrowed
-        (self.as_ptr().cast_mut(), self.shape(), self.strides())
-    }
-}
-
-impl<P: Copy, V: ViewParts<Ptr = P>> Strided<'_, P, V> {
-    fn parts(&self) -> (P, &[usize], &[isize]) {
-        match self {
-            Strided::Borrowed {
-                ptr,
-                shape,
-                strides,
-            } => (*ptr, shape, strides),
-            Strided::Inline {
-                ptr,
-                ndim,
-                shape,
-                strides,
-            } => (*ptr, &shape[..*ndim], &strides[..*ndim]),
-            Strided::View(v) => v.parts(),
-        }
-    }
-}
-
-impl<'a, P, V, R> Bound<'a, P, V, R> {
+impl<'a, P, R> Bound<'a, P, R> {
     fn real(x: R) -> Self {
         Bound(Repr::Real(x))
     }
 
-    fn borrowed(ptr: P, shape: &'a [usize], strides: &'a [isize]) -> Self {
-        Bound(Repr::Array(Strided::Borrowed {
+    fn array(ptr: P, shape: &'a [usize], strides: &'a [isize]) -> Self {
+        Bound(Repr::Array {
             ptr,
             shape,
             strides,
-        }))
-    }
-
-    /// A view passed by value, its shape and strides copied inline (if
-    /// it has at most [`INLINE`] axes).
-    fn inline(ptr: P, shape: &[usize], strides: &[isize]) -> Option<Self> {
-        let n = shape.len();
-        if n > INLINE || strides.len() != n {
-            return None;
-        }
-        let mut s = [0; INLINE];
-        let mut st = [0; INLINE];
-        s[..n].copy_from_slice(shape);
-        st[..n].copy_from_slice(strides);
-        Some(Bound(Repr::Array(Strided::Inline {
-            ptr,
-            ndim: n,
-            shape: s,
-            strides: st,
-        })))
-    }
-
-    fn view(v: V) -> Self {
-        Bound(Repr::Array(Strided::View(v)))
+        })
     }
 
     fn pair(a: Self, b: Self) -> Self {
@@ -256,54 +173,64 @@ impl<'a, P, V, R> Bound<'a, P, V, R> {
     }
 }
 
-impl<'a> From<Arg<'a>> for ArgRef<'a> {
-    fn from(a: Arg<'a>) -> Self {
+impl<'a> ArgRef<'a> {
+    /// Borrowing an [`Arg`] (its pairs boxed again).
+    fn of(a: &'a Arg<'_>) -> Self {
         match a {
-            Arg::Real(x) => Bound::real(x),
-            Arg::Array(v) => Bound::view(v),
-            Arg::Pair(a, b) => Bound::pair((*a).into(), (*b).into()),
+            Arg::Real(x) => Bound::real(*x),
+            Arg::Array(v) => Bound::array(v.as_ptr(), v.shape(), v.strides()),
+            Arg::Pair(a, b) => Bound::pair(ArgRef::of(a), ArgRef::of(b)),
         }
     }
 }
 
-impl<'a> From<ArgMut<'a>> for ArgMutRef<'a> {
-    fn from(a: ArgMut<'a>) -> Self {
+impl<'a> ArgMutRef<'a> {
+    /// Borrowing an [`ArgMut`] (its pairs boxed again).
+    fn of(a: &'a mut ArgMut<'_>) -> Self {
         match a {
-            ArgMut::Array(v) => Bound::view(v),
-            ArgMut::Pair(a, b) => Bound::pair((*a).into(), (*b).into()),
+            ArgMut::Array(v) => {
+                let ptr = v.as_mut_ptr();
+                let v: &'a ArrayViewMutD<f64> = v;
+                Bound::array(ptr, v.shape(), v.strides())
+            }
+            ArgMut::Pair(a, b) => Bound::pair(ArgMutRef::of(a), ArgMutRef::of(b)),
         }
     }
 }
 
 impl AsOperand for ArgRef<'_> {
+    #[inline]
     fn operand(&self) -> Operand<'_, Self> {
         match &self.0 {
             Repr::Real(x) => Operand::Real(x),
-            Repr::Array(a) => {
-                let (ptr, shape, strides) = a.parts();
-                Operand::Array {
-                    ptr,
-                    shape,
-                    strides,
-                }
-            }
+            Repr::Array {
+                ptr,
+                shape,
+                strides,
+            } => Operand::Array {
+                ptr: *ptr,
+                shape,
+                strides,
+            },
             Repr::Pair(a, b) => Operand::Pair(a, b),
         }
     }
 }
 
 impl AsOperandMut for ArgMutRef<'_> {
+    #[inline]
     fn operand_mut(&mut self) -> OperandMut<'_, Self> {
         match &mut self.0 {
             Repr::Real(never) => match *never {},
-            Repr::Array(a) => {
-                let (ptr, shape, strides) = a.parts();
-                OperandMut::Array {
-                    ptr,
-                    shape,
-                    strides,
-                }
-            }
+            Repr::Array {
+                ptr,
+                shape,
+                strides,
+            } => OperandMut::Array {
+                ptr: *ptr,
+                shape,
+                strides,
+            },
             Repr::Pair(a, b) => OperandMut::Pair(a, b),
         }
     }
@@ -314,8 +241,9 @@ impl<'a, S: Data<Elem = f64>, D: Dimension> IntoArg<'a> for &'a ArrayBase<S, D> 
         Arg::Array(self.view().into_dyn())
     }
 
-    fn into_arg_ref(self) -> ArgRef<'a> {
-        Bound::borrowed(self.as_ptr(), self.shape(), self.strides())
+    #[inline]
+    fn with_arg_ref<R>(self, f: impl for<'r> FnOnce(ArgRef<'r>) -> R) -> R {
+        f(Bound::array(self.as_ptr(), self.shape(), self.strides()))
     }
 }
 
@@ -324,9 +252,11 @@ impl<'a, D: Dimension> IntoArg<'a> for ArrayView<'a, f64, D> {
         Arg::Array(self.into_dyn())
     }
 
-    fn into_arg_ref(self) -> ArgRef<'a> {
-        Bound::inline(self.as_ptr(), self.shape(), self.strides())
-            .unwrap_or_else(|| Bound::view(self.into_dyn()))
+    #[inline]
+    fn with_arg_ref<R>(self, f: impl for<'r> FnOnce(ArgRef<'r>) -> R) -> R {
+        // the view lives here for the call: its elements stay borrowed
+        // for `'a`, its shape and strides are lent
+        f(Bound::array(self.as_ptr(), self.shape(), self.strides()))
     }
 }
 
@@ -335,8 +265,9 @@ impl<'a> IntoArg<'a> for f64 {
         Arg::Real(self)
     }
 
-    fn into_arg_ref(self) -> ArgRef<'a> {
-        Bound::real(self)
+    #[inline]
+    fn with_arg_ref<R>(self, f: impl for<'r> FnOnce(ArgRef<'r>) -> R) -> R {
+        f(Bound::real(self))
     }
 }
 
@@ -351,8 +282,9 @@ impl<'a, A: IntoArg<'a>, B: IntoArg<'a>> IntoArg<'a> for (A, B) {
         Arg::pair(self.0.into_arg(), self.1.into_arg())
     }
 
-    fn into_arg_ref(self) -> ArgRef<'a> {
-        Bound::pair(self.0.into_arg_ref(), self.1.into_arg_ref())
+    fn with_arg_ref<R>(self, f: impl for<'r> FnOnce(ArgRef<'r>) -> R) -> R {
+        let (a, b) = self;
+        a.with_arg_ref(move |a| b.with_arg_ref(move |b| f(Bound::pair(a, b))))
     }
 }
 
@@ -364,26 +296,27 @@ pub trait IntoArgs<'a> {
     /// Call `f` with the arguments as a slice.
     fn with_args<R>(self, f: impl FnOnce(&[Arg<'a>]) -> R) -> R;
 
-    /// Call `f` with the arguments as the call boundary reads them.
+    /// Call `refs` with the arguments as the call boundary reads them, or
+    /// `args` with them as a slice of [`Arg`]s when that is what they
+    /// are (either gets `s`).
     #[doc(hidden)]
-    fn with_arg_refs<R>(self, f: impl FnOnce(&[ArgRef<'a>]) -> R) -> R
+    fn with_arg_refs<S, R>(
+        self,
+        s: S,
+        refs: impl for<'r> FnOnce(S, &[ArgRef<'r>]) -> R,
+        args: impl FnOnce(S, &[Arg<'a>]) -> R,
+    ) -> R
     where
         Self: Sized,
     {
-        self.with_args(|a| {
-            let a: Vec<ArgRef<'a>> = a.iter().cloned().map(ArgRef::from).collect();
-            f(&a)
-        })
+        let _ = refs;
+        self.with_args(|a| args(s, a))
     }
 }
 
 impl<'a, const N: usize> IntoArgs<'a> for [Arg<'a>; N] {
     fn with_args<R>(self, f: impl FnOnce(&[Arg<'a>]) -> R) -> R {
         f(&self)
-    }
-
-    fn with_arg_refs<R>(self, f: impl FnOnce(&[ArgRef<'a>]) -> R) -> R {
-        f(&self.map(ArgRef::from))
     }
 }
 
@@ -397,10 +330,18 @@ impl<'a> IntoArgs<'a> for () {
     fn with_args<R>(self, f: impl FnOnce(&[Arg<'a>]) -> R) -> R {
         f(&[])
     }
+}
 
-    fn with_arg_refs<R>(self, f: impl FnOnce(&[ArgRef<'a>]) -> R) -> R {
-        f(&[])
-    }
+/// Convert the arguments one by one, each in the closure of the one
+/// before (so each lends its shape and strides for the whole call), then
+/// call `$f` on all of them.
+macro_rules! nest_refs {
+    ($f:ident, $s:ident; [$($r:ident),*];) => {
+        $f($s, &[$($r),*])
+    };
+    ($f:ident, $s:ident; [$($r:ident),*]; $v:ident $($rest:ident)*) => {
+        $v.with_arg_ref(move |$v| nest_refs!($f, $s; [$($r,)* $v]; $($rest)*))
+    };
 }
 
 macro_rules! tuple_args {
@@ -411,9 +352,15 @@ macro_rules! tuple_args {
                 f(&[$($v.into_arg()),+])
             }
 
-            fn with_arg_refs<R>(self, f: impl FnOnce(&[ArgRef<'a>]) -> R) -> R {
+            #[inline]
+            fn with_arg_refs<S, R>(
+                self,
+                s: S,
+                refs: impl for<'r> FnOnce(S, &[ArgRef<'r>]) -> R,
+                _args: impl FnOnce(S, &[Arg<'a>]) -> R,
+            ) -> R {
                 let ($($v,)+) = self;
-                f(&[$($v.into_arg_ref()),+])
+                nest_refs!(refs, s; []; $($v)+)
             }
         }
     };
@@ -439,13 +386,15 @@ pub trait IntoArgMut<'a> {
     /// The borrowed output buffer.
     fn into_arg_mut(self) -> ArgMut<'a>;
 
-    /// The buffer as the call boundary writes it (see [`ArgRef`]).
+    /// Call `f` with the buffer as the call boundary writes it (see
+    /// [`IntoArg::with_arg_ref`]).
     #[doc(hidden)]
-    fn into_arg_mut_ref(self) -> ArgMutRef<'a>
+    fn with_arg_mut_ref<R>(self, f: impl for<'r> FnOnce(ArgMutRef<'r>) -> R) -> R
     where
         Self: Sized,
     {
-        ArgMutRef::from(self.into_arg_mut())
+        let mut a = self.into_arg_mut();
+        f(ArgMutRef::of(&mut a))
     }
 }
 
@@ -454,12 +403,13 @@ impl<'a, S: DataMut<Elem = f64>, D: Dimension> IntoArgMut<'a> for &'a mut ArrayB
         ArgMut::Array(self.view_mut().into_dyn())
     }
 
-    fn into_arg_mut_ref(self) -> ArgMutRef<'a> {
+    #[inline]
+    fn with_arg_mut_ref<R>(self, f: impl for<'r> FnOnce(ArgMutRef<'r>) -> R) -> R {
         // the pointer first (it may make a shared array unique), then the
         // whole borrow is downgraded to lend the shape and strides
         let ptr = self.as_mut_ptr();
         let this: &'a ArrayBase<S, D> = self;
-        Bound::borrowed(ptr, this.shape(), this.strides())
+        f(Bound::array(ptr, this.shape(), this.strides()))
     }
 }
 
@@ -468,12 +418,13 @@ impl<'a, D: Dimension> IntoArgMut<'a> for ArrayViewMut<'a, f64, D> {
         ArgMut::Array(self.into_dyn())
     }
 
-    fn into_arg_mut_ref(mut self) -> ArgMutRef<'a> {
-        // the view is consumed: its elements stay borrowed for `'a`
-        // through the returned buffer
+    #[inline]
+    fn with_arg_mut_ref<R>(mut self, f: impl for<'r> FnOnce(ArgMutRef<'r>) -> R) -> R {
+        // the view lives here for the call: its elements stay mutably
+        // borrowed for `'a` (written through the pointer only), its shape
+        // and strides are lent
         let ptr = self.as_mut_ptr();
-        Bound::inline(ptr, self.shape(), self.strides())
-            .unwrap_or_else(|| Bound::view(self.into_dyn()))
+        f(Bound::array(ptr, self.shape(), self.strides()))
     }
 }
 
@@ -488,8 +439,9 @@ impl<'a, A: IntoArgMut<'a>, B: IntoArgMut<'a>> IntoArgMut<'a> for (A, B) {
         ArgMut::pair(self.0.into_arg_mut(), self.1.into_arg_mut())
     }
 
-    fn into_arg_mut_ref(self) -> ArgMutRef<'a> {
-        Bound::pair(self.0.into_arg_mut_ref(), self.1.into_arg_mut_ref())
+    fn with_arg_mut_ref<R>(self, f: impl for<'r> FnOnce(ArgMutRef<'r>) -> R) -> R {
+        let (a, b) = self;
+        a.with_arg_mut_ref(move |a| b.with_arg_mut_ref(move |b| f(Bound::pair(a, b))))
     }
 }
 

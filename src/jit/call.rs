@@ -16,7 +16,7 @@
 //! kernel calls `interp::bind` itself for the error message, so messages
 //! stay those of the interpreter's call boundary.
 
-use super::codegen::Native;
+use super::codegen::{Entry, Native};
 use super::loopir::LoopProgram;
 use crate::interp::value::{AsOperand, AsOperandMut, Operand, OperandMut};
 use crate::interp::{Boundary, Value};
@@ -120,22 +120,13 @@ impl Sig {
     }
 
     /// Append the kind, shape and strides of every leaf of `args` to
-    /// `key` and its first element to `ptrs`, parameters in order, each
+    /// `key`, parameters in order, each
     /// depth first (as [`Sig::leaves`] lists them); false (the call is
     /// not one a workspace can remember) when `args` do not have the
     /// parameters' number, pair structure and ranks.
-    pub(crate) fn gather_args<V: AsOperand>(
-        &self,
-        args: &[V],
-        key: &mut Vec<isize>,
-        ptrs: &mut Vec<*mut f64>,
-    ) -> bool {
+    pub(crate) fn gather_args<V: AsOperand>(&self, args: &[V], key: &mut Vec<isize>) -> bool {
         args.len() == self.params.len()
-            && self
-                .params
-                .iter()
-                .zip(args)
-                .all(|(b, v)| gather(b, v, key, ptrs))
+            && self.params.iter().zip(args).all(|(b, v)| gather(b, v, key))
     }
 
     /// [`Sig::gather_args`] for the output buffer (its leaves follow the
@@ -144,9 +135,27 @@ impl Sig {
         &self,
         out: &mut O,
         key: &mut Vec<isize>,
-        ptrs: &mut Vec<*mut f64>,
     ) -> bool {
-        gather_mut(&self.result, out, key, ptrs)
+        gather_mut(&self.result, out, key)
+    }
+
+    /// Whether `args` are, leaf by leaf, the arguments of the key `m`
+    /// walks (kind, shape and strides, as [`Sig::gather_args`] would
+    /// gather them): compared in place, each leaf's first element written
+    /// to its buffer's pointer on the way. On false the pointers are
+    /// partly overwritten (the call must take the full path).
+    pub(crate) fn match_args<V: AsOperand>(&self, args: &[V], m: &mut Matcher) -> bool {
+        args.len() == self.params.len()
+            && self
+                .params
+                .iter()
+                .zip(args)
+                .all(|(b, v)| same_here(b, v, m))
+    }
+
+    /// Then the output buffer's leaves.
+    pub(crate) fn match_out<O: AsOperandMut + ?Sized>(&self, out: &mut O, m: &mut Matcher) -> bool {
+        same_mut_here(&self.result, out, m)
     }
 
     /// The leaves of the parameters (parameter, projection path) and of
@@ -204,18 +213,151 @@ fn bind_value<V: AsOperand + ?Sized>(b: &SB, v: &V, slots: &mut [usize]) -> bool
 const KEY_REAL: isize = -1;
 const KEY_ARRAY: isize = -2;
 
-fn gather<V: AsOperand + ?Sized>(
-    b: &SB,
-    v: &V,
-    key: &mut Vec<isize>,
-    ptrs: &mut Vec<*mut f64>,
-) -> bool {
+fn gather<V: AsOperand + ?Sized>(b: &SB, v: &V, key: &mut Vec<isize>) -> bool {
     match (b, v.operand()) {
-        (SB::Array(d), Operand::Real(x)) if d.is_empty() => {
+        (SB::Array(d), Operand::Real(_)) if d.is_empty() => {
             key.push(KEY_REAL);
-            ptrs.push(x as *const f64 as *mut f64);
             true
         }
+        (SB::Array(d), Operand::Array { shape, strides, .. })
+            if shape.len() == d.len() && strides.len() == d.len() =>
+        {
+            key.push(KEY_ARRAY);
+            key.extend(shape.iter().map(|&n| n as isize));
+            key.extend_from_slice(strides);
+            true
+        }
+        (SB::Pair(b0, b1), Operand::Pair(v0, v1)) => gather(b0, v0, key) && gather(b1, v1, key),
+        _ => false,
+    }
+}
+
+fn gather_mut<O: AsOperandMut + ?Sized>(b: &SB, v: &mut O, key: &mut Vec<isize>) -> bool {
+    match (b, v.operand_mut()) {
+        (SB::Array(d), OperandMut::Real(_)) if d.is_empty() => {
+            key.push(KEY_REAL);
+            true
+        }
+        (SB::Array(d), OperandMut::Array { shape, strides, .. })
+            if shape.len() == d.len() && strides.len() == d.len() =>
+        {
+            key.push(KEY_ARRAY);
+            key.extend(shape.iter().map(|&n| n as isize));
+            key.extend_from_slice(strides);
+            true
+        }
+        (SB::Pair(b0, b1), OperandMut::Pair(v0, v1)) => {
+            gather_mut(b0, v0, key) && gather_mut(b1, v1, key)
+        }
+        _ => false,
+    }
+}
+
+/// A walk comparing a call's leaves with a remembered key in place
+/// ([`Sig::match_args`], [`Sig::match_out`]).
+pub(crate) struct Matcher<'k> {
+    /// The remembered key.
+    key: &'k [isize],
+    /// How much of `key` has been matched.
+    at: usize,
+    /// The next leaf's number.
+    leaf: usize,
+    /// Per leaf, the buffer it is the first element of ([`NO_BUF`]: none).
+    leaf_buf: &'k [usize],
+    /// The buffers' first elements.
+    ptrs: &'k mut [*mut f64],
+}
+
+/// In a leaf-to-buffer map: the leaf is no buffer (an unused parameter).
+pub const NO_BUF: usize = usize::MAX;
+
+impl<'k> Matcher<'k> {
+    /// A walk of `key` from position `at`, leaf number `leaf` (0, 0: from
+    /// the start; else where [`Matcher::pos`] left off).
+    pub(crate) fn new(
+        key: &'k [isize],
+        at: usize,
+        leaf: usize,
+        leaf_buf: &'k [usize],
+        ptrs: &'k mut [*mut f64],
+    ) -> Self {
+        Matcher {
+            key,
+            at,
+            leaf,
+            leaf_buf,
+            ptrs,
+        }
+    }
+
+    /// How much of the key has been matched.
+    pub(crate) fn at(&self) -> usize {
+        self.at
+    }
+
+    /// Where the walk is: position in the key, leaf number.
+    pub(crate) fn pos(&self) -> (usize, usize) {
+        (self.at, self.leaf)
+    }
+
+    /// Whether the whole key has been matched.
+    pub(crate) fn done(&self) -> bool {
+        self.at == self.key.len()
+    }
+
+    #[inline(always)]
+    fn ptr(&mut self, p: *mut f64) -> bool {
+        let Some(&b) = self.leaf_buf.get(self.leaf) else {
+            return false;
+        };
+        self.leaf += 1;
+        if let Some(slot) = self.ptrs.get_mut(b) {
+            *slot = p;
+        }
+        // (a leaf of no buffer, `NO_BUF`, is no slot)
+        true
+    }
+
+    #[inline(always)]
+    fn real(&mut self, p: *mut f64) -> bool {
+        match self.key.get(self.at) {
+            Some(&KEY_REAL) => {
+                self.at += 1;
+                self.ptr(p)
+            }
+            _ => false,
+        }
+    }
+
+    #[inline(always)]
+    fn array(&mut self, p: *mut f64, shape: &[usize], strides: &[isize]) -> bool {
+        let n = shape.len();
+        let Some((&tag, k)) = self
+            .key
+            .get(self.at..self.at + 1 + 2 * n)
+            .and_then(|k| k.split_first())
+        else {
+            return false;
+        };
+        let (ks, kt) = k.split_at(n);
+        if tag != KEY_ARRAY
+            || strides.len() != n
+            || !ks.iter().zip(shape).all(|(a, &b)| *a == b as isize)
+            || !kt.iter().zip(strides).all(|(a, b)| a == b)
+        {
+            return false;
+        }
+        self.at += 1 + 2 * n;
+        self.ptr(p)
+    }
+}
+
+/// Whether leaf or pair `v` matches the key where `m` is (a leaf inline,
+/// pairs through [`same`]).
+#[inline(always)]
+fn same_here<V: AsOperand + ?Sized>(b: &SB, v: &V, m: &mut Matcher) -> bool {
+    match (b, v.operand()) {
+        (SB::Array(d), Operand::Real(x)) if d.is_empty() => m.real(x as *const f64 as *mut f64),
         (
             SB::Array(d),
             Operand::Array {
@@ -223,32 +365,22 @@ fn gather<V: AsOperand + ?Sized>(
                 shape,
                 strides,
             },
-        ) if shape.len() == d.len() && strides.len() == d.len() => {
-            key.push(KEY_ARRAY);
-            key.extend(shape.iter().map(|&n| n as isize));
-            key.extend_from_slice(strides);
-            ptrs.push(ptr as *mut f64);
-            true
-        }
-        (SB::Pair(b0, b1), Operand::Pair(v0, v1)) => {
-            gather(b0, v0, key, ptrs) && gather(b1, v1, key, ptrs)
-        }
+        ) if shape.len() == d.len() => m.array(ptr as *mut f64, shape, strides),
+        (SB::Pair(b0, b1), Operand::Pair(v0, v1)) => same(b0, v0, m) && same(b1, v1, m),
         _ => false,
     }
 }
 
-fn gather_mut<O: AsOperandMut + ?Sized>(
-    b: &SB,
-    v: &mut O,
-    key: &mut Vec<isize>,
-    ptrs: &mut Vec<*mut f64>,
-) -> bool {
+#[inline(never)]
+fn same<V: AsOperand + ?Sized>(b: &SB, v: &V, m: &mut Matcher) -> bool {
+    same_here(b, v, m)
+}
+
+/// [`same_here`] for output buffers.
+#[inline(always)]
+fn same_mut_here<O: AsOperandMut + ?Sized>(b: &SB, v: &mut O, m: &mut Matcher) -> bool {
     match (b, v.operand_mut()) {
-        (SB::Array(d), OperandMut::Real(x)) if d.is_empty() => {
-            key.push(KEY_REAL);
-            ptrs.push(x as *mut f64);
-            true
-        }
+        (SB::Array(d), OperandMut::Real(x)) if d.is_empty() => m.real(x as *mut f64),
         (
             SB::Array(d),
             OperandMut::Array {
@@ -256,18 +388,15 @@ fn gather_mut<O: AsOperandMut + ?Sized>(
                 shape,
                 strides,
             },
-        ) if shape.len() == d.len() && strides.len() == d.len() => {
-            key.push(KEY_ARRAY);
-            key.extend(shape.iter().map(|&n| n as isize));
-            key.extend_from_slice(strides);
-            ptrs.push(ptr);
-            true
-        }
-        (SB::Pair(b0, b1), OperandMut::Pair(v0, v1)) => {
-            gather_mut(b0, v0, key, ptrs) && gather_mut(b1, v1, key, ptrs)
-        }
+        ) if shape.len() == d.len() => m.array(ptr, shape, strides),
+        (SB::Pair(b0, b1), OperandMut::Pair(v0, v1)) => same_mut(b0, v0, m) && same_mut(b1, v1, m),
         _ => false,
     }
+}
+
+#[inline(never)]
+fn same_mut<O: AsOperandMut + ?Sized>(b: &SB, v: &mut O, m: &mut Matcher) -> bool {
+    same_mut_here(b, v, m)
 }
 
 fn paths(b: &SB, at: &mut Vec<u8>, out: &mut Vec<Vec<u8>>) {
@@ -357,12 +486,27 @@ pub struct Workspace {
     pub probe: Vec<isize>,
     /// How much of `probe` the arguments make up.
     pub probe_args: usize,
-    /// This call's leaves' first elements, in the order of `probe`.
-    pub leaf_ptrs: Vec<*mut f64>,
     /// The native code for the remembered call's layout.
     pub native: Option<Arc<Native>>,
     /// Per nest, how the remembered call runs it.
     pub plan: Vec<Step>,
+    /// How the remembered call runs its nests, from `plan` and `native`.
+    pub mode: Mode,
+}
+
+/// How a call runs its nests, decided with its [`Step`]s.
+#[derive(Clone, Copy, Debug, Default)]
+pub enum Mode {
+    /// Nest by nest as the steps say.
+    #[default]
+    Steps,
+    /// One nest, on the calling thread, not on the GEMM library: its
+    /// entry over `0..n0`.
+    One(Entry, i64),
+    /// Every nest on the calling thread, none on the GEMM library: the
+    /// native function that runs them all in order
+    /// ([`Native::chain`]).
+    Chain(Entry),
 }
 
 /// How a call runs one nest, decided once per sizes and layout.

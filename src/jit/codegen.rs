@@ -114,6 +114,10 @@ pub struct Native {
     module: Option<JITModule>,
     /// One entry per nest of the loop program, in the same order.
     pub entries: Vec<Entry>,
+    /// With more than one nest: an entry running every nest in order, each
+    /// over its whole outermost range, on the calling thread (its `lo`
+    /// and `hi` are ignored).
+    pub chain: Option<Entry>,
 }
 
 impl Drop for Native {
@@ -291,7 +295,16 @@ pub fn compile(p: &LoopProgram, layout: &Layout) -> Result<Native, String> {
         module.clear_context(&mut ctx);
         ids.push(id);
     }
+    let chain = if ids.len() > 1 {
+        Some(chain(&mut module, &mut ctx, &mut fctx, p, &ids)?)
+    } else {
+        None
+    };
     module.finalize_definitions().map_err(|e| e.to_string())?;
+    // SAFETY: as for the entries below.
+    let chain = chain.map(|id| unsafe {
+        std::mem::transmute::<*const u8, Entry>(module.get_finalized_function(id))
+    });
     let entries = ids
         .into_iter()
         .map(|id| {
@@ -304,7 +317,62 @@ pub fn compile(p: &LoopProgram, layout: &Layout) -> Result<Native, String> {
     Ok(Native {
         module: Some(module),
         entries,
+        chain,
     })
+}
+
+/// The chain function: the signature of a nest's entry (`lo`, `hi`
+/// unused), calling every nest's entry in order over the whole range
+/// `0..n0` of its outermost loop (`n0` read from the sizes as the caller
+/// would resolve it; 1 without a `gen`), so a call whose nests all run on
+/// the calling thread costs one indirect call, not one per nest.
+fn chain(
+    module: &mut JITModule,
+    ctx: &mut cranelift_codegen::Context,
+    fctx: &mut FunctionBuilderContext,
+    p: &LoopProgram,
+    ids: &[FuncId],
+) -> Result<FuncId, String> {
+    let ptr = module.target_config().pointer_type();
+    ctx.func.signature.params.clear();
+    for _ in 0..3 {
+        ctx.func.signature.params.push(AbiParam::new(ptr));
+    }
+    for _ in 0..2 {
+        ctx.func.signature.params.push(AbiParam::new(types::I64));
+    }
+    {
+        let mut b = FunctionBuilder::new(&mut ctx.func, fctx);
+        let entry = b.create_block();
+        b.append_block_params_for_function_params(entry);
+        b.switch_to_block(entry);
+        let (bp, sp, zp) = {
+            let ps = b.block_params(entry);
+            (ps[0], ps[1], ps[2])
+        };
+        let mf = MemFlagsData::trusted();
+        let zero = b.ins().iconst(types::I64, 0);
+        for (nest, id) in p.nests.iter().zip(ids) {
+            let callee = module.declare_func_in_func(*id, b.func);
+            let n0 = match nest.vars.first().map(|(_, n)| n) {
+                None => b.ins().iconst(types::I64, 1),
+                Some(SizeRef::Lit(n)) => b.ins().iconst(types::I64, *n),
+                Some(SizeRef::Named(k)) => b.ins().load(types::I64, mf, zp, (*k * 8) as i32),
+            };
+            b.ins().call(callee, &[bp, sp, zp, zero, n0]);
+        }
+        b.ins().return_(&[]);
+        b.seal_all_blocks();
+        b.finalize(module.target_config());
+    }
+    let id = module
+        .declare_function("chain", Linkage::Local, &ctx.func.signature)
+        .map_err(|e| e.to_string())?;
+    module
+        .define_function(id, ctx)
+        .map_err(|e| format!("cranelift: {e:?}"))?;
+    module.clear_context(ctx);
+    Ok(id)
 }
 
 /// The sum of `vals` as a pairwise tree of `fadd`s (scalars or vectors);

@@ -166,11 +166,12 @@ pub struct Kernel {
     /// boxed, as they pass to and from `idle` without moving.
     #[allow(clippy::vec_box)]
     spare: Mutex<Vec<Box<call::Workspace>>>,
-    /// Per buffer, the leaf of the gathered arguments and output (see
-    /// [`call::Sig::leaves`]) that is its first element, `None` for a
-    /// temporary; `None` altogether (calls are never remembered) if some
-    /// parameter or result buffer is not a leaf.
-    buf_leaf: Option<Vec<Option<usize>>>,
+    /// Per leaf of the arguments and the output (see
+    /// [`call::Sig::leaves`]), the buffer it is the first element of
+    /// ([`call::NO_BUF`] for a parameter leaf no nest reads); `None`
+    /// altogether (calls are never remembered) if some parameter or
+    /// result buffer is not a leaf.
+    leaf_buf: Option<Vec<usize>>,
     /// The threads a call uses ([`Options::thread_count`]).
     threads: usize,
 }
@@ -337,23 +338,30 @@ fn compile_here(f: &Function, opts: &Options) -> Result<Kernel> {
     }
     let sig = call::Sig::new(f, &result, &prog);
     let (arg_leaves, out_leaves) = sig.leaves();
-    let buf_leaf = prog
-        .bufs
-        .iter()
-        .map(|b| match &b.kind {
-            BufKind::Param { param, path } => arg_leaves
-                .iter()
-                .position(|(p, q)| p == param && q == path)
-                .map(Some),
-            BufKind::Out { path } => out_leaves
-                .iter()
-                .position(|q| q == path)
-                .map(|k| Some(arg_leaves.len() + k)),
-            BufKind::Temp => Some(None),
-        })
-        .collect();
+    let leaf_buf = {
+        let mut map = vec![call::NO_BUF; arg_leaves.len() + out_leaves.len()];
+        let mut ok = true;
+        for (k, b) in prog.bufs.iter().enumerate() {
+            let leaf = match &b.kind {
+                BufKind::Param { param, path } => {
+                    arg_leaves.iter().position(|(p, q)| p == param && q == path)
+                }
+                BufKind::Out { path } => out_leaves
+                    .iter()
+                    .position(|q| q == path)
+                    .map(|l| arg_leaves.len() + l),
+                BufKind::Temp => continue,
+            };
+            match leaf {
+                // (each leaf is one buffer at most)
+                Some(l) if map[l] == call::NO_BUF => map[l] = k,
+                _ => ok = false,
+            }
+        }
+        ok.then_some(map)
+    };
     Ok(Kernel {
-        buf_leaf,
+        leaf_buf,
         threads: opts.thread_count(),
         fast,
         idle: AtomicPtr::new(std::ptr::null_mut()),
@@ -697,19 +705,22 @@ impl Kernel {
     }
 
     fn alloc_with<V: AsOperand>(&self, args: &[V], ws: &mut call::Workspace) -> Result<Value> {
-        let gathered = self.gather_args(args, ws);
         // the arguments of the remembered call: the same sizes
-        let same_args = gathered && ws.valid && ws.key.get(..ws.key_args) == Some(&ws.probe[..]);
-        if !same_args {
-            self.bind(args, ws)?;
+        if let Some((at, leaf)) = self.same_args(args, ws) {
+            let mut out = self.sig.alloc_result(&ws.slots)?;
+            if self.same_out(&mut out, ws, at, leaf) {
+                self.exec(ws)?;
+            } else {
+                let gathered = self.gather_args(args, ws) && self.gather_out(&mut out, ws);
+                self.run(args, &mut out, ws, gathered)?;
+            }
+            return Ok(out);
         }
+        let gathered = self.gather_args(args, ws);
+        self.bind(args, ws)?;
         let mut out = self.sig.alloc_result(&ws.slots)?;
         let gathered = gathered && self.gather_out(&mut out, ws);
-        if same_args && gathered && self.hit(ws) {
-            self.exec(ws)?;
-        } else {
-            self.run(args, &mut out, ws, gathered)?;
-        }
+        self.run(args, &mut out, ws, gathered)?;
         Ok(out)
     }
 
@@ -745,7 +756,7 @@ impl Kernel {
     /// [`Value`]. Errors as [`Kernel::call`], plus [`Error::Result`] when
     /// the requested type is not the function's result.
     pub fn eval<'a, R: FromValue>(&self, args: impl IntoArgs<'a>) -> Result<R> {
-        args.with_arg_refs(|a| self.call_alloc(a))
+        args.with_arg_refs((), |(), a| self.call_alloc(a), |(), a| self.call_alloc(a))
             .and_then(R::from_value)
     }
 
@@ -759,8 +770,13 @@ impl Kernel {
         args: impl IntoArgs<'a>,
         out: impl IntoArgMut<'b>,
     ) -> Result<()> {
-        let mut out = out.into_arg_mut_ref();
-        args.with_arg_refs(|a| self.call_into_generic(a, &mut out))
+        out.with_arg_mut_ref(|mut out| {
+            args.with_arg_refs(
+                &mut out,
+                |out, a| self.call_into_generic(a, out),
+                |out, a| self.call_into_generic(a, out),
+            )
+        })
     }
 
     fn call_into_generic<V: AsOperand, O: AsOperandMut>(
@@ -769,57 +785,107 @@ impl Kernel {
         out: &mut O,
     ) -> Result<()> {
         let mut ws = self.workspace();
-        let gathered = self.gather_args(args, &mut ws) && self.gather_out(out, &mut ws);
-        let r = if gathered && self.hit(&mut ws) {
+        let r = if self.same_call(args, out, &mut ws) {
             self.exec(&mut ws)
         } else {
-            self.bind(args, &mut ws).and_then(|()| {
-                if !self.sig.fits_out(out, &ws.slots) {
-                    check_out(&self.result, out, &self.sizes_map(&ws), "buffer")?;
-                }
-                self.run(args, out, &mut ws, gathered)
-            })
+            self.full_into(args, out, &mut ws)
         };
         self.give_back(ws);
         r
     }
 
-    /// Gather the arguments' leaves into `ws.probe` and `ws.leaf_ptrs`
-    /// (see [`call::Sig::gather_args`]); false when the call cannot be
+    /// [`Kernel::call_into_generic`] when the call is not the remembered
+    /// one: every check, then set up, run and remember.
+    #[inline(never)]
+    fn full_into<V: AsOperand, O: AsOperandMut>(
+        &self,
+        args: &[V],
+        out: &mut O,
+        ws: &mut call::Workspace,
+    ) -> Result<()> {
+        let gathered = self.gather_args(args, ws) && self.gather_out(out, ws);
+        self.bind(args, ws)?;
+        if !self.sig.fits_out(out, &ws.slots) {
+            check_out(&self.result, out, &self.sizes_map(ws), "buffer")?;
+        }
+        self.run(args, out, ws, gathered)
+    }
+
+    /// Whether `args` and `out` are those of the call `ws` remembers
+    /// (every leaf's kind, shape and strides, compared in place); if so,
+    /// their pointers are in `ws.ptrs`, every check the remembered call
+    /// passed holds for this call, and its set-up (sizes, strides,
+    /// temporaries, native code, plan) is this call's.
+    #[inline]
+    fn same_call<V: AsOperand, O: AsOperandMut>(
+        &self,
+        args: &[V],
+        out: &mut O,
+        ws: &mut call::Workspace,
+    ) -> bool {
+        let Some(leaf_buf) = self.leaf_buf.as_deref() else {
+            return false;
+        };
+        if !ws.valid {
+            return false;
+        }
+        let mut m = call::Matcher::new(&ws.key, 0, 0, leaf_buf, &mut ws.ptrs);
+        self.sig.match_args(args, &mut m)
+            && m.at() == ws.key_args
+            && self.sig.match_out(out, &mut m)
+            && m.done()
+    }
+
+    /// Whether `args` are those of the call `ws` remembers (every leaf's
+    /// kind, shape and strides, compared in place); if so, their pointers
+    /// are in `ws.ptrs` and the answer is where the output's leaves start
+    /// in the key and in the leaves ([`Kernel::same_out`]).
+    #[inline]
+    fn same_args<V: AsOperand>(
+        &self,
+        args: &[V],
+        ws: &mut call::Workspace,
+    ) -> Option<(usize, usize)> {
+        let leaf_buf = self.leaf_buf.as_deref()?;
+        if !ws.valid {
+            return None;
+        }
+        let mut m = call::Matcher::new(&ws.key, 0, 0, leaf_buf, &mut ws.ptrs);
+        (self.sig.match_args(args, &mut m) && m.at() == ws.key_args).then(|| m.pos())
+    }
+
+    /// Then whether `out` is the output of the remembered call (its
+    /// pointers then in `ws.ptrs`): if so, every check the remembered call
+    /// passed holds for this call, and its set-up (sizes, strides,
+    /// temporaries, native code, plan) is this call's.
+    #[inline]
+    fn same_out<O: AsOperandMut>(
+        &self,
+        out: &mut O,
+        ws: &mut call::Workspace,
+        at: usize,
+        leaf: usize,
+    ) -> bool {
+        let Some(leaf_buf) = self.leaf_buf.as_deref() else {
+            return false;
+        };
+        let mut m = call::Matcher::new(&ws.key, at, leaf, leaf_buf, &mut ws.ptrs);
+        self.sig.match_out(out, &mut m) && m.done()
+    }
+
+    /// Gather the arguments' leaves into `ws.probe` (see
+    /// [`call::Sig::gather_args`]); false when the call cannot be
     /// remembered.
     fn gather_args<V: AsOperand>(&self, args: &[V], ws: &mut call::Workspace) -> bool {
         ws.probe.clear();
-        ws.leaf_ptrs.clear();
-        let ok =
-            self.buf_leaf.is_some() && self.sig.gather_args(args, &mut ws.probe, &mut ws.leaf_ptrs);
+        let ok = self.leaf_buf.is_some() && self.sig.gather_args(args, &mut ws.probe);
         ws.probe_args = ws.probe.len();
         ok
     }
 
     /// Then the output's leaves.
     fn gather_out<O: AsOperandMut>(&self, out: &mut O, ws: &mut call::Workspace) -> bool {
-        self.sig.gather_out(out, &mut ws.probe, &mut ws.leaf_ptrs)
-    }
-
-    /// Whether the gathered call is the one `ws` remembers; if so, its
-    /// arguments' and output's pointers go into `ws.ptrs` (everything
-    /// else the remembered call set up stays valid: see [`call`]).
-    fn hit(&self, ws: &mut call::Workspace) -> bool {
-        let Some(buf_leaf) = &self.buf_leaf else {
-            return false;
-        };
-        if !ws.valid || ws.probe != ws.key || ws.ptrs.len() != buf_leaf.len() {
-            return false;
-        }
-        for (p, l) in ws.ptrs.iter_mut().zip(buf_leaf) {
-            if let Some(l) = l {
-                match ws.leaf_ptrs.get(*l) {
-                    Some(&q) => *p = q,
-                    None => return false,
-                }
-            }
-        }
-        true
+        self.sig.gather_out(out, &mut ws.probe)
     }
 
     /// The full path: set the call up ([`Kernel::setup`]) and run it;
@@ -991,11 +1057,44 @@ impl Kernel {
                 && work() >= self.opts.parallel_threshold;
             plan.push(call::Step { gemm, parallel, n0 });
         }
+        ws.mode = self.mode(ws);
         Ok(())
     }
 
+    /// How a call set up in `ws` runs its nests: with no GEMM stage and
+    /// nothing split across threads, one native call.
+    fn mode(&self, ws: &call::Workspace) -> call::Mode {
+        let Some(native) = ws.native.as_deref() else {
+            return call::Mode::Steps;
+        };
+        if ws.plan.iter().any(|s| s.gemm || s.parallel) {
+            return call::Mode::Steps;
+        }
+        match (&native.entries[..], &ws.plan[..], native.chain) {
+            ([entry], [step], _) => call::Mode::One(*entry, step.n0 as i64),
+            (_, _, Some(chain)) => call::Mode::Chain(chain),
+            _ => call::Mode::Steps,
+        }
+    }
+
     /// Run the nests of the call set up in `ws`.
+    #[inline]
     fn exec(&self, ws: &mut call::Workspace) -> Result<()> {
+        let (bufs, strides, sizes) = (ws.ptrs.as_ptr(), ws.strides.as_ptr(), ws.svals.as_ptr());
+        match ws.mode {
+            // SAFETY: as in `exec_steps` (the entries are those of
+            // `ws.native`, which the workspace holds; `One` covers the
+            // nest's whole outermost range `0..n0`, `Chain` runs every
+            // nest over its whole range, in order, on this thread).
+            call::Mode::One(entry, n0) => unsafe { entry(bufs, strides, sizes, 0, n0) },
+            call::Mode::Chain(entry) => unsafe { entry(bufs, strides, sizes, 0, 0) },
+            call::Mode::Steps => return self.exec_steps(ws),
+        }
+        Ok(())
+    }
+
+    /// Run the nests of the call set up in `ws` step by step.
+    fn exec_steps(&self, ws: &mut call::Workspace) -> Result<()> {
         let call::Workspace {
             svals,
             ptrs,
