@@ -453,6 +453,13 @@ impl<'a, A: IntoArgMut<'a>, B: IntoArgMut<'a>> IntoArgMut<'a> for (A, B) {
 pub trait FromValue: Sized {
     /// Convert a kernel's result.
     fn from_value(v: Value) -> Result<Self>;
+
+    /// Convert a number result (without building a [`Value`] when the
+    /// requested type is `f64`).
+    #[doc(hidden)]
+    fn from_real(x: f64) -> Result<Self> {
+        Self::from_value(Value::Real(x))
+    }
 }
 
 fn wrong(want: &str, v: &Value) -> Error {
@@ -475,6 +482,10 @@ impl FromValue for f64 {
             Value::Array(a) if a.ndim() == 0 => Ok(a[ndarray::IxDyn(&[])]),
             v => Err(wrong("a number (f64)", &v)),
         }
+    }
+
+    fn from_real(x: f64) -> Result<Self> {
+        Ok(x)
     }
 }
 

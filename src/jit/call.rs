@@ -83,7 +83,7 @@ fn slot_form(b: &Boundary, names: &mut Vec<String>, add: bool) -> SB {
 impl Sig {
     pub fn new(f: &Function, result: &Boundary, prog: &LoopProgram) -> Sig {
         let mut names = Vec::new();
-        let params = f
+        let params: Vec<SB> = f
             .params
             .iter()
             .map(|p| slot_form(&Boundary::of(&p.ty), &mut names, true))
@@ -137,6 +137,30 @@ impl Sig {
         key: &mut Vec<isize>,
     ) -> bool {
         gather_mut(&self.result, out, key)
+    }
+
+    /// Whether `args` and `out` are, leaf by leaf, the call of `key`
+    /// (kind, shape and strides, as [`Sig::gather_args`] and
+    /// [`Sig::gather_out`] would gather them, the arguments making up
+    /// `key_args` of it): compared in place, each leaf's first element
+    /// written to its buffer's pointer (`leaf_buf`) on the way. On false
+    /// the pointers are partly overwritten (the call must take the full
+    /// path).
+    #[inline]
+    pub(crate) fn match_call<V: AsOperand, O: AsOperandMut>(
+        &self,
+        args: &[V],
+        out: &mut O,
+        key: &[isize],
+        key_args: usize,
+        leaf_buf: &[usize],
+        ptrs: &mut [*mut f64],
+    ) -> bool {
+        let mut m = Matcher::new(key, 0, 0, leaf_buf, ptrs);
+        self.match_args(args, &mut m)
+            && m.at() == key_args
+            && self.match_out(out, &mut m)
+            && m.done()
     }
 
     /// Whether `args` are, leaf by leaf, the arguments of the key `m`

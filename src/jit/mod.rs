@@ -756,6 +756,19 @@ impl Kernel {
     /// [`Value`]. Errors as [`Kernel::call`], plus [`Error::Result`] when
     /// the requested type is not the function's result.
     pub fn eval<'a, R: FromValue>(&self, args: impl IntoArgs<'a>) -> Result<R> {
+        if self.sig.number_result() {
+            // nothing to allocate: the number goes where `call_into` puts it
+            let mut x = Value::Real(0.0);
+            args.with_arg_refs(
+                &mut x,
+                |x, a| self.call_into_generic(a, x),
+                |x, a| self.call_into_generic(a, x),
+            )?;
+            return match x {
+                Value::Real(x) => R::from_real(x),
+                v => R::from_value(v),
+            };
+        }
         args.with_arg_refs((), |(), a| self.call_alloc(a), |(), a| self.call_alloc(a))
             .and_then(R::from_value)
     }
@@ -786,7 +799,11 @@ impl Kernel {
     ) -> Result<()> {
         let mut ws = self.workspace();
         let r = if self.same_call(args, out, &mut ws) {
-            self.exec(&mut ws)
+            if self.exec_one(&mut ws) {
+                self.give_back(ws);
+                return Ok(());
+            }
+            self.exec_steps(&mut ws)
         } else {
             self.full_into(args, out, &mut ws)
         };
@@ -829,11 +846,8 @@ impl Kernel {
         if !ws.valid {
             return false;
         }
-        let mut m = call::Matcher::new(&ws.key, 0, 0, leaf_buf, &mut ws.ptrs);
-        self.sig.match_args(args, &mut m)
-            && m.at() == ws.key_args
-            && self.sig.match_out(out, &mut m)
-            && m.done()
+        self.sig
+            .match_call(args, out, &ws.key, ws.key_args, leaf_buf, &mut ws.ptrs)
     }
 
     /// Whether `args` are those of the call `ws` remembers (every leaf's
@@ -1075,6 +1089,20 @@ impl Kernel {
             (_, _, Some(chain)) => call::Mode::Chain(chain),
             _ => call::Mode::Steps,
         }
+    }
+
+    /// [`Kernel::exec`] when it is one native call (true), or nothing
+    /// (false).
+    #[inline(always)]
+    fn exec_one(&self, ws: &mut call::Workspace) -> bool {
+        let (bufs, strides, sizes) = (ws.ptrs.as_ptr(), ws.strides.as_ptr(), ws.svals.as_ptr());
+        match ws.mode {
+            // SAFETY: as in `exec`.
+            call::Mode::One(entry, n0) => unsafe { entry(bufs, strides, sizes, 0, n0) },
+            call::Mode::Chain(entry) => unsafe { entry(bufs, strides, sizes, 0, 0) },
+            call::Mode::Steps => return false,
+        }
+        true
     }
 
     /// Run the nests of the call set up in `ws`.
