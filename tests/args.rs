@@ -817,3 +817,114 @@ fn remembered_calls_are_rechecked_when_anything_changes() {
         );
     }
 }
+
+/// The remembered path of `eval`/`eval_into` (views lending their shapes
+/// and strides) and of a kernel of several nests run as one native call:
+/// each call, made twice so that the second is the remembered one, agrees
+/// with the interpreter whatever changes between calls (layout of an
+/// argument, of the output, sizes), and a refusal in between is the
+/// fresh kernel's error.
+#[test]
+fn remembered_eval_calls_are_rechecked_when_anything_changes() {
+    use ndarray::{arr0, Array1};
+    let p = einsat::load(
+        "fn crossdot(a: [3]R, b: [3]R, c: [3]R, d: [3]R) -> R =
+           sum(i:3) (sum(j:3, k:3) eps[i,j,k] * a[j] * b[k]) * (sum(l:3, m:3) eps[i,l,m] * c[l] * d[m])",
+    )
+    .unwrap();
+    let f = p.get("crossdot").unwrap().clone();
+    let g = einsat::opt::optimize(&f, &Default::default())
+        .unwrap()
+        .program;
+    let k = jit::compile_uncached(&g).unwrap();
+    assert!(k.stages().len() > 1, "{:?}", k.stages());
+    let fresh = || jit::compile_uncached(&g).unwrap();
+    // storage of 6 elements read as 3: contiguous, every other, reversed
+    let store: Vec<ArrayD<f64>> = (0..4).map(|s| data(&[6], 20 + s)).collect();
+    let view = |s: &ArrayD<f64>, how: usize| match how {
+        0 => s.slice(s![..3]).into_owned().into_dyn(),
+        1 => s.slice(s![..;2]).into_owned().into_dyn(),
+        _ => s.slice(s![..3;-1]).into_owned().into_dyn(),
+    };
+    for (step, how) in [0, 0, 1, 2, 1, 0, 2].into_iter().enumerate() {
+        let vals: Vec<Value> = store
+            .iter()
+            .enumerate()
+            .map(|(i, s)| Value::Array(view(s, (how + i) % 3)))
+            .collect();
+        let want = match interp::run(&f, &vals).unwrap() {
+            Value::Real(x) => x,
+            v => panic!("{v}"),
+        };
+        let close = |x: f64| (x - want).abs() <= 1e-12 * (1.0 + want.abs());
+        let v = |i: usize| match (how + i) % 3 {
+            0 => store[i].slice(s![..3]),
+            1 => store[i].slice(s![..;2]),
+            _ => store[i].slice(s![..3;-1]),
+        };
+        for _ in 0..2 {
+            let x: f64 = k.eval((v(0), v(1), v(2), v(3))).unwrap();
+            assert!(close(x), "crossdot eval {step}: {x} vs {want}");
+            let mut o = arr0(0.0);
+            k.eval_into((v(0), v(1), v(2), v(3)), &mut o).unwrap();
+            assert!(close(o[()]), "crossdot eval_into {step}");
+            let x: f64 = k
+                .eval(vec![
+                    Arg::Array(v(0).into_dyn()),
+                    Arg::Array(v(1).into_dyn()),
+                    Arg::Array(v(2).into_dyn()),
+                    Arg::Array(v(3).into_dyn()),
+                ])
+                .unwrap();
+            assert!(close(x), "crossdot eval of a Vec<Arg> {step}");
+        }
+        // a refusal right after a remembered call (a wrong size, then a
+        // number for an array): the fresh kernel's error
+        let short = store[0].slice(s![..2]);
+        let e = k.eval::<f64>((v(0), short, v(2), v(3))).unwrap_err();
+        let e0 = fresh().eval::<f64>((v(0), short, v(2), v(3))).unwrap_err();
+        assert_eq!(e.to_string(), e0.to_string());
+        let e = k.eval::<f64>((v(0), 1.0, v(2), v(3))).unwrap_err();
+        let e0 = fresh().eval::<f64>((v(0), 1.0, v(2), v(3))).unwrap_err();
+        assert_eq!(e.to_string(), e0.to_string());
+        let x: f64 = k.eval((v(0), v(1), v(2), v(3))).unwrap();
+        assert!(close(x), "crossdot after refusal {step}");
+    }
+
+    // matvec through eval_into: argument layouts, output strides and
+    // sizes change between calls
+    let (f, k) = kernel("matvec");
+    let cases = [(3, 4, 0, 0), (3, 4, 0, 0), (3, 4, 1, 0), (3, 4, 1, 1), (5, 4, 2, 1), (3, 4, 0, 0)];
+    for (step, &(n, m, la, lo)) in cases.iter().enumerate() {
+        let a = data(&[n, m], 30 + step as u64);
+        let x = data(&[m], 40 + step as u64);
+        let st = Stored::new(&a, LAYOUTS[la]);
+        let want = interp::run(&f, &[Value::Array(a.clone()), Value::Array(x.clone())]).unwrap();
+        let mut buf = Array1::<f64>::zeros(2 * n);
+        for _ in 0..2 {
+            buf.fill(f64::NAN);
+            let out = if lo == 0 {
+                buf.slice_mut(s![..n])
+            } else {
+                buf.slice_mut(s![..;2])
+            };
+            k.eval_into((st.view(), &x), out).unwrap();
+            let got = if lo == 0 {
+                buf.slice(s![..n]).to_owned()
+            } else {
+                buf.slice(s![..;2]).to_owned()
+            };
+            assert_close(&Value::Array(got.into_dyn()), &want, &format!("matvec {step}"));
+            let y: Array1<f64> = k.eval((st.view(), x.view())).unwrap();
+            assert_close(&Value::Array(y.into_dyn()), &want, &format!("matvec eval {step}"));
+        }
+        // an output of the wrong length after a remembered call
+        let mut wrong = Array1::<f64>::zeros(n + 1);
+        let e = k.eval_into((st.view(), &x), &mut wrong).unwrap_err();
+        let e0 = jit::compile_uncached(k.function())
+            .unwrap()
+            .eval_into((st.view(), &x), &mut wrong)
+            .unwrap_err();
+        assert_eq!(e.to_string(), e0.to_string());
+    }
+}
