@@ -17,7 +17,10 @@
 //!   compiled at its first use).
 //!
 //! then the median, p90 and worst over all kernels, and over the default
-//! path alone (optimised, GEMM on). One thread, every named size N.
+//! path alone (optimised, GEMM on). One thread, every named size N. First
+//! of all, the first compile in the process (a matmul), against the same
+//! compile again: the one-time cost a short-lived process (`einsat run`)
+//! pays on top.
 //!
 //! `cargo run --release --example compiletime [-- REPS [N]]` (default 7
 //! compiles per kernel, N = 32); `EINSAT_COMPILETIME_FILTER=matmul` keeps
@@ -80,6 +83,22 @@ fn main() {
     files.sort();
     files.push(format!("{root}/benches/perf.tl").into());
 
+    // the first compile in a process (what `einsat run` waits for): the
+    // matmul of benches/perf.tl, cold, then warm
+    let perf = einsat::load(&std::fs::read_to_string(format!("{root}/benches/perf.tl")).unwrap())
+        .expect("perf.tl loads");
+    let mm = perf.get("matmul").expect("perf.tl has matmul");
+    let one = || {
+        let t = Instant::now();
+        jit::compile_uncached_with(mm, &Options::default()).expect("compile");
+        ms(t)
+    };
+    let cold = one();
+    let warm: Vec<f64> = (0..reps).map(|_| one()).collect();
+    println!(
+        "first compile in this process (perf:matmul): {cold:.2} ms; the same again: {:.2} ms",
+        median(&warm)
+    );
     let passes = std::env::var_os("EINSAT_COMPILETIME_PASSES").is_some();
     let _ = cranelift_codegen::timing::take_current();
     let mut rows = Vec::new();
