@@ -894,7 +894,14 @@ fn remembered_eval_calls_are_rechecked_when_anything_changes() {
     // matvec through eval_into: argument layouts, output strides and
     // sizes change between calls
     let (f, k) = kernel("matvec");
-    let cases = [(3, 4, 0, 0), (3, 4, 0, 0), (3, 4, 1, 0), (3, 4, 1, 1), (5, 4, 2, 1), (3, 4, 0, 0)];
+    let cases = [
+        (3, 4, 0, 0),
+        (3, 4, 0, 0),
+        (3, 4, 1, 0),
+        (3, 4, 1, 1),
+        (5, 4, 2, 1),
+        (3, 4, 0, 0),
+    ];
     for (step, &(n, m, la, lo)) in cases.iter().enumerate() {
         let a = data(&[n, m], 30 + step as u64);
         let x = data(&[m], 40 + step as u64);
@@ -914,9 +921,17 @@ fn remembered_eval_calls_are_rechecked_when_anything_changes() {
             } else {
                 buf.slice(s![..;2]).to_owned()
             };
-            assert_close(&Value::Array(got.into_dyn()), &want, &format!("matvec {step}"));
+            assert_close(
+                &Value::Array(got.into_dyn()),
+                &want,
+                &format!("matvec {step}"),
+            );
             let y: Array1<f64> = k.eval((st.view(), x.view())).unwrap();
-            assert_close(&Value::Array(y.into_dyn()), &want, &format!("matvec eval {step}"));
+            assert_close(
+                &Value::Array(y.into_dyn()),
+                &want,
+                &format!("matvec eval {step}"),
+            );
         }
         // an output of the wrong length after a remembered call
         let mut wrong = Array1::<f64>::zeros(n + 1);

@@ -6,10 +6,12 @@
 //! A workspace also remembers the last call it served ([`Workspace::key`]:
 //! per argument and output leaf its kind, shape and strides, as
 //! [`Sig::gather_args`] and [`Sig::gather_out`] read them in one walk):
-//! a call with the same key would pass the same checks and get the same
-//! sizes, strides, layout, native code and per-nest plan ([`Step`]), so
-//! the kernel only swaps in the new buffer pointers and runs. Any other
-//! call takes the full check.
+//! a call is compared with it in place ([`Sig::match_call`], each leaf's
+//! pointer written into the workspace on the way), and a call with the
+//! same key would pass the same checks and get the same sizes, strides,
+//! layout, native code and per-nest plan ([`Step`], [`Mode`]), so the
+//! kernel only swaps in the new buffer pointers and runs. Any other call
+//! takes the full check.
 //!
 //! [`Sig::bind`] accepts exactly the arguments [`crate::interp::bind`]
 //! accepts and binds the same sizes; it only answers yes or no. On a no the
