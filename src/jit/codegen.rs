@@ -114,6 +114,9 @@ pub struct Native {
     module: Option<JITModule>,
     /// One entry per nest of the loop program, in the same order.
     pub entries: Vec<Entry>,
+    /// Per nest: it does nothing in this layout (a column sum's nest that
+    /// is not computed ahead, [`schedule::with_columns`]); not run at all.
+    pub skip: Vec<bool>,
 }
 
 impl Drop for Native {
@@ -185,7 +188,13 @@ pub fn compile(p: &LoopProgram, layout: &Layout) -> Result<Native, String> {
     let mut ctx = module.make_context();
     let mut fctx = FunctionBuilderContext::new();
     let mut ids = Vec::with_capacity(p.nests.len());
+    let mut skip = Vec::with_capacity(p.nests.len());
     for (k, nest) in p.nests.iter().enumerate() {
+        // column sums computed ahead in this layout, or not (their nests
+        // then do nothing and are skipped)
+        let ran = schedule::with_columns(p, nest, layout);
+        skip.push(ran.is_none());
+        let nest: &Nest = ran.as_deref().unwrap_or(nest);
         ctx.func.signature.params.clear();
         for _ in 0..3 {
             ctx.func.signature.params.push(AbiParam::new(ptr));
@@ -202,7 +211,11 @@ pub fn compile(p: &LoopProgram, layout: &Layout) -> Result<Native, String> {
                 let ps = b.block_params(entry);
                 (ps[0], ps[1], ps[2], ps[3], ps[4])
             };
-            if let Some(plan) = super::dense::plan(p, nest, layout) {
+            if ran.is_none() {
+                b.ins().return_(&[]);
+                b.seal_all_blocks();
+                b.finalize(tcfg);
+            } else if let Some(plan) = super::dense::plan(p, nest, layout) {
                 let e = super::dense::EntryParams {
                     bufs: bp,
                     strides: sp,
@@ -304,6 +317,7 @@ pub fn compile(p: &LoopProgram, layout: &Layout) -> Result<Native, String> {
     Ok(Native {
         module: Some(module),
         entries,
+        skip,
     })
 }
 

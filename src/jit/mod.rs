@@ -314,7 +314,8 @@ pub fn compile_uncached_with(f: &Function, opts: &Options) -> Result<Kernel> {
 
 fn compile_here(f: &Function, opts: &Options) -> Result<Kernel> {
     let sig = types::check(f).map_err(Error::types)?;
-    let prog = loopir::lower(f).map_err(|m| jit_err(format!("`{}`: {m}", f.name)))?;
+    let mut prog = loopir::lower(f).map_err(|m| jit_err(format!("`{}`: {m}", f.name)))?;
+    schedule::columns(&mut prog, opts.gemm);
     let layout = loopir::Layout::c_order(&prog);
     let native = codegen::compile(&prog, &layout).map_err(jit_err)?;
     let gemm = prog
@@ -978,7 +979,6 @@ impl Kernel {
             Some(n) => n.clone(),
             None => self.native(unit)?,
         };
-        *ws_native = Some(native);
         // per nest, decided once per sizes and layout: GEMM, threads
         plan.clear();
         for (k, nest) in p.nests.iter().enumerate() {
@@ -989,8 +989,15 @@ impl Kernel {
                 && n0 > 1
                 && !nest.vars.is_empty()
                 && work() >= self.opts.parallel_threshold;
-            plan.push(call::Step { gemm, parallel, n0 });
+            let skip = native.skip.get(k).copied().unwrap_or(false);
+            plan.push(call::Step {
+                gemm: gemm && !skip,
+                parallel,
+                n0,
+                skip,
+            });
         }
+        *ws_native = Some(native);
         Ok(())
     }
 
@@ -1014,6 +1021,9 @@ impl Kernel {
             sizes: svals.as_ptr(),
         };
         for (k, (entry, step)) in native.entries.iter().zip(plan.iter()).enumerate() {
+            if step.skip {
+                continue;
+            }
             if step.gemm {
                 if let Some(g) = &self.gemm[k] {
                     // SAFETY: as below (the library gets the same pointers

@@ -532,3 +532,303 @@ fn loop_order(nest: &Nest, body: &T, layout: &Layout) -> Vec<usize> {
     order.push(best);
     order
 }
+
+// ---------------------------------------------------------- column sums
+
+/// At most this many column sums per nest get a scratch vector.
+pub const MAX_COLS: usize = 4;
+
+fn s_free(s: &S, out: &mut BTreeSet<usize>) {
+    match s {
+        S::Num(_) => {}
+        S::Load(_, ixs) => ixs.iter().for_each(|ix| aff_vars(&ix.aff, out)),
+        S::Bracket(p) => pred_vars(p, out),
+        S::Eps(v) => v.iter().for_each(|a| aff_vars(a, out)),
+        S::Bin(_, a, b) => {
+            s_free(a, out);
+            s_free(b, out);
+        }
+        S::Neg(a) => s_free(a, out),
+        S::Call(_, args) => args.iter().for_each(|a| s_free(a, out)),
+        S::Sum(v, _, b) => {
+            let mut inner = BTreeSet::new();
+            s_free(b, &mut inner);
+            inner.remove(v);
+            out.extend(inner);
+        }
+    }
+}
+
+/// Whether `s` has a node `pick` selects.
+fn s_any(s: &S, pick: &dyn Fn(&S) -> bool) -> bool {
+    pick(s)
+        || match s {
+            S::Bin(_, a, b) => s_any(a, pick) || s_any(b, pick),
+            S::Neg(a) | S::Sum(_, _, a) => s_any(a, pick),
+            S::Call(_, args) => args.iter().any(|a| s_any(a, pick)),
+            _ => false,
+        }
+}
+
+fn rename_aff(a: &Aff, map: &[(usize, usize)]) -> Aff {
+    Aff {
+        terms: a
+            .terms
+            .iter()
+            .map(|(x, c)| (map.iter().find(|(f, _)| f == x).map_or(*x, |m| m.1), *c))
+            .collect(),
+        constant: a.constant,
+    }
+}
+
+fn rename_pred(p: &P, map: &[(usize, usize)]) -> P {
+    match p {
+        P::Cmp(op, a, b) => P::Cmp(*op, rename_aff(a, map), rename_aff(b, map)),
+        P::And(a, b) => P::And(
+            Box::new(rename_pred(a, map)),
+            Box::new(rename_pred(b, map)),
+        ),
+        P::Or(a, b) => P::Or(
+            Box::new(rename_pred(a, map)),
+            Box::new(rename_pred(b, map)),
+        ),
+        P::Not(a) => P::Not(Box::new(rename_pred(a, map))),
+    }
+}
+
+/// `s` with its variables renamed by `map` (`(from, to)` pairs).
+fn rename(s: &S, map: &[(usize, usize)]) -> S {
+    match s {
+        S::Num(x) => S::Num(*x),
+        S::Load(b, ixs) => S::Load(
+            *b,
+            ixs.iter()
+                .map(|ix| Ix {
+                    aff: rename_aff(&ix.aff, map),
+                    dim: ix.dim.clone(),
+                    checked: ix.checked,
+                })
+                .collect(),
+        ),
+        S::Bracket(p) => S::Bracket(rename_pred(p, map)),
+        S::Eps(v) => S::Eps(v.iter().map(|a| rename_aff(a, map)).collect()),
+        S::Bin(op, a, b) => S::Bin(*op, Box::new(rename(a, map)), Box::new(rename(b, map))),
+        S::Neg(a) => S::Neg(Box::new(rename(a, map))),
+        S::Call(f, args) => S::Call(*f, args.iter().map(|a| rename(a, map)).collect()),
+        S::Sum(v, n, b) => S::Sum(
+            map.iter().find(|(f, _)| f == v).map_or(*v, |m| m.1),
+            n.clone(),
+            Box::new(rename(b, map)),
+        ),
+    }
+}
+
+/// The loads of `s` that depend on both `i` and `j`, counted by which of
+/// the two walks a unit-stride axis (plain, coefficient 1, the only axis
+/// mentioning it): `(along i, along j)`.
+fn cross_units(s: &S, i: usize, j: usize, layout: &Layout) -> (usize, usize) {
+    match s {
+        S::Load(buf, ixs) => {
+            let on = |v: usize| -> Vec<usize> {
+                (0..ixs.len())
+                    .filter(|&a| coef(&ixs[a].aff, v) != 0)
+                    .collect()
+            };
+            let (oi, oj) = (on(i), on(j));
+            if oi.is_empty() || oj.is_empty() {
+                return (0, 0);
+            }
+            let unit = |o: &[usize], v: usize| {
+                usize::from(
+                    o.len() == 1 && coef(&ixs[o[0]].aff, v) == 1 && layout.is_unit(*buf, o[0]),
+                )
+            };
+            (unit(&oi, i), unit(&oj, j))
+        }
+        S::Bin(_, a, b) => {
+            let (x, y) = cross_units(a, i, j, layout);
+            let (z, w) = cross_units(b, i, j, layout);
+            (x + z, y + w)
+        }
+        S::Neg(a) | S::Sum(_, _, a) => cross_units(a, i, j, layout),
+        S::Call(_, args) => args.iter().fold((0, 0), |(x, y), a| {
+            let (z, w) = cross_units(a, i, j, layout);
+            (x + z, y + w)
+        }),
+        _ => (0, 0),
+    }
+}
+
+/// The column sums of `body` (see [`Col`]): sums whose only free variable
+/// is one enclosing loop variable (in `scope`), without sums inside, with
+/// a load that depends on both variables; not the whole body. Found
+/// outermost first, left to right.
+fn find_cols(
+    s: &S,
+    top: bool,
+    scope: &mut Vec<(usize, SizeRef)>,
+    out: &mut Vec<(usize, usize, SizeRef, SizeRef, S)>,
+) {
+    match s {
+        S::Sum(j, m, b) => {
+            let mut free = BTreeSet::new();
+            s_free(s, &mut free);
+            let outer = match free.iter().collect::<Vec<_>>()[..] {
+                [i] => scope.iter().rev().find(|(v, _)| v == i).cloned(),
+                _ => None,
+            };
+            if let Some((i, n)) = outer {
+                let cross = s_any(b, &|x| {
+                    matches!(x, S::Load(_, ixs)
+                        if ixs.iter().any(|ix| coef(&ix.aff, i) != 0)
+                        && ixs.iter().any(|ix| coef(&ix.aff, *j) != 0))
+                });
+                if !top && cross && !s_any(b, &|x| matches!(x, S::Sum(..))) {
+                    out.push((*j, i, n, m.clone(), (**b).clone()));
+                    return;
+                }
+            }
+            scope.push((*j, m.clone()));
+            find_cols(b, false, scope, out);
+            scope.pop();
+        }
+        S::Bin(_, a, b) => {
+            find_cols(a, false, scope, out);
+            find_cols(b, false, scope, out);
+        }
+        S::Neg(a) => find_cols(a, false, scope, out),
+        S::Call(_, args) => args.iter().for_each(|a| find_cols(a, false, scope, out)),
+        _ => {}
+    }
+}
+
+/// Give the column sums of `p`'s nests their scratch vectors and nests
+/// ([`Col`], [`LoopProgram::cols`]), layout-independently; whether each
+/// runs is decided per layout ([`materialise`]). A nest is left alone
+/// when it has a bracket anywhere (a guard or loop domain may skip the
+/// sum for most outer indices, which computing it ahead would not), reads
+/// or writes strong zeros, or is a GEMM stage candidate. Computing a
+/// column sum ahead changes no value, only when it is computed: it reads
+/// the same elements (zero padding checked as before) for every index of
+/// its outer loop. With `gemm` (the kernel runs GEMM stages), a column
+/// sum whose nest is a GEMM stage (a matrix-vector product) is computed
+/// ahead in every layout ([`Col::lib`]): the library takes any strides
+/// and beats the generated row or column walk.
+pub fn columns(p: &mut LoopProgram, gemm: bool) {
+    let mut k = 0;
+    while k < p.nests.len() {
+        let nest = &p.nests[k];
+        if p.touches_strong_buffers(nest)
+            || s_any(&nest.body, &|x| matches!(x, S::Bracket(_)))
+            || super::gemm::plan(p, nest).is_some()
+            || p.cols.iter().any(|c| c.buf == nest.buf)
+        {
+            k += 1;
+            continue;
+        }
+        let mut found = Vec::new();
+        let mut scope = nest.vars.clone();
+        find_cols(&nest.body, true, &mut scope, &mut found);
+        found.truncate(MAX_COLS);
+        let consumer = nest.buf;
+        let name = p.bufs[consumer].name.clone();
+        for (c, (j, i, n, m, body)) in found.into_iter().enumerate() {
+            let buf = p.bufs.len();
+            p.bufs.push(Buf {
+                kind: BufKind::Temp,
+                dims: vec![n.clone()],
+                name: format!("{name}#col{c}"),
+                flag: None,
+            });
+            let (i2, j2) = (p.n_vars, p.n_vars + 1);
+            p.n_vars += 2;
+            let body = rename(&body, &[(i, i2), (j, j2)]);
+            let ahead = Nest {
+                buf,
+                vars: vec![(i2, n.clone())],
+                body: S::Sum(j2, m, Box::new(body)),
+            };
+            let lib = gemm && super::gemm::plan(p, &ahead).is_some();
+            p.nests.insert(k, ahead);
+            k += 1;
+            p.cols.push(Col {
+                buf,
+                consumer,
+                sum_var: j,
+                outer: i,
+                n,
+                lib,
+            });
+        }
+        k += 1;
+    }
+}
+
+/// Whether the column sum `col` is computed ahead under `layout`: when
+/// more of the loads that depend on both its variables walk a unit-stride
+/// axis along the outer variable than along the summed one (the scratch
+/// nest then accumulates a row at a time, `for j { for i { t[i] += … } }`,
+/// instead of walking a column per outer index), or always when the
+/// scratch nest is a GEMM stage ([`Col::lib`]).
+pub fn materialise(p: &LoopProgram, col: &Col, layout: &Layout) -> bool {
+    if col.lib {
+        return true;
+    }
+    let Some(nest) = p.nests.iter().find(|n| n.buf == col.buf) else {
+        return false;
+    };
+    let (Some((i, _)), S::Sum(j, _, b)) = (nest.vars.first(), &nest.body) else {
+        return false;
+    };
+    let (along_i, along_j) = cross_units(b, *i, *j, layout);
+    along_i > along_j
+}
+
+/// `nest` as it runs under `layout`: `None` for the nest of a column sum
+/// that is not computed ahead (it does nothing), else the nest with each
+/// column sum computed ahead replaced by a load of its scratch vector.
+pub fn with_columns<'n>(
+    p: &LoopProgram,
+    nest: &'n Nest,
+    layout: &Layout,
+) -> Option<std::borrow::Cow<'n, Nest>> {
+    use std::borrow::Cow;
+    if let Some(c) = p.cols.iter().find(|c| c.buf == nest.buf) {
+        return materialise(p, c, layout).then_some(Cow::Borrowed(nest));
+    }
+    let mine: Vec<&Col> = p
+        .cols
+        .iter()
+        .filter(|c| c.consumer == nest.buf && materialise(p, c, layout))
+        .collect();
+    if mine.is_empty() {
+        return Some(Cow::Borrowed(nest));
+    }
+    fn subst(s: &S, mine: &[&Col]) -> S {
+        match s {
+            S::Sum(v, n, b) => match mine.iter().find(|c| c.sum_var == *v) {
+                Some(c) => S::Load(
+                    c.buf,
+                    vec![Ix {
+                        aff: Aff {
+                            terms: vec![(c.outer, 1)],
+                            constant: 0,
+                        },
+                        dim: c.n.clone(),
+                        checked: false,
+                    }],
+                ),
+                None => S::Sum(*v, n.clone(), Box::new(subst(b, mine))),
+            },
+            S::Bin(op, a, b) => S::Bin(*op, Box::new(subst(a, mine)), Box::new(subst(b, mine))),
+            S::Neg(a) => S::Neg(Box::new(subst(a, mine))),
+            S::Call(f, args) => S::Call(*f, args.iter().map(|a| subst(a, mine)).collect()),
+            s => s.clone(),
+        }
+    }
+    Some(Cow::Owned(Nest {
+        buf: nest.buf,
+        vars: nest.vars.clone(),
+        body: subst(&nest.body, &mine),
+    }))
+}
