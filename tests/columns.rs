@@ -5,7 +5,9 @@
 //! interpreter in every layout, with and without GEMM stages, on one and
 //! two threads, at sizes 0, 1 and up; with zero padding inside the column
 //! sum (computed ahead on the generated path) and brackets (the fallback:
-//! left in place), including strong zeros over infinities.
+//! left in place), including strong zeros over infinities. And the reuse
+//! of `let` temporaries (`jit::schedule::reuse_temps`): the optimised row
+//! softmax computes each `exp` once.
 
 use einsat::interp::{self, Value};
 use einsat::jit::{self, loopir, schedule};
@@ -172,4 +174,59 @@ fn a_guarded_column_sum_keeps_its_strong_zeros() {
             }
         }
     }
+}
+
+const LETS: &str = "
+fn softmax(X: [n,m]R) -> [n,m]R =
+  gen(i:n, j:m) exp(X[i,j]) / sum(k:m) exp(X[i,k])
+fn shared(X: [n,m]R) -> [n,m]R =
+  let t = gen(i:n, j:m) exp(X[i,j]) in
+  let s = gen(i:n) sum(j:m) exp(X[i,j]) + sin(X[i,j]) in
+  gen(i:n, j:m) t[i,j] / s[i]
+fn ranges(x: [n]R, y: [m]R) -> [m]R =
+  let t = gen(i:m) exp(x[i+1]) in
+  gen(j:m) y[j] * t[j] * (sum(k:n) exp(x[k+1])) + sum(k:m) exp(x[k+1])
+fn shifted(x: [n]R) -> [n]R =
+  let t = gen(i:n) exp(x[i]) in
+  gen(i:n) t[i] + exp(x[i+1]) + sum(k:n) [k <= i] * exp(x[k])
+";
+
+/// How many calls the nests of `f`'s kernel make per element, summed.
+fn calls(f: &Function) -> usize {
+    fn count(s: &loopir::S) -> usize {
+        use loopir::S;
+        match s {
+            S::Call(_, args) => 1 + args.iter().map(count).sum::<usize>(),
+            S::Bin(_, a, b) => count(a) + count(b),
+            S::Neg(a) | S::Sum(_, _, a) => count(a),
+            _ => 0,
+        }
+    }
+    let k = jit::compile_with(f, &options(true, 1)).unwrap();
+    k.loop_program().nests.iter().map(|n| count(&n.body)).sum()
+}
+
+#[test]
+fn temporaries_are_reused_and_agree_with_the_interpreter() {
+    let fs = einsat::load(LETS).unwrap().functions;
+    for (s, f) in fs.iter().enumerate() {
+        let o = optimize(f, &Options::default()).unwrap().program;
+        for g in [f, &o] {
+            for threads in [1, 2] {
+                agree(f, g, &options(true, threads), 1000 + 10 * s as u64);
+            }
+        }
+    }
+    let by = |name: &str| fs.iter().find(|f| f.name == name).unwrap();
+    // the optimised softmax: `exp` once per element (the row sums read
+    // the temporary of exponentials)
+    let o = optimize(by("softmax"), &Options::default()).unwrap().program;
+    assert_eq!(calls(&o), 1, "{}", print_function(&o));
+    // `exp` reused in a sum beside another call
+    assert_eq!(calls(by("shared")), 2);
+    // `exp(x[k+1])` under `sum(k:m)` reuses `t` (`i:m`), under `sum(k:n)`
+    // it does not
+    assert_eq!(calls(by("ranges")), 2);
+    // a shifted index (padding) is another value; the bracketed sum reuses
+    assert_eq!(calls(by("shifted")), 2);
 }

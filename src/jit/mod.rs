@@ -315,6 +315,7 @@ pub fn compile_uncached_with(f: &Function, opts: &Options) -> Result<Kernel> {
 fn compile_here(f: &Function, opts: &Options) -> Result<Kernel> {
     let sig = types::check(f).map_err(Error::types)?;
     let mut prog = loopir::lower(f).map_err(|m| jit_err(format!("`{}`: {m}", f.name)))?;
+    schedule::reuse_temps(&mut prog);
     schedule::columns(&mut prog, opts.gemm);
     let layout = loopir::Layout::c_order(&prog);
     let native = codegen::compile(&prog, &layout).map_err(jit_err)?;

@@ -832,3 +832,188 @@ pub fn with_columns<'n>(
         body: subst(&nest.body, &mine),
     }))
 }
+
+// ------------------------------------------------- reuse of temporaries
+
+/// `a` with its terms merged, zeros dropped, sorted by variable.
+fn canon(a: &Aff) -> Aff {
+    let mut terms: Vec<(usize, i64)> = Vec::new();
+    for (x, c) in &a.terms {
+        match terms.iter_mut().find(|(y, _)| y == x) {
+            Some(e) => e.1 += c,
+            None => terms.push((*x, *c)),
+        }
+    }
+    terms.retain(|(_, c)| *c != 0);
+    terms.sort_unstable();
+    Aff {
+        terms,
+        constant: a.constant,
+    }
+}
+
+/// Whether `a` (over the temporary's variables) is `b` (over the
+/// consumer's) under `map`, binding unmapped variables of `a` on the way.
+fn match_aff(a: &Aff, b: &Aff, map: &mut Vec<(usize, usize)>) -> bool {
+    let a = canon(a);
+    let mut terms = Vec::new();
+    for (x, c) in &a.terms {
+        let y = match map.iter().find(|(f, _)| f == x) {
+            Some(m) => m.1,
+            None => {
+                // bind `x` to the variable of `b` with the same coefficient
+                // that no other variable maps to
+                let cands: Vec<usize> = canon(b)
+                    .terms
+                    .iter()
+                    .filter(|(y, d)| d == c && !map.iter().any(|m| m.1 == *y))
+                    .map(|(y, _)| *y)
+                    .collect();
+                let [y] = cands[..] else { return false };
+                map.push((*x, y));
+                y
+            }
+        };
+        terms.push((y, *c));
+    }
+    let mapped = canon(&Aff {
+        terms,
+        constant: a.constant,
+    });
+    let b = canon(b);
+    mapped.terms == b.terms && mapped.constant == b.constant
+}
+
+fn match_pred(a: &P, b: &P, map: &mut Vec<(usize, usize)>) -> bool {
+    match (a, b) {
+        (P::Cmp(o1, a1, b1), P::Cmp(o2, a2, b2)) => {
+            o1 == o2 && match_aff(a1, a2, map) && match_aff(b1, b2, map)
+        }
+        (P::And(a1, b1), P::And(a2, b2)) | (P::Or(a1, b1), P::Or(a2, b2)) => {
+            match_pred(a1, a2, map) && match_pred(b1, b2, map)
+        }
+        (P::Not(a1), P::Not(a2)) => match_pred(a1, a2, map),
+        _ => false,
+    }
+}
+
+/// Whether the temporary's body `a` is the consumer's subterm `b` under
+/// `map` (the temporary's variables to the consumer's; sum variables
+/// matched binder to binder).
+fn match_s(a: &S, b: &S, map: &mut Vec<(usize, usize)>) -> bool {
+    match (a, b) {
+        (S::Num(x), S::Num(y)) => x.to_bits() == y.to_bits(),
+        (S::Load(b1, i1), S::Load(b2, i2)) => {
+            b1 == b2
+                && i1.len() == i2.len()
+                && i1
+                    .iter()
+                    .zip(i2)
+                    .all(|(x, y)| x.dim == y.dim && match_aff(&x.aff, &y.aff, map))
+        }
+        (S::Bracket(p), S::Bracket(q)) => match_pred(p, q, map),
+        (S::Eps(u), S::Eps(v)) => {
+            u.len() == v.len() && u.iter().zip(v).all(|(x, y)| match_aff(x, y, map))
+        }
+        (S::Bin(o1, a1, b1), S::Bin(o2, a2, b2)) => {
+            o1 == o2 && match_s(a1, a2, map) && match_s(b1, b2, map)
+        }
+        (S::Neg(x), S::Neg(y)) => match_s(x, y, map),
+        (S::Call(f, xs), S::Call(g, ys)) => {
+            f == g && xs.len() == ys.len() && xs.iter().zip(ys).all(|(x, y)| match_s(x, y, map))
+        }
+        (S::Sum(v, n, x), S::Sum(w, m, y)) => {
+            if n != m || map.iter().any(|(f, t)| f == v || t == w) {
+                return false;
+            }
+            map.push((*v, *w));
+            let ok = match_s(x, y, map);
+            map.retain(|(f, _)| f != v);
+            ok
+        }
+        _ => false,
+    }
+}
+
+/// The `let` temporaries of `p` worth reusing: buffer, the nest's
+/// variables and body (a call inside: what reuse saves), no strong zeros.
+fn reusable(p: &LoopProgram, upto: usize) -> Vec<(usize, &Nest)> {
+    p.nests[..upto]
+        .iter()
+        .filter(|n| {
+            matches!(p.bufs[n.buf].kind, BufKind::Temp)
+                && p.bufs[n.buf].flag.is_none()
+                && !p.cols.iter().any(|c| c.buf == n.buf)
+                && s_any(&n.body, &|x| matches!(x, S::Call(..)))
+        })
+        .map(|n| (n.buf, n))
+        .collect()
+}
+
+fn reuse_in(s: &S, temps: &[(usize, &Nest)], scope: &mut Vec<(usize, SizeRef)>) -> S {
+    for (buf, t) in temps {
+        let mut map = Vec::new();
+        if !match_s(&t.body, s, &mut map) {
+            continue;
+        }
+        // every gen variable of the temporary is bound to a variable in
+        // scope whose loop has the axis's range (a plain, unchecked index)
+        let ixs: Option<Vec<Ix>> = t
+            .vars
+            .iter()
+            .map(|(v, n)| {
+                let (_, w) = map.iter().find(|(f, _)| f == v)?;
+                let (_, m) = scope.iter().rev().find(|(x, _)| x == w)?;
+                (m == n).then(|| Ix {
+                    aff: Aff {
+                        terms: vec![(*w, 1)],
+                        constant: 0,
+                    },
+                    dim: n.clone(),
+                    checked: false,
+                })
+            })
+            .collect();
+        if let Some(ixs) = ixs {
+            return S::Load(*buf, ixs);
+        }
+    }
+    match s {
+        S::Bin(op, a, b) => S::Bin(
+            *op,
+            Box::new(reuse_in(a, temps, scope)),
+            Box::new(reuse_in(b, temps, scope)),
+        ),
+        S::Neg(a) => S::Neg(Box::new(reuse_in(a, temps, scope))),
+        S::Call(f, args) => S::Call(*f, args.iter().map(|a| reuse_in(a, temps, scope)).collect()),
+        S::Sum(v, n, b) => {
+            scope.push((*v, n.clone()));
+            let b = reuse_in(b, temps, scope);
+            scope.pop();
+            S::Sum(*v, n.clone(), Box::new(b))
+        }
+        s => s.clone(),
+    }
+}
+
+/// Reuse of `let` temporaries: a subterm of a later nest that is an
+/// earlier temporary's whole body, with the temporary's gen variables
+/// bound to loop variables of the same ranges, becomes a load of the
+/// temporary (`let t0 = gen(i,j) exp(X[i,j]) in let t1 = gen(i) sum(j)
+/// exp(X[i,j]) in …`, the optimised row softmax, then computes each
+/// `exp` once). Only temporaries whose body calls a function (what a
+/// load saves) and that hold no strong zeros; the value loaded is the one
+/// the subterm computes (the same operations on the same elements), so
+/// nothing changes but the work.
+pub fn reuse_temps(p: &mut LoopProgram) {
+    for k in 1..p.nests.len() {
+        let temps = reusable(p, k);
+        if temps.is_empty() {
+            continue;
+        }
+        let nest = &p.nests[k];
+        let mut scope = nest.vars.clone();
+        let body = reuse_in(&nest.body, &temps, &mut scope);
+        p.nests[k].body = body;
+    }
+}
