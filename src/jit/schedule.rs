@@ -31,6 +31,32 @@
 //!   README: results differ from the interpreter's left-to-right order by
 //!   rounding only).
 //!
+//! - **Column sums computed ahead** ([`columns`], [`materialise`],
+//!   [`with_columns`]). A sum `sum(j) f(i, j)` that depends on one
+//!   enclosing loop variable `i` only (`sum(i) (…) * sum(j) x[j] * A[j,i]`,
+//!   the chain `x·A·B·y`; `gen(i) c[i] + sum(j) x[j] * A[j,i]`) gets,
+//!   layout-independently, a scratch vector `t` (a `Temp` buffer of the
+//!   workspace, so no allocation per call once it is sized) and a nest
+//!   `t[i] = sum(j) f(i, j)` placed before the consumer. Per layout, that
+//!   nest runs and the consumer loads `t[i]` when more of the loads that
+//!   depend on both variables walk unit stride along `i` than along `j`
+//!   (the nest then runs in its own best order, accumulating rows, or on
+//!   the GEMM library), or always when the nest is a GEMM stage; otherwise
+//!   the nest is skipped (`codegen::Native::skip`) and the consumer
+//!   computes the sum in place as before. Nests with brackets (a guard or
+//!   loop domain could skip most of the sum), strong-zero buffers, or
+//!   that are GEMM stages or dense contractions themselves (`dense`
+//!   interchanges the two-level form per layout) are left alone. Computing ahead
+//!   evaluates the same terms (zero padding checked as before) for every
+//!   `i` of the loop's full range; only the order of additions changes.
+//! - **Reuse of temporaries** ([`reuse_temps`]): a subterm of a later nest
+//!   that is an earlier `let` temporary's whole body (with a call in it),
+//!   its gen variables bound to loop variables of the same ranges, loads
+//!   the temporary instead (the optimised row softmax
+//!   `let t0 = gen(i,j) exp(X[i,j]) in let t1 = gen(i) sum(j) exp(X[i,j])
+//!   in …` then computes each `exp` once). Temporaries that may hold
+//!   strong zeros are not reused.
+//!
 //! Decided by the code generator from the scheduled tree (documented in
 //! [`super::codegen`]): loop-invariant code motion per loop, peeling of
 //! border iterations for zero padding, and `f64x2` vectorisation of
@@ -707,7 +733,10 @@ fn find_cols(
 /// runs is decided per layout ([`materialise`]). A nest is left alone
 /// when it has a bracket anywhere (a guard or loop domain may skip the
 /// sum for most outer indices, which computing it ahead would not), reads
-/// or writes strong zeros, or is a GEMM stage candidate. Computing a
+/// or writes strong zeros, or is a GEMM stage or a dense contraction
+/// (`dense::plan` takes it; it interchanges the sums of the two-level
+/// form `sum(i) x[i] * sum(j) A[j,i] * y[j]` itself, per layout, with no
+/// temporary). Computing a
 /// column sum ahead changes no value, only when it is computed: it reads
 /// the same elements (zero padding checked as before) for every index of
 /// its outer loop. With `gemm` (the kernel runs GEMM stages), a column
@@ -721,6 +750,7 @@ pub fn columns(p: &mut LoopProgram, gemm: bool) {
         if p.touches_strong_buffers(nest)
             || s_any(&nest.body, &|x| matches!(x, S::Bracket(_)))
             || super::gemm::plan(p, nest).is_some()
+            || super::dense::plan(p, nest, &Layout::c_order(p)).is_some()
             || p.cols.iter().any(|c| c.buf == nest.buf)
         {
             k += 1;
