@@ -566,13 +566,22 @@ impl Kernel {
     /// Per nest, in execution order: how it runs — `gemm M×N×K` (with
     /// `batch B` for batched products) for a GEMM stage, `native` for
     /// generated code. A GEMM stage may still run natively on a call where
-    /// it degenerates (see [`gemm`]).
+    /// it degenerates (see [`gemm`]). The nest of a column sum computed
+    /// ahead ([`schedule::columns`]) is marked `(column sum)`: it runs in
+    /// the layouts that compute the sum ahead and is skipped in the others.
     pub fn stages(&self) -> Vec<String> {
         self.gemm
             .iter()
-            .map(|g| {
-                g.as_ref()
-                    .map_or("native".to_string(), |g| g.describe().to_string())
+            .zip(&self.prog.nests)
+            .map(|(g, nest)| {
+                let s = g
+                    .as_ref()
+                    .map_or("native".to_string(), |g| g.describe().to_string());
+                if self.prog.cols.iter().any(|c| c.buf == nest.buf) {
+                    format!("{s} (column sum)")
+                } else {
+                    s
+                }
             })
             .collect()
     }
