@@ -91,7 +91,13 @@ fn column_sums_agree_with_the_interpreter_in_every_layout() {
 
 #[test]
 fn the_einsum_chains_agree_with_the_interpreter() {
-    for spec in ["i,ij,jk,k->", "i,ij,j->", "ij,ji->", "i,j,ij->i", "ij,j,jk->ik"] {
+    for spec in [
+        "i,ij,jk,k->",
+        "i,ij,j->",
+        "ij,ji->",
+        "i,j,ij->i",
+        "ij,j,jk->ik",
+    ] {
         let f = einsat::frontend::einsum::einsum(spec).unwrap_or_else(|e| panic!("{spec}: {e}"));
         let o = optimize(&f, &Options::default()).unwrap().program;
         for gemm in [false, true] {
@@ -152,7 +158,10 @@ fn a_column_walk_is_computed_ahead_and_a_row_walk_is_not() {
 fn a_guarded_column_sum_keeps_its_strong_zeros() {
     // A[j,i] is infinite wherever the bracket fails (j > i): the guard
     // makes those terms 0, in the interpreter and in native code
-    let f = programs().into_iter().find(|f| f.name == "bracket").unwrap();
+    let f = programs()
+        .into_iter()
+        .find(|f| f.name == "bracket")
+        .unwrap();
     for n in [1usize, 2, 7, 33] {
         let a = ArrayD::from_shape_fn(IxDyn(&[n, n]), |ix| {
             if ix[0] > ix[1] {
@@ -223,7 +232,9 @@ fn temporaries_are_reused_and_agree_with_the_interpreter() {
     let by = |name: &str| fs.iter().find(|f| f.name == name).unwrap();
     // the optimised softmax: `exp` once per element (the row sums read
     // the temporary of exponentials)
-    let o = optimize(by("softmax"), &Options::default()).unwrap().program;
+    let o = optimize(by("softmax"), &Options::default())
+        .unwrap()
+        .program;
     assert_eq!(calls(&o), 1, "{}", print_function(&o));
     // `exp` reused in a sum beside another call
     assert_eq!(calls(by("shared")), 2);

@@ -610,14 +610,8 @@ fn rename_aff(a: &Aff, map: &[(usize, usize)]) -> Aff {
 fn rename_pred(p: &P, map: &[(usize, usize)]) -> P {
     match p {
         P::Cmp(op, a, b) => P::Cmp(*op, rename_aff(a, map), rename_aff(b, map)),
-        P::And(a, b) => P::And(
-            Box::new(rename_pred(a, map)),
-            Box::new(rename_pred(b, map)),
-        ),
-        P::Or(a, b) => P::Or(
-            Box::new(rename_pred(a, map)),
-            Box::new(rename_pred(b, map)),
-        ),
+        P::And(a, b) => P::And(Box::new(rename_pred(a, map)), Box::new(rename_pred(b, map))),
+        P::Or(a, b) => P::Or(Box::new(rename_pred(a, map)), Box::new(rename_pred(b, map))),
         P::Not(a) => P::Not(Box::new(rename_pred(a, map))),
     }
 }
