@@ -63,6 +63,7 @@ use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
 use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{FuncId, Linkage, Module};
 use std::collections::BTreeSet;
+use std::sync::OnceLock;
 
 /// Independent accumulators of an innermost sum.
 pub const UNROLL: usize = 4;
@@ -135,23 +136,49 @@ impl Drop for Native {
 unsafe impl Send for Native {}
 unsafe impl Sync for Native {}
 
+/// The host ISA with einsat's Cranelift settings, built once per process
+/// (detecting the host's features and building the flags is the same
+/// work for every kernel). The settings:
+/// - `opt_level=speed` (the e-graph pass: GVN, LICM of pure arithmetic,
+///   the placement of the movable loads of [`super::dense`]);
+/// - inline stack probes: frames larger than a page (the packing buffers
+///   of `dense`) touch every page in order, so a thread's guard page is
+///   never jumped over;
+/// - Cranelift's IR verifier only in builds with debug assertions or with
+///   `EINSAT_JIT_VERIFY=1` in the environment (read once; `.ci/run` sets
+///   it for the tests and `difftest`): it checks einsat's IR without
+///   changing the code, and took about a quarter of compile time
+///   (`cargo run --release --example compiletime`).
+fn host_isa() -> Result<cranelift_codegen::isa::OwnedTargetIsa, String> {
+    static ISA: OnceLock<Result<cranelift_codegen::isa::OwnedTargetIsa, String>> = OnceLock::new();
+    ISA.get_or_init(|| {
+        let mut flags = settings::builder();
+        let set = |f: &mut settings::Builder, k: &str, v: &str| {
+            f.set(k, v)
+                .map_err(|e| format!("cranelift setting {k}: {e}"))
+        };
+        set(&mut flags, "opt_level", "speed")?;
+        set(&mut flags, "is_pic", "false")?;
+        set(&mut flags, "enable_probestack", "true")?;
+        set(&mut flags, "probestack_strategy", "inline")?;
+        let verify = cfg!(debug_assertions)
+            || std::env::var_os("EINSAT_JIT_VERIFY").is_some_and(|v| v != "0");
+        set(
+            &mut flags,
+            "enable_verifier",
+            if verify { "true" } else { "false" },
+        )?;
+        cranelift_native::builder()
+            .map_err(|e| format!("host ISA: {e}"))?
+            .finish(settings::Flags::new(flags))
+            .map_err(|e| format!("host ISA: {e}"))
+    })
+    .clone()
+}
+
 /// Compile a loop program for buffers laid out as `layout` says.
 pub fn compile(p: &LoopProgram, layout: &Layout) -> Result<Native, String> {
-    let mut flags = settings::builder();
-    let set = |f: &mut settings::Builder, k: &str, v: &str| {
-        f.set(k, v)
-            .map_err(|e| format!("cranelift setting {k}: {e}"))
-    };
-    set(&mut flags, "opt_level", "speed")?;
-    set(&mut flags, "is_pic", "false")?;
-    // frames larger than a page (the packing buffers of `dense`) touch
-    // every page in order, so a thread's guard page is never jumped over
-    set(&mut flags, "enable_probestack", "true")?;
-    set(&mut flags, "probestack_strategy", "inline")?;
-    let isa = cranelift_native::builder()
-        .map_err(|e| format!("host ISA: {e}"))?
-        .finish(settings::Flags::new(flags))
-        .map_err(|e| format!("host ISA: {e}"))?;
+    let isa = host_isa()?;
     let mut jb = JITBuilder::with_isa(isa, cranelift_module::default_libcall_names());
     jb.symbol("einsat_exp", f_exp as *const u8);
     jb.symbol("einsat_log", f_log as *const u8);
