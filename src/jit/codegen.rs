@@ -115,10 +115,13 @@ pub struct Native {
     module: Option<JITModule>,
     /// One entry per nest of the loop program, in the same order.
     pub entries: Vec<Entry>,
-    /// With more than one nest: an entry running every nest in order, each
-    /// over its whole outermost range, on the calling thread (its `lo`
-    /// and `hi` are ignored).
+    /// With more than one nest: an entry running every nest not skipped
+    /// in order, each over its whole outermost range, on the calling
+    /// thread (its `lo` and `hi` are ignored).
     pub chain: Option<Entry>,
+    /// Per nest: it does nothing in this layout (a column sum's nest that
+    /// is not computed ahead, [`schedule::with_columns`]); not run at all.
+    pub skip: Vec<bool>,
 }
 
 impl Drop for Native {
@@ -216,7 +219,13 @@ pub fn compile(p: &LoopProgram, layout: &Layout) -> Result<Native, String> {
     let mut ctx = module.make_context();
     let mut fctx = FunctionBuilderContext::new();
     let mut ids = Vec::with_capacity(p.nests.len());
+    let mut skip = Vec::with_capacity(p.nests.len());
     for (k, nest) in p.nests.iter().enumerate() {
+        // column sums computed ahead in this layout, or not (their nests
+        // then do nothing and are skipped)
+        let ran = schedule::with_columns(p, nest, layout);
+        skip.push(ran.is_none());
+        let nest: &Nest = ran.as_deref().unwrap_or(nest);
         ctx.func.signature.params.clear();
         for _ in 0..3 {
             ctx.func.signature.params.push(AbiParam::new(ptr));
@@ -233,7 +242,11 @@ pub fn compile(p: &LoopProgram, layout: &Layout) -> Result<Native, String> {
                 let ps = b.block_params(entry);
                 (ps[0], ps[1], ps[2], ps[3], ps[4])
             };
-            if let Some(plan) = super::dense::plan(p, nest, layout) {
+            if ran.is_none() {
+                b.ins().return_(&[]);
+                b.seal_all_blocks();
+                b.finalize(tcfg);
+            } else if let Some(plan) = super::dense::plan(p, nest, layout) {
                 let e = super::dense::EntryParams {
                     bufs: bp,
                     strides: sp,
@@ -323,7 +336,7 @@ pub fn compile(p: &LoopProgram, layout: &Layout) -> Result<Native, String> {
         ids.push(id);
     }
     let chain = if ids.len() > 1 {
-        Some(chain(&mut module, &mut ctx, &mut fctx, p, &ids)?)
+        Some(chain(&mut module, &mut ctx, &mut fctx, p, &ids, &skip)?)
     } else {
         None
     };
@@ -345,11 +358,13 @@ pub fn compile(p: &LoopProgram, layout: &Layout) -> Result<Native, String> {
         module: Some(module),
         entries,
         chain,
+        skip,
     })
 }
 
 /// The chain function: the signature of a nest's entry (`lo`, `hi`
-/// unused), calling every nest's entry in order over the whole range
+/// unused), calling every nest's entry but those of `skip` in order over
+/// the whole range
 /// `0..n0` of its outermost loop (`n0` read from the sizes as the caller
 /// would resolve it; 1 without a `gen`), so a call whose nests all run on
 /// the calling thread costs one indirect call, not one per nest.
@@ -359,6 +374,7 @@ fn chain(
     fctx: &mut FunctionBuilderContext,
     p: &LoopProgram,
     ids: &[FuncId],
+    skip: &[bool],
 ) -> Result<FuncId, String> {
     let ptr = module.target_config().pointer_type();
     ctx.func.signature.params.clear();
@@ -379,7 +395,7 @@ fn chain(
         };
         let mf = MemFlagsData::trusted();
         let zero = b.ins().iconst(types::I64, 0);
-        for (nest, id) in p.nests.iter().zip(ids) {
+        for ((nest, id), _) in p.nests.iter().zip(ids).zip(skip).filter(|(_, s)| !**s) {
             let callee = module.declare_func_in_func(*id, b.func);
             let n0 = match nest.vars.first().map(|(_, n)| n) {
                 None => b.ins().iconst(types::I64, 1),
