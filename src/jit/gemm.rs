@@ -97,7 +97,7 @@
 
 use super::loopir::{LoopProgram, Nest, SizeRef, S};
 use crate::syntax::ast::BinOp;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 /// The role of a loop variable in the product.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -662,6 +662,16 @@ pub fn set_split_min_work(w: usize) {
 /// multiple of the library's register tiles and of a cache line of f64).
 const PANEL_ALIGN: usize = 16;
 
+static LIBRARY_CALLS: AtomicU64 = AtomicU64::new(0);
+
+/// How many calls of the library GEMM stages have made so far, process-wide
+/// (a panel is one call): the library allocates per call, see
+/// `tests/alloc.rs`, which counts allocations against this.
+#[doc(hidden)]
+pub fn library_calls() -> u64 {
+    LIBRARY_CALLS.load(Ordering::Relaxed)
+}
+
 /// One library call: `dst (+)= alpha * lhs · rhs` (`accumulate` reads
 /// the destination), `m×k` by `k×n`, each operand with its column and row
 /// strides.
@@ -704,6 +714,7 @@ impl Call {
     /// As [`Plan::run`]: the pointers and strides address live buffers for
     /// every index below `m`, `n`, `k`.
     unsafe fn single(&self, par: gemm::Parallelism) {
+        LIBRARY_CALLS.fetch_add(1, Ordering::Relaxed);
         unsafe {
             gemm::gemm(
                 self.m,
