@@ -58,7 +58,10 @@
 //! forced split lost at every size up to 320 (n=32 0.45–0.63×, 64
 //! 0.74–0.82×, 96 0.91–0.95×, 128 0.93–0.94×, 192 0.93–0.99×, 256
 //! 0.94–0.96×; C order and transposed alike) and was 0.92–1.63× from 384
-//! on. The old
+//! on. A fourth run at load average 2 (one other process busy) gave the
+//! same picture, C order: n=64 0.75×, 128 0.90×, 192 0.99×, 256 0.94×, 512
+//! 0.97× (transposed 0.68, 0.90, 0.95, 0.95, 0.98×), with the default
+//! threshold 1.00–1.02× below n=256. The old
 //! threshold, 2^18 (n=64), split exactly where it loses most; 2^24 splits
 //! from n=256, the smallest size that paid on a quiet machine in every
 //! layout. Under load a split product still runs at ~0.93× of one thread

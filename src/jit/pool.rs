@@ -20,7 +20,9 @@
 //! n=32 to 256 (n=64: 0.62× against 0.82× of the one-thread time, n=128
 //! 0.70× against 0.93×, n=256 0.93× against 0.96×), and the generated
 //! nests alike; a caller-only spin (200 µs) was no different from none
-//! (n=64 0.78× against 0.74×, n=256 0.94× against 0.94×). On a loaded
+//! (n=64 0.78× against 0.74×, n=256 0.94× against 0.94×). At load
+//! average 2 spinning lost too (GEMM n=64 0.45× against 0.75×, n=256 0.87×
+//! against 0.94×; generated matvec n=512 0.69× against 0.95×). On a loaded
 //! machine a spinning thread takes a core another process (or the caller)
 //! needs. Not measured on a quiet machine, where it may pay for small
 //! sizes: `SPIN_US=100,200 cargo run --release --example thread_sweep`.
