@@ -8,7 +8,6 @@
 //! Gelem/s are GFLOP/s. `cargo bench --bench jit` takes a few minutes.
 
 #[path = "../examples/peers/blur.rs"]
-#[allow(dead_code)] // the bench uses the peeled blur only
 mod blur;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
@@ -80,23 +79,10 @@ fn naive_matmul(a: &Array2<f64>, b: &Array2<f64>, c: &mut Array2<f64>) {
     }
 }
 
-fn blur(img: &Array2<f64>, out: &mut Array2<f64>) {
+/// The peer that checks every neighbour: [`blur::naive`] on the arrays.
+fn blur_naive(img: &Array2<f64>, out: &mut Array2<f64>) {
     let n = img.nrows();
-    let a = img.as_slice().unwrap();
-    let o = out.as_slice_mut().unwrap();
-    let at = |y: isize, x: isize| {
-        if y < 0 || x < 0 || y >= n as isize || x >= n as isize {
-            0.0
-        } else {
-            a[y as usize * n + x as usize]
-        }
-    };
-    for y in 0..n as isize {
-        for x in 0..n as isize {
-            o[y as usize * n + x as usize] =
-                (at(y - 1, x) + at(y + 1, x) + at(y, x - 1) + at(y, x + 1) + at(y, x)) / 5.0;
-        }
-    }
+    blur::naive(img.as_slice().unwrap(), out.as_slice_mut().unwrap(), n)
 }
 
 /// The blur as a careful programmer writes it (`examples/peers/blur.rs`).
@@ -252,7 +238,7 @@ fn bench_loops(c: &mut Criterion) {
     g.bench_function("blur-512/jit", |b| {
         b.iter(|| k.call_into(&args, &mut out).unwrap())
     });
-    g.bench_function("blur-512/rust", |b| b.iter(|| blur(&img, &mut o)));
+    g.bench_function("blur-512/rust", |b| b.iter(|| blur_naive(&img, &mut o)));
     g.bench_function("blur-512/rust-peeled", |b| {
         b.iter(|| blur_peeled(&img, &mut o))
     });

@@ -40,5 +40,6 @@ row bmm b=16 n=64
 row abc n=128
 row blur n=512
 row softmax n=512
+row chain n=1024
 row trimv n=1024
 row axpy n=1000000

@@ -327,13 +327,7 @@ fn optimize_here(f: &Function, opts: &Options) -> Result<Optimized> {
             None => builtin_rules(),
         };
         let rws = rewrites(&rules)?;
-        let analysis = TlAnalysis {
-            params: f
-                .params
-                .iter()
-                .map(|p| (egg::Symbol::from(p.name.as_str()), p.ty.clone()))
-                .collect(),
-        };
+        let analysis = TlAnalysis::of(f);
         // Rounds: each saturates from the previous round's program (and
         // its contraction-order seeds), so that a rewrite chain longer than
         // one saturation reaches can continue; stop when a round does not

@@ -1,7 +1,8 @@
 //! `Kernel::call_into` with a preallocated output allocates nothing once
 //! warmed up: a global allocator that counts allocations, around many calls
-//! of kernels with `let` temporaries, tuple results, pair parameters and
-//! non-C layouts, on one thread and split across threads.
+//! of kernels with `let` temporaries, column sums computed ahead into
+//! scratch vectors, tuple results, pair parameters and non-C layouts, on
+//! one thread and split across threads.
 //!
 //! GEMM stages are allocation-free on einsat's side (`jit::gemm`'s
 //! `Plan::run` works in fixed arrays, and a split stage's panels go to the
@@ -56,6 +57,8 @@ const SRC: &str = "
 fn mm2(A: [n,n]R, B: [n,n]R) -> [n,n]R =
   let T = gen(i:n, j:n) sum(k:n) A[i,k] * B[k,j] in gen(i:n, j:n) sum(k:n) T[i,k] * A[k,j]
 fn mv(A: [n,n]R, x: [n]R) -> [n]R = gen(i:n) 2 * sum(j:n) A[j,i] * x[j]
+fn chain(x: [n]R, A: [n,n]R, B: [n,n]R, y: [n]R) -> R =
+  sum(i:n) (sum(j:n) B[i,j] * y[j]) * sum(j:n) x[j] * A[j,i]
 fn stats(z: ([n]R, [n]R), X: [n,n]R) -> (R, [n]R) =
   (sum(i:n) z.0[i] * z.1[i], gen(i:n) exp(X[i,i]) / sum(k:n) exp(X[i,k]) + [i > 0] * X[i-1,i])
 ";

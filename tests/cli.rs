@@ -624,6 +624,11 @@ fn run_engines_agree_and_bench_reports_ratios() {
         assert_eq!(e["agrees"], true, "{e}");
         assert!(e["median_ms"].as_f64().unwrap() > 0.0);
         assert!(e["gflops"].as_f64().unwrap() > 0.0);
+        // JIT engines report their compile and first-call times
+        let jit = e["engine"].as_str().unwrap().starts_with("jit");
+        for k in ["compile_ms", "first_call_ms"] {
+            assert_eq!(e[k].as_f64().is_some_and(|t| t > 0.0), jit, "{k}: {e}");
+        }
     }
     assert_eq!(j["flops"].as_f64().unwrap(), 2.0 * 32.0 * 32.0);
     // the optimised kernel's stages: the matrix–vector product on GEMM

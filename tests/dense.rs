@@ -9,7 +9,7 @@
 
 use einsat::interp::{self, Value};
 use einsat::jit::{self, codegen, dense, loopir, Options};
-use einsat::testing::{random_inputs, relayout, relayout_value, Layout};
+use einsat::testing::{random_inputs, relayout_value, zeros_like, Layout};
 use einsat::Function;
 use ndarray::{ArrayD, IxDyn};
 use rand::SeedableRng;
@@ -73,13 +73,6 @@ fn close(a: &Value, b: &Value) -> bool {
 
 /// An output buffer of `like`'s shape in `layout` (zeros: the kernel must
 /// write every element).
-fn out_like(like: &Value, layout: Layout) -> Value {
-    match like {
-        Value::Array(a) => Value::Array(relayout(&ArrayD::zeros(IxDyn(a.shape())), layout)),
-        Value::Real(_) => Value::Real(0.0),
-        Value::Pair(..) => unreachable!("no pairs here"),
-    }
-}
 
 #[test]
 fn the_planner_takes_every_shape() {
@@ -198,7 +191,7 @@ fn every_shape_agrees_with_the_interpreter_in_every_layout_at_every_edge() {
                 }
                 // the output in another layout too
                 let ol = Layout::ALL[(li + 1 + t) % 4];
-                let mut out = out_like(&want, ol);
+                let mut out = zeros_like(&want, ol);
                 k.call_into(&a, &mut out).unwrap();
                 assert!(
                     close(&want, &out),
@@ -299,7 +292,7 @@ fn running_the_outermost_loop_in_pieces_is_bit_identical() {
             let mut rng = rand::rngs::StdRng::seed_from_u64(n as u64);
             let args = random_inputs(&f, &sz, &mut rng).unwrap();
             let want = interp::run(&f, &args).unwrap();
-            let mut whole = out_like(&want, Layout::C);
+            let mut whole = zeros_like(&want, Layout::C);
             run_in_pieces(&f, &args, &mut whole, &[]);
             assert!(close(&want, &whole), "{} n={n}", f.name);
             for cuts in [
@@ -308,7 +301,7 @@ fn running_the_outermost_loop_in_pieces_is_bit_identical() {
                 vec![4, 8, 12, 16],
                 vec![5, 6, 13],
             ] {
-                let mut parts = out_like(&want, Layout::C);
+                let mut parts = zeros_like(&want, Layout::C);
                 run_in_pieces(&f, &args, &mut parts, &cuts);
                 let same = match (&whole, &parts) {
                     (Value::Array(a), Value::Array(b)) => a
@@ -361,11 +354,11 @@ fn triangular_domains_are_planned_and_agree_in_pieces() {
             let mut rng = rand::rngs::StdRng::seed_from_u64(n as u64 + 11);
             let args = random_inputs(f, &sz, &mut rng).unwrap();
             let want = interp::run(f, &args).unwrap();
-            let mut whole = out_like(&want, Layout::C);
+            let mut whole = zeros_like(&want, Layout::C);
             run_in_pieces(f, &args, &mut whole, &[]);
             assert!(close(&want, &whole), "{} n={n}\n{want}\n{whole}", f.name);
             for cuts in [vec![1, 2, 3], vec![3, 7], vec![5, 6, 13]] {
-                let mut parts = out_like(&want, Layout::C);
+                let mut parts = zeros_like(&want, Layout::C);
                 run_in_pieces(f, &args, &mut parts, &cuts);
                 let (Value::Array(a), Value::Array(b)) = (&whole, &parts) else {
                     panic!("arrays")
@@ -449,13 +442,13 @@ fn long_reductions_run_in_blocks_and_agree() {
                 let a: Vec<Value> = args.iter().map(|v| relayout_value(v, layout)).collect();
                 let got = k.call(&a).unwrap();
                 assert!(close(&want, &got), "{name} p={kk} {layout:?}");
-                let mut out = out_like(&want, layout);
+                let mut out = zeros_like(&want, layout);
                 k.call_into(&a, &mut out).unwrap();
                 assert!(close(&want, &out), "{name} p={kk} {layout:?} call_into");
             }
-            let mut whole = out_like(&want, Layout::C);
+            let mut whole = zeros_like(&want, Layout::C);
             run_in_pieces(f, &args, &mut whole, &[]);
-            let mut parts = out_like(&want, Layout::C);
+            let mut parts = zeros_like(&want, Layout::C);
             run_in_pieces(f, &args, &mut parts, &[2, 3, 5]);
             assert!(close(&want, &whole), "{name} p={kk} whole");
             let (Value::Array(a), Value::Array(b)) = (&whole, &parts) else {

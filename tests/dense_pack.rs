@@ -7,8 +7,7 @@
 
 use einsat::interp::{self, Value};
 use einsat::jit::{self, dense, loopir, Options};
-use einsat::testing::{random_inputs, relayout, relayout_value, Layout};
-use ndarray::{ArrayD, IxDyn};
+use einsat::testing::{random_inputs, relayout_value, zeros_like, Layout};
 use rand::{Rng, SeedableRng};
 use std::collections::BTreeMap;
 
@@ -34,14 +33,6 @@ fn opts(threads: usize) -> Options {
 
 fn close(a: &Value, b: &Value) -> bool {
     a.approx_eq(b, 1e-10, 1e-12)
-}
-
-fn out_like(like: &Value, layout: Layout) -> Value {
-    match like {
-        Value::Array(a) => Value::Array(relayout(&ArrayD::zeros(IxDyn(a.shape())), layout)),
-        Value::Real(_) => Value::Real(0.0),
-        Value::Pair(..) => unreachable!("no pairs here"),
-    }
 }
 
 fn sizes(n: usize, m: usize, p: usize, b: usize) -> BTreeMap<String, usize> {
@@ -121,7 +112,7 @@ fn packed_products_agree_with_the_interpreter() {
                 if matches!(&want, Value::Array(w) if w.is_empty()) {
                     continue;
                 }
-                let mut out = out_like(&want, Layout::ALL[(shift + t) % 4]);
+                let mut out = zeros_like(&want, Layout::ALL[(shift + t) % 4]);
                 k.call_into(&a, &mut out).unwrap();
                 assert!(close(&want, &out), "{} {sz:?} shift {shift} out", f.name);
                 runs += 1;

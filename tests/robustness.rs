@@ -610,13 +610,7 @@ fn extraction_costs_are_monotone_on_random_e_graphs() {
         let Ok(rec) = to_rec(&prepass(&f, Options::default().term_limit)) else {
             continue;
         };
-        let analysis = TlAnalysis {
-            params: f
-                .params
-                .iter()
-                .map(|p| (egg::Symbol::from(p.name.as_str()), p.ty.clone()))
-                .collect(),
-        };
+        let analysis = TlAnalysis::of(&f);
         let limits = Limits {
             node_limit: 3000,
             iter_limit: 5,

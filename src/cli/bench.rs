@@ -2,7 +2,9 @@
 //! it is already in normal form) and the JIT on the optimised program — or
 //! any of them (`--engines`) — timed in the same run on the same random
 //! inputs; medians, ratios against the first engine listed, and GFLOP/s
-//! from a count of the floating-point operations. `--threads` and
+//! from a count of the floating-point operations; for each JIT engine its
+//! compile time (fresh, not from the kernel cache) and its first call's
+//! time (`compile_ms`, `first_call_ms` in `--json`). `--threads` and
 //! `--no-gemm` set the JIT's options.
 
 use super::CliResult;
@@ -48,16 +50,23 @@ fn time(reps: usize, mut run: impl FnMut() -> crate::Result<Value>) -> crate::Re
 }
 
 /// Time a kernel writing into a preallocated output (as `time`; the
-/// warm-up call allocates it).
-fn time_into(reps: usize, k: &crate::jit::Kernel, args: &[Value]) -> crate::Result<(f64, Value)> {
+/// warm-up call allocates it). Also returns the warm-up call's time: the
+/// first call a user makes (workspace set-up included).
+fn time_into(
+    reps: usize,
+    k: &crate::jit::Kernel,
+    args: &[Value],
+) -> crate::Result<(f64, Value, f64)> {
+    let t = Instant::now();
     let mut out = k.call(args)?;
+    let first = t.elapsed().as_secs_f64();
     let mut ts = Vec::with_capacity(reps);
     for _ in 0..reps {
         let t = Instant::now();
         k.call_into(args, &mut out)?;
         ts.push(t.elapsed().as_secs_f64());
     }
-    Ok((median(ts), out))
+    Ok((median(ts), out, first))
 }
 
 /// An engine `einsat bench` can time.
@@ -125,6 +134,9 @@ struct Row {
     time: f64,
     flops: f64,
     out: Value,
+    /// JIT engines: the compile time (type check, lowering, Cranelift for
+    /// the arguments' layout) and the first call's time, in seconds.
+    compile: Option<(f64, f64)>,
 }
 
 /// Run the benchmark and print it: every engine on the same inputs, the
@@ -149,10 +161,10 @@ pub fn bench(f: &Function, a: &BenchArgs) -> CliResult {
     let mut notes = Vec::new();
     let mut rows: Vec<Row> = Vec::new();
     for &e in &a.engines {
-        let (time, flops, out) = match e {
+        let (time, flops, out, compile) = match e {
             BenchEngine::Interp => {
                 let (t, v) = time(a.reps, || interp::run(f, &args)).map_err(err)?;
-                (t, fl, v)
+                (t, fl, v, None)
             }
             BenchEngine::JitNoOpt => {
                 if !crate::extract::is_normal(f) {
@@ -162,9 +174,11 @@ pub fn bench(f: &Function, a: &BenchArgs) -> CliResult {
                     ));
                     continue;
                 }
-                let k = crate::jit::compile_with(f, &a.jit).map_err(err)?;
-                let (t, v) = time_into(a.reps, &k, &args).map_err(err)?;
-                (t, fl, v)
+                let t0 = Instant::now();
+                let k = crate::jit::compile_uncached_with(f, &a.jit).map_err(err)?;
+                let c = t0.elapsed().as_secs_f64();
+                let (t, v, first) = time_into(a.reps, &k, &args).map_err(err)?;
+                (t, fl, v, Some((c, first)))
             }
             BenchEngine::Jit => {
                 let t0 = Instant::now();
@@ -177,10 +191,12 @@ pub fn bench(f: &Function, a: &BenchArgs) -> CliResult {
                 )
                 .map_err(err)?;
                 opt_ms = Some(t0.elapsed().as_secs_f64() * 1e3);
-                let k = crate::jit::compile_with(&o.program, &a.jit).map_err(err)?;
+                let t0 = Instant::now();
+                let k = crate::jit::compile_uncached_with(&o.program, &a.jit).map_err(err)?;
+                let c = t0.elapsed().as_secs_f64();
                 stages = Some(k.stages());
-                let (t, v) = time_into(a.reps, &k, &args).map_err(err)?;
-                (t, flops(&o.program.body, &sizes), v)
+                let (t, v, first) = time_into(a.reps, &k, &args).map_err(err)?;
+                (t, flops(&o.program.body, &sizes), v, Some((c, first)))
             }
         };
         rows.push(Row {
@@ -188,6 +204,7 @@ pub fn bench(f: &Function, a: &BenchArgs) -> CliResult {
             time,
             flops,
             out,
+            compile,
         });
     }
     if rows.is_empty() {
@@ -221,6 +238,8 @@ pub fn bench(f: &Function, a: &BenchArgs) -> CliResult {
                     "speedup_vs_interp": t_interp.map(|ti| ti / r.time),
                     "speedup_vs_first": base / r.time,
                     "gflops": r.flops / r.time / 1e9,
+                    "compile_ms": r.compile.map(|c| c.0 * 1e3),
+                    "first_call_ms": r.compile.map(|c| c.1 * 1e3),
                     "agrees": ok,
                 })
             })
@@ -269,6 +288,16 @@ pub fn bench(f: &Function, a: &BenchArgs) -> CliResult {
         }
         for n in &notes {
             println!("note: {n}");
+        }
+        for r in &rows {
+            if let Some((c, first)) = r.compile {
+                println!(
+                    "{}: compiled in {:.2} ms, first call {:.4} ms",
+                    r.engine.label(),
+                    c * 1e3,
+                    first * 1e3
+                );
+            }
         }
         if let Some(st) = &stages {
             println!("stages (optimised): {}", st.join(", "));

@@ -179,15 +179,7 @@ impl Inst {
             let b = self.aff(depth);
             return Pred::Cmp(CmpOp::Eq, Affine::var(db(0)), b);
         }
-        let ops = [
-            CmpOp::Eq,
-            CmpOp::Ne,
-            CmpOp::Lt,
-            CmpOp::Le,
-            CmpOp::Gt,
-            CmpOp::Ge,
-        ];
-        let op = ops[self.rng.gen_range(0..ops.len())];
+        let op = CmpOp::ALL[self.rng.gen_range(0..CmpOp::ALL.len())];
         let a = self.aff(depth);
         let b = self.aff(depth);
         Pred::Cmp(op, a, b)

@@ -398,6 +398,19 @@ pub struct TlAnalysis {
     pub params: std::collections::BTreeMap<Symbol, Type>,
 }
 
+impl TlAnalysis {
+    /// The analysis of `f`'s body: the types of its parameters.
+    pub fn of(f: &crate::syntax::ast::Function) -> TlAnalysis {
+        TlAnalysis {
+            params: f
+                .params
+                .iter()
+                .map(|p| (Symbol::from(p.name.as_str()), p.ty.clone()))
+                .collect(),
+        }
+    }
+}
+
 fn node_ty(eg: &TlGraph, n: &TL) -> Option<Type> {
     let t = |i: &Id| eg[*i].data.ty.clone();
     match n {

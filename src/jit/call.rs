@@ -376,6 +376,9 @@ pub struct Step {
     pub parallel: bool,
     /// The trip count of its outermost loop (1 without a `gen`).
     pub n0: usize,
+    /// Not run: a column sum's nest that this layout does not compute
+    /// ahead (`codegen::Native::skip`).
+    pub skip: bool,
 }
 
 // SAFETY: the raw pointers are only meaningful during a call, which holds

@@ -63,6 +63,7 @@ use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
 use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{FuncId, Linkage, Module};
 use std::collections::BTreeSet;
+use std::sync::OnceLock;
 
 /// Independent accumulators of an innermost sum.
 pub const UNROLL: usize = 4;
@@ -114,6 +115,9 @@ pub struct Native {
     module: Option<JITModule>,
     /// One entry per nest of the loop program, in the same order.
     pub entries: Vec<Entry>,
+    /// Per nest: it does nothing in this layout (a column sum's nest that
+    /// is not computed ahead, [`schedule::with_columns`]); not run at all.
+    pub skip: Vec<bool>,
 }
 
 impl Drop for Native {
@@ -132,23 +136,49 @@ impl Drop for Native {
 unsafe impl Send for Native {}
 unsafe impl Sync for Native {}
 
+/// The host ISA with einsat's Cranelift settings, built once per process
+/// (detecting the host's features and building the flags is the same
+/// work for every kernel). The settings:
+/// - `opt_level=speed` (the e-graph pass: GVN, LICM of pure arithmetic,
+///   the placement of the movable loads of [`super::dense`]);
+/// - inline stack probes: frames larger than a page (the packing buffers
+///   of `dense`) touch every page in order, so a thread's guard page is
+///   never jumped over;
+/// - Cranelift's IR verifier only in builds with debug assertions or with
+///   `EINSAT_JIT_VERIFY=1` in the environment (read once; `.ci/run` sets
+///   it for the tests and `difftest`): it checks einsat's IR without
+///   changing the code, and took about a quarter of compile time
+///   (`cargo run --release --example compiletime`).
+fn host_isa() -> Result<cranelift_codegen::isa::OwnedTargetIsa, String> {
+    static ISA: OnceLock<Result<cranelift_codegen::isa::OwnedTargetIsa, String>> = OnceLock::new();
+    ISA.get_or_init(|| {
+        let mut flags = settings::builder();
+        let set = |f: &mut settings::Builder, k: &str, v: &str| {
+            f.set(k, v)
+                .map_err(|e| format!("cranelift setting {k}: {e}"))
+        };
+        set(&mut flags, "opt_level", "speed")?;
+        set(&mut flags, "is_pic", "false")?;
+        set(&mut flags, "enable_probestack", "true")?;
+        set(&mut flags, "probestack_strategy", "inline")?;
+        let verify = cfg!(debug_assertions)
+            || std::env::var_os("EINSAT_JIT_VERIFY").is_some_and(|v| v != "0");
+        set(
+            &mut flags,
+            "enable_verifier",
+            if verify { "true" } else { "false" },
+        )?;
+        cranelift_native::builder()
+            .map_err(|e| format!("host ISA: {e}"))?
+            .finish(settings::Flags::new(flags))
+            .map_err(|e| format!("host ISA: {e}"))
+    })
+    .clone()
+}
+
 /// Compile a loop program for buffers laid out as `layout` says.
 pub fn compile(p: &LoopProgram, layout: &Layout) -> Result<Native, String> {
-    let mut flags = settings::builder();
-    let set = |f: &mut settings::Builder, k: &str, v: &str| {
-        f.set(k, v)
-            .map_err(|e| format!("cranelift setting {k}: {e}"))
-    };
-    set(&mut flags, "opt_level", "speed")?;
-    set(&mut flags, "is_pic", "false")?;
-    // frames larger than a page (the packing buffers of `dense`) touch
-    // every page in order, so a thread's guard page is never jumped over
-    set(&mut flags, "enable_probestack", "true")?;
-    set(&mut flags, "probestack_strategy", "inline")?;
-    let isa = cranelift_native::builder()
-        .map_err(|e| format!("host ISA: {e}"))?
-        .finish(settings::Flags::new(flags))
-        .map_err(|e| format!("host ISA: {e}"))?;
+    let isa = host_isa()?;
     let mut jb = JITBuilder::with_isa(isa, cranelift_module::default_libcall_names());
     jb.symbol("einsat_exp", f_exp as *const u8);
     jb.symbol("einsat_log", f_log as *const u8);
@@ -185,7 +215,13 @@ pub fn compile(p: &LoopProgram, layout: &Layout) -> Result<Native, String> {
     let mut ctx = module.make_context();
     let mut fctx = FunctionBuilderContext::new();
     let mut ids = Vec::with_capacity(p.nests.len());
+    let mut skip = Vec::with_capacity(p.nests.len());
     for (k, nest) in p.nests.iter().enumerate() {
+        // column sums computed ahead in this layout, or not (their nests
+        // then do nothing and are skipped)
+        let ran = schedule::with_columns(p, nest, layout);
+        skip.push(ran.is_none());
+        let nest: &Nest = ran.as_deref().unwrap_or(nest);
         ctx.func.signature.params.clear();
         for _ in 0..3 {
             ctx.func.signature.params.push(AbiParam::new(ptr));
@@ -202,7 +238,11 @@ pub fn compile(p: &LoopProgram, layout: &Layout) -> Result<Native, String> {
                 let ps = b.block_params(entry);
                 (ps[0], ps[1], ps[2], ps[3], ps[4])
             };
-            if let Some(plan) = super::dense::plan(p, nest, layout) {
+            if ran.is_none() {
+                b.ins().return_(&[]);
+                b.seal_all_blocks();
+                b.finalize(tcfg);
+            } else if let Some(plan) = super::dense::plan(p, nest, layout) {
                 let e = super::dense::EntryParams {
                     bufs: bp,
                     strides: sp,
@@ -304,6 +344,7 @@ pub fn compile(p: &LoopProgram, layout: &Layout) -> Result<Native, String> {
     Ok(Native {
         module: Some(module),
         entries,
+        skip,
     })
 }
 

@@ -154,6 +154,34 @@ pub struct LoopProgram {
     pub n_vars: usize,
     /// Named sizes, in the order native code receives them.
     pub sizes: Vec<String>,
+    /// Column sums that native code may compute ahead into a scratch
+    /// vector, per layout (see [`super::schedule::columns`]); empty after
+    /// [`lower`].
+    pub cols: Vec<Col>,
+}
+
+/// A sum `sum(j) f(i, j)` inside the nest writing `consumer` that depends
+/// on one enclosing loop variable `i` only, with its scratch vector: the
+/// `Temp` buffer `buf` (`[n]`, `n` the range of `i`) and the nest writing
+/// it, `buf[i'] = sum(j') f(i', j')` (fresh variables), placed just before
+/// the consumer. Per layout, [`super::schedule::materialise`] decides
+/// whether that nest runs (and the consumer loads `buf[i]` instead of the
+/// sum) or is skipped (and the consumer computes the sum in place).
+#[derive(Clone, Debug)]
+pub struct Col {
+    /// The scratch buffer (written by the nest with `buf` as its output).
+    pub buf: usize,
+    /// The output buffer of the consuming nest.
+    pub consumer: usize,
+    /// The summed variable of the sum in the consumer (names the node).
+    pub sum_var: usize,
+    /// The enclosing loop variable the sum depends on, in the consumer.
+    pub outer: usize,
+    /// The range of `outer` (the scratch vector's length).
+    pub n: SizeRef,
+    /// The scratch nest is a GEMM stage (a matrix-vector product, and the
+    /// kernel runs GEMM stages): computed ahead in every layout.
+    pub lib: bool,
 }
 
 impl LoopProgram {
@@ -556,6 +584,7 @@ pub fn lower(f: &Function) -> Result<LoopProgram, String> {
             nests: vec![],
             n_vars: 0,
             sizes: vec![],
+            cols: vec![],
         },
         vals: f
             .params

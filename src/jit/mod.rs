@@ -321,7 +321,9 @@ pub fn compile_uncached_with(f: &Function, opts: &Options) -> Result<Kernel> {
 
 fn compile_here(f: &Function, opts: &Options) -> Result<Kernel> {
     let sig = types::check(f).map_err(Error::types)?;
-    let prog = loopir::lower(f).map_err(|m| jit_err(format!("`{}`: {m}", f.name)))?;
+    let mut prog = loopir::lower(f).map_err(|m| jit_err(format!("`{}`: {m}", f.name)))?;
+    schedule::reuse_temps(&mut prog);
+    schedule::columns(&mut prog, opts.gemm);
     let layout = loopir::Layout::c_order(&prog);
     let native = codegen::compile(&prog, &layout).map_err(jit_err)?;
     let gemm = prog
@@ -571,13 +573,22 @@ impl Kernel {
     /// Per nest, in execution order: how it runs — `gemm M×N×K` (with
     /// `batch B` for batched products) for a GEMM stage, `native` for
     /// generated code. A GEMM stage may still run natively on a call where
-    /// it degenerates (see [`gemm`]).
+    /// it degenerates (see [`gemm`]). The nest of a column sum computed
+    /// ahead ([`schedule::columns`]) is marked `(column sum)`: it runs in
+    /// the layouts that compute the sum ahead and is skipped in the others.
     pub fn stages(&self) -> Vec<String> {
         self.gemm
             .iter()
-            .map(|g| {
-                g.as_ref()
-                    .map_or("native".to_string(), |g| g.describe().to_string())
+            .zip(&self.prog.nests)
+            .map(|(g, nest)| {
+                let s = g
+                    .as_ref()
+                    .map_or("native".to_string(), |g| g.describe().to_string());
+                if self.prog.cols.iter().any(|c| c.buf == nest.buf) {
+                    format!("{s} (column sum)")
+                } else {
+                    s
+                }
             })
             .collect()
     }
@@ -985,7 +996,6 @@ impl Kernel {
             Some(n) => n.clone(),
             None => self.native(unit)?,
         };
-        *ws_native = Some(native);
         // per nest, decided once per sizes and layout: GEMM, threads
         plan.clear();
         for (k, nest) in p.nests.iter().enumerate() {
@@ -996,8 +1006,15 @@ impl Kernel {
                 && n0 > 1
                 && !nest.vars.is_empty()
                 && work() >= self.opts.parallel_threshold;
-            plan.push(call::Step { gemm, parallel, n0 });
+            let skip = native.skip.get(k).copied().unwrap_or(false);
+            plan.push(call::Step {
+                gemm: gemm && !skip,
+                parallel,
+                n0,
+                skip,
+            });
         }
+        *ws_native = Some(native);
         Ok(())
     }
 
@@ -1021,6 +1038,9 @@ impl Kernel {
             sizes: svals.as_ptr(),
         };
         for (k, (entry, step)) in native.entries.iter().zip(plan.iter()).enumerate() {
+            if step.skip {
+                continue;
+            }
             if step.gemm {
                 if let Some(g) = &self.gemm[k] {
                     // SAFETY: as below (the library gets the same pointers

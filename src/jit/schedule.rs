@@ -31,6 +31,32 @@
 //!   README: results differ from the interpreter's left-to-right order by
 //!   rounding only).
 //!
+//! - **Column sums computed ahead** ([`columns`], [`materialise`],
+//!   [`with_columns`]). A sum `sum(j) f(i, j)` that depends on one
+//!   enclosing loop variable `i` only (`sum(i) (…) * sum(j) x[j] * A[j,i]`,
+//!   the chain `x·A·B·y`; `gen(i) c[i] + sum(j) x[j] * A[j,i]`) gets,
+//!   layout-independently, a scratch vector `t` (a `Temp` buffer of the
+//!   workspace, so no allocation per call once it is sized) and a nest
+//!   `t[i] = sum(j) f(i, j)` placed before the consumer. Per layout, that
+//!   nest runs and the consumer loads `t[i]` when more of the loads that
+//!   depend on both variables walk unit stride along `i` than along `j`
+//!   (the nest then runs in its own best order, accumulating rows, or on
+//!   the GEMM library), or always when the nest is a GEMM stage; otherwise
+//!   the nest is skipped (`codegen::Native::skip`) and the consumer
+//!   computes the sum in place as before. Nests with brackets (a guard or
+//!   loop domain could skip most of the sum), strong-zero buffers, or
+//!   that are GEMM stages or dense contractions themselves (`dense`
+//!   interchanges the two-level form per layout) are left alone. Computing ahead
+//!   evaluates the same terms (zero padding checked as before) for every
+//!   `i` of the loop's full range; only the order of additions changes.
+//! - **Reuse of temporaries** ([`reuse_temps`]): a subterm of a later nest
+//!   that is an earlier `let` temporary's whole body (with a call in it),
+//!   its gen variables bound to loop variables of the same ranges, loads
+//!   the temporary instead (the optimised row softmax
+//!   `let t0 = gen(i,j) exp(X[i,j]) in let t1 = gen(i) sum(j) exp(X[i,j])
+//!   in …` then computes each `exp` once). Temporaries that may hold
+//!   strong zeros are not reused.
+//!
 //! Decided by the code generator from the scheduled tree (documented in
 //! [`super::codegen`]): loop-invariant code motion per loop, peeling of
 //! border iterations for zero padding, and `f64x2` vectorisation of
@@ -531,4 +557,487 @@ fn loop_order(nest: &Nest, body: &T, layout: &Layout) -> Vec<usize> {
     order.retain(|&k| k != best);
     order.push(best);
     order
+}
+
+// ---------------------------------------------------------- column sums
+
+/// At most this many column sums per nest get a scratch vector.
+pub const MAX_COLS: usize = 4;
+
+fn s_free(s: &S, out: &mut BTreeSet<usize>) {
+    match s {
+        S::Num(_) => {}
+        S::Load(_, ixs) => ixs.iter().for_each(|ix| aff_vars(&ix.aff, out)),
+        S::Bracket(p) => pred_vars(p, out),
+        S::Eps(v) => v.iter().for_each(|a| aff_vars(a, out)),
+        S::Bin(_, a, b) => {
+            s_free(a, out);
+            s_free(b, out);
+        }
+        S::Neg(a) => s_free(a, out),
+        S::Call(_, args) => args.iter().for_each(|a| s_free(a, out)),
+        S::Sum(v, _, b) => {
+            let mut inner = BTreeSet::new();
+            s_free(b, &mut inner);
+            inner.remove(v);
+            out.extend(inner);
+        }
+    }
+}
+
+/// Whether `s` has a node `pick` selects.
+fn s_any(s: &S, pick: &dyn Fn(&S) -> bool) -> bool {
+    pick(s)
+        || match s {
+            S::Bin(_, a, b) => s_any(a, pick) || s_any(b, pick),
+            S::Neg(a) | S::Sum(_, _, a) => s_any(a, pick),
+            S::Call(_, args) => args.iter().any(|a| s_any(a, pick)),
+            _ => false,
+        }
+}
+
+fn rename_aff(a: &Aff, map: &[(usize, usize)]) -> Aff {
+    Aff {
+        terms: a
+            .terms
+            .iter()
+            .map(|(x, c)| (map.iter().find(|(f, _)| f == x).map_or(*x, |m| m.1), *c))
+            .collect(),
+        constant: a.constant,
+    }
+}
+
+fn rename_pred(p: &P, map: &[(usize, usize)]) -> P {
+    match p {
+        P::Cmp(op, a, b) => P::Cmp(*op, rename_aff(a, map), rename_aff(b, map)),
+        P::And(a, b) => P::And(Box::new(rename_pred(a, map)), Box::new(rename_pred(b, map))),
+        P::Or(a, b) => P::Or(Box::new(rename_pred(a, map)), Box::new(rename_pred(b, map))),
+        P::Not(a) => P::Not(Box::new(rename_pred(a, map))),
+    }
+}
+
+/// `s` with its variables renamed by `map` (`(from, to)` pairs).
+fn rename(s: &S, map: &[(usize, usize)]) -> S {
+    match s {
+        S::Num(x) => S::Num(*x),
+        S::Load(b, ixs) => S::Load(
+            *b,
+            ixs.iter()
+                .map(|ix| Ix {
+                    aff: rename_aff(&ix.aff, map),
+                    dim: ix.dim.clone(),
+                    checked: ix.checked,
+                })
+                .collect(),
+        ),
+        S::Bracket(p) => S::Bracket(rename_pred(p, map)),
+        S::Eps(v) => S::Eps(v.iter().map(|a| rename_aff(a, map)).collect()),
+        S::Bin(op, a, b) => S::Bin(*op, Box::new(rename(a, map)), Box::new(rename(b, map))),
+        S::Neg(a) => S::Neg(Box::new(rename(a, map))),
+        S::Call(f, args) => S::Call(*f, args.iter().map(|a| rename(a, map)).collect()),
+        S::Sum(v, n, b) => S::Sum(
+            map.iter().find(|(f, _)| f == v).map_or(*v, |m| m.1),
+            n.clone(),
+            Box::new(rename(b, map)),
+        ),
+    }
+}
+
+/// The loads of `s` that depend on both `i` and `j`, counted by which of
+/// the two walks a unit-stride axis (plain, coefficient 1, the only axis
+/// mentioning it): `(along i, along j)`.
+fn cross_units(s: &S, i: usize, j: usize, layout: &Layout) -> (usize, usize) {
+    match s {
+        S::Load(buf, ixs) => {
+            let on = |v: usize| -> Vec<usize> {
+                (0..ixs.len())
+                    .filter(|&a| coef(&ixs[a].aff, v) != 0)
+                    .collect()
+            };
+            let (oi, oj) = (on(i), on(j));
+            if oi.is_empty() || oj.is_empty() {
+                return (0, 0);
+            }
+            let unit = |o: &[usize], v: usize| {
+                usize::from(
+                    o.len() == 1 && coef(&ixs[o[0]].aff, v) == 1 && layout.is_unit(*buf, o[0]),
+                )
+            };
+            (unit(&oi, i), unit(&oj, j))
+        }
+        S::Bin(_, a, b) => {
+            let (x, y) = cross_units(a, i, j, layout);
+            let (z, w) = cross_units(b, i, j, layout);
+            (x + z, y + w)
+        }
+        S::Neg(a) | S::Sum(_, _, a) => cross_units(a, i, j, layout),
+        S::Call(_, args) => args.iter().fold((0, 0), |(x, y), a| {
+            let (z, w) = cross_units(a, i, j, layout);
+            (x + z, y + w)
+        }),
+        _ => (0, 0),
+    }
+}
+
+/// The column sums of `body` (see [`Col`]): sums whose only free variable
+/// is one enclosing loop variable (in `scope`), without sums inside, with
+/// a load that depends on both variables; not the whole body. Found
+/// outermost first, left to right.
+fn find_cols(
+    s: &S,
+    top: bool,
+    scope: &mut Vec<(usize, SizeRef)>,
+    out: &mut Vec<(usize, usize, SizeRef, SizeRef, S)>,
+) {
+    match s {
+        S::Sum(j, m, b) => {
+            let mut free = BTreeSet::new();
+            s_free(s, &mut free);
+            let outer = match free.iter().collect::<Vec<_>>()[..] {
+                [i] => scope.iter().rev().find(|(v, _)| v == i).cloned(),
+                _ => None,
+            };
+            if let Some((i, n)) = outer {
+                let cross = s_any(b, &|x| {
+                    matches!(x, S::Load(_, ixs)
+                        if ixs.iter().any(|ix| coef(&ix.aff, i) != 0)
+                        && ixs.iter().any(|ix| coef(&ix.aff, *j) != 0))
+                });
+                if !top && cross && !s_any(b, &|x| matches!(x, S::Sum(..))) {
+                    out.push((*j, i, n, m.clone(), (**b).clone()));
+                    return;
+                }
+            }
+            scope.push((*j, m.clone()));
+            find_cols(b, false, scope, out);
+            scope.pop();
+        }
+        S::Bin(_, a, b) => {
+            find_cols(a, false, scope, out);
+            find_cols(b, false, scope, out);
+        }
+        S::Neg(a) => find_cols(a, false, scope, out),
+        S::Call(_, args) => args.iter().for_each(|a| find_cols(a, false, scope, out)),
+        _ => {}
+    }
+}
+
+/// Give the column sums of `p`'s nests their scratch vectors and nests
+/// ([`Col`], [`LoopProgram::cols`]), layout-independently; whether each
+/// runs is decided per layout ([`materialise`]). A nest is left alone
+/// when it has a bracket anywhere (a guard or loop domain may skip the
+/// sum for most outer indices, which computing it ahead would not), reads
+/// or writes strong zeros, or is a GEMM stage or a dense contraction
+/// (`dense::plan` takes it; it interchanges the sums of the two-level
+/// form `sum(i) x[i] * sum(j) A[j,i] * y[j]` itself, per layout, with no
+/// temporary). Computing a
+/// column sum ahead changes no value, only when it is computed: it reads
+/// the same elements (zero padding checked as before) for every index of
+/// its outer loop. With `gemm` (the kernel runs GEMM stages), a column
+/// sum whose nest is a GEMM stage (a matrix-vector product) is computed
+/// ahead in every layout ([`Col::lib`]): the library takes any strides
+/// and beats the generated row or column walk.
+pub fn columns(p: &mut LoopProgram, gemm: bool) {
+    let mut k = 0;
+    while k < p.nests.len() {
+        let nest = &p.nests[k];
+        if p.touches_strong_buffers(nest)
+            || s_any(&nest.body, &|x| matches!(x, S::Bracket(_)))
+            || super::gemm::plan(p, nest).is_some()
+            || super::dense::plan(p, nest, &Layout::c_order(p)).is_some()
+            || p.cols.iter().any(|c| c.buf == nest.buf)
+        {
+            k += 1;
+            continue;
+        }
+        let mut found = Vec::new();
+        let mut scope = nest.vars.clone();
+        find_cols(&nest.body, true, &mut scope, &mut found);
+        found.truncate(MAX_COLS);
+        let consumer = nest.buf;
+        let name = p.bufs[consumer].name.clone();
+        for (c, (j, i, n, m, body)) in found.into_iter().enumerate() {
+            let buf = p.bufs.len();
+            p.bufs.push(Buf {
+                kind: BufKind::Temp,
+                dims: vec![n.clone()],
+                name: format!("{name}#col{c}"),
+                flag: None,
+            });
+            let (i2, j2) = (p.n_vars, p.n_vars + 1);
+            p.n_vars += 2;
+            let body = rename(&body, &[(i, i2), (j, j2)]);
+            let ahead = Nest {
+                buf,
+                vars: vec![(i2, n.clone())],
+                body: S::Sum(j2, m, Box::new(body)),
+            };
+            let lib = gemm && super::gemm::plan(p, &ahead).is_some();
+            p.nests.insert(k, ahead);
+            k += 1;
+            p.cols.push(Col {
+                buf,
+                consumer,
+                sum_var: j,
+                outer: i,
+                n,
+                lib,
+            });
+        }
+        k += 1;
+    }
+}
+
+/// Whether the column sum `col` is computed ahead under `layout`: when
+/// more of the loads that depend on both its variables walk a unit-stride
+/// axis along the outer variable than along the summed one (the scratch
+/// nest then accumulates a row at a time, `for j { for i { t[i] += … } }`,
+/// instead of walking a column per outer index), or always when the
+/// scratch nest is a GEMM stage ([`Col::lib`]).
+pub fn materialise(p: &LoopProgram, col: &Col, layout: &Layout) -> bool {
+    if col.lib {
+        return true;
+    }
+    let Some(nest) = p.nests.iter().find(|n| n.buf == col.buf) else {
+        return false;
+    };
+    let (Some((i, _)), S::Sum(j, _, b)) = (nest.vars.first(), &nest.body) else {
+        return false;
+    };
+    let (along_i, along_j) = cross_units(b, *i, *j, layout);
+    along_i > along_j
+}
+
+/// `nest` as it runs under `layout`: `None` for the nest of a column sum
+/// that is not computed ahead (it does nothing), else the nest with each
+/// column sum computed ahead replaced by a load of its scratch vector.
+pub fn with_columns<'n>(
+    p: &LoopProgram,
+    nest: &'n Nest,
+    layout: &Layout,
+) -> Option<std::borrow::Cow<'n, Nest>> {
+    use std::borrow::Cow;
+    if let Some(c) = p.cols.iter().find(|c| c.buf == nest.buf) {
+        return materialise(p, c, layout).then_some(Cow::Borrowed(nest));
+    }
+    let mine: Vec<&Col> = p
+        .cols
+        .iter()
+        .filter(|c| c.consumer == nest.buf && materialise(p, c, layout))
+        .collect();
+    if mine.is_empty() {
+        return Some(Cow::Borrowed(nest));
+    }
+    fn subst(s: &S, mine: &[&Col]) -> S {
+        match s {
+            S::Sum(v, n, b) => match mine.iter().find(|c| c.sum_var == *v) {
+                Some(c) => S::Load(
+                    c.buf,
+                    vec![Ix {
+                        aff: Aff {
+                            terms: vec![(c.outer, 1)],
+                            constant: 0,
+                        },
+                        dim: c.n.clone(),
+                        checked: false,
+                    }],
+                ),
+                None => S::Sum(*v, n.clone(), Box::new(subst(b, mine))),
+            },
+            S::Bin(op, a, b) => S::Bin(*op, Box::new(subst(a, mine)), Box::new(subst(b, mine))),
+            S::Neg(a) => S::Neg(Box::new(subst(a, mine))),
+            S::Call(f, args) => S::Call(*f, args.iter().map(|a| subst(a, mine)).collect()),
+            s => s.clone(),
+        }
+    }
+    Some(Cow::Owned(Nest {
+        buf: nest.buf,
+        vars: nest.vars.clone(),
+        body: subst(&nest.body, &mine),
+    }))
+}
+
+// ------------------------------------------------- reuse of temporaries
+
+/// `a` with its terms merged, zeros dropped, sorted by variable.
+fn canon(a: &Aff) -> Aff {
+    let mut terms: Vec<(usize, i64)> = Vec::new();
+    for (x, c) in &a.terms {
+        match terms.iter_mut().find(|(y, _)| y == x) {
+            Some(e) => e.1 += c,
+            None => terms.push((*x, *c)),
+        }
+    }
+    terms.retain(|(_, c)| *c != 0);
+    terms.sort_unstable();
+    Aff {
+        terms,
+        constant: a.constant,
+    }
+}
+
+/// Whether `a` (over the temporary's variables) is `b` (over the
+/// consumer's) under `map`, binding unmapped variables of `a` on the way.
+fn match_aff(a: &Aff, b: &Aff, map: &mut Vec<(usize, usize)>) -> bool {
+    let a = canon(a);
+    let mut terms = Vec::new();
+    for (x, c) in &a.terms {
+        let y = match map.iter().find(|(f, _)| f == x) {
+            Some(m) => m.1,
+            None => {
+                // bind `x` to the variable of `b` with the same coefficient
+                // that no other variable maps to
+                let cands: Vec<usize> = canon(b)
+                    .terms
+                    .iter()
+                    .filter(|(y, d)| d == c && !map.iter().any(|m| m.1 == *y))
+                    .map(|(y, _)| *y)
+                    .collect();
+                let [y] = cands[..] else { return false };
+                map.push((*x, y));
+                y
+            }
+        };
+        terms.push((y, *c));
+    }
+    let mapped = canon(&Aff {
+        terms,
+        constant: a.constant,
+    });
+    let b = canon(b);
+    mapped.terms == b.terms && mapped.constant == b.constant
+}
+
+fn match_pred(a: &P, b: &P, map: &mut Vec<(usize, usize)>) -> bool {
+    match (a, b) {
+        (P::Cmp(o1, a1, b1), P::Cmp(o2, a2, b2)) => {
+            o1 == o2 && match_aff(a1, a2, map) && match_aff(b1, b2, map)
+        }
+        (P::And(a1, b1), P::And(a2, b2)) | (P::Or(a1, b1), P::Or(a2, b2)) => {
+            match_pred(a1, a2, map) && match_pred(b1, b2, map)
+        }
+        (P::Not(a1), P::Not(a2)) => match_pred(a1, a2, map),
+        _ => false,
+    }
+}
+
+/// Whether the temporary's body `a` is the consumer's subterm `b` under
+/// `map` (the temporary's variables to the consumer's; sum variables
+/// matched binder to binder).
+fn match_s(a: &S, b: &S, map: &mut Vec<(usize, usize)>) -> bool {
+    match (a, b) {
+        (S::Num(x), S::Num(y)) => x.to_bits() == y.to_bits(),
+        (S::Load(b1, i1), S::Load(b2, i2)) => {
+            b1 == b2
+                && i1.len() == i2.len()
+                && i1
+                    .iter()
+                    .zip(i2)
+                    .all(|(x, y)| x.dim == y.dim && match_aff(&x.aff, &y.aff, map))
+        }
+        (S::Bracket(p), S::Bracket(q)) => match_pred(p, q, map),
+        (S::Eps(u), S::Eps(v)) => {
+            u.len() == v.len() && u.iter().zip(v).all(|(x, y)| match_aff(x, y, map))
+        }
+        (S::Bin(o1, a1, b1), S::Bin(o2, a2, b2)) => {
+            o1 == o2 && match_s(a1, a2, map) && match_s(b1, b2, map)
+        }
+        (S::Neg(x), S::Neg(y)) => match_s(x, y, map),
+        (S::Call(f, xs), S::Call(g, ys)) => {
+            f == g && xs.len() == ys.len() && xs.iter().zip(ys).all(|(x, y)| match_s(x, y, map))
+        }
+        (S::Sum(v, n, x), S::Sum(w, m, y)) => {
+            if n != m || map.iter().any(|(f, t)| f == v || t == w) {
+                return false;
+            }
+            map.push((*v, *w));
+            let ok = match_s(x, y, map);
+            map.retain(|(f, _)| f != v);
+            ok
+        }
+        _ => false,
+    }
+}
+
+/// The `let` temporaries of `p` worth reusing: buffer, the nest's
+/// variables and body (a call inside: what reuse saves), no strong zeros.
+fn reusable(p: &LoopProgram, upto: usize) -> Vec<(usize, &Nest)> {
+    p.nests[..upto]
+        .iter()
+        .filter(|n| {
+            matches!(p.bufs[n.buf].kind, BufKind::Temp)
+                && p.bufs[n.buf].flag.is_none()
+                && !p.cols.iter().any(|c| c.buf == n.buf)
+                && s_any(&n.body, &|x| matches!(x, S::Call(..)))
+        })
+        .map(|n| (n.buf, n))
+        .collect()
+}
+
+fn reuse_in(s: &S, temps: &[(usize, &Nest)], scope: &mut Vec<(usize, SizeRef)>) -> S {
+    for (buf, t) in temps {
+        let mut map = Vec::new();
+        if !match_s(&t.body, s, &mut map) {
+            continue;
+        }
+        // every gen variable of the temporary is bound to a variable in
+        // scope whose loop has the axis's range (a plain, unchecked index)
+        let ixs: Option<Vec<Ix>> = t
+            .vars
+            .iter()
+            .map(|(v, n)| {
+                let (_, w) = map.iter().find(|(f, _)| f == v)?;
+                let (_, m) = scope.iter().rev().find(|(x, _)| x == w)?;
+                (m == n).then(|| Ix {
+                    aff: Aff {
+                        terms: vec![(*w, 1)],
+                        constant: 0,
+                    },
+                    dim: n.clone(),
+                    checked: false,
+                })
+            })
+            .collect();
+        if let Some(ixs) = ixs {
+            return S::Load(*buf, ixs);
+        }
+    }
+    match s {
+        S::Bin(op, a, b) => S::Bin(
+            *op,
+            Box::new(reuse_in(a, temps, scope)),
+            Box::new(reuse_in(b, temps, scope)),
+        ),
+        S::Neg(a) => S::Neg(Box::new(reuse_in(a, temps, scope))),
+        S::Call(f, args) => S::Call(*f, args.iter().map(|a| reuse_in(a, temps, scope)).collect()),
+        S::Sum(v, n, b) => {
+            scope.push((*v, n.clone()));
+            let b = reuse_in(b, temps, scope);
+            scope.pop();
+            S::Sum(*v, n.clone(), Box::new(b))
+        }
+        s => s.clone(),
+    }
+}
+
+/// Reuse of `let` temporaries: a subterm of a later nest that is an
+/// earlier temporary's whole body, with the temporary's gen variables
+/// bound to loop variables of the same ranges, becomes a load of the
+/// temporary (`let t0 = gen(i,j) exp(X[i,j]) in let t1 = gen(i) sum(j)
+/// exp(X[i,j]) in …`, the optimised row softmax, then computes each
+/// `exp` once). Only temporaries whose body calls a function (what a
+/// load saves) and that hold no strong zeros; the value loaded is the one
+/// the subterm computes (the same operations on the same elements), so
+/// nothing changes but the work.
+pub fn reuse_temps(p: &mut LoopProgram) {
+    for k in 1..p.nests.len() {
+        let temps = reusable(p, k);
+        if temps.is_empty() {
+            continue;
+        }
+        let nest = &p.nests[k];
+        let mut scope = nest.vars.clone();
+        let body = reuse_in(&nest.body, &temps, &mut scope);
+        p.nests[k].body = body;
+    }
 }

@@ -252,6 +252,16 @@ pub enum CmpOp {
 }
 
 impl CmpOp {
+    /// Every comparison operator, in declaration order.
+    pub const ALL: [CmpOp; 6] = [
+        CmpOp::Eq,
+        CmpOp::Ne,
+        CmpOp::Lt,
+        CmpOp::Le,
+        CmpOp::Gt,
+        CmpOp::Ge,
+    ];
+
     /// The operator as written.
     pub fn symbol(self) -> &'static str {
         match self {

@@ -507,46 +507,29 @@ impl Parser {
     }
 
     fn additive(&mut self) -> PResult<(Expr, SpanTree)> {
-        // a chain `a + b + c …` is flat in the source: it nests to the left in
-        // the tree but costs no nesting level (its length is capped by size)
-        let (mut e, mut sp) = self.multiplicative()?;
-        loop {
-            let op = if self.is_sym("+") {
-                BinOp::Add
-            } else if self.is_sym("-") {
-                BinOp::Sub
-            } else {
-                break;
-            };
-            self.bump();
-            // a failure drops the chain built so far without deep recursion
-            let (r, rsp) = match self.grow().and_then(|()| self.multiplicative()) {
-                Ok(x) => x,
-                Err(d) => {
-                    drop_iteratively(e);
-                    return Err(d);
-                }
-            };
-            let span = sp.span.join(rsp.span);
-            (e, sp) = self.shallow(Expr::bin(op, e, r), SpanTree::node(span, vec![sp, rsp]))?;
-        }
-        Ok((e, sp))
+        self.left_chain([("+", BinOp::Add), ("-", BinOp::Sub)], Self::multiplicative)
     }
 
     fn multiplicative(&mut self) -> PResult<(Expr, SpanTree)> {
-        let (e, sp) = self.unary()?;
-        let (mut e, mut sp) = self.shallow(e, sp)?;
-        loop {
-            let op = if self.is_sym("*") {
-                BinOp::Mul
-            } else if self.is_sym("/") {
-                BinOp::Div
-            } else {
-                break;
-            };
+        self.left_chain([("*", BinOp::Mul), ("/", BinOp::Div)], |p| {
+            let (e, sp) = p.unary()?;
+            p.shallow(e, sp)
+        })
+    }
+
+    /// A chain `a op b op c …` of the binary operators `ops` over operands
+    /// read by `operand`. It is flat in the source: it nests to the left in
+    /// the tree but costs no nesting level (its length is capped by size).
+    fn left_chain(
+        &mut self,
+        ops: [(&str, BinOp); 2],
+        operand: fn(&mut Self) -> PResult<(Expr, SpanTree)>,
+    ) -> PResult<(Expr, SpanTree)> {
+        let (mut e, mut sp) = operand(self)?;
+        while let Some(&(_, op)) = ops.iter().find(|(sym, _)| self.is_sym(sym)) {
             self.bump();
             // a failure drops the chain built so far without deep recursion
-            let (r, rsp) = match self.grow().and_then(|()| self.unary()) {
+            let (r, rsp) = match self.grow().and_then(|()| operand(self)) {
                 Ok(x) => x,
                 Err(d) => {
                     drop_iteratively(e);
@@ -554,13 +537,6 @@ impl Parser {
                 }
             };
             let span = sp.span.join(rsp.span);
-            let (r, rsp) = match self.shallow(r, rsp) {
-                Ok(x) => x,
-                Err(d) => {
-                    drop_iteratively(e);
-                    return Err(d);
-                }
-            };
             (e, sp) = self.shallow(Expr::bin(op, e, r), SpanTree::node(span, vec![sp, rsp]))?;
         }
         Ok((e, sp))

@@ -77,6 +77,16 @@ pub fn relayout_value(v: &Value, layout: Layout) -> Value {
     }
 }
 
+/// A value of `like`'s shape with every array zero and laid out as
+/// `layout`: an output buffer a kernel must write in full.
+pub fn zeros_like(like: &Value, layout: Layout) -> Value {
+    match like {
+        Value::Real(_) => Value::Real(0.0),
+        Value::Array(a) => Value::Array(relayout(&ArrayD::zeros(IxDyn(a.shape())), layout)),
+        Value::Pair(a, b) => Value::pair(zeros_like(a, layout), zeros_like(b, layout)),
+    }
+}
+
 /// Random arguments for a function (in `crate::interp::random`, which the
 /// rule check on load uses without this module).
 pub use crate::interp::random::random_inputs;
@@ -412,15 +422,7 @@ impl<R: Rng> Gen<'_, R> {
                 _ => Pred::Or(Box::new(a), Box::new(self.pred(depth - 1))),
             };
         }
-        let ops = [
-            CmpOp::Eq,
-            CmpOp::Ne,
-            CmpOp::Lt,
-            CmpOp::Le,
-            CmpOp::Gt,
-            CmpOp::Ge,
-        ];
-        let op = ops[self.rng.gen_range(0..ops.len())];
+        let op = CmpOp::ALL[self.rng.gen_range(0..CmpOp::ALL.len())];
         let a = pick(self);
         let b = pick(self);
         Pred::Cmp(op, a, b)
