@@ -5,15 +5,21 @@
 //! one thread and split across threads.
 //!
 //! GEMM stages are allocation-free on einsat's side (`jit::gemm`'s
-//! `Plan::run` works in fixed arrays), but the `gemm` crate (0.19)
-//! allocates per call itself: its packing buffer (`MemBuffer::new`) and a
-//! `vec![false; mc / MR]` of packed-panel flags. So the guarantee is for
-//! generated code (`gemm: false`), and the GEMM case checks that a stage
-//! costs no more than the crate's two allocations per call.
+//! `Plan::run` works in fixed arrays, and a split stage's panels go to the
+//! pool, whose dispatch allocates nothing), but the `gemm` crate (0.19)
+//! allocates per call itself, in `gemm_basic_generic`: its packing buffer
+//! (`MemBuffer::new`, when it packs) and a `vec![false; mc / MR]` of
+//! packed-panel flags; it has no entry point taking the caller's scratch
+//! (no `MemStack`/`*_req` API in 0.19). So the guarantee is for generated
+//! code (`gemm: false`, split across threads or not), and the GEMM cases —
+//! one thread, and two threads with the product split into panels — check
+//! that a stage costs no more than the crate's two allocations per library
+//! call (`jit::gemm::library_calls`; on two threads one call per panel).
 //!
 //! One test function only: the count is process-wide.
 
 use einsat::interp::{self, Value};
+use einsat::jit::gemm::{library_calls, set_split_min_work, SPLIT_MIN_WORK};
 use einsat::jit::{self, Options};
 use einsat::testing::{random_inputs, relayout_value, Layout};
 use ndarray::{ArrayD, IxDyn};
@@ -74,7 +80,10 @@ fn call_into_does_not_allocate_after_warm_up() {
             (2, 0, false),
             (3, 0, false),
             (1, u64::MAX, true),
+            (2, 0, true),
         ] {
+            // split even these small products into panels
+            set_split_min_work(if threads > 1 { 0 } else { SPLIT_MIN_WORK });
             let k = jit::compile_uncached_with(
                 f,
                 &Options {
@@ -97,11 +106,17 @@ fn call_into_does_not_allocate_after_warm_up() {
                 let want = interp::run(f, &args).unwrap();
                 let mut out = out_for(&want);
                 k.call_into(&args, &mut out).unwrap(); // warm-up
-                let before = ALLOCS.load(Ordering::SeqCst);
+                let (before, calls0, jobs0) = (
+                    ALLOCS.load(Ordering::SeqCst),
+                    library_calls(),
+                    jit::pool::jobs_posted(),
+                );
                 for _ in 0..50 {
                     k.call_into(&args, &mut out).unwrap();
                 }
                 let during = ALLOCS.load(Ordering::SeqCst) - before;
+                let calls = library_calls() - calls0;
+                let jobs = jit::pool::jobs_posted() - jobs0;
                 assert!(want.approx_eq(&out, 1e-9, 1e-9), "{}", f.name);
                 let gemm_stages =
                     k.stages().iter().filter(|s| s.starts_with("gemm")).count() as u64;
@@ -113,14 +128,30 @@ fn call_into_does_not_allocate_after_warm_up() {
                     f.name,
                     k.stages()
                 );
+                // on two threads, the nests (or the products) ran on the pool
+                if threads > 1 {
+                    assert!(jobs >= 50, "{}: {jobs} jobs in 50 calls", f.name);
+                }
+                if gemm_stages > 0 {
+                    assert!(
+                        calls >= 50 * gemm_stages,
+                        "{}: {calls} library calls",
+                        f.name
+                    );
+                    // a split product: a library call per panel
+                    if threads > 1 {
+                        assert!(calls >= 2 * 50 * gemm_stages, "{}: {calls}", f.name);
+                    }
+                }
                 assert!(
-                    during <= 2 * 50 * gemm_stages,
-                    "{} allocated {during} times in 50 calls (threads {threads}, gemm {gemm}, {layout:?})",
+                    during <= 2 * calls,
+                    "{} allocated {during} times in 50 calls with {calls} library calls (threads {threads}, gemm {gemm}, {layout:?})",
                     f.name
                 );
             }
         }
     }
+    set_split_min_work(SPLIT_MIN_WORK);
     // borrowed views of other layouts (transposed, stepped, reversed) are
     // read in place: no copy, so no allocation once warmed up
     let f = prog.get("mm2").unwrap();

@@ -6,7 +6,9 @@
 //! calls accumulate into the destination), in C and Fortran layouts.
 
 use einsat::interp::{self, Value};
-use einsat::jit::gemm::{set_split, split, Axis, Split, DEFAULT_SPLIT};
+use einsat::jit::gemm::{
+    set_split, set_split_min_work, split, Axis, Split, DEFAULT_SPLIT, SPLIT_MIN_WORK,
+};
 use einsat::jit::{self, Options};
 use einsat::testing::{random_inputs, relayout_value, Layout};
 use rand::SeedableRng;
@@ -67,6 +69,8 @@ fn every_split_agrees_with_the_interpreter() {
         ),
     ];
     let before = split();
+    // these products are below the default threshold: split them anyway
+    set_split_min_work(0);
     for (src, sizes) in cases {
         let f = einsat::load(src).unwrap().functions.remove(0);
         let sizes: BTreeMap<String, usize> =
@@ -104,4 +108,5 @@ fn every_split_agrees_with_the_interpreter() {
         }
     }
     set_split(before);
+    set_split_min_work(SPLIT_MIN_WORK);
 }

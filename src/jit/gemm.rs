@@ -36,7 +36,8 @@
 //! # Threads
 //!
 //! `threads` is the kernel's option (0 resolved to all cores by the
-//! caller). A product of at least 2^18 multiply-adds on `threads > 1` is
+//! caller). A product of at least [`SPLIT_MIN_WORK`] = 2^24 multiply-adds
+//! (a 256×256×256 product) on `threads > 1` is
 //! cut into output panels, one per thread along the longer side of the
 //! output (rows when square; widths a multiple of 16), which run on
 //! [`super::pool`], each a single-threaded library call
@@ -45,6 +46,27 @@
 //! summed by one call, in the library's order (README: GEMM stages may sum
 //! in the library's order; in every measurement so far the result was bit
 //! for bit the one-thread result, but that is not promised).
+//!
+//! The threshold, measured (`examples/thread_sweep.rs`: per size the
+//! one-thread kernel, the default two-thread one and one forced to split
+//! timed alternately in one process, the ratio taken per round). On a
+//! quiet machine (load ~1, `examples/gemm_threads.rs`) two panels gave
+//! 1.66–1.76× at n=256 and 1.84× at 1024, but 0.45–0.70× at n=64,
+//! 0.9–1.16× at 96, 0.87× (transposed) to 1.47× (C order) at 128 and 0.95×
+//! for every strategy (the library's own rayon threading too) at 192. On
+//! the loaded 2-core machine (load average 4–5, 11 rounds, three runs) a
+//! forced split lost at every size up to 320 (n=32 0.45–0.63×, 64
+//! 0.74–0.82×, 96 0.91–0.95×, 128 0.93–0.94×, 192 0.93–0.99×, 256
+//! 0.94–0.96×; C order and transposed alike) and was 0.92–1.63× from 384
+//! on. A fourth run at load average 2 (one other process busy) gave the
+//! same picture, C order: n=64 0.75×, 128 0.90×, 192 0.99×, 256 0.94×, 512
+//! 0.97× (transposed 0.68, 0.90, 0.95, 0.95, 0.98×), with the default
+//! threshold 1.00–1.02× below n=256. The old
+//! threshold, 2^18 (n=64), split exactly where it loses most; 2^24 splits
+//! from n=256, the smallest size that paid on a quiet machine in every
+//! layout. Under load a split product still runs at ~0.93× of one thread
+//! at n=256–512: the other core is taken, and the caller then waits for
+//! the worker's panel.
 //!
 //! Why not the library's own threading (`Parallelism::Rayon(t)`, still
 //! selectable with the hidden [`set_split`] for comparison): it runs on a
@@ -78,7 +100,7 @@
 
 use super::loopir::{LoopProgram, Nest, SizeRef, S};
 use crate::syntax::ast::BinOp;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 /// The role of a loop variable in the product.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -623,12 +645,35 @@ pub fn split() -> Split {
     }
 }
 
-/// Products of fewer multiply-adds than this run on one thread.
-const SPLIT_MIN_WORK: usize = 1 << 18;
+/// Products of fewer multiply-adds than this run on one thread (see the
+/// module doc, "Threads", for how it was measured).
+pub const SPLIT_MIN_WORK: usize = 1 << 24;
+
+/// [`SPLIT_MIN_WORK`], or what [`set_split_min_work`] set.
+static MIN_WORK: AtomicUsize = AtomicUsize::new(SPLIT_MIN_WORK);
+
+/// Set the least work (multiply-adds) a product needs to be split across
+/// threads, process-wide (default [`SPLIT_MIN_WORK`]): a knob for the
+/// threshold sweep (`examples/thread_sweep.rs`) and tests; not part of the
+/// stable API.
+#[doc(hidden)]
+pub fn set_split_min_work(w: usize) {
+    MIN_WORK.store(w, Ordering::Relaxed);
+}
 
 /// The narrowest panel (and the multiple panels are rounded to: a
 /// multiple of the library's register tiles and of a cache line of f64).
 const PANEL_ALIGN: usize = 16;
+
+static LIBRARY_CALLS: AtomicU64 = AtomicU64::new(0);
+
+/// How many calls of the library GEMM stages have made so far, process-wide
+/// (a panel is one call): the library allocates per call, see
+/// `tests/alloc.rs`, which counts allocations against this.
+#[doc(hidden)]
+pub fn library_calls() -> u64 {
+    LIBRARY_CALLS.load(Ordering::Relaxed)
+}
 
 /// One library call: `dst (+)= alpha * lhs · rhs` (`accumulate` reads
 /// the destination), `m×k` by `k×n`, each operand with its column and row
@@ -672,6 +717,7 @@ impl Call {
     /// As [`Plan::run`]: the pointers and strides address live buffers for
     /// every index below `m`, `n`, `k`.
     unsafe fn single(&self, par: gemm::Parallelism) {
+        LIBRARY_CALLS.fetch_add(1, Ordering::Relaxed);
         unsafe {
             gemm::gemm(
                 self.m,
@@ -719,7 +765,7 @@ impl Call {
     /// As [`Call::single`].
     unsafe fn run(self, threads: usize) {
         let work = self.m.saturating_mul(self.n).saturating_mul(self.k);
-        if threads <= 1 || work < SPLIT_MIN_WORK {
+        if threads <= 1 || work < MIN_WORK.load(Ordering::Relaxed) {
             return unsafe { self.single(gemm::Parallelism::None) };
         }
         let (per_thread, along_n) = match split() {

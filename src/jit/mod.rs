@@ -94,9 +94,16 @@ pub struct Options {
 }
 
 /// The default [`Options::parallel_threshold`]: a nest with less estimated
-/// work ([`nest_work`]) runs on one thread. Measured with `einsat bench
-/// --threads 1` against `--threads 2` (see README, Performance).
-pub const PARALLEL_THRESHOLD: u64 = 1 << 17;
+/// work ([`nest_work`]) runs on one thread. Measured with
+/// `examples/thread_sweep.rs` (one thread against two forced to split,
+/// alternately in one process, the ratio per round; 2 cores under load
+/// average 4–5): a generated matvec (`mv`, memory-bound) split lost below
+/// ~2^20 units (2^17.2: 0.65×, 2^18: 0.80×, 2^20: 0.93×, 2^22: 0.95× of
+/// the one-thread time), an `exp` map (`ew`) was 0.95–1.00× from 2^17.8 to
+/// 2^22.6 and lost below (2^16.6: 0.93×, 2^15.8: 0.70×). The old 2^17
+/// split `mv` at n=192 to 0.37–0.65×. Under that load no size paid
+/// reliably; re-measure on a quiet machine.
+pub const PARALLEL_THRESHOLD: u64 = 1 << 20;
 
 /// The default [`Options::gemm_min_work`]: a GEMM stage whose nest has
 /// less estimated work ([`nest_work`]) than this runs on its generated

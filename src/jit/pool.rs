@@ -9,6 +9,26 @@
 //! allocation (a mutex, two condition variables and atomics), so a kernel
 //! call stays allocation-free with threads > 1 once the workers exist.
 //!
+//! **Spinning** (off by default). A worker that finishes a job can spin
+//! for up to [`WORKER_SPIN`] watching for the next one before it sleeps on
+//! the condition variable, and the caller, once its own chunks are done,
+//! for up to [`CALLER_SPIN`] waiting for the workers to leave before it
+//! sleeps ([`set_spin`] changes both, process-wide). Both are zero: in
+//! same-process alternating runs (`examples/thread_sweep.rs`, 2 cores under
+//! load average 4–5), spinning workers (100 µs, caller 200 µs) made a
+//! forced two-thread GEMM slower than the sleeping pool at every size from
+//! n=32 to 256 (n=64: 0.62× against 0.82× of the one-thread time, n=128
+//! 0.70× against 0.93×, n=256 0.93× against 0.96×), and the generated
+//! nests alike; a caller-only spin (200 µs) was no different from none
+//! (n=64 0.78× against 0.74×, n=256 0.94× against 0.94×). At load
+//! average 2 spinning lost too (GEMM n=64 0.45× against 0.75×, n=256 0.87×
+//! against 0.94×; generated matvec n=512 0.69× against 0.95×). On a loaded
+//! machine a spinning thread takes a core another process (or the caller)
+//! needs. Not measured on a quiet machine, where it may pay for small
+//! sizes: `SPIN_US=100,200 cargo run --release --example thread_sweep`.
+//! A poster makes the wake-up system call only when some worker is asleep,
+//! and a worker only when the caller is.
+//!
 //! The pool runs one job at a time: a call that finds it busy (another
 //! thread's kernel call, or a kernel called from inside a job) runs its
 //! chunks itself, on its own thread — never a deadlock, never an
@@ -16,6 +36,53 @@
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+/// How long an idle worker watches for a new job before it sleeps (see
+/// the module doc: zero, measured).
+pub const WORKER_SPIN: Duration = Duration::ZERO;
+
+/// How long the caller, its chunks done, watches for the workers to finish
+/// theirs before it sleeps (zero, measured).
+pub const CALLER_SPIN: Duration = Duration::ZERO;
+
+/// The spin limits in nanoseconds (worker, caller); see [`set_spin`].
+static SPIN_NS: [AtomicU64; 2] = [
+    AtomicU64::new(WORKER_SPIN.as_nanos() as u64),
+    AtomicU64::new(CALLER_SPIN.as_nanos() as u64),
+];
+
+/// Set how long workers and the caller spin before they sleep,
+/// process-wide (default [`WORKER_SPIN`], [`CALLER_SPIN`]; zero sleeps at
+/// once, as the pool did before it spun): a knob for
+/// `examples/thread_sweep.rs`, which compares both in one process; not part
+/// of the stable API.
+#[doc(hidden)]
+pub fn set_spin(worker: Duration, caller: Duration) {
+    SPIN_NS[0].store(worker.as_nanos() as u64, Ordering::Relaxed);
+    SPIN_NS[1].store(caller.as_nanos() as u64, Ordering::Relaxed);
+}
+
+/// Spin (with [`std::hint::spin_loop`]) until `done()` or the limit
+/// `SPIN_NS[which]` has passed; whether `done()` became true.
+fn spin_until(which: usize, done: impl Fn() -> bool) -> bool {
+    let limit = Duration::from_nanos(SPIN_NS[which].load(Ordering::Relaxed));
+    if limit.is_zero() {
+        return done();
+    }
+    let start = Instant::now();
+    loop {
+        for _ in 0..64 {
+            if done() {
+                return true;
+            }
+            std::hint::spin_loop();
+        }
+        if start.elapsed() >= limit {
+            return done();
+        }
+    }
+}
 
 /// The most threads a job uses (including the caller's).
 pub const MAX_THREADS: usize = 64;
@@ -58,6 +125,10 @@ struct State {
     /// Workers that have started (and made their thread's start-up
     /// allocations).
     started: usize,
+    /// Workers asleep on `post` (a poster wakes them only if there are).
+    sleeping: usize,
+    /// Whether the caller sleeps on `left`.
+    caller_waits: bool,
 }
 
 // SAFETY: `ctx` points to a `Sync` closure that the posting thread keeps
@@ -74,6 +145,10 @@ struct Pool {
     next: AtomicUsize,
     /// Held by the thread whose job the pool runs.
     owner: Mutex<()>,
+    /// `State::generation`, readable without the lock (spinning workers).
+    generation: AtomicU64,
+    /// Workers inside the current job's chunk loop (the caller spins on it).
+    busy: AtomicUsize,
 }
 
 fn pool() -> &'static Pool {
@@ -86,11 +161,15 @@ fn pool() -> &'static Pool {
             active: 0,
             workers: 0,
             started: 0,
+            sleeping: 0,
+            caller_waits: false,
         }),
         post: Condvar::new(),
         left: Condvar::new(),
         next: AtomicUsize::new(0),
         owner: Mutex::new(()),
+        generation: AtomicU64::new(0),
+        busy: AtomicUsize::new(0),
     })
 }
 
@@ -102,6 +181,7 @@ fn worker(p: &'static Pool) {
         st.generation
     };
     loop {
+        spin_until(0, || p.generation.load(Ordering::Acquire) != seen);
         let job = {
             let mut st = p.state.lock().unwrap_or_else(|e| e.into_inner());
             loop {
@@ -111,11 +191,14 @@ fn worker(p: &'static Pool) {
                         if let Some(j) = st.job {
                             st.wanted -= 1;
                             st.active += 1;
+                            p.busy.fetch_add(1, Ordering::AcqRel);
                             break j;
                         }
                     }
                 }
+                st.sleeping += 1;
                 st = p.post.wait(st).unwrap_or_else(|e| e.into_inner());
+                st.sleeping -= 1;
             }
         };
         loop {
@@ -126,9 +209,10 @@ fn worker(p: &'static Pool) {
             // SAFETY: the job is live (`active` counts us in), see `State`.
             unsafe { (job.run)(job.ctx, i) };
         }
+        p.busy.fetch_sub(1, Ordering::AcqRel);
         let mut st = p.state.lock().unwrap_or_else(|e| e.into_inner());
         st.active -= 1;
-        if st.active == 0 {
+        if st.active == 0 && st.caller_waits {
             p.left.notify_all();
         }
     }
@@ -154,7 +238,7 @@ pub fn run<F: Fn(usize) + Sync>(threads: usize, chunks: usize, f: F) {
     let Ok(_owner) = p.owner.try_lock() else {
         return serial(&f);
     };
-    {
+    let wake = {
         let mut st = p.state.lock().unwrap_or_else(|e| e.into_inner());
         while st.workers < threads - 1 {
             let spawned = std::thread::Builder::new()
@@ -168,7 +252,9 @@ pub fn run<F: Fn(usize) + Sync>(threads: usize, chunks: usize, f: F) {
         // wait for new workers to be up, so that their start-up is not
         // part of this call's work
         while st.started < st.workers {
+            st.caller_waits = true;
             st = p.left.wait(st).unwrap_or_else(|e| e.into_inner());
+            st.caller_waits = false;
         }
         p.next.store(0, Ordering::Release);
         st.job = Some(Job {
@@ -177,10 +263,14 @@ pub fn run<F: Fn(usize) + Sync>(threads: usize, chunks: usize, f: F) {
             chunks,
         });
         st.generation += 1;
+        p.generation.store(st.generation, Ordering::Release);
         st.wanted = (threads - 1).min(st.workers);
-    }
+        st.sleeping > 0
+    };
     POSTED.fetch_add(1, Ordering::Relaxed);
-    p.post.notify_all();
+    if wake {
+        p.post.notify_all();
+    }
     // withdraws the job and waits for the workers in it, also should `f`
     // panic here: nothing may refer to `f` once this frame is gone
     let _withdraw = Withdraw(p);
@@ -198,12 +288,17 @@ struct Withdraw(&'static Pool);
 impl Drop for Withdraw {
     fn drop(&mut self) {
         let p = self.0;
-        let mut st = p.state.lock().unwrap_or_else(|e| e.into_inner());
-        st.wanted = 0;
         // no chunk is left for a worker to start
         p.next.store(usize::MAX / 2, Ordering::Release);
+        // (a worker joining from here on finds no chunk; `busy` counts it
+        // while it looks)
+        spin_until(1, || p.busy.load(Ordering::Acquire) == 0);
+        let mut st = p.state.lock().unwrap_or_else(|e| e.into_inner());
+        st.wanted = 0;
         while st.active > 0 {
+            st.caller_waits = true;
             st = p.left.wait(st).unwrap_or_else(|e| e.into_inner());
+            st.caller_waits = false;
         }
         st.job = None;
     }
