@@ -681,11 +681,15 @@ fn cross_units(s: &S, i: usize, j: usize, layout: &Layout) -> (usize, usize) {
 
 /// The column sums of `body` (see [`Col`]): sums whose only free variable
 /// is one enclosing loop variable (in `scope`), without sums inside, with
-/// a load that depends on both variables; not the whole body. Found
-/// outermost first, left to right.
+/// a load that depends on both variables; not the whole body, and not the
+/// whole body of an enclosing sum (`perfect`: `sum(i) sum(j) A[j,i]` is a
+/// perfect nest, whose loop order the scheduler picks so that the
+/// unit-stride loop runs innermost, with no scratch vector and no second
+/// pass). Found outermost first, left to right.
 fn find_cols(
     s: &S,
     top: bool,
+    perfect: bool,
     scope: &mut Vec<(usize, SizeRef)>,
     out: &mut Vec<(usize, usize, SizeRef, SizeRef, S)>,
 ) {
@@ -697,7 +701,7 @@ fn find_cols(
                 [i] => scope.iter().rev().find(|(v, _)| v == i).cloned(),
                 _ => None,
             };
-            if let Some((i, n)) = outer {
+            if let (Some((i, n)), false) = (outer, perfect) {
                 let cross = s_any(b, &|x| {
                     matches!(x, S::Load(_, ixs)
                         if ixs.iter().any(|ix| coef(&ix.aff, i) != 0)
@@ -709,15 +713,17 @@ fn find_cols(
                 }
             }
             scope.push((*j, m.clone()));
-            find_cols(b, false, scope, out);
+            find_cols(b, false, true, scope, out);
             scope.pop();
         }
         S::Bin(_, a, b) => {
-            find_cols(a, false, scope, out);
-            find_cols(b, false, scope, out);
+            find_cols(a, false, false, scope, out);
+            find_cols(b, false, false, scope, out);
         }
-        S::Neg(a) => find_cols(a, false, scope, out),
-        S::Call(_, args) => args.iter().for_each(|a| find_cols(a, false, scope, out)),
+        S::Neg(a) => find_cols(a, false, false, scope, out),
+        S::Call(_, args) => args
+            .iter()
+            .for_each(|a| find_cols(a, false, false, scope, out)),
         _ => {}
     }
 }
@@ -752,7 +758,7 @@ pub fn columns(p: &mut LoopProgram, gemm: bool) {
         }
         let mut found = Vec::new();
         let mut scope = nest.vars.clone();
-        find_cols(&nest.body, true, &mut scope, &mut found);
+        find_cols(&nest.body, true, false, &mut scope, &mut found);
         found.truncate(MAX_COLS);
         let consumer = nest.buf;
         let name = p.bufs[consumer].name.clone();
