@@ -9,7 +9,12 @@ threads) are timed alternately, round after round (the order rotated each
 round), each round a batch of ~30 ms; per round the ratio of each engine's
 1-thread time to its 2-thread time is kept (> 1: two threads are faster),
 and the median and quartiles are printed with the load average, so that
-load from other processes hits all variants alike. Without threadpoolctl
+load from other processes hits all variants alike. After each numpy batch
+the script sleeps 0.3 s, untimed: OpenBLAS's worker threads busy-wait for
+about 0.1-0.2 s after a call, and a variant timed in that window finds
+the second core taken (measured: einsat's 2-thread n=1024 matmul right
+after `A @ B` took 48-55 ms against 26-28 ms otherwise, and its speed-up
+read 1.1-1.2x instead of 1.9x). Without threadpoolctl
 (`pip install threadpoolctl`) the numpy columns are skipped.
 """
 
@@ -105,6 +110,8 @@ def main():
                     for _ in range(reps):
                         variants[k]()
                     times[k].append((time.perf_counter() - t) / reps)
+                if k.startswith("numpy"):
+                    time.sleep(0.3)  # let OpenBLAS's spinning threads sleep
         fl = 2.0 * n**3
         print(f"matmul n={n} (load {load} → {loadavg()}; einsat bit-identical 1 vs 2 threads: {same})")
         for eng in ("einsat", "numpy"):
