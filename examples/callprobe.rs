@@ -4,7 +4,7 @@
 //!
 //! `cargo run --release --example callprobe -- PATH N` with PATH one of
 //! `dot3-call`, `dot3-call_into`, `dot3-eval_into`, `dot3-eval`,
-//! `mv3-call_into`, `mv3-eval_into`.
+//! `mv3-call_into`, `mv3-eval_into`, `mv3-eval`.
 use einsat::jit::{self, Kernel};
 use einsat::Value;
 use ndarray::{arr0, array, Array1, ArrayD, IxDyn};
@@ -82,6 +82,13 @@ fn main() {
                 k.eval_into((black_box(&a), black_box(&x)), &mut o).unwrap();
             }
             s += o[0];
+        }
+        "mv3-eval" => {
+            let k = mv();
+            for _ in 0..n {
+                let o: Array1<f64> = k.eval((black_box(&a), black_box(&x))).unwrap();
+                s += o[0];
+            }
         }
         _ => {
             eprintln!("unknown path {path}");

@@ -462,21 +462,20 @@ fn fits<O: AsOperandMut + ?Sized>(b: &SB, v: &mut O, slots: &[usize]) -> bool {
 
 fn alloc(b: &SB, slots: &[usize]) -> crate::Result<Value> {
     use crate::interp::value::checked_elements;
-    use ndarray::{ArrayD, IxDyn};
+    use ndarray::{ArrayD, Dimension, IxDyn};
     Ok(match b {
         SB::Pair(a, c) => Value::pair(alloc(a, slots)?, alloc(c, slots)?),
         SB::Array(d) if d.is_empty() => Value::Real(0.0),
         SB::Array(d) => {
-            let shape = d
-                .iter()
-                .map(|x| {
-                    dim(x, slots).ok_or_else(|| {
-                        crate::Error::Jit("a result size is not fixed by the arguments".into())
-                    })
-                })
-                .collect::<crate::Result<Vec<_>>>()?;
-            checked_elements(&shape)?;
-            Value::Array(ArrayD::zeros(IxDyn(&shape)))
+            // built in place: an IxDyn of up to 4 axes is inline, no Vec
+            let mut shape = IxDyn::zeros(d.len());
+            for (k, x) in d.iter().enumerate() {
+                shape[k] = dim(x, slots).ok_or_else(|| {
+                    crate::Error::Jit("a result size is not fixed by the arguments".into())
+                })?;
+            }
+            checked_elements(shape.slice())?;
+            Value::Array(ArrayD::zeros(shape))
         }
     })
 }
