@@ -198,7 +198,6 @@ impl Sig {
         (args, out)
     }
 
-    /// The result's shape of leaf `path`... (used to allocate results).
     /// Whether the result is a single number (no pair, rank 0).
     pub fn number_result(&self) -> bool {
         matches!(&self.result, SB::Array(d) if d.is_empty())
@@ -239,20 +238,24 @@ fn bind_value<V: AsOperand + ?Sized>(b: &SB, v: &V, slots: &mut [usize]) -> bool
 const KEY_REAL: isize = -1;
 const KEY_ARRAY: isize = -2;
 
+/// The key entry of an array leaf of bound `d` (false: wrong rank).
+fn key_array(d: &[Dim], shape: &[usize], strides: &[isize], key: &mut Vec<isize>) -> bool {
+    if shape.len() != d.len() || strides.len() != d.len() {
+        return false;
+    }
+    key.push(KEY_ARRAY);
+    key.extend(shape.iter().map(|&n| n as isize));
+    key.extend_from_slice(strides);
+    true
+}
+
 fn gather<V: AsOperand + ?Sized>(b: &SB, v: &V, key: &mut Vec<isize>) -> bool {
     match (b, v.operand()) {
         (SB::Array(d), Operand::Real(_)) if d.is_empty() => {
             key.push(KEY_REAL);
             true
         }
-        (SB::Array(d), Operand::Array { shape, strides, .. })
-            if shape.len() == d.len() && strides.len() == d.len() =>
-        {
-            key.push(KEY_ARRAY);
-            key.extend(shape.iter().map(|&n| n as isize));
-            key.extend_from_slice(strides);
-            true
-        }
+        (SB::Array(d), Operand::Array { shape, strides, .. }) => key_array(d, shape, strides, key),
         (SB::Pair(b0, b1), Operand::Pair(v0, v1)) => gather(b0, v0, key) && gather(b1, v1, key),
         _ => false,
     }
@@ -264,13 +267,8 @@ fn gather_mut<O: AsOperandMut + ?Sized>(b: &SB, v: &mut O, key: &mut Vec<isize>)
             key.push(KEY_REAL);
             true
         }
-        (SB::Array(d), OperandMut::Array { shape, strides, .. })
-            if shape.len() == d.len() && strides.len() == d.len() =>
-        {
-            key.push(KEY_ARRAY);
-            key.extend(shape.iter().map(|&n| n as isize));
-            key.extend_from_slice(strides);
-            true
+        (SB::Array(d), OperandMut::Array { shape, strides, .. }) => {
+            key_array(d, shape, strides, key)
         }
         (SB::Pair(b0, b1), OperandMut::Pair(v0, v1)) => {
             gather_mut(b0, v0, key) && gather_mut(b1, v1, key)

@@ -850,7 +850,10 @@ impl Kernel {
     /// (every leaf's kind, shape and strides, compared in place); if so,
     /// their pointers are in `ws.ptrs`, every check the remembered call
     /// passed holds for this call, and its set-up (sizes, strides,
-    /// temporaries, native code, plan) is this call's.
+    /// temporaries, native code, plan) is this call's. One walk of the
+    /// key, not [`Kernel::same_args`] then [`Kernel::same_out`]: that costs
+    /// about 50 instructions more per call (callgrind, dot3 `call_into`
+    /// 405 against 457).
     #[inline]
     fn same_call<V: AsOperand, O: AsOperandMut>(
         &self,
