@@ -9,6 +9,9 @@
 //! of `let` temporaries (`jit::schedule::reuse_temps`): the optimised row
 //! softmax computes each `exp` once.
 
+mod common;
+
+use common::agree::{agree_with, bits};
 use einsat::interp::{self, Value};
 use einsat::jit::{self, loopir, schedule};
 use einsat::opt::{optimize, Options};
@@ -55,25 +58,8 @@ fn options(gemm: bool, threads: usize) -> jit::Options {
 /// The JIT on `g` (with `opts`) against the interpreter on `f`, every
 /// size name set to each of `SIZES`, random inputs in every layout.
 fn agree(f: &Function, g: &Function, opts: &jit::Options, seed: u64) {
-    let k = jit::compile_with(g, opts).unwrap_or_else(|e| panic!("{e}\n{}", print_function(g)));
-    for (t, &n) in SIZES.iter().enumerate() {
-        let named: BTreeMap<String, usize> = f.size_names().into_iter().map(|x| (x, n)).collect();
-        let mut rng = rand::rngs::StdRng::seed_from_u64(seed + t as u64);
-        let args = random_inputs(f, &named, &mut rng).unwrap();
-        let want = interp::run(f, &args).unwrap();
-        for layout in Layout::ALL {
-            let a: Vec<Value> = args.iter().map(|v| relayout_value(v, layout)).collect();
-            // twice: the second call takes the remembered-call path
-            for _ in 0..2 {
-                let got = k.call(&a).unwrap();
-                assert!(
-                    want.approx_eq(&got, 1e-9, 1e-9),
-                    "{layout:?} n={n} {opts:?}\n{}\ninterp {want}\njit    {got}",
-                    print_function(g)
-                );
-            }
-        }
-    }
+    // twice per layout: the second call takes the remembered-call path
+    agree_with(f, g, opts, seed, SIZES, 1e-9, 1e-9, 2);
 }
 
 #[test]
@@ -248,14 +234,6 @@ fn temporaries_are_reused_and_agree_with_the_interpreter() {
     assert_eq!(calls(by("ranges")), 2);
     // a shifted index (padding) is another value; the bracketed sum reuses
     assert_eq!(calls(by("shifted")), 2);
-}
-
-fn bits(v: &Value) -> Vec<u64> {
-    match v {
-        Value::Real(x) => vec![x.to_bits()],
-        Value::Array(a) => a.iter().map(|x| x.to_bits()).collect(),
-        Value::Pair(a, b) => [bits(a), bits(b)].concat(),
-    }
 }
 
 #[test]

@@ -9,6 +9,9 @@
 //! The cache test is the only one here that uses the global cache (the
 //! others compile uncached), so clearing it races with nothing.
 
+mod common;
+
+use common::agree::bits;
 use einsat::interp::{self, Value};
 use einsat::jit::{self, Options};
 use einsat::opt::optimize;
@@ -30,14 +33,6 @@ fn normal(f: &Function) -> Function {
 fn inputs(f: &Function, n: usize, seed: u64) -> Vec<Value> {
     let sizes: BTreeMap<String, usize> = f.size_names().into_iter().map(|x| (x, n)).collect();
     random_inputs(f, &sizes, &mut rand::rngs::StdRng::seed_from_u64(seed)).unwrap()
-}
-
-fn bits(v: &Value) -> Vec<u64> {
-    match v {
-        Value::Real(x) => vec![x.to_bits()],
-        Value::Array(a) => a.iter().map(|x| x.to_bits()).collect(),
-        Value::Pair(a, b) => [bits(a), bits(b)].concat(),
-    }
 }
 
 #[test]

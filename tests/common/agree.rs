@@ -23,7 +23,24 @@ pub fn agree_in_every_layout(
     rtol: f64,
     atol: f64,
 ) -> usize {
-    let k = jit::compile(g).unwrap_or_else(|e| panic!("{e}\n{}", print_function(g)));
+    agree_with(f, g, &jit::Options::default(), seed, sizes, rtol, atol, 1)
+}
+
+/// [`agree_in_every_layout`] with the JIT's options `opts`, each layout
+/// called `calls` times (from the second on, a call takes the
+/// remembered-call path).
+#[allow(clippy::too_many_arguments)]
+pub fn agree_with(
+    f: &Function,
+    g: &Function,
+    opts: &jit::Options,
+    seed: u64,
+    sizes: &[usize],
+    rtol: f64,
+    atol: f64,
+    calls: usize,
+) -> usize {
+    let k = jit::compile_with(g, opts).unwrap_or_else(|e| panic!("{e}\n{}", print_function(g)));
     let mut runs = 0;
     for (t, &n) in sizes.iter().enumerate() {
         let named: BTreeMap<String, usize> = f.size_names().into_iter().map(|x| (x, n)).collect();
@@ -32,15 +49,26 @@ pub fn agree_in_every_layout(
         let want = interp::run(f, &args).unwrap();
         for layout in Layout::ALL {
             let a: Vec<Value> = args.iter().map(|v| relayout_value(v, layout)).collect();
-            let got = k.call(&a).unwrap();
-            assert!(
-                want.approx_eq(&got, rtol, atol),
-                "{layout:?} n={n}\n{}\n{}\ninterp {want}\njit    {got}",
-                print_function(f),
-                print_function(g)
-            );
-            runs += 1;
+            for _ in 0..calls {
+                let got = k.call(&a).unwrap();
+                assert!(
+                    want.approx_eq(&got, rtol, atol),
+                    "{layout:?} n={n} {opts:?}\n{}\n{}\ninterp {want}\njit    {got}",
+                    print_function(f),
+                    print_function(g)
+                );
+                runs += 1;
+            }
         }
     }
     runs
+}
+
+/// Every number of `v`, as bits (for bit-identity across thread counts).
+pub fn bits(v: &Value) -> Vec<u64> {
+    match v {
+        Value::Real(x) => vec![x.to_bits()],
+        Value::Array(a) => a.iter().map(|x| x.to_bits()).collect(),
+        Value::Pair(a, b) => [bits(a), bits(b)].concat(),
+    }
 }
