@@ -490,7 +490,7 @@ pub fn plan(p: &LoopProgram, nest: &Nest, layout: &Layout) -> Option<Plan> {
     let (rows, cols, unroll) = match (mode, lanes, w.is_some()) {
         (Mode::Tile, 2, true) => (4, 2, 2),
         (Mode::Tile, 2, false) => (1, 8, 2),
-        (Mode::Reduce, 2, true) => (4, 1, 2),
+        (Mode::Reduce, 2, true) => (4, 2, 2),
         (Mode::Reduce, 2, false) => (1, 4, 2),
         (_, _, true) => (2, 4, 1),
         (_, _, false) => (1, 4, 1),
@@ -584,6 +584,7 @@ struct Geo {
 }
 
 /// The rows of a tile (see [`Em::row_geo`]).
+#[derive(Clone)]
 struct RowGeo {
     slot: Vec<Vec<usize>>,
     off: Vec<Vec<Off>>,
@@ -902,27 +903,36 @@ impl Em<'_, '_> {
         let rem = self.b.declare_var(types::I64);
         let n = self.b.ins().isub(end, start);
         self.b.def_var(rem, n);
-        // every pointer along `var` is its own induction variable (a block
-        // parameter: Cranelift cannot sink its computation into the loop)
+        // a pointer along `var` at a run-time stride is its own induction
+        // variable (a block parameter: Cranelift cannot sink its
+        // computation into the loop); the unit-stride ones share one byte
+        // offset, added in each address (the x86-64 base + index mode), so
+        // a row tile's pointers cost one register each and one add per
+        // iteration in all
         let mut moving: Vec<(usize, Variable, Value)> = Vec::new();
+        let mut shared: Vec<usize> = Vec::new();
         for (k, &p) in ptrs.iter().enumerate() {
             if let Some((s, unit)) = self.stride(self.owners[k], var) {
+                if unit {
+                    shared.push(k);
+                    continue;
+                }
                 let pv = self.b.declare_var(types::I64);
-                let off = if unit {
-                    self.b.ins().ishl_imm_s(start, 3)
-                } else {
-                    self.b.ins().imul(start, s)
-                };
+                let off = self.b.ins().imul(start, s);
                 let p0 = self.b.ins().iadd(p, off);
                 self.b.def_var(pv, p0);
-                let inc = if unit {
-                    self.iconst(8 * step)
-                } else {
-                    self.b.ins().imul_imm_s(s, step)
-                };
+                let inc = self.b.ins().imul_imm_s(s, step);
                 moving.push((k, pv, inc));
             }
         }
+        let offv = if shared.is_empty() {
+            None
+        } else {
+            let ov = self.b.declare_var(types::I64);
+            let o0 = self.b.ins().ishl_imm_s(start, 3);
+            self.b.def_var(ov, o0);
+            Some(ov)
+        };
         let head = self.b.create_block();
         let body_b = self.b.create_block();
         let exit = self.b.create_block();
@@ -939,6 +949,7 @@ impl Em<'_, '_> {
             .iter()
             .map(|(_, pv, _)| self.b.use_var(*pv))
             .collect();
+        let off = offv.map(|ov| self.b.use_var(ov));
         let r = self.b.use_var(rem);
         let i0 = self.b.ins().isub(end, r);
         for j in 0..unroll {
@@ -952,6 +963,15 @@ impl Em<'_, '_> {
                         self.b.ins().iadd(p, o)
                     }
                 };
+            }
+            if let Some(off) = off {
+                let o = match j {
+                    0 => off,
+                    _ => self.b.ins().iadd_imm_s(off, 8 * step * j as i64),
+                };
+                for &k in &shared {
+                    inner[k] = self.b.ins().iadd(ptrs[k], o);
+                }
             }
             let i = self.b.ins().iadd_imm_s(i0, step * j as i64);
             body(self, &inner, i);
@@ -967,6 +987,10 @@ impl Em<'_, '_> {
             };
             let p1 = self.b.ins().iadd(p, o);
             self.b.def_var(*pv, p1);
+        }
+        if let (Some(ov), Some(off)) = (offv, off) {
+            let o1 = self.b.ins().iadd_imm_s(off, 8 * step * unroll as i64);
+            self.b.def_var(ov, o1);
         }
         self.b.ins().jump(head, &[]);
         self.b.switch_to_block(exit);
@@ -1324,12 +1348,18 @@ impl Em<'_, '_> {
 
     /// `acc += s * (t * x)`, one `fma` when both sides are there.
     fn update(&mut self, acc: Variable, parts: &Parts, r: usize, c: usize, lanes: usize) {
-        let mut tx = parts.t[c];
+        let (mut s, mut tx) = (parts.ss[r], parts.t[c]);
         if let Some(x) = parts.x[r][c] {
-            tx = mul(self.b, tx, x);
+            if s.is_none() && tx.is_some() {
+                // `acc += t * x` (a matvec row): the `fma` takes both
+                s = tx;
+                tx = Some(x);
+            } else {
+                tx = mul(self.b, tx, x);
+            }
         }
         let a = self.b.use_var(acc);
-        let n = match (parts.ss[r], tx) {
+        let n = match (s, tx) {
             (Some(s), Some(t)) if self.fused => self.b.ins().fma(s, t, a),
             (Some(s), Some(t)) => {
                 let m = self.b.ins().fmul(s, t);
@@ -1788,7 +1818,7 @@ impl Em<'_, '_> {
     fn tiles_r(&mut self, ptrs: &[Value], action: &Action) {
         let plan = self.plan;
         match plan.w {
-            None => self.tile_r(ptrs, 1, action, None),
+            None => self.tile_r(ptrs, 1, action, None, None),
             Some(w) => {
                 let wn = plan.w_size.clone().expect("w has a size");
                 let (w0, w1) = self.range(w, &wn);
@@ -1799,9 +1829,17 @@ impl Em<'_, '_> {
                     vec![1]
                 };
                 for rows in steps {
-                    s = self.lp(w, s, w1, rows as i64, ptrs, &mut |em, p, wi| {
-                        em.tile_r(p, rows, action, Some(wi))
+                    // the rows' pointers are made here and advanced by the
+                    // `w` loop (block parameters), so the reduction loop
+                    // finds each in a register: computed in the tile,
+                    // Cranelift's optimiser would recompute them in the
+                    // reduction loop's every iteration
+                    let (rg, xp, owners) = self.row_geo(rows, ptrs, true);
+                    let saved = std::mem::replace(&mut self.owners, owners);
+                    s = self.lp(w, s, w1, rows as i64, &xp, &mut |em, p, wi| {
+                        em.tile_r(p, rows, action, Some(wi), Some(&rg))
                     });
+                    self.owners = saved;
                 }
             }
         }
@@ -1812,7 +1850,16 @@ impl Em<'_, '_> {
     /// widest vector loop up to the smallest of their bounds, then each
     /// row continues alone to its own: every output is still summed in
     /// the same order whatever tile it falls in.
-    fn tile_r(&mut self, top: &[Value], rows: usize, action: &Action, w_at: Option<Value>) {
+    /// `pre`: the rows' geometry when `top` already holds their pointers
+    /// (see [`Em::tiles_r`]).
+    fn tile_r(
+        &mut self,
+        top: &[Value],
+        rows: usize,
+        action: &Action,
+        w_at: Option<Value>,
+        pre: Option<&RowGeo>,
+    ) {
         let (cols, lanes) = (self.plan.cols, self.plan.lanes);
         let v = self.plan.v;
         let accs: Vec<Vec<Variable>> = (0..rows)
@@ -1824,7 +1871,10 @@ impl Em<'_, '_> {
             vec![]
         };
         let groups = self.by_depth(&self.plan.inner.clone());
-        let (rg, xp, owners) = self.row_geo(rows, top, true);
+        let (rg, xp, owners) = match pre {
+            Some(rg) => (rg.clone(), top.to_vec(), self.owners.clone()),
+            None => self.row_geo(rows, top, true),
+        };
         let ptrs = &xp[..];
         let saved = std::mem::replace(&mut self.owners, owners);
         let geo0 = self.geo(&rg, 1, 1);
