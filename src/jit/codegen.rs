@@ -310,6 +310,7 @@ pub fn compile(p: &LoopProgram, layout: &Layout) -> Result<Native, String> {
                     row_sigs: Vec::new(),
                     vidx: None,
                     voff: 0,
+                    block: None,
                 };
                 g.nest(nest, &sched);
                 g.b.ins().return_(&[]);
@@ -509,6 +510,9 @@ struct Gen<'a, 'l> {
     vidx: Option<Value>,
     /// Bytes to add to every row load for the current unrolled step.
     voff: i64,
+    /// Inside a block of tiled loops ([`NestSched::tile`]): the range of
+    /// the innermost loop's block.
+    block: Option<(Value, Value)>,
 }
 
 /// What a loop's body does.
@@ -631,21 +635,95 @@ impl Gen<'_, '_> {
             return;
         }
         let pos = ns.order[k];
-        let (var, size) = n.vars[pos].clone();
-        let (lo, hi) = if pos == 0 {
-            self.range
-        } else {
-            let z = self.b.ins().iconst(types::I64, 0);
-            (z, self.size(&size))
+        let var = n.vars[pos].0;
+        let last = k + 1 == ns.order.len();
+        let (lo, hi) = match self.block {
+            Some(r) if last && ns.tile.is_some() => r,
+            _ => self.level_range(n, pos),
         };
         let blocked: BTreeSet<usize> = ns.order[k..].iter().map(|&q| n.vars[q].0).collect();
         let body = self.hoist(body, &blocked);
-        let act = if k + 1 == ns.order.len() {
+        let act = if last {
             Act::Store(n)
         } else {
             Act::Level(n, ns, k + 1)
         };
+        if let (Some((buf, ax)), true) = (ns.tile, k + 2 == ns.order.len()) {
+            // blocks of the two innermost loops, laid out from their
+            // ranges' starts, each block's loops as without tiling; only
+            // where they pay (see `schedule::tiled`), else the loops as
+            // they are
+            let (blo, bhi) = self.level_range(n, ns.order[k + 1]);
+            let st = self.strides[buf][ax];
+            let low = self.b.ins().band_imm_s(st, 255);
+            let alias = self.b.ins().icmp_imm_s(IntCC::Equal, low, 0);
+            let span = self.b.ins().isub(bhi, blo);
+            let long =
+                self.b
+                    .ins()
+                    .icmp_imm_s(IntCC::SignedGreaterThan, span, super::schedule::TILE_ROWS);
+            let go = self.b.ins().bor(alias, long);
+            let (yes, no, join) = (
+                self.b.create_block(),
+                self.b.create_block(),
+                self.b.create_block(),
+            );
+            self.b.ins().brif(go, yes, &[], no, &[]);
+            self.copies *= 2;
+            self.b.switch_to_block(yes);
+            let (ta, tb) = super::schedule::TILE;
+            self.blocks(lo, hi, ta, &mut |g, a0, a1| {
+                g.blocks(blo, bhi, tb, &mut |g, b0, b1| {
+                    let saved = g.block.replace((b0, b1));
+                    g.run_loop(var, a0, a1, body.clone(), act);
+                    g.block = saved;
+                });
+            });
+            self.b.ins().jump(join, &[]);
+            self.b.switch_to_block(no);
+            self.run_loop(var, lo, hi, body, act);
+            self.b.ins().jump(join, &[]);
+            self.b.switch_to_block(join);
+            self.copies /= 2;
+            return;
+        }
         self.run_loop(var, lo, hi, body, act);
+    }
+
+    /// The range of the gen loop at `pos` of the nest's variables.
+    fn level_range(&mut self, n: &Nest, pos: usize) -> (Value, Value) {
+        if pos == 0 {
+            self.range
+        } else {
+            let z = self.b.ins().iconst(types::I64, 0);
+            let size = n.vars[pos].1.clone();
+            (z, self.size(&size))
+        }
+    }
+
+    /// `for x0 in (lo..hi).step_by(t) { body(x0, min(x0 + t, hi)) }`.
+    fn blocks(
+        &mut self,
+        lo: Value,
+        hi: Value,
+        t: i64,
+        body: &mut dyn FnMut(&mut Self, Value, Value),
+    ) {
+        let x = self.b.declare_var(types::I64);
+        self.b.def_var(x, lo);
+        let body_b = self.b.create_block();
+        let exit = self.b.create_block();
+        let c = self.b.ins().icmp(IntCC::SignedLessThan, lo, hi);
+        self.b.ins().brif(c, body_b, &[], exit, &[]);
+        self.b.switch_to_block(body_b);
+        let x0 = self.b.use_var(x);
+        let x1 = self.b.ins().iadd_imm_s(x0, t);
+        let end = self.b.ins().smin(x1, hi);
+        body(self, x0, end);
+        self.b.def_var(x, x1);
+        let c = self.b.ins().icmp(IntCC::SignedLessThan, x1, hi);
+        self.b.ins().brif(c, body_b, &[], exit, &[]);
+        self.b.switch_to_block(exit);
     }
 
     /// The address of `buf[i0, i1, …]` for the given index values.
