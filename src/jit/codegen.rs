@@ -475,6 +475,59 @@ const VACCS: usize = 4;
 /// vector, then scalars).
 pub const VSTORE_UNROLL: usize = 2;
 
+/// A code generator emitting one function (the general one here and the
+/// dense one of [`super::dense`]), for the helpers both use.
+pub(crate) trait Emits<'f> {
+    fn fb(&mut self) -> &mut FunctionBuilder<'f>;
+}
+
+impl<'a> Emits<'a> for Gen<'a, '_> {
+    fn fb(&mut self) -> &mut FunctionBuilder<'a> {
+        &mut self.b
+    }
+}
+
+/// `for x0 in (lo..hi).step_by(t) { body(x0, min(x0 + t, hi)) }`.
+pub(crate) fn for_blocks<'f, C: Emits<'f>>(
+    c: &mut C,
+    lo: Value,
+    hi: Value,
+    t: i64,
+    body: &mut dyn FnMut(&mut C, Value, Value),
+) {
+    let b = c.fb();
+    let x = b.declare_var(types::I64);
+    b.def_var(x, lo);
+    let body_b = b.create_block();
+    let exit = b.create_block();
+    let go = b.ins().icmp(IntCC::SignedLessThan, lo, hi);
+    b.ins().brif(go, body_b, &[], exit, &[]);
+    b.switch_to_block(body_b);
+    let x0 = b.use_var(x);
+    let x1 = b.ins().iadd_imm_s(x0, t);
+    let end = b.ins().smin(x1, hi);
+    body(c, x0, end);
+    let b = c.fb();
+    b.def_var(x, x1);
+    let more = b.ins().icmp(IntCC::SignedLessThan, x1, hi);
+    b.ins().brif(more, body_b, &[], exit, &[]);
+    b.switch_to_block(exit);
+}
+
+/// At call time, whether a loop that walks across `rows` rows `stride`
+/// bytes apart runs in blocks (`schedule::tiled`, `dense::Plan::vblock`):
+/// when the rows are a multiple of 2 KiB apart (they then share a few
+/// sets of the L1 cache) or there are more than
+/// [`super::schedule::TILE_ROWS`] of them (beyond the TLB's reach).
+pub(crate) fn blocks_pay(b: &mut FunctionBuilder, stride: Value, rows: Value) -> Value {
+    let low = b.ins().band_imm_s(stride, 2047);
+    let alias = b.ins().icmp_imm_s(IntCC::Equal, low, 0);
+    let long = b
+        .ins()
+        .icmp_imm_s(IntCC::SignedGreaterThan, rows, super::schedule::TILE_ROWS);
+    b.ins().bor(alias, long)
+}
+
 struct Gen<'a, 'l> {
     b: FunctionBuilder<'a>,
     /// Base pointers of the buffers the nest uses.
@@ -655,14 +708,9 @@ impl Gen<'_, '_> {
             // they are
             let (blo, bhi) = self.level_range(n, ns.order[k + 1]);
             let st = self.strides[buf][ax];
-            let low = self.b.ins().band_imm_s(st, 255);
-            let alias = self.b.ins().icmp_imm_s(IntCC::Equal, low, 0);
+            let bytes = self.b.ins().ishl_imm_s(st, 3);
             let span = self.b.ins().isub(bhi, blo);
-            let long =
-                self.b
-                    .ins()
-                    .icmp_imm_s(IntCC::SignedGreaterThan, span, super::schedule::TILE_ROWS);
-            let go = self.b.ins().bor(alias, long);
+            let go = blocks_pay(&mut self.b, bytes, span);
             let (yes, no, join) = (
                 self.b.create_block(),
                 self.b.create_block(),
@@ -672,8 +720,8 @@ impl Gen<'_, '_> {
             self.copies *= 2;
             self.b.switch_to_block(yes);
             let (ta, tb) = super::schedule::TILE;
-            self.blocks(lo, hi, ta, &mut |g, a0, a1| {
-                g.blocks(blo, bhi, tb, &mut |g, b0, b1| {
+            for_blocks(self, lo, hi, ta, &mut |g, a0, a1| {
+                for_blocks(g, blo, bhi, tb, &mut |g, b0, b1| {
                     let saved = g.block.replace((b0, b1));
                     g.run_loop(var, a0, a1, body.clone(), act);
                     g.block = saved;
@@ -699,31 +747,6 @@ impl Gen<'_, '_> {
             let size = n.vars[pos].1.clone();
             (z, self.size(&size))
         }
-    }
-
-    /// `for x0 in (lo..hi).step_by(t) { body(x0, min(x0 + t, hi)) }`.
-    fn blocks(
-        &mut self,
-        lo: Value,
-        hi: Value,
-        t: i64,
-        body: &mut dyn FnMut(&mut Self, Value, Value),
-    ) {
-        let x = self.b.declare_var(types::I64);
-        self.b.def_var(x, lo);
-        let body_b = self.b.create_block();
-        let exit = self.b.create_block();
-        let c = self.b.ins().icmp(IntCC::SignedLessThan, lo, hi);
-        self.b.ins().brif(c, body_b, &[], exit, &[]);
-        self.b.switch_to_block(body_b);
-        let x0 = self.b.use_var(x);
-        let x1 = self.b.ins().iadd_imm_s(x0, t);
-        let end = self.b.ins().smin(x1, hi);
-        body(self, x0, end);
-        self.b.def_var(x, x1);
-        let c = self.b.ins().icmp(IntCC::SignedLessThan, x1, hi);
-        self.b.ins().brif(c, body_b, &[], exit, &[]);
-        self.b.switch_to_block(exit);
     }
 
     /// The address of `buf[i0, i1, …]` for the given index values.

@@ -52,6 +52,7 @@
 //! results. Summation order differs from the interpreter (products are
 //! reassociated, sums split into lanes), within rounding.
 
+use super::codegen::{blocks_pay, for_blocks, Emits};
 use super::loopir::{Layout, LoopProgram, Nest, SizeRef, P, S};
 use crate::syntax::ast::BinOp;
 use cranelift_codegen::ir::condcodes::IntCC;
@@ -721,6 +722,12 @@ struct KBlk {
     end: Value,
     first: Value,
     last: Value,
+}
+
+impl<'a> Emits<'a> for Em<'a, '_> {
+    fn fb(&mut self) -> &mut FunctionBuilder<'a> {
+        self.b
+    }
 }
 
 /// Emit the body of the nest's function, return included. `stride_at[b]`
@@ -2000,15 +2007,8 @@ impl Em<'_, '_> {
                 // blocks of `v` where the across load's rows alias in L1
                 // or outrun the TLB (as `schedule::tiled`), else as is
                 let (st, _) = self.stride(a, v).expect("the load runs along v");
-                let low = self.b.ins().band_imm_s(st, 2047);
-                let alias = self.b.ins().icmp_imm_s(IntCC::Equal, low, 0);
                 let nv = self.size(&vn);
-                let long = self.b.ins().icmp_imm_s(
-                    IntCC::SignedGreaterThan,
-                    nv,
-                    super::schedule::TILE_ROWS,
-                );
-                let go = self.b.ins().bor(alias, long);
+                let go = blocks_pay(self.b, st, nv);
                 let (yes, no, join) = (
                     self.b.create_block(),
                     self.b.create_block(),
@@ -2017,7 +2017,9 @@ impl Em<'_, '_> {
                 self.b.ins().brif(go, yes, &[], no, &[]);
                 self.b.switch_to_block(yes);
                 let z = self.iconst(0);
-                self.vblocks(z, nv, &mut |em, a0, a1| reduce(em, Some((a0, a1))));
+                for_blocks(self, z, nv, VBLOCK, &mut |em, a0, a1| {
+                    reduce(em, Some((a0, a1)))
+                });
                 self.b.ins().jump(join, &[]);
                 self.b.switch_to_block(no);
                 reduce(self, None);
@@ -2064,25 +2066,6 @@ impl Em<'_, '_> {
                 }
             }
         }
-    }
-
-    /// `for x0 in (lo..hi).step_by(VBLOCK) { body(x0, min(x0 + VBLOCK, hi)) }`.
-    fn vblocks(&mut self, lo: Value, hi: Value, body: &mut dyn FnMut(&mut Self, Value, Value)) {
-        let x = self.b.declare_var(types::I64);
-        self.b.def_var(x, lo);
-        let body_b = self.b.create_block();
-        let exit = self.b.create_block();
-        let c = self.b.ins().icmp(IntCC::SignedLessThan, lo, hi);
-        self.b.ins().brif(c, body_b, &[], exit, &[]);
-        self.b.switch_to_block(body_b);
-        let x0 = self.b.use_var(x);
-        let x1 = self.b.ins().iadd_imm_s(x0, VBLOCK);
-        let end = self.b.ins().smin(x1, hi);
-        body(self, x0, end);
-        self.b.def_var(x, x1);
-        let c = self.b.ins().icmp(IntCC::SignedLessThan, x1, hi);
-        self.b.ins().brif(c, body_b, &[], exit, &[]);
-        self.b.switch_to_block(exit);
     }
 
     fn tiles(&mut self, ptrs: &[Value], action: &Action) {
