@@ -514,18 +514,37 @@ pub(crate) fn for_blocks<'f, C: Emits<'f>>(
     b.switch_to_block(exit);
 }
 
-/// At call time, whether a loop that walks across `rows` rows `stride`
-/// bytes apart runs in blocks (`schedule::tiled`, `dense::Plan::vblock`):
-/// when the rows are a multiple of 2 KiB apart (they then share a few
-/// sets of the L1 cache) or there are more than
-/// [`super::schedule::TILE_ROWS`] of them (beyond the TLB's reach).
-pub(crate) fn blocks_pay(b: &mut FunctionBuilder, stride: Value, rows: Value) -> Value {
+/// `if blocks pay { blocked } else { plain }`, decided at call time for a
+/// loop that walks across `rows` rows `stride` bytes apart
+/// (`schedule::tiled`, `dense::Plan::vblock`): blocks pay when the rows
+/// are a multiple of 2 KiB apart (they then share a few sets of the L1
+/// cache) or there are more than [`super::schedule::TILE_ROWS`] of them
+/// (beyond the TLB's reach).
+pub(crate) fn if_blocks_pay<'f, C: Emits<'f>>(
+    c: &mut C,
+    stride: Value,
+    rows: Value,
+    blocked: &mut dyn FnMut(&mut C),
+    plain: &mut dyn FnMut(&mut C),
+) {
+    let b = c.fb();
     let low = b.ins().band_imm_s(stride, 2047);
     let alias = b.ins().icmp_imm_s(IntCC::Equal, low, 0);
     let long = b
         .ins()
         .icmp_imm_s(IntCC::SignedGreaterThan, rows, super::schedule::TILE_ROWS);
-    b.ins().bor(alias, long)
+    let go = b.ins().bor(alias, long);
+    let (yes, no, join) = (b.create_block(), b.create_block(), b.create_block());
+    b.ins().brif(go, yes, &[], no, &[]);
+    b.switch_to_block(yes);
+    blocked(c);
+    let b = c.fb();
+    b.ins().jump(join, &[]);
+    b.switch_to_block(no);
+    plain(c);
+    let b = c.fb();
+    b.ins().jump(join, &[]);
+    b.switch_to_block(join);
 }
 
 struct Gen<'a, 'l> {
@@ -710,28 +729,23 @@ impl Gen<'_, '_> {
             let st = self.strides[buf][ax];
             let bytes = self.b.ins().ishl_imm_s(st, 3);
             let span = self.b.ins().isub(bhi, blo);
-            let go = blocks_pay(&mut self.b, bytes, span);
-            let (yes, no, join) = (
-                self.b.create_block(),
-                self.b.create_block(),
-                self.b.create_block(),
-            );
-            self.b.ins().brif(go, yes, &[], no, &[]);
-            self.copies *= 2;
-            self.b.switch_to_block(yes);
             let (ta, tb) = super::schedule::TILE;
-            for_blocks(self, lo, hi, ta, &mut |g, a0, a1| {
-                for_blocks(g, blo, bhi, tb, &mut |g, b0, b1| {
-                    let saved = g.block.replace((b0, b1));
-                    g.run_loop(var, a0, a1, body.clone(), act);
-                    g.block = saved;
-                });
-            });
-            self.b.ins().jump(join, &[]);
-            self.b.switch_to_block(no);
-            self.run_loop(var, lo, hi, body, act);
-            self.b.ins().jump(join, &[]);
-            self.b.switch_to_block(join);
+            self.copies *= 2;
+            if_blocks_pay(
+                self,
+                bytes,
+                span,
+                &mut |g| {
+                    for_blocks(g, lo, hi, ta, &mut |g, a0, a1| {
+                        for_blocks(g, blo, bhi, tb, &mut |g, b0, b1| {
+                            let saved = g.block.replace((b0, b1));
+                            g.run_loop(var, a0, a1, body.clone(), act);
+                            g.block = saved;
+                        });
+                    });
+                },
+                &mut |g| g.run_loop(var, lo, hi, body.clone(), act),
+            );
             self.copies /= 2;
             return;
         }

@@ -52,7 +52,7 @@
 //! results. Summation order differs from the interpreter (products are
 //! reassociated, sums split into lanes), within rounding.
 
-use super::codegen::{blocks_pay, for_blocks, Emits};
+use super::codegen::{for_blocks, if_blocks_pay, Emits};
 use super::loopir::{Layout, LoopProgram, Nest, SizeRef, P, S};
 use crate::syntax::ast::BinOp;
 use cranelift_codegen::ir::condcodes::IntCC;
@@ -2008,23 +2008,18 @@ impl Em<'_, '_> {
                 // or outrun the TLB (as `schedule::tiled`), else as is
                 let (st, _) = self.stride(a, v).expect("the load runs along v");
                 let nv = self.size(&vn);
-                let go = blocks_pay(self.b, st, nv);
-                let (yes, no, join) = (
-                    self.b.create_block(),
-                    self.b.create_block(),
-                    self.b.create_block(),
+                if_blocks_pay(
+                    self,
+                    st,
+                    nv,
+                    &mut |em| {
+                        let z = em.iconst(0);
+                        for_blocks(em, z, nv, VBLOCK, &mut |em, a0, a1| {
+                            reduce(em, Some((a0, a1)))
+                        });
+                    },
+                    &mut |em| reduce(em, None),
                 );
-                self.b.ins().brif(go, yes, &[], no, &[]);
-                self.b.switch_to_block(yes);
-                let z = self.iconst(0);
-                for_blocks(self, z, nv, VBLOCK, &mut |em, a0, a1| {
-                    reduce(em, Some((a0, a1)))
-                });
-                self.b.ins().jump(join, &[]);
-                self.b.switch_to_block(no);
-                reduce(self, None);
-                self.b.ins().jump(join, &[]);
-                self.b.switch_to_block(join);
             }
             None => reduce(self, None),
         }
