@@ -16,6 +16,7 @@ use einsat::jit;
 use einsat::opt::{optimize, Options};
 use einsat::syntax::print_function;
 use einsat::testing::{random_inputs, relayout_value, Layout};
+use einsat::Function;
 use rand::SeedableRng;
 use std::collections::BTreeMap;
 
@@ -51,24 +52,36 @@ fn opts(threads: usize) -> jit::Options {
     }
 }
 
+/// The sizes of [`SIZES`] that `f` takes (only the square ones when it
+/// has one size name), each with random inputs (seed `seed` + its index)
+/// and the interpreter's result.
+fn cases(f: &Function, seed: u64) -> Vec<(usize, usize, Vec<Value>, Value)> {
+    SIZES
+        .iter()
+        .enumerate()
+        .filter(|(_, &(n, m))| n == m || f.size_names().len() > 1)
+        .map(|(t, &(n, m))| {
+            let sizes: BTreeMap<String, usize> =
+                [("n".to_string(), n), ("m".to_string(), m)].into();
+            let mut rng = rand::rngs::StdRng::seed_from_u64(seed + t as u64);
+            let args = random_inputs(f, &sizes, &mut rng).unwrap();
+            let want = interp::run(f, &args).unwrap();
+            (n, m, args, want)
+        })
+        .collect()
+}
+
 #[test]
 fn blocked_maps_agree_with_the_interpreter_in_both_branches() {
     let prog = einsat::load(PROGRAMS).unwrap();
     let mut runs = 0;
     for f in &prog.functions {
         let g = optimize(f, &Options::default()).unwrap().program;
+        let cases = cases(f, 7);
         for h in [f, &g] {
             let k1 = jit::compile_with(h, &opts(1)).unwrap();
             let k2 = jit::compile_with(h, &opts(2)).unwrap();
-            for (t, &(n, m)) in SIZES.iter().enumerate() {
-                if n != m && f.size_names().len() == 1 {
-                    continue;
-                }
-                let sizes: BTreeMap<String, usize> =
-                    [("n".to_string(), n), ("m".to_string(), m)].into();
-                let mut rng = rand::rngs::StdRng::seed_from_u64(7 + t as u64);
-                let args = random_inputs(f, &sizes, &mut rng).unwrap();
-                let want = interp::run(f, &args).unwrap();
+            for (n, m, args, want) in &cases {
                 for layout in Layout::ALL {
                     let a: Vec<Value> = args.iter().map(|v| relayout_value(v, layout)).collect();
                     let one = k1.call(&a).unwrap();
@@ -101,17 +114,10 @@ fn blocked_sums_agree_with_the_interpreter_in_both_branches() {
     let mut runs = 0;
     for f in &prog.functions {
         let g = optimize(f, &Options::default()).unwrap().program;
+        let cases = cases(f, 70);
         for h in [f, &g] {
             let k = jit::compile_with(h, &opts(1)).unwrap();
-            for (t, &(n, m)) in SIZES.iter().enumerate() {
-                if n != m && f.size_names().len() == 1 {
-                    continue;
-                }
-                let sizes: BTreeMap<String, usize> =
-                    [("n".to_string(), n), ("m".to_string(), m)].into();
-                let mut rng = rand::rngs::StdRng::seed_from_u64(70 + t as u64);
-                let args = random_inputs(f, &sizes, &mut rng).unwrap();
-                let want = interp::run(f, &args).unwrap();
+            for (n, m, args, want) in &cases {
                 // blocks reorder the additions: within rounding of the
                 // sum of |terms| (inputs are under 2 in magnitude)
                 let atol = 1e-13 * (n * m) as f64;
@@ -141,20 +147,16 @@ fn blocks_over_the_split_variable_agree_with_the_interpreter() {
         .unwrap()
         .functions
         .remove(0);
+    let cases = cases(&f, 700);
     for threads in [1, 2] {
         let k = jit::compile_with(&f, &opts(threads)).unwrap();
-        for (t, &(n, m)) in SIZES.iter().enumerate() {
-            let sizes: BTreeMap<String, usize> =
-                [("n".to_string(), n), ("m".to_string(), m)].into();
-            let mut rng = rand::rngs::StdRng::seed_from_u64(700 + t as u64);
-            let args = random_inputs(&f, &sizes, &mut rng).unwrap();
-            let want = interp::run(&f, &args).unwrap();
-            let mut out = relayout_value(&want, Layout::Fortran);
+        for (n, m, args, want) in &cases {
+            let mut out = relayout_value(want, Layout::Fortran);
             if let Value::Array(a) = &mut out {
                 a.fill(f64::NAN);
             }
-            k.call_into(&args, &mut out).unwrap();
-            assert_eq!(bits(&want), bits(&out), "n={n} m={m} threads {threads}");
+            k.call_into(args, &mut out).unwrap();
+            assert_eq!(bits(want), bits(&out), "n={n} m={m} threads {threads}");
         }
     }
 }
