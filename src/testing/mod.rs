@@ -523,9 +523,13 @@ impl<R: Rng> Gen<'_, R> {
         self.values.pop();
         Expr::let_(x, e1, e2)
     }
-    /// `let v0 = e in let v1 = step(v0) in … in body`, where each step
-    /// reads the previous value twice and keeps values in [-2, 2]
-    /// (`v*v/4 + v/2` elementwise, with a shifted read for tensors).
+    /// `let v0 = 2 tanh(e) in let v1 = step(v0) in … in body`, where each
+    /// step reads the previous value twice and keeps values in [-2, 2]
+    /// (`v*v/4 + v/2` elementwise, with a shifted read for tensors). The
+    /// chain starts from `2 tanh(e)` (elementwise, through a binding of
+    /// `e` for tensors), not from `e`: from a value above 2 the steps grow
+    /// doubly exponentially, and a `cos` of the result then differs
+    /// entirely between two correct orders of the same additions.
     fn let_chain(&mut self, want: &Type, depth: u32) -> Expr {
         let t = if self.chance(0.5) {
             Type::Real
@@ -534,7 +538,22 @@ impl<R: Rng> Gen<'_, R> {
         };
         let len = self.rng.gen_range(2..=self.cfg.max_let_chain);
         let mut binds: Vec<(String, Expr)> = Vec::new();
-        let e0 = self.expr(&t, depth - 1);
+        let squash =
+            |e: Expr| Expr::bin(BinOp::Mul, Expr::Num(2.0), Expr::Call(Func::Tanh, vec![e]));
+        let e = self.expr(&t, depth - 1);
+        let e0 = match &t {
+            Type::Tensor(n, _) => {
+                let n = n.clone();
+                let raw = self.value_name();
+                self.values.push((raw.clone(), t.clone()));
+                binds.push((raw.clone(), e));
+                let (i, body) = self.bind_index(&n, |_, i| {
+                    squash(Expr::access(Expr::var(raw), Affine::var(i)))
+                });
+                Expr::gen(i, n, body)
+            }
+            _ => squash(e),
+        };
         let x0 = self.value_name();
         self.values.push((x0.clone(), t.clone()));
         binds.push((x0.clone(), e0));
