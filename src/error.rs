@@ -310,10 +310,14 @@ pub enum Error {
     },
     /// A rule refused on load: a random instance of it (as `einsat rules
     /// check` makes) gives different values on its two sides.
-    #[error("{file}:{line}: rule `{rule}` is unsound, refused on load (skip the check with --no-rule-check or `RuleCheck::skip()`); counterexample:\n{counterexample}")]
+    #[error("{file}:{line}: rule `{rule}` is not {class}, refused on load ({verdict}; skip the check with --no-rule-check or `RuleCheck::skip()`); counterexample:\n{counterexample}")]
     UnsoundRule {
         /// The rule's name.
         rule: String,
+        /// The floating-point class the rule claims.
+        class: String,
+        /// What the check found instead, in words.
+        verdict: String,
         /// The file that defines it.
         file: String,
         /// The 1-based line that defines it.

@@ -180,32 +180,43 @@ pub fn rules_check(dir: Option<&Path>, cases: usize, seed: u64, json: bool) -> C
         println!("{}", serde_json::json!({ "rules": reports }));
     } else {
         println!(
-            "{:<22} {:<26} {:>8} {:>8} {:>10}",
-            "rule", "origin", "tried", "skipped", "mismatches"
+            "{:<22} {:<26} {:<14} {:<14} {:>7} {:>8} {:>10}",
+            "rule", "origin", "class", "holds", "tried", "skipped", "mismatches"
         );
         for r in &reports {
             println!(
-                "{:<22} {:<26} {:>8} {:>8} {:>10}{}",
+                "{:<22} {:<26} {:<14} {:<14} {:>7} {:>8} {:>10}{}",
                 r.name,
                 r.origin,
+                r.class.name(),
+                r.holds.map(|c| c.name()).unwrap_or("unsound"),
                 r.tried,
                 r.skipped,
                 r.mismatches,
-                if r.sound() { "" } else { "  UNSOUND" }
+                if r.sound() { "" } else { "  WRONG CLASS" }
             );
         }
         let tried: usize = reports.iter().map(|r| r.tried).sum();
-        println!("{} rules, {tried} instances, {bad} unsound", reports.len());
+        println!(
+            "{} rules, {tried} instances, {bad} not of their class",
+            reports.len()
+        );
         for r in reports.iter().filter(|r| !r.sound()) {
             println!(
-                "\nrule `{}` ({}) is unsound; counterexample:",
-                r.name, r.origin
+                "\nrule `{}` ({}) is not {}{}; counterexample:",
+                r.name,
+                r.origin,
+                r.class,
+                match r.holds {
+                    Some(c) => format!(" (it passed as {c})"),
+                    None => " (it is unsound)".into(),
+                }
             );
             println!("{}", r.counterexample.as_deref().unwrap_or("(none kept)"));
         }
     }
     if bad > 0 {
-        return Err(format!("error: {bad} unsound rule(s)"));
+        return Err(format!("error: {bad} rule(s) not of the class they claim"));
     }
     Ok(())
 }

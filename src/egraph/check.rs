@@ -2,13 +2,38 @@
 //! well-typed terms (all sizes one literal `N`, so plain indices always fit),
 //! its conditions are checked on the instance exactly as in the e-graph, the
 //! right side is built with the same meta-functions, and both sides are run
-//! in the interpreter on random inputs. Per rule: instances tried, skipped
+//! in the interpreter on random inputs of every [`ValueClass`] (moderate,
+//! exact and signed zeros, a large common offset, magnitudes from 1e-300 to
+//! 1e300, infinities and NaN). Per rule: instances tried, skipped
 //! (conditions never met), mismatches, and the smallest counterexample seen.
+//!
+//! **Floating-point classes.** A rule claims a class ([`FpClass`],
+//! `docs/fp-contract.md`) and is checked against it:
+//!
+//! - `exact`: on every value class, the right side's value equals the left
+//!   side's (NaN equals NaN, and the sign of a zero is not compared) and so
+//!   does its strong-zero flag (which a context can observe: `[p] * inf`);
+//! - `reassociating`: on every value class, the right side's value is one
+//!   the contract accepts for the left side ([`Shadow`]: rounding within
+//!   the error bound of the left side's own terms, a sum's terms in any
+//!   order, NaN and infinities where regrouping an `∞·0` allows them), and
+//!   the strong-zero flags agree;
+//! - `finite-only`: the same, on the finite value classes only;
+//! - `cancelling`: on moderate values and exact zeros, the two sides agree
+//!   within a relative 1e-7 of their magnitude, or are both NaN or
+//!   infinite (a left side that is NaN is not skipped: `exp(log(x)) => x`
+//!   fails for `x < 0`).
+//!
+//! Each report also gives the strongest class the rule passed on every
+//! instance, so a rule file can be told which class to claim.
 
-use super::rules::{build_rhs, check_cond, Rule, Sexp, Store};
+use super::rules::{build_rhs, check_cond, FpClass, Rule, Sexp, Store};
 use super::*;
 use crate::error::Error;
 use crate::interp;
+use crate::interp::domain::F64;
+use crate::interp::random::{random_inputs_of, ValueClass};
+use crate::interp::shadow::Shadow;
 use crate::syntax::printer::print_function;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -31,10 +56,15 @@ pub struct RuleReport {
     pub mismatches: usize,
     /// The smallest counterexample found: both sides as programs and values.
     pub counterexample: Option<String>,
+    /// The class the rule claims.
+    pub class: FpClass,
+    /// The strongest class the rule passed on every instance (`None`: not
+    /// even `cancelling`, the rule is unsound).
+    pub holds: Option<FpClass>,
 }
 
 impl RuleReport {
-    /// No instance disagreed.
+    /// No instance disagreed with the claimed class.
     pub fn sound(&self) -> bool {
         self.mismatches == 0
     }
@@ -123,6 +153,13 @@ impl Store for TreeStore {
     }
     fn same(&self, a: Id, b: Id) -> bool {
         self.eq(a, b)
+    }
+    fn may_be_strong(&self, id: Id) -> bool {
+        node_strong(
+            &self.t[usize::from(id)],
+            |x| PARAMS.contains(&x.as_str()),
+            |c| self.may_be_strong(c),
+        )
     }
     fn find_term(&self, t: &RecExpr<TL>) -> Option<Id> {
         let mut probe = TreeStore {
@@ -448,6 +485,9 @@ fn root_sort(s: &Sexp) -> Type {
     }
 }
 
+/// The parameters of every instance (see [`params`]).
+const PARAMS: [&str; 5] = ["s", "x", "y", "A", "p"];
+
 fn params(n: usize) -> Vec<Param> {
     let v = |m| Type::tensor(Size::Lit(m), Type::Real);
     vec![
@@ -474,16 +514,6 @@ fn params(n: usize) -> Vec<Param> {
     ]
 }
 
-fn finite(v: &Value) -> bool {
-    match v {
-        Value::Real(x) => x.is_finite(),
-        Value::Array(a) => a.iter().all(|x| x.is_finite()),
-        Value::Pair(a, b) => finite(a) && finite(b),
-    }
-}
-
-use crate::interp::Value;
-
 /// Check one rule on `cases` random instances.
 pub fn check_rule(rule: &Rule, cases: usize, seed: u64) -> RuleReport {
     let mut rep = RuleReport {
@@ -493,7 +523,10 @@ pub fn check_rule(rule: &Rule, cases: usize, seed: u64) -> RuleReport {
         skipped: 0,
         mismatches: 0,
         counterexample: None,
+        class: rule.class,
+        holds: None,
     };
+    let mut failed = [false; 4];
     let mut rng = StdRng::seed_from_u64(seed);
     // Keep drawing until `cases` instances ran (rules with narrow conditions
     // need more draws), up to four times as many rounds.
@@ -553,33 +586,23 @@ pub fn check_rule(rule: &Rule, cases: usize, seed: u64) -> RuleReport {
             if crate::types::check(&fl).is_err() {
                 continue;
             }
-            let sizes = BTreeMap::new();
             let mut irng = StdRng::seed_from_u64(rng.gen());
-            let Ok(args) = crate::interp::random::random_inputs(&fl, &sizes, &mut irng) else {
+            let Some(outcome) = judge(&fl, &fr, &mut irng) else {
                 continue;
             };
-            let Ok(lv) = interp::run(&fl, &args) else {
-                continue;
-            };
-            if !finite(&lv) {
-                continue;
-            }
             done = true;
             rep.tried += 1;
-            let rv = match crate::types::check(&fr) {
-                Ok(_) => interp::run(&fr, &args).ok(),
-                Err(_) => None,
-            };
-            let ok = rv.as_ref().is_some_and(|r| r.approx_eq(&lv, 1e-7, 1e-9));
-            if !ok {
+            for c in FpClass::ALL {
+                if outcome.fails[c as usize].is_some() {
+                    failed[c as usize] = true;
+                }
+            }
+            if let Some(why) = &outcome.fails[rule.class as usize] {
                 rep.mismatches += 1;
                 let text = format!(
-                    "left:  {}right: {}left gives {}, right gives {}",
+                    "left:  {}right: {}{why}",
                     print_function(&fl),
                     print_function(&fr),
-                    lv,
-                    rv.map(|r| r.to_string())
-                        .unwrap_or_else(|| "a type error".into())
                 );
                 if rep
                     .counterexample
@@ -595,7 +618,129 @@ pub fn check_rule(rule: &Rule, cases: usize, seed: u64) -> RuleReport {
             rep.skipped += 1;
         }
     }
+    rep.holds = FpClass::ALL.into_iter().find(|c| {
+        // a class holds when it and every weaker one passed
+        FpClass::ALL
+            .iter()
+            .filter(|w| **w >= *c)
+            .all(|w| !failed[*w as usize])
+    });
     rep
+}
+
+/// The verdict on one instance: per class, why it failed (if it did).
+struct Outcome {
+    fails: [Option<String>; 4],
+}
+
+/// Elementwise results of one side: values and strong-zero flags.
+fn flat_f64(f: &Function, args: &[interp::Value]) -> Option<Vec<(f64, bool)>> {
+    let leaves = interp::run_domain(f, args, &F64).ok()?;
+    Some(leaves.into_iter().flat_map(|l| l.data).collect())
+}
+
+/// Same value under the contract's equality: NaN equals NaN, the sign of a
+/// zero does not count.
+fn same_value(a: f64, b: f64) -> bool {
+    (a.is_nan() && b.is_nan()) || a == b
+}
+
+/// Run both sides of an instance on inputs of every value class and judge
+/// each floating-point class; `None` when the left side cannot run.
+fn judge(fl: &Function, fr: &Function, rng: &mut StdRng) -> Option<Outcome> {
+    let mut fails: [Option<String>; 4] = Default::default();
+    let right_types = crate::types::check(fr).is_ok();
+    let sizes = BTreeMap::new();
+    for class in ValueClass::ALL {
+        let args = random_inputs_of(fl, &sizes, class, rng).ok()?;
+        let left = flat_f64(fl, &args)?;
+        let oracle = Shadow::for_inputs(&args);
+        let shadow: Vec<_> = interp::run_domain(fl, &args, &oracle)
+            .ok()?
+            .into_iter()
+            .flat_map(|l| l.data)
+            .collect();
+        let right = if right_types {
+            flat_f64(fr, &args)
+        } else {
+            None
+        };
+        let show = |vals: &[(f64, bool)]| {
+            vals.iter()
+                .map(|(v, s)| format!("{v}{}", if *s { " (strong)" } else { "" }))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let inputs = args
+            .iter()
+            .map(|a| a.to_string())
+            .collect::<Vec<_>>()
+            .join(", ");
+        let Some(right) = right.filter(|r| r.len() == left.len()) else {
+            let why = "the right side does not type-check or run".to_string();
+            for f in fails.iter_mut() {
+                f.get_or_insert_with(|| why.clone());
+            }
+            continue;
+        };
+        let says = |what: &str| {
+            format!(
+                "{what} on {} inputs ({inputs}): left gives {}, right gives {}",
+                class.name(),
+                show(&left),
+                show(&right)
+            )
+        };
+        // exact: same values and strong flags
+        if fails[0].is_none() {
+            let ok = left
+                .iter()
+                .zip(&right)
+                .all(|((a, sa), (b, sb))| same_value(*a, *b) && sa == sb);
+            if !ok {
+                fails[0] = Some(says("not exact"));
+            }
+        }
+        // reassociating and finite-only: within the contract's set
+        let within = shadow
+            .iter()
+            .zip(&right)
+            .all(|((sh, _), (b, _))| sh.slack(2.0).accepts(*b));
+        let flags = left.iter().zip(&right).all(|((_, sa), (_, sb))| sa == sb);
+        if fails[1].is_none() && !(within && flags) {
+            let worst = shadow
+                .iter()
+                .zip(&right)
+                .find(|((sh, _), (b, _))| !sh.slack(2.0).accepts(*b))
+                .map(|((sh, _), _)| format!(" (the contract accepts {})", sh.slack(2.0).describe()))
+                .unwrap_or_else(|| " (strong-zero flags differ)".into());
+            fails[1] = Some(says("outside the reassociating bound") + &worst);
+        }
+        if class.finite() && fails[2].is_none() && !within {
+            let worst = shadow
+                .iter()
+                .zip(&right)
+                .find(|((sh, _), (b, _))| !sh.slack(2.0).accepts(*b))
+                .map(|((sh, _), _)| format!(" (the contract accepts {})", sh.slack(2.0).describe()))
+                .unwrap_or_default();
+            fails[2] = Some(says("outside the reassociating bound") + &worst);
+        }
+        // cancelling: agreement in exact arithmetic, on moderate values
+        if matches!(class, ValueClass::Moderate | ValueClass::Zeros) && fails[3].is_none() {
+            let ok = left.iter().zip(&right).all(|((a, _), (b, _))| {
+                if !a.is_finite() || !b.is_finite() {
+                    // NaN and the infinities may trade places (as they may
+                    // in a regrouping); finite and non-finite may not
+                    return !a.is_finite() && !b.is_finite();
+                }
+                (a - b).abs() <= 1e-7 * a.abs().max(b.abs()) + 1e-9
+            });
+            if !ok {
+                fails[3] = Some(says("different values"));
+            }
+        }
+    }
+    Some(Outcome { fails })
 }
 
 /// Check every rule; deterministic in `seed`.
@@ -699,8 +844,14 @@ fn refuse(r: &Rule, rep: RuleReport) -> crate::Result<()> {
         return Ok(());
     }
     let (file, line) = r.file_line();
+    let verdict = match rep.holds {
+        Some(c) => format!("it passed as `{c}`: claim that class, or fix the rule"),
+        None => "it is unsound even in exact arithmetic".to_string(),
+    };
     Err(Error::UnsoundRule {
         rule: r.name.clone(),
+        class: r.class.name().to_string(),
+        verdict,
         file,
         line: line.unwrap_or(0),
         counterexample: rep
@@ -713,7 +864,12 @@ fn refuse(r: &Rule, rep: RuleReport) -> crate::Result<()> {
 fn is_builtin(r: &Rule) -> bool {
     static BUILTIN: std::sync::OnceLock<std::collections::BTreeSet<String>> =
         std::sync::OnceLock::new();
-    let fingerprint = |r: &Rule| format!("{:?} => {:?} if {:?}", r.lhs, r.rhs_sexp, r.conds);
+    let fingerprint = |r: &Rule| {
+        format!(
+            "[{}] {:?} => {:?} if {:?}",
+            r.class, r.lhs, r.rhs_sexp, r.conds
+        )
+    };
     BUILTIN
         .get_or_init(|| {
             super::rules::builtin_rules()

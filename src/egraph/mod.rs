@@ -390,6 +390,9 @@ pub struct Data {
     pub ty: Option<Type>,
     /// Free value names (union over the class).
     pub vars: std::collections::BTreeSet<Symbol>,
+    /// Some term of the class may evaluate to a strong zero (a failed
+    /// bracket, or arithmetic that keeps one; see [`node_strong`]).
+    pub strong: bool,
 }
 
 /// The e-class analysis of [`TL`]; it knows the types of the parameters.
@@ -471,6 +474,31 @@ pub fn node_fv(n: &TL, data: impl Fn(Id) -> u64) -> u64 {
     }
 }
 
+/// Whether a node may evaluate to a strong zero, given whether its children
+/// may (the interpreter's rules: a product with a strong factor, a quotient
+/// with a strong numerator, a negation, sum or `gen` of strong terms, a sum
+/// or difference of two strong operands; a let-bound name may hold one, a
+/// parameter never does).
+pub fn node_strong(n: &TL, is_param: impl Fn(Symbol) -> bool, child: impl Fn(Id) -> bool) -> bool {
+    match n {
+        TL::Iv(_) => true,
+        TL::Mul([a, b]) | TL::Pair([a, b]) => child(*a) || child(*b),
+        TL::Div([a, _]) => child(*a),
+        TL::Add([a, b]) | TL::Sub([a, b]) => child(*a) && child(*b),
+        TL::Neg([a]) | TL::Fst([a]) | TL::Snd([a]) | TL::Get([a, _]) => child(*a),
+        TL::Sum([_, a]) | TL::Gen([_, a]) => child(*a),
+        TL::Let([_, a, b]) => child(*a) || child(*b),
+        TL::Var(x) => !is_param(*x),
+        _ => false,
+    }
+}
+
+/// Fold a constant node: only where the result is exactly what IEEE
+/// arithmetic gives for the operands *and* cannot depend on their order
+/// with anything else: a finite normal number, or an exact zero (`0 * c`,
+/// `c - c`). A fold that overflows, underflows to zero or to a subnormal
+/// is refused: reassociating `x * 1e-200 * 1e-200` must not make
+/// `x * 0` (see `docs/fp-contract.md`).
 fn fold_const(n: &TL, c: impl Fn(Id) -> Option<f64>) -> Option<f64> {
     let r = match n {
         TL::Num(x) => x.0,
@@ -481,7 +509,13 @@ fn fold_const(n: &TL, c: impl Fn(Id) -> Option<f64>) -> Option<f64> {
         TL::Neg([a]) => -c(*a)?,
         _ => return None,
     };
-    r.is_finite().then_some(r)
+    let exact_zero = r == 0.0
+        && match n {
+            TL::Mul([a, b]) => c(*a)? == 0.0 || c(*b)? == 0.0,
+            TL::Div([a, _]) => c(*a)? == 0.0,
+            _ => true, // sums and differences are exact when they are 0
+        };
+    (r.is_finite() && (r.abs() >= f64::MIN_POSITIVE || exact_zero)).then_some(r)
 }
 
 impl Analysis<TL> for TlAnalysis {
@@ -495,12 +529,18 @@ impl Analysis<TL> for TlAnalysis {
         let constant = fold_const(enode, |i| egraph[i].data.constant);
         let ty = node_ty(egraph, enode);
         let vars = node_vars(egraph, enode);
+        let strong = node_strong(
+            enode,
+            |x| egraph.analysis.params.contains_key(&x),
+            |i| egraph[i].data.strong,
+        );
         Data {
             fv,
             size,
             constant,
             ty,
             vars,
+            strong,
         }
     }
     fn merge(&mut self, a: &mut Data, b: Data) -> DidMerge {
@@ -511,12 +551,15 @@ impl Analysis<TL> for TlAnalysis {
         let mut vars = a.vars.clone();
         vars.extend(b.vars.iter().copied());
         let bits = |c: Option<f64>| c.map(f64::to_bits);
-        let da = fv != a.fv
+        let strong = a.strong || b.strong;
+        let da = strong != a.strong
+            || fv != a.fv
             || size != a.size
             || bits(constant) != bits(a.constant)
             || ty != a.ty
             || vars != a.vars;
-        let db = fv != b.fv
+        let db = strong != b.strong
+            || fv != b.fv
             || size != b.size
             || bits(constant) != bits(b.constant)
             || ty != b.ty
@@ -526,6 +569,7 @@ impl Analysis<TL> for TlAnalysis {
         a.constant = constant;
         a.ty = ty;
         a.vars = vars;
+        a.strong = strong;
         DidMerge(da, db)
     }
     fn modify(egraph: &mut TlGraph, id: Id) {

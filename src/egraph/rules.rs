@@ -155,6 +155,69 @@ pub enum Cond {
     Ne(String, String),
     PlainVar(String),
     Sym01(String),
+    Weak(String),
+    Nonempty(String),
+}
+
+/// How a rule treats floating-point values: the classes of the
+/// floating-point contract (`docs/fp-contract.md`). The default mode of
+/// the optimiser uses only [`FpClass::safe`] rules; the fast mode
+/// (`Options::fast_math`) uses all. A rule's class is checked when it is
+/// loaded (see [`crate::egraph::check`]): a rule that does not have the
+/// class it claims is refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FpClass {
+    /// Both sides give the same value for every input, including ±inf,
+    /// NaN, huge and tiny magnitudes, and the same strong-zero flag
+    /// (the sign of a zero and NaN payloads aside).
+    Exact,
+    /// The sides regroup the terms of a sum or the factors of a product,
+    /// keeping every term: equal up to the rounding, overflow and
+    /// `inf·0` differences that reordering a sum allows.
+    Reassociating,
+    /// Reassociating for finite inputs; may turn an infinity or NaN into
+    /// a number (`x*0 -> 0`).
+    FiniteOnly,
+    /// Equal in exact arithmetic only: may cancel terms and lose every
+    /// digit to cancellation (`(a + b) - b -> a`).
+    Cancelling,
+}
+
+impl FpClass {
+    /// All classes, strongest first.
+    pub const ALL: [FpClass; 4] = [
+        FpClass::Exact,
+        FpClass::Reassociating,
+        FpClass::FiniteOnly,
+        FpClass::Cancelling,
+    ];
+
+    /// The class's name in rule files.
+    pub fn name(self) -> &'static str {
+        match self {
+            FpClass::Exact => "exact",
+            FpClass::Reassociating => "reassociating",
+            FpClass::FiniteOnly => "finite-only",
+            FpClass::Cancelling => "cancelling",
+        }
+    }
+
+    /// The class of a name in rule files.
+    pub fn parse(s: &str) -> Option<FpClass> {
+        FpClass::ALL.into_iter().find(|c| c.name() == s)
+    }
+
+    /// Used in the default (value-safe) mode.
+    pub fn safe(self) -> bool {
+        matches!(self, FpClass::Exact | FpClass::Reassociating)
+    }
+}
+
+impl fmt::Display for FpClass {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
 }
 
 /// One rule.
@@ -162,6 +225,8 @@ pub enum Cond {
 pub struct Rule {
     /// The rule's name (`NAME-rev` for the reverse of a `<=>` rule).
     pub name: String,
+    /// Its floating-point class, as written in the file.
+    pub class: FpClass,
     /// The family: the file's name without `.rules`.
     pub family: String,
     /// The left side, a pattern.
@@ -207,6 +272,8 @@ pub const METAS: &[(&str, usize)] = &[
     ("@num", 1),
     ("@substvar", 3),
     ("@getvar", 1),
+    ("@never", 0),
+    ("@not", 1),
 ];
 
 fn pattern_vars(s: &Sexp, out: &mut Vec<String>) {
@@ -422,6 +489,14 @@ fn to_cond(s: &Sexp, bound: &[String]) -> Result<Cond, String> {
             arity(1)?;
             Cond::Sym01(var(1)?)
         }
+        "weak" => {
+            arity(1)?;
+            Cond::Weak(var(1)?)
+        }
+        "nonempty" => {
+            arity(1)?;
+            Cond::Nonempty(var(1)?)
+        }
         c => return Err(format!("unknown condition `{c}`")),
     })
 }
@@ -439,6 +514,43 @@ pub fn parse_rules_with(file: &str, text: &str, check: &RuleCheck) -> EResult<Ve
     let rules = parse_unchecked(file, text)?;
     check.check(&rules)?;
     Ok(rules)
+}
+
+/// The name and class of a rule, from `NAME [CLASS]`.
+fn rule_head(head: &str) -> Result<(&str, FpClass), String> {
+    let classes = || {
+        FpClass::ALL
+            .iter()
+            .map(|c| c.name())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let Some((name, class)) = head.split_once('[') else {
+        let hint = if head.is_empty() || head.contains(char::is_whitespace) {
+            String::new()
+        } else {
+            format!(": write `{head} [exact]: ...`")
+        };
+        return Err(format!(
+            "rule `{head}` has no floating-point class{hint} (classes: {}; see docs/fp-contract.md)",
+            classes()
+        ));
+    };
+    let name = name.trim();
+    if name.is_empty() || name.contains(char::is_whitespace) || name.contains(']') {
+        return Err(format!("bad rule name `{name}`"));
+    }
+    let class = class
+        .strip_suffix(']')
+        .ok_or_else(|| format!("rule `{name}`: expected `]` after the class"))?
+        .trim();
+    let class = FpClass::parse(class).ok_or_else(|| {
+        format!(
+            "rule `{name}`: unknown floating-point class `{class}` (classes: {})",
+            classes()
+        )
+    })?;
+    Ok((name, class))
 }
 
 /// Parse one rules file, without the soundness check.
@@ -459,13 +571,10 @@ fn parse_unchecked(file: &str, text: &str) -> EResult<Vec<Rule>> {
             line: Some(ln + 1),
             message: m,
         };
-        let (name, rest) = line
+        let (head, rest) = line
             .split_once(':')
-            .ok_or_else(|| err("expected `NAME: LHS => RHS`".into()))?;
-        let name = name.trim();
-        if name.is_empty() || name.contains(char::is_whitespace) {
-            return Err(err(format!("bad rule name `{name}`")));
-        }
+            .ok_or_else(|| err("expected `NAME [CLASS]: LHS => RHS`".into()))?;
+        let (name, class) = rule_head(head.trim()).map_err(&err)?;
         let (both, lhs_s, rest) = if let Some((l, r)) = rest.split_once("<=>") {
             (true, l, r)
         } else if let Some((l, r)) = rest.split_once("=>") {
@@ -507,6 +616,7 @@ fn parse_unchecked(file: &str, text: &str) -> EResult<Vec<Rule>> {
         }
         out.push(Rule {
             name: name.to_string(),
+            class,
             family: family.clone(),
             lhs: lhs.clone(),
             rhs,
@@ -530,6 +640,7 @@ fn parse_unchecked(file: &str, text: &str) -> EResult<Vec<Rule>> {
             let back = to_rhs(&lhs, &rv).map_err(&err)?;
             out.push(Rule {
                 name: format!("{name}-rev"),
+                class,
                 family: family.clone(),
                 lhs: rhs_sexp,
                 rhs: back,
@@ -626,6 +737,8 @@ pub trait Store {
     fn same(&self, a: Id, b: Id) -> bool;
     /// The class of a term, when it is already present.
     fn find_term(&self, t: &RecExpr<TL>) -> Option<Id>;
+    /// Whether the term may evaluate to a strong zero ([`node_strong`]).
+    fn may_be_strong(&self, id: Id) -> bool;
 }
 
 fn get_aff<S: Store>(s: &S, id: Id) -> Option<Affine> {
@@ -726,6 +839,12 @@ pub fn simp_and(p: Pred, q: Pred) -> Pred {
     }
 }
 
+/// The predicate that never holds, in its one canonical form (every failed
+/// bracket is this strong zero).
+pub fn never_pred() -> Pred {
+    Pred::Cmp(CmpOp::Ne, Affine::constant(0), Affine::constant(0))
+}
+
 /// Check one condition.
 pub fn check_cond<S: Store>(s: &S, c: &Cond, v: &impl Fn(&str) -> Id) -> bool {
     match c {
@@ -747,6 +866,8 @@ pub fn check_cond<S: Store>(s: &S, c: &Cond, v: &impl Fn(&str) -> Id) -> bool {
         },
         Cond::Ne(a, b) => !s.same(v(a), v(b)),
         Cond::PlainVar(a) => get_aff_leaf(s, v(a)).is_some_and(|a| a.is_exact_var()),
+        Cond::Weak(e) => !s.may_be_strong(v(e)),
+        Cond::Nonempty(n) => matches!(get_size(s, v(n)), Some(Size::Lit(k)) if k >= 1),
         Cond::Sym01(e) => {
             let id = v(e);
             if s.fv(id) & 3 == 0 {
@@ -876,6 +997,24 @@ fn meta<S: Store>(s: &mut S, m: &str, a: &[Id]) -> Option<Id> {
             let k = s.add(TL::Aff(AffLeaf::exact(Affine::var(db(0)))));
             Some(s.add(TL::Get([a[0], k])))
         }
+        "@never" => Some(s.add(TL::Pred(PredLeaf(never_pred())))),
+        "@not" => {
+            let p = get_pred(s, a[0])?;
+            let q = match p {
+                Pred::Not(q) => *q,
+                p => match decide(&p) {
+                    Some(b) => {
+                        if b {
+                            never_pred()
+                        } else {
+                            Pred::Cmp(CmpOp::Eq, Affine::constant(0), Affine::constant(0))
+                        }
+                    }
+                    None => Pred::Not(Box::new(p)),
+                },
+            };
+            Some(s.add(TL::Pred(PredLeaf(q))))
+        }
         _ => None,
     }
 }
@@ -1004,6 +1143,9 @@ impl Store for GraphStore<'_> {
     }
     fn find_term(&self, t: &RecExpr<TL>) -> Option<Id> {
         self.0.lookup_expr(t)
+    }
+    fn may_be_strong(&self, id: Id) -> bool {
+        self.0[id].data.strong
     }
 }
 

@@ -13,29 +13,34 @@
 //! Negation, and sums or differences whose operands are all strong zeros, stay
 //! strong. Everywhere else a strong zero is plain `0.0`.
 
+pub mod domain;
 pub(crate) mod random;
+pub mod shadow;
 pub mod value;
 
 use crate::error::{Error, Result};
 use crate::stack;
 use crate::syntax::ast::*;
+pub use domain::Domain;
 use ndarray::{ArrayD, Axis, IxDyn};
 use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
 pub use value::{bind, order_named, Boundary, Sizes, Value};
 
+/// A value of the interpreter over a number domain `N` (plain `f64`, or
+/// one of the analysing domains of [`domain`]).
 #[derive(Clone, Debug)]
-enum V {
+enum V<N> {
     /// A number; the flag marks a strong zero.
-    Num(f64, bool),
-    Tensor(Rc<Vec<V>>),
-    Pair(Rc<(V, V)>),
+    Num(N, bool),
+    Tensor(Rc<Vec<V<N>>>),
+    Pair(Rc<(V<N>, V<N>)>),
 }
 
-impl V {
-    fn num(&self) -> (f64, bool) {
+impl<N: Clone> V<N> {
+    fn num(&self) -> (N, bool) {
         match self {
-            V::Num(x, s) => (*x, *s),
+            V::Num(x, s) => (x.clone(), *s),
             _ => unreachable!("a well-typed program only does arithmetic on numbers"),
         }
     }
@@ -44,15 +49,15 @@ impl V {
 /// The zero of type `t` (every number 0, every axis its full size): what an
 /// index outside the axis reads (zero padding). Built from the type, not from
 /// another element, so an empty tensor pads like any other.
-fn zero_of(t: &Type, sizes: &Sizes) -> V {
+fn zero_of<D: Domain>(t: &Type, sizes: &Sizes, d: &D) -> V<D::N> {
     match t {
-        Type::Real => V::Num(0.0, false),
+        Type::Real => V::Num(d.num(0.0), false),
         Type::Tensor(n, e) => {
             let n = value::resolve(n, sizes).expect("sizes are bound at the boundary");
-            let z = zero_of(e, sizes);
+            let z = zero_of(e, sizes, d);
             V::Tensor(Rc::new(vec![z; n]))
         }
-        Type::Pair(a, b) => V::Pair(Rc::new((zero_of(a, sizes), zero_of(b, sizes)))),
+        Type::Pair(a, b) => V::Pair(Rc::new((zero_of(a, sizes, d), zero_of(b, sizes, d)))),
     }
 }
 
@@ -111,16 +116,17 @@ fn access_types_inner(e: &Expr, scope: &mut Vec<(String, Type)>, out: &mut Acces
     }
 }
 
-struct Env {
-    values: Vec<(String, V)>,
+struct Env<'d, D: Domain> {
+    d: &'d D,
+    values: Vec<(String, V<D::N>)>,
     indices: Vec<(String, i64)>,
     sizes: Sizes,
     access_types: AccessTypes,
     /// The zero each access pads with, built on first use.
-    zeros: HashMap<*const Expr, V>,
+    zeros: HashMap<*const Expr, V<D::N>>,
 }
 
-impl Env {
+impl<D: Domain> Env<'_, D> {
     fn index(&self, i: &str) -> i64 {
         self.indices
             .iter()
@@ -153,11 +159,12 @@ fn eps(idx: &[i64]) -> f64 {
     sign
 }
 
-fn eval(e: &Expr, env: &mut Env) -> V {
+fn eval<D: Domain>(e: &Expr, env: &mut Env<'_, D>) -> V<D::N> {
     stack::deep(|| eval_inner(e, env))
 }
 
-fn eval_inner(e: &Expr, env: &mut Env) -> V {
+fn eval_inner<D: Domain>(e: &Expr, env: &mut Env<'_, D>) -> V<D::N> {
+    let d = env.d;
     match e {
         Expr::Var(x) => env
             .values
@@ -166,30 +173,30 @@ fn eval_inner(e: &Expr, env: &mut Env) -> V {
             .find(|(n, _)| n == x)
             .map(|(_, v)| v.clone())
             .expect("a well-typed program binds every name it uses"),
-        Expr::Num(x) => V::Num(*x, false),
+        Expr::Num(x) => V::Num(d.num(*x), false),
         Expr::Bin(op, a, b) => {
             let (x, sx) = eval(a, env).num();
             if sx && matches!(op, BinOp::Mul | BinOp::Div) {
-                return V::Num(0.0, true);
+                return V::Num(d.num(0.0), true);
             }
             let (y, sy) = eval(b, env).num();
             match op {
-                BinOp::Mul if sy => V::Num(0.0, true),
-                BinOp::Add | BinOp::Sub => V::Num(op.apply(x, y), sx && sy),
-                _ => V::Num(op.apply(x, y), false),
+                BinOp::Mul if sy => V::Num(d.num(0.0), true),
+                BinOp::Add | BinOp::Sub => V::Num(d.bin(*op, &x, &y), sx && sy),
+                _ => V::Num(d.bin(*op, &x, &y), false),
             }
         }
         Expr::Neg(a) => {
             let (x, s) = eval(a, env).num();
             if s {
-                V::Num(0.0, true)
+                V::Num(d.num(0.0), true)
             } else {
-                V::Num(-x, false)
+                V::Num(d.neg(&x), false)
             }
         }
         Expr::Call(f, args) => {
-            let xs: Vec<f64> = args.iter().map(|a| eval(a, env).num().0).collect();
-            V::Num(f.apply(&xs), false)
+            let xs: Vec<D::N> = args.iter().map(|a| eval(a, env).num().0).collect();
+            V::Num(d.call(*f, &xs), false)
         }
         Expr::Pair(a, b) => {
             let va = eval(a, env);
@@ -218,16 +225,16 @@ fn eval_inner(e: &Expr, env: &mut Env) -> V {
         }
         Expr::Sum(i, n, body) => {
             let n = env.size(n);
-            let mut acc = 0.0;
+            let mut acc = d.sum_start();
             let mut all_strong = n > 0;
             for k in 0..n {
                 env.indices.push((i.clone(), k as i64));
                 let (x, s) = eval(body, env).num();
                 env.indices.pop();
-                acc += x;
+                d.sum_add(&mut acc, &x, s);
                 all_strong &= s;
             }
-            V::Num(acc, all_strong)
+            V::Num(d.sum_end(acc, n), all_strong)
         }
         Expr::Access(a, idx) => {
             let k = idx.eval(|v| env.index(v));
@@ -241,7 +248,7 @@ fn eval_inner(e: &Expr, env: &mut Env) -> V {
                         return z.clone();
                     }
                     let t = &env.access_types[&key];
-                    let z = zero_of(t, &env.sizes);
+                    let z = zero_of(t, &env.sizes, d);
                     env.zeros.insert(key, z.clone());
                     z
                 }
@@ -250,14 +257,14 @@ fn eval_inner(e: &Expr, env: &mut Env) -> V {
         }
         Expr::Bracket(p) => {
             if p.eval(&|v| env.index(v)) {
-                V::Num(1.0, false)
+                V::Num(d.num(1.0), false)
             } else {
-                V::Num(0.0, true)
+                V::Num(d.num(0.0), true)
             }
         }
         Expr::Eps(idx) => {
             let ks: Vec<i64> = idx.iter().map(|a| a.eval(|v| env.index(v))).collect();
-            V::Num(eps(&ks), false)
+            V::Num(d.num(eps(&ks)), false)
         }
         Expr::Let(x, e1, e2) => {
             let v = eval(e1, env);
@@ -292,21 +299,21 @@ fn outer_len(v: &Value) -> usize {
     }
 }
 
-fn to_internal(v: &Value, t: &Type) -> V {
+fn to_internal<D: Domain>(v: &Value, t: &Type, d: &D) -> V<D::N> {
     match t {
         Type::Real => match v {
-            Value::Real(x) => V::Num(*x, false),
-            Value::Array(a) => V::Num(a[IxDyn(&[])], false),
+            Value::Real(x) => V::Num(d.num(*x), false),
+            Value::Array(a) => V::Num(d.num(a[IxDyn(&[])]), false),
             Value::Pair(..) => unreachable!("bound values match their types"),
         },
         Type::Pair(ta, tb) => match v {
-            Value::Pair(a, b) => V::Pair(Rc::new((to_internal(a, ta), to_internal(b, tb)))),
+            Value::Pair(a, b) => V::Pair(Rc::new((to_internal(a, ta, d), to_internal(b, tb, d)))),
             _ => unreachable!("bound values match their types"),
         },
         Type::Tensor(_, e) => {
             let n = outer_len(v);
             V::Tensor(Rc::new(
-                (0..n).map(|k| to_internal(&slice(v, k), e)).collect(),
+                (0..n).map(|k| to_internal(&slice(v, k), e, d)).collect(),
             ))
         }
     }
@@ -319,7 +326,7 @@ fn boundary_shape(b: &Boundary, sizes: &Sizes) -> Result<Vec<usize>> {
     }
 }
 
-fn to_boundary(v: &V, t: &Type, sizes: &Sizes) -> Result<Value> {
+fn to_boundary(v: &V<f64>, t: &Type, sizes: &Sizes) -> Result<Value> {
     match t {
         Type::Real => Ok(Value::Real(v.num().0)),
         Type::Pair(ta, tb) => match v {
@@ -337,13 +344,13 @@ fn to_boundary(v: &V, t: &Type, sizes: &Sizes) -> Result<Value> {
 }
 
 /// Convert a tensor value of type `t` (boundary `b`) to arrays.
-fn stack(v: &V, t: &Type, b: &Boundary, sizes: &Sizes) -> Result<Value> {
+fn stack(v: &V<f64>, t: &Type, b: &Boundary, sizes: &Sizes) -> Result<Value> {
     match b {
         Boundary::Array(_) => {
             let shape = boundary_shape(b, sizes)?;
             value::checked_elements(&shape)?;
             let mut data = Vec::new();
-            flatten(v, &mut data);
+            flatten(v, &mut |x: &f64, _| data.push(*x));
             let a = ArrayD::from_shape_vec(IxDyn(&shape), data)
                 .map_err(|e| Error::Call(format!("internal shape mismatch: {e}")))?;
             Ok(Value::Array(a))
@@ -355,16 +362,16 @@ fn stack(v: &V, t: &Type, b: &Boundary, sizes: &Sizes) -> Result<Value> {
     }
 }
 
-fn flatten(v: &V, out: &mut Vec<f64>) {
+fn flatten<N>(v: &V<N>, out: &mut impl FnMut(&N, bool)) {
     match v {
-        V::Num(x, _) => out.push(*x),
+        V::Num(x, s) => out(x, *s),
         V::Tensor(items) => items.iter().for_each(|i| flatten(i, out)),
         V::Pair(_) => unreachable!("pairs are split before flattening"),
     }
 }
 
 /// The k-th component of a (tensor of) pair(s), as a tensor of components.
-fn component(v: &V, k: usize) -> V {
+fn component<N: Clone>(v: &V<N>, k: usize) -> V<N> {
     match v {
         V::Pair(p) => {
             if k == 0 {
@@ -396,6 +403,56 @@ fn component_type(t: &Type, k: usize) -> Type {
 /// the arguments are checked here.
 pub fn run(f: &Function, args: &[Value]) -> Result<Value> {
     let sig = crate::types::check(f).map_err(Error::types)?;
+    let (out, sizes) = run_in(f, args, &domain::F64)?;
+    to_boundary(&out, &sig.ret, &sizes)
+}
+
+/// One array of a result, in the order of [`Value`]'s leaves (a pair's
+/// first component first): its shape and its elements in C order, each
+/// with its strong-zero flag.
+#[derive(Clone, Debug)]
+pub struct Leaf<N> {
+    /// The array's shape (empty for a number).
+    pub shape: Vec<usize>,
+    /// The elements in C order, with their strong-zero flags.
+    pub data: Vec<(N, bool)>,
+}
+
+/// Run `f` in the number domain `d` (see [`domain`]): the result's arrays
+/// as [`Leaf`]s, in the order of [`Value`]'s leaves.
+pub fn run_domain<D: Domain>(f: &Function, args: &[Value], d: &D) -> Result<Vec<Leaf<D::N>>> {
+    let sig = crate::types::check(f).map_err(Error::types)?;
+    let (out, sizes) = run_in(f, args, d)?;
+    let mut leaves = Vec::new();
+    collect_leaves(&out, &sig.ret, &Boundary::of(&sig.ret), &sizes, &mut leaves)?;
+    Ok(leaves)
+}
+
+fn collect_leaves<N: Clone>(
+    v: &V<N>,
+    t: &Type,
+    b: &Boundary,
+    sizes: &Sizes,
+    out: &mut Vec<Leaf<N>>,
+) -> Result<()> {
+    match b {
+        Boundary::Array(_) => {
+            let shape = boundary_shape(b, sizes)?;
+            let mut data = Vec::new();
+            flatten(v, &mut |x: &N, s| data.push((x.clone(), s)));
+            out.push(Leaf { shape, data });
+            Ok(())
+        }
+        Boundary::Pair(b0, b1) => {
+            collect_leaves(&component(v, 0), &component_type(t, 0), b0, sizes, out)?;
+            collect_leaves(&component(v, 1), &component_type(t, 1), b1, sizes, out)
+        }
+    }
+}
+
+/// Evaluate the body of `f` (type-checked by the caller) on `args`.
+fn run_in<D: Domain>(f: &Function, args: &[Value], d: &D) -> Result<(V<D::N>, Sizes)> {
+    let sig = crate::types::check(f).map_err(Error::types)?;
     let sizes = bind(f, args)?;
     // refuse absurd result sizes before computing anything
     if let Some(shape) = result_shapes(&sig.ret, &sizes)? {
@@ -412,6 +469,7 @@ pub fn run(f: &Function, args: &[Value]) -> Result<Value> {
     let mut types = AccessTypes::new();
     access_types(&f.body, &mut scope, &mut types);
     let mut env = Env {
+        d,
         values: Vec::new(),
         indices: Vec::new(),
         sizes: sizes.clone(),
@@ -419,10 +477,10 @@ pub fn run(f: &Function, args: &[Value]) -> Result<Value> {
         zeros: HashMap::new(),
     };
     for (p, v) in f.params.iter().zip(args) {
-        env.values.push((p.name.clone(), to_internal(v, &p.ty)));
+        env.values.push((p.name.clone(), to_internal(v, &p.ty, d)));
     }
     let out = eval(&f.body, &mut env);
-    to_boundary(&out, &sig.ret, &sizes)
+    Ok((out, sizes))
 }
 
 /// An upper bound on the number of elements of the value of `e`, refusing

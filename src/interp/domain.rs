@@ -1,0 +1,183 @@
+//! Number domains of the reference interpreter: the interpreter is one
+//! evaluator ([`super::run_domain`]) over a [`Domain`], so that the meaning
+//! of a program (strong zeros, zero padding, the order of a sum's terms) is
+//! written once and every analysis of values follows it exactly.
+//!
+//! - [`F64`]: IEEE-754 double arithmetic in the written order, the
+//!   language's meaning ([`super::run`]).
+//! - [`Dd`]: double-double arithmetic (about 106 bits, the `twofloat`
+//!   crate): a high-precision reference for measuring the rounding error of
+//!   a program, as the optimiser's accuracy check does
+//!   ([`crate::extract::accuracy`]).
+//! - [`super::shadow::Shadow`]: the set of results a correct optimisation
+//!   of the program may give under the floating-point contract
+//!   (`docs/fp-contract.md`); the oracle of differential testing and of the
+//!   rule checker.
+
+use crate::syntax::ast::{BinOp, Func};
+use twofloat::TwoFloat;
+
+/// A number domain the interpreter evaluates in. Strong zeros are handled
+/// by the evaluator (a strong zero is `num(0.0)` with its flag set); a
+/// domain only does arithmetic.
+pub trait Domain {
+    /// A number.
+    type N: Clone + std::fmt::Debug;
+    /// A running sum.
+    type Acc;
+    /// A literal, an input element, or a zero (padding, strong zeros).
+    fn num(&self, x: f64) -> Self::N;
+    /// `a op b`.
+    fn bin(&self, op: BinOp, a: &Self::N, b: &Self::N) -> Self::N;
+    /// `-a`.
+    fn neg(&self, a: &Self::N) -> Self::N;
+    /// A scalar function.
+    fn call(&self, f: Func, args: &[Self::N]) -> Self::N;
+    /// The start of `sum(i:n) e`.
+    fn sum_start(&self) -> Self::Acc;
+    /// Add the next term (in increasing order of the index); `strong`: the
+    /// term is a strong zero.
+    fn sum_add(&self, acc: &mut Self::Acc, x: &Self::N, strong: bool);
+    /// The sum of the `n` terms added.
+    fn sum_end(&self, acc: Self::Acc, n: usize) -> Self::N;
+}
+
+/// IEEE-754 doubles in the written order: the language's meaning.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct F64;
+
+impl Domain for F64 {
+    type N = f64;
+    type Acc = f64;
+    fn num(&self, x: f64) -> f64 {
+        x
+    }
+    fn bin(&self, op: BinOp, a: &f64, b: &f64) -> f64 {
+        op.apply(*a, *b)
+    }
+    fn neg(&self, a: &f64) -> f64 {
+        -a
+    }
+    fn call(&self, f: Func, args: &[f64]) -> f64 {
+        f.apply(args)
+    }
+    fn sum_start(&self) -> f64 {
+        0.0
+    }
+    fn sum_add(&self, acc: &mut f64, x: &f64, _strong: bool) {
+        *acc += x;
+    }
+    fn sum_end(&self, acc: f64, _n: usize) -> f64 {
+        acc
+    }
+}
+
+/// Double-double arithmetic (`twofloat`): about 106 significant bits, the
+/// reference a program's rounding error is measured against. Meant for
+/// finite inputs; a non-finite intermediate makes the result NaN or an
+/// infinity, which callers treat as "no reference".
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Dd;
+
+fn dd_finite(x: TwoFloat) -> TwoFloat {
+    if x.hi().is_finite() && x.lo().is_finite() {
+        x
+    } else {
+        // keep the leading part's special value, drop a NaN tail
+        TwoFloat::from(x.hi() + if x.lo().is_nan() { 0.0 } else { x.lo() })
+    }
+}
+
+impl Domain for Dd {
+    type N = TwoFloat;
+    type Acc = TwoFloat;
+    fn num(&self, x: f64) -> TwoFloat {
+        TwoFloat::from(x)
+    }
+    fn bin(&self, op: BinOp, a: &TwoFloat, b: &TwoFloat) -> TwoFloat {
+        dd_finite(match op {
+            BinOp::Add => *a + *b,
+            BinOp::Sub => *a - *b,
+            BinOp::Mul => *a * *b,
+            BinOp::Div => *a / *b,
+        })
+    }
+    fn neg(&self, a: &TwoFloat) -> TwoFloat {
+        -*a
+    }
+    fn call(&self, f: Func, args: &[TwoFloat]) -> TwoFloat {
+        let a = args[0];
+        dd_finite(match f {
+            Func::Sqrt => {
+                if a.hi() < 0.0 {
+                    TwoFloat::from(f64::NAN)
+                } else if a.hi() == 0.0 {
+                    a
+                } else {
+                    a.sqrt()
+                }
+            }
+            Func::Exp => a.exp(),
+            Func::Log => {
+                if a.hi() < 0.0 {
+                    TwoFloat::from(f64::NAN)
+                } else if a.hi() == 0.0 {
+                    TwoFloat::from(f64::NEG_INFINITY)
+                } else {
+                    a.ln()
+                }
+            }
+            Func::Sin => a.sin(),
+            Func::Cos => a.cos(),
+            Func::Tanh => a.tanh(),
+            Func::Abs => a.abs(),
+            Func::Max => {
+                let b = args[1];
+                if a.hi().is_nan() {
+                    b
+                } else if b.hi().is_nan() || a >= b {
+                    a
+                } else {
+                    b
+                }
+            }
+            Func::Min => {
+                let b = args[1];
+                if a.hi().is_nan() {
+                    b
+                } else if b.hi().is_nan() || a <= b {
+                    a
+                } else {
+                    b
+                }
+            }
+        })
+    }
+    fn sum_start(&self) -> TwoFloat {
+        TwoFloat::from(0.0)
+    }
+    fn sum_add(&self, acc: &mut TwoFloat, x: &TwoFloat, _strong: bool) {
+        *acc = dd_finite(*acc + *x);
+    }
+    fn sum_end(&self, acc: TwoFloat, _n: usize) -> TwoFloat {
+        acc
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn double_double_keeps_what_doubles_lose() {
+        let d = Dd;
+        let big = d.num(1e16);
+        let one = d.num(1.0);
+        let s = d.bin(BinOp::Add, &one, &big);
+        let r = d.bin(BinOp::Sub, &s, &big);
+        assert_eq!(r.hi(), 1.0);
+        assert_eq!(F64.bin(BinOp::Sub, &(1.0 + 1e16), &1e16), 0.0);
+        let e = d.call(Func::Exp, &[d.num(1.0)]);
+        assert!((e.hi() - std::f64::consts::E).abs() <= f64::EPSILON * 3.0);
+    }
+}

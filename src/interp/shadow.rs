@@ -1,0 +1,767 @@
+//! The floating-point contract as an oracle: a number domain that runs the
+//! *written* program and gives, for every result, the set of values a
+//! correct optimisation of it may produce in the default (value-safe)
+//! mode — `docs/fp-contract.md` states the contract, this module is its
+//! executable form. Differential testing (`einsat difftest`) and the rule
+//! checker ([`crate::egraph::check`]) accept a value exactly when it lies
+//! in that set.
+//!
+//! A value [`Sh`] is the written program's own `f64` value `v`, an interval
+//! `[lo, hi]` of acceptable finite results, and which of NaN, +∞ and −∞
+//! are acceptable:
+//!
+//! - **Rounding.** Every operation widens the interval by twice its
+//!   rounding error (2u of the magnitude, u = 2⁻⁵³), plus the absolute
+//!   error an underflow can cause. Intervals carry the errors of their
+//!   operands, so `x - m` of two exact inputs stays as tight as IEEE
+//!   arithmetic makes it: a rewrite that turns a centred sum into a
+//!   difference of large sums is caught.
+//! - **Reordering.** A `sum`'s terms may be added in any order (as numpy,
+//!   BLAS and the JIT's vector lanes do): its interval is widened by
+//!   `(n+1)·u·Σ|terms|`, the bound on the error of any order.
+//! - **Overflow and underflow.** Regrouping a product or a sum can overflow
+//!   where the written order did not, or the other way round. Each value
+//!   carries `big`, a bound on the magnitude of every intermediate of every
+//!   regrouping (each input counts as `max(|x|, 1)`; sums add, products
+//!   multiply); where it overflows, or where the written program itself
+//!   overflows, the value is unconstrained. A regrouped product may
+//!   underflow: the interval is widened by `big` times the smallest
+//!   subnormal.
+//! - **Special values.** NaN, +∞ and −∞ propagate as IEEE arithmetic does,
+//!   by kind: `x + ∞` is ∞, `∞ - ∞` is NaN, a NaN anywhere is NaN. A
+//!   product (or quotient) that is infinite or NaN because of an infinite
+//!   or zero operand may be NaN, +∞ or −∞: regrouping a contraction
+//!   changes which `∞·0` and `∞ − ∞` are formed (`a·b + a·c` against
+//!   `a·(b + c)` with `a = ∞`; numpy's `einsum(optimize=True)` and BLAS do
+//!   the same). Where the inputs hold a non-finite value, an empty sum may
+//!   also be NaN (a factor moved out of it meets its zero). A NaN input
+//!   stays NaN wherever it reaches; a finite result never becomes
+//!   non-finite, nor a non-finite one finite, beyond what overflow allows.
+//! - **Zeros.** The sign of a zero is not part of the contract (`-0 == 0`),
+//!   so the sign of an infinity made by dividing by a zero is not either.
+
+use super::domain::Domain;
+use crate::syntax::ast::{BinOp, Func};
+
+/// Unit roundoff of f64.
+const U: f64 = f64::EPSILON / 2.0;
+/// The smallest subnormal: the absolute error an underflow may cause.
+const ETA: f64 = 4.9406564584124654e-324;
+
+/// The results a correct optimisation may give for one value of the
+/// written program (see the module documentation).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Sh {
+    /// The written program's own value (f64, written order).
+    pub v: f64,
+    /// Lowest acceptable finite result.
+    pub lo: f64,
+    /// Highest acceptable finite result (`lo > hi`: none is).
+    pub hi: f64,
+    /// NaN is acceptable.
+    pub nan: bool,
+    /// +∞ is acceptable.
+    pub pinf: bool,
+    /// −∞ is acceptable.
+    pub ninf: bool,
+    /// A bound on the magnitude of any intermediate of any regrouping (at
+    /// least 1); infinite when a regrouping may overflow.
+    pub big: f64,
+}
+
+impl Sh {
+    /// An exactly known value (an input or a literal).
+    pub fn exact(x: f64) -> Sh {
+        let mut s = Sh::none(x);
+        if x.is_nan() {
+            s.nan = true;
+        } else if x == f64::INFINITY {
+            s.pinf = true;
+        } else if x == f64::NEG_INFINITY {
+            s.ninf = true;
+        } else {
+            s.lo = x;
+            s.hi = x;
+            s.big = x.abs().max(1.0);
+        }
+        s
+    }
+
+    /// Nothing acceptable yet (a start for unions).
+    fn none(v: f64) -> Sh {
+        Sh {
+            v,
+            lo: f64::INFINITY,
+            hi: f64::NEG_INFINITY,
+            nan: false,
+            pinf: false,
+            ninf: false,
+            big: 1.0,
+        }
+    }
+
+    /// Any result is acceptable.
+    pub fn any(v: f64) -> Sh {
+        Sh {
+            v,
+            lo: -f64::MAX,
+            hi: f64::MAX,
+            nan: true,
+            pinf: true,
+            ninf: true,
+            big: f64::INFINITY,
+        }
+    }
+
+    /// Whether any result is acceptable.
+    pub fn is_any(&self) -> bool {
+        self.nan && self.pinf && self.ninf && self.lo <= -f64::MAX && self.hi >= f64::MAX
+    }
+
+    /// Some finite result is acceptable.
+    pub fn finite_ok(&self) -> bool {
+        self.lo <= self.hi
+    }
+
+    /// Does the contract accept `o` for this value?
+    pub fn accepts(&self, o: f64) -> bool {
+        if o.is_nan() {
+            self.nan
+        } else if o == f64::INFINITY {
+            self.pinf
+        } else if o == f64::NEG_INFINITY {
+            self.ninf
+        } else {
+            self.lo <= o && o <= self.hi
+        }
+    }
+
+    /// The same set with the finite interval's distance from `v` scaled by
+    /// `k` (the allowance for the other program's own rounding: the
+    /// interval bounds the written program's error, a correct rewrite has
+    /// an error of the same bound).
+    pub fn slack(mut self, k: f64) -> Sh {
+        if self.finite_ok() && self.v.is_finite() && !self.is_any() {
+            let lo = self.v - (self.v - self.lo) * k - 4.0 * U * self.v.abs() - ETA;
+            let hi = self.v + (self.hi - self.v) * k + 4.0 * U * self.v.abs() + ETA;
+            if lo.is_finite() && hi.is_finite() {
+                self.lo = self.lo.min(lo);
+                self.hi = self.hi.max(hi);
+            }
+        }
+        self
+    }
+
+    /// The acceptable set in words, for messages.
+    pub fn describe(&self) -> String {
+        if self.is_any() {
+            return "anything (a regrouping may overflow)".into();
+        }
+        let mut parts = Vec::new();
+        if self.finite_ok() {
+            if self.lo == self.hi {
+                parts.push(format!("{}", self.lo));
+            } else {
+                parts.push(format!("[{:e}, {:e}]", self.lo, self.hi));
+            }
+        }
+        for (ok, name) in [(self.nan, "NaN"), (self.pinf, "inf"), (self.ninf, "-inf")] {
+            if ok {
+                parts.push(name.to_string());
+            }
+        }
+        if parts.is_empty() {
+            "nothing".into()
+        } else {
+            parts.join(" or ")
+        }
+    }
+
+    fn kinds(&self) -> Vec<Kind> {
+        let mut k = Vec::with_capacity(4);
+        if self.finite_ok() {
+            k.push(Kind::Fin(self.lo, self.hi));
+        }
+        if self.pinf {
+            k.push(Kind::P);
+        }
+        if self.ninf {
+            k.push(Kind::M);
+        }
+        if self.nan {
+            k.push(Kind::N);
+        }
+        k
+    }
+
+    /// Add the outcome `k` to the acceptable set.
+    fn add_kind(&mut self, k: Kind) {
+        match k {
+            Kind::Fin(lo, hi) => {
+                self.lo = self.lo.min(lo);
+                self.hi = self.hi.max(hi);
+            }
+            Kind::P => self.pinf = true,
+            Kind::M => self.ninf = true,
+            Kind::N => self.nan = true,
+        }
+    }
+
+    /// Unconstrained where some regrouping may overflow, or where the
+    /// finite interval left the range of doubles.
+    fn settle(mut self) -> Sh {
+        if !self.big.is_finite()
+            || (self.finite_ok() && !(self.lo.is_finite() && self.hi.is_finite()))
+        {
+            return Sh::any(self.v);
+        }
+        self.big = self.big.max(1.0);
+        self
+    }
+}
+
+/// One kind of outcome: a finite interval or a special value.
+#[derive(Clone, Copy, Debug)]
+enum Kind {
+    Fin(f64, f64),
+    P,
+    M,
+    N,
+}
+
+/// The oracle domain (see the module documentation).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Shadow {
+    /// Some input holds a non-finite value: an empty sum may then be NaN
+    /// (a factor moved out of it meets its zero).
+    pub special_inputs: bool,
+}
+
+/// The interval `[lo, hi]` widened by `w`.
+fn widened(lo: f64, hi: f64, w: f64) -> Kind {
+    Kind::Fin(lo - w, hi + w)
+}
+
+fn mag(lo: f64, hi: f64) -> f64 {
+    lo.abs().max(hi.abs())
+}
+
+fn neg_kind(a: Kind) -> Kind {
+    match a {
+        Kind::Fin(lo, hi) => Kind::Fin(-hi, -lo),
+        Kind::P => Kind::M,
+        Kind::M => Kind::P,
+        Kind::N => Kind::N,
+    }
+}
+
+/// The signs an interval's values may have: (some positive, some negative,
+/// holds zero).
+fn signs(lo: f64, hi: f64) -> (bool, bool, bool) {
+    (hi > 0.0, lo < 0.0, lo <= 0.0 && 0.0 <= hi)
+}
+
+/// Outcomes of `a * b` for two kinds.
+fn mul_kinds(a: Kind, b: Kind, out: &mut Vec<Kind>) {
+    match (a, b) {
+        (Kind::N, _) | (_, Kind::N) => out.push(Kind::N),
+        (Kind::Fin(a0, a1), Kind::Fin(b0, b1)) => {
+            let p = [a0 * b0, a0 * b1, a1 * b0, a1 * b1];
+            let lo = p.iter().cloned().fold(f64::INFINITY, f64::min);
+            let hi = p.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+            out.push(Kind::Fin(lo, hi));
+        }
+        (Kind::Fin(lo, hi), inf) | (inf, Kind::Fin(lo, hi)) => {
+            let (pos, neg, zero) = signs(lo, hi);
+            let plus = matches!(inf, Kind::P);
+            if zero {
+                // ∞·0: NaN, or an infinity of either sign when regrouped
+                out.extend([Kind::N, Kind::P, Kind::M]);
+            }
+            if pos {
+                out.push(if plus { Kind::P } else { Kind::M });
+            }
+            if neg {
+                out.push(if plus { Kind::M } else { Kind::P });
+            }
+        }
+        (x, y) => {
+            let same = matches!((x, y), (Kind::P, Kind::P) | (Kind::M, Kind::M));
+            out.push(if same { Kind::P } else { Kind::M });
+        }
+    }
+}
+
+/// Outcomes of `a / b` for two kinds; `None`: anything (a divisor whose
+/// interval holds zero and other values).
+fn div_kinds(a: Kind, b: Kind, out: &mut Vec<Kind>) -> Option<()> {
+    match (a, b) {
+        (Kind::N, _) | (_, Kind::N) => out.push(Kind::N),
+        (Kind::Fin(..), Kind::P | Kind::M) => out.push(Kind::Fin(0.0, 0.0)),
+        (Kind::P | Kind::M, Kind::P | Kind::M) => out.push(Kind::N),
+        (inf @ (Kind::P | Kind::M), Kind::Fin(lo, hi)) => {
+            let (pos, neg, zero) = signs(lo, hi);
+            if zero {
+                out.extend([Kind::P, Kind::M]);
+            }
+            let plus = matches!(inf, Kind::P);
+            if pos {
+                out.push(if plus { Kind::P } else { Kind::M });
+            }
+            if neg {
+                out.push(if plus { Kind::M } else { Kind::P });
+            }
+        }
+        (Kind::Fin(a0, a1), Kind::Fin(b0, b1)) => {
+            if b0 <= 0.0 && 0.0 <= b1 {
+                if b0 != 0.0 || b1 != 0.0 {
+                    return None;
+                }
+                // division by an exact zero: an infinity of either sign
+                // (zeros carry no sign in the contract), NaN for 0/0
+                out.extend([Kind::P, Kind::M]);
+                if a0 <= 0.0 && 0.0 <= a1 {
+                    out.push(Kind::N);
+                }
+            } else {
+                let p = [a0 / b0, a0 / b1, a1 / b0, a1 / b1];
+                let lo = p.iter().cloned().fold(f64::INFINITY, f64::min);
+                let hi = p.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+                out.push(Kind::Fin(lo, hi));
+            }
+        }
+    }
+    Some(())
+}
+
+/// The running state of a sum: which kinds some choice of terms can give.
+pub struct ShAcc {
+    v: f64,
+    lo: f64,
+    hi: f64,
+    mag: f64,
+    big: f64,
+    any: bool,
+    /// Every term so far can be finite.
+    all_fin: bool,
+    /// Every term can be finite or +∞ (or −∞).
+    all_fp: bool,
+    all_fm: bool,
+    some_nan: bool,
+    n_p: usize,
+    n_m: usize,
+    n_pm: usize,
+}
+
+impl ShAcc {
+    fn new() -> ShAcc {
+        ShAcc {
+            v: 0.0,
+            lo: 0.0,
+            hi: 0.0,
+            mag: 0.0,
+            big: 0.0,
+            any: false,
+            all_fin: true,
+            all_fp: true,
+            all_fm: true,
+            some_nan: false,
+            n_p: 0,
+            n_m: 0,
+            n_pm: 0,
+        }
+    }
+
+    fn add(&mut self, x: &Sh) {
+        self.v += x.v;
+        if x.is_any() {
+            self.any = true;
+        }
+        let fin = x.finite_ok();
+        if fin {
+            self.lo += x.lo;
+            self.hi += x.hi;
+            self.mag += mag(x.lo, x.hi);
+        }
+        self.big += x.big;
+        self.all_fin &= fin;
+        self.all_fp &= fin || x.pinf;
+        self.all_fm &= fin || x.ninf;
+        self.some_nan |= x.nan;
+        self.n_p += x.pinf as usize;
+        self.n_m += x.ninf as usize;
+        self.n_pm += (x.pinf && x.ninf) as usize;
+    }
+
+    /// The sum's acceptable set; `w` is the widening of its finite part.
+    fn finish(self, w: f64) -> Sh {
+        if self.any {
+            return Sh::any(self.v);
+        }
+        let mut s = Sh::none(self.v);
+        s.big = self.big;
+        let p_and_m =
+            self.n_p >= 1 && self.n_m >= 1 && !(self.n_p == 1 && self.n_m == 1 && self.n_pm == 1);
+        s.nan = self.some_nan || p_and_m;
+        s.pinf = self.all_fp && self.n_p >= 1;
+        s.ninf = self.all_fm && self.n_m >= 1;
+        if self.all_fin {
+            s.add_kind(widened(self.lo, self.hi, w));
+        }
+        s.settle()
+    }
+}
+
+impl Shadow {
+    /// The oracle for a run on `args`: whether they hold a non-finite
+    /// value decides the empty-sum allowance.
+    pub fn for_inputs(args: &[crate::interp::Value]) -> Shadow {
+        fn special(v: &crate::interp::Value) -> bool {
+            match v {
+                crate::interp::Value::Real(x) => !x.is_finite(),
+                crate::interp::Value::Array(a) => a.iter().any(|x| !x.is_finite()),
+                crate::interp::Value::Pair(a, b) => special(a) || special(b),
+            }
+        }
+        Shadow {
+            special_inputs: args.iter().any(special),
+        }
+    }
+
+    /// Apply a function kind by kind.
+    fn func1(&self, f: Func, a: &Sh) -> Sh {
+        let v = f.apply(&[a.v]);
+        if a.is_any() {
+            return Sh::any(v);
+        }
+        let mut s = Sh::none(v);
+        let at = |x: f64| f.apply(&[x]);
+        let round = |x: f64| 4.0 * U * x.abs() + ETA;
+        for k in a.kinds() {
+            match k {
+                Kind::N => s.nan = true,
+                Kind::P | Kind::M => {
+                    let r = at(if matches!(k, Kind::P) {
+                        f64::INFINITY
+                    } else {
+                        f64::NEG_INFINITY
+                    });
+                    s.add_kind(Sh::exact(r).kinds().pop().expect("one kind"));
+                }
+                Kind::Fin(lo, hi) => match f {
+                    Func::Exp => {
+                        let (l, h) = (at(lo), at(hi));
+                        if h.is_infinite() {
+                            s.pinf = true;
+                        }
+                        let h = h.min(f64::MAX);
+                        s.add_kind(widened(l, h, round(h)));
+                    }
+                    Func::Tanh => {
+                        let (l, h) = (at(lo), at(hi));
+                        s.add_kind(widened(l, h, round(h.abs().max(l.abs()))));
+                    }
+                    Func::Sqrt | Func::Log => {
+                        if lo < 0.0 {
+                            s.nan = true;
+                        }
+                        if hi >= 0.0 {
+                            let l0 = lo.max(0.0);
+                            if f == Func::Log && l0 == 0.0 {
+                                s.ninf = true;
+                            }
+                            let l = if f == Func::Log && l0 == 0.0 {
+                                at(ETA)
+                            } else {
+                                at(l0)
+                            };
+                            let h = at(hi);
+                            if h.is_finite() {
+                                s.add_kind(widened(l, h, round(h.abs().max(l.abs()))));
+                            }
+                        }
+                    }
+                    Func::Sin | Func::Cos => {
+                        // 1-Lipschitz, values in [-1, 1]
+                        let c = at(a.v.clamp(lo, hi));
+                        let w = (hi - a.v.clamp(lo, hi)).max(a.v.clamp(lo, hi) - lo);
+                        if !w.is_finite() || w >= 2.0 {
+                            s.add_kind(Kind::Fin(-1.0, 1.0));
+                        } else {
+                            let w = w + 4.0 * U;
+                            s.add_kind(Kind::Fin((c - w).max(-1.0), (c + w).min(1.0)));
+                        }
+                    }
+                    Func::Abs => {
+                        let (pos, neg, zero) = signs(lo, hi);
+                        let l = if zero { 0.0 } else { lo.abs().min(hi.abs()) };
+                        let h = if pos || neg { mag(lo, hi) } else { 0.0 };
+                        s.add_kind(Kind::Fin(l, h));
+                    }
+                    Func::Max | Func::Min => unreachable!("binary"),
+                },
+            }
+        }
+        s.big = if s.finite_ok() {
+            mag(s.lo, s.hi).max(1.0)
+        } else {
+            1.0
+        };
+        s.settle()
+    }
+
+    fn func2(&self, f: Func, a: &Sh, b: &Sh) -> Sh {
+        let v = f.apply(&[a.v, b.v]);
+        if a.is_any() || b.is_any() {
+            return Sh::any(v);
+        }
+        let pick = |x: f64, y: f64| f.apply(&[x, y]);
+        let mut s = Sh::none(v);
+        // representatives of each kind: the interval's ends, or the
+        // special value; max/min are monotone in both arguments
+        let reps = |x: &Sh| -> Vec<(f64, f64)> {
+            x.kinds()
+                .into_iter()
+                .map(|k| match k {
+                    Kind::Fin(lo, hi) => (lo, hi),
+                    Kind::P => (f64::INFINITY, f64::INFINITY),
+                    Kind::M => (f64::NEG_INFINITY, f64::NEG_INFINITY),
+                    Kind::N => (f64::NAN, f64::NAN),
+                })
+                .collect()
+        };
+        for (a0, a1) in reps(a) {
+            for (b0, b1) in reps(b) {
+                let lo = pick(a0, b0);
+                let hi = pick(a1, b1);
+                for r in [lo, hi] {
+                    if !r.is_finite() {
+                        s.add_kind(Sh::exact(r).kinds().pop().expect("one kind"));
+                    }
+                }
+                if lo.is_finite() && hi.is_finite() {
+                    s.add_kind(Kind::Fin(lo.min(hi), hi.max(lo)));
+                } else if lo.is_finite() || hi.is_finite() {
+                    // one end special: the finite end and beyond
+                    let x = if lo.is_finite() { lo } else { hi };
+                    let (l, h) = if hi.is_finite() {
+                        (-f64::MAX, x)
+                    } else {
+                        (x, f64::MAX)
+                    };
+                    s.add_kind(Kind::Fin(l, h));
+                }
+            }
+        }
+        s.big = a.big.max(b.big);
+        s.settle()
+    }
+}
+
+impl Domain for Shadow {
+    type N = Sh;
+    type Acc = ShAcc;
+
+    fn num(&self, x: f64) -> Sh {
+        Sh::exact(x)
+    }
+
+    fn bin(&self, op: BinOp, a: &Sh, b: &Sh) -> Sh {
+        let v = op.apply(a.v, b.v);
+        if a.is_any() || b.is_any() {
+            // ∞·(anything) may be any special; a product with an exactly
+            // known zero is still known up to special values
+            return match op {
+                BinOp::Mul => {
+                    let mut s = Sh::none(v);
+                    let mut out = Vec::new();
+                    for x in a.kinds() {
+                        for y in b.kinds() {
+                            mul_kinds(x, y, &mut out);
+                        }
+                    }
+                    for k in out {
+                        s.add_kind(k);
+                    }
+                    if s.finite_ok() && (s.lo != 0.0 || s.hi != 0.0) {
+                        Sh::any(v)
+                    } else {
+                        s.big = 1.0;
+                        s
+                    }
+                }
+                _ => Sh::any(v),
+            };
+        }
+        match op {
+            BinOp::Add | BinOp::Sub => {
+                let b = if op == BinOp::Sub { self.neg(b) } else { *b };
+                let mut acc = ShAcc::new();
+                acc.add(a);
+                acc.add(&b);
+                let mut s = acc.finish(0.0);
+                s.v = v;
+                if s.finite_ok() && !s.is_any() {
+                    // the finite part: every pair of finite outcomes
+                    let (lo, hi) = (s.lo, s.hi);
+                    s.lo = lo - 2.0 * U * mag(lo, hi) - ETA;
+                    s.hi = hi + 2.0 * U * mag(lo, hi) + ETA;
+                }
+                s.settle()
+            }
+            BinOp::Mul | BinOp::Div => {
+                let mut out = Vec::new();
+                for x in a.kinds() {
+                    for y in b.kinds() {
+                        if op == BinOp::Mul {
+                            mul_kinds(x, y, &mut out);
+                        } else if div_kinds(x, y, &mut out).is_none() {
+                            return Sh::any(v);
+                        }
+                    }
+                }
+                let big = if op == BinOp::Mul {
+                    a.big * b.big
+                } else {
+                    // |a / b| ≤ big(a) / min|b|
+                    let bmin = if b.finite_ok() {
+                        let (pos, neg, _) = signs(b.lo, b.hi);
+                        if pos && neg {
+                            0.0
+                        } else {
+                            b.lo.abs().min(b.hi.abs())
+                        }
+                    } else {
+                        1.0
+                    };
+                    if bmin > 0.0 {
+                        a.big * (1.0 / bmin).max(1.0)
+                    } else {
+                        a.big
+                    }
+                };
+                let mut s = Sh::none(v);
+                for k in out {
+                    match k {
+                        Kind::Fin(lo, hi) => {
+                            let w = 2.0 * U * mag(lo, hi) + big * ETA * 2.0 + ETA;
+                            s.add_kind(widened(lo, hi, w));
+                        }
+                        k => s.add_kind(k),
+                    }
+                }
+                s.big = big;
+                if s.pinf || s.ninf {
+                    // an infinity in a product: regrouping the product or
+                    // the sum around it changes which ∞·0 and ∞−∞ meet
+                    s.nan = true;
+                    s.pinf = true;
+                    s.ninf = true;
+                }
+                s.settle()
+            }
+        }
+    }
+
+    fn neg(&self, a: &Sh) -> Sh {
+        let mut s = Sh::none(-a.v);
+        for k in a.kinds() {
+            s.add_kind(neg_kind(k));
+        }
+        s.big = a.big;
+        if a.is_any() {
+            return Sh::any(-a.v);
+        }
+        s
+    }
+
+    fn call(&self, f: Func, args: &[Sh]) -> Sh {
+        match f {
+            Func::Max | Func::Min => self.func2(f, &args[0], &args[1]),
+            _ => self.func1(f, &args[0]),
+        }
+    }
+
+    fn sum_start(&self) -> ShAcc {
+        ShAcc::new()
+    }
+
+    fn sum_add(&self, acc: &mut ShAcc, x: &Sh, _strong: bool) {
+        acc.add(x);
+    }
+
+    fn sum_end(&self, acc: ShAcc, n: usize) -> Sh {
+        if n == 0 {
+            let mut s = Sh::exact(0.0);
+            s.nan = self.special_inputs;
+            return s;
+        }
+        let w = (n as f64 + 1.0) * 2.0 * U * acc.mag + n as f64 * ETA;
+        acc.finish(w)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::interp::{run_domain, Value};
+
+    fn oracle(src: &str, args: &[Value]) -> Vec<Sh> {
+        let f = &crate::load(src).unwrap().functions[0];
+        let d = Shadow::for_inputs(args);
+        run_domain(f, args, &d).unwrap()[0]
+            .data
+            .iter()
+            .map(|(s, _)| s.slack(2.0))
+            .collect()
+    }
+
+    #[test]
+    fn centred_sums_stay_tight_and_expanded_ones_are_refused() {
+        let x: Vec<f64> = (0..8).map(|k| 1e8 + k as f64 * 0.5).collect();
+        let m = x.iter().sum::<f64>() / 8.0;
+        let arg = Value::Array(ndarray::arr1(&x).into_dyn());
+        let s = oracle(
+            "fn v(x: [8]R) -> R = let m = (sum(i:8) x[i]) / 8 in sum(i:8) (x[i] - m) * (x[i] - m)",
+            &[arg],
+        )[0];
+        let exact: f64 = x.iter().map(|v| (v - m) * (v - m)).sum();
+        assert!(s.accepts(exact), "{}", s.describe());
+        // Σx² − n·m²: the expanded form loses every digit
+        let expanded = x.iter().map(|v| v * v).sum::<f64>() - 8.0 * m * m;
+        assert!(!s.accepts(expanded), "{} accepted {expanded}", s.describe());
+    }
+
+    #[test]
+    fn specials_propagate_and_inf_times_zero_may_regroup() {
+        let s = oracle(
+            "fn f(x: R) -> R = x * 0 + (x - x)",
+            &[Value::Real(f64::INFINITY)],
+        )[0];
+        assert!(s.accepts(f64::NAN) && !s.accepts(0.0), "{}", s.describe());
+        let s = oracle("fn f(x: R) -> R = x * 0", &[Value::Real(f64::INFINITY)])[0];
+        assert!(s.accepts(f64::NAN) && s.accepts(f64::INFINITY) && !s.accepts(0.0));
+        let s = oracle("fn f(x: R) -> R = x + 1", &[Value::Real(f64::NAN)])[0];
+        assert!(s.accepts(f64::NAN) && !s.accepts(f64::INFINITY) && !s.accepts(1.0));
+    }
+
+    #[test]
+    fn constant_folds_that_underflow_or_overflow_are_refused() {
+        let s = oracle("fn f(x: R) -> R = x * 1e50 / 1e50", &[Value::Real(1.0)])[0];
+        assert!(s.accepts(1.0) && !s.accepts(0.0), "{}", s.describe());
+        let s = oracle("fn f(x: R) -> R = x * 1e200 * 1e200", &[Value::Real(1.0)])[0];
+        assert!(s.is_any());
+    }
+
+    #[test]
+    fn reordered_sums_are_within_the_allowance() {
+        let x = [1e16, 1.0, -1e16, 1.0];
+        let arg = Value::Array(ndarray::arr1(&x).into_dyn());
+        let s = oracle("fn f(x: [4]R) -> R = sum(i:4) x[i]", &[arg])[0];
+        // left to right gives 1; pairwise gives 2 or 0: all are in the bound
+        for o in [0.0, 1.0, 2.0] {
+            assert!(s.accepts(o), "{} refused {o}", s.describe());
+        }
+        assert!(!s.accepts(100.0));
+    }
+}
