@@ -66,6 +66,13 @@ pub struct Options {
     pub backoff: bool,
     /// Tree-cost or DAG-aware extraction (see [`crate::extract::extract`]).
     pub extraction: Extraction,
+    /// The fast mode of the floating-point contract (`docs/fp-contract.md`):
+    /// also rules that cancel terms or assume finite values (classes
+    /// `finite-only` and `cancelling`), the polynomial simplification that
+    /// collects like terms, and seeds that multiply products of sums out.
+    /// Off by default: the default mode only reorders sums and products
+    /// and applies identities exact in IEEE arithmetic.
+    pub fast_math: bool,
 }
 
 impl Default for Options {
@@ -82,6 +89,18 @@ impl Default for Options {
             saturate: true,
             backoff: true,
             extraction: Extraction::default(),
+            fast_math: false,
+        }
+    }
+}
+
+impl Options {
+    /// The optimiser's mode in words: `"value-safe"` or `"fast-math"`.
+    pub fn mode(&self) -> &'static str {
+        if self.fast_math {
+            "fast-math"
+        } else {
+            "value-safe"
         }
     }
 }
@@ -89,6 +108,9 @@ impl Default for Options {
 /// What the optimiser did.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Report {
+    /// The floating-point mode used: `"value-safe"` (the default) or
+    /// `"fast-math"` ([`Options::fast_math`]).
+    pub mode: String,
     /// E-graph nodes at the end of saturation.
     pub egraph_nodes: usize,
     /// E-graph classes at the end of saturation.
@@ -168,14 +190,19 @@ pub struct Optimized {
 }
 
 /// The pre-pass: inline lets (while the program stays within `term_limit`
-/// nodes, see [`inline_lets`]), beta-reduce, push projections down.
-pub fn prepass(f: &Function, term_limit: usize) -> Expr {
+/// nodes, see [`inline_lets`]), beta-reduce, push projections down; in the
+/// fast mode also simplify the arithmetic ([`crate::egraph::poly`]).
+pub fn prepass(f: &Function, term_limit: usize, fast_math: bool) -> Expr {
     let mut fresh = Fresh::default();
     let mut cx = Cx::of(f);
     let b = uniquify(&f.body, &mut fresh);
     let b = inline_lets(&b, &mut fresh, term_limit);
     let b = Simp { fresh: &mut fresh }.simp(&b, &mut cx);
-    crate::egraph::poly::simplify(&b)
+    if fast_math {
+        crate::egraph::poly::simplify(&b)
+    } else {
+        b
+    }
 }
 
 /// `f` with its scalar arithmetic simplified ([`crate::egraph::poly`]),
@@ -223,7 +250,8 @@ pub fn optimize(f: &Function, opts: &Options) -> Result<Optimized> {
 /// prints for each function and the Python `Kernel.report` holds (one
 /// definition, so the two cannot drift apart).
 ///
-/// Fields: `name`, `input` and `output` (program text), `cost_before`,
+/// Fields: `name`, `mode` (`value-safe` or `fast-math`), `input` and
+/// `output` (program text), `cost_before`,
 /// `cost_after`, `egraph_nodes`, `egraph_classes`, `iterations`,
 /// `stop_reason`, `limits_hit`, `optimize_ms`, `saturation_ms`,
 /// `optimize_cpu_ms`, `rounds` (one object per saturation round, see
@@ -234,6 +262,7 @@ pub fn report_json(f: &Function, o: &Optimized) -> serde_json::Value {
     let r = &o.report;
     let mut j = serde_json::json!({
         "name": f.name,
+        "mode": r.mode,
         "input": print_function(f),
         "output": print_function(&o.program),
         "cost_before": o.cost_before,
@@ -292,8 +321,12 @@ fn optimize_here(f: &Function, opts: &Options) -> Result<Optimized> {
         model: model.clone(),
         ..NormalOptions::default()
     };
-    let mut report = Report::default();
-    let pre = prepass(&fixed, opts.term_limit);
+    let mut report = Report {
+        mode: opts.mode().to_string(),
+        ..Report::default()
+    };
+    let fast = opts.fast_math;
+    let pre = prepass(&fixed, opts.term_limit, fast);
     // a term read out of the e-graph may be as large as the term limit or
     // the pre-pass' program, whichever is larger
     let written_limit = opts.term_limit.max(pre.size());
@@ -322,10 +355,13 @@ fn optimize_here(f: &Function, opts: &Options) -> Result<Optimized> {
         }
     }
     if opts.saturate {
-        let rules = match &opts.rules {
+        let rules: Vec<Rule> = match &opts.rules {
             Some(r) => r.clone(),
             None => builtin_rules(),
-        };
+        }
+        .into_iter()
+        .filter(|r| fast || r.class.safe())
+        .collect();
         let rws = rewrites(&rules)?;
         let analysis = TlAnalysis::of(f);
         // Rounds: each saturates from the previous round's program (and
@@ -350,8 +386,12 @@ fn optimize_here(f: &Function, opts: &Options) -> Result<Optimized> {
             // The first round starts from the tensor network reduced by the
             // δ/ε identities when they apply (see seed::reduce_body).
             if round == 0 {
-                if let Some(r) = seed::reduce_body(&pre, &sig.ret) {
-                    pre = crate::egraph::poly::simplify(&r);
+                if let Some(r) = seed::reduce_body(&pre, &sig.ret, !fast) {
+                    pre = if fast {
+                        crate::egraph::poly::simplify(&r)
+                    } else {
+                        r
+                    };
                 }
             }
             let Ok(rec) = to_rec(&pre) else { break };
@@ -359,13 +399,13 @@ fn optimize_here(f: &Function, opts: &Options) -> Result<Optimized> {
             // already held every nesting of its networks: only the reduced
             // network's nestings are new.
             let mut seed_exprs = if round == 0 {
-                seed::body_seeds(&pre, &sig.ret)
+                seed::body_seeds(&pre, &sig.ret, !fast)
             } else {
                 vec![]
             };
             for e in &extra {
                 seed_exprs.push(e.clone());
-                seed_exprs.extend(seed::body_seeds(e, &sig.ret));
+                seed_exprs.extend(seed::body_seeds(e, &sig.ret, !fast));
             }
             // A seed already added in an earlier round is not added again.
             let seeds: Vec<_> = seed_exprs
@@ -434,7 +474,7 @@ fn optimize_here(f: &Function, opts: &Options) -> Result<Optimized> {
                         body: from_rec(&reduced),
                         ..fixed.clone()
                     };
-                    extra.push(prepass(&fr, opts.term_limit));
+                    extra.push(prepass(&fr, opts.term_limit, fast));
                 }
             }
             let f1 = Function {
@@ -447,14 +487,16 @@ fn optimize_here(f: &Function, opts: &Options) -> Result<Optimized> {
             }
             let mut c1 = ir_cost(&p1.body, &model);
             let mut p1 = p1;
-            if let Some((c, g)) = poly_candidate(&p1, &sig.ret, &model) {
-                if c < c1 {
-                    (c1, p1) = (c, g);
+            if fast {
+                if let Some((c, g)) = poly_candidate(&p1, &sig.ret, &model) {
+                    if c < c1 {
+                        (c1, p1) = (c, g);
+                    }
                 }
-            }
-            for (c, g) in fused_candidates(&p1, &sig.ret, &model, &nopts) {
-                if c < c1 {
-                    (c1, p1) = (c, g);
+                for (c, g) in fused_candidates(&p1, &sig.ret, &model, &nopts) {
+                    if c < c1 {
+                        (c1, p1) = (c, g);
+                    }
                 }
             }
             let improved = best.as_ref().is_none_or(|(c0, _, _)| c1 < *c0);
@@ -466,7 +508,7 @@ fn optimize_here(f: &Function, opts: &Options) -> Result<Optimized> {
             // A program that is no cheaper but different (the post-pass
             // rebinds an index whose range changed, which the e-graph can
             // then collapse) also gets a round when nothing else does.
-            let next = prepass(&p1, opts.term_limit);
+            let next = prepass(&p1, opts.term_limit, fast);
             if improved {
                 pre = next;
             } else if let Some(r) = extra.pop() {

@@ -607,7 +607,7 @@ fn extraction_costs_are_monotone_on_random_e_graphs() {
     model.sizes.insert("m".into(), 1);
     for seed in 0..60 {
         let f = gen_function(seed, &cfg);
-        let Ok(rec) = to_rec(&prepass(&f, Options::default().term_limit)) else {
+        let Ok(rec) = to_rec(&prepass(&f, Options::default().term_limit, false)) else {
             continue;
         };
         let analysis = TlAnalysis::of(&f);
@@ -647,7 +647,7 @@ fn a_chain_of_lets_is_not_inlined_exponentially() {
     let opts = Options::default();
     for n in [16, 40, 120] {
         let f = one(&let_chain(n));
-        let pre = prepass(&f, opts.term_limit);
+        let pre = prepass(&f, opts.term_limit, opts.fast_math);
         assert!(
             pre.size() <= opts.term_limit + f.body.size(),
             "{n} lets: the pre-pass made {} nodes",

@@ -5,6 +5,7 @@
 
 use super::optcmd::rule_set;
 use super::CliResult;
+use crate::interp::random::ValueClass;
 use crate::syntax::print_function;
 use crate::testing::difftest::{run, write_reproducer, DiffConfig};
 use crate::testing::GenConfig;
@@ -71,6 +72,17 @@ pub struct DiffArgs {
     /// Time limit of one optimisation, in milliseconds.
     #[arg(long, default_value_t = 5000)]
     pub time_limit_ms: u64,
+    /// Value classes of the inputs, a comma list of moderate, zeros,
+    /// offset, wide, special (default: all, moderate in 40% of the cases
+    /// and each other in 15%). Results must satisfy the floating-point
+    /// contract on each (docs/fp-contract.md).
+    #[arg(long)]
+    pub values: Option<String>,
+    /// Optimise in the fast mode (rewrites that cancel terms or assume
+    /// finite values); inputs are then moderate values only and results
+    /// are compared with --rtol.
+    #[arg(long)]
+    pub fast_math: bool,
 }
 
 /// Deepest random programs `--depth` may ask for: the generator's programs
@@ -109,6 +121,20 @@ pub fn difftest(a: &DiffArgs) -> CliResult {
     };
     cfg.tol.rel = a.rtol;
     cfg.opt.time_limit = Duration::from_millis(a.time_limit_ms.max(1));
+    cfg.opt.fast_math = a.fast_math;
+    if let Some(v) = &a.values {
+        cfg.values = v
+            .split(',')
+            .map(|w| {
+                ValueClass::parse(w.trim()).map(|c| (c, 1)).ok_or_else(|| {
+                    format!(
+                        "error: --values: unknown value class `{w}` (classes: {})",
+                        ValueClass::ALL.map(|c| c.name()).join(", ")
+                    )
+                })
+            })
+            .collect::<Result<_, _>>()?;
+    }
     if a.rules.is_some() {
         cfg.opt.rules = Some(rule_set(a.rules.as_deref(), !a.no_rule_check)?);
     }
@@ -157,6 +183,12 @@ pub fn difftest(a: &DiffArgs) -> CliResult {
         a.seed,
         summary.seconds
     );
+    let classes: Vec<String> = summary
+        .classes
+        .iter()
+        .map(|(c, k)| format!("{c} {k}"))
+        .collect();
+    println!("  mode {}; inputs: {}", cfg.opt.mode(), classes.join(", "));
     // The reproducer's commands use the same rules as the run.
     let mut run_opts: Vec<String> = match &a.rules {
         Some(r) => vec![

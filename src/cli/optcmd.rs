@@ -44,6 +44,12 @@ pub struct OptArgs {
     /// the DAG-aware extraction.
     #[arg(long)]
     pub tree_extraction: bool,
+    /// The fast mode of the floating-point contract: also rewrites that
+    /// cancel terms or assume finite values (`x - x -> 0`, `x * 0 -> 0`,
+    /// expanding products of differences). Default: value-safe (see
+    /// docs/fp-contract.md).
+    #[arg(long)]
+    pub fast_math: bool,
 }
 
 /// The rule set: built in, or every `*.rules` file of `dir`, checked for
@@ -93,6 +99,7 @@ impl OptArgs {
         if let Some(n) = self.term_limit {
             o.term_limit = n;
         }
+        o.fast_math = self.fast_math;
         Ok(o)
     }
 }
@@ -134,6 +141,15 @@ pub fn opt(
         }
         print!("{}", print_function(&o.program));
         let r = &o.report;
+        println!(
+            "# mode: {}{}",
+            r.mode,
+            if opts.fast_math {
+                " (may cancel terms and assume finite values)"
+            } else {
+                " (reorders sums and products only; --fast-math for more)"
+            }
+        );
         println!(
             "# cost: {} -> {} ({:.1}x less work)",
             o.cost_before,

@@ -81,8 +81,14 @@ impl Poly {
                     return None;
                 }
                 m.sort_unstable();
+                let c = c1 * c2;
+                if !c.is_finite() || (c == 0.0 && *c1 != 0.0 && *c2 != 0.0) {
+                    // the coefficients' product overflows or underflows:
+                    // no constant the written order would make
+                    return None;
+                }
                 let e = r.0.entry(m.clone()).or_insert(0.0);
-                *e += c1 * c2;
+                *e += c;
                 if *e == 0.0 {
                     r.0.remove(&m);
                 }

@@ -16,6 +16,14 @@
 //!
 //! The expansion is bounded ([`MAX_MONOMIALS`], [`MAX_BINDERS`],
 //! [`MAX_SEEDS`]) and deterministic.
+//!
+//! **Value-safe mode** (`safe`, the optimiser's default; see
+//! `docs/fp-contract.md`): multiplying out a product of sums or splitting
+//! a sum of differences is not a regrouping but an expansion, which can
+//! turn `Σ (x - m)²` into a difference of large sums. So in safe mode a
+//! product or a sum's body must be a single monomial (a tensor network,
+//! whose nestings are regroupings of one sum of products); the operands
+//! of a `+`/`-` are seeded one at a time, the other kept as written.
 
 use crate::extract::normal::fv_idx;
 use crate::syntax::ast::*;
@@ -35,24 +43,30 @@ struct Mono {
     factors: Vec<Expr>,
 }
 
-fn expand(e: &Expr) -> Option<Vec<Mono>> {
+/// The monomials of `e`; in safe mode only a single monomial (a product
+/// of factors under sums) is read, anything else is `None`.
+fn expand(e: &Expr, safe: bool) -> Option<Vec<Mono>> {
     let out = match e {
-        Expr::Bin(BinOp::Add, a, b) => {
-            let mut v = expand(a)?;
-            v.extend(expand(b)?);
+        Expr::Bin(BinOp::Add, a, b) if !safe => {
+            let mut v = expand(a, safe)?;
+            v.extend(expand(b, safe)?);
             v
         }
-        Expr::Bin(BinOp::Sub, a, b) => {
-            let mut v = expand(a)?;
-            v.extend(expand(b)?.into_iter().map(|m| Mono { neg: !m.neg, ..m }));
+        Expr::Bin(BinOp::Sub, a, b) if !safe => {
+            let mut v = expand(a, safe)?;
+            v.extend(
+                expand(b, safe)?
+                    .into_iter()
+                    .map(|m| Mono { neg: !m.neg, ..m }),
+            );
             v
         }
-        Expr::Neg(a) => expand(a)?
+        Expr::Neg(a) => expand(a, safe)?
             .into_iter()
             .map(|m| Mono { neg: !m.neg, ..m })
             .collect(),
         Expr::Bin(BinOp::Mul, a, b) => {
-            let (va, vb) = (expand(a)?, expand(b)?);
+            let (va, vb) = (expand(a, safe)?, expand(b, safe)?);
             let mut v = Vec::new();
             for x in &va {
                 for y in &vb {
@@ -76,7 +90,7 @@ fn expand(e: &Expr) -> Option<Vec<Mono>> {
             v
         }
         Expr::Sum(i, n, b) => {
-            let mut v = expand(b)?;
+            let mut v = expand(b, safe)?;
             for m in &mut v {
                 if m.binders.iter().any(|(j, _)| j == i) {
                     return None; // a shadowed binder
@@ -175,9 +189,15 @@ fn combine(monos: &[Mono], choice: &[usize], orders: &[Vec<Vec<usize>>]) -> Expr
 /// monomial, or, for several, each monomial in each of its orders with the
 /// others in their first (bounded by [`MAX_SEEDS`]). Empty when the
 /// expression is not a polynomial of sums within the bounds or has nothing
-/// to reorder.
-pub fn scalar_seeds(e: &Expr) -> Vec<Expr> {
-    let Some(monos) = expand(e) else {
+/// to reorder. In safe mode (see the module documentation) the operands of
+/// `+`, `-` and negation are seeded one at a time, each a single monomial.
+pub fn scalar_seeds(e: &Expr, safe: bool) -> Vec<Expr> {
+    if safe {
+        let mut out = Vec::new();
+        safe_seeds(e, &mut out);
+        return out;
+    }
+    let Some(monos) = expand(e, false) else {
         return vec![];
     };
     if monos.iter().all(|m| m.binders.len() < 2) && monos.len() < 2 {
@@ -198,16 +218,53 @@ pub fn scalar_seeds(e: &Expr) -> Vec<Expr> {
     out
 }
 
+/// Safe-mode seeds of `e` (see [`scalar_seeds`]), at most [`MAX_SEEDS`].
+fn safe_seeds(e: &Expr, out: &mut Vec<Expr>) {
+    match e {
+        Expr::Bin(op @ (BinOp::Add | BinOp::Sub), a, b) => {
+            let mut left = Vec::new();
+            safe_seeds(a, &mut left);
+            for s in left {
+                out.push(Expr::bin(*op, s, (**b).clone()));
+            }
+            let mut right = Vec::new();
+            safe_seeds(b, &mut right);
+            for s in right {
+                out.push(Expr::bin(*op, (**a).clone(), s));
+            }
+        }
+        Expr::Neg(a) => {
+            let mut inner = Vec::new();
+            safe_seeds(a, &mut inner);
+            out.extend(inner.into_iter().map(|s| Expr::Neg(Box::new(s))));
+        }
+        _ => {
+            let Some(monos) = expand(e, true) else {
+                return;
+            };
+            let [m] = &monos[..] else { return };
+            if m.binders.len() < 2 {
+                return;
+            }
+            for o in perms(m.binders.len()) {
+                let t = rebuild(m, &o);
+                out.push(if m.neg { Expr::Neg(Box::new(t)) } else { t });
+            }
+        }
+    }
+    out.truncate(MAX_SEEDS);
+}
+
 /// Seeds for a function body of type `ty`: under leading `gen`s (kept
 /// around each seed), a body of real type is seeded by [`scalar_seeds`].
-pub fn body_seeds(body: &Expr, ty: &Type) -> Vec<Expr> {
+pub fn body_seeds(body: &Expr, ty: &Type, safe: bool) -> Vec<Expr> {
     match (body, ty) {
-        (Expr::Gen(i, n, b), Type::Tensor(_, t)) => body_seeds(b, t)
+        (Expr::Gen(i, n, b), Type::Tensor(_, t)) => body_seeds(b, t, safe)
             .into_iter()
             .map(|s| Expr::gen(i.clone(), n.clone(), s))
             .collect(),
         (Expr::Gen(..), _) => vec![],
-        (e, Type::Real) => scalar_seeds(e),
+        (e, Type::Real) => scalar_seeds(e, safe),
         _ => vec![],
     }
 }
@@ -363,8 +420,14 @@ fn has_zero_eps(m: &Mono) -> bool {
 /// symbols together in the e-graph), and by collapsing `Σ_x [x = y]` for
 /// two binders of one range. `None` when nothing reduces.
 /// Equal to the input by construction (each step is an exact identity).
-pub fn reduce_scalar(e: &Expr) -> Option<Expr> {
-    let mut monos = expand(e)?;
+///
+/// In safe mode (the optimiser's default) the input must be a single
+/// monomial ([`expand`]), monomials holding a zero `eps` are kept (their
+/// `0 · x` is NaN where `x` is infinite), and a plain `+ 0` ends the
+/// result: the brackets the identities introduce are strong zeros where
+/// the symbols they replace were plain ones.
+pub fn reduce_scalar(e: &Expr, safe: bool) -> Option<Expr> {
+    let mut monos = expand(e, safe)?;
     let mut changed = false;
     loop {
         let mut step = false;
@@ -385,7 +448,9 @@ pub fn reduce_scalar(e: &Expr) -> Option<Expr> {
                 step = true;
             }
         }
-        next.retain(|m| !has_zero_eps(m));
+        if !safe {
+            next.retain(|m| !has_zero_eps(m));
+        }
         monos = next;
         if !step || monos.len() > 4 * MAX_MONOMIALS {
             break;
@@ -395,17 +460,22 @@ pub fn reduce_scalar(e: &Expr) -> Option<Expr> {
         return None;
     }
     let orders: Vec<Vec<Vec<usize>>> = monos.iter().map(|m| perms(m.binders.len())).collect();
-    Some(combine(&monos, &vec![0; monos.len()], &orders))
+    let r = combine(&monos, &vec![0; monos.len()], &orders);
+    Some(if safe {
+        Expr::bin(BinOp::Add, r, Expr::Num(0.0))
+    } else {
+        r
+    })
 }
 
 /// [`reduce_scalar`] under a body's leading `gen`s.
-pub fn reduce_body(body: &Expr, ty: &Type) -> Option<Expr> {
+pub fn reduce_body(body: &Expr, ty: &Type, safe: bool) -> Option<Expr> {
     match (body, ty) {
         (Expr::Gen(i, n, b), Type::Tensor(_, t)) => {
-            reduce_body(b, t).map(|s| Expr::gen(i.clone(), n.clone(), s))
+            reduce_body(b, t, safe).map(|s| Expr::gen(i.clone(), n.clone(), s))
         }
         (Expr::Gen(..), _) => None,
-        (e, Type::Real) => reduce_scalar(e),
+        (e, Type::Real) => reduce_scalar(e, safe),
         _ => None,
     }
 }
@@ -422,7 +492,7 @@ mod tests {
         )
         .unwrap()
         .functions[0];
-        let seeds = body_seeds(&f.body, &Type::Real);
+        let seeds = body_seeds(&f.body, &Type::Real, false);
         assert_eq!(seeds.len(), 120);
         let printed: Vec<String> = seeds
             .iter()
@@ -455,7 +525,8 @@ mod tests {
         let j = || Expr::access(Expr::var("x"), Affine::var("j"));
         let s = || Expr::sum("j", Size::Lit(2), j());
         let e = Expr::bin(BinOp::Mul, s(), s());
-        assert!(scalar_seeds(&e).is_empty());
+        assert!(scalar_seeds(&e, false).is_empty());
+        assert!(scalar_seeds(&e, true).is_empty());
     }
 
     #[test]
@@ -463,9 +534,9 @@ mod tests {
         let f = &crate::load("fn f(x: [4]R) -> R = sum(i:4) sqrt(x[i])")
             .unwrap()
             .functions[0];
-        assert!(body_seeds(&f.body, &Type::Real).is_empty());
+        assert!(body_seeds(&f.body, &Type::Real, false).is_empty());
         let big = "fn f(x: [2]R) -> R = (x[0]+x[1])*(x[0]+x[1])*(x[0]+x[1])*(x[0]+x[1])";
         let f = &crate::load(big).unwrap().functions[0];
-        assert!(body_seeds(&f.body, &Type::Real).is_empty());
+        assert!(body_seeds(&f.body, &Type::Real, false).is_empty());
     }
 }

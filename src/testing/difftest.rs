@@ -6,17 +6,23 @@
 //! rule authors and compiler testers can call [`check`], [`run`] and
 //! [`shrink_case`] directly.
 //!
-//! **Tolerance.** Rewriting changes the order of additions, so values are
-//! compared with a relative tolerance ([`Tolerance`]): `a` and `b` agree when
+//! **The floating-point contract.** Each case draws its inputs from one
+//! [`ValueClass`]: moderate values, exact and signed zeros, a large common
+//! offset, magnitudes from 1e-300 to 1e300, or values mixed with ±inf and
+//! NaN ([`DiffConfig::values`]). In the default (value-safe) mode of the
+//! optimiser, every number the optimised program gives, in the interpreter
+//! and in the JIT, must be one the contract accepts for the *written*
+//! program on those inputs (`docs/fp-contract.md`): the oracle
+//! [`crate::interp::shadow`] runs the written program and bounds what a
+//! correct optimisation may give — the written value within the rounding
+//! error bound of its own terms (so a centred sum rewritten into a
+//! difference of large sums is caught), a sum's terms in any order, NaN
+//! where a NaN input reaches, non-finite where the written value is
+//! non-finite. In the fast mode ([`crate::opt::Options::fast_math`]) only
+//! moderate values are drawn and values are compared with a relative
+//! tolerance ([`Tolerance`]): `a` and `b` agree when
 //! `|a - b| <= rel * max(|a|, |b|) + abs` (default `rel = 1e-6`,
-//! `abs = 1e-9`), elementwise, with equal shapes.
-//!
-//! **NaN and infinity.** Random inputs are finite (uniform in [-2, 2)) and
-//! the random programs keep scalar functions in their domains
-//! (`sqrt(abs(e))`, `log(1 + abs(e))`, division by `1 + abs(e)`; see
-//! [`crate::testing`]), so results are finite. Should a NaN or an infinity
-//! appear anyway (in a hand-written program), a NaN agrees only with a NaN
-//! and an infinity only with the same infinity.
+//! `abs = 1e-9`).
 //!
 //! **What counts as a disagreement.** A value outside the tolerance, an error
 //! from any engine on a well-typed program with fitting inputs, an optimised
@@ -26,8 +32,10 @@
 //! arrays) unless it is turned off ([`DiffConfig::jit`]); the cases it ran
 //! on are counted ([`Summary::jit_cases`]).
 
-use super::{gen_function, random_inputs, relayout_value, shrink, GenConfig, Layout};
+use super::{gen_function, relayout_value, shrink, GenConfig, Layout};
 use crate::error::{Error, Result};
+use crate::interp::random::{random_inputs_of, ValueClass};
+use crate::interp::shadow::{Sh, Shadow};
 use crate::interp::{self, Boundary, Sizes, Value};
 use crate::opt::{optimize, Options};
 use crate::syntax::ast::*;
@@ -117,6 +125,8 @@ pub struct Case {
     pub args: Vec<Value>,
     /// The memory layout the JIT receives them in.
     pub layout: Layout,
+    /// The class the argument values were drawn from.
+    pub class: ValueClass,
 }
 
 /// The outcome of [`check`].
@@ -163,6 +173,21 @@ pub struct DiffConfig {
     pub shrink_steps: usize,
     /// The time shrinking one case may take.
     pub shrink_time: Duration,
+    /// The value classes the cases' inputs are drawn from, with weights
+    /// (in the fast mode only moderate values are drawn).
+    pub values: Vec<(ValueClass, u32)>,
+}
+
+/// The default mix of value classes: moderate values in 40% of the cases,
+/// each other class in 15%.
+pub fn default_values() -> Vec<(ValueClass, u32)> {
+    vec![
+        (ValueClass::Moderate, 40),
+        (ValueClass::Zeros, 15),
+        (ValueClass::Offset, 15),
+        (ValueClass::Wide, 15),
+        (ValueClass::Special, 15),
+    ]
 }
 
 impl Default for DiffConfig {
@@ -183,6 +208,7 @@ impl Default for DiffConfig {
             jit: true,
             shrink_steps: 300,
             shrink_time: Duration::from_secs(60),
+            values: default_values(),
         }
     }
 }
@@ -208,15 +234,17 @@ pub fn inputs_for(
 ) -> Result<(Sizes, Vec<Value>, Layout)> {
     let g = GenConfig::default();
     let zero = if g.zero_sizes { g.zero_named } else { 0.0 };
-    inputs_with_zero(f, max_size, zero, layouts, rng)
+    inputs_with_zero(f, max_size, zero, layouts, ValueClass::Moderate, rng)
 }
 
-/// [`inputs_for`] where each named size is 0 with chance `zero`.
+/// [`inputs_for`] where each named size is 0 with chance `zero`, and the
+/// values are drawn from `class`.
 pub fn inputs_with_zero(
     f: &Function,
     max_size: usize,
     zero: f64,
     layouts: bool,
+    class: ValueClass,
     rng: &mut impl Rng,
 ) -> Result<(Sizes, Vec<Value>, Layout)> {
     let sizes: Sizes = f
@@ -234,7 +262,7 @@ pub fn inputs_with_zero(
             )
         })
         .collect();
-    let args = random_inputs(f, &sizes, rng)?;
+    let args = random_inputs_of(f, &sizes, class, rng)?;
     let layout = if layouts {
         Layout::ALL[rng.gen_range(0..Layout::ALL.len())]
     } else {
@@ -264,9 +292,32 @@ pub fn work(e: &Expr, sizes: &Sizes) -> f64 {
     }
 }
 
+/// The value class of a case (its own random stream, so that the programs
+/// and sizes a seed draws do not depend on the mix).
+fn draw_class(seed: u64, cfg: &DiffConfig) -> ValueClass {
+    let mix: Vec<(ValueClass, u32)> = if cfg.opt.fast_math {
+        vec![(ValueClass::Moderate, 1)]
+    } else {
+        cfg.values.clone()
+    };
+    let total: u32 = mix.iter().map(|(_, w)| w).sum();
+    if total == 0 {
+        return ValueClass::Moderate;
+    }
+    let mut r = StdRng::seed_from_u64(seed ^ 0x7A1E_C1A5_5E5E_D000).gen_range(0..total);
+    for (c, w) in mix {
+        if r < w {
+            return c;
+        }
+        r -= w;
+    }
+    ValueClass::Moderate
+}
+
 /// The case a run draws for `seed`: a random well-typed function and inputs.
 pub fn case_from_seed(seed: u64, cfg: &DiffConfig) -> Result<Case> {
     let function = gen_function(seed, &cfg.gen);
+    let class = draw_class(seed, cfg);
     let mut rng = StdRng::seed_from_u64(seed ^ 0x5DEE_CE66_D1CE_5EED);
     // large sizes from a stream of their own, so that the other cases
     // draw what they drew before
@@ -282,7 +333,7 @@ pub fn case_from_seed(seed: u64, cfg: &DiffConfig) -> Result<Case> {
         .filter(|s| !s.is_empty() && work(&function.body, s) <= cfg.work_budget);
     let (sizes, args, layout) = match large {
         Some(sizes) => {
-            let args = random_inputs(&function, &sizes, &mut rng)?;
+            let args = random_inputs_of(&function, &sizes, class, &mut rng)?;
             let layout = if cfg.layouts {
                 Layout::ALL[rng.gen_range(0..Layout::ALL.len())]
             } else {
@@ -296,7 +347,7 @@ pub fn case_from_seed(seed: u64, cfg: &DiffConfig) -> Result<Case> {
             } else {
                 0.0
             };
-            inputs_with_zero(&function, cfg.max_size, zero, cfg.layouts, &mut rng)?
+            inputs_with_zero(&function, cfg.max_size, zero, cfg.layouts, class, &mut rng)?
         }
     };
     Ok(Case {
@@ -304,6 +355,7 @@ pub fn case_from_seed(seed: u64, cfg: &DiffConfig) -> Result<Case> {
         sizes,
         args,
         layout,
+        class,
     })
 }
 
@@ -355,12 +407,66 @@ fn fail(stage: Stage, message: String, optimized: Option<&Function>) -> Verdict 
     })
 }
 
+/// What a result is compared with: the contract's oracle for the written
+/// program (value-safe mode), or its value within a tolerance (fast mode).
+enum Reference {
+    Contract(Vec<Sh>),
+    Tolerance(Tolerance),
+}
+
+impl Reference {
+    /// `None` when `got` is accepted, else why not.
+    fn judge(&self, want: &Value, got: &Value) -> Option<String> {
+        match self {
+            Reference::Tolerance(t) => {
+                (!t.agree(want, got)).then(|| format!("expected {want}, got {got}"))
+            }
+            Reference::Contract(sh) => {
+                let xs = numbers(got);
+                if xs.len() != sh.len() {
+                    return Some(format!("expected {want}, got {got} (a different shape)"));
+                }
+                let (k, (s, x)) = sh
+                    .iter()
+                    .zip(&xs)
+                    .enumerate()
+                    .find(|(_, (s, x))| !s.accepts(**x))?;
+                Some(format!(
+                    "expected {want}, got {got}: element {k} is {x}, but the written program gives {} and the floating-point contract accepts {}",
+                    s.v,
+                    s.describe()
+                ))
+            }
+        }
+    }
+}
+
+/// The oracle's acceptable sets for `f` on `args` (every number of the
+/// result, in the order of [`numbers`]), with the slack for the other
+/// program's own rounding.
+pub fn contract_oracle(f: &Function, args: &[Value]) -> Result<Vec<Sh>> {
+    let d = Shadow::for_inputs(args);
+    Ok(interp::run_domain(f, args, &d)?
+        .into_iter()
+        .flat_map(|l| l.data)
+        .map(|(s, _)| s.slack(2.0))
+        .collect())
+}
+
 /// Run one case through the three engines and compare with the reference.
 pub fn check(case: &Case, cfg: &DiffConfig) -> Verdict {
     let f = &case.function;
     let want = match guarded(|| interp::run(f, &case.args)) {
         Ok(v) => v,
         Err(m) => return fail(Stage::Interp, m, None),
+    };
+    let reference = if cfg.opt.fast_math {
+        Reference::Tolerance(cfg.tol)
+    } else {
+        match guarded(|| contract_oracle(f, &case.args)) {
+            Ok(sh) => Reference::Contract(sh),
+            Err(m) => return fail(Stage::Interp, format!("the oracle failed: {m}"), None),
+        }
     };
     // the optimiser's cost model sees the actual sizes, as in `einsat run`
     let mut opts = cfg.opt.clone();
@@ -384,13 +490,14 @@ pub fn check(case: &Case, cfg: &DiffConfig) -> Verdict {
         );
     }
     match guarded(|| interp::run(g, &case.args)) {
-        Ok(got) if cfg.tol.agree(&want, &got) => {}
         Ok(got) => {
-            return fail(
-                Stage::OptInterp,
-                format!("expected {want}, got {got}"),
-                Some(g),
-            )
+            if let Some(why) = reference.judge(&want, &got) {
+                return fail(
+                    Stage::OptInterp,
+                    format!("{why} ({} inputs)", case.class.name()),
+                    Some(g),
+                );
+            }
         }
         Err(m) => return fail(Stage::OptInterp, m, Some(g)),
     }
@@ -411,15 +518,19 @@ pub fn check(case: &Case, cfg: &DiffConfig) -> Verdict {
         ..jit::Options::default()
     };
     match guarded(|| jit::compile_uncached_with(g, &opts)?.call(&laid)) {
-        Ok(got) if cfg.tol.agree(&want, &got) => Verdict::Agree { jit: true },
-        Ok(got) => fail(
-            Stage::OptJit,
-            format!(
-                "expected {want}, got {got} ({:?} layout, {} threads)",
-                case.layout, opts.threads
+        Ok(got) => match reference.judge(&want, &got) {
+            None => Verdict::Agree { jit: true },
+            Some(why) => fail(
+                Stage::OptJit,
+                format!(
+                    "{why} ({} inputs, {:?} layout, {} threads)",
+                    case.class.name(),
+                    case.layout,
+                    opts.threads
+                ),
+                Some(g),
             ),
-            Some(g),
-        ),
+        },
         Err(m) => fail(Stage::OptJit, m, Some(g)),
     }
 }
@@ -559,6 +670,7 @@ pub fn shrink_case(case: &Case, failure: &Failure, cfg: &DiffConfig) -> (Case, F
                     args,
                     sizes,
                     layout: best.layout,
+                    class: best.class,
                 },
                 &mut best,
                 &mut fl,
@@ -659,6 +771,8 @@ pub struct Summary {
     pub disagreements: Vec<Disagreement>,
     /// Wall time of the run, in seconds.
     pub seconds: f64,
+    /// Cases per value class of their inputs.
+    pub classes: BTreeMap<String, u64>,
 }
 
 /// Run `cases` random cases (case `k` drawn from [`case_seed`]`(seed, k)`)
@@ -678,6 +792,7 @@ pub fn run(
     let done = AtomicU64::new(0);
     let jit_cases = AtomicU64::new(0);
     let skipped: Mutex<BTreeMap<String, u64>> = Mutex::new(BTreeMap::new());
+    let classes: Mutex<BTreeMap<String, u64>> = Mutex::new(BTreeMap::new());
     let bad = AtomicUsize::new(0);
     let found: Mutex<Vec<(u64, Case, Failure)>> = Mutex::new(Vec::new());
     std::thread::scope(|s| {
@@ -697,7 +812,12 @@ pub fn run(
                     }
                 };
                 let verdict = match case_from_seed(cs, cfg) {
-                    Ok(case) => match check(&case, cfg) {
+                    Ok(case) => match {
+                        if let Ok(mut m) = classes.lock() {
+                            *m.entry(case.class.name().to_string()).or_insert(0) += 1;
+                        }
+                        check(&case, cfg)
+                    } {
                         Verdict::Agree { jit } => {
                             if jit {
                                 jit_cases.fetch_add(1, Ordering::Relaxed);
@@ -748,6 +868,7 @@ pub fn run(
         disagreeing,
         disagreements,
         seconds: start.elapsed().as_secs_f64(),
+        classes: classes.into_inner().unwrap_or_default(),
     }
 }
 

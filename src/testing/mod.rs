@@ -895,6 +895,7 @@ pub fn fuzz_pipeline(data: &[u8]) {
         sizes,
         args,
         layout,
+        class: crate::interp::random::ValueClass::Moderate,
     };
     if let difftest::Verdict::Disagree(fl) = difftest::check(&case, &cfg) {
         panic!(
