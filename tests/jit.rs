@@ -97,7 +97,7 @@ fn seed_inputs() -> BTreeMap<&'static str, Value> {
     m
 }
 
-/// Seed 000's normal forms, with the values LANGUAGE.md gives.
+/// Seed 000's normal forms, with the values `docs/language.md` gives.
 #[test]
 fn seed_000_normal_forms() {
     let p = einsat::load(
