@@ -14,7 +14,7 @@
 //! `*`).
 //!
 //! `cargo run --release --example optsweep -- [FILE.tl …]` (default:
-//! `examples/*.tl`, `../shared/examples/*.tl` and the bilinear form
+//! `examples/*.tl` and the bilinear form
 //! `sum(i,j) x[i]*A[i,j]*y[j]` at n = 512). `EINSAT_THREADS=N` sets the
 //! JIT's threads (default 1), `EINSAT_REPS=N` the alternating rounds
 //! (default 40). Only ratios of one run mean anything on a loaded machine.
@@ -64,16 +64,14 @@ fn main() {
     let mut files: Vec<(String, String)> = Vec::new();
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.is_empty() {
-        for dir in ["examples", "../shared/examples"] {
-            let mut paths: Vec<_> = std::fs::read_dir(dir)
-                .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect())
-                .unwrap_or_default();
-            paths.sort();
-            for p in paths {
-                if p.extension().is_some_and(|e| e == "tl") {
-                    let src = std::fs::read_to_string(&p).expect("read");
-                    files.push((p.display().to_string(), src));
-                }
+        let mut paths: Vec<_> = std::fs::read_dir("examples")
+            .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect())
+            .unwrap_or_default();
+        paths.sort();
+        for p in paths {
+            if p.extension().is_some_and(|e| e == "tl") {
+                let src = std::fs::read_to_string(&p).expect("read");
+                files.push((p.display().to_string(), src));
             }
         }
         files.push(("(bilinear)".into(), BILINEAR.into()));

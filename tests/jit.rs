@@ -20,28 +20,22 @@ use rand::{Rng, SeedableRng};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+/// Every `.tl` program of the repository's `examples/`, as (path, text).
 fn example_files() -> Vec<(String, String)> {
-    let mut out = Vec::new();
-    for dir in [
-        format!("{}/../shared/examples", env!("CARGO_MANIFEST_DIR")),
-        format!("{}/examples", env!("CARGO_MANIFEST_DIR")),
-    ] {
-        let Ok(rd) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        let mut files: Vec<_> = rd
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.extension().is_some_and(|x| x == "tl"))
-            .collect();
-        files.sort();
-        for f in files {
-            out.push((
-                f.display().to_string(),
-                std::fs::read_to_string(&f).unwrap(),
-            ));
-        }
-    }
-    out
+    let dir = format!("{}/examples", env!("CARGO_MANIFEST_DIR"));
+    let rd = std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{dir}: {e}"));
+    let mut files: Vec<_> = rd
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "tl"))
+        .collect();
+    files.sort();
+    files
+        .into_iter()
+        .map(|f| {
+            let src = std::fs::read_to_string(&f).unwrap();
+            (f.display().to_string(), src)
+        })
+        .collect()
 }
 
 fn close(a: &Value, b: &Value) -> bool {
@@ -103,7 +97,7 @@ fn seed_inputs() -> BTreeMap<&'static str, Value> {
     m
 }
 
-/// Seed 000's normal forms, with the values LANGUAGE.md gives.
+/// Seed 000's normal forms, with the values `docs/language.md` gives.
 #[test]
 fn seed_000_normal_forms() {
     let p = einsat::load(

@@ -1,5 +1,5 @@
-//! The seven programs of seed 000 with the values LANGUAGE.md prints, run in
-//! the reference interpreter, in every memory layout of the inputs.
+//! The seven programs of seed 000 with the values `docs/language.md` lists,
+//! run in the reference interpreter, in every memory layout of the inputs.
 
 use einsat::testing::{relayout_value, Layout};
 use einsat::{interp, load, Value};

@@ -16,12 +16,8 @@ use proptest::prelude::*;
 use rand::SeedableRng;
 
 fn load(file: &str) -> Vec<Function> {
-    let src = std::fs::read_to_string(format!(
-        "{}/../shared/examples/{file}",
-        env!("CARGO_MANIFEST_DIR")
-    ))
-    .or_else(|_| std::fs::read_to_string(format!("/work/shared/examples/{file}")))
-    .unwrap();
+    let src = std::fs::read_to_string(format!("{}/examples/{file}", env!("CARGO_MANIFEST_DIR")))
+        .unwrap_or_else(|e| panic!("examples/{file}: {e}"));
     einsat::load(&src).unwrap().functions
 }
 

@@ -49,13 +49,9 @@ fn guarded(x: [n]R) -> [n](R,R) =
 ";
 
 fn functions() -> Vec<Function> {
-    let records = std::fs::read_to_string(format!(
-        "{}/../shared/examples/records.tl",
-        env!("CARGO_MANIFEST_DIR")
-    ))
-    .unwrap();
+    let records = include_str!("../examples/records.tl");
     let mut out = Vec::new();
-    for src in [records.as_str(), CMV, MORE] {
+    for src in [records, CMV, MORE] {
         out.extend(einsat::load(src).unwrap().functions);
     }
     out

@@ -3,57 +3,12 @@
 //!
 //! # Format
 //!
-//! One rule per line; `#` starts a comment; blank lines are ignored.
-//!
-//! ```text
-//! NAME: LHS => RHS                      a rewrite
-//! NAME: LHS <=> RHS                     both directions (the reverse is NAME-rev)
-//! NAME: LHS => RHS if COND COND ...     with side conditions (all must hold)
-//! ```
-//!
-//! Patterns are s-expressions over the operators of [`crate::egraph::TL`]
-//! (`+ - * / neg sqrt exp log sin cos tanh abs max min pair fst snd gen sum
-//! get iv eps let`), pattern variables `?x` and number literals. Binders are
-//! De Bruijn: in `(sum ?n ?e)` the variable `#0` of `?e` is the sum's index,
-//! `#1` the next binder out, and so on.
-//!
-//! The right side may call meta-functions, written `(@name args..)`:
-//!
-//! | function | result |
-//! |---|---|
-//! | `@shift e` | `e` moved under one new binder (free indices + 1) |
-//! | `@unshift e` | `e` moved out of its binder (needs `#0` not free) |
-//! | `@subst e a` | `e{#0 ↦ a}` with `e` leaving its binder, `a` an index outside |
-//! | `@swap e` | `e` with `#0` and `#1` exchanged (two binders swapped) |
-//! | `@eq a b` | the predicate `a = b` |
-//! | `@and p q` | the predicate `p ∧ q` |
-//! | `@solve p` | for `p` ⇔ `#0 = ι` (ι without `#0`): ι, outside the binder |
-//! | `@guard n a` | the predicate `0 ≤ a < n` (`n` a literal size) |
-//! | `@inrange n p` | `p` without the conjuncts on `#0` alone that hold for every `#0` in `0..n` (`n` a literal); undefined when there are none |
-//! | `@num n` | the literal size `n` as a number |
-//! | `@substvar e x v` | `e{x ↦ v}` for a value name `x` (v lifted under binders) |
-//! | `@getvar x` | `x[#0]` |
-//!
-//! Conditions, from a fixed vocabulary (`K` a De Bruijn number):
-//!
-//! | condition | holds when |
-//! |---|---|
-//! | `(notfree ?e K)` | index `#K` is not free in `?e` |
-//! | `(free ?e K)` | index `#K` may be free in `?e` |
-//! | `(eqsize ?n ?m)` | the two sizes are equal |
-//! | `(lit ?n)` | the size is a literal |
-//! | `(size ?n N)` | the size is the literal `N` |
-//! | `(always ?p)` / `(never ?p)` | the predicate always / never holds |
-//! | `(solvable ?p)` | `@solve ?p` is defined |
-//! | `(isvar ?a K)` | the index is exactly `#K` |
-//! | `(scalar ?e)` | `?e` is a number (not a tensor or pair) |
-//! | `(novar ?e ?x)` | the value name `?x` is not free in `?e` |
-//! | `(ne ?a ?b)` | the two are different classes |
-//! | `(plainvar ?a)` | the index is a plain variable `#k`, not made loose by substitution (see [`super::AffLeaf`]); a rewrite that relies on `#k`'s range is true only in some contexts of its class, so no built-in rule uses it |
-//! | `(sym01 ?e)` | `?e` is unchanged by exchanging `#0` and `#1` |
-//!
-//! A malformed file is an error naming `file:line` and what is wrong
-//! ([`Error::RuleFile`]).
+//! The rule-file format (one `NAME [CLASS]: LHS => RHS if COND …` per
+//! line, the operators of [`crate::egraph::TL`] as s-expressions, De Bruijn
+//! indices, the meta-functions of [`METAS`] and the conditions of [`Cond`])
+//! is documented for rule authors in `docs/rules.md`, with the rule
+//! families as equations. A malformed file is an error naming `file:line`
+//! and what is wrong ([`Error::RuleFile`]).
 //!
 //! # Checked on load
 //!

@@ -1,5 +1,6 @@
 //! The deterministic post-pass on an extracted (named) program: it puts the
-//! program in the normal form of LANGUAGE.md and computes shared values once.
+//! program in the normal form of `docs/language.md` and computes shared
+//! values once.
 //!
 //! 1. every binder gets a unique name, every `let` is inlined
 //!    (capture-avoiding substitution);
@@ -592,8 +593,8 @@ impl Simp<'_> {
 }
 
 /// Does `e` read a tensor with a plain index whose range is not the size of
-/// the axis it reads (ill-typed, as LANGUAGE.md requires plain indices to
-/// range exactly over their axis)?
+/// the axis it reads (ill-typed, as `docs/language.md` requires plain
+/// indices to range exactly over their axis)?
 pub fn plain_mismatch(e: &Expr, cx: &mut Cx) -> bool {
     match e {
         Expr::Access(t, idx) => {
@@ -1252,7 +1253,7 @@ pub fn pretty_names(f: &Function) -> Function {
     Function { body, ..f.clone() }
 }
 
-/// Whether a function is in the normal form of LANGUAGE.md, with records
+/// Whether a function is in the normal form of `docs/language.md`, with records
 /// (what `jit::loopir` lowers): a result or a `let` value is a tree of
 /// `gen`s and pairs over numbers (`g ::= gen(i:n) g | (g, g) | e`), so a
 /// tensor of pairs `gen(i:n) (a, b)` is normal and is carried as struct

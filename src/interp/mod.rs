@@ -1,5 +1,5 @@
-//! The reference interpreter: the exact meaning of LANGUAGE.md, written to be
-//! obviously right rather than fast. It is the oracle every other engine is
+//! The reference interpreter: the exact meaning of `docs/language.md`,
+//! written to be obviously right rather than fast. It is the oracle every other engine is
 //! compared against.
 //!
 //! Internally a tensor is a vector of element values and a pair is a pair, so

@@ -1,4 +1,4 @@
-//! Lowering from normal form (LANGUAGE.md) to a small loop IR: buffers
+//! Lowering from normal form (`docs/language.md`) to a small loop IR: buffers
 //! (parameter leaves, `let` temporaries, result leaves), loop nests that
 //! write one buffer each, and scalar expressions with accumulation loops,
 //! guards and strided loads. Anything outside normal form is refused with

@@ -1,4 +1,5 @@
-//! Lexer and recursive-descent parser for the surface syntax of LANGUAGE.md.
+//! Lexer and recursive-descent parser for the surface syntax of
+//! `docs/language.md`.
 //!
 //! The parser returns the IR together with a [`SpanTree`] that mirrors each
 //! function body node for node, so later stages can point at source text
