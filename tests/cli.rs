@@ -478,7 +478,7 @@ fn opt_explain_and_limits() {
 #[test]
 fn opt_with_a_user_rule_folder() {
     let d = tmpdir("rules");
-    std::fs::write(d.join("mine.rules"), "mul-comm: (* ?a ?b) => (* ?b ?a)\n").unwrap();
+    std::fs::write(d.join("mine.rules"), "mul-comm [exact]: (* ?a ?b) => (* ?b ?a)\n").unwrap();
     let (code, out, err) = einsat(&[
         "opt",
         "examples/loops.tl",
@@ -489,7 +489,7 @@ fn opt_with_a_user_rule_folder() {
     ]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("fn matmul"), "{out}");
-    std::fs::write(d.join("bad.rules"), "oops: (* ?a ?b) => (frob ?a)\n").unwrap();
+    std::fs::write(d.join("bad.rules"), "oops [exact]: (* ?a ?b) => (frob ?a)\n").unwrap();
     let (code, _, err) = einsat(&["opt", "examples/loops.tl", "--rules", &s(&d)]);
     assert_eq!(code, 1);
     assert!(err.contains("bad.rules:1") && err.contains("frob"), "{err}");
@@ -499,20 +499,28 @@ fn opt_with_a_user_rule_folder() {
 fn rules_check_passes_builtins_and_catches_a_wrong_rule() {
     let (code, out, err) = einsat(&["rules", "check", "--cases", "30"]);
     assert_eq!(code, 0, "{out}{err}");
-    assert!(out.contains(" 0 unsound"), "{out}");
+    assert!(out.contains(" 0 not of their class"), "{out}");
     let d = tmpdir("wrong");
     std::fs::write(
         d.join("wrong.rules"),
-        "# sum binding without its condition\nbad-out: (sum ?n (* ?a ?e)) => (* ?a (sum ?n ?e))\n",
+        "# sum binding without its condition\nbad-out [reassociating]: (sum ?n (* ?a ?e)) => (* ?a (sum ?n ?e))\n# true for finite values only\nmz [exact]: (* ?a 0) => 0\n",
     )
     .unwrap();
     let (code, out, err) = einsat(&["rules", "check", "--rules", &s(&d), "--cases", "100"]);
     assert_eq!(code, 1, "{out}");
     assert!(
-        out.contains("UNSOUND") && out.contains("counterexample"),
+        out.contains("WRONG CLASS")
+            && out.contains("counterexample")
+            && out.contains("rule `bad-out` (")
+            && out.contains("is not reassociating (it is unsound)")
+            && out.contains("rule `mz` (")
+            && out.contains("is not exact (it passed as finite-only)"),
         "{out}"
     );
-    assert!(err.contains("1 unsound"), "{err}");
+    // the table names each rule's claimed class and the class it holds
+    let row = out.lines().find(|l| l.starts_with("mz ")).unwrap();
+    assert!(row.contains("exact") && row.contains("finite-only"), "{row}");
+    assert!(err.contains("2 rule(s) not of the class they claim"), "{err}");
 }
 
 #[test]
@@ -908,8 +916,12 @@ fn source_encoding_errors_are_clear() {
 #[test]
 fn rule_file_errors_name_the_problem() {
     let d = tmpdir("rulesdup");
-    std::fs::write(d.join("a.rules"), "mine: (+ ?a ?b) => (+ ?b ?a)\n").unwrap();
-    std::fs::write(d.join("b.rules"), "# again\nmine: (* ?a ?b) => (* ?b ?a)\n").unwrap();
+    std::fs::write(d.join("a.rules"), "mine [exact]: (+ ?a ?b) => (+ ?b ?a)\n").unwrap();
+    std::fs::write(
+        d.join("b.rules"),
+        "# again\nmine [exact]: (* ?a ?b) => (* ?b ?a)\n",
+    )
+    .unwrap();
     let (code, _, err) = einsat(&["rules", "check", "--rules", &s(&d), "--cases", "1"]);
     assert_eq!(code, 1, "{err}");
     assert!(
@@ -919,7 +931,7 @@ fn rule_file_errors_name_the_problem() {
     let d = tmpdir("rulesnum");
     std::fs::write(
         d.join("a.rules"),
-        "r: (sum ?n ?e) => (sum ?n ?e) if (notfree ?e 99999999999)\n",
+        "r [exact]: (sum ?n ?e) => (sum ?n ?e) if (notfree ?e 99999999999)\n",
     )
     .unwrap();
     let (code, _, err) = einsat(&["rules", "check", "--rules", &s(&d), "--cases", "1"]);

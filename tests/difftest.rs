@@ -21,7 +21,7 @@ fn einsat(args: &[&str], dir: &Path) -> (i32, String, String) {
 
 /// The broken rule of the example: beta-reduction of a gen access
 /// without its zero-padding guard.
-const BROKEN: &str = "get-gen-unguarded: (get (gen ?n ?e) ?a) => (@subst ?e ?a)\n";
+const BROKEN: &str = "get-gen-unguarded [exact]: (get (gen ?n ?e) ?a) => (@subst ?e ?a)\n";
 
 fn broken_config() -> DiffConfig {
     let mut rules = builtin_rules();

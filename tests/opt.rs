@@ -265,7 +265,7 @@ fn builtin_rules_are_sound() {
 fn wrong_rule_is_reported() {
     let rules = parse_rules_with(
         "wrong.rules",
-        "sum-mul-out-nocond: (sum ?n (* ?a ?e)) => (* (@shift ?a) (sum ?n ?e))\n",
+        "sum-mul-out-nocond [reassociating]: (sum ?n (* ?a ?e)) => (* (@shift ?a) (sum ?n ?e))\n",
         &RuleCheck::skip(),
     )
     .unwrap();
@@ -276,22 +276,22 @@ fn wrong_rule_is_reported() {
 
 #[test]
 fn malformed_rules_name_file_and_line() {
-    let e = parse_rules("x.rules", "# ok\nfoo: (frob ?a) => ?a\n")
+    let e = parse_rules("x.rules", "# ok\nfoo [exact]: (frob ?a) => ?a\n")
         .unwrap_err()
         .to_string();
     assert!(
         e.starts_with("x.rules:2:") && e.contains("unknown operator `frob`"),
         "{e}"
     );
-    let e = parse_rules("x.rules", "foo: (neg ?a) => ?b\n")
+    let e = parse_rules("x.rules", "foo [exact]: (neg ?a) => ?b\n")
         .unwrap_err()
         .to_string();
     assert!(e.contains("x.rules:1:") && e.contains("`?b`"), "{e}");
-    let e = parse_rules("x.rules", "foo: (neg ?a) => ?a if (shiny ?a)\n")
+    let e = parse_rules("x.rules", "foo [exact]: (neg ?a) => ?a if (shiny ?a)\n")
         .unwrap_err()
         .to_string();
     assert!(e.contains("unknown condition `shiny`"), "{e}");
-    let e = parse_rules("x.rules", "foo: (neg ?a) => (@frob ?a)\n")
+    let e = parse_rules("x.rules", "foo [exact]: (neg ?a) => (@frob ?a)\n")
         .unwrap_err()
         .to_string();
     assert!(e.contains("unknown meta-function"), "{e}");

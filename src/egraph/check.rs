@@ -677,7 +677,10 @@ fn judge(fl: &Function, fr: &Function, rng: &mut StdRng) -> Option<Outcome> {
             .collect::<Vec<_>>()
             .join(", ");
         let Some(right) = right.filter(|r| r.len() == left.len()) else {
-            let why = "the right side does not type-check or run".to_string();
+            let why = format!(
+                "left gives {}, the right side does not type-check or run",
+                show(&left)
+            );
             for f in fails.iter_mut() {
                 f.get_or_insert_with(|| why.clone());
             }

@@ -412,6 +412,16 @@ fn chain_root(e: &Expr) -> &Expr {
     }
 }
 
+/// Whether an access chain is rooted at a parameter (whose elements are
+/// never strong zeros), not at a `let`-bound name.
+fn chain_root_is_param(e: &Expr, cx: &Cx) -> bool {
+    match chain_root(e) {
+        // names are unique after the pre-pass: no `let` shadows a parameter
+        Expr::Var(x) => cx.params.contains(x),
+        _ => false,
+    }
+}
+
 /// Is `e` an access/projection chain rooted at a name: a parameter, or a
 /// `let` kept by [`inline_lets`] (projections stay on those; the post-pass
 /// replaces a kept let's name by its components).
@@ -583,7 +593,16 @@ impl Simp<'_> {
                     let r = subst_idx(b, i, idx, self.fresh);
                     let r = self.simp(&r, cx);
                     if !plain_mismatch(&r, cx) {
-                        return Expr::bin(BinOp::Mul, Expr::Bracket(guard), r);
+                        // outside the gen the read is a plain zero (zero
+                        // padding), the failed guard a strong one: the
+                        // second term makes it plain again (a product with
+                        // an infinity stays NaN, as written)
+                        let outside = Pred::Not(Box::new(guard.clone()));
+                        return Expr::bin(
+                            BinOp::Add,
+                            Expr::bin(BinOp::Mul, Expr::Bracket(guard), r),
+                            Expr::bin(BinOp::Mul, Expr::Bracket(outside), Expr::Num(0.0)),
+                        );
                     }
                 }
             }
@@ -940,10 +959,18 @@ impl Norm<'_> {
                 e => e,
             }
         }
+        let plain = chain_root_is_param(&e, &full);
         let mut r = go(e, &mut full, self.fresh, &mut fixes);
+        let fixed = !fixes.is_empty();
         for (k, n, v) in fixes.into_iter().rev() {
             let guard = Expr::Bracket(Pred::Cmp(CmpOp::Eq, Affine::var(k.clone()), Affine::var(v)));
             r = Expr::sum(k, n, Expr::bin(BinOp::Mul, guard, r));
+        }
+        if fixed && plain {
+            // where the index is out of range every term is a strong zero,
+            // while the padded read it replaces is a plain one; a
+            // parameter's element never is strong, so `+ 0` restores it
+            r = Expr::bin(BinOp::Add, r, Expr::Num(0.0));
         }
         r
     }

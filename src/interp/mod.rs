@@ -14,7 +14,7 @@
 //! strong. Everywhere else a strong zero is plain `0.0`.
 
 pub mod domain;
-pub(crate) mod random;
+pub mod random;
 pub mod shadow;
 pub mod value;
 

@@ -20,9 +20,9 @@ pub enum ValueClass {
     /// Many exact zeros of either sign and small integers, the rest
     /// moderate (products with zero, sums that cancel exactly).
     Zeros,
-    /// One large offset common to every argument (1e6 to 1e12, either
-    /// sign) plus moderate values, and a quarter of moderate values alone:
-    /// centred sums, differences of nearly equal numbers, small values
+    /// One large offset common to every argument (1e6 to 1e12), added to or
+    /// subtracted from moderate values, and a fifth of moderate values
+    /// alone: centred sums, sums and differences that cancel, small values
     /// beside large ones.
     Offset,
     /// Magnitudes log-uniform from 1e-300 to 1e300, either sign.
@@ -81,13 +81,11 @@ impl ValueClass {
                 4..=5 => rng.gen_range(-2i32..=2) as f64,
                 _ => moderate(rng),
             },
-            ValueClass::Offset => {
-                if rng.gen_bool(0.75) {
-                    offset + moderate(rng)
-                } else {
-                    moderate(rng)
-                }
-            }
+            ValueClass::Offset => match rng.gen_range(0..5) {
+                0 | 1 => offset + moderate(rng),
+                2 | 3 => -offset + moderate(rng),
+                _ => moderate(rng),
+            },
             ValueClass::Wide => {
                 let m = 10f64.powf(rng.gen_range(-300.0..300.0));
                 if rng.gen_bool(0.5) {

@@ -89,7 +89,7 @@ pub fn zeros_like(like: &Value, layout: Layout) -> Value {
 
 /// Random arguments for a function (in `crate::interp::random`, which the
 /// rule check on load uses without this module).
-pub use crate::interp::random::random_inputs;
+pub use crate::interp::random::{random_inputs, random_inputs_of, ValueClass};
 
 /// Which features random programs may use, and how big they get.
 #[derive(Clone, Debug)]
