@@ -145,6 +145,10 @@ pub struct Report {
     /// Each saturation round's e-graph: nodes, classes, iterations, stop
     /// reason, milliseconds.
     pub round_stats: Vec<RoundStats>,
+    /// The accuracy check of the default mode, when it ran.
+    pub accuracy: Option<Accuracy>,
+    /// Why the accuracy check did not run, in the default mode.
+    pub accuracy_note: Option<String>,
 }
 
 /// One saturation round, for the report.
@@ -240,6 +244,66 @@ fn same_sig(f: &Function, ret: &Type) -> bool {
 /// At most this many saturation rounds.
 pub const MAX_ROUNDS: usize = 4;
 
+/// How accurate the chosen program is, against the written one (the
+/// default mode's accuracy check, [`crate::extract::accuracy`]).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Accuracy {
+    /// The written program's average bits of error on the samples.
+    pub written_bits: f64,
+    /// The chosen program's.
+    pub chosen_bits: f64,
+    /// Candidates refused as much less accurate than the written program.
+    pub refused: usize,
+}
+
+/// The default mode's weighing of candidates by their accuracy; in the
+/// fast mode, or where the program is too large to sample, a candidate's
+/// weight is its cost.
+struct Judge {
+    reference: Option<crate::extract::accuracy::Reference>,
+    /// Error per candidate (by its text).
+    cache: BTreeMap<String, Option<crate::extract::accuracy::Loss>>,
+    refused: usize,
+}
+
+impl Judge {
+    fn new(f: &Function, fast: bool) -> Judge {
+        Judge {
+            reference: if fast {
+                None
+            } else {
+                crate::extract::accuracy::Reference::of(f)
+            },
+            cache: BTreeMap::new(),
+            refused: 0,
+        }
+    }
+
+    fn loss(&mut self, g: &Function) -> Option<crate::extract::accuracy::Loss> {
+        let r = self.reference.as_ref()?;
+        *self
+            .cache
+            .entry(crate::syntax::print_function(g))
+            .or_insert_with(|| r.loss(g))
+    }
+
+    /// The weighed cost of a candidate; `None` when it is refused (much
+    /// less accurate than the written program, or unable to run on the
+    /// samples the written program runs on).
+    fn weigh(&mut self, cost: f64, g: &Function) -> Option<f64> {
+        if self.reference.is_none() {
+            return Some(cost);
+        }
+        let w = self
+            .loss(g)
+            .and_then(|l| self.reference.as_ref()?.weigh(cost, l));
+        if w.is_none() {
+            self.refused += 1;
+        }
+        w
+    }
+}
+
 /// Optimise one function.
 pub fn optimize(f: &Function, opts: &Options) -> Result<Optimized> {
     // deep programs (long flat chains) get a large stack for every pass
@@ -255,8 +319,9 @@ pub fn optimize(f: &Function, opts: &Options) -> Result<Optimized> {
 /// `cost_after`, `egraph_nodes`, `egraph_classes`, `iterations`,
 /// `stop_reason`, `limits_hit`, `optimize_ms`, `saturation_ms`,
 /// `optimize_cpu_ms`, `rounds` (one object per saturation round, see
-/// [`RoundStats`]), `chosen`, `rules_fired`, and `explanation` only when
-/// [`Options::explain`] was set.
+/// [`RoundStats`]), `chosen`, `rules_fired`, `accuracy` (see [`Accuracy`];
+/// null in the fast mode), `accuracy_note` when the check could not run,
+/// and `explanation` only when [`Options::explain`] was set.
 pub fn report_json(f: &Function, o: &Optimized) -> serde_json::Value {
     use crate::syntax::print_function;
     let r = &o.report;
@@ -278,7 +343,11 @@ pub fn report_json(f: &Function, o: &Optimized) -> serde_json::Value {
         "rounds": r.round_stats,
         "chosen": r.chosen,
         "rules_fired": r.rules_fired,
+        "accuracy": r.accuracy,
     });
+    if let Some(n) = &r.accuracy_note {
+        j["accuracy_note"] = serde_json::json!(n);
+    }
     if let Some(ex) = &r.explanation {
         j["explanation"] = serde_json::json!(ex);
     }
@@ -343,15 +412,31 @@ fn optimize_here(f: &Function, opts: &Options) -> Result<Optimized> {
     };
     let p0 = normalize(&pre_f, &nopts);
 
-    let mut best: Option<(f64, Function, &str)> = if same_sig(&p0, &sig.ret) {
-        Some((ir_cost(&p0.body, &model), p0, "post-pass"))
-    } else {
-        None
-    };
+    // In the default mode every candidate is weighed by its accuracy
+    // against the written program's (see `extract::accuracy`); `best` holds
+    // (weighed cost, cost, program, which candidate).
+    let mut judge = Judge::new(&fixed, fast);
+    if !fast && judge.reference.is_none() {
+        report.accuracy_note = Some(format!(
+            "not measured: sampling the program (named sizes {}) takes more than {} steps of the interpreter",
+            crate::extract::accuracy::SAMPLE_SIZE,
+            crate::extract::accuracy::WORK_BUDGET
+        ));
+    }
+    let mut best: Option<(f64, f64, Function, &str)> = None;
+    if same_sig(&p0, &sig.ret) {
+        let c = ir_cost(&p0.body, &model);
+        if let Some(w) = judge.weigh(c, &p0) {
+            best = Some((w, c, p0, "post-pass"));
+        }
+    }
     if crate::extract::is_normal(&fixed) {
         let c = ir_cost(&fixed.body, &model);
-        if best.as_ref().is_none_or(|(c0, _, _)| c < *c0) {
-            best = Some((c, crate::extract::normal::pretty_names(&fixed), "input"));
+        let g = crate::extract::normal::pretty_names(&fixed);
+        if let Some(w) = judge.weigh(c, &g) {
+            if best.as_ref().is_none_or(|(w0, ..)| w < *w0) {
+                best = Some((w, c, g, "input"));
+            }
         }
     }
     if opts.saturate {
@@ -499,9 +584,12 @@ fn optimize_here(f: &Function, opts: &Options) -> Result<Optimized> {
                     }
                 }
             }
-            let improved = best.as_ref().is_none_or(|(c0, _, _)| c1 < *c0);
-            if best.as_ref().is_none_or(|(c0, _, _)| c1 <= *c0) {
-                best = Some((c1, p1.clone(), "egraph"));
+            let w1 = judge.weigh(c1, &p1);
+            let improved = w1.is_some_and(|w| best.as_ref().is_none_or(|(w0, ..)| w < *w0));
+            if let Some(w) = w1 {
+                if best.as_ref().is_none_or(|(w0, ..)| w <= *w0) {
+                    best = Some((w, c1, p1.clone(), "egraph"));
+                }
             }
             // Next round: from the improved program (seeded also with the
             // reduced network), or else from the reduced network alone.
@@ -524,10 +612,17 @@ fn optimize_here(f: &Function, opts: &Options) -> Result<Optimized> {
         }
     }
     let (cost_after, program, chosen) = match best {
-        Some(b) => b,
+        Some((_, c, g, how)) => (c, g, how),
         None => (cost_before, fixed, "input"),
     };
     report.chosen = chosen.to_string();
+    if let Some(written_bits) = judge.reference.as_ref().map(|r| r.written_bits) {
+        report.accuracy = Some(Accuracy {
+            written_bits,
+            chosen_bits: judge.loss(&program).map_or(written_bits, |l| l.bits),
+            refused: judge.refused,
+        });
+    }
     report.total_seconds = start.elapsed().as_secs_f64();
     report.cpu_seconds = thread_cpu_seconds() - cpu_start;
     Ok(Optimized {

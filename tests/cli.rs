@@ -478,7 +478,11 @@ fn opt_explain_and_limits() {
 #[test]
 fn opt_with_a_user_rule_folder() {
     let d = tmpdir("rules");
-    std::fs::write(d.join("mine.rules"), "mul-comm [exact]: (* ?a ?b) => (* ?b ?a)\n").unwrap();
+    std::fs::write(
+        d.join("mine.rules"),
+        "mul-comm [exact]: (* ?a ?b) => (* ?b ?a)\n",
+    )
+    .unwrap();
     let (code, out, err) = einsat(&[
         "opt",
         "examples/loops.tl",
@@ -489,7 +493,11 @@ fn opt_with_a_user_rule_folder() {
     ]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("fn matmul"), "{out}");
-    std::fs::write(d.join("bad.rules"), "oops [exact]: (* ?a ?b) => (frob ?a)\n").unwrap();
+    std::fs::write(
+        d.join("bad.rules"),
+        "oops [exact]: (* ?a ?b) => (frob ?a)\n",
+    )
+    .unwrap();
     let (code, _, err) = einsat(&["opt", "examples/loops.tl", "--rules", &s(&d)]);
     assert_eq!(code, 1);
     assert!(err.contains("bad.rules:1") && err.contains("frob"), "{err}");
@@ -519,8 +527,14 @@ fn rules_check_passes_builtins_and_catches_a_wrong_rule() {
     );
     // the table names each rule's claimed class and the class it holds
     let row = out.lines().find(|l| l.starts_with("mz ")).unwrap();
-    assert!(row.contains("exact") && row.contains("finite-only"), "{row}");
-    assert!(err.contains("2 rule(s) not of the class they claim"), "{err}");
+    assert!(
+        row.contains("exact") && row.contains("finite-only"),
+        "{row}"
+    );
+    assert!(
+        err.contains("2 rule(s) not of the class they claim"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -227,7 +227,12 @@ fn dag_extraction_beats_tree_extraction_on_a_shared_sum() {
         "fn split(u: [n]R, v: [n]R, w: [n]R) -> R = (sum(k:n) u[k]*(v[k]+w[k])) * sum(k:n) u[k]*v[k]",
     );
     let safe = opt_with(&f, Extraction::Dag);
-    assert_eq!(safe.cost_after, safe.cost_before, "{}", print_function(&safe.program));
+    assert_eq!(
+        safe.cost_after,
+        safe.cost_before,
+        "{}",
+        print_function(&safe.program)
+    );
     let tree = opt_mode(&f, Extraction::Tree, true);
     let dag = opt_mode(&f, Extraction::Dag, true);
     let m = CostModel::default();

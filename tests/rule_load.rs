@@ -218,12 +218,25 @@ fn a_rule_wrong_even_in_exact_arithmetic_is_refused_whatever_it_claims() {
 #[test]
 fn a_rule_without_a_known_class_is_a_rule_file_error() {
     for (text, want) in [
-        ("\nr: (neg (neg ?a)) => ?a\n", "has no floating-point class: write `r [exact]: ...`"),
-        ("r [safe]: (neg (neg ?a)) => ?a\n", "unknown floating-point class `safe`"),
-        ("r [exact: (neg (neg ?a)) => ?a\n", "expected `]` after the class"),
+        (
+            "\nr: (neg (neg ?a)) => ?a\n",
+            "has no floating-point class: write `r [exact]: ...`",
+        ),
+        (
+            "r [safe]: (neg (neg ?a)) => ?a\n",
+            "unknown floating-point class `safe`",
+        ),
+        (
+            "r [exact: (neg (neg ?a)) => ?a\n",
+            "expected `]` after the class",
+        ),
     ] {
         match parse_rules("c.rules", text).unwrap_err() {
-            Error::RuleFile { file, line, message } => {
+            Error::RuleFile {
+                file,
+                line,
+                message,
+            } => {
                 assert_eq!(file, "c.rules");
                 assert_eq!(line, Some(if text.starts_with('\n') { 2 } else { 1 }));
                 assert!(message.contains(want), "{message}");
@@ -248,7 +261,11 @@ fn the_default_mode_uses_only_the_safe_classes() {
     )
     .unwrap();
     assert_eq!(safe.report.mode, "value-safe");
-    assert!(!safe.report.rules_fired.contains_key("mz"), "{:?}", safe.report.rules_fired);
+    assert!(
+        !safe.report.rules_fired.contains_key("mz"),
+        "{:?}",
+        safe.report.rules_fired
+    );
     assert_eq!(einsat::syntax::print_expr(&safe.program.body), "x * 0");
     let fast = optimize(
         &f,

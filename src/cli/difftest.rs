@@ -73,8 +73,8 @@ pub struct DiffArgs {
     #[arg(long, default_value_t = 5000)]
     pub time_limit_ms: u64,
     /// Value classes of the inputs, a comma list of moderate, zeros,
-    /// offset, wide, special (default: all, moderate in 40% of the cases
-    /// and each other in 15%). Results must satisfy the floating-point
+    /// offset, opposed, wide, special (default: all, moderate in 35% of the
+    /// cases and each other in 13%). Results must satisfy the floating-point
     /// contract on each (docs/fp-contract.md).
     #[arg(long)]
     pub values: Option<String>,

@@ -1,7 +1,9 @@
 //! Extraction: the cost model ([`cost`]), picking a term out of the
 //! saturated e-graph, tree-cost or DAG-aware ([`extract`]), and the deterministic post-pass that puts
-//! it in normal form, hoists loop invariants and shares values ([`normal`]).
+//! it in normal form, hoists loop invariants and shares values ([`normal`]),
+//! and the default mode's accuracy check of the candidates ([`accuracy`]).
 
+pub mod accuracy;
 pub mod cost;
 #[allow(clippy::module_inception)]
 pub mod extract;

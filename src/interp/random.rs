@@ -20,11 +20,14 @@ pub enum ValueClass {
     /// Many exact zeros of either sign and small integers, the rest
     /// moderate (products with zero, sums that cancel exactly).
     Zeros,
-    /// One large offset common to every argument (1e6 to 1e12), added to or
-    /// subtracted from moderate values, and a fifth of moderate values
-    /// alone: centred sums, sums and differences that cancel, small values
-    /// beside large ones.
+    /// One large offset common to every argument (1e6 to 1e12, either
+    /// sign) plus moderate values: centred sums, differences of nearly equal
+    /// numbers.
     Offset,
+    /// One large offset, added to or subtracted from moderate values at
+    /// random, and a fifth of moderate values alone: sums that cancel,
+    /// small values beside large ones.
+    Opposed,
     /// Magnitudes log-uniform from 1e-300 to 1e300, either sign.
     Wide,
     /// Moderate values mixed with +inf, -inf, NaN and signed zeros.
@@ -33,20 +36,13 @@ pub enum ValueClass {
 
 impl ValueClass {
     /// Every class.
-    pub const ALL: [ValueClass; 5] = [
+    pub const ALL: [ValueClass; 6] = [
         ValueClass::Moderate,
         ValueClass::Zeros,
         ValueClass::Offset,
+        ValueClass::Opposed,
         ValueClass::Wide,
         ValueClass::Special,
-    ];
-
-    /// The classes of finite values.
-    pub const FINITE: [ValueClass; 4] = [
-        ValueClass::Moderate,
-        ValueClass::Zeros,
-        ValueClass::Offset,
-        ValueClass::Wide,
     ];
 
     /// The class's name (`einsat difftest --values`).
@@ -55,6 +51,7 @@ impl ValueClass {
             ValueClass::Moderate => "moderate",
             ValueClass::Zeros => "zeros",
             ValueClass::Offset => "offset",
+            ValueClass::Opposed => "opposed",
             ValueClass::Wide => "wide",
             ValueClass::Special => "special",
         }
@@ -81,7 +78,8 @@ impl ValueClass {
                 4..=5 => rng.gen_range(-2i32..=2) as f64,
                 _ => moderate(rng),
             },
-            ValueClass::Offset => match rng.gen_range(0..5) {
+            ValueClass::Offset => offset + moderate(rng),
+            ValueClass::Opposed => match rng.gen_range(0..5) {
                 0 | 1 => offset + moderate(rng),
                 2 | 3 => -offset + moderate(rng),
                 _ => moderate(rng),
@@ -106,7 +104,7 @@ impl ValueClass {
     }
 
     fn offset(self, rng: &mut impl Rng) -> f64 {
-        if self != ValueClass::Offset {
+        if !matches!(self, ValueClass::Offset | ValueClass::Opposed) {
             return 0.0;
         }
         let m = 10f64.powf(rng.gen_range(6.0..12.0)).round();

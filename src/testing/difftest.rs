@@ -178,15 +178,16 @@ pub struct DiffConfig {
     pub values: Vec<(ValueClass, u32)>,
 }
 
-/// The default mix of value classes: moderate values in 40% of the cases,
-/// each other class in 15%.
+/// The default mix of value classes: moderate values in 35% of the cases,
+/// each other class in 13%.
 pub fn default_values() -> Vec<(ValueClass, u32)> {
     vec![
-        (ValueClass::Moderate, 40),
-        (ValueClass::Zeros, 15),
-        (ValueClass::Offset, 15),
-        (ValueClass::Wide, 15),
-        (ValueClass::Special, 15),
+        (ValueClass::Moderate, 35),
+        (ValueClass::Zeros, 13),
+        (ValueClass::Offset, 13),
+        (ValueClass::Opposed, 13),
+        (ValueClass::Wide, 13),
+        (ValueClass::Special, 13),
     ]
 }
 

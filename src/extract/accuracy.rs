@@ -1,0 +1,249 @@
+//! Accuracy-aware choice between equivalent programs (the default mode of
+//! the floating-point contract, `docs/fp-contract.md`): among the
+//! candidates the optimiser extracts, one much less accurate than the
+//! program as written is not taken, however cheap.
+//!
+//! Measured as Herbie does: sample inputs (moderate values, a large common
+//! offset, magnitudes over many orders, exact zeros), run the written
+//! program in double-double arithmetic ([`crate::interp::domain::Dd`], about
+//! 106 bits) as the reference, and score a program by the bits of error of
+//! its `f64` results: `log2(1 + ulps)` between a result and the reference
+//! rounded to `f64`, 64 for a NaN or infinity where the reference is
+//! finite, averaged over the numbers of each sample. A candidate's cost is
+//! raised by a quarter per bit it loses on average beyond one bit against
+//! the written program, and a candidate that loses more than
+//! [`MAX_LOSS_BITS`] bits on some sample is refused (a centred sum
+//! expanded loses its digits on offset data only).
+//!
+//! Sampling runs the interpreter, so it is bounded: named sizes are set
+//! small ([`SAMPLE_SIZE`]) and a program whose sampled work is beyond
+//! [`WORK_BUDGET`] (literal sizes too large) is not measured; the report
+//! says so.
+
+use crate::interp::domain::{Dd, F64};
+use crate::interp::random::{random_inputs_of, ValueClass};
+use crate::interp::{run_domain, Sizes, Value};
+use crate::syntax::ast::*;
+use rand::rngs::StdRng;
+use rand::SeedableRng;
+
+/// Named sizes take this value in the samples.
+pub const SAMPLE_SIZE: usize = 6;
+/// Samples per value class.
+pub const SAMPLES_PER_CLASS: u64 = 3;
+/// The largest interpreter work (nodes evaluated, loops multiplied out) of
+/// one sampled run.
+pub const WORK_BUDGET: f64 = 2e5;
+/// A candidate this many bits less accurate than the written program on
+/// some sample (on average over the sample's numbers) is refused.
+pub const MAX_LOSS_BITS: f64 = 8.0;
+
+/// The value classes sampled (finite: the reference is double-double).
+const CLASSES: [ValueClass; 5] = [
+    ValueClass::Moderate,
+    ValueClass::Offset,
+    ValueClass::Opposed,
+    ValueClass::Wide,
+    ValueClass::Zeros,
+];
+
+/// The written program's samples and reference values.
+pub struct Reference {
+    samples: Vec<Vec<Value>>,
+    /// Per sample, the reference value of every number of the result.
+    reference: Vec<Vec<f64>>,
+    /// Per sample, the written program's own error in bits.
+    written: Vec<f64>,
+    /// The written program's own error in bits, averaged over the samples.
+    pub written_bits: f64,
+}
+
+/// A candidate's error against the reference.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Loss {
+    /// Its bits of error averaged over the samples.
+    pub bits: f64,
+    /// The most bits it loses against the written program on one sample.
+    pub worst: f64,
+}
+
+/// The work of evaluating `e` once, roughly as the interpreter does it.
+fn work(e: &Expr, sizes: &Sizes) -> f64 {
+    match e {
+        Expr::Gen(_, n, b) | Expr::Sum(_, n, b) => {
+            let n = match n {
+                Size::Lit(k) => *k as f64,
+                Size::Named(x) => sizes.get(x).copied().unwrap_or(1) as f64,
+            };
+            n * (1.0 + work(b, sizes))
+        }
+        other => {
+            1.0 + other
+                .children()
+                .into_iter()
+                .map(|c| work(c, sizes))
+                .sum::<f64>()
+        }
+    }
+}
+
+/// The position of `x` among the doubles, in order (for ulp distances).
+fn ordinal(x: f64) -> i64 {
+    let b = x.to_bits() as i64;
+    if b < 0 {
+        i64::MIN - b
+    } else {
+        b
+    }
+}
+
+/// Bits of error of `x` against the reference `r` (`log2(1 + ulps)`).
+fn bits(x: f64, r: f64) -> f64 {
+    if !r.is_finite() {
+        return 0.0;
+    }
+    if !x.is_finite() {
+        return 64.0;
+    }
+    let d = (ordinal(x) as i128 - ordinal(r) as i128).unsigned_abs() as f64;
+    (1.0 + d).log2()
+}
+
+fn numbers(f: &Function, args: &[Value]) -> Option<Vec<f64>> {
+    let leaves = run_domain(f, args, &F64).ok()?;
+    Some(
+        leaves
+            .into_iter()
+            .flat_map(|l| l.data.into_iter().map(|(x, _)| x))
+            .collect(),
+    )
+}
+
+impl Reference {
+    /// Samples for `f` and its reference values; `None` when `f` is too
+    /// large to sample (see the module documentation) or cannot run.
+    pub fn of(f: &Function) -> Option<Reference> {
+        let sizes: Sizes = f
+            .size_names()
+            .into_iter()
+            .map(|n| (n, SAMPLE_SIZE))
+            .collect();
+        if work(&f.body, &sizes) > WORK_BUDGET {
+            return None;
+        }
+        let mut samples = Vec::new();
+        let mut reference = Vec::new();
+        for (k, class) in CLASSES.iter().enumerate() {
+            for s in 0..SAMPLES_PER_CLASS {
+                let mut rng = StdRng::seed_from_u64(0xACC0 + 97 * k as u64 + s);
+                let args = random_inputs_of(f, &sizes, *class, &mut rng).ok()?;
+                let r: Vec<f64> = run_domain(f, &args, &Dd)
+                    .ok()?
+                    .into_iter()
+                    .flat_map(|l| l.data.into_iter().map(|(x, _)| x.hi() + x.lo()))
+                    .collect();
+                samples.push(args);
+                reference.push(r);
+            }
+        }
+        let mut me = Reference {
+            samples,
+            reference,
+            written: vec![],
+            written_bits: 0.0,
+        };
+        me.written = me.per_sample(f)?;
+        me.written_bits = mean(&me.written);
+        Some(me)
+    }
+
+    /// Per sample, the average bits of error of `g`'s numbers; `None` when
+    /// it cannot run on the samples.
+    fn per_sample(&self, g: &Function) -> Option<Vec<f64>> {
+        self.samples
+            .iter()
+            .zip(&self.reference)
+            .map(|(args, r)| {
+                let xs = numbers(g, args)?;
+                if xs.len() != r.len() {
+                    return None;
+                }
+                Some(mean(
+                    &xs.iter()
+                        .zip(r)
+                        .map(|(x, r)| bits(*x, *r))
+                        .collect::<Vec<_>>(),
+                ))
+            })
+            .collect()
+    }
+
+    /// The error of `g` (the written program's signature) on the samples;
+    /// `None` when it cannot run on them.
+    pub fn loss(&self, g: &Function) -> Option<Loss> {
+        let per = self.per_sample(g)?;
+        let worst = per
+            .iter()
+            .zip(&self.written)
+            .map(|(c, w)| c - w)
+            .fold(0.0, f64::max);
+        Some(Loss {
+            bits: mean(&per),
+            worst,
+        })
+    }
+
+    /// The cost of a candidate of cost `cost` and error `loss`, against the
+    /// written program: raised by a quarter per bit lost on average beyond
+    /// one, `None` (refused) when it loses more than [`MAX_LOSS_BITS`] on
+    /// some sample.
+    pub fn weigh(&self, cost: f64, loss: Loss) -> Option<f64> {
+        if loss.worst > MAX_LOSS_BITS {
+            return None;
+        }
+        let avg = loss.bits - self.written_bits;
+        Some(cost * (1.0 + (avg - 1.0).max(0.0) / 4.0))
+    }
+}
+
+fn mean(xs: &[f64]) -> f64 {
+    if xs.is_empty() {
+        0.0
+    } else {
+        xs.iter().sum::<f64>() / xs.len() as f64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn f(src: &str) -> Function {
+        crate::load(src).unwrap().functions.remove(0)
+    }
+
+    #[test]
+    fn an_expanded_variance_loses_the_bits_the_centred_one_keeps() {
+        let centred = f(
+            "fn v(x: [n]R) -> R = let m = (sum(i:n) x[i]) / 6 in sum(i:n) (x[i] - m) * (x[i] - m)",
+        );
+        let expanded = f("fn v(x: [n]R) -> R = let m = (sum(i:n) x[i]) / 6 in (sum(i:n) x[i] * x[i]) - 2 * m * (sum(i:n) x[i]) + 6 * m * m");
+        let r = Reference::of(&centred).unwrap();
+        let b = r.loss(&expanded).unwrap();
+        assert!(r.written_bits < 3.0, "{}", r.written_bits);
+        assert!(b.worst > MAX_LOSS_BITS, "{b:?} vs {}", r.written_bits);
+        assert!(r.weigh(1.0, b).is_none());
+        let same = r.loss(&centred).unwrap();
+        assert_eq!(same.worst, 0.0);
+        assert_eq!(r.weigh(2.0, same), Some(2.0));
+    }
+
+    #[test]
+    fn ulps_and_bits() {
+        assert_eq!(bits(1.0, 1.0), 0.0);
+        assert_eq!(bits(1.0 + f64::EPSILON, 1.0), 1.0);
+        assert_eq!(bits(-0.0, 0.0), 0.0);
+        assert_eq!(bits(f64::NAN, 1.0), 64.0);
+        assert!(bits(-1.0, 1.0) > 60.0);
+    }
+}

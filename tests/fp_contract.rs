@@ -1,0 +1,231 @@
+//! The floating-point contract (issue 22, `docs/fp-contract.md`): every
+//! reproducer of the issue gives the written program's value in the
+//! default mode, in the interpreter and in the JIT, while the fast mode
+//! still finds the rewrites it finds; the accuracy check keeps a centred
+//! sum centred even against rules that would expand it.
+
+mod common;
+use einsat::egraph::rules::{builtin_rules, parse_rules_with, RuleCheck};
+use einsat::interp::{self, Value};
+use einsat::opt::{optimize, Optimized, Options};
+use einsat::syntax::{print_expr, print_function, Function};
+use ndarray::arr1;
+
+fn func(src: &str) -> Function {
+    einsat::load(src).unwrap().functions.remove(0)
+}
+
+fn opt(f: &Function, fast_math: bool) -> Optimized {
+    optimize(
+        f,
+        &Options {
+            fast_math,
+            ..Options::default()
+        },
+    )
+    .unwrap()
+}
+
+fn real(v: &Value) -> f64 {
+    match v {
+        Value::Real(x) => *x,
+        v => panic!("expected a number, got {v}"),
+    }
+}
+
+fn vector(xs: &[f64]) -> Value {
+    Value::Array(arr1(xs).into_dyn())
+}
+
+/// The written program's value, the optimised program's in the interpreter
+/// and in the JIT.
+fn three(f: &Function, args: &[Value]) -> (f64, f64, f64) {
+    let o = opt(f, false);
+    let want = real(&interp::run(f, args).unwrap());
+    let got = real(&interp::run(&o.program, args).unwrap());
+    let jit = real(
+        &einsat::jit::compile_uncached_with(&o.program, &einsat::jit::Options::default())
+            .unwrap()
+            .call(args)
+            .unwrap(),
+    );
+    (want, got, jit)
+}
+
+/// Same value, bit for bit (NaN equals NaN).
+fn same(a: f64, b: f64) -> bool {
+    (a.is_nan() && b.is_nan()) || a == b
+}
+
+#[test]
+fn constant_folds_that_overflow_or_underflow_do_not_merge_classes() {
+    // x * 1e50 / 1e50 and (Σx) / 1e300 * 1e300 optimised to 0
+    let f = func("fn f(x: R) -> R = x * 1e50 / 1e50");
+    for x in [1.0, -3.5, 1e-300, 0.0] {
+        let (want, got, jit) = three(&f, &[Value::Real(x)]);
+        assert_eq!((want, got, jit), (x, x, x));
+    }
+    let f = func("fn f(x: [n]R) -> R = (sum(i:n) x[i]) / 1e300 * 1e300");
+    let (want, got, jit) = three(&f, &[vector(&[1.0, 2.0])]);
+    // the written order rounds twice (2.9999999999999996); regrouped, 3
+    assert!((want - 3.0).abs() <= 4.0 * f64::EPSILON, "{want}");
+    assert_eq!((got, jit), (3.0, 3.0));
+    // reassociating constants that would underflow leaves them apart
+    let f = func("fn f(x: R) -> R = x * 1e-200 * 1e-200");
+    let o = opt(&f, false);
+    assert_ne!(
+        print_expr(&o.program.body),
+        "0",
+        "{}",
+        print_function(&o.program)
+    );
+    let big = [Value::Real(1e300)];
+    assert_eq!(real(&interp::run(&o.program, &big).unwrap()), 1e-100);
+}
+
+#[test]
+fn a_centred_sum_of_squares_keeps_every_digit_and_its_mean_is_hoisted() {
+    // the variance of 1e8 + [0.5, 1, 1.5, 2] is 1.25; expanded it was 2
+    let f = func(
+        "fn var(x: [n]R) -> R =
+           let m = (sum(i:n) x[i]) / 4 in sum(i:n) (x[i] - m) * (x[i] - m)",
+    );
+    let x = vector(&[1e8 + 0.5, 1e8 + 1.0, 1e8 + 1.5, 1e8 + 2.0]);
+    let (want, got, jit) = three(&f, &[x]);
+    assert_eq!(want, 1.25);
+    assert_eq!(got, 1.25);
+    assert!((jit - 1.25).abs() < 1e-6, "{jit}");
+    // the mean is computed once, outside the loop
+    let o = opt(&f, false);
+    let text = print_function(&o.program);
+    assert!(
+        text.contains("let ") && text.contains("sum(i:n) (x[i] - t"),
+        "{text}"
+    );
+    let acc = o.report.accuracy.as_ref().expect("measured");
+    assert!(acc.chosen_bits <= acc.written_bits + 1.0, "{acc:?}");
+}
+
+#[test]
+fn layer_normalisation_stays_centred() {
+    let f = func(
+        "fn ln(x: [n]R) -> [n]R =
+           let m = (sum(i:n) x[i]) / 4 in
+           let v = (sum(i:n) (x[i] - m) * (x[i] - m)) / 4 in
+           gen(i:n) (x[i] - m) / sqrt(v + 0.00001)",
+    );
+    let x = vector(&[1e8 + 0.5, 1e8 + 1.0, 1e8 + 1.5, 1e8 + 2.0]);
+    let want = interp::run(&f, std::slice::from_ref(&x)).unwrap();
+    let o = opt(&f, false);
+    let got = interp::run(&o.program, std::slice::from_ref(&x)).unwrap();
+    assert!(
+        want.approx_eq(&got, 1e-9, 1e-12),
+        "{want} vs {got}\n{}",
+        print_function(&o.program)
+    );
+    let jit = einsat::jit::compile(&o.program)
+        .unwrap()
+        .call(&[x])
+        .unwrap();
+    assert!(want.approx_eq(&jit, 1e-9, 1e-12), "{want} vs {jit}");
+}
+
+#[test]
+fn special_values_survive_the_default_mode() {
+    let f = func("fn f(x: R) -> R = x * 0 + (x - x)");
+    for x in [f64::INFINITY, f64::NEG_INFINITY, f64::NAN] {
+        let (want, got, jit) = three(&f, &[Value::Real(x)]);
+        assert!(
+            want.is_nan() && got.is_nan() && jit.is_nan(),
+            "{x}: {got} {jit}"
+        );
+    }
+    assert_eq!(three(&f, &[Value::Real(2.0)]), (0.0, 0.0, 0.0));
+    // the fast mode cancels, as asked
+    assert_eq!(print_expr(&opt(&f, true).program.body), "0");
+}
+
+#[test]
+fn rounding_tricks_are_kept_as_written() {
+    // (x + 1e16) - 1e16 rounds x to a multiple of 2 where the written
+    // program does; a compensated TwoSum keeps its error term
+    let f = func("fn f(x: R) -> R = (x + 1e16) - 1e16");
+    for x in [1.0, 3.0, 0.25, -7.0] {
+        let (want, got, jit) = three(&f, &[Value::Real(x)]);
+        assert!(
+            same(want, got) && same(want, jit),
+            "{x}: {want} {got} {jit}"
+        );
+    }
+    assert_eq!(three(&f, &[Value::Real(1.0)]).1, 0.0);
+    let twosum = func(
+        "fn err(a: R, b: R) -> R =
+           let s = a + b in let bb = s - a in (a - (s - bb)) + (b - bb)",
+    );
+    let args = [Value::Real(1.0), Value::Real(1e-17)];
+    let (want, got, jit) = three(&twosum, &args);
+    assert_eq!(want, 1e-17);
+    assert!(same(want, got) && same(want, jit), "{got} {jit}");
+    assert_eq!(print_expr(&opt(&twosum, true).program.body), "0");
+}
+
+/// A rule an author loaded without the check (`--no-rule-check`) that
+/// claims to regroup but expands a centred sum of squares: the accuracy
+/// check still keeps the centred form, which the cost model alone would
+/// not (the expanded form shares the mean's sum and has fewer operations).
+#[test]
+fn the_accuracy_check_refuses_an_expanded_variance_from_unchecked_rules() {
+    let expand = "var-expand [reassociating]: (sum ?n (* (- ?a ?b) (- ?a ?b))) => (- (+ (sum ?n (* ?a ?a)) (* (@num ?n) (* (@unshift ?b) (@unshift ?b)))) (* 2 (* (@unshift ?b) (sum ?n ?a)))) if (notfree ?b 0) (lit ?n)\n";
+    let mut rules = builtin_rules();
+    rules.extend(parse_rules_with("expand.rules", expand, &RuleCheck::skip()).unwrap());
+    let f = func(
+        "fn var(x: [4]R) -> R =
+           let m = (sum(i:4) x[i]) / 4 in sum(i:4) (x[i] - m) * (x[i] - m)",
+    );
+    let o = optimize(
+        &f,
+        &Options {
+            rules: Some(rules),
+            ..Options::default()
+        },
+    )
+    .unwrap();
+    let acc = o.report.accuracy.as_ref().expect("measured");
+    assert!(acc.refused > 0, "{acc:?}\n{}", print_function(&o.program));
+    assert!(acc.chosen_bits <= acc.written_bits + 1.0, "{acc:?}");
+    assert!(
+        o.report.rules_fired.contains_key("var-expand"),
+        "{:?}",
+        o.report.rules_fired
+    );
+    let x = vector(&[1e8 + 0.5, 1e8 + 1.0, 1e8 + 1.5, 1e8 + 2.0]);
+    assert_eq!(real(&interp::run(&o.program, &[x]).unwrap()), 1.25);
+}
+
+#[test]
+fn einsat_opt_names_the_mode() {
+    let d = common::tmpdir("fp-mode");
+    let file = d.join("sp.tl");
+    std::fs::write(&file, "fn f(x: R) -> R = x * 0 + (x - x)\n").unwrap();
+    let path = file.display().to_string();
+    let (code, out, err) = common::einsat_in(&d, &["opt", &path]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("# mode: value-safe") && out.contains("x * 0 + (x - x)"),
+        "{out}"
+    );
+    let (code, out, err) = common::einsat_in(&d, &["opt", &path, "--fast-math"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("# mode: fast-math") && out.contains("\n  0\n"),
+        "{out}"
+    );
+    let (code, out, _) = common::einsat_in(&d, &["opt", &path, "--json"]);
+    assert_eq!(code, 0);
+    let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(j["functions"][0]["mode"], "value-safe");
+    assert!(
+        j["functions"][0]["accuracy"]["written_bits"].is_number(),
+        "{out}"
+    );
+}
