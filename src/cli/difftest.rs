@@ -176,8 +176,10 @@ pub fn difftest(a: &DiffArgs) -> CliResult {
         let words =
             write_reproducer(&d.shrunk, &d.failure, &dir, &run_opts).map_err(|e| format!("{e}"))?;
         println!(
-            "\ncase {} (seed {:#x}): the {} disagrees with the interpreter",
-            d.index, d.seed, d.failure.stage
+            "\ncase {} (seed {:#x}): {}",
+            d.index,
+            d.seed,
+            d.failure.headline()
         );
         for line in d.failure.message.lines() {
             println!("  {line}");

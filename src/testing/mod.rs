@@ -898,8 +898,8 @@ pub fn fuzz_pipeline(data: &[u8]) {
     };
     if let difftest::Verdict::Disagree(fl) = difftest::check(&case, &cfg) {
         panic!(
-            "the {} disagrees: {}\n{}",
-            fl.stage,
+            "{}: {}\n{}",
+            fl.headline(),
             fl.message,
             crate::syntax::print_function(&case.function)
         );
