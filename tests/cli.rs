@@ -991,3 +991,73 @@ fn a_closed_stdout_ends_the_command_quietly() {
     closes_quietly(&["opt", &file, "--json"]);
     closes_quietly(&["check", &file]);
 }
+
+/// Run `einsat args…` with stdout on `/dev/full` (every write fails with
+/// ENOSPC): exit status and stderr.
+#[cfg(target_os = "linux")]
+fn with_full_stdout(args: &[&str]) -> (i32, String) {
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_einsat"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdout(full)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Issue 22: `einsat opt f.tl > /dev/full` panicked (exit 101). Every
+/// command's output path reports a failed write as an error, exit 1.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_full_stdout_is_an_error_not_a_panic() {
+    if !Path::new("/dev/full").exists() {
+        return;
+    }
+    let d = tmpdir("devfull");
+    let f = s(&d.join("f.tl"));
+    std::fs::write(&f, "fn tr(A: [n,n]R) -> R = sum(i:n) A[i,i]\n").unwrap();
+    let a = write_npy(&d.join("A.npy"), arr2(&[[1.0, 2.0], [3.0, 4.0]]).into_dyn());
+    let arg = format!("--arg=A={a}");
+    let dir = s(&d);
+    let out_dir = s(&d.join("fails"));
+    let cases: Vec<Vec<&str>> = vec![
+        vec!["check", &f],
+        vec!["opt", &f],
+        vec!["opt", &f, "--json"],
+        vec!["opt", &f, "--explain"],
+        vec!["run", &f, &arg],
+        vec!["run", &f, &arg, "--json"],
+        vec!["run", &f, &arg, "--engine", "interp", "--no-opt"],
+        vec!["einsum", "ij,jk->ik"],
+        vec!["einsum", "i,i->", "--batch", "x,y;y,y"],
+        vec!["demo", "--dir", &dir, "--size", "n=3"],
+        vec!["bench", &f, "--size", "n=4", "--reps", "1"],
+        vec!["bench", &f, "--size", "n=4", "--reps", "1", "--json"],
+        vec!["rules", "check", "--cases", "1"],
+        vec!["rules", "check", "--cases", "1", "--json"],
+        vec!["difftest", "--cases", "2", "--out", &out_dir],
+        vec!["--help"],
+        vec!["opt", "--help"],
+        vec!["--version"],
+    ];
+    for args in cases {
+        let (code, err) = with_full_stdout(&args);
+        assert_eq!(code, 1, "{args:?}: {err}");
+        assert!(
+            err.contains("error: writing to stdout: No space left on device"),
+            "{args:?}: {err}"
+        );
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+    // --out to a full device: the same, for the .npy writer
+    let (code, _, err) = einsat(&["run", &f, &arg, "--out", "/dev/full"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("/dev/full: cannot write"), "{err}");
+}

@@ -143,7 +143,7 @@ pub fn difftest(a: &DiffArgs) -> CliResult {
         .iter()
         .map(|(why, k)| format!("{k}: {why}"))
         .collect();
-    println!(
+    outln!(
         "difftest: {} cases ({} also through the JIT, {} skipped{}), {} disagreements, seed {}, {:.1} s",
         summary.cases,
         summary.jit_cases,
@@ -156,7 +156,7 @@ pub fn difftest(a: &DiffArgs) -> CliResult {
         summary.disagreeing,
         a.seed,
         summary.seconds
-    );
+    )?;
     // The reproducer's commands use the same rules as the run.
     let mut run_opts: Vec<String> = match &a.rules {
         Some(r) => vec![
@@ -175,38 +175,38 @@ pub fn difftest(a: &DiffArgs) -> CliResult {
         let dir = a.out.join(format!("case-{}", d.index));
         let words =
             write_reproducer(&d.shrunk, &d.failure, &dir, &run_opts).map_err(|e| format!("{e}"))?;
-        println!(
+        outln!(
             "\ncase {} (seed {:#x}): {}",
             d.index,
             d.seed,
             d.failure.headline()
-        );
+        )?;
         for line in d.failure.message.lines() {
-            println!("  {line}");
+            outln!("  {line}")?;
         }
-        println!(
+        outln!(
             "shrunk from {} to {} nodes:",
             d.original.function.body.size(),
             d.shrunk.function.body.size()
-        );
-        print!("{}", print_function(&d.shrunk.function));
-        println!();
+        )?;
+        out!("{}", print_function(&d.shrunk.function))?;
+        outln!()?;
         if let Some(g) = &d.failure.optimized {
-            println!("optimised to:");
-            print!("{}", print_function(g));
-            println!();
+            outln!("optimised to:")?;
+            out!("{}", print_function(g))?;
+            outln!()?;
         }
         let args: String = words.iter().map(|w| format!(" {w}")).collect();
-        println!("reproducer: {}", dir.join("repro.tl").display());
-        println!(
+        outln!("reproducer: {}", dir.join("repro.tl").display())?;
+        outln!(
             "  cd {} && einsat run repro.tl --no-opt --engine interp{args}",
             dir.display()
-        );
-        println!(
+        )?;
+        outln!(
             "  cd {} && einsat run repro.tl --engine jit --threads {} --parallel-threshold 0{args}",
             dir.display(),
             cfg.jit_threads
-        );
+        )?;
     }
     if summary.disagreeing > 0 {
         Err(format!(

@@ -1,14 +1,35 @@
 //! The `einsat` command line: `check`, `run`, `opt`, `bench`, `difftest`, `rules check`,
 //! `einsum` and `demo`.
 //! Every user error is printed as `error: …` (with file:line:col for source
-//! errors) and exits with status 1; nothing user-caused panics.
+//! errors) and exits with status 1; nothing user-caused panics. Output goes
+//! through `out!`/`outln!`, so a failed write to stdout (a full disk,
+//! an I/O error) is an error too; a closed pipe ends the process quietly
+//! (`src/main.rs` restores SIGPIPE's default action).
+
+/// `print!` to stdout, returning the write's result as a `CliResult`
+/// (`println!` panics on a failed write).
+macro_rules! out {
+    ($($arg:tt)*) => {
+        $crate::cli::write_stdout(format_args!($($arg)*))
+    };
+}
+
+/// `println!` to stdout, returning the write's result as a `CliResult`.
+macro_rules! outln {
+    () => {
+        $crate::cli::write_stdout(format_args!("\n"))
+    };
+    ($($arg:tt)*) => {
+        $crate::cli::write_stdout(format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
 
 pub mod bench;
 pub mod difftest;
 pub mod io;
 pub mod optcmd;
 
-use crate::error::{Error, Result};
+use crate::error::Error;
 use crate::interp::{self, Value};
 use crate::opt::optimize;
 use crate::syntax::{self, print_function};
@@ -174,17 +195,30 @@ enum Cmd {
 
 /// Run the CLI on `std::env::args`; returns the exit status.
 pub fn main() -> i32 {
+    use std::io::Write;
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
-            let _ = e.print();
-            return if e.use_stderr() { 2 } else { 0 };
+            if e.use_stderr() {
+                let _ = e.print();
+                return 2;
+            }
+            // --help, --version: stdout
+            return match e.print().and_then(|()| std::io::stdout().flush()) {
+                Ok(()) => 0,
+                Err(w) => {
+                    let _ = writeln!(std::io::stderr(), "{}", stdout_error(w));
+                    1
+                }
+            };
         }
     };
-    match dispatch(cli.cmd) {
+    let done = dispatch(cli.cmd).and_then(|()| std::io::stdout().flush().map_err(stdout_error));
+    match done {
         Ok(()) => 0,
         Err(msg) => {
-            eprintln!("{msg}");
+            // (a failed write to stderr has nowhere to be reported)
+            let _ = writeln!(std::io::stderr(), "{msg}");
             1
         }
     }
@@ -192,6 +226,20 @@ pub fn main() -> i32 {
 
 /// A CLI failure: the fully rendered message.
 pub(crate) type CliResult = std::result::Result<(), String>;
+
+/// Write to stdout (what `out!` and `outln!` expand to); a failed
+/// write is the command's error.
+pub(crate) fn write_stdout(args: std::fmt::Arguments<'_>) -> CliResult {
+    use std::io::Write;
+    std::io::stdout()
+        .lock()
+        .write_fmt(args)
+        .map_err(stdout_error)
+}
+
+fn stdout_error(e: std::io::Error) -> String {
+    format!("error: writing to stdout: {e}")
+}
 
 fn read_source(file: &Path) -> std::result::Result<String, String> {
     let bytes = std::fs::read(file).map_err(|e| format!("error: {}: {e}", file.display()))?;
@@ -267,7 +315,7 @@ fn dispatch(cmd: Cmd) -> CliResult {
             let sigs =
                 types::check_parsed(&parsed).map_err(|d| render(Error::types(d), &file, &src))?;
             for s in sigs {
-                println!("{s}");
+                outln!("{s}")?;
             }
             Ok(())
         }
@@ -317,7 +365,7 @@ fn dispatch(cmd: Cmd) -> CliResult {
                 .and_then(|k| k.call(&args)),
             }
             .map_err(err)?;
-            emit(&result, out.as_deref(), json).map_err(err)
+            emit(&result, out.as_deref(), json)
         }
         Cmd::Opt {
             file,
@@ -378,23 +426,22 @@ fn dispatch(cmd: Cmd) -> CliResult {
                     .and_then(|a| crate::frontend::einsum::einsum_batched(&spec, &a)),
             }
             .map_err(err)?;
-            print!("{}", print_function(&f));
+            out!("{}", print_function(&f))?;
             Ok(())
         }
         Cmd::Demo { dir, sizes, seed } => demo(dir, &parse_sizes(&sizes)?, seed),
     }
 }
 
-fn emit(v: &Value, out: Option<&Path>, json: bool) -> Result<()> {
+fn emit(v: &Value, out: Option<&Path>, json: bool) -> CliResult {
     if let Some(p) = out {
-        io::write_value(p, v)?;
-        return Ok(());
+        return io::write_value(p, v).map_err(|e| format!("error: {e}"));
     }
     if json {
         let j = serde_json::json!({ "output": v.to_json() });
-        println!("{j}");
+        outln!("{j}")?;
     } else {
-        println!("{v}");
+        outln!("{v}")?;
     }
     Ok(())
 }
@@ -417,16 +464,16 @@ fn demo(dir: Option<PathBuf>, sizes: &BTreeMap<String, usize>, seed: u64) -> Cli
         .collect();
     files.sort();
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
-    println!(
+    outln!(
         "{:<13} {:<13} {:<40} {:>9} {:>11} {:>11} {:>7} {:>5} {:>9} {:>5}  result (sum of elements)",
         "file", "function", "signature", "interp ms", "cost", "opt cost", "opt ms", "agree", "jit x", "jit="
-    );
+    )?;
     let mut failures = 0;
     for file in files {
         let (_, parsed) = match load_file(&file) {
             Ok(x) => x,
             Err(e) => {
-                println!("{e}");
+                outln!("{e}")?;
                 failures += 1;
                 continue;
             }
@@ -481,7 +528,7 @@ fn demo(dir: Option<PathBuf>, sizes: &BTreeMap<String, usize>, seed: u64) -> Cli
                 ("-".to_string(), "-")
             };
             match r {
-                Ok(v) => println!(
+                Ok(v) => outln!(
                     "{:<13} {:<13} {:<40} {:>9.3} {:>11} {:>11} {:>7.1} {:>5} {:>9} {:>5}  {}",
                     fname,
                     f.name,
@@ -494,10 +541,10 @@ fn demo(dir: Option<PathBuf>, sizes: &BTreeMap<String, usize>, seed: u64) -> Cli
                     jit.0,
                     jit.1,
                     summary(&v)
-                ),
+                )?,
                 Err(e) => {
                     failures += 1;
-                    println!("{fname:<16} {:<14} error: {e}", f.name)
+                    outln!("{fname:<16} {:<14} error: {e}", f.name)?
                 }
             }
         }

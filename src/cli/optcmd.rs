@@ -130,17 +130,17 @@ pub fn opt(
             continue;
         }
         if k > 0 {
-            println!();
+            outln!()?;
         }
-        print!("{}", print_function(&o.program));
+        out!("{}", print_function(&o.program))?;
         let r = &o.report;
-        println!(
+        outln!(
             "# cost: {} -> {} ({:.1}x less work)",
             o.cost_before,
             o.cost_after,
             o.cost_before / o.cost_after.max(1.0)
-        );
-        println!(
+        )?;
+        outln!(
             "# e-graph: {} nodes, {} classes, {} iterations, stopped: {}; {:.1} ms ({:.1} ms CPU)",
             r.egraph_nodes,
             r.egraph_classes,
@@ -148,24 +148,24 @@ pub fn opt(
             r.stop_reason,
             r.total_seconds * 1e3,
             r.cpu_seconds * 1e3
-        );
+        )?;
         for l in &r.limits_hit {
-            println!("# limit: {l}");
+            outln!("# limit: {l}")?;
         }
         if hit_limit(&o) {
-            println!(
+            outln!(
                 "# note: a limit cut the optimisation short; this is the best program found so far"
-            );
+            )?;
         }
         if let Some(ex) = &r.explanation {
-            println!("# explanation ({} steps):", ex.len().saturating_sub(1));
+            outln!("# explanation ({} steps):", ex.len().saturating_sub(1))?;
             for step in ex {
-                println!("#   {step}");
+                outln!("#   {step}")?;
             }
         }
     }
     if json {
-        println!("{}", serde_json::json!({ "functions": out }));
+        outln!("{}", serde_json::json!({ "functions": out }))?;
     }
     Ok(())
 }
@@ -177,14 +177,18 @@ pub fn rules_check(dir: Option<&Path>, cases: usize, seed: u64, json: bool) -> C
     let reports = check_rules(&rules, cases, seed);
     let bad = reports.iter().filter(|r| !r.sound()).count();
     if json {
-        println!("{}", serde_json::json!({ "rules": reports }));
+        outln!("{}", serde_json::json!({ "rules": reports }))?;
     } else {
-        println!(
+        outln!(
             "{:<22} {:<26} {:>8} {:>8} {:>10}",
-            "rule", "origin", "tried", "skipped", "mismatches"
-        );
+            "rule",
+            "origin",
+            "tried",
+            "skipped",
+            "mismatches"
+        )?;
         for r in &reports {
-            println!(
+            outln!(
                 "{:<22} {:<26} {:>8} {:>8} {:>10}{}",
                 r.name,
                 r.origin,
@@ -192,16 +196,17 @@ pub fn rules_check(dir: Option<&Path>, cases: usize, seed: u64, json: bool) -> C
                 r.skipped,
                 r.mismatches,
                 if r.sound() { "" } else { "  UNSOUND" }
-            );
+            )?;
         }
         let tried: usize = reports.iter().map(|r| r.tried).sum();
-        println!("{} rules, {tried} instances, {bad} unsound", reports.len());
+        outln!("{} rules, {tried} instances, {bad} unsound", reports.len())?;
         for r in reports.iter().filter(|r| !r.sound()) {
-            println!(
+            outln!(
                 "\nrule `{}` ({}) is unsound; counterexample:",
-                r.name, r.origin
-            );
-            println!("{}", r.counterexample.as_deref().unwrap_or("(none kept)"));
+                r.name,
+                r.origin
+            )?;
+            outln!("{}", r.counterexample.as_deref().unwrap_or("(none kept)"))?;
         }
     }
     if bad > 0 {
