@@ -267,7 +267,7 @@ pub enum Error {
         ty: String,
     },
     /// A named argument that is not a parameter.
-    #[error("`{function}` has no parameter `{name}` (parameters: {})", parameters.join(", "))]
+    #[error("`{function}` has no parameter `{}` (parameters: {})", crate::diag::quote(name), parameters.join(", "))]
     UnknownArgument {
         /// The function.
         function: String,
@@ -299,7 +299,7 @@ pub enum Error {
     // load in `egraph::check`) ----
     /// A rule file that cannot be read or parsed, or rules that do not fit
     /// together (a name defined twice): where, and what is wrong.
-    #[error("{file}{}: {message}", line.map(|l| format!(":{l}")).unwrap_or_default())]
+    #[error("{}{}: {message}", crate::diag::quote_path(std::path::Path::new(file)), line.map(|l| format!(":{l}")).unwrap_or_default())]
     RuleFile {
         /// The file (or folder) the error is about.
         file: String,

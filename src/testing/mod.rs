@@ -233,7 +233,8 @@ impl GenConfig {
                         Some(b) => *b = on,
                         None => {
                             return Err(format!(
-                                "unknown feature `{name}` (known: all, none, {})",
+                                "unknown feature `{}` (known: all, none, {})",
+                                crate::diag::quote(name),
                                 FEATURES.join(", ")
                             ))
                         }
