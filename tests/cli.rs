@@ -1061,3 +1061,172 @@ fn a_full_stdout_is_an_error_not_a_panic() {
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("/dev/full: cannot write"), "{err}");
 }
+
+/// Issue 22: `--size =5` and sizes for names the program does not have
+/// were accepted silently. Every command taking `--size` refuses an empty
+/// name, a non-number and a name the chosen function(s) do not use, and
+/// says which names exist.
+#[test]
+fn size_flags_are_checked_against_the_program() {
+    let d = tmpdir("sizeflags");
+    let f = s(&d.join("f.tl"));
+    std::fs::write(
+        &f,
+        "fn mv(A: [n,m]R, x: [m]R) -> [n]R = gen(i:n) sum(j:m) A[i,j] * x[j]\n\
+         fn dot(x: [k]R, y: [k]R) -> R = sum(i:k) x[i] * y[i]\n",
+    )
+    .unwrap();
+    let demo = d.join("demo");
+    std::fs::create_dir_all(&demo).unwrap();
+    std::fs::write(
+        demo.join("a.tl"),
+        "fn dot(x: [k]R, y: [k]R) -> R = sum(i:k) x[i] * y[i]\n",
+    )
+    .unwrap();
+    let demo = s(&demo);
+    let x = write_npy(&d.join("x.npy"), arr1(&[1.0, 2.0]).into_dyn());
+    let (ax, ay) = (format!("--arg=x={x}"), format!("--arg=y={x}"));
+    // (command without the --size flag, what the error names)
+    let commands: Vec<(Vec<&str>, &str)> = vec![
+        (
+            vec!["opt", &f],
+            "no function of the file has a size `zz` (they have sizes k, m, n)",
+        ),
+        (
+            vec!["opt", &f, "--fn", "dot"],
+            "`dot` has no size `zz` (it has sizes k)",
+        ),
+        (
+            vec!["opt", &f, "--fn", "dot", "--json"],
+            "`dot` has no size `zz` (it has sizes k)",
+        ),
+        (
+            vec!["run", &f, "--fn", "dot", &ax, &ay],
+            "`dot` has no size `zz` (it has sizes k)",
+        ),
+        (
+            vec![
+                "run", &f, "--fn", "dot", &ax, &ay, "--no-opt", "--engine", "interp",
+            ],
+            "`dot` has no size `zz` (it has sizes k)",
+        ),
+        (
+            vec!["bench", &f, "--fn", "mv", "--reps", "1"],
+            "`mv` has no size `zz` (it has sizes m, n)",
+        ),
+        (
+            vec!["demo", "--dir", &demo],
+            "`dot` has no size `zz` (it has sizes k)",
+        ),
+    ];
+    for (cmd, names) in &commands {
+        for (flag, want) in [
+            ("zz=3", *names),
+            ("=5", "`--size =5`: the size name is missing"),
+            ("k=x", "`--size k=x`: `x` is not a size"),
+            ("k=-1", "`--size k=-1`: `-1` is not a size"),
+            ("k", "`--size k`: expected NAME=INTEGER"),
+        ] {
+            let mut a = cmd.clone();
+            a.extend(["--size", flag]);
+            let (code, out, err) = einsat(&a);
+            assert_eq!(code, 1, "{a:?}: {out}{err}");
+            assert!(err.contains(want), "{a:?}: expected `{want}` in {err}");
+            assert!(out.is_empty(), "{a:?}: {out}");
+        }
+    }
+    // names the program has are accepted, by every command
+    let ok: Vec<Vec<&str>> = vec![
+        vec!["opt", &f, "--size", "n=8", "--size", "k=3"],
+        vec!["run", &f, "--fn", "dot", &ax, &ay, "--size", "k=100"],
+        vec![
+            "bench", &f, "--fn", "mv", "--reps", "1", "--size", "n=4", "--size", "m=3",
+        ],
+        vec!["demo", "--dir", &demo, "--size", "k=5"],
+    ];
+    for a in ok {
+        let (code, _, err) = einsat(&a);
+        assert_eq!(code, 0, "{a:?}: {err}");
+    }
+}
+
+/// Issue 22: a 1 MB einsum spec was echoed whole in the error. Errors
+/// quote user input (specs, names, paths, source lines) as a bounded
+/// excerpt, with the position where there is one. (A command-line
+/// argument is at most 128 KiB on Linux; files carry the 1 MB cases.)
+#[test]
+fn errors_quote_long_input_as_a_bounded_excerpt() {
+    let d = tmpdir("excerpts");
+    let f = s(&d.join("f.tl"));
+    std::fs::write(&f, "fn f(x: R) -> R = x\n").unwrap();
+    let long = "a".repeat(100_000);
+    // a megabyte-long name, and an error in the middle of a long line
+    let big = d.join("big.tl");
+    std::fs::write(&big, format!("fn f(x: R) -> R = {}\n", "y".repeat(1 << 20))).unwrap();
+    let mid = d.join("mid.tl");
+    let xs = "x + ".repeat(5000);
+    std::fs::write(&mid, format!("fn f(x: R) -> R = {xs}zz + {xs}x\n")).unwrap();
+    let spec_err = format!("{long}1");
+    let batch = format!("{long}-");
+    let arg_name = format!("--arg={long}=1");
+    let arg_path = format!("--arg=x={long}.npy");
+    let size = format!("{long}=3");
+    let long_tl = format!("{long}.tl");
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (
+            vec!["einsum", &spec_err],
+            "`1` is not an index letter (a-z, A-Z) (column 100001 of `…aaaa",
+        ),
+        (
+            vec!["einsum", "ij", "--batch", &batch],
+            "is not a valid array name",
+        ),
+        (vec!["run", &f, "--fn", &long], "no function `aaaa"),
+        (
+            vec!["run", &f, "--arg=x=1", &arg_name],
+            "has no parameter `aaaa",
+        ),
+        (vec!["run", &f, &arg_path], "(100004 characters)"),
+        (vec!["opt", &f, "--size", &size], "`f` has no size `aaaa"),
+        (
+            vec!["bench", &f, "--engines", &long],
+            "unknown engine `aaaa",
+        ),
+        (
+            vec!["difftest", "--features", &long],
+            "unknown feature `aaaa",
+        ),
+        (vec!["check", &long_tl], "(100003 characters)"),
+        (vec!["opt", &f, "--rules", &long], "(100000 characters)"),
+        (vec!["demo", "--dir", &long], "(100000 characters)"),
+    ];
+    let big = s(&big);
+    let mid = s(&mid);
+    let mut cases = cases;
+    cases.push((
+        vec!["check", &big],
+        "big.tl:1:19: error: unknown name `yyyy",
+    ));
+    cases.push((
+        vec!["check", &mid],
+        "mid.tl:1:20019: error: unknown name `zz`",
+    ));
+    for (args, want) in cases {
+        let (code, _, err) = einsat(&args);
+        assert_eq!(code, 1, "{}", &err[..err.len().min(500)]);
+        assert!(
+            err.len() < 600,
+            "{}: {} bytes of error: {}…",
+            args[0],
+            err.len(),
+            &err[..300]
+        );
+        assert!(err.contains(want), "expected `{want}` in {err}");
+    }
+    // the caret still points at the error inside the shown window
+    let (_, _, err) = einsat(&["check", &mid]);
+    let lines: Vec<&str> = err.lines().collect();
+    let at = lines[2].chars().position(|c| c == '^').unwrap();
+    let marked: String = lines[1].chars().skip(at).take(2).collect();
+    assert_eq!(marked, "zz", "{err}");
+}

@@ -91,7 +91,8 @@ impl BenchEngine {
                 "jit-noopt" => BenchEngine::JitNoOpt,
                 other => {
                     return Err(format!(
-                        "error: unknown engine `{other}` (engines: interp, jit, jit-noopt)"
+                        "error: unknown engine `{}` (engines: interp, jit, jit-noopt)",
+                        crate::diag::quote(other)
                     ))
                 }
             };

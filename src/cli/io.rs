@@ -117,10 +117,12 @@ pub fn read_npy_header(r: &mut impl Read) -> std::result::Result<NpyHeader, Stri
         if p.is_empty() {
             continue;
         }
-        shape.push(
-            p.parse::<u64>()
-                .map_err(|_| format!("the .npy header's shape has a bad size `{p}`"))?,
-        );
+        shape.push(p.parse::<u64>().map_err(|_| {
+            format!(
+                "the .npy header's shape has a bad size `{}`",
+                crate::diag::quote(p)
+            )
+        })?);
     }
     Ok(NpyHeader {
         descr,
@@ -135,7 +137,7 @@ pub fn read_npy_header(r: &mut impl Read) -> std::result::Result<NpyHeader, Stri
 /// item size must match the data the file holds, and the array may have at
 /// most 2^31 elements (the tensor limit).
 pub fn read_array(path: &Path) -> Result<ArrayD<f64>> {
-    let name = path.display();
+    let name = crate::diag::quote_path(path);
     let mut file = std::fs::File::open(path).map_err(|e| {
         Error::Io(if e.kind() == std::io::ErrorKind::NotFound {
             format!("{name}: no such file")
@@ -152,7 +154,7 @@ pub fn read_array(path: &Path) -> Result<ArrayD<f64>> {
     let (kind, itemsize) = dtype(&h.descr).ok_or_else(|| {
         Error::Io(format!(
             "{name}: not a numeric .npy array (dtype `{}`; read are float, int, uint and bool)",
-            h.descr
+            crate::diag::quote(&h.descr)
         ))
     })?;
     let mut elements: u128 = 1;
@@ -170,7 +172,7 @@ pub fn read_array(path: &Path) -> Result<ArrayD<f64>> {
     if have != want {
         return Err(Error::Io(format!(
             "{name}: the header declares shape {:?} of dtype `{}`, {want} bytes of data, but the file holds {have}",
-            h.shape, h.descr
+            h.shape, crate::diag::quote(&h.descr)
         )));
     }
     file.seek(SeekFrom::Start(0))
@@ -204,8 +206,12 @@ pub fn read_array(path: &Path) -> Result<ArrayD<f64>> {
 pub fn write_value(path: &Path, v: &Value) -> Result<()> {
     match v {
         Value::Real(x) => write_value(path, &Value::Array(ndarray::arr0(*x).into_dyn())),
-        Value::Array(a) => write_npy(path, a)
-            .map_err(|e| Error::Io(format!("{}: cannot write: {e}", path.display()))),
+        Value::Array(a) => write_npy(path, a).map_err(|e| {
+            Error::Io(format!(
+                "{}: cannot write: {e}",
+                crate::diag::quote_path(path)
+            ))
+        }),
         Value::Pair(a, b) => {
             let stem = path.with_extension("");
             let s = stem.display().to_string();
@@ -224,7 +230,10 @@ fn insert(slot: &mut Option<Box<Slot>>, path: &[u8], v: Value, name: &str) -> Re
     match path.split_first() {
         None => {
             if slot.is_some() {
-                return Err(Error::Call(format!("argument `{name}` is given twice")));
+                return Err(Error::Call(format!(
+                    "argument `{}` is given twice",
+                    crate::diag::quote(name)
+                )));
             }
             *slot = Some(Box::new(Slot::Leaf(v)));
             Ok(())
@@ -236,7 +245,8 @@ fn insert(slot: &mut Option<Box<Slot>>, path: &[u8], v: Value, name: &str) -> Re
             match slot.as_deref_mut() {
                 Some(Slot::Pair(a, b)) => insert(if k == 0 { a } else { b }, rest, v, name),
                 _ => Err(Error::Call(format!(
-                    "argument `{name}` is given both whole and by components"
+                    "argument `{}` is given both whole and by components",
+                    crate::diag::quote(name)
                 ))),
             }
         }
@@ -262,15 +272,16 @@ fn finish(slot: Slot, name: &str) -> Result<Value> {
 pub fn parse_args(specs: &[String]) -> Result<BTreeMap<String, Value>> {
     let mut slots: BTreeMap<String, Option<Box<Slot>>> = BTreeMap::new();
     for spec in specs {
+        let shown = crate::diag::quote(spec);
         let (key, val) = spec.split_once('=').ok_or_else(|| {
             Error::Call(format!(
-                "`--arg {spec}`: expected NAME=PATH.npy or NAME=NUMBER"
+                "`--arg {shown}`: expected NAME=PATH.npy or NAME=NUMBER"
             ))
         })?;
         let mut parts = key.split('.');
         let name = parts.next().unwrap_or("").trim().to_string();
         if name.is_empty() {
-            return Err(Error::Call(format!("`--arg {spec}`: the name is missing")));
+            return Err(Error::Call(format!("`--arg {shown}`: the name is missing")));
         }
         let mut path = Vec::new();
         for p in parts {
@@ -279,7 +290,7 @@ pub fn parse_args(specs: &[String]) -> Result<BTreeMap<String, Value>> {
                 "1" => path.push(1u8),
                 _ => {
                     return Err(Error::Call(format!(
-                        "`--arg {spec}`: a component after `.` must be 0 or 1"
+                        "`--arg {shown}`: a component after `.` must be 0 or 1"
                     )))
                 }
             }

@@ -242,7 +242,8 @@ fn stdout_error(e: std::io::Error) -> String {
 }
 
 fn read_source(file: &Path) -> std::result::Result<String, String> {
-    let bytes = std::fs::read(file).map_err(|e| format!("error: {}: {e}", file.display()))?;
+    let bytes = std::fs::read(file)
+        .map_err(|e| format!("error: {}: {e}", crate::diag::quote_path(file)))?;
     crate::diag::decode_source(&file.display().to_string(), bytes)
 }
 
@@ -269,7 +270,8 @@ fn pick<'a>(
     match name {
         Some(n) => prog.get(n).ok_or_else(|| {
             format!(
-                "error: no function `{n}` (the file defines: {})",
+                "error: no function `{}` (the file defines: {})",
+                crate::diag::quote(n),
                 names(prog)
             )
         }),
@@ -282,27 +284,72 @@ fn pick<'a>(
 }
 
 fn names(p: &syntax::Program) -> String {
-    p.functions
-        .iter()
-        .map(|f| f.name.as_str())
-        .collect::<Vec<_>>()
-        .join(", ")
+    let names: Vec<String> = p.functions.iter().map(|f| f.name.clone()).collect();
+    crate::diag::quote_list(&names)
 }
 
-fn parse_sizes(specs: &[String]) -> std::result::Result<BTreeMap<String, usize>, String> {
-    specs
-        .iter()
-        .map(|s| {
-            let (k, v) = s
-                .split_once('=')
-                .ok_or_else(|| format!("error: `--size {s}`: expected NAME=INTEGER"))?;
-            let v: usize = v
-                .trim()
-                .parse()
-                .map_err(|_| format!("error: `--size {s}`: `{v}` is not a size"))?;
-            Ok((k.trim().to_string(), v))
-        })
-        .collect()
+/// Parse `--size NAME=INTEGER` flags for the functions `fs` (of `place`,
+/// e.g. "the file", for the error): a name, a whole number, each name
+/// once, and only names some function of `fs` has (the error lists the
+/// names they have).
+pub(crate) fn parse_sizes(
+    specs: &[String],
+    fs: &[&syntax::Function],
+    place: &str,
+) -> std::result::Result<BTreeMap<String, usize>, String> {
+    let mut out = BTreeMap::new();
+    for s in specs {
+        let shown = crate::diag::quote(s);
+        let (k, v) = s
+            .split_once('=')
+            .ok_or_else(|| format!("error: `--size {shown}`: expected NAME=INTEGER"))?;
+        let (k, v) = (k.trim(), v.trim());
+        if k.is_empty() {
+            return Err(format!(
+                "error: `--size {shown}`: the size name is missing (expected NAME=INTEGER)"
+            ));
+        }
+        let n: usize = v.parse().map_err(|_| {
+            format!(
+                "error: `--size {shown}`: `{}` is not a size (a whole number ≥ 0)",
+                crate::diag::quote(v)
+            )
+        })?;
+        if let Some(old) = out.insert(k.to_string(), n) {
+            if old != n {
+                return Err(format!(
+                    "error: `--size {shown}`: size `{}` is given twice ({old} and {n})",
+                    crate::diag::quote(k)
+                ));
+            }
+        }
+    }
+    let mut have: Vec<String> = Vec::new();
+    for f in fs {
+        for n in f.size_names() {
+            if !have.contains(&n) {
+                have.push(n);
+            }
+        }
+    }
+    have.sort();
+    if let Some((k, v)) = out.iter().find(|(k, _)| !have.contains(k)) {
+        let k = crate::diag::quote(k);
+        let sizes = if have.is_empty() {
+            "no named sizes".to_string()
+        } else {
+            format!("sizes {}", crate::diag::quote_list(&have))
+        };
+        let msg = match fs {
+            [f] => format!(
+                "`{}` has no size `{k}` (it has {sizes})",
+                crate::diag::quote(&f.name)
+            ),
+            _ => format!("no function of {place} has a size `{k}` (they have {sizes})"),
+        };
+        return Err(format!("error: `--size {k}={v}`: {msg}"));
+    }
+    Ok(out)
 }
 
 fn dispatch(cmd: Cmd) -> CliResult {
@@ -336,10 +383,12 @@ fn dispatch(cmd: Cmd) -> CliResult {
             let named = io::parse_args(&args).map_err(err)?;
             let args = interp::order_named(f, named).map_err(err)?;
             let program = if no_opt {
+                // (the flags are checked all the same)
+                parse_sizes(&opt.sizes, &[f], "the file")?;
                 f.clone()
             } else {
                 // The cost model uses the actual sizes unless told otherwise.
-                let mut o = opt.options()?;
+                let mut o = opt.options(&[f], "the file")?;
                 for (k, v) in interp::bind(f, &args).map_err(err)? {
                     o.sizes.entry(k).or_insert(v);
                 }
@@ -400,7 +449,7 @@ fn dispatch(cmd: Cmd) -> CliResult {
             bench::bench(
                 f,
                 &bench::BenchArgs {
-                    sizes: parse_sizes(&sizes)?,
+                    sizes: parse_sizes(&sizes, &[f], "the file")?,
                     reps: reps.max(1),
                     seed,
                     json,
@@ -429,7 +478,7 @@ fn dispatch(cmd: Cmd) -> CliResult {
             out!("{}", print_function(&f))?;
             Ok(())
         }
-        Cmd::Demo { dir, sizes, seed } => demo(dir, &parse_sizes(&sizes)?, seed),
+        Cmd::Demo { dir, sizes, seed } => demo(dir, &sizes, seed),
     }
 }
 
@@ -455,22 +504,35 @@ fn examples_dir() -> PathBuf {
     }
 }
 
-fn demo(dir: Option<PathBuf>, sizes: &BTreeMap<String, usize>, seed: u64) -> CliResult {
+fn demo(dir: Option<PathBuf>, size_flags: &[String], seed: u64) -> CliResult {
     let dir = dir.unwrap_or_else(examples_dir);
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .map_err(|e| format!("error: {}: {e}", dir.display()))?
+        .map_err(|e| format!("error: {}: {e}", crate::diag::quote_path(&dir)))?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "tl"))
         .collect();
     files.sort();
+    let loaded: Vec<(PathBuf, std::result::Result<syntax::Parsed, String>)> = files
+        .into_iter()
+        .map(|f| {
+            let l = load_file(&f).map(|(_, p)| p);
+            (f, l)
+        })
+        .collect();
+    let all: Vec<&syntax::Function> = loaded
+        .iter()
+        .filter_map(|(_, l)| l.as_ref().ok())
+        .flat_map(|p| &p.program.functions)
+        .collect();
+    let sizes = parse_sizes(size_flags, &all, &format!("the files of {}", dir.display()))?;
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     outln!(
         "{:<13} {:<13} {:<40} {:>9} {:>11} {:>11} {:>7} {:>5} {:>9} {:>5}  result (sum of elements)",
         "file", "function", "signature", "interp ms", "cost", "opt cost", "opt ms", "agree", "jit x", "jit="
     )?;
     let mut failures = 0;
-    for file in files {
-        let (_, parsed) = match load_file(&file) {
+    for (file, parsed) in &loaded {
+        let parsed = match parsed {
             Ok(x) => x,
             Err(e) => {
                 outln!("{e}")?;

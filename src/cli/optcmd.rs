@@ -60,7 +60,10 @@ pub fn rule_set(dir: Option<&Path>, check: bool) -> Result<Vec<Rule>, String> {
             };
             let r = load_rules_dir_with(d, &how).map_err(|e| format!("error: {e}"))?;
             if r.is_empty() {
-                return Err(format!("error: {}: no *.rules files", d.display()));
+                return Err(format!(
+                    "error: {}: no *.rules files",
+                    crate::diag::quote_path(d)
+                ));
             }
             Ok(r)
         }
@@ -68,10 +71,11 @@ pub fn rule_set(dir: Option<&Path>, check: bool) -> Result<Vec<Rule>, String> {
 }
 
 impl OptArgs {
-    /// Optimiser options from the flags.
-    pub fn options(&self) -> Result<Options, String> {
+    /// Optimiser options from the flags, for the functions `fs` (of
+    /// `place`, e.g. "the file"): `--size` names only sizes they have.
+    pub fn options(&self, fs: &[&Function], place: &str) -> Result<Options, String> {
         let mut o = Options {
-            sizes: parse_sizes(&self.sizes)?,
+            sizes: parse_sizes(&self.sizes, fs, place)?,
             ..Options::default()
         };
         if self.rules.is_some() {
@@ -116,12 +120,12 @@ pub fn opt(
     explain: bool,
 ) -> CliResult {
     let (_, parsed) = load_file(file)?;
-    let mut opts = args.options()?;
-    opts.explain = explain;
     let fs: Vec<&Function> = match func {
         Some(_) => vec![super::pick(&parsed.program, func)?],
         None => parsed.program.functions.iter().collect(),
     };
+    let mut opts = args.options(&fs, "the file")?;
+    opts.explain = explain;
     let mut out = Vec::new();
     for (k, f) in fs.iter().enumerate() {
         let o = opt_one(f, &opts)?;
