@@ -1230,3 +1230,158 @@ fn errors_quote_long_input_as_a_bounded_excerpt() {
     let marked: String = lines[1].chars().skip(at).take(2).collect();
     assert_eq!(marked, "zz", "{err}");
 }
+
+/// The raw bytes of the integer `v` as the dtype `kind`+`size`, in the
+/// byte order asked for (float16 through a table of the values used).
+fn npy_bytes(kind: char, size: usize, v: i64, big: bool) -> Vec<u8> {
+    let le: Vec<u8> = match (kind, size) {
+        ('f', 2) => {
+            let bits: u16 = match v {
+                1 => 0x3c00,
+                2 => 0x4000,
+                3 => 0x4200,
+                4 => 0x4400,
+                5 => 0x4500,
+                6 => 0x4600,
+                _ => unreachable!(),
+            };
+            bits.to_le_bytes().to_vec()
+        }
+        ('f', 4) => (v as f32).to_le_bytes().to_vec(),
+        ('f', 8) => (v as f64).to_le_bytes().to_vec(),
+        ('b', 1) => vec![u8::from(v % 2 == 1)],
+        ('i', n) | ('u', n) => v.to_le_bytes()[..n].to_vec(),
+        _ => unreachable!(),
+    };
+    if big {
+        le.into_iter().rev().collect()
+    } else {
+        le
+    }
+}
+
+/// Issue 22: the CLI refused float16 `.npy` files although README says
+/// any numeric dtype is read. Every dtype README promises (float16/32/64,
+/// int and uint of 1-8 bytes, bool), both byte orders, C and Fortran
+/// order, read exactly.
+#[test]
+fn every_numeric_npy_dtype_is_read_in_both_byte_orders_and_layouts() {
+    let d = tmpdir("dtypes-all");
+    let src = "fn f(x: [2,3]R) -> [2,3]R = gen(i:2, j:3) x[i, j]";
+    let want = [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]];
+    let mut tried = 0;
+    for (kind, size) in [
+        ('f', 2),
+        ('f', 4),
+        ('f', 8),
+        ('i', 1),
+        ('i', 2),
+        ('i', 4),
+        ('i', 8),
+        ('u', 1),
+        ('u', 2),
+        ('u', 4),
+        ('u', 8),
+        ('b', 1),
+    ] {
+        for big in [false, true] {
+            for fortran in [false, true] {
+                let order = if size == 1 {
+                    '|'
+                } else if big {
+                    '>'
+                } else {
+                    '<'
+                };
+                let descr = format!("{order}{kind}{size}");
+                // element (i, j) of the file, in its memory order
+                let idx: Vec<(usize, usize)> = if fortran {
+                    (0..3).flat_map(|j| (0..2).map(move |i| (i, j))).collect()
+                } else {
+                    (0..2).flat_map(|i| (0..3).map(move |j| (i, j))).collect()
+                };
+                let data: Vec<u8> = idx
+                    .iter()
+                    .flat_map(|&(i, j)| npy_bytes(kind, size, want[i][j] as i64, big))
+                    .collect();
+                let name = format!("{kind}{size}-{big}-{fortran}");
+                let x = raw_npy(
+                    &d.join(format!("{name}.npy")),
+                    &descr,
+                    fortran,
+                    "(2, 3)",
+                    &data,
+                );
+                let out = d.join(format!("{name}-out.npy"));
+                let (code, _, err) = run_src(
+                    &d,
+                    src,
+                    &[format!("x={x}")],
+                    &["--out", &s(&out), "--no-opt"],
+                );
+                assert_eq!(code, 0, "{descr} fortran={fortran}: {err}");
+                let got: ArrayD<f64> = ndarray_npy::read_npy(&out).unwrap();
+                let want: ArrayD<f64> = if kind == 'b' {
+                    arr2(&[[1.0, 0.0, 1.0], [0.0, 1.0, 0.0]]).into_dyn()
+                } else {
+                    arr2(&want).into_dyn()
+                };
+                assert_eq!(got, want, "{descr} fortran={fortran}");
+                tried += 1;
+            }
+        }
+    }
+    assert_eq!(tried, 48);
+    // float16 exactly: subnormals, the largest, signed zero, infinities, NaN
+    let bits: [u16; 9] = [
+        0x3e00, 0xc000, 0x7bff, 0x0001, 0x03ff, 0x8000, 0x7c00, 0xfc00, 0x7e00,
+    ];
+    let want = [
+        1.5,
+        -2.0,
+        65504.0,
+        2f64.powi(-24),
+        1023.0 * 2f64.powi(-24),
+        -0.0,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        f64::NAN,
+    ];
+    for big in [false, true] {
+        let data: Vec<u8> = bits
+            .iter()
+            .flat_map(|b| {
+                if big {
+                    b.to_be_bytes()
+                } else {
+                    b.to_le_bytes()
+                }
+            })
+            .collect();
+        let descr = if big { ">f2" } else { "<f2" };
+        let x = raw_npy(&d.join("h.npy"), descr, false, "(9,)", &data);
+        let out = d.join("h-out.npy");
+        let (code, _, err) = run_src(
+            &d,
+            "fn f(x: [n]R) -> [n]R = gen(i:n) x[i]",
+            &[format!("x={x}")],
+            &["--out", &s(&out), "--no-opt"],
+        );
+        assert_eq!(code, 0, "{descr}: {err}");
+        let got: ArrayD<f64> = ndarray_npy::read_npy(&out).unwrap();
+        for (g, w) in got.iter().zip(want) {
+            assert!(
+                (g.is_nan() && w.is_nan()) || g.to_bits() == w.to_bits(),
+                "{descr}: {g} for {w}"
+            );
+        }
+    }
+    // float128 and complex stay refused, by name
+    for descr in ["<f16", "<c16", "<U3", ">f3"] {
+        let x = raw_npy(&d.join("bad.npy"), descr, false, "(0,)", &[]);
+        let (code, _, err) = run_src(&d, "fn f(x: [n]R) -> R = 0", &[format!("x={x}")], &[]);
+        assert_eq!(code, 1, "{descr}");
+        assert!(err.contains("not a numeric .npy array"), "{descr}: {err}");
+        assert!(err.contains("float16/32/64"), "{descr}: {err}");
+    }
+}
