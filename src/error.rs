@@ -294,6 +294,10 @@ pub enum Error {
     /// The JIT refused a function (not in normal form) or failed to build it.
     #[error("jit: {0}")]
     Jit(String),
+    /// An option out of its range ([`crate::jit::Options::threads`] above
+    /// [`crate::jit::MAX_THREADS`]).
+    #[error("{0}")]
+    Options(String),
 
     // ---- rule files (`egraph::rules`: loading, and the soundness check on
     // load in `egraph::check`) ----

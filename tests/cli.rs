@@ -1385,3 +1385,52 @@ fn every_numeric_npy_dtype_is_read_in_both_byte_orders_and_layouts() {
         assert!(err.contains("float16/32/64"), "{descr}: {err}");
     }
 }
+
+/// Issue 22: the CLI allowed 100,000 threads where Python capped at 1024.
+/// One limit (`jit::MAX_THREADS`) for `--threads`, `--jit-threads`,
+/// `--jobs`, Python's `threads=` and `jit::Options`.
+#[test]
+fn thread_counts_have_one_limit() {
+    assert_eq!(einsat::jit::MAX_THREADS, 1024);
+    let d = tmpdir("threads");
+    let f = s(&d.join("f.tl"));
+    std::fs::write(&f, "fn f(x: R) -> R = x * 2\n").unwrap();
+    for (args, want) in [
+        (
+            vec!["run", &f, "--arg", "x=1", "--threads", "100000"],
+            "--threads 100000: at most 1024 threads",
+        ),
+        (
+            vec![
+                "run",
+                &f,
+                "--arg",
+                "x=1",
+                "--threads",
+                "1025",
+                "--engine",
+                "interp",
+            ],
+            "--threads 1025: at most 1024",
+        ),
+        (
+            vec!["bench", &f, "--threads", "5000"],
+            "--threads 5000: at most 1024",
+        ),
+        (
+            vec!["difftest", "--jit-threads", "5000", "--cases", "1"],
+            "--jit-threads 5000: at most 1024",
+        ),
+        (
+            vec!["difftest", "--jobs", "5000", "--cases", "1"],
+            "--jobs 5000: at most 1024",
+        ),
+    ] {
+        let (code, out, err) = einsat(&args);
+        assert_eq!(code, 1, "{args:?}: {out}{err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
+    let (code, out, err) = einsat(&["run", &f, "--arg", "x=1", "--threads", "1024"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out.trim(), "2");
+}

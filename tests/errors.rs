@@ -353,3 +353,26 @@ fn the_allocation_check_counts_each_component() {
         Value::Real(0.0)
     );
 }
+
+/// Issue 22: `jit::Options::threads` has the limit the CLI and Python
+/// have ([`einsat::jit::MAX_THREADS`]); more is `Error::Options`.
+#[test]
+fn jit_threads_past_the_limit_are_refused() {
+    let f = &load("fn f(x: R) -> R = x * 2").unwrap().functions[0];
+    for threads in [einsat::jit::MAX_THREADS + 1, 100_000, usize::MAX] {
+        let o = einsat::jit::Options {
+            threads,
+            ..Default::default()
+        };
+        let e = einsat::jit::compile_with(f, &o).err().expect("refused");
+        assert!(matches!(e, Error::Options(_)), "{e:?}");
+        assert!(e.to_string().contains("more than the limit of 1024"), "{e}");
+        assert!(einsat::jit::compile_uncached_with(f, &o).is_err());
+    }
+    let o = einsat::jit::Options {
+        threads: einsat::jit::MAX_THREADS,
+        ..Default::default()
+    };
+    let k = einsat::jit::compile_with(f, &o).unwrap();
+    assert_eq!(k.call(&[Value::Real(3.0)]).unwrap(), Value::Real(6.0));
+}

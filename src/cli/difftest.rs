@@ -91,6 +91,10 @@ pub fn difftest(a: &DiffArgs) -> CliResult {
             a.rtol
         ));
     }
+    let jit_threads = super::threads_flag("--jit-threads", a.jit_threads)?;
+    if let Some(j) = a.jobs {
+        super::threads_flag("--jobs", j)?;
+    }
     let gen = GenConfig {
         max_depth: a.depth,
         zero_sizes: !a.no_zero_sizes,
@@ -102,7 +106,7 @@ pub fn difftest(a: &DiffArgs) -> CliResult {
         gen,
         max_size: a.max_size.max(1),
         jit: !a.no_jit,
-        jit_threads: a.jit_threads.max(1),
+        jit_threads: jit_threads.max(1),
         large_share: a.large_share.clamp(0.0, 1.0),
         large_size: a.large_size.max(1),
         ..DiffConfig::default()

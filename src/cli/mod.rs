@@ -352,6 +352,17 @@ pub(crate) fn parse_sizes(
     Ok(out)
 }
 
+/// Check a thread-count flag (`--threads`, `--jit-threads`, `--jobs`)
+/// against [`crate::jit::MAX_THREADS`], the limit Python and the Rust API
+/// share.
+pub(crate) fn threads_flag(flag: &str, n: usize) -> std::result::Result<usize, String> {
+    let max = crate::jit::MAX_THREADS;
+    if n > max {
+        return Err(format!("error: {flag} {n}: at most {max} threads"));
+    }
+    Ok(n)
+}
+
 fn dispatch(cmd: Cmd) -> CliResult {
     let err = |e: Error| format!("error: {e}");
     match cmd {
@@ -378,6 +389,7 @@ fn dispatch(cmd: Cmd) -> CliResult {
             parallel_threshold,
             opt,
         } => {
+            let threads = threads_flag("--threads", threads)?;
             let (_, parsed) = load_file(&file)?;
             let f = pick(&parsed.program, func.as_deref())?;
             let named = io::parse_args(&args).map_err(err)?;
@@ -435,6 +447,7 @@ fn dispatch(cmd: Cmd) -> CliResult {
             no_gemm,
             parallel_threshold,
         } => {
+            let threads = threads_flag("--threads", threads)?;
             let (_, parsed) = load_file(&file)?;
             let f = pick(&parsed.program, func.as_deref())?;
             let jit = crate::jit::Options {
