@@ -340,7 +340,7 @@ fn the_allocation_check_counts_each_component() {
     // parameters count as what they hold: [1300,1300]R under a gen of 1300
     let p = load("fn f(A: [n,n]R) -> R = (gen(i:n) A)[0, 0, 0]").unwrap();
     let a = Value::Array(ndarray::Array2::<f64>::zeros((1300, 1300)).into_dyn());
-    let m = interp::run(&p.functions[0], &[a.clone()])
+    let m = interp::run(&p.functions[0], std::slice::from_ref(&a))
         .unwrap_err()
         .to_string();
     assert!(
@@ -364,7 +364,9 @@ fn jit_threads_past_the_limit_are_refused() {
             threads,
             ..Default::default()
         };
-        let e = einsat::jit::compile_with(f, &o).err().expect("refused");
+        let Err(e) = einsat::jit::compile_with(f, &o) else {
+            panic!("{threads} threads accepted");
+        };
         assert!(matches!(e, Error::Options(_)), "{e:?}");
         assert!(e.to_string().contains("more than the limit of 1024"), "{e}");
         assert!(einsat::jit::compile_uncached_with(f, &o).is_err());
