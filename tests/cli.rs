@@ -1223,6 +1223,32 @@ fn errors_quote_long_input_as_a_bounded_excerpt() {
         );
         assert!(err.contains(want), "expected `{want}` in {err}");
     }
+    // a function with a long name and many parameters, named in call errors
+    let longf = d.join("longf.tl");
+    let params: Vec<String> = (0..20000).map(|k| format!("p{k}: R")).collect();
+    std::fs::write(
+        &longf,
+        format!(
+            "fn {}({}) -> R = p0\n",
+            "g".repeat(200_000),
+            params.join(", ")
+        ),
+    )
+    .unwrap();
+    let mut args = vec!["run".to_string(), s(&longf)];
+    for k in 0..20000 {
+        args.push(format!("--arg=p{k}=1"));
+    }
+    args.push("--arg=zz=1".into());
+    let a: Vec<&str> = args.iter().map(|x| x.as_str()).collect();
+    let (code, _, err) = einsat(&a);
+    assert_eq!(code, 1);
+    assert!(err.len() < 600, "{} bytes", err.len());
+    assert!(
+        err.contains("(200000 characters)` has no parameter `zz` (parameters: p0, p1,")
+            && err.contains("… (20000 in all)"),
+        "{err}"
+    );
     // the caret still points at the error inside the shown window
     let (_, _, err) = einsat(&["check", &mid]);
     let lines: Vec<&str> = err.lines().collect();
