@@ -1460,3 +1460,24 @@ fn thread_counts_have_one_limit() {
     assert_eq!(code, 0, "{err}");
     assert_eq!(out.trim(), "2");
 }
+
+/// Issue 22: einsum specs follow numpy's whitespace rule on the command
+/// line too: spaces between subscripts are read, a tab or newline is an
+/// error with its column.
+#[test]
+fn einsum_specs_take_spaces_only() {
+    let (code, plain, _) = einsat(&["einsum", "ij,jk->ik"]);
+    assert_eq!(code, 0);
+    let (code, spaced, err) = einsat(&["einsum", " ij , jk -> ik "]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(spaced, plain);
+    for (spec, want) in [
+        ("ij,\tjk->ik", "a tab (U+0009) in the spec: numpy's grammar allows only spaces between subscripts (column 4 of `ij,\\tjk->ik`)"),
+        ("ij,jk\n->ik", "a newline (U+000A)"),
+        ("ij,jk- >ik", "`-` appears only as part of `->`"),
+    ] {
+        let (code, out, err) = einsat(&["einsum", spec]);
+        assert_eq!(code, 1, "{spec:?}: {out}");
+        assert!(err.contains(want), "{spec:?}: {err}");
+    }
+}
