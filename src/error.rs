@@ -173,7 +173,7 @@ pub enum Error {
     #[error("{}", shown(.0, "type error"))]
     Type(Diagnostics),
     /// A call with the wrong number of arguments.
-    #[error("`{function}` takes {expected} argument{}, got {got}", if *expected == 1 { "" } else { "s" })]
+    #[error("`{}` takes {expected} argument{}, got {got}", crate::diag::quote(function), if *expected == 1 { "" } else { "s" })]
     Arity {
         /// The function called.
         function: String,
@@ -257,7 +257,11 @@ pub enum Error {
         problem: OutputProblem,
     },
     /// A named argument list without a parameter's argument.
-    #[error("missing argument `{parameter}` ({ty}) of `{function}`")]
+    #[error(
+        "missing argument `{}` ({ty}) of `{}`",
+        crate::diag::quote(parameter),
+        crate::diag::quote(function)
+    )]
     MissingArgument {
         /// The function.
         function: String,
@@ -267,7 +271,12 @@ pub enum Error {
         ty: String,
     },
     /// A named argument that is not a parameter.
-    #[error("`{function}` has no parameter `{name}` (parameters: {})", parameters.join(", "))]
+    #[error(
+        "`{}` has no parameter `{}` (parameters: {})",
+        crate::diag::quote(function),
+        crate::diag::quote(name),
+        crate::diag::quote_list(parameters)
+    )]
     UnknownArgument {
         /// The function.
         function: String,
@@ -294,12 +303,16 @@ pub enum Error {
     /// The JIT refused a function (not in normal form) or failed to build it.
     #[error("jit: {0}")]
     Jit(String),
+    /// An option out of its range ([`crate::jit::Options::threads`] above
+    /// [`crate::jit::MAX_THREADS`]).
+    #[error("{0}")]
+    Options(String),
 
     // ---- rule files (`egraph::rules`: loading, and the soundness check on
     // load in `egraph::check`) ----
     /// A rule file that cannot be read or parsed, or rules that do not fit
     /// together (a name defined twice): where, and what is wrong.
-    #[error("{file}{}: {message}", line.map(|l| format!(":{l}")).unwrap_or_default())]
+    #[error("{}{}: {message}", crate::diag::quote_path(std::path::Path::new(file)), line.map(|l| format!(":{l}")).unwrap_or_default())]
     RuleFile {
         /// The file (or folder) the error is about.
         file: String,

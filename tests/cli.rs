@@ -1017,3 +1017,493 @@ fn a_closed_stdout_ends_the_command_quietly() {
     closes_quietly(&["opt", &file, "--json"]);
     closes_quietly(&["check", &file]);
 }
+
+/// Run `einsat args…` with stdout on `/dev/full` (every write fails with
+/// ENOSPC): exit status and stderr.
+#[cfg(target_os = "linux")]
+fn with_full_stdout(args: &[&str]) -> (i32, String) {
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_einsat"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdout(full)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Issue 22: `einsat opt f.tl > /dev/full` panicked (exit 101). Every
+/// command's output path reports a failed write as an error, exit 1.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_full_stdout_is_an_error_not_a_panic() {
+    if !Path::new("/dev/full").exists() {
+        return;
+    }
+    let d = tmpdir("devfull");
+    let f = s(&d.join("f.tl"));
+    std::fs::write(&f, "fn tr(A: [n,n]R) -> R = sum(i:n) A[i,i]\n").unwrap();
+    let a = write_npy(&d.join("A.npy"), arr2(&[[1.0, 2.0], [3.0, 4.0]]).into_dyn());
+    let arg = format!("--arg=A={a}");
+    let dir = s(&d);
+    let out_dir = s(&d.join("fails"));
+    let cases: Vec<Vec<&str>> = vec![
+        vec!["check", &f],
+        vec!["opt", &f],
+        vec!["opt", &f, "--json"],
+        vec!["opt", &f, "--explain"],
+        vec!["run", &f, &arg],
+        vec!["run", &f, &arg, "--json"],
+        vec!["run", &f, &arg, "--engine", "interp", "--no-opt"],
+        vec!["einsum", "ij,jk->ik"],
+        vec!["einsum", "i,i->", "--batch", "x,y;y,y"],
+        vec!["demo", "--dir", &dir, "--size", "n=3"],
+        vec!["bench", &f, "--size", "n=4", "--reps", "1"],
+        vec!["bench", &f, "--size", "n=4", "--reps", "1", "--json"],
+        vec!["rules", "check", "--cases", "1"],
+        vec!["rules", "check", "--cases", "1", "--json"],
+        vec!["difftest", "--cases", "2", "--out", &out_dir],
+        vec!["--help"],
+        vec!["opt", "--help"],
+        vec!["--version"],
+    ];
+    for args in cases {
+        let (code, err) = with_full_stdout(&args);
+        assert_eq!(code, 1, "{args:?}: {err}");
+        assert!(
+            err.contains("error: writing to stdout: No space left on device"),
+            "{args:?}: {err}"
+        );
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+    // --out to a full device: the same, for the .npy writer
+    let (code, _, err) = einsat(&["run", &f, &arg, "--out", "/dev/full"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("/dev/full: cannot write"), "{err}");
+}
+
+/// Issue 22: `--size =5` and sizes for names the program does not have
+/// were accepted silently. Every command taking `--size` refuses an empty
+/// name, a non-number and a name the chosen function(s) do not use, and
+/// says which names exist.
+#[test]
+fn size_flags_are_checked_against_the_program() {
+    let d = tmpdir("sizeflags");
+    let f = s(&d.join("f.tl"));
+    std::fs::write(
+        &f,
+        "fn mv(A: [n,m]R, x: [m]R) -> [n]R = gen(i:n) sum(j:m) A[i,j] * x[j]\n\
+         fn dot(x: [k]R, y: [k]R) -> R = sum(i:k) x[i] * y[i]\n",
+    )
+    .unwrap();
+    let demo = d.join("demo");
+    std::fs::create_dir_all(&demo).unwrap();
+    std::fs::write(
+        demo.join("a.tl"),
+        "fn dot(x: [k]R, y: [k]R) -> R = sum(i:k) x[i] * y[i]\n",
+    )
+    .unwrap();
+    let demo = s(&demo);
+    let x = write_npy(&d.join("x.npy"), arr1(&[1.0, 2.0]).into_dyn());
+    let (ax, ay) = (format!("--arg=x={x}"), format!("--arg=y={x}"));
+    // (command without the --size flag, what the error names)
+    let commands: Vec<(Vec<&str>, &str)> = vec![
+        (
+            vec!["opt", &f],
+            "no function of the file has a size `zz` (they have sizes k, m, n)",
+        ),
+        (
+            vec!["opt", &f, "--fn", "dot"],
+            "`dot` has no size `zz` (it has sizes k)",
+        ),
+        (
+            vec!["opt", &f, "--fn", "dot", "--json"],
+            "`dot` has no size `zz` (it has sizes k)",
+        ),
+        (
+            vec!["run", &f, "--fn", "dot", &ax, &ay],
+            "`dot` has no size `zz` (it has sizes k)",
+        ),
+        (
+            vec![
+                "run", &f, "--fn", "dot", &ax, &ay, "--no-opt", "--engine", "interp",
+            ],
+            "`dot` has no size `zz` (it has sizes k)",
+        ),
+        (
+            vec!["bench", &f, "--fn", "mv", "--reps", "1"],
+            "`mv` has no size `zz` (it has sizes m, n)",
+        ),
+        (
+            vec!["demo", "--dir", &demo],
+            "`dot` has no size `zz` (it has sizes k)",
+        ),
+    ];
+    for (cmd, names) in &commands {
+        for (flag, want) in [
+            ("zz=3", *names),
+            ("=5", "`--size =5`: the size name is missing"),
+            ("k=x", "`--size k=x`: `x` is not a size"),
+            ("k=-1", "`--size k=-1`: `-1` is not a size"),
+            ("k", "`--size k`: expected NAME=INTEGER"),
+        ] {
+            let mut a = cmd.clone();
+            a.extend(["--size", flag]);
+            let (code, out, err) = einsat(&a);
+            assert_eq!(code, 1, "{a:?}: {out}{err}");
+            assert!(err.contains(want), "{a:?}: expected `{want}` in {err}");
+            assert!(out.is_empty(), "{a:?}: {out}");
+        }
+    }
+    // names the program has are accepted, by every command
+    let ok: Vec<Vec<&str>> = vec![
+        vec!["opt", &f, "--size", "n=8", "--size", "k=3"],
+        vec!["run", &f, "--fn", "dot", &ax, &ay, "--size", "k=100"],
+        vec![
+            "bench", &f, "--fn", "mv", "--reps", "1", "--size", "n=4", "--size", "m=3",
+        ],
+        vec!["demo", "--dir", &demo, "--size", "k=5"],
+    ];
+    for a in ok {
+        let (code, _, err) = einsat(&a);
+        assert_eq!(code, 0, "{a:?}: {err}");
+    }
+}
+
+/// Issue 22: a 1 MB einsum spec was echoed whole in the error. Errors
+/// quote user input (specs, names, paths, source lines) as a bounded
+/// excerpt, with the position where there is one. (A command-line
+/// argument is at most 128 KiB on Linux; files carry the 1 MB cases.)
+#[test]
+fn errors_quote_long_input_as_a_bounded_excerpt() {
+    let d = tmpdir("excerpts");
+    let f = s(&d.join("f.tl"));
+    std::fs::write(&f, "fn f(x: R) -> R = x\n").unwrap();
+    let long = "a".repeat(100_000);
+    // a megabyte-long name, and an error in the middle of a long line
+    let big = d.join("big.tl");
+    std::fs::write(&big, format!("fn f(x: R) -> R = {}\n", "y".repeat(1 << 20))).unwrap();
+    let mid = d.join("mid.tl");
+    let xs = "x + ".repeat(5000);
+    std::fs::write(&mid, format!("fn f(x: R) -> R = {xs}zz + {xs}x\n")).unwrap();
+    let spec_err = format!("{long}1");
+    let batch = format!("{long}-");
+    let arg_name = format!("--arg={long}=1");
+    let arg_path = format!("--arg=x={long}.npy");
+    let size = format!("{long}=3");
+    let long_tl = format!("{long}.tl");
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (
+            vec!["einsum", &spec_err],
+            "`1` is not an index letter (a-z, A-Z) (column 100001 of `…aaaa",
+        ),
+        (
+            vec!["einsum", "ij", "--batch", &batch],
+            "is not a valid array name",
+        ),
+        (vec!["run", &f, "--fn", &long], "no function `aaaa"),
+        (
+            vec!["run", &f, "--arg=x=1", &arg_name],
+            "has no parameter `aaaa",
+        ),
+        (vec!["run", &f, &arg_path], "(100004 characters)"),
+        (vec!["opt", &f, "--size", &size], "`f` has no size `aaaa"),
+        (
+            vec!["bench", &f, "--engines", &long],
+            "unknown engine `aaaa",
+        ),
+        (
+            vec!["difftest", "--features", &long],
+            "unknown feature `aaaa",
+        ),
+        (vec!["check", &long_tl], "(100003 characters)"),
+        (vec!["opt", &f, "--rules", &long], "(100000 characters)"),
+        (vec!["demo", "--dir", &long], "(100000 characters)"),
+    ];
+    let big = s(&big);
+    let mid = s(&mid);
+    let mut cases = cases;
+    cases.push((
+        vec!["check", &big],
+        "big.tl:1:19: error: unknown name `yyyy",
+    ));
+    cases.push((
+        vec!["check", &mid],
+        "mid.tl:1:20019: error: unknown name `zz`",
+    ));
+    for (args, want) in cases {
+        let (code, _, err) = einsat(&args);
+        assert_eq!(code, 1, "{}", &err[..err.len().min(500)]);
+        assert!(
+            err.len() < 600,
+            "{}: {} bytes of error: {}…",
+            args[0],
+            err.len(),
+            &err[..300]
+        );
+        assert!(err.contains(want), "expected `{want}` in {err}");
+    }
+    // a function with a long name and many parameters, named in call errors
+    let longf = d.join("longf.tl");
+    let params: Vec<String> = (0..20000).map(|k| format!("p{k}: R")).collect();
+    std::fs::write(
+        &longf,
+        format!(
+            "fn {}({}) -> R = p0\n",
+            "g".repeat(200_000),
+            params.join(", ")
+        ),
+    )
+    .unwrap();
+    let mut args = vec!["run".to_string(), s(&longf)];
+    for k in 0..20000 {
+        args.push(format!("--arg=p{k}=1"));
+    }
+    args.push("--arg=zz=1".into());
+    let a: Vec<&str> = args.iter().map(|x| x.as_str()).collect();
+    let (code, _, err) = einsat(&a);
+    assert_eq!(code, 1);
+    assert!(err.len() < 600, "{} bytes", err.len());
+    assert!(
+        err.contains("(200000 characters)` has no parameter `zz` (parameters: p0, p1,")
+            && err.contains("… (20000 in all)"),
+        "{err}"
+    );
+    // the caret still points at the error inside the shown window
+    let (_, _, err) = einsat(&["check", &mid]);
+    let lines: Vec<&str> = err.lines().collect();
+    let at = lines[2].chars().position(|c| c == '^').unwrap();
+    let marked: String = lines[1].chars().skip(at).take(2).collect();
+    assert_eq!(marked, "zz", "{err}");
+}
+
+/// The raw bytes of the integer `v` as the dtype `kind`+`size`, in the
+/// byte order asked for (float16 through a table of the values used).
+fn npy_bytes(kind: char, size: usize, v: i64, big: bool) -> Vec<u8> {
+    let le: Vec<u8> = match (kind, size) {
+        ('f', 2) => {
+            let bits: u16 = match v {
+                1 => 0x3c00,
+                2 => 0x4000,
+                3 => 0x4200,
+                4 => 0x4400,
+                5 => 0x4500,
+                6 => 0x4600,
+                _ => unreachable!(),
+            };
+            bits.to_le_bytes().to_vec()
+        }
+        ('f', 4) => (v as f32).to_le_bytes().to_vec(),
+        ('f', 8) => (v as f64).to_le_bytes().to_vec(),
+        ('b', 1) => vec![u8::from(v % 2 == 1)],
+        ('i', n) | ('u', n) => v.to_le_bytes()[..n].to_vec(),
+        _ => unreachable!(),
+    };
+    if big {
+        le.into_iter().rev().collect()
+    } else {
+        le
+    }
+}
+
+/// Issue 22: the CLI refused float16 `.npy` files although README says
+/// any numeric dtype is read. Every dtype README promises (float16/32/64,
+/// int and uint of 1-8 bytes, bool), both byte orders, C and Fortran
+/// order, read exactly.
+#[test]
+fn every_numeric_npy_dtype_is_read_in_both_byte_orders_and_layouts() {
+    let d = tmpdir("dtypes-all");
+    let src = "fn f(x: [2,3]R) -> [2,3]R = gen(i:2, j:3) x[i, j]";
+    let want = [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]];
+    let mut tried = 0;
+    for (kind, size) in [
+        ('f', 2),
+        ('f', 4),
+        ('f', 8),
+        ('i', 1),
+        ('i', 2),
+        ('i', 4),
+        ('i', 8),
+        ('u', 1),
+        ('u', 2),
+        ('u', 4),
+        ('u', 8),
+        ('b', 1),
+    ] {
+        for big in [false, true] {
+            for fortran in [false, true] {
+                let order = if size == 1 {
+                    '|'
+                } else if big {
+                    '>'
+                } else {
+                    '<'
+                };
+                let descr = format!("{order}{kind}{size}");
+                // element (i, j) of the file, in its memory order
+                let idx: Vec<(usize, usize)> = if fortran {
+                    (0..3).flat_map(|j| (0..2).map(move |i| (i, j))).collect()
+                } else {
+                    (0..2).flat_map(|i| (0..3).map(move |j| (i, j))).collect()
+                };
+                let data: Vec<u8> = idx
+                    .iter()
+                    .flat_map(|&(i, j)| npy_bytes(kind, size, want[i][j] as i64, big))
+                    .collect();
+                let name = format!("{kind}{size}-{big}-{fortran}");
+                let x = raw_npy(
+                    &d.join(format!("{name}.npy")),
+                    &descr,
+                    fortran,
+                    "(2, 3)",
+                    &data,
+                );
+                let out = d.join(format!("{name}-out.npy"));
+                let (code, _, err) = run_src(
+                    &d,
+                    src,
+                    &[format!("x={x}")],
+                    &["--out", &s(&out), "--no-opt"],
+                );
+                assert_eq!(code, 0, "{descr} fortran={fortran}: {err}");
+                let got: ArrayD<f64> = ndarray_npy::read_npy(&out).unwrap();
+                let want: ArrayD<f64> = if kind == 'b' {
+                    arr2(&[[1.0, 0.0, 1.0], [0.0, 1.0, 0.0]]).into_dyn()
+                } else {
+                    arr2(&want).into_dyn()
+                };
+                assert_eq!(got, want, "{descr} fortran={fortran}");
+                tried += 1;
+            }
+        }
+    }
+    assert_eq!(tried, 48);
+    // float16 exactly: subnormals, the largest, signed zero, infinities, NaN
+    let bits: [u16; 9] = [
+        0x3e00, 0xc000, 0x7bff, 0x0001, 0x03ff, 0x8000, 0x7c00, 0xfc00, 0x7e00,
+    ];
+    let want = [
+        1.5,
+        -2.0,
+        65504.0,
+        2f64.powi(-24),
+        1023.0 * 2f64.powi(-24),
+        -0.0,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        f64::NAN,
+    ];
+    for big in [false, true] {
+        let data: Vec<u8> = bits
+            .iter()
+            .flat_map(|b| {
+                if big {
+                    b.to_be_bytes()
+                } else {
+                    b.to_le_bytes()
+                }
+            })
+            .collect();
+        let descr = if big { ">f2" } else { "<f2" };
+        let x = raw_npy(&d.join("h.npy"), descr, false, "(9,)", &data);
+        let out = d.join("h-out.npy");
+        let (code, _, err) = run_src(
+            &d,
+            "fn f(x: [n]R) -> [n]R = gen(i:n) x[i]",
+            &[format!("x={x}")],
+            &["--out", &s(&out), "--no-opt"],
+        );
+        assert_eq!(code, 0, "{descr}: {err}");
+        let got: ArrayD<f64> = ndarray_npy::read_npy(&out).unwrap();
+        for (g, w) in got.iter().zip(want) {
+            assert!(
+                (g.is_nan() && w.is_nan()) || g.to_bits() == w.to_bits(),
+                "{descr}: {g} for {w}"
+            );
+        }
+    }
+    // float128 and complex stay refused, by name
+    for descr in ["<f16", "<c16", "<U3", ">f3"] {
+        let x = raw_npy(&d.join("bad.npy"), descr, false, "(0,)", &[]);
+        let (code, _, err) = run_src(&d, "fn f(x: [n]R) -> R = 0", &[format!("x={x}")], &[]);
+        assert_eq!(code, 1, "{descr}");
+        assert!(err.contains("not a numeric .npy array"), "{descr}: {err}");
+        assert!(err.contains("float16/32/64"), "{descr}: {err}");
+    }
+}
+
+/// Issue 22: the CLI allowed 100,000 threads where Python capped at 1024.
+/// One limit (`jit::MAX_THREADS`) for `--threads`, `--jit-threads`,
+/// `--jobs`, Python's `threads=` and `jit::Options`.
+#[test]
+fn thread_counts_have_one_limit() {
+    assert_eq!(einsat::jit::MAX_THREADS, 1024);
+    let d = tmpdir("threads");
+    let f = s(&d.join("f.tl"));
+    std::fs::write(&f, "fn f(x: R) -> R = x * 2\n").unwrap();
+    for (args, want) in [
+        (
+            vec!["run", &f, "--arg", "x=1", "--threads", "100000"],
+            "--threads 100000: at most 1024 threads",
+        ),
+        (
+            vec![
+                "run",
+                &f,
+                "--arg",
+                "x=1",
+                "--threads",
+                "1025",
+                "--engine",
+                "interp",
+            ],
+            "--threads 1025: at most 1024",
+        ),
+        (
+            vec!["bench", &f, "--threads", "5000"],
+            "--threads 5000: at most 1024",
+        ),
+        (
+            vec!["difftest", "--jit-threads", "5000", "--cases", "1"],
+            "--jit-threads 5000: at most 1024",
+        ),
+        (
+            vec!["difftest", "--jobs", "5000", "--cases", "1"],
+            "--jobs 5000: at most 1024",
+        ),
+    ] {
+        let (code, out, err) = einsat(&args);
+        assert_eq!(code, 1, "{args:?}: {out}{err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
+    let (code, out, err) = einsat(&["run", &f, "--arg", "x=1", "--threads", "1024"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out.trim(), "2");
+}
+
+/// Issue 22: einsum specs follow numpy's whitespace rule on the command
+/// line too: spaces between subscripts are read, a tab or newline is an
+/// error with its column.
+#[test]
+fn einsum_specs_take_spaces_only() {
+    let (code, plain, _) = einsat(&["einsum", "ij,jk->ik"]);
+    assert_eq!(code, 0);
+    let (code, spaced, err) = einsat(&["einsum", " ij , jk -> ik "]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(spaced, plain);
+    for (spec, want) in [
+        ("ij,\tjk->ik", "a tab (U+0009) in the spec: numpy's grammar allows only spaces between subscripts (column 4 of `ij,\\tjk->ik`)"),
+        ("ij,jk\n->ik", "a newline (U+000A)"),
+        ("ij,jk- >ik", "`-` appears only as part of `->`"),
+    ] {
+        let (code, out, err) = einsat(&["einsum", spec]);
+        assert_eq!(code, 1, "{spec:?}: {out}");
+        assert!(err.contains(want), "{spec:?}: {err}");
+    }
+}

@@ -380,3 +380,48 @@ fn some_cases_draw_large_sizes_within_the_work_budget() {
     assert!(large * 20 >= named, "{large} of {named}");
     assert!(large < named, "{large} of {named}");
 }
+
+/// Issue 22: a case the reference interpreter itself refuses was reported
+/// as "the interpreter disagrees with the interpreter"; the headline (CLI
+/// and reproducer) now says what happened, and a failing stage is told
+/// apart from one that gave another value.
+#[test]
+fn failures_say_which_stage_failed_and_how() {
+    // a tensor past 2^31 elements: the interpreter refuses it
+    let f = einsat::load("fn f(x: R) -> R = (gen(i:100000, j:100000) x)[0, 0]").unwrap();
+    let case = Case {
+        function: f.functions[0].clone(),
+        sizes: Default::default(),
+        args: vec![Value::Real(1.0)],
+        layout: Layout::C,
+    };
+    let Verdict::Disagree(fl) = check(&case, &DiffConfig::default()) else {
+        panic!("the interpreter ran a tensor of 10^10 elements");
+    };
+    assert_eq!(fl.stage, Stage::Interp);
+    assert!(!fl.mismatch);
+    let h = fl.headline();
+    assert!(
+        h.contains("reference interpreter itself failed") && !h.contains("disagrees"),
+        "{h}"
+    );
+    assert!(
+        fl.message.contains("would build a tensor"),
+        "{}",
+        fl.message
+    );
+    let dir = tmpdir("interp-fails");
+    write_reproducer(&case, &fl, &dir, &[]).unwrap();
+    let text = std::fs::read_to_string(dir.join("repro.tl")).unwrap();
+    assert!(
+        text.starts_with("# einsat difftest reproducer: the reference interpreter itself failed"),
+        "{text}"
+    );
+    // a stage that gives another value disagrees
+    let d = &run(&broken_config(), 1, 500, 2, 1, &|_, _| {}).disagreements[0];
+    assert!(d.failure.mismatch);
+    assert_eq!(
+        d.failure.headline(),
+        "the optimiser + interpreter disagrees with the interpreter"
+    );
+}

@@ -300,3 +300,81 @@ fn byte_order_marks_nul_bytes_and_bad_utf8() {
     );
     assert!(e.contains("0xFF"), "{e}");
 }
+
+/// Issue 22 (difftest seed 7, case 8090): the interpreter's allocation
+/// check counts a value's components exactly, through lets, pairs,
+/// projections and accesses: a projection of a let-bound pair counts only
+/// its component, and what is refused is exactly what would exceed 2^31.
+#[test]
+fn the_allocation_check_counts_each_component() {
+    let run = |src: &str| {
+        let p = load(src).unwrap();
+        interp::run(&p.functions[0], &[Value::Real(2.0)])
+    };
+    let sum = |v: Value| match v {
+        Value::Array(a) => a.sum(),
+        other => panic!("expected an array, got {other:?}"),
+    };
+    // 1300 * (1300^2 + 1) > 2^31 but 1300 * 1 is not
+    let ok = [
+        "fn f(x: R) -> [1300]R = let t = (gen(i:1300, j:1300) 0.0, x) in gen(i:1300) t.1",
+        "fn f(x: R) -> [1300]R = let t = (x, (gen(i:1300, j:1300) 0.0, gen(k:3) x)) in gen(i:1300) t.1.1[2]",
+        // a tensor of pairs: an access, then a projection
+        "fn f(x: R) -> [1300]R = let t = gen(i:1300) (gen(j:1300) 0.0, x) in gen(k:1300) t[k].1",
+        // nested lets and a pair of pairs taken apart
+        "fn f(x: R) -> [1300]R = let t = ((gen(i:1300, j:1300) 0.0, x), x) in let u = t.0 in gen(i:1300) u.1 + t.1 - x",
+    ];
+    for src in ok {
+        let v = run(src).unwrap_or_else(|e| panic!("{src}: {e}"));
+        assert!((sum(v) - 1300.0 * 2.0).abs() < 1e-9, "{src}");
+    }
+    // the big component itself, under another gen of 1300, is refused
+    for src in [
+        "fn f(x: R) -> R = let t = (gen(i:1300, j:1300) 0.0, x) in (gen(i:1300) t.0)[0, 0, 0]",
+        "fn f(x: R) -> R = let t = gen(i:1300) (gen(j:1300) 0.0, x) in (gen(k:1300) t)[0][0].1",
+        "fn f(x: R) -> R = let t = (gen(i:1300, j:1300) 0.0, x) in let u = (x, t) in (gen(k:1300) u.1.0)[0, 0, 0]",
+    ] {
+        let m = run(src).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(m.contains("would build a tensor of"), "{src}: {m}");
+    }
+    // parameters count as what they hold: [1300,1300]R under a gen of 1300
+    let p = load("fn f(A: [n,n]R) -> R = (gen(i:n) A)[0, 0, 0]").unwrap();
+    let a = Value::Array(ndarray::Array2::<f64>::zeros((1300, 1300)).into_dyn());
+    let m = interp::run(&p.functions[0], std::slice::from_ref(&a))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        m.contains("would build a tensor of 2197000000 elements"),
+        "{m}"
+    );
+    let p = load("fn f(A: [n,n]R) -> R = (gen(i:n) A[i])[0, 0]").unwrap();
+    assert_eq!(
+        interp::run(&p.functions[0], &[a]).unwrap(),
+        Value::Real(0.0)
+    );
+}
+
+/// Issue 22: `jit::Options::threads` has the limit the CLI and Python
+/// have ([`einsat::jit::MAX_THREADS`]); more is `Error::Options`.
+#[test]
+fn jit_threads_past_the_limit_are_refused() {
+    let f = &load("fn f(x: R) -> R = x * 2").unwrap().functions[0];
+    for threads in [einsat::jit::MAX_THREADS + 1, 100_000, usize::MAX] {
+        let o = einsat::jit::Options {
+            threads,
+            ..Default::default()
+        };
+        let Err(e) = einsat::jit::compile_with(f, &o) else {
+            panic!("{threads} threads accepted");
+        };
+        assert!(matches!(e, Error::Options(_)), "{e:?}");
+        assert!(e.to_string().contains("more than the limit of 1024"), "{e}");
+        assert!(einsat::jit::compile_uncached_with(f, &o).is_err());
+    }
+    let o = einsat::jit::Options {
+        threads: einsat::jit::MAX_THREADS,
+        ..Default::default()
+    };
+    let k = einsat::jit::compile_with(f, &o).unwrap();
+    assert_eq!(k.call(&[Value::Real(3.0)]).unwrap(), Value::Real(6.0));
+}

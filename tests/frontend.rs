@@ -355,3 +355,39 @@ fn batched_einsum_shares_inputs() {
     assert!(einsum_batched("ij,j->i", &parse_batch_args("A").unwrap()).is_err());
     assert!(parse_batch_args("A*,x").is_err());
 }
+
+/// Issue 22: numpy's einsum skips spaces between subscripts and refuses
+/// other whitespace (`numpy.einsum("ij,\tjk->ik", …)`: "invalid subscript
+/// '\t'"), and `->`/`...` split by a space; the front end does the same,
+/// with the column and an excerpt in the error.
+#[test]
+fn einsum_specs_allow_spaces_only() {
+    let plain = einsum("ij,jk->ik").unwrap();
+    for spec in [" ij, jk -> ik ", "i j,j k->i k", "ij ,jk->ik"] {
+        assert_eq!(einsum(spec).unwrap(), plain, "{spec:?}");
+    }
+    assert_eq!(einsum("ij,jk->").unwrap(), einsum("ij,jk-> ").unwrap());
+    for (spec, needle) in [
+        ("ij,\tjk->ik", "a tab (U+0009) in the spec: numpy's grammar allows only spaces between subscripts (column 4 of `ij,\\tjk->ik`)"),
+        ("ij,jk\n->ik", "a newline (U+000A) in the spec"),
+        ("ij,jk->ik\r", "a carriage return (U+000D)"),
+        ("ij,\u{a0}jk->ik", "whitespace (U+00A0)"),
+        ("ij,jk- >ik", "`-` appears only as part of `->` (column 6"),
+        ("ij,jk>ik", "`>` appears only as part of `->` (column 6"),
+        ("i. ..j", "`.` appears only as part of `...` (column 2"),
+        ("i1,j", "`1` is not an index letter (a-z, A-Z) (column 2 of `i1,j`)"),
+        ("ij->ii", "output index `i` appears twice (column 6"),
+        ("ij->k", "does not appear in any operand (column 5"),
+        ("ij->i,j", "the output has no `,`"),
+        ("i->j->k", "`->` appears more than once (column 5"),
+        ("i\u{1}j", "`\\u{1}` is not an index letter"),
+    ] {
+        let e = einsum(spec).unwrap_err().to_string();
+        assert!(e.contains(needle), "{spec:?}: {e}");
+    }
+    // a long spec is quoted as an excerpt around the error
+    let long = format!("{}1", "a".repeat(1 << 20));
+    let e = einsum(&long).unwrap_err().to_string();
+    assert!(e.len() < 200, "{} bytes", e.len());
+    assert!(e.contains("(column 1048577 of `…aaa"), "{e}");
+}

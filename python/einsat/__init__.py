@@ -113,6 +113,13 @@ class CompileError(Error, RuntimeError):
     """The native compiler refused or failed to build a kernel."""
 
 
+class OptionError(Error, ValueError):
+    """An option out of its range: ``threads=`` that is not None or a whole
+    number from 1 to 1024 (the limit the command line's ``--threads`` and
+    the Rust API share), ``sizes=`` naming a size the program does not
+    have."""
+
+
 from ._einsat import Kernel, check, compile, einsum, optimize  # noqa: E402
 
 __all__ = [
@@ -127,4 +134,5 @@ __all__ = [
     "ShapeError",
     "DTypeError",
     "CompileError",
+    "OptionError",
 ]

@@ -50,6 +50,7 @@ enum Exc {
     Shape,
     DType,
     Compile,
+    Option,
 }
 
 impl Exc {
@@ -61,6 +62,7 @@ impl Exc {
             Exc::Shape => "ShapeError",
             Exc::DType => "DTypeError",
             Exc::Compile => "CompileError",
+            Exc::Option => "OptionError",
         }
     }
 }
@@ -134,6 +136,7 @@ fn from_einsat(e: einsat::Error, src: Option<&str>) -> Failure {
         E::Type(d) => source_failure(Exc::TypeCheck, &d, src),
         E::Frontend(m) => fail(Exc::Parse, m),
         E::Jit(m) => fail(Exc::Compile, format!("jit: {m}")),
+        E::Options(m) => fail(Exc::Option, m),
         // every other variant, also those added later, by its name: the
         // argument errors are ShapeError, the rest (I/O, rule files) Error
         #[allow(unreachable_patterns)]
@@ -327,18 +330,31 @@ fn value_to_py(py: Python<'_>, v: Value) -> PyResult<Py<PyAny>> {
     })
 }
 
+/// `threads=`: None (all cores) or 1 to [`jit::MAX_THREADS`], the limit
+/// the command line and the Rust API share; else `OptionError`.
 fn threads_of(threads: Option<&Bound<'_, PyAny>>) -> Res<usize> {
     match threads {
         None => Ok(0),
         Some(t) if t.is_none() => Ok(0),
         Some(t) => match t.extract::<i64>() {
-            Ok(n) if (1..=1024).contains(&n) => Ok(n as usize),
+            Ok(n) if (1..=jit::MAX_THREADS as i64).contains(&n) => Ok(n as usize),
             _ => Err(fail(
-                Exc::Shape,
-                format!("threads must be None or a whole number from 1 to 1024, not {t}"),
+                Exc::Option,
+                format!(
+                    "threads must be None (all cores) or a whole number from 1 to {}, not {}",
+                    jit::MAX_THREADS,
+                    shown(t)
+                ),
             )),
         },
     }
+}
+
+/// A Python object in an error message: its `repr`, cut to a bounded
+/// excerpt.
+fn shown(o: &Bound<'_, PyAny>) -> String {
+    let r = o.repr().map(|r| r.to_string()).unwrap_or_default();
+    einsat::diag::quote(&r)
 }
 
 // ---------------------------------------------------------------- einsum
@@ -409,13 +425,14 @@ fn spec_err(m: impl Into<String>) -> Failure {
     fail(Exc::Parse, format!("einsum: {}", m.into()))
 }
 
-/// A spec error at a character of the spec (line 1, 1-based column).
+/// A spec error at a character of the spec (line 1, 1-based column; the
+/// message quotes an excerpt of the spec around it).
 fn spec_err_at(spec: &str, byte: usize, m: impl Into<String>) -> Failure {
     let m = format!("einsum: {}", m.into());
     let col = spec[..byte.min(spec.len())].chars().count() + 1;
     Failure {
         exc: Exc::Parse,
-        message: format!("{m} (column {col} of `{spec}`)"),
+        message: format!("{m} ({})", einsat::frontend::einsum::where_in(spec, byte)),
         diags: vec![(Some(1), Some(col), m)],
     }
 }
@@ -423,7 +440,10 @@ fn spec_err_at(spec: &str, byte: usize, m: impl Into<String>) -> Failure {
 /// Expand a numpy spec for operands of the given ranks into explicit form
 /// without ellipses: `(explicit spec, labels per operand)`.
 fn expand(spec: &str, ranks: &[usize]) -> Res<(String, Vec<Vec<u8>>)> {
-    let s: String = spec.chars().filter(|c| !c.is_whitespace()).collect();
+    // numpy's rule: spaces between subscripts, no other whitespace, `->`
+    // and `...` not split (as the Rust front end)
+    einsat::frontend::einsum::check_characters(spec).map_err(|(at, m)| spec_err_at(spec, at, m))?;
+    let s: String = spec.chars().filter(|&c| c != ' ').collect();
     if let Some(c) = s
         .chars()
         .find(|c| !(c.is_ascii_alphabetic() || matches!(c, ',' | '.' | '-' | '>')))
@@ -432,7 +452,10 @@ fn expand(spec: &str, ranks: &[usize]) -> Res<(String, Vec<Vec<u8>>)> {
         return Err(spec_err_at(
             spec,
             at,
-            format!("`{c}` is not an index letter (a-z, A-Z)"),
+            format!(
+                "`{}` is not an index letter (a-z, A-Z)",
+                einsat::diag::quote(c.encode_utf8(&mut [0; 4]))
+            ),
         ));
     }
     let (lhs, rhs) = match s.split_once("->") {
@@ -464,12 +487,16 @@ fn expand(spec: &str, ranks: &[usize]) -> Res<(String, Vec<Vec<u8>>)> {
     }
     // split a term at its ellipsis: (before, after, has ellipsis)
     let split = |t: &str| -> Res<(String, String, bool)> {
+        let q = || einsat::diag::quote(t);
         match t.split_once("...") {
-            Some((a, b)) if a.contains('.') || b.contains('.') => {
-                Err(spec_err(format!("`{t}`: `.` appears only as one `...`")))
-            }
+            Some((a, b)) if a.contains('.') || b.contains('.') => Err(spec_err(format!(
+                "`{}`: `.` appears only as one `...`",
+                q()
+            ))),
             Some((a, b)) => Ok((a.into(), b.into(), true)),
-            None if t.contains('.') => Err(spec_err(format!("`{t}`: `.` appears only as `...`"))),
+            None if t.contains('.') => {
+                Err(spec_err(format!("`{}`: `.` appears only as `...`", q())))
+            }
             None => Ok((t.into(), String::new(), false)),
         }
     };
@@ -483,7 +510,8 @@ fn expand(spec: &str, ranks: &[usize]) -> Res<(String, Vec<Vec<u8>>)> {
             return Err(fail(
                 Exc::Shape,
                 format!(
-                    "einsum: operand {k} has {rank} axes but its subscripts `{t}` name {named}"
+                    "einsum: operand {k} has {rank} axes but its subscripts `{}` name {named}",
+                    einsat::diag::quote(t)
                 ),
             ));
         }
@@ -734,12 +762,7 @@ fn einsum_impl<'py>(
                     "einsum: out must be an aligned array whose strides are whole elements",
                 ));
             }
-            let mut w = arr.try_readwrite().map_err(|e| {
-                fail(
-                    Exc::Shape,
-                    format!("einsum: out cannot be written ({e}): it is read-only or overlaps an operand"),
-                )
-            })?;
+            let mut w = arr.try_readwrite().map_err(|e| out_refused(arr, &ops, e))?;
             let view = w.as_array_mut();
             maybe_native(py, small, || call_kernel(kernel, &args, Some(view)))?;
             Ok(Ok(o.clone().unbind()))
@@ -748,6 +771,71 @@ fn einsum_impl<'py>(
             let v = maybe_native(py, small, || call_kernel(kernel, &args, None))?;
             Ok(value_to_py(py, v.unwrap_or(Value::Real(0.0))))
         }
+    }
+}
+
+/// The bytes an array's elements span, `[lo, hi)` (`None` when it has no
+/// elements): from the address of its first element, its shape and its
+/// strides in bytes.
+fn byte_span(
+    first: usize,
+    shape: &[usize],
+    strides: impl Iterator<Item = isize>,
+) -> Option<(usize, usize)> {
+    let (mut lo, mut hi) = (first as isize, first as isize);
+    for (&n, s) in shape.iter().zip(strides) {
+        if n == 0 {
+            return None;
+        }
+        let reach = (n as isize - 1) * s;
+        if reach < 0 {
+            lo += reach;
+        } else {
+            hi += reach;
+        }
+    }
+    Some((lo as usize, hi as usize + 8))
+}
+
+/// Why `out` cannot be written, in einsat's words: read-only, or sharing
+/// memory with an operand einsat reads in place (which one), or in use by
+/// another call.
+fn out_refused(
+    out: &Bound<'_, PyArrayDyn<f64>>,
+    ops: &[Operand<'_>],
+    e: numpy::BorrowError,
+) -> Failure {
+    if matches!(e, numpy::BorrowError::NotWriteable) {
+        return fail(
+            Exc::Shape,
+            "einsum: out cannot be written: the array is read-only (its `writeable` flag is off)",
+        );
+    }
+    let span = byte_span(
+        out.data() as usize,
+        out.shape(),
+        out.strides().iter().copied(),
+    );
+    let overlapping = ops.iter().position(|op| match (op, span) {
+        (Operand::Array(a), Some((lo, hi))) => {
+            let v = a.as_array();
+            let strides = v.strides().iter().map(|s| s * 8);
+            byte_span(v.as_ptr() as usize, v.shape(), strides)
+                .is_some_and(|(l, h)| l < hi && lo < h)
+        }
+        _ => false,
+    });
+    match overlapping {
+        Some(k) => fail(
+            Exc::Shape,
+            format!(
+                "einsum: out overlaps operand {k} (they share memory): einsat does not write into an array it reads; give out an array of its own"
+            ),
+        ),
+        None => fail(
+            Exc::Shape,
+            "einsum: out cannot be written: another call is using the array",
+        ),
     }
 }
 
@@ -760,17 +848,18 @@ fn load(src: &str) -> Res<einsat::Program> {
 
 fn pick<'a>(prog: &'a einsat::Program, name: Option<&str>) -> Res<&'a Function> {
     let names = || {
-        prog.functions
-            .iter()
-            .map(|f| f.name.as_str())
-            .collect::<Vec<_>>()
-            .join(", ")
+        let all: Vec<String> = prog.functions.iter().map(|f| f.name.clone()).collect();
+        einsat::diag::quote_list(&all)
     };
     match name {
         Some(n) => prog.get(n).ok_or_else(|| {
             fail(
                 Exc::Error,
-                format!("no function `{n}` (the source defines: {})", names()),
+                format!(
+                    "no function `{}` (the source defines: {})",
+                    einsat::diag::quote(n),
+                    names()
+                ),
             )
         }),
         None if prog.functions.len() == 1 => Ok(&prog.functions[0]),
@@ -896,8 +985,9 @@ impl Kernel {
                     return Err(fail(
                         Exc::Shape,
                         format!(
-                            "`{}` has no parameter `{k}` (it takes {})",
+                            "`{}` has no parameter `{}` (it takes {})",
                             self.name,
+                            einsat::diag::quote(&k),
                             list()
                         ),
                     ));
@@ -1015,6 +1105,39 @@ fn opt_name(f: Option<&Bound<'_, PyAny>>) -> Res<Option<String>> {
     }
 }
 
+/// `sizes=` of `optimize` names only sizes the functions have (as the
+/// command line's `--size`); else `OptionError` listing them.
+fn check_size_names(sizes: &BTreeMap<String, usize>, fs: &[&Function]) -> Res<()> {
+    let mut have: Vec<String> = Vec::new();
+    for f in fs {
+        for n in f.size_names() {
+            if !have.contains(&n) {
+                have.push(n);
+            }
+        }
+    }
+    have.sort();
+    match sizes.keys().find(|k| !have.contains(k)) {
+        None => Ok(()),
+        Some(k) => Err(fail(
+            Exc::Option,
+            format!(
+                "sizes: {} has no size `{}` ({})",
+                match fs {
+                    [f] => format!("`{}`", f.name),
+                    _ => "no function of the source".to_string(),
+                },
+                einsat::diag::quote(k),
+                if have.is_empty() {
+                    "there are no named sizes".to_string()
+                } else {
+                    format!("sizes: {}", einsat::diag::quote_list(&have))
+                }
+            ),
+        )),
+    }
+}
+
 /// Parse, type-check, optimise and compile one function of a program in
 /// the einsat language (`fn` names it when the source defines several).
 /// Returns a Kernel: call it with arrays positionally or by parameter name.
@@ -1091,6 +1214,7 @@ fn optimize<'py>(
                 Some(_) => vec![pick(&prog, name.as_deref())?],
                 None => prog.functions.iter().collect(),
             };
+            check_size_names(&opts.sizes, &fs)?;
             let mut text = Vec::new();
             for f in fs {
                 let o = opt::optimize(f, &opts).map_err(|e| {

@@ -64,12 +64,6 @@ def test_einsum_spec_error_columns(spec, column):
 def test_einsum_argument_errors():
     with pytest.raises(einsat.DTypeError):
         einsat.einsum(3, A)
-    with pytest.raises(einsat.ShapeError):
-        einsat.einsum("ij", A, threads=0)
-    with pytest.raises(einsat.ShapeError):
-        einsat.einsum("ij", A, threads=-1)
-    with pytest.raises(einsat.ShapeError):
-        einsat.einsum("ij", A, threads="x")
 
 
 def test_out_errors():
@@ -162,3 +156,101 @@ def test_huge_and_odd_inputs_do_not_crash():
     # int too large for a float
     with pytest.raises(einsat.DTypeError):
         einsat.einsum(",i", 10**400, np.ones(2))
+
+
+# ---- issue 22 ----
+
+@pytest.mark.parametrize(
+    "spec",
+    ["ij,\tjk->ik", "ij,jk\n->ik", "ij,jk->ik\r", "ij,\u00a0jk->ik", "ij,jk- >ik",
+     "ij,jk-\t>ik", "i. ..j,jk->ik", "ij,jk>ik"],
+)
+def test_einsum_spec_characters_as_numpy(spec):
+    """numpy.einsum reads spaces between subscripts and nothing else: it
+    refuses every one of these, and so does einsat (ParseError, with the
+    column)."""
+    with pytest.raises(ValueError):
+        np.einsum(spec, A, B)
+    with pytest.raises(einsat.ParseError) as e:
+        einsat.einsum(spec, A, B)
+    assert e.value.line == 1 and e.value.column is not None
+    assert f"column {e.value.column}" in str(e.value)
+
+
+def test_einsum_spaces_are_read_as_numpy_reads_them():
+    for spec in (" ij , jk -> ik ", "i j,j k->i k", "ij,jk-> "):
+        np.testing.assert_allclose(einsat.einsum(spec, A, B), np.einsum(spec, A, B))
+    with pytest.raises(einsat.ParseError, match="a tab"):
+        einsat.einsum("ij,\tjk->ik", A, B)
+
+
+def test_long_input_is_quoted_as_an_excerpt():
+    spec = "a" * 10**6 + "1"
+    with pytest.raises(einsat.ParseError) as e:
+        einsat.einsum(spec, A)
+    assert len(str(e.value)) < 300, len(str(e.value))
+    assert e.value.column == 10**6 + 1
+    assert "column 1000001 of `…aaa" in str(e.value)
+    terms = "a" * 10**6
+    with pytest.raises(einsat.ShapeError) as e:
+        einsat.einsum(terms, A)
+    assert len(str(e.value)) < 300 and "(1000000 characters)" in str(e.value)
+    with pytest.raises(einsat.Error) as e:
+        einsat.compile(SRC, fn="f" * 10**6)
+    assert len(str(e.value)) < 300 and "no function" in str(e.value)
+    mv = einsat.compile(SRC, fn="mv")
+    with pytest.raises(einsat.ShapeError) as e:
+        mv(A, **{"z" * 10**6: 1})
+    assert len(str(e.value)) < 300 and "no parameter" in str(e.value)
+    with pytest.raises(einsat.TypeCheckError) as e:
+        einsat.check("fn f(x: R) -> R = " + "y" * 10**6)
+    assert len(str(e.value)) < 600 and "unknown name" in str(e.value)
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1025, 10**6, 10**30, "x", 1.5, "x" * 10**6])
+def test_bad_threads_are_option_errors(bad):
+    """threads= takes None or 1..1024, the limit the CLI's --threads and
+    the Rust jit::Options share; anything else is OptionError (a
+    ValueError), not ShapeError."""
+    with pytest.raises(einsat.OptionError) as e:
+        einsat.einsum("ij", A, threads=bad)
+    assert not isinstance(e.value, einsat.ShapeError)
+    assert isinstance(e.value, ValueError) and isinstance(e.value, einsat.Error)
+    assert "from 1 to 1024" in str(e.value) and len(str(e.value)) < 300
+    with pytest.raises(einsat.OptionError):
+        einsat.compile(SRC, fn="mv", threads=bad)
+
+
+def test_threads_up_to_the_limit_run():
+    np.testing.assert_allclose(einsat.einsum("ij->", A, threads=1024), 6.0)
+    assert einsat.compile(SRC, fn="dot", threads=1024)(np.ones(3), np.ones(3)) == 3.0
+
+
+def test_out_aliasing_an_operand_is_refused_in_einsats_words():
+    x = np.ones((3, 3))
+    y = np.ones((3, 3))
+    big = np.ones((4, 4))
+    for ops, out, k in (((x, y), x, 0), ((x, y), x[:], 0), ((x, y), x.T, 0),
+                        ((y, x), x, 1), ((big[:3, :3], y), big[1:, 1:], 0)):
+        with pytest.raises(einsat.ShapeError) as e:
+            einsat.einsum("ij,jk->ik", *ops, out=out)
+        m = str(e.value)
+        assert f"out overlaps operand {k}" in m, m
+        assert "borrowed" not in m and "The given array" not in m, m
+    ro = np.zeros((3, 3))
+    ro.setflags(write=False)
+    with pytest.raises(einsat.ShapeError) as e:
+        einsat.einsum("ij,jk->ik", x, y, out=ro)
+    assert "read-only" in str(e.value) and "The given array" not in str(e.value)
+    # an out that shares no memory with the operands is written
+    z = np.zeros((3, 3))
+    einsat.einsum("ij,jk->ik", x, y, out=z)
+    np.testing.assert_allclose(z, 3.0)
+
+
+def test_optimize_sizes_name_sizes_the_program_has():
+    with pytest.raises(einsat.OptionError, match="no size `zz`"):
+        einsat.optimize(SRC, sizes={"zz": 3})
+    with pytest.raises(einsat.OptionError, match="`dot` has no size `m`"):
+        einsat.optimize(SRC, fn="dot", sizes={"m": 3})
+    assert "fn dot" in einsat.optimize(SRC, fn="dot", sizes={"n": 3})

@@ -91,7 +91,8 @@ impl BenchEngine {
                 "jit-noopt" => BenchEngine::JitNoOpt,
                 other => {
                     return Err(format!(
-                        "error: unknown engine `{other}` (engines: interp, jit, jit-noopt)"
+                        "error: unknown engine `{}` (engines: interp, jit, jit-noopt)",
+                        crate::diag::quote(other)
                     ))
                 }
             };
@@ -244,7 +245,7 @@ pub fn bench(f: &Function, a: &BenchArgs) -> CliResult {
                 })
             })
             .collect();
-        println!(
+        outln!(
             "{}",
             serde_json::json!({
                 "function": f.name,
@@ -258,9 +259,9 @@ pub fn bench(f: &Function, a: &BenchArgs) -> CliResult {
                 "notes": notes,
                 "stages": stages,
             })
-        );
+        )?;
     } else {
-        println!(
+        outln!(
             "{} with {:?}, {} runs each (median), {threads} thread{}{}{}",
             f.name,
             sizes,
@@ -270,37 +271,41 @@ pub fn bench(f: &Function, a: &BenchArgs) -> CliResult {
             opt_ms
                 .map(|m| format!(", optimised in {m:.1} ms"))
                 .unwrap_or_default()
-        );
+        )?;
         let vs = format!("vs {}", rows[0].engine.label());
-        println!(
+        outln!(
             "{:<18} {:>12} {:>22} {:>10} {:>7}",
-            "engine", "median ms", vs, "GFLOP/s", "agrees"
-        );
+            "engine",
+            "median ms",
+            vs,
+            "GFLOP/s",
+            "agrees"
+        )?;
         for (r, ok) in rows.iter().zip(&agrees) {
-            println!(
+            outln!(
                 "{:<18} {:>12.4} {:>21.1}x {:>10.3} {:>7}",
                 r.engine.label(),
                 r.time * 1e3,
                 base / r.time,
                 r.flops / r.time / 1e9,
                 if *ok { "yes" } else { "NO" }
-            );
+            )?;
         }
         for n in &notes {
-            println!("note: {n}");
+            outln!("note: {n}")?;
         }
         for r in &rows {
             if let Some((c, first)) = r.compile {
-                println!(
+                outln!(
                     "{}: compiled in {:.2} ms, first call {:.4} ms",
                     r.engine.label(),
                     c * 1e3,
                     first * 1e3
-                );
+                )?;
             }
         }
         if let Some(st) = &stages {
-            println!("stages (optimised): {}", st.join(", "));
+            outln!("stages (optimised): {}", st.join(", "))?;
         }
     }
     if agrees.iter().any(|ok| !ok) {

@@ -103,6 +103,10 @@ pub fn difftest(a: &DiffArgs) -> CliResult {
             a.rtol
         ));
     }
+    let jit_threads = super::threads_flag("--jit-threads", a.jit_threads)?;
+    if let Some(j) = a.jobs {
+        super::threads_flag("--jobs", j)?;
+    }
     let gen = GenConfig {
         max_depth: a.depth,
         zero_sizes: !a.no_zero_sizes,
@@ -114,7 +118,7 @@ pub fn difftest(a: &DiffArgs) -> CliResult {
         gen,
         max_size: a.max_size.max(1),
         jit: !a.no_jit,
-        jit_threads: a.jit_threads.max(1),
+        jit_threads: jit_threads.max(1),
         large_share: a.large_share.clamp(0.0, 1.0),
         large_size: a.large_size.max(1),
         ..DiffConfig::default()
@@ -169,7 +173,7 @@ pub fn difftest(a: &DiffArgs) -> CliResult {
         .iter()
         .map(|(why, k)| format!("{k}: {why}"))
         .collect();
-    println!(
+    outln!(
         "difftest: {} cases ({} also through the JIT, {} skipped{}), {} disagreements, seed {}, {:.1} s",
         summary.cases,
         summary.jit_cases,
@@ -182,13 +186,13 @@ pub fn difftest(a: &DiffArgs) -> CliResult {
         summary.disagreeing,
         a.seed,
         summary.seconds
-    );
+    )?;
     let classes: Vec<String> = summary
         .classes
         .iter()
         .map(|(c, k)| format!("{c} {k}"))
         .collect();
-    println!("  mode {}; inputs: {}", cfg.opt.mode(), classes.join(", "));
+    outln!("  mode {}; inputs: {}", cfg.opt.mode(), classes.join(", "))?;
     // The reproducer's commands use the same rules as the run.
     let mut run_opts: Vec<String> = match &a.rules {
         Some(r) => vec![
@@ -207,36 +211,38 @@ pub fn difftest(a: &DiffArgs) -> CliResult {
         let dir = a.out.join(format!("case-{}", d.index));
         let words =
             write_reproducer(&d.shrunk, &d.failure, &dir, &run_opts).map_err(|e| format!("{e}"))?;
-        println!(
-            "\ncase {} (seed {:#x}): the {} disagrees with the interpreter",
-            d.index, d.seed, d.failure.stage
-        );
+        outln!(
+            "\ncase {} (seed {:#x}): {}",
+            d.index,
+            d.seed,
+            d.failure.headline()
+        )?;
         for line in d.failure.message.lines() {
-            println!("  {line}");
+            outln!("  {line}")?;
         }
-        println!(
+        outln!(
             "shrunk from {} to {} nodes:",
             d.original.function.body.size(),
             d.shrunk.function.body.size()
-        );
-        print!("{}", print_function(&d.shrunk.function));
-        println!();
+        )?;
+        out!("{}", print_function(&d.shrunk.function))?;
+        outln!()?;
         if let Some(g) = &d.failure.optimized {
-            println!("optimised to:");
-            print!("{}", print_function(g));
-            println!();
+            outln!("optimised to:")?;
+            out!("{}", print_function(g))?;
+            outln!()?;
         }
         let args: String = words.iter().map(|w| format!(" {w}")).collect();
-        println!("reproducer: {}", dir.join("repro.tl").display());
-        println!(
+        outln!("reproducer: {}", dir.join("repro.tl").display())?;
+        outln!(
             "  cd {} && einsat run repro.tl --no-opt --engine interp{args}",
             dir.display()
-        );
-        println!(
+        )?;
+        outln!(
             "  cd {} && einsat run repro.tl --engine jit --threads {} --parallel-threshold 0{args}",
             dir.display(),
             cfg.jit_threads
-        );
+        )?;
     }
     if summary.disagreeing > 0 {
         Err(format!(

@@ -5,8 +5,8 @@
 use crate::error::{Error, Result};
 use crate::interp::value::MAX_ELEMENTS;
 use crate::interp::Value;
-use ndarray::ArrayD;
-use ndarray_npy::{write_npy, ReadNpyExt};
+use ndarray::{ArrayD, IxDyn, ShapeBuilder};
+use ndarray_npy::write_npy;
 use std::collections::BTreeMap;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
@@ -22,21 +22,90 @@ pub struct NpyHeader {
     pub data_offset: u64,
 }
 
-/// The element type of a supported dtype and its size in bytes.
-fn dtype(descr: &str) -> Option<(char, u64)> {
-    let d = descr.trim_start_matches(['<', '>', '|', '=']);
-    match d {
-        "?" | "b1" => Some(('b', 1)),
+/// A supported dtype: its kind (`f` float, `i` signed, `u` unsigned, `b`
+/// bool), its size in bytes, and whether it is big-endian.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct DType {
+    kind: char,
+    size: usize,
+    big_endian: bool,
+}
+
+/// The dtype of a `descr` (`<f8`, `>i2`, `|u1`, `|b1`, `?`, ...): float
+/// of 2, 4 or 8 bytes, signed and unsigned integers of 1, 2, 4 or 8, and
+/// bool; `<` little-endian, `>` big-endian, `=` native, `|` (one byte).
+fn dtype(descr: &str) -> Option<DType> {
+    let (order, d) = match descr.chars().next()? {
+        c @ ('<' | '>' | '|' | '=') => (c, &descr[1..]),
+        _ => ('=', descr),
+    };
+    let big_endian = match order {
+        '>' => true,
+        '=' => cfg!(target_endian = "big"),
+        _ => false,
+    };
+    let (kind, size) = match d {
+        "?" | "b1" => ('b', 1),
         _ => {
             let kind = d.chars().next()?;
-            let size: u64 = d[1..].parse().ok()?;
-            let ok = match kind {
-                'f' => matches!(size, 4 | 8),
-                'i' | 'u' => matches!(size, 1 | 2 | 4 | 8),
-                'b' => size == 1,
-                _ => false,
-            };
-            ok.then_some((kind, size))
+            (kind, d[kind.len_utf8()..].parse::<usize>().ok()?)
+        }
+    };
+    let ok = match kind {
+        'f' => matches!(size, 2 | 4 | 8),
+        'i' | 'u' => matches!(size, 1 | 2 | 4 | 8),
+        'b' => size == 1,
+        _ => false,
+    };
+    ok.then_some(DType {
+        kind,
+        size,
+        big_endian,
+    })
+}
+
+/// An IEEE half-precision number (float16's bits) as f64, exactly.
+fn f16_to_f64(h: u16) -> f64 {
+    let sign = if h & 0x8000 != 0 { -1.0 } else { 1.0 };
+    let exp = i32::from((h >> 10) & 0x1f);
+    let frac = f64::from(h & 0x3ff);
+    match exp {
+        0 => sign * frac * 2f64.powi(-24),
+        31 if frac == 0.0 => sign * f64::INFINITY,
+        31 => f64::NAN,
+        e => sign * (1.0 + frac / 1024.0) * 2f64.powi(e - 15),
+    }
+}
+
+/// One element of dtype `t` from its bytes, as f64 (integers beyond 2^53
+/// round to the nearest f64).
+fn element(t: DType, b: &[u8]) -> f64 {
+    let mut w = [0u8; 8];
+    if t.big_endian {
+        // the value's bytes, least significant first
+        for (k, &x) in b.iter().rev().enumerate() {
+            w[k] = x;
+        }
+    } else {
+        w[..t.size].copy_from_slice(b);
+    }
+    let u = u64::from_le_bytes(w);
+    match (t.kind, t.size) {
+        ('f', 2) => f16_to_f64(u as u16),
+        ('f', 4) => f64::from(f32::from_bits(u as u32)),
+        ('f', _) => f64::from_bits(u),
+        ('i', n) => {
+            // sign-extend from n bytes
+            let shift = 64 - 8 * n as u32;
+            (((u << shift) as i64) >> shift) as f64
+        }
+        ('u', _) => u as f64,
+        _ => {
+            if u != 0 {
+                1.0
+            } else {
+                0.0
+            }
         }
     }
 }
@@ -117,10 +186,12 @@ pub fn read_npy_header(r: &mut impl Read) -> std::result::Result<NpyHeader, Stri
         if p.is_empty() {
             continue;
         }
-        shape.push(
-            p.parse::<u64>()
-                .map_err(|_| format!("the .npy header's shape has a bad size `{p}`"))?,
-        );
+        shape.push(p.parse::<u64>().map_err(|_| {
+            format!(
+                "the .npy header's shape has a bad size `{}`",
+                crate::diag::quote(p)
+            )
+        })?);
     }
     Ok(NpyHeader {
         descr,
@@ -130,12 +201,14 @@ pub fn read_npy_header(r: &mut impl Read) -> std::result::Result<NpyHeader, Stri
     })
 }
 
-/// Read a `.npy` file as an f64 array; other numeric dtypes are converted.
+/// Read a `.npy` file as an f64 array; other numeric dtypes (float16/32,
+/// integers, bool; either byte order; C or Fortran order) are converted
+/// exactly (integers beyond 2^53 to the nearest f64).
 /// The header is checked before anything is allocated: its shape times the
 /// item size must match the data the file holds, and the array may have at
 /// most 2^31 elements (the tensor limit).
 pub fn read_array(path: &Path) -> Result<ArrayD<f64>> {
-    let name = path.display();
+    let name = crate::diag::quote_path(path);
     let mut file = std::fs::File::open(path).map_err(|e| {
         Error::Io(if e.kind() == std::io::ErrorKind::NotFound {
             format!("{name}: no such file")
@@ -149,12 +222,13 @@ pub fn read_array(path: &Path) -> Result<ArrayD<f64>> {
         .len();
     let h = read_npy_header(&mut std::io::BufReader::new(&mut file))
         .map_err(|m| Error::Io(format!("{name}: {m}")))?;
-    let (kind, itemsize) = dtype(&h.descr).ok_or_else(|| {
+    let t = dtype(&h.descr).ok_or_else(|| {
         Error::Io(format!(
-            "{name}: not a numeric .npy array (dtype `{}`; read are float, int, uint and bool)",
-            h.descr
+            "{name}: not a numeric .npy array (dtype `{}`; read are float16/32/64, int and uint of 1 to 8 bytes, and bool, in either byte order)",
+            crate::diag::quote(&h.descr)
         ))
     })?;
+    let itemsize = t.size as u64;
     let mut elements: u128 = 1;
     for &d in &h.shape {
         elements = elements.saturating_mul(d as u128);
@@ -170,33 +244,29 @@ pub fn read_array(path: &Path) -> Result<ArrayD<f64>> {
     if have != want {
         return Err(Error::Io(format!(
             "{name}: the header declares shape {:?} of dtype `{}`, {want} bytes of data, but the file holds {have}",
-            h.shape, h.descr
+            h.shape, crate::diag::quote(&h.descr)
         )));
     }
-    file.seek(SeekFrom::Start(0))
+    file.seek(SeekFrom::Start(h.data_offset))
         .map_err(|e| Error::Io(format!("{name}: {e}")))?;
-    let r = std::io::BufReader::new(file);
-    let bad = |e: ndarray_npy::ReadNpyError| Error::Io(format!("{name}: {e}"));
-    macro_rules! read_as {
-        ($t:ty) => {
-            ArrayD::<$t>::read_npy(r).map_err(bad)?.mapv(|x| x as f64)
-        };
+    let mut r = std::io::BufReader::new(file);
+    let n = elements as usize;
+    let mut data = Vec::with_capacity(n);
+    let mut chunk = vec![0u8; t.size * 8192];
+    while data.len() < n {
+        let k = (n - data.len()).min(8192);
+        let bytes = &mut chunk[..k * t.size];
+        r.read_exact(bytes)
+            .map_err(|e| Error::Io(format!("{name}: reading the data: {e}")))?;
+        data.extend(bytes.chunks_exact(t.size).map(|b| element(t, b)));
     }
-    Ok(match (kind, itemsize) {
-        ('f', 8) => ArrayD::<f64>::read_npy(r).map_err(bad)?,
-        ('f', 4) => read_as!(f32),
-        ('i', 8) => read_as!(i64),
-        ('i', 4) => read_as!(i32),
-        ('i', 2) => read_as!(i16),
-        ('i', 1) => read_as!(i8),
-        ('u', 8) => read_as!(u64),
-        ('u', 4) => read_as!(u32),
-        ('u', 2) => read_as!(u16),
-        ('u', 1) => read_as!(u8),
-        _ => ArrayD::<bool>::read_npy(r)
-            .map_err(bad)?
-            .mapv(|x| if x { 1.0 } else { 0.0 }),
-    })
+    let shape: Vec<usize> = h.shape.iter().map(|&d| d as usize).collect();
+    let a = if h.fortran_order {
+        ArrayD::from_shape_vec(IxDyn(&shape).f(), data)
+    } else {
+        ArrayD::from_shape_vec(IxDyn(&shape), data)
+    };
+    a.map_err(|e| Error::Io(format!("{name}: internal shape mismatch: {e}")))
 }
 
 /// Write a value: an array to `path`; a number as a 0-dim array; a pair as
@@ -204,8 +274,12 @@ pub fn read_array(path: &Path) -> Result<ArrayD<f64>> {
 pub fn write_value(path: &Path, v: &Value) -> Result<()> {
     match v {
         Value::Real(x) => write_value(path, &Value::Array(ndarray::arr0(*x).into_dyn())),
-        Value::Array(a) => write_npy(path, a)
-            .map_err(|e| Error::Io(format!("{}: cannot write: {e}", path.display()))),
+        Value::Array(a) => write_npy(path, a).map_err(|e| {
+            Error::Io(format!(
+                "{}: cannot write: {e}",
+                crate::diag::quote_path(path)
+            ))
+        }),
         Value::Pair(a, b) => {
             let stem = path.with_extension("");
             let s = stem.display().to_string();
@@ -224,7 +298,10 @@ fn insert(slot: &mut Option<Box<Slot>>, path: &[u8], v: Value, name: &str) -> Re
     match path.split_first() {
         None => {
             if slot.is_some() {
-                return Err(Error::Call(format!("argument `{name}` is given twice")));
+                return Err(Error::Call(format!(
+                    "argument `{}` is given twice",
+                    crate::diag::quote(name)
+                )));
             }
             *slot = Some(Box::new(Slot::Leaf(v)));
             Ok(())
@@ -236,7 +313,8 @@ fn insert(slot: &mut Option<Box<Slot>>, path: &[u8], v: Value, name: &str) -> Re
             match slot.as_deref_mut() {
                 Some(Slot::Pair(a, b)) => insert(if k == 0 { a } else { b }, rest, v, name),
                 _ => Err(Error::Call(format!(
-                    "argument `{name}` is given both whole and by components"
+                    "argument `{}` is given both whole and by components",
+                    crate::diag::quote(name)
                 ))),
             }
         }
@@ -262,15 +340,16 @@ fn finish(slot: Slot, name: &str) -> Result<Value> {
 pub fn parse_args(specs: &[String]) -> Result<BTreeMap<String, Value>> {
     let mut slots: BTreeMap<String, Option<Box<Slot>>> = BTreeMap::new();
     for spec in specs {
+        let shown = crate::diag::quote(spec);
         let (key, val) = spec.split_once('=').ok_or_else(|| {
             Error::Call(format!(
-                "`--arg {spec}`: expected NAME=PATH.npy or NAME=NUMBER"
+                "`--arg {shown}`: expected NAME=PATH.npy or NAME=NUMBER"
             ))
         })?;
         let mut parts = key.split('.');
         let name = parts.next().unwrap_or("").trim().to_string();
         if name.is_empty() {
-            return Err(Error::Call(format!("`--arg {spec}`: the name is missing")));
+            return Err(Error::Call(format!("`--arg {shown}`: the name is missing")));
         }
         let mut path = Vec::new();
         for p in parts {
@@ -279,7 +358,7 @@ pub fn parse_args(specs: &[String]) -> Result<BTreeMap<String, Value>> {
                 "1" => path.push(1u8),
                 _ => {
                     return Err(Error::Call(format!(
-                        "`--arg {spec}`: a component after `.` must be 0 or 1"
+                        "`--arg {shown}`: a component after `.` must be 0 or 1"
                     )))
                 }
             }

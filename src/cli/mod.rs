@@ -1,14 +1,35 @@
 //! The `einsat` command line: `check`, `run`, `opt`, `bench`, `difftest`, `rules check`,
 //! `einsum` and `demo`.
 //! Every user error is printed as `error: …` (with file:line:col for source
-//! errors) and exits with status 1; nothing user-caused panics.
+//! errors) and exits with status 1; nothing user-caused panics. Output goes
+//! through `out!`/`outln!`, so a failed write to stdout (a full disk,
+//! an I/O error) is an error too; a closed pipe ends the process quietly
+//! (`src/main.rs` restores SIGPIPE's default action).
+
+/// `print!` to stdout, returning the write's result as a `CliResult`
+/// (`println!` panics on a failed write).
+macro_rules! out {
+    ($($arg:tt)*) => {
+        $crate::cli::write_stdout(format_args!($($arg)*))
+    };
+}
+
+/// `println!` to stdout, returning the write's result as a `CliResult`.
+macro_rules! outln {
+    () => {
+        $crate::cli::write_stdout(format_args!("\n"))
+    };
+    ($($arg:tt)*) => {
+        $crate::cli::write_stdout(format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
 
 pub mod bench;
 pub mod difftest;
 pub mod io;
 pub mod optcmd;
 
-use crate::error::{Error, Result};
+use crate::error::Error;
 use crate::interp::{self, Value};
 use crate::opt::optimize;
 use crate::syntax::{self, print_function};
@@ -174,17 +195,30 @@ enum Cmd {
 
 /// Run the CLI on `std::env::args`; returns the exit status.
 pub fn main() -> i32 {
+    use std::io::Write;
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
-            let _ = e.print();
-            return if e.use_stderr() { 2 } else { 0 };
+            if e.use_stderr() {
+                let _ = e.print();
+                return 2;
+            }
+            // --help, --version: stdout
+            return match e.print().and_then(|()| std::io::stdout().flush()) {
+                Ok(()) => 0,
+                Err(w) => {
+                    let _ = writeln!(std::io::stderr(), "{}", stdout_error(w));
+                    1
+                }
+            };
         }
     };
-    match dispatch(cli.cmd) {
+    let done = dispatch(cli.cmd).and_then(|()| std::io::stdout().flush().map_err(stdout_error));
+    match done {
         Ok(()) => 0,
         Err(msg) => {
-            eprintln!("{msg}");
+            // (a failed write to stderr has nowhere to be reported)
+            let _ = writeln!(std::io::stderr(), "{msg}");
             1
         }
     }
@@ -193,8 +227,23 @@ pub fn main() -> i32 {
 /// A CLI failure: the fully rendered message.
 pub(crate) type CliResult = std::result::Result<(), String>;
 
+/// Write to stdout (what `out!` and `outln!` expand to); a failed
+/// write is the command's error.
+pub(crate) fn write_stdout(args: std::fmt::Arguments<'_>) -> CliResult {
+    use std::io::Write;
+    std::io::stdout()
+        .lock()
+        .write_fmt(args)
+        .map_err(stdout_error)
+}
+
+fn stdout_error(e: std::io::Error) -> String {
+    format!("error: writing to stdout: {e}")
+}
+
 fn read_source(file: &Path) -> std::result::Result<String, String> {
-    let bytes = std::fs::read(file).map_err(|e| format!("error: {}: {e}", file.display()))?;
+    let bytes = std::fs::read(file)
+        .map_err(|e| format!("error: {}: {e}", crate::diag::quote_path(file)))?;
     crate::diag::decode_source(&file.display().to_string(), bytes)
 }
 
@@ -221,7 +270,8 @@ fn pick<'a>(
     match name {
         Some(n) => prog.get(n).ok_or_else(|| {
             format!(
-                "error: no function `{n}` (the file defines: {})",
+                "error: no function `{}` (the file defines: {})",
+                crate::diag::quote(n),
                 names(prog)
             )
         }),
@@ -234,27 +284,83 @@ fn pick<'a>(
 }
 
 fn names(p: &syntax::Program) -> String {
-    p.functions
-        .iter()
-        .map(|f| f.name.as_str())
-        .collect::<Vec<_>>()
-        .join(", ")
+    let names: Vec<String> = p.functions.iter().map(|f| f.name.clone()).collect();
+    crate::diag::quote_list(&names)
 }
 
-fn parse_sizes(specs: &[String]) -> std::result::Result<BTreeMap<String, usize>, String> {
-    specs
-        .iter()
-        .map(|s| {
-            let (k, v) = s
-                .split_once('=')
-                .ok_or_else(|| format!("error: `--size {s}`: expected NAME=INTEGER"))?;
-            let v: usize = v
-                .trim()
-                .parse()
-                .map_err(|_| format!("error: `--size {s}`: `{v}` is not a size"))?;
-            Ok((k.trim().to_string(), v))
-        })
-        .collect()
+/// Parse `--size NAME=INTEGER` flags for the functions `fs` (of `place`,
+/// e.g. "the file", for the error): a name, a whole number, each name
+/// once, and only names some function of `fs` has (the error lists the
+/// names they have).
+pub(crate) fn parse_sizes(
+    specs: &[String],
+    fs: &[&syntax::Function],
+    place: &str,
+) -> std::result::Result<BTreeMap<String, usize>, String> {
+    let mut out = BTreeMap::new();
+    for s in specs {
+        let shown = crate::diag::quote(s);
+        let (k, v) = s
+            .split_once('=')
+            .ok_or_else(|| format!("error: `--size {shown}`: expected NAME=INTEGER"))?;
+        let (k, v) = (k.trim(), v.trim());
+        if k.is_empty() {
+            return Err(format!(
+                "error: `--size {shown}`: the size name is missing (expected NAME=INTEGER)"
+            ));
+        }
+        let n: usize = v.parse().map_err(|_| {
+            format!(
+                "error: `--size {shown}`: `{}` is not a size (a whole number ≥ 0)",
+                crate::diag::quote(v)
+            )
+        })?;
+        if let Some(old) = out.insert(k.to_string(), n) {
+            if old != n {
+                return Err(format!(
+                    "error: `--size {shown}`: size `{}` is given twice ({old} and {n})",
+                    crate::diag::quote(k)
+                ));
+            }
+        }
+    }
+    let mut have: Vec<String> = Vec::new();
+    for f in fs {
+        for n in f.size_names() {
+            if !have.contains(&n) {
+                have.push(n);
+            }
+        }
+    }
+    have.sort();
+    if let Some((k, v)) = out.iter().find(|(k, _)| !have.contains(k)) {
+        let k = crate::diag::quote(k);
+        let sizes = if have.is_empty() {
+            "no named sizes".to_string()
+        } else {
+            format!("sizes {}", crate::diag::quote_list(&have))
+        };
+        let msg = match fs {
+            [f] => format!(
+                "`{}` has no size `{k}` (it has {sizes})",
+                crate::diag::quote(&f.name)
+            ),
+            _ => format!("no function of {place} has a size `{k}` (they have {sizes})"),
+        };
+        return Err(format!("error: `--size {k}={v}`: {msg}"));
+    }
+    Ok(out)
+}
+
+/// Check a thread-count flag (`--threads`, `--jit-threads`, `--jobs`)
+/// against [`crate::jit::MAX_THREADS`], the limit Python and the Rust API
+/// share.
+pub(crate) fn threads_flag(flag: &str, n: usize) -> std::result::Result<usize, String> {
+    let max = crate::jit::MAX_THREADS;
+    if n > max {
+        return Err(format!("error: {flag} {n}: at most {max} threads"));
+    }
+    Ok(n)
 }
 
 fn dispatch(cmd: Cmd) -> CliResult {
@@ -267,7 +373,7 @@ fn dispatch(cmd: Cmd) -> CliResult {
             let sigs =
                 types::check_parsed(&parsed).map_err(|d| render(Error::types(d), &file, &src))?;
             for s in sigs {
-                println!("{s}");
+                outln!("{s}")?;
             }
             Ok(())
         }
@@ -283,15 +389,18 @@ fn dispatch(cmd: Cmd) -> CliResult {
             parallel_threshold,
             opt,
         } => {
+            let threads = threads_flag("--threads", threads)?;
             let (_, parsed) = load_file(&file)?;
             let f = pick(&parsed.program, func.as_deref())?;
             let named = io::parse_args(&args).map_err(err)?;
             let args = interp::order_named(f, named).map_err(err)?;
             let program = if no_opt {
+                // (the flags are checked all the same)
+                parse_sizes(&opt.sizes, &[f], "the file")?;
                 f.clone()
             } else {
                 // The cost model uses the actual sizes unless told otherwise.
-                let mut o = opt.options()?;
+                let mut o = opt.options(&[f], "the file")?;
                 for (k, v) in interp::bind(f, &args).map_err(err)? {
                     o.sizes.entry(k).or_insert(v);
                 }
@@ -317,7 +426,7 @@ fn dispatch(cmd: Cmd) -> CliResult {
                 .and_then(|k| k.call(&args)),
             }
             .map_err(err)?;
-            emit(&result, out.as_deref(), json).map_err(err)
+            emit(&result, out.as_deref(), json)
         }
         Cmd::Opt {
             file,
@@ -338,6 +447,7 @@ fn dispatch(cmd: Cmd) -> CliResult {
             no_gemm,
             parallel_threshold,
         } => {
+            let threads = threads_flag("--threads", threads)?;
             let (_, parsed) = load_file(&file)?;
             let f = pick(&parsed.program, func.as_deref())?;
             let jit = crate::jit::Options {
@@ -352,7 +462,7 @@ fn dispatch(cmd: Cmd) -> CliResult {
             bench::bench(
                 f,
                 &bench::BenchArgs {
-                    sizes: parse_sizes(&sizes)?,
+                    sizes: parse_sizes(&sizes, &[f], "the file")?,
                     reps: reps.max(1),
                     seed,
                     json,
@@ -378,23 +488,22 @@ fn dispatch(cmd: Cmd) -> CliResult {
                     .and_then(|a| crate::frontend::einsum::einsum_batched(&spec, &a)),
             }
             .map_err(err)?;
-            print!("{}", print_function(&f));
+            out!("{}", print_function(&f))?;
             Ok(())
         }
-        Cmd::Demo { dir, sizes, seed } => demo(dir, &parse_sizes(&sizes)?, seed),
+        Cmd::Demo { dir, sizes, seed } => demo(dir, &sizes, seed),
     }
 }
 
-fn emit(v: &Value, out: Option<&Path>, json: bool) -> Result<()> {
+fn emit(v: &Value, out: Option<&Path>, json: bool) -> CliResult {
     if let Some(p) = out {
-        io::write_value(p, v)?;
-        return Ok(());
+        return io::write_value(p, v).map_err(|e| format!("error: {e}"));
     }
     if json {
         let j = serde_json::json!({ "output": v.to_json() });
-        println!("{j}");
+        outln!("{j}")?;
     } else {
-        println!("{v}");
+        outln!("{v}")?;
     }
     Ok(())
 }
@@ -408,25 +517,38 @@ fn examples_dir() -> PathBuf {
     }
 }
 
-fn demo(dir: Option<PathBuf>, sizes: &BTreeMap<String, usize>, seed: u64) -> CliResult {
+fn demo(dir: Option<PathBuf>, size_flags: &[String], seed: u64) -> CliResult {
     let dir = dir.unwrap_or_else(examples_dir);
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .map_err(|e| format!("error: {}: {e}", dir.display()))?
+        .map_err(|e| format!("error: {}: {e}", crate::diag::quote_path(&dir)))?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "tl"))
         .collect();
     files.sort();
+    let loaded: Vec<(PathBuf, std::result::Result<syntax::Parsed, String>)> = files
+        .into_iter()
+        .map(|f| {
+            let l = load_file(&f).map(|(_, p)| p);
+            (f, l)
+        })
+        .collect();
+    let all: Vec<&syntax::Function> = loaded
+        .iter()
+        .filter_map(|(_, l)| l.as_ref().ok())
+        .flat_map(|p| &p.program.functions)
+        .collect();
+    let sizes = parse_sizes(size_flags, &all, &format!("the files of {}", dir.display()))?;
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
-    println!(
+    outln!(
         "{:<13} {:<13} {:<40} {:>9} {:>11} {:>11} {:>7} {:>5} {:>9} {:>5}  result (sum of elements)",
         "file", "function", "signature", "interp ms", "cost", "opt cost", "opt ms", "agree", "jit x", "jit="
-    );
+    )?;
     let mut failures = 0;
-    for file in files {
-        let (_, parsed) = match load_file(&file) {
+    for (file, parsed) in &loaded {
+        let parsed = match parsed {
             Ok(x) => x,
             Err(e) => {
-                println!("{e}");
+                outln!("{e}")?;
                 failures += 1;
                 continue;
             }
@@ -481,7 +603,7 @@ fn demo(dir: Option<PathBuf>, sizes: &BTreeMap<String, usize>, seed: u64) -> Cli
                 ("-".to_string(), "-")
             };
             match r {
-                Ok(v) => println!(
+                Ok(v) => outln!(
                     "{:<13} {:<13} {:<40} {:>9.3} {:>11} {:>11} {:>7.1} {:>5} {:>9} {:>5}  {}",
                     fname,
                     f.name,
@@ -494,10 +616,10 @@ fn demo(dir: Option<PathBuf>, sizes: &BTreeMap<String, usize>, seed: u64) -> Cli
                     jit.0,
                     jit.1,
                     summary(&v)
-                ),
+                )?,
                 Err(e) => {
                     failures += 1;
-                    println!("{fname:<16} {:<14} error: {e}", f.name)
+                    outln!("{fname:<16} {:<14} error: {e}", f.name)?
                 }
             }
         }

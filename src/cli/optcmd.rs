@@ -66,7 +66,10 @@ pub fn rule_set(dir: Option<&Path>, check: bool) -> Result<Vec<Rule>, String> {
             };
             let r = load_rules_dir_with(d, &how).map_err(|e| format!("error: {e}"))?;
             if r.is_empty() {
-                return Err(format!("error: {}: no *.rules files", d.display()));
+                return Err(format!(
+                    "error: {}: no *.rules files",
+                    crate::diag::quote_path(d)
+                ));
             }
             Ok(r)
         }
@@ -74,10 +77,11 @@ pub fn rule_set(dir: Option<&Path>, check: bool) -> Result<Vec<Rule>, String> {
 }
 
 impl OptArgs {
-    /// Optimiser options from the flags.
-    pub fn options(&self) -> Result<Options, String> {
+    /// Optimiser options from the flags, for the functions `fs` (of
+    /// `place`, e.g. "the file"): `--size` names only sizes they have.
+    pub fn options(&self, fs: &[&Function], place: &str) -> Result<Options, String> {
         let mut o = Options {
-            sizes: parse_sizes(&self.sizes)?,
+            sizes: parse_sizes(&self.sizes, fs, place)?,
             ..Options::default()
         };
         if self.rules.is_some() {
@@ -123,12 +127,12 @@ pub fn opt(
     explain: bool,
 ) -> CliResult {
     let (_, parsed) = load_file(file)?;
-    let mut opts = args.options()?;
-    opts.explain = explain;
     let fs: Vec<&Function> = match func {
         Some(_) => vec![super::pick(&parsed.program, func)?],
         None => parsed.program.functions.iter().collect(),
     };
+    let mut opts = args.options(&fs, "the file")?;
+    opts.explain = explain;
     let mut out = Vec::new();
     for (k, f) in fs.iter().enumerate() {
         let o = opt_one(f, &opts)?;
@@ -137,11 +141,11 @@ pub fn opt(
             continue;
         }
         if k > 0 {
-            println!();
+            outln!()?;
         }
-        print!("{}", print_function(&o.program));
+        out!("{}", print_function(&o.program))?;
         let r = &o.report;
-        println!(
+        outln!(
             "# mode: {}{}",
             r.mode,
             if opts.fast_math {
@@ -149,14 +153,14 @@ pub fn opt(
             } else {
                 " (reorders sums and products only; --fast-math for more)"
             }
-        );
-        println!(
+        )?;
+        outln!(
             "# cost: {} -> {} ({:.1}x less work)",
             o.cost_before,
             o.cost_after,
             o.cost_before / o.cost_after.max(1.0)
-        );
-        println!(
+        )?;
+        outln!(
             "# e-graph: {} nodes, {} classes, {} iterations, stopped: {}; {:.1} ms ({:.1} ms CPU)",
             r.egraph_nodes,
             r.egraph_classes,
@@ -164,24 +168,24 @@ pub fn opt(
             r.stop_reason,
             r.total_seconds * 1e3,
             r.cpu_seconds * 1e3
-        );
+        )?;
         for l in &r.limits_hit {
-            println!("# limit: {l}");
+            outln!("# limit: {l}")?;
         }
         if hit_limit(&o) {
-            println!(
+            outln!(
                 "# note: a limit cut the optimisation short; this is the best program found so far"
-            );
+            )?;
         }
         if let Some(ex) = &r.explanation {
-            println!("# explanation ({} steps):", ex.len().saturating_sub(1));
+            outln!("# explanation ({} steps):", ex.len().saturating_sub(1))?;
             for step in ex {
-                println!("#   {step}");
+                outln!("#   {step}")?;
             }
         }
     }
     if json {
-        println!("{}", serde_json::json!({ "functions": out }));
+        outln!("{}", serde_json::json!({ "functions": out }))?;
     }
     Ok(())
 }
@@ -193,14 +197,20 @@ pub fn rules_check(dir: Option<&Path>, cases: usize, seed: u64, json: bool) -> C
     let reports = check_rules(&rules, cases, seed);
     let bad = reports.iter().filter(|r| !r.sound()).count();
     if json {
-        println!("{}", serde_json::json!({ "rules": reports }));
+        outln!("{}", serde_json::json!({ "rules": reports }))?;
     } else {
-        println!(
+        outln!(
             "{:<22} {:<26} {:<14} {:<14} {:>7} {:>8} {:>10}",
-            "rule", "origin", "class", "holds", "tried", "skipped", "mismatches"
-        );
+            "rule",
+            "origin",
+            "class",
+            "holds",
+            "tried",
+            "skipped",
+            "mismatches"
+        )?;
         for r in &reports {
-            println!(
+            outln!(
                 "{:<22} {:<26} {:<14} {:<14} {:>7} {:>8} {:>10}{}",
                 r.name,
                 r.origin,
@@ -210,15 +220,15 @@ pub fn rules_check(dir: Option<&Path>, cases: usize, seed: u64, json: bool) -> C
                 r.skipped,
                 r.mismatches,
                 if r.sound() { "" } else { "  WRONG CLASS" }
-            );
+            )?;
         }
         let tried: usize = reports.iter().map(|r| r.tried).sum();
-        println!(
+        outln!(
             "{} rules, {tried} instances, {bad} not of their class",
             reports.len()
-        );
+        )?;
         for r in reports.iter().filter(|r| !r.sound()) {
-            println!(
+            outln!(
                 "\nrule `{}` ({}) is not {}{}; counterexample:",
                 r.name,
                 r.origin,
@@ -227,8 +237,8 @@ pub fn rules_check(dir: Option<&Path>, cases: usize, seed: u64, json: bool) -> C
                     Some(c) => format!(" (it passed as {c})"),
                     None => " (it is unsound)".into(),
                 }
-            );
-            println!("{}", r.counterexample.as_deref().unwrap_or("(none kept)"));
+            )?;
+            outln!("{}", r.counterexample.as_deref().unwrap_or("(none kept)"))?;
         }
     }
     if bad > 0 {

@@ -23,37 +23,129 @@ fn err(msg: impl Into<String>) -> Error {
     Error::Frontend(format!("einsum: {}", msg.into()))
 }
 
-/// Parse a spec in numpy's grammar.
-pub fn parse_spec(spec: &str) -> Result<Spec> {
-    let s: String = spec.chars().filter(|c| !c.is_whitespace()).collect();
-    if s.contains("...") || s.contains('.') {
-        return Err(err("ellipsis (`...`) is not supported"));
-    }
-    let parts: Vec<&str> = s.split("->").collect();
-    if parts.len() > 2 {
-        return Err(err("`->` appears more than once"));
-    }
-    let inputs: Vec<Vec<char>> = parts[0].split(',').map(|o| o.chars().collect()).collect();
-    for c in inputs.iter().flatten() {
-        if !c.is_ascii_alphabetic() {
-            return Err(err(format!("`{c}` is not an index letter (a-z, A-Z)")));
+/// An error about the character at byte `at` of `spec`: its column and an
+/// excerpt of the spec around it (a long spec is not echoed whole).
+fn err_at(spec: &str, at: usize, msg: impl std::fmt::Display) -> Error {
+    Error::Frontend(format!("einsum: {msg} ({})", where_in(spec, at)))
+}
+
+/// `column C of `…``: the 1-based column of byte `at` of `spec` and an
+/// excerpt of the spec around it ([`crate::diag::excerpt`]).
+pub fn where_in(spec: &str, at: usize) -> String {
+    let at = at.min(spec.len());
+    let col = spec[..at].chars().count() + 1;
+    format!("column {col} of `{}`", crate::diag::excerpt(spec, at))
+}
+
+/// `` `c` `` for a message, control characters escaped.
+fn shown(c: char) -> String {
+    crate::diag::quote(c.encode_utf8(&mut [0; 4]))
+}
+
+/// What numpy's einsum refuses in a spec before reading its grammar, as
+/// the byte offset of the first such character and what is wrong: numpy
+/// (`numpy.einsum`, its default path) skips spaces between subscripts and
+/// nothing else, so a tab, a newline or other whitespace is refused, and
+/// so are `->` and `...` split by a space (`- >`, `. ..`): a `-` or `>`
+/// must be part of `->`, a `.` part of exactly three. Shared by the Python
+/// binding (whose grammar has `...`).
+pub fn check_characters(spec: &str) -> std::result::Result<(), (usize, String)> {
+    let b = spec.as_bytes();
+    for (i, c) in spec.char_indices() {
+        match c {
+            ' ' => {}
+            c if c.is_whitespace() => {
+                let name = match c {
+                    '\t' => "a tab",
+                    '\n' => "a newline",
+                    '\r' => "a carriage return",
+                    _ => "whitespace",
+                };
+                return Err((
+                    i,
+                    format!(
+                        "{name} (U+{:04X}) in the spec: numpy's grammar allows only spaces between subscripts",
+                        c as u32
+                    ),
+                ));
+            }
+            '-' if b.get(i + 1) != Some(&b'>') => {
+                return Err((i, "`-` appears only as part of `->`".into()))
+            }
+            '>' if i == 0 || b[i - 1] != b'-' => {
+                return Err((i, "`>` appears only as part of `->`".into()))
+            }
+            '.' if i == 0 || b[i - 1] != b'.' => {
+                let run = b[i..].iter().take_while(|&&x| x == b'.').count();
+                if run != 3 {
+                    return Err((i, "`.` appears only as part of `...`".into()));
+                }
+            }
+            _ => {}
         }
     }
-    let output: Vec<char> = match parts.get(1) {
-        Some(o) => {
-            let out: Vec<char> = o.chars().collect();
-            for (k, c) in out.iter().enumerate() {
+    Ok(())
+}
+
+/// Parse a spec in numpy's grammar. Spaces between subscripts are skipped
+/// (as numpy does); errors give the column and an excerpt of the spec.
+pub fn parse_spec(spec: &str) -> Result<Spec> {
+    check_characters(spec).map_err(|(at, m)| err_at(spec, at, m))?;
+    if let Some(at) = spec.find('.') {
+        return Err(err_at(spec, at, "ellipsis (`...`) is not supported"));
+    }
+    let arrow = spec.find("->");
+    if let Some(a) = arrow {
+        if let Some(k) = spec[a + 2..].find("->") {
+            return Err(err_at(spec, a + 2 + k, "`->` appears more than once"));
+        }
+    }
+    let lhs_end = arrow.unwrap_or(spec.len());
+    // the letters of each operand, with their byte offsets
+    let mut inputs: Vec<Vec<char>> = vec![Vec::new()];
+    for (i, c) in spec[..lhs_end].char_indices() {
+        match c {
+            ' ' => {}
+            ',' => inputs.push(Vec::new()),
+            c if c.is_ascii_alphabetic() => inputs.last_mut().expect("one operand").push(c),
+            c => {
+                return Err(err_at(
+                    spec,
+                    i,
+                    format!("`{}` is not an index letter (a-z, A-Z)", shown(c)),
+                ))
+            }
+        }
+    }
+    let output: Vec<char> = match arrow {
+        Some(a) => {
+            let mut out: Vec<char> = Vec::new();
+            for (k, c) in spec[a + 2..].char_indices() {
+                let i = a + 2 + k;
+                if c == ' ' {
+                    continue;
+                }
+                if c == ',' {
+                    return Err(err_at(spec, i, "the output has no `,` (one result)"));
+                }
                 if !c.is_ascii_alphabetic() {
-                    return Err(err(format!("`{c}` is not an index letter (a-z, A-Z)")));
+                    return Err(err_at(
+                        spec,
+                        i,
+                        format!("`{}` is not an index letter (a-z, A-Z)", shown(c)),
+                    ));
                 }
-                if out[..k].contains(c) {
-                    return Err(err(format!("output index `{c}` appears twice")));
+                if out.contains(&c) {
+                    return Err(err_at(spec, i, format!("output index `{c}` appears twice")));
                 }
-                if !inputs.iter().flatten().any(|d| d == c) {
-                    return Err(err(format!(
-                        "output index `{c}` does not appear in any operand"
-                    )));
+                if !inputs.iter().flatten().any(|d| *d == c) {
+                    return Err(err_at(
+                        spec,
+                        i,
+                        format!("output index `{c}` does not appear in any operand"),
+                    ));
                 }
+                out.push(c);
             }
             out
         }
@@ -182,13 +274,17 @@ pub fn einsum_batched(spec: &str, args: &[Vec<Vec<String>>]) -> Result<Function>
                     .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
                     && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
                 if !valid {
-                    return Err(err(format!("`{n}` is not a valid array name")));
+                    return Err(err(format!(
+                        "`{}` is not a valid array name",
+                        crate::diag::quote(n)
+                    )));
                 }
                 let ty = Type::array(subs.iter().map(|c| size_of(*c)));
                 match params.iter().find(|p| &p.name == n) {
                     Some(p) if p.ty != ty => {
                         return Err(err(format!(
-                            "array `{n}` is used with subscripts of different shapes"
+                            "array `{}` is used with subscripts of different shapes",
+                            crate::diag::quote(n)
                         )))
                     }
                     Some(_) => {}
@@ -225,7 +321,10 @@ pub fn parse_batch_args(s: &str) -> Result<Vec<Vec<Vec<String>>>> {
                 .map(|op| {
                     let names: Vec<String> = op.split('*').map(|n| n.trim().to_string()).collect();
                     if names.iter().any(|n| n.is_empty()) {
-                        Err(err(format!("empty array name in `{out}`")))
+                        Err(err(format!(
+                            "empty array name in `{}`",
+                            crate::diag::quote(out)
+                        )))
                     } else {
                         Ok(names)
                     }

@@ -460,7 +460,7 @@ fn run_in<D: Domain>(f: &Function, args: &[Value], d: &D) -> Result<(V<D::N>, Si
             value::checked_elements(&s)?;
         }
     }
-    check_allocations(&f.body, &sizes, &mut Vec::new())?;
+    check_allocations(f, &sizes)?;
     let mut scope: Vec<(String, Type)> = f
         .params
         .iter()
@@ -483,57 +483,133 @@ fn run_in<D: Domain>(f: &Function, args: &[Value], d: &D) -> Result<(V<D::N>, Si
     Ok((out, sizes))
 }
 
-/// An upper bound on the number of elements of the value of `e`, refusing
-/// any `gen` whose tensor would exceed [`value::MAX_ELEMENTS`] before anything
-/// is allocated. `lets` holds the bounds of let-bound names.
-fn check_allocations(e: &Expr, sizes: &Sizes, lets: &mut Vec<(String, u128)>) -> Result<u128> {
-    stack::deep(|| check_allocations_inner(e, sizes, lets))
+/// The shape of a value as the allocation check sees it: how many numbers
+/// it holds (`count`, saturating), and per component of pairs and per
+/// element of tensors the same, so a projection or an access counts only
+/// the part it takes.
+struct Shape {
+    count: u128,
+    kind: ShapeKind,
 }
 
-fn check_allocations_inner(
+enum ShapeKind {
+    Num,
+    /// A tensor; the shape of each of its elements.
+    Tensor(Rc<Shape>),
+    Pair(Rc<Shape>, Rc<Shape>),
+}
+
+impl Shape {
+    fn num() -> Rc<Shape> {
+        Rc::new(Shape {
+            count: 1,
+            kind: ShapeKind::Num,
+        })
+    }
+    fn tensor(n: u128, elem: Rc<Shape>) -> Rc<Shape> {
+        Rc::new(Shape {
+            count: n.saturating_mul(elem.count),
+            kind: ShapeKind::Tensor(elem),
+        })
+    }
+    fn pair(a: Rc<Shape>, b: Rc<Shape>) -> Rc<Shape> {
+        Rc::new(Shape {
+            count: a.count.saturating_add(b.count),
+            kind: ShapeKind::Pair(a, b),
+        })
+    }
+    /// The exact shape of a value of type `t`.
+    fn of(t: &Type, sizes: &Sizes) -> Result<Rc<Shape>> {
+        Ok(match t {
+            Type::Real => Shape::num(),
+            Type::Tensor(n, e) => {
+                Shape::tensor(value::resolve(n, sizes)? as u128, Shape::of(e, sizes)?)
+            }
+            Type::Pair(a, b) => Shape::pair(Shape::of(a, sizes)?, Shape::of(b, sizes)?),
+        })
+    }
+}
+
+/// Refuse any `gen` of `f`'s body whose tensor would hold more than
+/// [`value::MAX_ELEMENTS`] numbers, before anything is allocated. The
+/// count is exact: every value's shape is followed through `let`s, pairs,
+/// projections and accesses (`let t = (big, x) in gen(i:n) t.1` counts `n`
+/// numbers, not `n` times `big`).
+fn check_allocations(f: &Function, sizes: &Sizes) -> Result<()> {
+    let mut scope = Vec::with_capacity(f.params.len());
+    for p in &f.params {
+        scope.push((p.name.clone(), Shape::of(&p.ty, sizes)?));
+    }
+    shape_of(&f.body, sizes, &mut scope).map(|_| ())
+}
+
+/// The shape of the value of `e` (`scope`: the shapes of the names in
+/// scope), refusing a `gen` past the limit.
+fn shape_of(e: &Expr, sizes: &Sizes, scope: &mut Vec<(String, Rc<Shape>)>) -> Result<Rc<Shape>> {
+    stack::deep(|| shape_of_inner(e, sizes, scope))
+}
+
+fn shape_of_inner(
     e: &Expr,
     sizes: &Sizes,
-    lets: &mut Vec<(String, u128)>,
-) -> Result<u128> {
+    scope: &mut Vec<(String, Rc<Shape>)>,
+) -> Result<Rc<Shape>> {
     Ok(match e {
-        Expr::Var(x) => lets
+        Expr::Var(x) => scope
             .iter()
             .rev()
             .find(|(n, _)| n == x)
-            .map(|(_, k)| *k)
-            .unwrap_or(1),
+            .map(|(_, s)| s.clone())
+            .unwrap_or_else(Shape::num),
         Expr::Gen(_, n, body) => {
             let n = value::resolve(n, sizes)? as u128;
-            let inner = check_allocations(body, sizes, lets)?;
-            let total = n.saturating_mul(inner);
-            if total > value::MAX_ELEMENTS {
+            let s = Shape::tensor(n, shape_of(body, sizes, scope)?);
+            if s.count > value::MAX_ELEMENTS {
                 return Err(Error::Call(format!(
-                    "`{}` would build a tensor of {total} elements (the limit is {})",
+                    "`{}` would build a tensor of {} elements (the limit is {})",
                     crate::syntax::print_expr(e)
                         .chars()
                         .take(60)
                         .collect::<String>(),
+                    s.count,
                     value::MAX_ELEMENTS
                 )));
             }
-            total
+            s
         }
         Expr::Let(x, e1, e2) => {
-            let k = check_allocations(e1, sizes, lets)?;
-            lets.push((x.clone(), k));
-            let r = check_allocations(e2, sizes, lets);
-            lets.pop();
+            let s = shape_of(e1, sizes, scope)?;
+            scope.push((x.clone(), s));
+            let r = shape_of(e2, sizes, scope);
+            scope.pop();
             r?
         }
-        Expr::Pair(a, b) => {
-            check_allocations(a, sizes, lets)?.saturating_add(check_allocations(b, sizes, lets)?)
+        Expr::Pair(a, b) => Shape::pair(shape_of(a, sizes, scope)?, shape_of(b, sizes, scope)?),
+        Expr::Proj(k, a) => {
+            let s = shape_of(a, sizes, scope)?;
+            match &s.kind {
+                ShapeKind::Pair(p0, p1) => {
+                    if *k == 0 {
+                        p0.clone()
+                    } else {
+                        p1.clone()
+                    }
+                }
+                _ => s,
+            }
         }
-        Expr::Access(a, _) | Expr::Proj(_, a) => check_allocations(a, sizes, lets)?,
+        Expr::Access(a, _) => {
+            let s = shape_of(a, sizes, scope)?;
+            match &s.kind {
+                ShapeKind::Tensor(elem) => elem.clone(),
+                _ => s,
+            }
+        }
         _ => {
             for c in e.children() {
-                check_allocations(c, sizes, lets)?;
+                shape_of(c, sizes, scope)?;
             }
-            1
+            Shape::num()
         }
     })
 }

@@ -81,7 +81,8 @@ pub struct Options {
     /// Run matrix products on the GEMM library (else generated loops do
     /// all the work).
     pub gemm: bool,
-    /// Threads a call may use (0: all cores).
+    /// Threads a call may use (0: all cores), at most [`MAX_THREADS`]
+    /// (more is refused when compiling, with [`Error::Options`]).
     pub threads: usize,
     /// The estimated work ([`nest_work`]) from which a nest is split across
     /// threads (default [`PARALLEL_THRESHOLD`]; 0 splits every nest with a
@@ -92,6 +93,12 @@ pub struct Options {
     /// [`GEMM_MIN_WORK`]; 0 always calls the library, as its tests do).
     pub gemm_min_work: u64,
 }
+
+/// The most threads [`Options::threads`] may ask for: the one limit of
+/// the Rust API, the command line (`--threads`) and Python (`threads=`).
+/// (A call runs on at most `pool::MAX_THREADS` = 64 of them: a nest is not
+/// split into more parts than that.)
+pub const MAX_THREADS: usize = 1024;
 
 /// The default [`Options::parallel_threshold`]: a nest with less estimated
 /// work ([`nest_work`]) runs on one thread. Measured with
@@ -124,6 +131,17 @@ impl Default for Options {
 }
 
 impl Options {
+    /// Refuse options out of range: more than [`MAX_THREADS`] threads.
+    pub fn check(&self) -> Result<()> {
+        if self.threads > MAX_THREADS {
+            return Err(Error::Options(format!(
+                "{} threads is more than the limit of {MAX_THREADS} (0 uses all cores)",
+                self.threads
+            )));
+        }
+        Ok(())
+    }
+
     /// The number of threads a call uses: `threads`, or all cores for 0.
     pub fn thread_count(&self) -> usize {
         if self.threads == 0 {
@@ -316,6 +334,7 @@ pub fn compile_uncached(f: &Function) -> Result<Kernel> {
 
 /// Compile with options, without the cache.
 pub fn compile_uncached_with(f: &Function, opts: &Options) -> Result<Kernel> {
+    opts.check()?;
     // deep programs (long flat chains) get a large stack for lowering
     crate::stack::roomy_for(&f.body, || compile_here(f, opts))
 }

@@ -107,10 +107,29 @@ impl fmt::Display for Stage {
 pub struct Failure {
     /// The stage that disagreed (or failed).
     pub stage: Stage,
+    /// Whether the stage gave a value other than the reference's; `false`
+    /// when it failed instead (an error, a panic, a changed signature, or
+    /// the reference interpreter itself failing).
+    pub mismatch: bool,
     /// What happened, in words.
     pub message: String,
     /// The optimised program, when the optimiser got that far.
     pub optimized: Option<Function>,
+}
+
+impl Failure {
+    /// What happened, in one line: which stage disagreed with or failed
+    /// where the reference interpreter ran, or that the reference
+    /// interpreter itself failed (then nothing was compared).
+    pub fn headline(&self) -> String {
+        match (self.stage, self.mismatch) {
+            (Stage::Interp, _) => {
+                "the reference interpreter itself failed on the case (nothing was compared)".into()
+            }
+            (stage, true) => format!("the {stage} disagrees with the interpreter"),
+            (stage, false) => format!("the {stage} failed where the interpreter ran"),
+        }
+    }
 }
 
 /// A function with inputs: sizes for its named sizes, arguments in
@@ -400,9 +419,19 @@ fn guarded<T>(f: impl FnOnce() -> Result<T>) -> std::result::Result<T, String> {
     }
 }
 
+/// A stage that failed (`mismatch` false) or gave another value.
 fn fail(stage: Stage, message: String, optimized: Option<&Function>) -> Verdict {
+    failure(stage, false, message, optimized)
+}
+
+fn mismatch(stage: Stage, message: String, optimized: Option<&Function>) -> Verdict {
+    failure(stage, true, message, optimized)
+}
+
+fn failure(stage: Stage, mismatch: bool, message: String, optimized: Option<&Function>) -> Verdict {
     Verdict::Disagree(Failure {
         stage,
+        mismatch,
         message,
         optimized: optimized.cloned(),
     })
@@ -493,7 +522,7 @@ pub fn check(case: &Case, cfg: &DiffConfig) -> Verdict {
     match guarded(|| interp::run(g, &case.args)) {
         Ok(got) => {
             if let Some(why) = reference.judge(&want, &got) {
-                return fail(
+                return mismatch(
                     Stage::OptInterp,
                     format!("{why} ({} inputs)", case.class.name()),
                     Some(g),
@@ -521,7 +550,7 @@ pub fn check(case: &Case, cfg: &DiffConfig) -> Verdict {
     match guarded(|| jit::compile_uncached_with(g, &opts)?.call(&laid)) {
         Ok(got) => match reference.judge(&want, &got) {
             None => Verdict::Agree { jit: true },
-            Some(why) => fail(
+            Some(why) => mismatch(
                 Stage::OptJit,
                 format!(
                     "{why} ({} inputs, {:?} layout, {} threads)",
@@ -920,8 +949,8 @@ pub fn write_reproducer(
     let args: String = words.iter().map(|w| format!(" {w}")).collect();
     let mut text = String::new();
     text.push_str(&format!(
-        "# einsat difftest reproducer: the {} disagrees with the reference interpreter\n",
-        failure.stage
+        "# einsat difftest reproducer: {}\n",
+        failure.headline()
     ));
     for line in failure.message.lines() {
         text.push_str(&format!("#   {line}\n"));

@@ -233,7 +233,8 @@ impl GenConfig {
                         Some(b) => *b = on,
                         None => {
                             return Err(format!(
-                                "unknown feature `{name}` (known: all, none, {})",
+                                "unknown feature `{}` (known: all, none, {})",
+                                crate::diag::quote(name),
                                 FEATURES.join(", ")
                             ))
                         }
@@ -899,8 +900,8 @@ pub fn fuzz_pipeline(data: &[u8]) {
     };
     if let difftest::Verdict::Disagree(fl) = difftest::check(&case, &cfg) {
         panic!(
-            "the {} disagrees: {}\n{}",
-            fl.stage,
+            "{}: {}\n{}",
+            fl.headline(),
             fl.message,
             crate::syntax::print_function(&case.function)
         );
