@@ -162,6 +162,14 @@ impl fmt::Display for OutputProblem {
     }
 }
 
+/// What the rule check found instead of the claimed class, in words.
+fn verdict(holds: Option<&str>) -> String {
+    match holds {
+        Some(c) => format!("it passed as `{c}`: claim that class, or fix the rule"),
+        None => "it is unsound even in exact arithmetic".to_string(),
+    }
+}
+
 /// Every error of the crate.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -323,14 +331,15 @@ pub enum Error {
     },
     /// A rule refused on load: a random instance of it (as `einsat rules
     /// check` makes) gives different values on its two sides.
-    #[error("{file}:{line}: rule `{rule}` is not {class}, refused on load ({verdict}; skip the check with --no-rule-check or `RuleCheck::skip()`); counterexample:\n{counterexample}")]
+    #[error("{file}:{line}: rule `{rule}` is not {class}, refused on load ({}; skip the check with --no-rule-check or `RuleCheck::skip()`); counterexample:\n{counterexample}", verdict(*.holds))]
     UnsoundRule {
         /// The rule's name.
         rule: String,
         /// The floating-point class the rule claims.
-        class: String,
-        /// What the check found instead, in words.
-        verdict: String,
+        class: &'static str,
+        /// The strongest class the rule did pass (`None`: it is unsound
+        /// even in exact arithmetic).
+        holds: Option<&'static str>,
         /// The file that defines it.
         file: String,
         /// The 1-based line that defines it.

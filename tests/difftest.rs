@@ -394,6 +394,7 @@ fn failures_say_which_stage_failed_and_how() {
         sizes: Default::default(),
         args: vec![Value::Real(1.0)],
         layout: Layout::C,
+        class: einsat::testing::ValueClass::Moderate,
     };
     let Verdict::Disagree(fl) = check(&case, &DiffConfig::default()) else {
         panic!("the interpreter ran a tensor of 10^10 elements");

@@ -847,14 +847,10 @@ fn refuse(r: &Rule, rep: RuleReport) -> crate::Result<()> {
         return Ok(());
     }
     let (file, line) = r.file_line();
-    let verdict = match rep.holds {
-        Some(c) => format!("it passed as `{c}`: claim that class, or fix the rule"),
-        None => "it is unsound even in exact arithmetic".to_string(),
-    };
     Err(Error::UnsoundRule {
         rule: r.name.clone(),
-        class: r.class.name().to_string(),
-        verdict,
+        class: r.class.name(),
+        holds: rep.holds.map(|c| c.name()),
         file,
         line: line.unwrap_or(0),
         counterexample: rep

@@ -46,7 +46,7 @@ use crate::syntax::ast::{BinOp, Func};
 /// Unit roundoff of f64.
 const U: f64 = f64::EPSILON / 2.0;
 /// The smallest subnormal: the absolute error an underflow may cause.
-const ETA: f64 = 4.9406564584124654e-324;
+const ETA: f64 = 5e-324;
 
 /// The results a correct optimisation may give for one value of the
 /// written program (see the module documentation).

@@ -841,13 +841,14 @@ pub fn run(
                         *m.entry(why.to_string()).or_insert(0) += 1;
                     }
                 };
+                let count = |case: &Case| {
+                    if let Ok(mut m) = classes.lock() {
+                        *m.entry(case.class.name().to_string()).or_insert(0) += 1;
+                    }
+                    check(case, cfg)
+                };
                 let verdict = match case_from_seed(cs, cfg) {
-                    Ok(case) => match {
-                        if let Ok(mut m) = classes.lock() {
-                            *m.entry(case.class.name().to_string()).or_insert(0) += 1;
-                        }
-                        check(&case, cfg)
-                    } {
+                    Ok(case) => match count(&case) {
                         Verdict::Agree { jit } => {
                             if jit {
                                 jit_cases.fetch_add(1, Ordering::Relaxed);
