@@ -4,7 +4,7 @@
 //! program as written is not taken, however cheap.
 //!
 //! Measured as Herbie does: sample inputs (moderate values, a large common
-//! offset, magnitudes over many orders, exact zeros), run the written
+//! offset, offsets of both signs, exact zeros), run the written
 //! program in double-double arithmetic ([`crate::interp::domain::Dd`], about
 //! 106 bits) as the reference, and score a program by the bits of error of
 //! its `f64` results: `log2(1 + ulps)` between a result and the reference
@@ -28,9 +28,9 @@ use rand::rngs::StdRng;
 use rand::SeedableRng;
 
 /// Named sizes take this value in the samples.
-pub const SAMPLE_SIZE: usize = 6;
+pub const SAMPLE_SIZE: usize = 4;
 /// Samples per value class.
-pub const SAMPLES_PER_CLASS: u64 = 3;
+pub const SAMPLES_PER_CLASS: u64 = 2;
 /// The largest interpreter work (nodes evaluated, loops multiplied out) of
 /// one sampled run.
 pub const WORK_BUDGET: f64 = 2e5;
@@ -38,12 +38,13 @@ pub const WORK_BUDGET: f64 = 2e5;
 /// some sample (on average over the sample's numbers) is refused.
 pub const MAX_LOSS_BITS: f64 = 8.0;
 
-/// The value classes sampled (finite: the reference is double-double).
-const CLASSES: [ValueClass; 5] = [
+/// The value classes sampled: finite (the reference is double-double),
+/// and not the huge and tiny magnitudes, where regrouping a product may
+/// overflow or underflow, which the contract allows.
+const CLASSES: [ValueClass; 4] = [
     ValueClass::Moderate,
     ValueClass::Offset,
     ValueClass::Opposed,
-    ValueClass::Wide,
     ValueClass::Zeros,
 ];
 
@@ -227,7 +228,7 @@ mod tests {
         let centred = f(
             "fn v(x: [n]R) -> R = let m = (sum(i:n) x[i]) / 6 in sum(i:n) (x[i] - m) * (x[i] - m)",
         );
-        let expanded = f("fn v(x: [n]R) -> R = let m = (sum(i:n) x[i]) / 6 in (sum(i:n) x[i] * x[i]) - 2 * m * (sum(i:n) x[i]) + 6 * m * m");
+        let expanded = f("fn v(x: [n]R) -> R = let m = (sum(i:n) x[i]) / 4 in (sum(i:n) x[i] * x[i]) - 2 * m * (sum(i:n) x[i]) + 4 * m * m");
         let r = Reference::of(&centred).unwrap();
         let b = r.loss(&expanded).unwrap();
         assert!(r.written_bits < 3.0, "{}", r.written_bits);
