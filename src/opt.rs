@@ -617,9 +617,12 @@ fn optimize_here(f: &Function, opts: &Options) -> Result<Optimized> {
     };
     report.chosen = chosen.to_string();
     if let Some(written_bits) = judge.reference.as_ref().map(|r| r.written_bits) {
+        // to a thousandth of a bit: a statistic, and a decimal that reads
+        // back exactly from JSON
+        let round = |b: f64| (b * 1e3).round() / 1e3;
         report.accuracy = Some(Accuracy {
-            written_bits,
-            chosen_bits: judge.loss(&program).map_or(written_bits, |l| l.bits),
+            written_bits: round(written_bits),
+            chosen_bits: round(judge.loss(&program).map_or(written_bits, |l| l.bits)),
             refused: judge.refused,
         });
     }

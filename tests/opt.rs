@@ -168,7 +168,10 @@ fn diderot_crossdot_and_trace() {
     let f = get("diderot.tl", "crossdot");
     let safe = check_example(&f);
     let acc = safe.report.accuracy.as_ref().expect("measured");
-    assert!(acc.refused > 0 && acc.chosen_bits <= acc.written_bits + 1.0, "{acc:?}");
+    assert!(
+        acc.refused > 0 && acc.chosen_bits <= acc.written_bits + 1.0,
+        "{acc:?}"
+    );
     let o = optimize(
         &f,
         &Options {

@@ -366,16 +366,23 @@ struct Compiled {
     labels: Vec<Vec<u8>>,
 }
 
-/// Kernels per spec text, then per (operand ranks, threads).
-type EinsumCache = HashMap<String, Vec<(Vec<usize>, usize, Arc<Compiled>)>>;
+/// How an einsum is compiled: its thread count and the optimiser's mode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct How {
+    threads: usize,
+    fast_math: bool,
+}
+
+/// Kernels per spec text, then per (operand ranks, how).
+type EinsumCache = HashMap<String, Vec<(Vec<usize>, How, Arc<Compiled>)>>;
 
 /// Compiled einsums kept at most (the whole cache is dropped past it).
 const EINSUM_CACHE_MAX: usize = 1024;
 
 static CACHE: Mutex<Option<EinsumCache>> = Mutex::new(None);
 
-/// A cache entry with its key: spec, ranks, threads.
-type Entry = (String, Vec<usize>, usize, Arc<Compiled>);
+/// A cache entry with its key: spec, ranks, how.
+type Entry = (String, Vec<usize>, How, Arc<Compiled>);
 
 thread_local! {
     /// This thread's last einsum: a repeated call skips the shared cache.
@@ -383,7 +390,7 @@ thread_local! {
         const { std::cell::RefCell::new(None) };
 }
 
-fn cached(spec: &str, ranks: &[usize], threads: usize) -> Option<Arc<Compiled>> {
+fn cached(spec: &str, ranks: &[usize], threads: How) -> Option<Arc<Compiled>> {
     let hit = LAST.with(|l| {
         l.borrow()
             .as_ref()
@@ -399,7 +406,7 @@ fn cached(spec: &str, ranks: &[usize], threads: usize) -> Option<Arc<Compiled>> 
     Some(found)
 }
 
-fn cached_shared(spec: &str, ranks: &[usize], threads: usize) -> Option<Arc<Compiled>> {
+fn cached_shared(spec: &str, ranks: &[usize], threads: How) -> Option<Arc<Compiled>> {
     let c = CACHE.lock().ok()?;
     c.as_ref()?
         .get(spec)?
@@ -408,7 +415,7 @@ fn cached_shared(spec: &str, ranks: &[usize], threads: usize) -> Option<Arc<Comp
         .map(|e| e.2.clone())
 }
 
-fn remember(spec: &str, ranks: &[usize], threads: usize, k: Arc<Compiled>) {
+fn remember(spec: &str, ranks: &[usize], threads: How, k: Arc<Compiled>) {
     if let Ok(mut c) = CACHE.lock() {
         let map = c.get_or_insert_with(HashMap::new);
         let n: usize = map.values().map(|v| v.len()).sum();
@@ -605,12 +612,16 @@ fn expand(spec: &str, ranks: &[usize]) -> Res<(String, Vec<Vec<u8>>)> {
 }
 
 /// Optimise and compile a function (GIL released by the caller).
-fn build(f: &Function, threads: usize) -> Res<(Arc<jit::Kernel>, opt::Optimized)> {
-    let o = opt::optimize(f, &opt::Options::default()).map_err(|e| from_einsat(e, None))?;
+fn build(f: &Function, how: How) -> Res<(Arc<jit::Kernel>, opt::Optimized)> {
+    let opts = opt::Options {
+        fast_math: how.fast_math,
+        ..opt::Options::default()
+    };
+    let o = opt::optimize(f, &opts).map_err(|e| from_einsat(e, None))?;
     let k = jit::compile_with(
         &o.program,
         &jit::Options {
-            threads,
+            threads: how.threads,
             ..jit::Options::default()
         },
     )
@@ -618,10 +629,10 @@ fn build(f: &Function, threads: usize) -> Res<(Arc<jit::Kernel>, opt::Optimized)
     Ok((k, o))
 }
 
-fn compile_einsum(spec: &str, ranks: &[usize], threads: usize) -> Res<Compiled> {
+fn compile_einsum(spec: &str, ranks: &[usize], how: How) -> Res<Compiled> {
     let (explicit, labels) = expand(spec, ranks)?;
     let f = einsat::frontend::einsum::einsum(&explicit).map_err(|e| from_einsat(e, None))?;
-    let (kernel, _) = build(&f, threads)?;
+    let (kernel, _) = build(&f, how)?;
     Ok(Compiled { kernel, labels })
 }
 
@@ -671,17 +682,20 @@ fn maybe_native<T: Send>(py: Python<'_>, small: bool, f: impl FnOnce() -> Res<T>
 /// `out` (a float64 array of the result's shape, any strides) written in
 /// place. float64 operands are read in place; bool/int/float operands are
 /// converted to float64; other dtypes raise DTypeError. `threads`: at most
-/// this many threads for the call (default: all cores).
+/// this many threads for the call (default: all cores). `fast_math`: the
+/// optimiser's fast mode (may cancel terms and assume finite values; see
+/// docs/fp-contract.md).
 #[pyfunction]
-#[pyo3(signature = (spec, *operands, out=None, threads=None))]
+#[pyo3(signature = (spec, *operands, out=None, threads=None, fast_math=false))]
 fn einsum<'py>(
     py: Python<'py>,
     spec: &Bound<'py, PyAny>,
     operands: &Bound<'py, PyTuple>,
     out: Option<&Bound<'py, PyAny>>,
     threads: Option<&Bound<'py, PyAny>>,
+    fast_math: bool,
 ) -> PyResult<Py<PyAny>> {
-    einsum_impl(py, spec, operands, out, threads).map_err(|f| to_py_err(py, f))?
+    einsum_impl(py, spec, operands, out, threads, fast_math).map_err(|f| to_py_err(py, f))?
 }
 
 fn einsum_impl<'py>(
@@ -690,6 +704,7 @@ fn einsum_impl<'py>(
     operands: &Bound<'py, PyTuple>,
     out: Option<&Bound<'py, PyAny>>,
     threads: Option<&Bound<'py, PyAny>>,
+    fast_math: bool,
 ) -> Res<PyResult<Py<PyAny>>> {
     let spec = spec
         .cast::<PyString>()
@@ -697,7 +712,10 @@ fn einsum_impl<'py>(
     let spec = spec
         .to_str()
         .map_err(|e| fail(Exc::Parse, format!("einsum: {e}")))?;
-    let threads = threads_of(threads)?;
+    let threads = How {
+        threads: threads_of(threads)?,
+        fast_math,
+    };
     let mut ops = Vec::with_capacity(operands.len());
     for (k, o) in operands.iter().enumerate() {
         ops.push(operand(py, &o, &OperandNo(k))?);
@@ -1142,17 +1160,21 @@ fn check_size_names(sizes: &BTreeMap<String, usize>, fs: &[&Function]) -> Res<()
 /// the einsat language (`fn` names it when the source defines several).
 /// Returns a Kernel: call it with arrays positionally or by parameter name.
 #[pyfunction]
-#[pyo3(signature = (source, r#fn=None, threads=None), text_signature = "(source, fn=None, threads=None)")]
+#[pyo3(signature = (source, r#fn=None, threads=None, fast_math=false), text_signature = "(source, fn=None, threads=None, fast_math=False)")]
 fn compile<'py>(
     py: Python<'py>,
     source: &Bound<'py, PyAny>,
     r#fn: Option<&Bound<'py, PyAny>>,
     threads: Option<&Bound<'py, PyAny>>,
+    fast_math: bool,
 ) -> PyResult<Kernel> {
     let run = || -> Res<Kernel> {
         let src = source_str(source)?;
         let name = opt_name(r#fn)?;
-        let threads = threads_of(threads)?;
+        let threads = How {
+            threads: threads_of(threads)?,
+            fast_math,
+        };
         let src: &str = &src;
         native(py, || {
             let prog = load(src)?;
@@ -1177,19 +1199,23 @@ fn compile<'py>(
 
 /// The optimised program as source text: every function, or the one named
 /// `fn`. `sizes` maps size names to the values the cost model assumes
-/// (default 1000 each).
+/// (default 1000 each); `fast_math` selects the optimiser's fast mode.
 #[pyfunction]
-#[pyo3(signature = (source, r#fn=None, sizes=None), text_signature = "(source, fn=None, sizes=None)")]
+#[pyo3(signature = (source, r#fn=None, sizes=None, fast_math=false), text_signature = "(source, fn=None, sizes=None, fast_math=False)")]
 fn optimize<'py>(
     py: Python<'py>,
     source: &Bound<'py, PyAny>,
     r#fn: Option<&Bound<'py, PyAny>>,
     sizes: Option<&Bound<'py, PyAny>>,
+    fast_math: bool,
 ) -> PyResult<String> {
     let run = || -> Res<String> {
         let src = source_str(source)?;
         let name = opt_name(r#fn)?;
-        let mut opts = opt::Options::default();
+        let mut opts = opt::Options {
+            fast_math,
+            ..opt::Options::default()
+        };
         if let Some(s) = sizes.filter(|s| !s.is_none()) {
             let bad = || {
                 fail(
