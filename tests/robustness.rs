@@ -570,12 +570,12 @@ fn extraction_costs_are_monotone_on_random_e_graphs() {
     // cheaper one, so the choices cannot close a cycle). Checked on every
     // node of saturated e-graphs of random programs with loops of size 0
     // and 1 and named sizes estimated as 0.
-    use egg::{CostFunction, Extractor};
+    use egg::CostFunction;
     use einsat::egraph::rules::rewrites;
     use einsat::egraph::saturate::{saturate, Limits};
     use einsat::egraph::{to_rec, TlAnalysis, TlGraph};
     use einsat::extract::cost::{CostModel, PolySize, TlCost};
-    use einsat::extract::extract::build_term;
+    use einsat::extract::extract::{build_term, tree_choices};
     use einsat::testing::{gen_function, GenConfig};
 
     fn check<CF: CostFunction<einsat::egraph::TL, Cost = f64>>(
@@ -584,15 +584,16 @@ fn extraction_costs_are_monotone_on_random_e_graphs() {
         root: egg::Id,
         seed: u64,
     ) {
-        let ex = Extractor::new(eg, cf());
+        let ex = tree_choices(eg, cf());
+        let cost = |id: egg::Id| ex.cost(eg.find(id)).unwrap();
         for class in eg.classes() {
             for node in &class.nodes {
-                let c = cf().cost(node, |id| ex.find_best_cost(id));
+                let c = cf().cost(node, cost);
                 for ch in egg::Language::children(node) {
                     assert!(
-                        c >= ex.find_best_cost(*ch),
+                        c >= cost(*ch),
                         "seed {seed}: {node:?} costs {c} < its child's {}",
-                        ex.find_best_cost(*ch)
+                        cost(*ch)
                     );
                 }
             }

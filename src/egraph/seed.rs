@@ -35,6 +35,11 @@ pub const MAX_MONOMIALS: usize = 8;
 pub const MAX_BINDERS: usize = 5;
 /// At most this many seeds per body.
 pub const MAX_SEEDS: usize = 160;
+/// At most this many factors in one monomial: reading a longer product is
+/// refused as soon as it passes the bound, so that a product of thousands
+/// of factors costs linear time, not quadratic (issue 22: 11,000 factors
+/// took 14 s whatever the time limit).
+pub const MAX_FACTORS: usize = 64;
 
 #[derive(Clone, Debug)]
 struct Mono {
@@ -105,7 +110,11 @@ fn expand(e: &Expr, safe: bool) -> Option<Vec<Mono>> {
             factors: vec![other.clone()],
         }],
     };
-    if out.len() > MAX_MONOMIALS || out.iter().any(|m| m.binders.len() > MAX_BINDERS) {
+    if out.len() > MAX_MONOMIALS
+        || out
+            .iter()
+            .any(|m| m.binders.len() > MAX_BINDERS || m.factors.len() > MAX_FACTORS)
+    {
         return None;
     }
     Some(out)
@@ -538,5 +547,25 @@ mod tests {
         let big = "fn f(x: [2]R) -> R = (x[0]+x[1])*(x[0]+x[1])*(x[0]+x[1])*(x[0]+x[1])";
         let f = &crate::load(big).unwrap().functions[0];
         assert!(body_seeds(&f.body, &Type::Real, false).is_empty());
+    }
+}
+
+#[cfg(test)]
+mod long_products {
+    use super::*;
+
+    /// A product of thousands of factors is refused after [`MAX_FACTORS`]
+    /// (linear, not quadratic: issue 22's 11,000 factors).
+    #[test]
+    fn long_products_give_no_seeds() {
+        let x = |k: i64| Expr::access(Expr::var("x"), Affine::constant(k % 3));
+        let e = (1..11_000).fold(x(0), |acc, k| Expr::bin(BinOp::Mul, acc, x(k)));
+        let e = Expr::sum("i", Size::Lit(3), e);
+        // deep trees are walked on a large stack, as the optimiser does
+        crate::stack::roomy(move || {
+            assert!(scalar_seeds(&e, true).is_empty());
+            assert!(scalar_seeds(&e, false).is_empty());
+            assert!(reduce_scalar(&e, true).is_none());
+        });
     }
 }

@@ -1,5 +1,5 @@
 //! Extraction of the cheapest term of an e-class: tree-cost ([`TlCost`],
-//! egg's extractor) and DAG-aware ([`dag_choices`]), compared under the
+//! [`tree_choices`]) and DAG-aware ([`dag_choices`]), compared under the
 //! scoped DAG cost ([`scoped_cost`]) of the terms they build.
 //!
 //! **Scoped sharing.** Tree cost pays a subterm at every use. The DAG cost
@@ -33,8 +33,8 @@
 //! DAG term unavailable, never a hang: the tree term is used.
 
 use super::cost::{CostModel, PolySize, TlCost, CALL_COST, GEMM_FACTOR};
-use crate::egraph::{node_func, TlAnalysis, TlGraph, TL};
-use egg::{CostFunction, Extractor, Id, Language, RecExpr};
+use crate::egraph::{node_func, TlGraph, TL};
+use egg::{CostFunction, Id, Language, RecExpr};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// The classes of the term of `root` made of `choice`'s nodes, children
@@ -92,14 +92,77 @@ pub fn build_from<'a>(
     Some(out)
 }
 
-/// The term of class `root` made of `ex`'s chosen nodes, each class once
+/// Tree-cost choices: for each class its node of least tree cost under a
+/// cost function. Found by a worklist in class-id order (a class is
+/// revisited when a child's cost improves), as [`dag_choices`] does: egg's
+/// own extractor sweeps every class until nothing changes, which takes as
+/// many sweeps as the e-graph is deep (a product of 11,000 factors made
+/// that quadratic, seconds past any time limit).
+pub struct TreeChoices<C> {
+    best: HashMap<Id, (C, TL)>,
+}
+
+impl<C: Clone> TreeChoices<C> {
+    /// The cheapest node of class `c`.
+    pub fn node(&self, c: Id) -> Option<&TL> {
+        self.best.get(&c).map(|b| &b.1)
+    }
+    /// The tree cost of class `c`.
+    pub fn cost(&self, c: Id) -> Option<C> {
+        self.best.get(&c).map(|b| b.0.clone())
+    }
+}
+
+/// [`TreeChoices`] of every class of `egraph` under `cf`.
+pub fn tree_choices<CF: CostFunction<TL>>(egraph: &TlGraph, mut cf: CF) -> TreeChoices<CF::Cost> {
+    let mut ids: Vec<Id> = egraph.classes().map(|c| c.id).collect();
+    ids.sort_unstable();
+    let mut parents: HashMap<Id, BTreeSet<Id>> = HashMap::new();
+    for &c in &ids {
+        for n in &egraph[c].nodes {
+            for ch in n.children() {
+                parents.entry(egraph.find(*ch)).or_default().insert(c);
+            }
+        }
+    }
+    let mut best: HashMap<Id, (CF::Cost, TL)> = HashMap::new();
+    let mut work: BTreeSet<Id> = ids.iter().copied().collect();
+    while let Some(c) = work.pop_first() {
+        let mut improved = false;
+        for n in &egraph[c].nodes {
+            if !n
+                .children()
+                .iter()
+                .all(|ch| best.contains_key(&egraph.find(*ch)))
+            {
+                continue;
+            }
+            let cost = cf.cost(n, |ch| best[&egraph.find(ch)].0.clone());
+            if best
+                .get(&c)
+                .is_none_or(|b| cost.partial_cmp(&b.0) == Some(std::cmp::Ordering::Less))
+            {
+                best.insert(c, (cost, n.clone()));
+                improved = true;
+            }
+        }
+        if improved {
+            if let Some(ps) = parents.get(&c) {
+                work.extend(ps.iter().copied());
+            }
+        }
+    }
+    TreeChoices { best }
+}
+
+/// The term of class `root` made of the chosen nodes, each class once
 /// (shared), or `None` when the choices lead in a cycle.
-pub fn build_term<CF: CostFunction<TL>>(
-    ex: &Extractor<'_, CF, TL, TlAnalysis>,
+pub fn build_term<C: Clone>(
+    ex: &TreeChoices<C>,
     egraph: &TlGraph,
     root: Id,
 ) -> Option<RecExpr<TL>> {
-    build_from(egraph, root, &|c| Some(ex.find_best_node(c)))
+    build_from(egraph, root, &|c| ex.node(egraph.find(c)))
 }
 
 /// The scoped DAG cost of a choice (see the module documentation).
@@ -274,12 +337,12 @@ pub fn extract_best(
     model: &CostModel,
     how: Extraction,
 ) -> Option<(f64, RecExpr<TL>)> {
-    let ex = Extractor::new(egraph, TlCost { egraph, model });
+    let ex = tree_choices(egraph, TlCost { egraph, model });
     if how == Extraction::Tree {
-        let cost = ex.find_best_cost(root);
+        let cost = ex.cost(egraph.find(root))?;
         return build_term(&ex, egraph, root).map(|t| (cost, t));
     }
-    let tree_choice = |c: Id| Some(ex.find_best_node(c));
+    let tree_choice = |c: Id| ex.node(egraph.find(c));
     let tree = scoped_cost(egraph, model, root, &tree_choice);
     if egraph.total_number_of_nodes() > DAG_NODE_LIMIT {
         return build_from(egraph, root, &tree_choice).and_then(|e| tree.map(|t| (t, e)));
@@ -298,7 +361,7 @@ pub fn extract_best(
 /// The term of class `root` whose multiplied-out form is smallest
 /// ([`PolySize`]).
 pub fn extract_reduced(egraph: &TlGraph, root: Id, model: &CostModel) -> Option<RecExpr<TL>> {
-    let ex = Extractor::new(egraph, PolySize { egraph, model });
+    let ex = tree_choices(egraph, PolySize { egraph, model });
     build_term(&ex, egraph, root)
 }
 
