@@ -1,0 +1,118 @@
+//! Slicing: when no contraction tree keeps every intermediate within the
+//! memory limit, loop over some indices (each slice fixes them) and
+//! recompute, per slice, the steps that do not use them.
+//!
+//! A sliced index divides the size of every tensor that has it by its size;
+//! a step that uses it runs once per slice over a proportionally smaller
+//! range (same total), a step that does not is repeated for every slice.
+//! Indices are chosen one at a time among those of the tensors still too
+//! large, each time the one that adds the least cost (ties: the smaller
+//! largest tensor, then the lower id), until everything fits. Both the
+//! searched tree and a greedy tree found without the limit are sliced; the
+//! cheaper result wins.
+
+use super::{greedy, step_cost, Ctx, Local, Prepared, Rng, Step};
+
+/// Steps as (operands, index union, kept indices), local ids.
+type Sets = Vec<(Vec<usize>, Vec<u32>, Vec<u32>)>;
+
+/// The cheapest sliced plan of the tree `merges` or of an unlimited greedy
+/// tree: its steps and the sliced indices (local ids).
+pub(crate) fn best_slicing(
+    pre: &Prepared,
+    ctx: &Ctx,
+    merges: &[(usize, usize)],
+    limit: f64,
+) -> (Vec<Step>, Vec<u32>) {
+    let free = Local {
+        limit: f64::INFINITY,
+        ..pre.local.clone()
+    };
+    let mut rng = Rng::new(ctx.rng_seed, 3);
+    let alt = greedy::run(&free, 1.0, 0.0, &mut rng);
+    let mut best: Option<(f64, Vec<Step>, Vec<u32>)> = None;
+    for m in [merges.to_vec(), alt] {
+        let sets = pre.step_sets(&m);
+        let sliced = choose(&pre.local, &sets, limit);
+        let steps = pre.steps_sliced(&sets, &sliced);
+        let c = total(&pre.local, &sets, &sliced);
+        if best.as_ref().is_none_or(|(b, _, _)| c < *b) {
+            best = Some((c, steps, sliced));
+        }
+    }
+    let (_, steps, sliced) = best.expect("two candidates");
+    (steps, sliced)
+}
+
+/// Cost of the steps `sets` with `sliced` looped over, by `local`'s
+/// convention.
+fn total(local: &Local, sets: &Sets, sliced: &[u32]) -> f64 {
+    let slices: f64 = sliced.iter().map(|&i| local.size[i as usize]).product();
+    sets.iter()
+        .map(|(_, u, kept)| {
+            let per: f64 = u
+                .iter()
+                .filter(|i| !sliced.contains(i))
+                .map(|&i| local.size[i as usize])
+                .product();
+            step_cost(local.conv, per * slices, kept.len() < u.len())
+        })
+        .sum()
+}
+
+/// Largest tensor a step makes per slice.
+fn largest(local: &Local, sets: &Sets, sliced: &[u32]) -> f64 {
+    sets.iter()
+        .map(|(_, _, kept)| {
+            kept.iter()
+                .filter(|i| !sliced.contains(i))
+                .map(|&i| local.size[i as usize])
+                .product::<f64>()
+        })
+        .fold(0.0, f64::max)
+}
+
+/// The indices to slice so that every step's tensor fits `limit`.
+pub(crate) fn choose(local: &Local, sets: &Sets, limit: f64) -> Vec<u32> {
+    let mut sliced: Vec<u32> = Vec::new();
+    loop {
+        let mut cands: Vec<u32> = Vec::new();
+        for (_, _, kept) in sets {
+            let s: f64 = kept
+                .iter()
+                .filter(|i| !sliced.contains(i))
+                .map(|&i| local.size[i as usize])
+                .product();
+            if s > limit {
+                cands.extend(
+                    kept.iter()
+                        .copied()
+                        .filter(|i| !sliced.contains(i) && local.size[*i as usize] > 1.0),
+                );
+            }
+        }
+        if cands.is_empty() {
+            return sliced;
+        }
+        cands.sort_unstable();
+        cands.dedup();
+        let mut best: Option<(f64, f64, u32)> = None;
+        for &c in &cands {
+            sliced.push(c);
+            let key = (
+                total(local, sets, &sliced),
+                largest(local, sets, &sliced),
+                c,
+            );
+            sliced.pop();
+            let better = match best {
+                None => true,
+                Some((bc, bl, _)) => key.0 < bc || (key.0 == bc && key.1 < bl),
+            };
+            if better {
+                best = Some(key);
+            }
+        }
+        sliced.push(best.expect("a candidate").2);
+    }
+}
