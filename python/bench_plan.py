@@ -9,7 +9,7 @@ one function), the largest intermediate and the planning time, with the
 ratios einsat/peer.
 
     python python/bench_plan.py plan.json [--dp-timeout 60] [--cotengra-time 1]
-        [--json out.json]
+        [--cotengra-long 30] [--json out.json]
 
 Needs numpy, opt_einsum and cotengra (kahypar optional; without it
 cotengra partitions with its `labels` method, which the output names).
@@ -106,6 +106,9 @@ def main():
     ap.add_argument("--dp-timeout", type=float, default=60.0)
     ap.add_argument("--cotengra-time", type=float, default=1.0)
     ap.add_argument("--skip-cotengra-below", type=int, default=0, help="no cotengra for fewer tensors")
+    ap.add_argument(
+        "--cotengra-long", type=float, default=0.0, help="also cotengra with this budget (s) on networks of >= 50 tensors"
+    )
     ap.add_argument("--json")
     a = ap.parse_args()
     cases = json.load(open(a.file))
@@ -141,6 +144,16 @@ def main():
             if t is not None:
                 row["ctg"], _, row["ctg_largest"] = recount(inputs, output, sizes, t[0])
                 row["ctg_ms"] = t[1]
+        if a.cotengra_long > 0 and len(inputs) >= 50:
+            t = timed(run_ctg, (inputs, output, sizes, a.cotengra_long), a.cotengra_long * 20 + 120)
+            if t is not None:
+                row["ctg_long"], _, row["ctg_long_largest"] = recount(inputs, output, sizes, t[0])
+                row["ctg_long_ms"] = t[1]
+                print(
+                    f"{'':>11} cotengra with {a.cotengra_long:g} s: {row['ctg_long']:.4g} flops, "
+                    f"einsat/cotengra {ef / row['ctg_long']:.3f}, {t[1]:.0f} ms",
+                    flush=True,
+                )
         rows.append(row)
 
         def ratio(k):
@@ -162,6 +175,8 @@ def main():
     big = lambda r: r["name"].startswith("rr") and r["n"] >= 50
     if any("ctg" in r and big(r) for r in rows):
         print("worst einsat/cotengra on the 50-500 networks:", worst("ctg", big))
+    if any("ctg_long" in r for r in rows):
+        print("worst einsat/cotengra (long budget):", worst("ctg_long", big))
     small = [r["einsat_ms"] for r in rows if r["n"] <= 6]
     if small:
         print(f"median planning ms, <= 6 operands: {statistics.median(small):.3f}")

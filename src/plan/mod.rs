@@ -33,8 +33,8 @@
 //!   leaves, then subtree reconfiguration (exact DP on subtrees of 8
 //!   leaves); greedy restarts compete.
 //! - `Auto`: exact DP for small networks (every network of up to
-//!   [`dp::ALL_SUBSETS_MAX`] tensors gets the optimal cost), connected DP
-//!   with a work budget for medium ones, hyper beyond.
+//!   [`dp::ALL_SUBSETS_MAX`] tensors gets the optimal cost); beyond, hyper,
+//!   then the connected DP within a work budget (taken where cheaper).
 //!
 //! A memory limit ([`MemoryLimit`], default: the largest argument or
 //! result, or 2^27 elements, whichever is larger) bounds every tensor a step
@@ -810,37 +810,30 @@ fn auto(local: &Local, ctx: &Ctx) -> (Method, Vec<(usize, usize)>) {
             return (Method::Optimal, m);
         }
     }
-    // connected DP within a work budget and below greedy's cost
-    let mut best = greedy::best_of(local, greedy_trials_for(n), ctx);
+    // hyper (greedy restarts included), then the connected DP within a work
+    // budget, given up once its cost cap passes hyper's cost
+    let best = partition::hyper(local, ctx);
     let best_cost = tree::cost_within(local, &best);
-    let mut method = Method::Greedy;
     if n <= dp::CONNECTED_MAX {
         let budget = dp::Budget {
             pairs: dp_pairs_for(n),
             cost: best_cost,
         };
         if let Ok(m) = dp::optimal(local, Some(budget)) {
-            let c = tree::cost_within(local, &m);
-            if c <= best_cost {
+            if tree::cost_within(local, &m) < best_cost {
                 return (Method::Optimal, m);
             }
         }
     }
-    let h = partition::hyper(local, ctx);
-    let c = tree::cost_within(local, &h);
-    if c < best_cost {
-        best = h;
-        method = Method::Hyper;
-    }
-    (method, best)
+    (Method::Hyper, best)
 }
 
 /// The connected DP's work budget in `Auto` (pairs of subsets examined).
 fn dp_pairs_for(n: usize) -> u64 {
     if n <= 24 {
-        2_000_000
+        1_000_000
     } else {
-        20_000_000
+        4_000_000
     }
 }
 

@@ -64,9 +64,8 @@ impl Params {
 fn trials_for(n: usize) -> usize {
     match n {
         0..=60 => 24,
-        61..=150 => 16,
-        151..=300 => 10,
-        _ => 6,
+        61..=300 => 16,
+        _ => 10,
     }
 }
 
@@ -81,6 +80,7 @@ pub(crate) fn hyper(local: &Local, ctx: &Ctx) -> Vec<(usize, usize)> {
     let mut best = greedy::best_of(local, ctx.opts.greedy_trials.unwrap_or(16), ctx);
     best = reconfigure(local, &best, 1);
     let mut best_cost = cost_within(local, &best);
+
     let mut rng = Rng::new(ctx.rng_seed, 2);
     for trial in 0..trials {
         if ctx.out_of_time() {
@@ -88,13 +88,8 @@ pub(crate) fn hyper(local: &Local, ctx: &Ctx) -> Vec<(usize, usize)> {
         }
         let p = Params::sample(&mut rng, trial);
         let m = bisect_tree(local, &counts, &p, &mut rng);
-        let c0 = cost_within(local, &m);
-        // only promising trees are worth a reconfiguration pass
-        let m = if c0 < 16.0 * best_cost {
-            reconfigure(local, &m, 1)
-        } else {
-            m
-        };
+        // a pass of reconfiguration: raw partition trees predict badly
+        let m = reconfigure(local, &m, 1);
         let c = cost_within(local, &m);
         if c < best_cost {
             best_cost = c;
@@ -181,8 +176,128 @@ fn solve_leaf(local: &Local, counts: &[u32], ids: &[usize], rng: &mut Rng) -> Ve
     greedy::run(&sub, 1.0, 0.0, rng)
 }
 
+/// A hypergraph to bisect: weighted vertices and weighted hyperedges.
+struct Graph {
+    /// Vertex weights (tensors per vertex).
+    vw: Vec<f64>,
+    /// Each hyperedge's pins (at least two).
+    edges: Vec<Vec<u32>>,
+    /// Each hyperedge's weight.
+    ew: Vec<f64>,
+    /// Each vertex's hyperedges.
+    vedges: Vec<Vec<u32>>,
+}
+
+impl Graph {
+    fn new(vw: Vec<f64>, mut edges: Vec<Vec<u32>>, mut ew: Vec<f64>) -> Graph {
+        let mut k = 0;
+        for e in 0..edges.len() {
+            if edges[e].len() >= 2 {
+                edges.swap(k, e);
+                ew.swap(k, e);
+                k += 1;
+            }
+        }
+        edges.truncate(k);
+        ew.truncate(k);
+        let mut vedges = vec![Vec::new(); vw.len()];
+        for (e, pl) in edges.iter().enumerate() {
+            for &v in pl {
+                vedges[v as usize].push(e as u32);
+            }
+        }
+        Graph {
+            vw,
+            edges,
+            ew,
+            vedges,
+        }
+    }
+
+    /// A coarser graph by heavy-edge matching (pairs of vertices joined);
+    /// with the map from these vertices to the coarse ones. `None` when
+    /// it hardly shrinks.
+    fn coarsen(&self, max_w: f64, rng: &mut Rng) -> Option<(Graph, Vec<u32>)> {
+        let nv = self.vw.len();
+        let mut order: Vec<usize> = (0..nv).collect();
+        for i in (1..nv).rev() {
+            let j = rng.below(i + 1);
+            order.swap(i, j);
+        }
+        let mut mate = vec![u32::MAX; nv];
+        let mut rating: Vec<f64> = vec![0.0; nv];
+        let mut touched: Vec<usize> = Vec::new();
+        for &v in &order {
+            if mate[v] != u32::MAX {
+                continue;
+            }
+            for &e in &self.vedges[v] {
+                let pl = &self.edges[e as usize];
+                let r = self.ew[e as usize] / (pl.len() - 1) as f64;
+                for &u in pl {
+                    let u = u as usize;
+                    if u != v && mate[u] == u32::MAX && self.vw[u] + self.vw[v] <= max_w {
+                        if rating[u] == 0.0 {
+                            touched.push(u);
+                        }
+                        rating[u] += r + 1e-9;
+                    }
+                }
+            }
+            let mut best: Option<(f64, usize)> = None;
+            for &u in &touched {
+                if best.is_none_or(|(r, _)| rating[u] > r) {
+                    best = Some((rating[u], u));
+                }
+            }
+            for &u in &touched {
+                rating[u] = 0.0;
+            }
+            touched.clear();
+            match best {
+                Some((_, u)) => {
+                    mate[v] = u as u32;
+                    mate[u] = v as u32;
+                }
+                None => mate[v] = v as u32,
+            }
+        }
+        let mut map = vec![u32::MAX; nv];
+        let mut vw = Vec::new();
+        for v in 0..nv {
+            if map[v] != u32::MAX {
+                continue;
+            }
+            let u = mate[v] as usize;
+            map[v] = vw.len() as u32;
+            map[u] = vw.len() as u32;
+            vw.push(if u == v {
+                self.vw[v]
+            } else {
+                self.vw[v] + self.vw[u]
+            });
+        }
+        if vw.len() as f64 > 0.9 * nv as f64 {
+            return None;
+        }
+        let edges: Vec<Vec<u32>> = self
+            .edges
+            .iter()
+            .map(|pl| {
+                let mut c: Vec<u32> = pl.iter().map(|&v| map[v as usize]).collect();
+                c.sort_unstable();
+                c.dedup();
+                c
+            })
+            .collect();
+        Some((Graph::new(vw, edges, self.ew.clone()), map))
+    }
+}
+
 /// Split the tensors `ids` in two (`true`: second side), minimising the
-/// weight of the cut hyperedges within the balance of `p`.
+/// weight of the cut hyperedges within the balance of `p`: multilevel
+/// (heavy-edge matching down to a few dozen vertices, random grown starts
+/// refined by FM there, then FM at every level on the way up).
 fn bisect(local: &Local, ids: &[usize], p: &Params, rng: &mut Rng, sc: &mut Scratch) -> Vec<bool> {
     let nv = ids.len();
     // hyperedges: indices of at least two of the tensors
@@ -203,69 +318,88 @@ fn bisect(local: &Local, ids: &[usize], p: &Params, rng: &mut Rng, sc: &mut Scra
     for &i in &edge_index {
         sc.edge_of[i as usize] = u32::MAX;
     }
-    let mut weight: Vec<f64> = Vec::with_capacity(pins.len());
-    let mut edges: Vec<Vec<u32>> = Vec::new();
-    let mut vedges: Vec<Vec<u32>> = vec![Vec::new(); nv];
-    for (e, pl) in pins.into_iter().enumerate() {
-        if pl.len() < 2 {
-            continue;
-        }
-        let s = local.size[edge_index[e] as usize];
-        let base = if p.log_weights {
-            s.max(1.0).log2()
-        } else {
-            1.0
-        };
-        let w = base * (1.0 + p.jitter * (2.0 * rng.unit() - 1.0));
-        let id = edges.len() as u32;
-        for &v in &pl {
-            vedges[v as usize].push(id);
-        }
-        weight.push(w.max(0.0));
-        edges.push(pl);
-    }
+    let weight: Vec<f64> = edge_index
+        .iter()
+        .map(|&i| {
+            let s = local.size[i as usize];
+            let base = if p.log_weights {
+                s.max(1.0).log2()
+            } else {
+                1.0
+            };
+            (base * (1.0 + p.jitter * (2.0 * rng.unit() - 1.0))).max(0.0)
+        })
+        .collect();
+    let g0 = Graph::new(vec![1.0; nv], pins, weight);
     let half = nv as f64 / 2.0;
-    let lo = ((half * (1.0 - p.imbalance)).floor() as usize).max(1);
-    let hi = ((half * (1.0 + p.imbalance)).ceil() as usize)
-        .min(nv - 1)
+    let lo = (half * (1.0 - p.imbalance)).floor().max(1.0);
+    let hi = (half * (1.0 + p.imbalance))
+        .ceil()
+        .min(nv as f64 - 1.0)
         .max(lo);
+    // coarsen
+    let mut levels: Vec<(Graph, Vec<u32>)> = Vec::new();
+    let max_w = (nv as f64 / 12.0).max(2.0);
+    loop {
+        let g = levels.last().map_or(&g0, |(g, _)| g);
+        if g.vw.len() <= 48 {
+            break;
+        }
+        match g.coarsen(max_w, rng) {
+            Some(x) => levels.push(x),
+            None => break,
+        }
+    }
+    let coarse = levels.last().map_or(&g0, |(g, _)| g);
     let mut best: Option<(f64, Vec<bool>)> = None;
     for _ in 0..p.starts.max(1) {
-        let mut side = grow(nv, &edges, &vedges, rng);
-        let cut = fm(&edges, &vedges, &weight, &mut side, lo, hi);
+        let mut side = grow(coarse, half, rng);
+        let cut = fm(coarse, &mut side, lo, hi);
         if best.as_ref().is_none_or(|(c, _)| cut < *c) {
             best = Some((cut, side));
         }
     }
-    best.expect("one start").1
+    let mut side = best.expect("one start").1;
+    // uncoarsen, refining at every level
+    for k in (0..levels.len()).rev() {
+        let finer = if k == 0 { &g0 } else { &levels[k - 1].0 };
+        let map = &levels[k].1;
+        side = map.iter().map(|&c| side[c as usize]).collect();
+        fm(finer, &mut side, lo, hi);
+    }
+    side
 }
 
-/// A balanced start: half the vertices grown by breadth-first search from
-/// random seeds (`true` for the other half).
-fn grow(nv: usize, edges: &[Vec<u32>], vedges: &[Vec<u32>], rng: &mut Rng) -> Vec<bool> {
-    let target = nv / 2;
+/// A start: vertices of about `target` weight grown by breadth-first
+/// search from random seeds (`false`), the rest `true`.
+fn grow(g: &Graph, target: f64, rng: &mut Rng) -> Vec<bool> {
+    let nv = g.vw.len();
     let mut side = vec![true; nv];
-    let mut taken = 0;
+    let mut taken = 0.0;
+    let mut left = nv;
     let mut queue = VecDeque::new();
-    while taken < target {
-        if queue.is_empty() {
-            // a random vertex still on the other side
-            let mut v = rng.below(nv);
-            while !side[v] {
-                v = (v + 1) % nv;
+    while taken < target && left > 1 {
+        let v = match queue.pop_front() {
+            Some(v) => v,
+            None => {
+                // a random vertex still on the other side
+                let mut v = rng.below(nv);
+                while !side[v] {
+                    v = (v + 1) % nv;
+                }
+                side[v] = false;
+                taken += g.vw[v];
+                left -= 1;
+                v
             }
-            side[v] = false;
-            taken += 1;
-            queue.push_back(v);
-            continue;
-        }
-        let v = queue.pop_front().expect("not empty");
-        for &e in &vedges[v] {
-            for &u in &edges[e as usize] {
+        };
+        for &e in &g.vedges[v] {
+            for &u in &g.edges[e as usize] {
                 let u = u as usize;
-                if side[u] && taken < target {
+                if side[u] && taken < target && left > 1 {
                     side[u] = false;
-                    taken += 1;
+                    taken += g.vw[u];
+                    left -= 1;
                     queue.push_back(u);
                 }
             }
@@ -274,17 +408,11 @@ fn grow(nv: usize, edges: &[Vec<u32>], vedges: &[Vec<u32>], rng: &mut Rng) -> Ve
     side
 }
 
-/// Fiduccia–Mattheyses passes on `side` within sizes `lo..=hi` of the
-/// first side; returns the cut weight.
-fn fm(
-    edges: &[Vec<u32>],
-    vedges: &[Vec<u32>],
-    weight: &[f64],
-    side: &mut [bool],
-    lo: usize,
-    hi: usize,
-) -> f64 {
+/// Fiduccia–Mattheyses passes on `side`, keeping the first side's weight
+/// within `lo..=hi` (or moving towards it); returns the cut weight.
+fn fm(g: &Graph, side: &mut [bool], lo: f64, hi: f64) -> f64 {
     let nv = side.len();
+    let (edges, vedges, weight, vw) = (&g.edges, &g.vedges, &g.ew, &g.vw);
     let mut cnt: Vec<[u32; 2]> = edges
         .iter()
         .map(|pl| {
@@ -317,8 +445,23 @@ fn fm(
         }
         g
     };
+    let mut w0: f64 = (0..nv).filter(|&v| !side[v]).map(|v| vw[v]).sum();
+    // can v move without leaving (or while approaching) the balance?
+    let movable = |v: usize, w0: f64, side: &[bool]| -> bool {
+        let n0 = if side[v] { w0 + vw[v] } else { w0 - vw[v] };
+        let inside = |x: f64| (lo..=hi).contains(&x);
+        inside(n0) || (!inside(w0) && (n0 - (lo + hi) / 2.0).abs() < (w0 - (lo + hi) / 2.0).abs())
+    };
+    let imbalance = |w0: f64| {
+        if w0 < lo {
+            lo - w0
+        } else if w0 > hi {
+            w0 - hi
+        } else {
+            0.0
+        }
+    };
     let mut cut = cut_of(&cnt);
-    let mut size0 = side.iter().filter(|&&s| !s).count();
     for _pass in 0..12 {
         let mut locked = vec![false; nv];
         let mut stamp = vec![0u32; nv];
@@ -328,40 +471,38 @@ fn fm(
             heaps[side[v] as usize].push((greedy::Key(gain(v, side, &cnt)), 0, v as u32));
         }
         let mut moves: Vec<usize> = Vec::new();
+        let start = (imbalance(w0), 0.0);
         let mut run = 0.0;
-        let mut best_run = 0.0;
+        let mut best = start;
         let mut best_len = 0;
         let mut since_best = 0;
         loop {
             // the best movable vertex of each side, stale entries dropped
             let mut pick: Option<(f64, usize)> = None;
             for (f, heap) in heaps.iter_mut().enumerate() {
-                let ok = if f == 0 { size0 > lo } else { size0 < hi };
-                if !ok {
-                    continue;
-                }
-                while let Some(&(g, st, v)) = heap.peek() {
+                while let Some(&(gv, st, v)) = heap.peek() {
                     let v = v as usize;
                     if locked[v] || st != stamp[v] || side[v] as usize != f {
                         heap.pop();
                         continue;
                     }
-                    if pick.is_none_or(|(pg, _)| g.0 > pg) {
-                        pick = Some((g.0, v));
+                    if !movable(v, w0, side) {
+                        // not now: drop it for this pass
+                        heap.pop();
+                        continue;
+                    }
+                    if pick.is_none_or(|(pg, _)| gv.0 > pg) {
+                        pick = Some((gv.0, v));
                     }
                     break;
                 }
             }
-            let Some((g, v)) = pick else { break };
+            let Some((gv, v)) = pick else { break };
             heaps[side[v] as usize].pop();
             let f = side[v] as usize;
             locked[v] = true;
             side[v] = !side[v];
-            if f == 0 {
-                size0 -= 1;
-            } else {
-                size0 += 1;
-            }
+            w0 += if f == 0 { -vw[v] } else { vw[v] };
             for &e in &vedges[v] {
                 cnt[e as usize][f] -= 1;
                 cnt[e as usize][1 - f] += 1;
@@ -380,9 +521,11 @@ fn fm(
                 }
             }
             moves.push(v);
-            run += g;
-            if run > best_run + 1e-12 {
-                best_run = run;
+            run += gv;
+            // better: less imbalance, then more gain
+            let now = (imbalance(w0), -run);
+            if now.0 < best.0 - 1e-12 || (now.0 <= best.0 + 1e-12 && now.1 < best.1 - 1e-12) {
+                best = now;
                 best_len = moves.len();
                 since_best = 0;
             } else {
@@ -396,20 +539,17 @@ fn fm(
         for &v in moves[best_len..].iter().rev() {
             let f = side[v] as usize;
             side[v] = !side[v];
-            if f == 0 {
-                size0 -= 1;
-            } else {
-                size0 += 1;
-            }
+            w0 += if f == 0 { -vw[v] } else { vw[v] };
             for &e in &vedges[v] {
                 cnt[e as usize][f] -= 1;
                 cnt[e as usize][1 - f] += 1;
             }
         }
-        if best_run <= 1e-12 {
+        let improved = best_len > 0;
+        cut = cut_of(&cnt);
+        if !improved {
             break;
         }
-        cut -= best_run;
     }
     cut.max(0.0)
 }
