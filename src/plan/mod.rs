@@ -431,12 +431,26 @@ pub fn plan(net: &Network, opts: &Options) -> Result<Plan, PlanError> {
         start,
         rng_seed: opts.seed,
     };
-    let (method, merges) = search(&pre, &ctx)?;
+    let (mut method, merges) = search(&pre.local, &ctx)?;
     let mut steps = pre.steps_with(&merges);
     let mut sliced_local = Vec::new();
     let max_size = steps.iter().map(|s| s.size).fold(0.0, f64::max);
     if max_size > limit {
-        let (best_steps, sl) = slice::best_slicing(&pre, &ctx, &merges, limit);
+        // no tree within the limit was found: slice it, or the tree
+        // searched without the limit, whichever then costs less
+        let mut trees = vec![merges];
+        let mut methods = vec![method];
+        if opts.method != Method::Optimal {
+            let free = Local {
+                limit: f64::INFINITY,
+                ..pre.local.clone()
+            };
+            let (m, t) = search(&free, &ctx)?;
+            methods.push(m);
+            trees.push(t);
+        }
+        let (k, best_steps, sl) = slice::best_slicing(&pre, &trees, limit);
+        method = methods[k];
         steps = best_steps;
         sliced_local = sl;
     }
@@ -777,8 +791,7 @@ impl<'a> Prepared<'a> {
 pub const AUTO_EXACT: usize = dp::ALL_SUBSETS_MAX;
 
 /// The method's tree over the leaves.
-fn search(pre: &Prepared, ctx: &Ctx) -> Result<(Method, Vec<(usize, usize)>), PlanError> {
-    let local = &pre.local;
+fn search(local: &Local, ctx: &Ctx) -> Result<(Method, Vec<(usize, usize)>), PlanError> {
     let n = local.leaves.len();
     if n <= 1 {
         return Ok((ctx.opts.method, Vec::new()));

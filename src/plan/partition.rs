@@ -595,10 +595,26 @@ pub(crate) fn reconfigure(
             let sets: Vec<&[u32]> = leaves.iter().map(|&x| &legs[x][..]).collect();
             let top = &legs[v];
             let (sub, back) = local.rebase(&sets, |i| top.binary_search(&i).is_ok());
-            let Some(m) = dp::all_subsets(&sub) else {
+            // the cheapest re-contraction that does not make the window's
+            // largest tensor worse beyond the memory limit
+            let old_max = inner
+                .iter()
+                .map(|&x| local.size_of(&legs[x]))
+                .fold(0.0, f64::max);
+            let free = Local {
+                limit: f64::INFINITY,
+                ..sub.clone()
+            };
+            let fits = |t: &Tree| t.largest() <= local.limit || t.largest() <= old_max;
+            let mut found = dp::all_subsets(&free)
+                .map(|m| (Tree::build(&sub, &m), m))
+                .filter(|(t, _)| fits(t));
+            if found.is_none() && local.limit.is_finite() {
+                found = dp::all_subsets(&sub).map(|m| (Tree::build(&sub, &m), m));
+            }
+            let Some((nt, m)) = found else {
                 continue;
             };
-            let nt = Tree::build(&sub, &m);
             if nt.total_cost() >= old * (1.0 - 1e-12) {
                 continue;
             }

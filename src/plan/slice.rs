@@ -8,40 +8,33 @@
 //! Indices are chosen one at a time among those of the tensors still too
 //! large, each time the one that adds the least cost (ties: the smaller
 //! largest tensor, then the lower id), until everything fits. Both the
-//! searched tree and a greedy tree found without the limit are sliced; the
-//! cheaper result wins.
+//! tree searched under the limit and the tree searched without it are
+//! sliced; the cheaper result wins.
 
-use super::{greedy, step_cost, Ctx, Local, Prepared, Rng, Step};
+use super::{step_cost, Local, Prepared, Step};
 
 /// Steps as (operands, index union, kept indices), local ids.
 type Sets = Vec<(Vec<usize>, Vec<u32>, Vec<u32>)>;
 
-/// The cheapest sliced plan of the tree `merges` or of an unlimited greedy
-/// tree: its steps and the sliced indices (local ids).
+/// The cheapest sliced plan among the trees `trees` (over `pre`'s
+/// leaves): its index, its steps and the sliced indices (local ids).
 pub(crate) fn best_slicing(
     pre: &Prepared,
-    ctx: &Ctx,
-    merges: &[(usize, usize)],
+    trees: &[Vec<(usize, usize)>],
     limit: f64,
-) -> (Vec<Step>, Vec<u32>) {
-    let free = Local {
-        limit: f64::INFINITY,
-        ..pre.local.clone()
-    };
-    let mut rng = Rng::new(ctx.rng_seed, 3);
-    let alt = greedy::run(&free, 1.0, 0.0, &mut rng);
-    let mut best: Option<(f64, Vec<Step>, Vec<u32>)> = None;
-    for m in [merges.to_vec(), alt] {
-        let sets = pre.step_sets(&m);
+) -> (usize, Vec<Step>, Vec<u32>) {
+    let mut best: Option<(f64, usize, Vec<Step>, Vec<u32>)> = None;
+    for (k, m) in trees.iter().enumerate() {
+        let sets = pre.step_sets(m);
         let sliced = choose(&pre.local, &sets, limit);
         let steps = pre.steps_sliced(&sets, &sliced);
         let c = total(&pre.local, &sets, &sliced);
-        if best.as_ref().is_none_or(|(b, _, _)| c < *b) {
-            best = Some((c, steps, sliced));
+        if best.as_ref().is_none_or(|(b, _, _, _)| c < *b) {
+            best = Some((c, k, steps, sliced));
         }
     }
-    let (_, steps, sliced) = best.expect("two candidates");
-    (steps, sliced)
+    let (_, k, steps, sliced) = best.expect("a tree");
+    (k, steps, sliced)
 }
 
 /// Cost of the steps `sets` with `sliced` looped over, by `local`'s
