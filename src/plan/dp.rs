@@ -1,8 +1,8 @@
 //! Optimal contraction trees by dynamic programming over subsets of tensors.
 //!
-//! [`all_subsets`] searches every pairwise tree, outer products included:
+//! `all_subsets` searches every pairwise tree, outer products included:
 //! the cost of a subset is the least over its splits into two (3^n work),
-//! so its answer is the least cost there is. [`connected`] is opt_einsum's
+//! so its answer is the least cost there is. `connected` is opt_einsum's
 //! `dp` (Phys. Rev. E 90, 033315): only subsets that are connected (through
 //! indices that are not the whole network's output) and only merges of two
 //! parts that share such an index, found level by level (subsets of 2, 3,
@@ -10,7 +10,7 @@
 //! until the whole set is reached; every subset cheaper than the cap is
 //! found with its least cost, so the first tree found is the cheapest of
 //! that kind. Disconnected parts are solved apart and joined by
-//! [`all_subsets`] over their results. Subsets are bitmasks of tensors
+//! `all_subsets` over their results. Subsets are bitmasks of tensors
 //! (at most [`CONNECTED_MAX`] in a connected part); index sets are bitsets
 //! of any width. Both honour the memory limit: a subset whose tensor would
 //! be larger is not made.
@@ -21,9 +21,9 @@ use std::collections::HashMap;
 
 /// Up to this many tensors the all-subsets DP is used (3^n splits).
 pub const ALL_SUBSETS_MAX: usize = 12;
-/// The most tensors of one connected part [`connected`] accepts.
+/// The most tensors of one connected part `connected` accepts.
 pub const CONNECTED_MAX: usize = 128;
-/// A bound on the work of [`connected`]: pairs of subsets examined, and
+/// A bound on the work of `connected`: pairs of subsets examined, and
 /// the cost beyond which its search is given up (a tree that costly is
 /// known already).
 #[derive(Clone, Copy, Debug)]
@@ -46,7 +46,7 @@ pub(crate) enum Fail {
 }
 
 /// The least-cost tree of `local` (see the module doc): all subsets up to
-/// [`ALL_SUBSETS_MAX`] tensors, else connected parts by [`connected`]
+/// [`ALL_SUBSETS_MAX`] tensors, else connected parts by `connected`
 /// within `budget` each. Where no tree keeps within the memory limit, the
 /// least-cost tree without it.
 pub(crate) fn optimal(
@@ -332,7 +332,7 @@ pub(crate) fn all_subsets(local: &Local) -> Option<Vec<(usize, usize)>> {
     Some(b.merges)
 }
 
-/// One subset found by [`connected`].
+/// One subset found by `connected`.
 struct Entry {
     set: u128,
     cost: f64,

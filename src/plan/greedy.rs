@@ -8,7 +8,7 @@
 //! broken by the larger and then the smaller node id. With a temperature
 //! `T > 0` a score `x` becomes `sign(x)·ln|x| − T·g` with `g` a Gumbel
 //! sample drawn when the pair is scored, so repeated runs explore
-//! ([`best_of`] keeps the cheapest of several runs, the first without
+//! (`best_of` keeps the cheapest of several runs, the first without
 //! noise). A pair whose result would break the memory limit is not taken.
 //! Tensors left without a partner (disconnected parts) are joined smallest
 //! first. Indices in every tensor connect nothing (as in opt_einsum: they

@@ -8,10 +8,10 @@
 //! the tensors the top step multiplies; random balanced starts grown by
 //! breadth-first search, passes of single-vertex moves with the best prefix
 //! kept), each half is split again until at most `cutoff` tensors are
-//! left, which are contracted exactly ([`dp::all_subsets`]) or greedily.
+//! left, which are contracted exactly (`dp::all_subsets`) or greedily.
 //! Each trial draws its own imbalance, cutoff, edge weighting and size
 //! jitter; greedy restarts compete. The best tree is then improved by
-//! [`reconfigure`]: for each step, in order of cost, the subtree of up to 8
+//! `reconfigure`: for each step, in order of cost, the subtree of up to 8
 //! tensors below it is re-contracted by exact DP and replaced if cheaper,
 //! pass after pass until nothing improves.
 
@@ -21,7 +21,7 @@ use super::tree::{cost_within, to_merges, Builder, Tree};
 use super::{Ctx, Local, Rng};
 use std::collections::{BinaryHeap, VecDeque};
 
-/// Leaves of a window of [`reconfigure`].
+/// Leaves of a window of `reconfigure`.
 pub const WINDOW: usize = 8;
 
 /// Parameters of one partition trial.
