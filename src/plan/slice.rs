@@ -67,20 +67,38 @@ fn largest(local: &Local, sets: &Sets, sliced: &[u32]) -> f64 {
 
 /// The indices to slice so that every step's tensor fits `limit`.
 pub(crate) fn choose(local: &Local, sets: &Sets, limit: f64) -> Vec<u32> {
+    let m = local.size.len();
     let mut sliced: Vec<u32> = Vec::new();
+    let mut is_sliced = vec![false; m];
+    let mut slices = 1.0;
+    let mut within = vec![0.0f64; m];
     loop {
+        // each step's cost now, and per index the cost of the steps using it:
+        // slicing c multiplies the cost of the others by size(c)
+        within.iter_mut().for_each(|w| *w = 0.0);
+        let mut total = 0.0;
         let mut cands: Vec<u32> = Vec::new();
-        for (_, _, kept) in sets {
-            let s: f64 = kept
+        for (_, u, kept) in sets {
+            let per: f64 = u
                 .iter()
-                .filter(|i| !sliced.contains(i))
+                .filter(|&&i| !is_sliced[i as usize])
                 .map(|&i| local.size[i as usize])
                 .product();
-            if s > limit {
+            let c = step_cost(local.conv, per * slices, kept.len() < u.len());
+            total += c;
+            for &i in u {
+                within[i as usize] += c;
+            }
+            let size: f64 = kept
+                .iter()
+                .filter(|&&i| !is_sliced[i as usize])
+                .map(|&i| local.size[i as usize])
+                .product();
+            if size > limit {
                 cands.extend(
                     kept.iter()
                         .copied()
-                        .filter(|i| !sliced.contains(i) && local.size[*i as usize] > 1.0),
+                        .filter(|&i| !is_sliced[i as usize] && local.size[i as usize] > 1.0),
                 );
             }
         }
@@ -89,23 +107,27 @@ pub(crate) fn choose(local: &Local, sets: &Sets, limit: f64) -> Vec<u32> {
         }
         cands.sort_unstable();
         cands.dedup();
-        let mut best: Option<(f64, f64, u32)> = None;
-        for &c in &cands {
+        let after = |c: u32| {
+            let s = local.size[c as usize];
+            s * total - (s - 1.0) * within[c as usize]
+        };
+        let least = cands
+            .iter()
+            .map(|&c| after(c))
+            .fold(f64::INFINITY, f64::min);
+        // ties: the smaller largest tensor, then the lower id
+        let mut best: Option<(f64, u32)> = None;
+        for &c in cands.iter().filter(|&&c| after(c) <= least) {
             sliced.push(c);
-            let key = (
-                total(local, sets, &sliced),
-                largest(local, sets, &sliced),
-                c,
-            );
+            let l = largest(local, sets, &sliced);
             sliced.pop();
-            let better = match best {
-                None => true,
-                Some((bc, bl, _)) => key.0 < bc || (key.0 == bc && key.1 < bl),
-            };
-            if better {
-                best = Some(key);
+            if best.is_none_or(|(bl, _)| l < bl) {
+                best = Some((l, c));
             }
         }
-        sliced.push(best.expect("a candidate").2);
+        let c = best.expect("a candidate").1;
+        sliced.push(c);
+        is_sliced[c as usize] = true;
+        slices *= local.size[c as usize];
     }
 }
