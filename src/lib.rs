@@ -90,6 +90,8 @@
 //! - [`interp`]: the reference interpreter and the call boundary ([`Value`]);
 //! - [`frontend`]: the Rust builder and the einsum front end;
 //! - [`opt`]: the optimiser; [`jit`]: the native engine;
+//! - [`plan`]: contraction planning (the order of pairwise contractions of
+//!   a sum over a product of tensors, with a memory limit and slicing);
 //! - [`testing`]: random well-typed programs and inputs (property tests);
 //! - [`cli`]: the `einsat` command line;
 //! - [`diag`] and [`error`]: diagnostics and the crate's error type.
@@ -118,6 +120,7 @@ pub mod frontend;
 pub mod interp;
 pub mod jit;
 pub mod opt;
+pub mod plan;
 pub mod rules;
 /// Unstable internal: stack growth for deep programs.
 #[doc(hidden)]

@@ -1,0 +1,129 @@
+//! The benchmark networks of the planner (`benches/plan.rs`,
+//! `examples/plan_networks.rs`, tests): rings of matrices, a
+//! matrix-product-state norm, a 2D grid, random einsums and random
+//! regular graphs. All deterministic for a seed.
+
+use super::{Network, Rng};
+
+/// `ab,bc,…,za->`: a ring of `n` matrices, every index of size `d`.
+pub fn ring(n: usize, d: u64) -> Network {
+    let inputs = (0..n).map(|k| vec![k, (k + 1) % n]).collect();
+    Network::new(inputs, vec![], vec![d; n]).expect("valid ring")
+}
+
+/// ⟨ψ|ψ⟩ of a matrix-product state of `sites` sites, bond `bond`,
+/// physical dimension `phys`: 2·sites tensors, scalar result.
+pub fn mps_norm(sites: usize, bond: u64, phys: u64) -> Network {
+    assert!(sites >= 2);
+    // ids: physical p_k = k; ket bonds sites + k; bra bonds 2·sites + k
+    let mut inputs = Vec::new();
+    for base in [sites, 2 * sites] {
+        for k in 0..sites {
+            let mut t = Vec::new();
+            if k > 0 {
+                t.push(base + k - 1);
+            }
+            t.push(k);
+            if k + 1 < sites {
+                t.push(base + k);
+            }
+            inputs.push(t);
+        }
+    }
+    let mut sizes = vec![phys; sites];
+    sizes.extend(vec![bond; 2 * sites]);
+    Network::new(inputs, vec![], sizes).expect("valid MPS")
+}
+
+/// An `rows`×`cols` square lattice, one tensor per site, bond `bond`,
+/// scalar result.
+pub fn grid(rows: usize, cols: usize, bond: u64) -> Network {
+    let mut inputs = vec![Vec::new(); rows * cols];
+    let mut next = 0;
+    for r in 0..rows {
+        for c in 0..cols {
+            let v = r * cols + c;
+            if c + 1 < cols {
+                inputs[v].push(next);
+                inputs[v + 1].push(next);
+                next += 1;
+            }
+            if r + 1 < rows {
+                inputs[v].push(next);
+                inputs[v + cols].push(next);
+                next += 1;
+            }
+        }
+    }
+    Network::new(inputs, vec![], vec![bond; next]).expect("valid grid")
+}
+
+/// A random einsum of `n` operands: about 3n/2 indices each in two
+/// operands (one in five in three: a hyperedge), two output indices each
+/// in one operand, one batch index in two operands and the output, sizes
+/// 2..=9.
+pub fn random_einsum(n: usize, seed: u64) -> Network {
+    assert!(n >= 2);
+    let mut r = Rng::new(seed, 17);
+    let mut inputs = vec![Vec::new(); n];
+    let mut sizes = Vec::new();
+    let mut output = Vec::new();
+    let mut add = |inputs: &mut Vec<Vec<usize>>, k: usize, r: &mut Rng| {
+        let id = sizes.len();
+        sizes.push(2 + r.below(8) as u64);
+        let mut ts: Vec<usize> = Vec::new();
+        while ts.len() < k {
+            let t = r.below(n);
+            if !ts.contains(&t) {
+                ts.push(t);
+            }
+        }
+        for t in ts {
+            inputs[t].push(id);
+        }
+        id
+    };
+    for _ in 0..(3 * n).div_ceil(2) {
+        let k = if n >= 3 && r.below(5) == 0 { 3 } else { 2 };
+        add(&mut inputs, k, &mut r);
+    }
+    for _ in 0..2 {
+        output.push(add(&mut inputs, 1, &mut r));
+    }
+    output.push(add(&mut inputs, 2, &mut r));
+    Network::new(inputs, output, sizes).expect("valid random einsum")
+}
+
+/// A random `degree`-regular graph of `n` tensors (pairing model, retried
+/// until simple), every index of size `bond`, scalar result; `n·degree`
+/// must be even.
+pub fn random_regular(n: usize, degree: usize, bond: u64, seed: u64) -> Network {
+    assert!((n * degree) % 2 == 0 && degree < n);
+    let mut r = Rng::new(seed, 23);
+    'retry: loop {
+        let mut stubs: Vec<usize> = (0..n * degree).map(|s| s / degree).collect();
+        for i in (1..stubs.len()).rev() {
+            let j = r.below(i + 1);
+            stubs.swap(i, j);
+        }
+        let mut edges: Vec<(usize, usize)> = Vec::with_capacity(stubs.len() / 2);
+        for pair in stubs.chunks(2) {
+            let (a, b) = (pair[0].min(pair[1]), pair[0].max(pair[1]));
+            if a == b {
+                continue 'retry;
+            }
+            edges.push((a, b));
+        }
+        let mut sorted = edges.clone();
+        sorted.sort_unstable();
+        if sorted.windows(2).any(|w| w[0] == w[1]) {
+            continue;
+        }
+        let mut inputs = vec![Vec::new(); n];
+        for (id, &(a, b)) in edges.iter().enumerate() {
+            inputs[a].push(id);
+            inputs[b].push(id);
+        }
+        return Network::new(inputs, vec![], vec![bond; edges.len()]).expect("valid graph");
+    }
+}
