@@ -73,6 +73,20 @@ pub struct Options {
     /// Off by default: the default mode only reorders sums and products
     /// and applies identities exact in IEEE arithmetic.
     pub fast_math: bool,
+    /// The most elements of any intermediate the optimised program
+    /// materialises (a planned contraction's steps, a hoisted `let`),
+    /// estimated with [`Options::sizes`]; `None`: the largest argument or
+    /// result, or 2^27 elements, whichever is larger. Beyond it, values are
+    /// recomputed in their loops instead.
+    pub memory_limit: Option<f64>,
+    /// How the contraction order of tensor networks is planned
+    /// ([`crate::plan`]); the plan seeds the e-graph, and is a candidate of
+    /// its own.
+    pub plan: crate::plan::Method,
+    /// Saturate also programs whose tensor networks the planner contracts
+    /// on its own (see [`SATURATE_MAX_TENSORS`],
+    /// [`SATURATE_PLAIN_MAX_TENSORS`]); off by default.
+    pub saturate_networks: bool,
 }
 
 impl Default for Options {
@@ -90,6 +104,9 @@ impl Default for Options {
             backoff: true,
             extraction: Extraction::default(),
             fast_math: false,
+            memory_limit: None,
+            plan: crate::plan::Method::Auto,
+            saturate_networks: false,
         }
     }
 }
@@ -149,6 +166,11 @@ pub struct Report {
     pub accuracy: Option<Accuracy>,
     /// Why the accuracy check did not run, in the default mode.
     pub accuracy_note: Option<String>,
+    /// The contraction plans of the program's tensor networks (one per
+    /// network planned), when it has any of at least three factors.
+    pub plans: Vec<crate::plan::Plan>,
+    /// The memory limit applied, in elements.
+    pub memory_limit: f64,
 }
 
 /// One saturation round, for the report.
@@ -244,6 +266,43 @@ fn same_sig(f: &Function, ret: &Type) -> bool {
 /// At most this many saturation rounds.
 pub const MAX_ROUNDS: usize = 4;
 
+/// A program with a tensor network of more tensors than this is not
+/// saturated: the planner's contraction order is taken as it is (rewriting
+/// a long product spends the node and time limits on reassociating it and
+/// finds no better order than the plan; what saturation adds, factorised
+/// sums and δ/ε identities, lives in small networks).
+pub const SATURATE_MAX_TENSORS: usize = 10;
+
+/// A plain network (no brackets, no `eps`) of more tensors than this is
+/// contracted as planned, not saturated: the planner's order is exact for
+/// such networks (every order is searched up to 12 tensors), and it sums
+/// the indices of one tensor first, which is the factorisation of
+/// independent sums; saturating a five-tensor einsum took about a second.
+pub const SATURATE_PLAIN_MAX_TENSORS: usize = 3;
+
+/// Whether the body holds a bracket or an `eps`: identities the planner
+/// does not know (δ/ε, sum collapse) are then left to saturation.
+fn has_brackets(e: &Expr) -> bool {
+    matches!(e, Expr::Bracket(_) | Expr::Eps(_)) || e.children().into_iter().any(has_brackets)
+}
+
+/// The default memory limit: the largest argument or result, or 2^27
+/// elements, whichever is larger (sizes estimated with `model`).
+fn default_memory_limit(f: &Function, ret: &Type, model: &CostModel) -> f64 {
+    fn elements(t: &Type, model: &CostModel) -> f64 {
+        match t {
+            Type::Real => 1.0,
+            Type::Tensor(n, e) => model.trip(n) * elements(e, model),
+            Type::Pair(a, b) => elements(a, model).max(elements(b, model)),
+        }
+    }
+    f.params
+        .iter()
+        .map(|p| elements(&p.ty, model))
+        .chain(std::iter::once(elements(ret, model)))
+        .fold((1u64 << 27) as f64, f64::max)
+}
+
 /// How accurate the chosen program is, against the written one (the
 /// default mode's accuracy check, [`crate::extract::accuracy`]).
 #[derive(Clone, Debug, Default, Serialize)]
@@ -319,7 +378,8 @@ pub fn optimize(f: &Function, opts: &Options) -> Result<Optimized> {
 /// `cost_after`, `egraph_nodes`, `egraph_classes`, `iterations`,
 /// `stop_reason`, `limits_hit`, `optimize_ms`, `saturation_ms`,
 /// `optimize_cpu_ms`, `rounds` (one object per saturation round, see
-/// [`RoundStats`]), `chosen`, `rules_fired`, `accuracy` (see [`Accuracy`];
+/// [`RoundStats`]), `chosen`, `rules_fired`, `memory_limit`, `plans` (see
+/// [`plan_json`]), `accuracy` (see [`Accuracy`];
 /// null in the fast mode), `accuracy_note` when the check could not run,
 /// and `explanation` only when [`Options::explain`] was set.
 pub fn report_json(f: &Function, o: &Optimized) -> serde_json::Value {
@@ -344,6 +404,8 @@ pub fn report_json(f: &Function, o: &Optimized) -> serde_json::Value {
         "chosen": r.chosen,
         "rules_fired": r.rules_fired,
         "accuracy": r.accuracy,
+        "memory_limit": r.memory_limit,
+        "plans": r.plans.iter().map(plan_json).collect::<Vec<_>>(),
     });
     if let Some(n) = &r.accuracy_note {
         j["accuracy_note"] = serde_json::json!(n);
@@ -352,6 +414,25 @@ pub fn report_json(f: &Function, o: &Optimized) -> serde_json::Value {
         j["explanation"] = serde_json::json!(ex);
     }
     j
+}
+
+/// One contraction plan as JSON: its method, totals and steps (numpy's
+/// linear path form, and per step the indices' ids kept and summed, its
+/// multiply-adds and the size of what it makes).
+pub fn plan_json(p: &crate::plan::Plan) -> serde_json::Value {
+    serde_json::json!({
+        "method": format!("{:?}", p.method),
+        "tensors": p.inputs,
+        "flops": p.flops,
+        "flops_opt_einsum": p.flops_opt_einsum,
+        "largest_intermediate": p.largest_intermediate,
+        "memory_limit": p.memory_limit,
+        "sliced": p.sliced,
+        "slices": p.slices,
+        "path": p.linear_path(),
+        "steps": p.steps,
+        "planning_ms": p.seconds * 1e3,
+    })
 }
 
 /// CPU time of the calling thread, in seconds.
@@ -385,13 +466,18 @@ fn optimize_here(f: &Function, opts: &Options) -> Result<Optimized> {
         ..f.clone()
     };
     let cost_before = ir_cost(&f.body, &model);
+    let memory_limit = opts
+        .memory_limit
+        .unwrap_or_else(|| default_memory_limit(&fixed, &sig.ret, &model));
     let nopts = NormalOptions {
         term_limit: opts.term_limit,
         model: model.clone(),
+        memory_limit,
         ..NormalOptions::default()
     };
     let mut report = Report {
         mode: opts.mode().to_string(),
+        memory_limit,
         ..Report::default()
     };
     let fast = opts.fast_math;
@@ -439,7 +525,42 @@ fn optimize_here(f: &Function, opts: &Options) -> Result<Optimized> {
             }
         }
     }
-    if opts.saturate {
+    // The planned contraction order of every tensor network of the body:
+    // a candidate of its own and a seed of the first round.
+    let popts = crate::plan::Options {
+        method: opts.plan,
+        memory_limit: crate::plan::MemoryLimit::Elements(memory_limit.max(1.0)),
+        ..crate::plan::Options::default()
+    };
+    let planned = seed::planned_body(&pre, &sig.ret, &|s| model.trip(s) as u64, &popts);
+    if let Some((body, plans)) = &planned {
+        report.plans = plans.clone();
+        let g = normalize(
+            &Function {
+                body: body.clone(),
+                ..fixed.clone()
+            },
+            &nopts,
+        );
+        if same_sig(&g, &sig.ret) {
+            let c = ir_cost(&g.body, &model);
+            if let Some(w) = judge.weigh(c, &g) {
+                if best.as_ref().is_none_or(|(w0, ..)| w < *w0) {
+                    best = Some((w, c, g, "plan"));
+                }
+            }
+        }
+    }
+    let largest_network = report.plans.iter().map(|p| p.inputs).max().unwrap_or(0);
+    let planned_only = !opts.saturate_networks
+        && (largest_network > SATURATE_MAX_TENSORS
+            || (largest_network > SATURATE_PLAIN_MAX_TENSORS && !has_brackets(&pre)));
+    if opts.saturate && planned_only {
+        report.stop_reason = format!(
+            "not saturated: a network of {largest_network} tensors is contracted as planned"
+        );
+    }
+    if opts.saturate && !planned_only {
         let rules: Vec<Rule> = match &opts.rules {
             Some(r) => r.clone(),
             None => builtin_rules(),
@@ -484,7 +605,9 @@ fn optimize_here(f: &Function, opts: &Options) -> Result<Optimized> {
             // already held every nesting of its networks: only the reduced
             // network's nestings are new.
             let mut seed_exprs = if round == 0 {
-                seed::body_seeds(&pre, &sig.ret, !fast)
+                let mut v = seed::body_seeds(&pre, &sig.ret, !fast);
+                v.extend(planned.iter().map(|(b, _)| b.clone()));
+                v
             } else {
                 vec![]
             };

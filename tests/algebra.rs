@@ -42,15 +42,10 @@ fn agree(f: &Function, g: &Function) {
     }
 }
 
-/// Optimise `src` in the default mode; its cost must be at most the cost
-/// of `target` (the same signature, the smaller form), and its values the
-/// input's.
-fn reaches(src: &str, target: &str) -> f64 {
-    reaches_in(src, target, &Options::default())
-}
-
-/// [`reaches`] in the fast mode; the default mode must keep the program's
-/// values within the floating-point contract on special and offset inputs.
+/// Optimise `src` in the fast mode: its cost must be at most the cost of
+/// `target` (the same signature, the smaller form), and its values the
+/// input's. The default mode must keep the program's values within the
+/// floating-point contract on special and offset inputs.
 fn reaches_fast(src: &str, target: &str) -> f64 {
     value_safe(src);
     let fast = Options {

@@ -72,6 +72,8 @@ fn long_associative_chain_stops_at_a_limit_with_a_valid_result() {
     );
     let opts = Options {
         time_limit: Duration::from_secs(3),
+        // a product of 24 factors is planned, not saturated, by default
+        saturate_networks: true,
         ..Options::default()
     };
     hits_limit_but_is_valid(&one(&src), &opts, &[vec(4)]);
@@ -746,6 +748,7 @@ fn one_iteration_cannot_overshoot_the_node_limit() {
     let (f, args) = product_of_16();
     let opts = Options {
         iter_limit: 1000,
+        saturate_networks: true,
         ..Options::default()
     };
     let o = hits_limit_but_is_valid(&f, &opts, &args);
@@ -762,6 +765,7 @@ fn one_iteration_cannot_overshoot_the_node_limit() {
     let small = Options {
         node_limit: 500,
         iter_limit: 1000,
+        saturate_networks: true,
         ..Options::default()
     };
     let o = hits_limit_but_is_valid(&f, &small, &args);
@@ -782,6 +786,7 @@ fn all_rounds_share_one_deadline() {
     let opts = Options {
         iter_limit: 1000,
         time_limit: Duration::ZERO,
+        saturate_networks: true,
         ..Options::default()
     };
     let o = valid(&f, &opts, &args);

@@ -569,3 +569,239 @@ mod long_products {
         });
     }
 }
+
+// ---------------------------------------------------------------------------
+// Planned seeds: the contraction order of a tensor network from the
+// planner (`crate::plan`), for networks of any size
+
+/// A product under sums, read in linear time: every factor of a tree of `*`
+/// (and negations) under its leading and nested sums, or `None` when the
+/// expression is not one (a `+` inside, a binder name bound twice).
+fn read_network(e: &Expr) -> Option<Mono> {
+    let mut m = Mono {
+        neg: false,
+        binders: vec![],
+        factors: vec![],
+    };
+    let mut names: BTreeSet<String> = BTreeSet::new();
+    let mut stack = vec![e];
+    while let Some(x) = stack.pop() {
+        match x {
+            Expr::Bin(BinOp::Mul, a, b) => {
+                stack.push(b);
+                stack.push(a);
+            }
+            Expr::Neg(a) => {
+                m.neg = !m.neg;
+                stack.push(a);
+            }
+            Expr::Sum(i, n, b) => {
+                if !names.insert(i.clone()) {
+                    return None;
+                }
+                m.binders.push((i.clone(), n.clone()));
+                stack.push(b);
+            }
+            Expr::Bin(BinOp::Add | BinOp::Sub, ..) => return None,
+            other => m.factors.push(other.clone()),
+        }
+    }
+    // a factor must not use a binder's name for an index bound outside it
+    // (inlined lets repeat binder names): refuse rather than capture
+    for f in &m.factors {
+        for i in fv_idx(f) {
+            if names.contains(&i) && m.binders.iter().filter(|(j, _)| *j == i).count() != 1 {
+                return None;
+            }
+        }
+    }
+    Some(m)
+}
+
+/// The planned nesting of one network: `Σ_{summed}` over each step's two
+/// operands (or one), as the planner contracts them. `scope` holds the
+/// enclosing `gen` indices with their sizes; `size` gives the planner a
+/// size. `None` when `e` is not a network of at least three factors or the
+/// planner refuses it.
+pub fn planned_scalar(
+    e: &Expr,
+    scope: &[(String, Size)],
+    size: &dyn Fn(&Size) -> u64,
+    opts: &crate::plan::Options,
+) -> Option<(Expr, crate::plan::Plan)> {
+    let m = read_network(e)?;
+    if m.factors.len() < 3 {
+        return None;
+    }
+    // index ids: every binder and every enclosing index a factor uses
+    let mut ids: Vec<(String, Size)> = Vec::new();
+    let id_of = |name: &str, ids: &mut Vec<(String, Size)>| -> Option<usize> {
+        if let Some(k) = ids.iter().position(|(n, _)| n == name) {
+            return Some(k);
+        }
+        let s = m
+            .binders
+            .iter()
+            .chain(scope.iter().rev())
+            .find(|(n, _)| n == name)?
+            .1
+            .clone();
+        ids.push((name.to_string(), s));
+        Some(ids.len() - 1)
+    };
+    let binder_names: BTreeSet<&String> = m.binders.iter().map(|(n, _)| n).collect();
+    let mut inputs = Vec::with_capacity(m.factors.len());
+    let mut output: BTreeSet<usize> = BTreeSet::new();
+    for f in &m.factors {
+        let mut idx = Vec::new();
+        for i in fv_idx(f) {
+            let k = id_of(&i, &mut ids)?;
+            if !binder_names.contains(&i) {
+                output.insert(k);
+            }
+            idx.push(k);
+        }
+        inputs.push(idx);
+    }
+    // a binder no factor uses still sums (n copies): keep it in the nest
+    let unused: Vec<(String, Size)> = m
+        .binders
+        .iter()
+        .filter(|(n, _)| !ids.iter().any(|(i, _)| i == n))
+        .cloned()
+        .collect();
+    let sizes: Vec<u64> = ids.iter().map(|(_, s)| size(s).max(1)).collect();
+    let net = crate::plan::Network::new(inputs, output.into_iter().collect(), sizes).ok()?;
+    let p = crate::plan::plan(&net, opts).ok()?;
+    let mut nodes: Vec<Option<Expr>> = m.factors.iter().cloned().map(Some).collect();
+    for s in &p.steps {
+        let mut ops = s
+            .operands
+            .iter()
+            .map(|&o| nodes.get_mut(o).and_then(Option::take));
+        let first = ops.next()??;
+        let body = match ops.next() {
+            Some(second) => Expr::bin(BinOp::Mul, first, second?),
+            None => first,
+        };
+        let body = s.summed.iter().rev().fold(body, |acc, &k| {
+            Expr::sum(ids[k].0.clone(), ids[k].1.clone(), acc)
+        });
+        nodes.push(Some(body));
+    }
+    // what is left (one tensor, or disconnected parts the plan joined)
+    let rest: Vec<Expr> = nodes.into_iter().flatten().collect();
+    let mut r = product(rest);
+    for (i, n) in unused.into_iter().rev() {
+        r = Expr::sum(i, n, r);
+    }
+    if m.neg {
+        r = Expr::Neg(Box::new(r));
+    }
+    Some((r, p))
+}
+
+/// [`planned_scalar`] for a function body of type `ty`: under its leading
+/// `gen`s, and in each operand of a `+`, `-` or negation; `None` when no
+/// network was planned.
+pub fn planned_body(
+    body: &Expr,
+    ty: &Type,
+    size: &dyn Fn(&Size) -> u64,
+    opts: &crate::plan::Options,
+) -> Option<(Expr, Vec<crate::plan::Plan>)> {
+    fn go(
+        e: &Expr,
+        ty: &Type,
+        scope: &mut Vec<(String, Size)>,
+        size: &dyn Fn(&Size) -> u64,
+        opts: &crate::plan::Options,
+        plans: &mut Vec<crate::plan::Plan>,
+    ) -> Expr {
+        match (e, ty) {
+            (Expr::Gen(i, n, b), Type::Tensor(_, t)) => {
+                scope.push((i.clone(), n.clone()));
+                let b = go(b, t, scope, size, opts, plans);
+                scope.pop();
+                Expr::gen(i.clone(), n.clone(), b)
+            }
+            (Expr::Bin(op @ (BinOp::Add | BinOp::Sub), a, b), Type::Real) => {
+                let a = go(a, ty, scope, size, opts, plans);
+                let b = go(b, ty, scope, size, opts, plans);
+                Expr::bin(*op, a, b)
+            }
+            (e, Type::Real) => match planned_scalar(e, scope, size, opts) {
+                Some((r, p)) => {
+                    plans.push(p);
+                    r
+                }
+                None => e.clone(),
+            },
+            _ => e.clone(),
+        }
+    }
+    let mut plans = Vec::new();
+    let r = go(body, ty, &mut Vec::new(), size, opts, &mut plans);
+    (!plans.is_empty()).then_some((r, plans))
+}
+
+#[cfg(test)]
+mod planned {
+    use super::*;
+
+    fn seed_of(src: &str) -> (Function, Expr, Vec<crate::plan::Plan>) {
+        let f = crate::load(src).unwrap().functions.remove(0);
+        let ty = crate::types::check(&f).unwrap().ret;
+        let (e, p) = planned_body(
+            &f.body,
+            &ty,
+            &|s| match s {
+                Size::Lit(k) => *k as u64,
+                Size::Named(_) => 8,
+            },
+            &crate::plan::Options::default(),
+        )
+        .unwrap();
+        (f, e, p)
+    }
+
+    #[test]
+    fn a_ring_is_contracted_pairwise_and_means_the_same() {
+        let (f, e, plans) = seed_of(
+            "fn ring(A: [n,n]R, B: [n,n]R, C: [n,n]R, D: [n,n]R, E: [n,n]R) -> R =
+               sum(a:n, b:n, c:n, d:n, e:n) A[a,b] * B[b,c] * C[c,d] * D[d,e] * E[e,a]",
+        );
+        assert_eq!(plans[0].steps.len(), 4);
+        let g = Function {
+            body: e.clone(),
+            ..f.clone()
+        };
+        crate::types::check(&g).unwrap();
+        let mut rng = <rand::rngs::StdRng as rand::SeedableRng>::seed_from_u64(5);
+        let sizes: crate::interp::Sizes = [("n".to_string(), 3)].into_iter().collect();
+        let args = crate::interp::random::random_inputs(&f, &sizes, &mut rng).unwrap();
+        let a = crate::interp::run(&f, &args).unwrap();
+        let b = crate::interp::run(&g, &args).unwrap();
+        assert!(a.approx_eq(&b, 1e-12, 1e-12), "{a} vs {b}");
+        // nested sums, each over the indices one step sums
+        let text = crate::syntax::printer::print_expr(&e);
+        assert!(text.matches("sum(").count() >= 4, "{text}");
+    }
+
+    #[test]
+    fn gens_and_additions_are_planned_inside() {
+        let (f, e, plans) = seed_of(
+            "fn g(A: [n,n]R, B: [n,n]R, x: [n]R, c: [n]R) -> [n]R =
+               gen(i:n) c[i] + sum(j:n, k:n) A[i,j] * B[j,k] * x[k]",
+        );
+        assert_eq!(plans.len(), 1);
+        let g = Function {
+            body: e,
+            ..f.clone()
+        };
+        assert_eq!(
+            crate::types::check(&g).unwrap().ret,
+            crate::types::check(&f).unwrap().ret
+        );
+    }
+}

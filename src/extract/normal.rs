@@ -721,6 +721,9 @@ struct Norm<'a> {
     licm: bool,
     /// Trip counts for the hoisting decisions ([`Norm::worth_hoisting`]).
     model: CostModel,
+    /// The most elements a hoisted value may have (estimated with
+    /// `model`): a larger one is recomputed where it is used instead.
+    memory_limit: f64,
     /// Whether calls and divisions are hoisted (not inside the arguments
     /// of one being hoisted).
     hoist_calls: bool,
@@ -846,7 +849,7 @@ impl Norm<'_> {
                     let whole = Expr::sum(i.clone(), n.clone(), (*b).clone());
                     let fv = fv_idx(&whole);
                     let missing = cx.idx.iter().any(|(x, _)| !fv.contains(x));
-                    if missing {
+                    if missing && self.fits(&whole, cx) {
                         return self.materialize(whole, cx);
                     }
                 }
@@ -1042,8 +1045,18 @@ impl Norm<'_> {
     /// `e` stood, under the same guards: a value computed where a bracket
     /// kills it (NaN from `log` of a negative) is read only through the
     /// bracket's strong zero.
+    /// Whether `e` hoisted (a `gen` over the enclosing indices it uses)
+    /// stays within the memory limit.
+    fn fits(&self, e: &Expr, cx: &Cx) -> bool {
+        let elements: f64 = used_positions(e, cx)
+            .iter()
+            .map(|&p| self.model.trip(&cx.idx[p].1))
+            .product();
+        elements <= self.memory_limit
+    }
+
     fn worth_hoisting(&self, e: &Expr, cx: &Cx) -> bool {
-        if !self.licm {
+        if !self.licm || !self.fits(e, cx) {
             return false;
         }
         let chosen = used_positions(e, cx);
@@ -1153,6 +1166,11 @@ pub struct NormalOptions {
     /// Trip counts for deciding what to hoist (a call or division used on
     /// a subset of its loops' indices, a value used twice).
     pub model: CostModel,
+    /// The most elements (estimated with `model`) a value hoisted into a
+    /// `let` may have; a larger one is recomputed in its loops instead
+    /// (issue 23's memory limit: loops that recompute rather than
+    /// materialise). Infinite by default.
+    pub memory_limit: f64,
 }
 
 impl Default for NormalOptions {
@@ -1161,6 +1179,7 @@ impl Default for NormalOptions {
             licm: true,
             term_limit: DEFAULT_TERM_LIMIT,
             model: CostModel::default(),
+            memory_limit: f64::INFINITY,
         }
     }
 }
@@ -1198,6 +1217,7 @@ pub fn normalize(f: &Function, opts: &NormalOptions) -> Function {
         param_types,
         licm: opts.licm,
         model: opts.model.clone(),
+        memory_limit: opts.memory_limit,
         hoist_calls: true,
         shared: BTreeMap::new(),
     };
