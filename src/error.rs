@@ -349,6 +349,9 @@ pub enum Error {
         counterexample: String,
     },
     // ---- end of rule files ----
+    /// A contraction path or plan that cannot be used.
+    #[error("{0}")]
+    Plan(String),
     /// Files that cannot be read or written.
     #[error("{0}")]
     Io(String),

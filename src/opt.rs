@@ -87,6 +87,12 @@ pub struct Options {
     /// on its own (see [`SATURATE_MAX_TENSORS`],
     /// [`SATURATE_PLAIN_MAX_TENSORS`]); off by default.
     pub saturate_networks: bool,
+    /// A contraction path to follow instead of planning, in numpy's linear
+    /// form (`[(0, 1), (0, 1)]`, as `einsum_path` returns it; see
+    /// [`crate::plan::plan_path`]), for the program's first tensor network
+    /// (an einsum's): the program is then contracted in that order, as
+    /// written, without saturation.
+    pub path: Option<Vec<Vec<usize>>>,
 }
 
 impl Default for Options {
@@ -107,6 +113,7 @@ impl Default for Options {
             memory_limit: None,
             plan: crate::plan::Method::Auto,
             saturate_networks: false,
+            path: None,
         }
     }
 }
@@ -168,7 +175,7 @@ pub struct Report {
     pub accuracy_note: Option<String>,
     /// The contraction plans of the program's tensor networks (one per
     /// network planned), when it has any of at least three factors.
-    pub plans: Vec<crate::plan::Plan>,
+    pub plans: Vec<seed::PlannedNetwork>,
     /// The memory limit applied, in elements.
     pub memory_limit: f64,
 }
@@ -416,21 +423,39 @@ pub fn report_json(f: &Function, o: &Optimized) -> serde_json::Value {
     j
 }
 
-/// One contraction plan as JSON: its method, totals and steps (numpy's
-/// linear path form, and per step the indices' ids kept and summed, its
-/// multiply-adds and the size of what it makes).
-pub fn plan_json(p: &crate::plan::Plan) -> serde_json::Value {
+/// One planned network as JSON: its tensors and index names, the plan's
+/// method, totals and steps (numpy's linear path form, and per step the
+/// indices kept and summed, by name, its multiply-adds and the size of
+/// what it makes).
+pub fn plan_json(n: &seed::PlannedNetwork) -> serde_json::Value {
+    let p = &n.plan;
+    let names =
+        |ids: &[usize]| -> Vec<String> { ids.iter().map(|&i| n.indices[i].clone()).collect() };
+    let steps: Vec<serde_json::Value> = p
+        .steps
+        .iter()
+        .map(|s| {
+            serde_json::json!({
+                "operands": s.operands,
+                "kept": names(&s.kept),
+                "summed": names(&s.summed),
+                "flops": s.flops,
+                "flops_opt_einsum": s.flops_opt_einsum,
+                "size": s.size,
+            })
+        })
+        .collect();
     serde_json::json!({
+        "tensors": n.tensors,
         "method": format!("{:?}", p.method),
-        "tensors": p.inputs,
         "flops": p.flops,
         "flops_opt_einsum": p.flops_opt_einsum,
         "largest_intermediate": p.largest_intermediate,
         "memory_limit": p.memory_limit,
-        "sliced": p.sliced,
+        "sliced": names(&p.sliced),
         "slices": p.slices,
         "path": p.linear_path(),
-        "steps": p.steps,
+        "steps": steps,
         "planning_ms": p.seconds * 1e3,
     })
 }
@@ -532,7 +557,27 @@ fn optimize_here(f: &Function, opts: &Options) -> Result<Optimized> {
         memory_limit: crate::plan::MemoryLimit::Elements(memory_limit.max(1.0)),
         ..crate::plan::Options::default()
     };
-    let planned = seed::planned_body(&pre, &sig.ret, &|s| model.trip(s) as u64, &popts);
+    let mut plan_error: Option<crate::plan::PlanError> = None;
+    let mut given = opts.path.clone();
+    let planned = {
+        let mut planner = |net: &crate::plan::Network| match given.take() {
+            Some(path) => crate::plan::plan_path(net, &path, &popts)
+                .map_err(|e| plan_error = Some(e))
+                .ok(),
+            None => crate::plan::plan(net, &popts).ok(),
+        };
+        let min = if opts.path.is_some() { 2 } else { 3 };
+        seed::planned_body(&pre, &sig.ret, &|s| model.trip(s) as u64, &mut planner, min)
+    };
+    if let Some(e) = plan_error {
+        return Err(Error::Plan(e.to_string()));
+    }
+    if opts.path.is_some() && planned.is_none() {
+        return Err(Error::Plan(
+            "a contraction path was given, but the program has no product of tensors to contract"
+                .into(),
+        ));
+    }
     if let Some((body, plans)) = &planned {
         report.plans = plans.clone();
         let g = normalize(
@@ -544,17 +589,26 @@ fn optimize_here(f: &Function, opts: &Options) -> Result<Optimized> {
         );
         if same_sig(&g, &sig.ret) {
             let c = ir_cost(&g.body, &model);
-            if let Some(w) = judge.weigh(c, &g) {
+            if opts.path.is_some() {
+                // the caller's order, as given: no other candidate
+                best = Some((c, c, g, "path"));
+            } else if let Some(w) = judge.weigh(c, &g) {
                 if best.as_ref().is_none_or(|(w0, ..)| w < *w0) {
                     best = Some((w, c, g, "plan"));
                 }
             }
         }
     }
-    let largest_network = report.plans.iter().map(|p| p.inputs).max().unwrap_or(0);
-    let planned_only = !opts.saturate_networks
-        && (largest_network > SATURATE_MAX_TENSORS
-            || (largest_network > SATURATE_PLAIN_MAX_TENSORS && !has_brackets(&pre)));
+    let largest_network = report
+        .plans
+        .iter()
+        .map(|p| p.plan.inputs)
+        .max()
+        .unwrap_or(0);
+    let planned_only = opts.path.is_some()
+        || (!opts.saturate_networks
+            && (largest_network > SATURATE_MAX_TENSORS
+                || (largest_network > SATURATE_PLAIN_MAX_TENSORS && !has_brackets(&pre))));
     if opts.saturate && planned_only {
         report.stop_reason = format!(
             "not saturated: a network of {largest_network} tensors is contracted as planned"

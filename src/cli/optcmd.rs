@@ -50,6 +50,58 @@ pub struct OptArgs {
     /// docs/fp-contract.md).
     #[arg(long)]
     pub fast_math: bool,
+    /// The most elements of any intermediate (a contraction step, a hoisted
+    /// value); larger ones are recomputed in their loops. Default: the
+    /// largest argument or result, or 2^27, whichever is larger.
+    #[arg(long)]
+    pub memory_limit: Option<f64>,
+    /// How tensor networks are planned: auto, optimal, greedy or hyper.
+    #[arg(long, value_parser = ["auto", "optimal", "greedy", "hyper"])]
+    pub plan: Option<String>,
+    /// Print each tensor network's contraction path (steps, flops, sizes);
+    /// with a value, contract the first network in that order instead of
+    /// planning it, in numpy's form: "[(0, 1), (0, 1)]" or "0,1;0,1".
+    #[arg(long, num_args = 0..=1, default_missing_value = "")]
+    pub path: Option<String>,
+}
+
+/// A contraction path in numpy's linear form: groups of positions, as
+/// `[(0, 1), (0, 1)]` (what `einsum_path` returns) or `0,1;0,1`.
+pub fn parse_path(text: &str) -> Result<Vec<Vec<usize>>, String> {
+    let t = text.trim();
+    let groups: Vec<&str> = if t.contains('(') {
+        t.split('(')
+            .skip(1)
+            .map(|g| g.split(')').next().unwrap_or(""))
+            .collect()
+    } else {
+        t.split(';').collect()
+    };
+    let bad = || {
+        format!(
+            "error: --path {}: expected groups of positions, as \"[(0, 1), (0, 1)]\" or \"0,1;0,1\"",
+            crate::diag::quote(text)
+        )
+    };
+    let mut out = Vec::new();
+    for g in groups {
+        let ps: Vec<usize> = g
+            .split(',')
+            .map(str::trim)
+            .filter(|x| !x.is_empty())
+            .map(|x| x.parse().map_err(|_| bad()))
+            .collect::<Result<_, _>>()?;
+        if ps.is_empty() {
+            return Err(bad());
+        }
+        out.push(ps);
+    }
+    if out.is_empty()
+        || t.contains(|c: char| !(c.is_ascii_digit() || " ,;()[]'einsum_path".contains(c)))
+    {
+        return Err(bad());
+    }
+    Ok(out)
 }
 
 /// The rule set: built in, or every `*.rules` file of `dir`, checked for
@@ -104,6 +156,25 @@ impl OptArgs {
             o.term_limit = n;
         }
         o.fast_math = self.fast_math;
+        if let Some(m) = self.memory_limit {
+            if m.is_nan() || m < 1.0 {
+                return Err(format!(
+                    "error: --memory-limit {m}: the limit must be at least one element"
+                ));
+            }
+            o.memory_limit = Some(m);
+        }
+        if let Some(p) = &self.plan {
+            o.plan = match p.as_str() {
+                "optimal" => crate::plan::Method::Optimal,
+                "greedy" => crate::plan::Method::Greedy,
+                "hyper" => crate::plan::Method::Hyper,
+                _ => crate::plan::Method::Auto,
+            };
+        }
+        if let Some(p) = self.path.as_deref().filter(|p| !p.trim().is_empty()) {
+            o.path = Some(parse_path(p)?);
+        }
         Ok(o)
     }
 }
@@ -183,9 +254,82 @@ pub fn opt(
                 outln!("#   {step}")?;
             }
         }
+        if args.path.is_some() {
+            print_paths(&r.plans)?;
+        }
     }
     if json {
         outln!("{}", serde_json::json!({ "functions": out }))?;
+    }
+    Ok(())
+}
+
+/// The contraction paths of a report, as comments: per network its
+/// tensors, numpy's linear path, and per step what it contracts, which
+/// indices it sums and keeps, its flops and the size of what it makes.
+fn print_paths(plans: &[crate::egraph::seed::PlannedNetwork]) -> CliResult {
+    if plans.is_empty() {
+        outln!("# path: no product of three or more tensors to plan")?;
+    }
+    for (k, n) in plans.iter().enumerate() {
+        let p = &n.plan;
+        let names = |ids: &[usize]| -> String {
+            ids.iter()
+                .map(|&i| n.indices[i].as_str())
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        outln!(
+            "# path {k} ({:?}): {} tensors, {:.6e} multiply-adds ({:.6e} flops as opt_einsum counts), largest intermediate {:.6e} elements{}",
+            p.method,
+            p.inputs,
+            p.flops,
+            p.flops_opt_einsum,
+            p.largest_intermediate,
+            if p.sliced.is_empty() {
+                String::new()
+            } else {
+                format!(", {} slices over {}", p.slices, names(&p.sliced))
+            }
+        )?;
+        let path: Vec<String> = p
+            .linear_path()
+            .iter()
+            .map(|g| {
+                format!(
+                    "({})",
+                    g.iter()
+                        .map(|x| x.to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            })
+            .collect();
+        outln!("#   linear path: [{}]", path.join(", "))?;
+        for (t, text) in n.tensors.iter().enumerate() {
+            outln!("#   tensor {t}: {text}")?;
+        }
+        outln!(
+            "#   {:>4}  {:<12} {:<16} {:<16} {:>12} {:>12}",
+            "step",
+            "operands",
+            "sums",
+            "keeps",
+            "flops",
+            "size"
+        )?;
+        for (s, step) in p.steps.iter().enumerate() {
+            let ops: Vec<String> = step.operands.iter().map(|o| o.to_string()).collect();
+            outln!(
+                "#   {:>4}  {:<12} {:<16} {:<16} {:>12.4e} {:>12.4e}",
+                p.inputs + s,
+                ops.join(" "),
+                names(&step.summed),
+                names(&step.kept),
+                step.flops_opt_einsum,
+                step.size
+            )?;
+        }
     }
     Ok(())
 }

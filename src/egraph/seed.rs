@@ -618,19 +618,53 @@ fn read_network(e: &Expr) -> Option<Mono> {
     Some(m)
 }
 
+/// One planned tensor network of a body: the plan, the names of its index
+/// ids, and its tensors (factors) as text, in the order the plan numbers
+/// them.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct PlannedNetwork {
+    /// The contraction plan.
+    pub plan: crate::plan::Plan,
+    /// The name of each index id of the plan.
+    pub indices: Vec<String>,
+    /// Each input tensor of the plan, as written.
+    pub tensors: Vec<String>,
+}
+
+/// `text` with internal names (`%j_12`) shown as their source names.
+fn readable(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(k) = rest.find('%') {
+        out.push_str(&rest[..k]);
+        let tail = &rest[k..];
+        let end = tail[1..]
+            .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .map_or(tail.len(), |e| e + 1);
+        out.push_str(crate::extract::normal::source_name(&tail[..end]));
+        rest = &tail[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// What plans a network: the planner's search, or a given path.
+pub type Planner<'a> = dyn FnMut(&crate::plan::Network) -> Option<crate::plan::Plan> + 'a;
+
 /// The planned nesting of one network: `Σ_{summed}` over each step's two
 /// operands (or one), as the planner contracts them. `scope` holds the
 /// enclosing `gen` indices with their sizes; `size` gives the planner a
-/// size. `None` when `e` is not a network of at least three factors or the
-/// planner refuses it.
+/// size. `None` when `e` is not a network of at least three factors (two
+/// with `min_factors` 2) or the planner refuses it.
 pub fn planned_scalar(
     e: &Expr,
     scope: &[(String, Size)],
     size: &dyn Fn(&Size) -> u64,
-    opts: &crate::plan::Options,
-) -> Option<(Expr, crate::plan::Plan)> {
+    planner: &mut Planner<'_>,
+    min_factors: usize,
+) -> Option<(Expr, PlannedNetwork)> {
     let m = read_network(e)?;
-    if m.factors.len() < 3 {
+    if m.factors.len() < min_factors.max(2) {
         return None;
     }
     // index ids: every binder and every enclosing index a factor uses
@@ -672,7 +706,7 @@ pub fn planned_scalar(
         .collect();
     let sizes: Vec<u64> = ids.iter().map(|(_, s)| size(s).max(1)).collect();
     let net = crate::plan::Network::new(inputs, output.into_iter().collect(), sizes).ok()?;
-    let p = crate::plan::plan(&net, opts).ok()?;
+    let p = planner(&net)?;
     let mut nodes: Vec<Option<Expr>> = m.factors.iter().cloned().map(Some).collect();
     for s in &p.steps {
         let mut ops = s
@@ -698,7 +732,19 @@ pub fn planned_scalar(
     if m.neg {
         r = Expr::Neg(Box::new(r));
     }
-    Some((r, p))
+    let net = PlannedNetwork {
+        plan: p,
+        indices: ids
+            .into_iter()
+            .map(|(n, _)| crate::extract::normal::source_name(&n).to_string())
+            .collect(),
+        tensors: m
+            .factors
+            .iter()
+            .map(|f| readable(&crate::syntax::printer::print_expr(f)))
+            .collect(),
+    };
+    Some((r, net))
 }
 
 /// [`planned_scalar`] for a function body of type `ty`: under its leading
@@ -708,41 +754,53 @@ pub fn planned_body(
     body: &Expr,
     ty: &Type,
     size: &dyn Fn(&Size) -> u64,
-    opts: &crate::plan::Options,
-) -> Option<(Expr, Vec<crate::plan::Plan>)> {
-    fn go(
-        e: &Expr,
-        ty: &Type,
-        scope: &mut Vec<(String, Size)>,
-        size: &dyn Fn(&Size) -> u64,
-        opts: &crate::plan::Options,
-        plans: &mut Vec<crate::plan::Plan>,
-    ) -> Expr {
-        match (e, ty) {
-            (Expr::Gen(i, n, b), Type::Tensor(_, t)) => {
-                scope.push((i.clone(), n.clone()));
-                let b = go(b, t, scope, size, opts, plans);
-                scope.pop();
-                Expr::gen(i.clone(), n.clone(), b)
-            }
-            (Expr::Bin(op @ (BinOp::Add | BinOp::Sub), a, b), Type::Real) => {
-                let a = go(a, ty, scope, size, opts, plans);
-                let b = go(b, ty, scope, size, opts, plans);
-                Expr::bin(*op, a, b)
-            }
-            (e, Type::Real) => match planned_scalar(e, scope, size, opts) {
-                Some((r, p)) => {
-                    plans.push(p);
-                    r
+    planner: &mut Planner<'_>,
+    min_factors: usize,
+) -> Option<(Expr, Vec<PlannedNetwork>)> {
+    struct Go<'s, 'p, 'q> {
+        size: &'s dyn Fn(&Size) -> u64,
+        planner: &'p mut Planner<'q>,
+        min_factors: usize,
+        plans: Vec<PlannedNetwork>,
+        scope: Vec<(String, Size)>,
+    }
+    impl Go<'_, '_, '_> {
+        fn go(&mut self, e: &Expr, ty: &Type) -> Expr {
+            match (e, ty) {
+                (Expr::Gen(i, n, b), Type::Tensor(_, t)) => {
+                    self.scope.push((i.clone(), n.clone()));
+                    let b = self.go(b, t);
+                    self.scope.pop();
+                    Expr::gen(i.clone(), n.clone(), b)
                 }
-                None => e.clone(),
-            },
-            _ => e.clone(),
+                (Expr::Bin(op @ (BinOp::Add | BinOp::Sub), a, b), Type::Real) => {
+                    let a = self.go(a, ty);
+                    let b = self.go(b, ty);
+                    Expr::bin(*op, a, b)
+                }
+                (e, Type::Real) => {
+                    match planned_scalar(e, &self.scope, self.size, self.planner, self.min_factors)
+                    {
+                        Some((r, p)) => {
+                            self.plans.push(p);
+                            r
+                        }
+                        None => e.clone(),
+                    }
+                }
+                _ => e.clone(),
+            }
         }
     }
-    let mut plans = Vec::new();
-    let r = go(body, ty, &mut Vec::new(), size, opts, &mut plans);
-    (!plans.is_empty()).then_some((r, plans))
+    let mut g = Go {
+        size,
+        planner,
+        min_factors,
+        plans: Vec::new(),
+        scope: Vec::new(),
+    };
+    let r = g.go(body, ty);
+    (!g.plans.is_empty()).then_some((r, g.plans))
 }
 
 #[cfg(test)]
@@ -759,10 +817,11 @@ mod planned {
                 Size::Lit(k) => *k as u64,
                 Size::Named(_) => 8,
             },
-            &crate::plan::Options::default(),
+            &mut |net| crate::plan::plan(net, &crate::plan::Options::default()).ok(),
+            3,
         )
         .unwrap();
-        (f, e, p)
+        (f, e, p.into_iter().map(|p| p.plan).collect())
     }
 
     #[test]

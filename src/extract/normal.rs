@@ -39,6 +39,15 @@ impl Fresh {
     }
 }
 
+/// The source name an internal name was made from (`%j_12` is `j`): for
+/// reports, which show the program's own index names.
+pub fn source_name(x: &str) -> &str {
+    match x.strip_prefix('%') {
+        Some(rest) => rest.rsplit_once('_').map_or(rest, |(name, _)| name),
+        None => x,
+    }
+}
+
 /// Free index names.
 pub fn fv_idx(e: &Expr) -> BTreeSet<String> {
     fn aff(a: &Affine, bound: &[String], out: &mut BTreeSet<String>) {
@@ -237,7 +246,9 @@ pub fn uniquify(e: &Expr, fresh: &mut Fresh) -> Expr {
         match e {
             Expr::Var(x) => Expr::Var(renamed(val, x)),
             Expr::Gen(i, n, b) | Expr::Sum(i, n, b) => {
-                let k = fresh.next("i");
+                // the source name stays readable in reports (see
+                // `source_name`)
+                let k = fresh.next(&format!("{}_", source_name(i)));
                 idx.push((i.clone(), k.clone()));
                 let body = go(b, idx, val, fresh);
                 idx.pop();

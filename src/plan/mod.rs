@@ -103,6 +103,9 @@ pub enum PlanError {
     /// An einsum specification that [`Network::from_spec`] cannot read.
     #[error("einsum spec: {0}")]
     Spec(String),
+    /// A path ([`plan_path`]) that does not contract the network.
+    #[error("contraction path: {0}")]
+    Path(String),
 }
 
 impl Network {
@@ -260,6 +263,8 @@ pub enum Method {
     Greedy,
     /// Recursive bisection, subtree reconfiguration, greedy restarts.
     Hyper,
+    /// A path given by the caller ([`plan_path`]); not a search.
+    Given,
 }
 
 /// Which cost the search minimises (both are always reported).
@@ -455,6 +460,63 @@ pub fn plan(net: &Network, opts: &Options) -> Result<Plan, PlanError> {
         sliced_local = sl;
     }
     Ok(pre.finish(method, steps, &sliced_local, limit, start))
+}
+
+/// The plan of `net` that contracts it in the order `path` gives, in
+/// numpy's linear form (as `einsum_path` returns it and opt_einsum takes
+/// it): each entry lists positions in the current list of tensors, which
+/// loses them and gains their contraction at its end. An entry of one
+/// position only sums that tensor's own indices (done anyway), an entry of
+/// more than two contracts them left to right; tensors left at the end are
+/// contracted in order. Costs as [`plan`] counts them; no search, no
+/// slicing (the memory limit is reported, not enforced).
+pub fn plan_path(net: &Network, path: &[Vec<usize>], opts: &Options) -> Result<Plan, PlanError> {
+    let start = Instant::now();
+    let pre = Prepared::new(net, opts.convention, f64::INFINITY);
+    let n = net.inputs.len();
+    // the current list, as leaf/merge ids of the tree over the leaves
+    let mut current: Vec<usize> = (0..n).collect();
+    let mut merges: Vec<(usize, usize)> = Vec::new();
+    for (k, entry) in path.iter().enumerate() {
+        if entry.is_empty() {
+            return Err(PlanError::Path(format!("step {k} lists no tensor")));
+        }
+        let mut seen = entry.clone();
+        seen.sort_unstable();
+        seen.dedup();
+        if seen.len() != entry.len() {
+            return Err(PlanError::Path(format!("step {k} lists a tensor twice")));
+        }
+        if let Some(bad) = entry.iter().find(|&&p| p >= current.len()) {
+            return Err(PlanError::Path(format!(
+                "step {k} names position {bad}, but {} tensors are left",
+                current.len()
+            )));
+        }
+        let ids: Vec<usize> = entry.iter().map(|&p| current[p]).collect();
+        let mut del = entry.clone();
+        del.sort_unstable_by(|a, b| b.cmp(a));
+        for p in del {
+            current.remove(p);
+        }
+        let mut acc = ids[0];
+        for &id in &ids[1..] {
+            merges.push((acc, id));
+            acc = n + merges.len() - 1;
+        }
+        current.push(acc);
+    }
+    while current.len() > 1 {
+        let (a, b) = (current.remove(0), current.remove(0));
+        merges.push((a, b));
+        current.push(n + merges.len() - 1);
+    }
+    let steps = pre.steps_with(&merges);
+    let limit = match opts.memory_limit {
+        MemoryLimit::Elements(e) => e,
+        _ => f64::INFINITY,
+    };
+    Ok(pre.finish(Method::Given, steps, &[], limit, start))
 }
 
 /// Search state shared by the methods.
@@ -804,6 +866,9 @@ fn search(local: &Local, ctx: &Ctx) -> Result<(Method, Vec<(usize, usize)>), Pla
         }
         Method::Hyper => Ok((Method::Hyper, partition::hyper(local, ctx))),
         Method::Auto => Ok(auto(local, ctx)),
+        Method::Given => Err(PlanError::Path(
+            "the `Given` method takes its path from `plan_path`".into(),
+        )),
     }
 }
 

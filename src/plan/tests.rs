@@ -507,3 +507,37 @@ fn reconfiguration_never_worsens() {
         assert!(cr <= cg, "seed {seed}: {cr} > {cg}");
     }
 }
+
+#[test]
+fn a_given_path_is_costed_as_the_search_costs_it() {
+    for seed in 0..10 {
+        let net = random_graph(9, 2 + seed % 3, seed);
+        let o = Options::default();
+        let p = plan(&net, &o).unwrap();
+        let given = plan_path(&net, &p.linear_path(), &o).unwrap();
+        assert_eq!(given.method, Method::Given);
+        assert_eq!(given.flops, p.flops, "seed {seed}");
+        assert_eq!(given.linear_path(), p.linear_path());
+    }
+    // numpy's own path form: a ring of four matrices, left to right
+    let net = Network::from_spec("ab,bc,cd,da->", |_| 8).unwrap();
+    let p = plan_path(
+        &net,
+        &[vec![0, 1], vec![0, 1], vec![0, 1]],
+        &Options::default(),
+    )
+    .unwrap();
+    assert_eq!(p.steps.len(), 3);
+    assert_eq!(p.flops, 8.0 * 8.0 * 8.0 * 2.0 + 8.0 * 8.0);
+    // an unfinished path is finished in order; a bad one is an error
+    let q = plan_path(&net, &[vec![2, 3]], &Options::default()).unwrap();
+    assert_eq!(q.steps.len(), 3);
+    assert!(matches!(
+        plan_path(&net, &[vec![0, 4]], &Options::default()),
+        Err(PlanError::Path(_))
+    ));
+    assert!(matches!(
+        plan_path(&net, &[vec![1, 1]], &Options::default()),
+        Err(PlanError::Path(_))
+    ));
+}
