@@ -1032,6 +1032,9 @@ impl Em<'_, '_> {
             self.b.def_var(ov, o1);
         }
         self.b.ins().jump(head, &[]);
+        self.b.seal_block(head);
+        self.b.seal_block(body_b);
+        self.b.seal_block(exit);
         self.b.switch_to_block(exit);
         let r = self.b.use_var(rem);
         self.b.ins().isub(end, r)
