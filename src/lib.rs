@@ -117,6 +117,9 @@ pub mod extract;
 pub mod frontend;
 pub mod interp;
 pub mod jit;
+/// Unstable internal: fallible allocation of buffers proportional to data.
+#[doc(hidden)]
+pub mod mem;
 pub mod opt;
 pub mod rules;
 /// Unstable internal: stack growth for deep programs.

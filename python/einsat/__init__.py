@@ -56,7 +56,8 @@ Errors
 ------
 Every error is an :class:`Error`; the messages are those of the ``einsat``
 command line. Nothing a caller passes can crash the interpreter: an internal
-failure is reported as :class:`Error` too.
+failure is reported as :class:`Error` too, and memory the system refuses
+for a call's data as :class:`OutOfMemoryError` (a ``MemoryError``).
 
 Threads
 -------
@@ -113,6 +114,13 @@ class CompileError(Error, RuntimeError):
     """The native compiler refused or failed to build a kernel."""
 
 
+class OutOfMemoryError(Error, MemoryError):
+    """Memory for the call's data (its result, a temporary, an argument
+    converted to float64) could not be allocated: the system refused it (an
+    address-space limit, or more than the machine can commit). Also a
+    ``MemoryError``; the process stays usable."""
+
+
 from ._einsat import Kernel, check, compile, einsum, optimize  # noqa: E402
 
 __all__ = [
@@ -127,4 +135,5 @@ __all__ = [
     "ShapeError",
     "DTypeError",
     "CompileError",
+    "OutOfMemoryError",
 ]

@@ -6,7 +6,7 @@ use crate::error::{Error, Result};
 use crate::interp::value::MAX_ELEMENTS;
 use crate::interp::Value;
 use ndarray::ArrayD;
-use ndarray_npy::{write_npy, ReadNpyExt};
+use ndarray_npy::write_npy;
 use std::collections::BTreeMap;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
@@ -173,30 +173,67 @@ pub fn read_array(path: &Path) -> Result<ArrayD<f64>> {
             h.shape, h.descr
         )));
     }
-    file.seek(SeekFrom::Start(0))
+    file.seek(SeekFrom::Start(h.data_offset))
         .map_err(|e| Error::Io(format!("{name}: {e}")))?;
-    let r = std::io::BufReader::new(file);
-    let bad = |e: ndarray_npy::ReadNpyError| Error::Io(format!("{name}: {e}"));
-    macro_rules! read_as {
+    // the elements, converted to f64 as they are read, into one buffer
+    // allocated fallibly (an array larger than memory is an error, not an
+    // abort)
+    let n = elements as usize;
+    let mut data: Vec<f64> =
+        crate::mem::with_capacity(n, || format!("{name}: the array of shape {:?}", h.shape))?;
+    let big = match h.descr.as_bytes().first() {
+        Some(b'>') => true,
+        Some(b'<') => false,
+        _ => cfg!(target_endian = "big"),
+    };
+    macro_rules! conv {
         ($t:ty) => {
-            ArrayD::<$t>::read_npy(r).map_err(bad)?.mapv(|x| x as f64)
+            if big {
+                |b: &[u8]| <$t>::from_be_bytes(b.try_into().unwrap_or_default()) as f64
+            } else {
+                |b: &[u8]| <$t>::from_le_bytes(b.try_into().unwrap_or_default()) as f64
+            }
         };
     }
-    Ok(match (kind, itemsize) {
-        ('f', 8) => ArrayD::<f64>::read_npy(r).map_err(bad)?,
-        ('f', 4) => read_as!(f32),
-        ('i', 8) => read_as!(i64),
-        ('i', 4) => read_as!(i32),
-        ('i', 2) => read_as!(i16),
-        ('i', 1) => read_as!(i8),
-        ('u', 8) => read_as!(u64),
-        ('u', 4) => read_as!(u32),
-        ('u', 2) => read_as!(u16),
-        ('u', 1) => read_as!(u8),
-        _ => ArrayD::<bool>::read_npy(r)
-            .map_err(bad)?
-            .mapv(|x| if x { 1.0 } else { 0.0 }),
-    })
+    let item: fn(&[u8]) -> f64 = match (kind, itemsize) {
+        ('f', 8) => conv!(f64),
+        ('f', 4) => conv!(f32),
+        ('i', 8) => conv!(i64),
+        ('i', 4) => conv!(i32),
+        ('i', 2) => conv!(i16),
+        ('i', 1) => conv!(i8),
+        ('u', 8) => conv!(u64),
+        ('u', 4) => conv!(u32),
+        ('u', 2) => conv!(u16),
+        ('u', 1) => conv!(u8),
+        _ => |b: &[u8]| b[0] as f64,
+    };
+    let size = itemsize as usize;
+    let mut r = std::io::BufReader::new(file);
+    let mut buf = vec![0u8; (1 << 16) / size * size];
+    let mut left = n * size;
+    while left > 0 {
+        let chunk = left.min(buf.len());
+        r.read_exact(&mut buf[..chunk])
+            .map_err(|e| Error::Io(format!("{name}: reading its data: {e}")))?;
+        if kind == 'b' {
+            if let Some(b) = buf[..chunk].iter().find(|&&b| b > 1) {
+                return Err(Error::Io(format!(
+                    "{name}: a bool array holds the byte {b} (not 0 or 1)"
+                )));
+            }
+        }
+        data.extend(buf[..chunk].chunks_exact(size).map(item));
+        left -= chunk;
+    }
+    let shape: Vec<usize> = h.shape.iter().map(|&d| d as usize).collect();
+    let a = if h.fortran_order {
+        use ndarray::ShapeBuilder;
+        ArrayD::from_shape_vec(ndarray::IxDyn(&shape).f(), data)
+    } else {
+        ArrayD::from_shape_vec(ndarray::IxDyn(&shape), data)
+    };
+    a.map_err(|e| Error::Io(format!("{name}: {e}")))
 }
 
 /// Write a value: an array to `path`; a number as a 0-dim array; a pair as

@@ -391,8 +391,17 @@ fn emit(v: &Value, out: Option<&Path>, json: bool) -> Result<()> {
         return Ok(());
     }
     if json {
-        let j = serde_json::json!({ "output": v.to_json() });
-        println!("{j}");
+        // written as it goes: the JSON tree of a large result would take
+        // several times its memory
+        use std::io::Write as _;
+        let mut w = std::io::BufWriter::new(std::io::stdout().lock());
+        let mut put = || -> std::io::Result<()> {
+            w.write_all(b"{\"output\":")?;
+            v.write_json(&mut w)?;
+            w.write_all(b"}\n")?;
+            w.flush()
+        };
+        put().map_err(|e| Error::Io(format!("cannot write the output: {e}")))?;
     } else {
         println!("{v}");
     }

@@ -65,13 +65,23 @@
 //!   A nest of more than [`super::MAX_NEST_NODES`] operations is refused
 //!   before this stage.
 //!
+//! - **cancellation**: a nest with loops inside loops reads the address
+//!   of the call's cancellation flag (`sizes[n]`, after the named sizes)
+//!   into a stack slot in its entry block, and at the back edge of every
+//!   loop whose body emitted a loop ([`Poll`]) loads the flag (through the
+//!   slot: no register is held for it) and returns when it is set.
+//!   Innermost loops, vector and unrolled ones, have no poll; their code
+//!   is unchanged.
+//!
 //! `EINSAT_JIT_DUMP=1` prints each nest's machine code as it is compiled.
 
 use super::loopir::*;
 use super::schedule::{self, Bound, NestSched, SumT, T};
 use crate::syntax::ast::{BinOp, CmpOp, Func};
 use cranelift_codegen::ir::condcodes::IntCC;
-use cranelift_codegen::ir::{types, AbiParam, InstBuilder, MemFlagsData, Value};
+use cranelift_codegen::ir::{
+    types, AbiParam, InstBuilder, MemFlagsData, StackSlot, StackSlotData, StackSlotKind, Value,
+};
 use cranelift_codegen::settings::{self, Configurable};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
 use cranelift_jit::{JITBuilder, JITModule};
@@ -307,6 +317,9 @@ pub fn compile(p: &LoopProgram, layout: &Layout) -> Result<Native, String> {
                     funcs.push((*f, module.declare_func_in_func(*id, b.func)));
                 }
                 let sched = schedule::schedule(p, nest, layout);
+                // loops inside loops: the outer ones poll for cancellation
+                let poll = (polling() && sched.order.len() + sum_depth(&sched.body) >= 2)
+                    .then(|| Poll::setup(&mut b, zp, p.sizes.len()));
                 let mut g = Gen {
                     b,
                     bases,
@@ -329,6 +342,8 @@ pub fn compile(p: &LoopProgram, layout: &Layout) -> Result<Native, String> {
                     voff: 0,
                     block: None,
                     cur: vec![None; p.n_vars],
+                    poll,
+                    loops: 0,
                 };
                 g.nest(nest, &sched);
                 g.b.ins().return_(&[]);
@@ -455,6 +470,66 @@ pub(crate) fn add_tree(b: &mut FunctionBuilder, vals: Vec<Value>) -> Option<Valu
     }
     level.first().copied()
 }
+/// Whether code compiled from now on polls for cancellation (default:
+/// yes). A knob for measuring the polls' cost in one process
+/// (`examples/schedbench.rs`, entries ending `nopoll`); code without polls
+/// cannot be cancelled. Not part of the stable API.
+#[doc(hidden)]
+pub fn set_polling(on: bool) {
+    POLLING.store(on, std::sync::atomic::Ordering::Relaxed);
+}
+
+static POLLING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
+
+/// Whether to emit cancellation polls ([`set_polling`]).
+pub(crate) fn polling() -> bool {
+    POLLING.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Cancellation polls (see the module doc, "cancellation"): the address
+/// of the call's flag, kept in a stack slot (no register is held for it).
+#[derive(Clone, Copy)]
+pub(crate) struct Poll {
+    slot: StackSlot,
+}
+
+impl Poll {
+    /// In the entry block: read the flag's address from `sizes[n_sizes]`
+    /// (the element after the named sizes) into a stack slot.
+    pub(crate) fn setup(b: &mut FunctionBuilder, sizes: Value, n_sizes: usize) -> Poll {
+        let slot = b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 8, 3));
+        let p = b.ins().load(
+            types::I64,
+            MemFlagsData::trusted(),
+            sizes,
+            (n_sizes * 8) as i32,
+        );
+        b.ins().stack_store(types::I64, p, slot, 0);
+        Poll { slot }
+    }
+
+    /// `x`, or `stop` when the call is cancelled (a `select`, no
+    /// branch): a loop's back edge compares its counter with the bound
+    /// this returns, so a cancelled loop leaves by its usual exit, with no
+    /// new block or edge.
+    pub(crate) fn or_stop(self, b: &mut FunctionBuilder, x: Value, stop: Value) -> Value {
+        let p = b.ins().stack_load(types::I64, types::I64, self.slot, 0);
+        let f = b.ins().atomic_load(types::I8, MemFlagsData::trusted(), p);
+        b.ins().select(f, stop, x)
+    }
+}
+
+/// The deepest nesting of sums in `t`.
+fn sum_depth(t: &T) -> usize {
+    match t {
+        T::Sum(s) => 1 + sum_depth(&s.body),
+        T::Bin(_, a, b) => sum_depth(a).max(sum_depth(b)),
+        T::Neg(a) => sum_depth(a),
+        T::Call(_, args) => args.iter().map(sum_depth).max().unwrap_or(0),
+        _ => 0,
+    }
+}
+
 /// Mark the buffers a nest reads or writes (with their strong-zero flag
 /// buffers).
 fn nest_bufs(p: &LoopProgram, n: &Nest, used: &mut [bool]) {
@@ -635,6 +710,10 @@ struct Gen<'a, 'l> {
     /// outer indices inside inner loops cost memory quadratic in the
     /// nesting ([`Gen::var`]).
     cur: Vec<Option<Value>>,
+    /// Cancellation polls, when the nest has loops inside loops.
+    poll: Option<Poll>,
+    /// Loops emitted so far (a loop whose body emitted one polls).
+    loops: usize,
 }
 
 /// What a loop's body does.
@@ -748,9 +827,17 @@ impl Gen<'_, '_> {
         // looked up once here (the body and the increment use it)
         let i = self.b.use_var(v);
         self.cur[var] = Some(i);
+        self.loops += 1;
+        let before = self.loops;
         body(self);
         let i1 = self.b.ins().iadd_imm_s(i, 1);
         self.b.def_var(v, i1);
+        let mut n = n;
+        if let (true, Some(p)) = (self.loops > before, self.poll) {
+            // not an innermost loop: it also stops (its bound becomes the
+            // next index) when the call is cancelled
+            n = p.or_stop(&mut self.b, n, i1);
+        }
         let c = self.b.ins().icmp(IntCC::SignedLessThan, i1, n);
         self.b.ins().brif(c, body_b, &[], exit, &[]);
         self.b.seal_block(body_b);
@@ -777,6 +864,7 @@ impl Gen<'_, '_> {
         self.b.ins().brif(c, body_b, &[], exit, &[]);
         self.b.switch_to_block(body_b);
         let i = self.b.use_var(base);
+        self.loops += 1;
         body(self, i);
         let i1 = self.b.ins().iadd_imm_s(i, step);
         self.b.def_var(base, i1);
