@@ -3,7 +3,8 @@
 //! call over the batches is reported (with its ratio to the first).
 //!
 //! `cargo run --release --example callcost -- FILE n=SIZE NAME[:opt]…`
-//! (as `schedbench`, for calls too short for its per-call timer;
+//! (as `schedbench`, for calls too short for its per-call timer; `:nopoll`
+//! compiles an entry without cancellation polls;
 //! `EINSAT_BATCH` calls per batch, default 2000, `EINSAT_REPS` batches,
 //! default 300).
 use einsat::opt::{optimize, Options};
@@ -25,16 +26,21 @@ fn main() {
     let mut runs = Vec::new();
     for spec in &args[3..] {
         let (name, opt) = match spec.split_once(':') {
-            Some((a, m)) => (a, m == "opt"),
+            Some((a, m)) => (a, m.starts_with("opt")),
             None => (spec.as_str(), false),
         };
+        // `NAME:nopoll`, `NAME:opt-nopoll`: compiled without cancellation
+        // polls (their cost, measured in one process)
+        let poll = !spec.ends_with("nopoll");
         let f = prog.get(name).unwrap_or_else(|| panic!("no {name}"));
         let g = if opt {
             optimize(f, &Options::default()).unwrap().program
         } else {
             f.clone()
         };
+        einsat::jit::codegen::set_polling(poll);
         let kern = einsat::jit::compile_uncached(&g).unwrap();
+        einsat::jit::codegen::set_polling(true);
         let sizes: BTreeMap<String, usize> = f.size_names().into_iter().map(|x| (x, n)).collect();
         let mut rng = rand::rngs::StdRng::seed_from_u64(1);
         let a = einsat::testing::random_inputs(f, &sizes, &mut rng).unwrap();

@@ -4,7 +4,9 @@
 //!
 //! `cargo run --release --example schedbench -- FILE n=SIZE NAME[:opt] NAME[:opt]…`
 //! (`:opt` runs the optimised program, else the program as written;
-//! `:nogemm` / `:opt-nogemm` turn the GEMM stage off for that entry).
+//! `:nogemm` / `:opt-nogemm` turn the GEMM stage off for that entry, and a
+//! mode containing `nopoll` — `:nopoll`, `:opt-nogemm-nopoll` — compiles
+//! it without cancellation polls, to measure their cost).
 //! `EINSAT_THREADS=N` sets the JIT's threads (default all cores),
 //! `EINSAT_REPS=N` the interleaved rounds (default 200).
 //!
@@ -44,9 +46,14 @@ fn main() {
             peers.push((spec.clone(), f, vec![0.0; n * n], f64::INFINITY));
             continue;
         }
-        let (name, opt, gemm) = match spec.split_once(':') {
-            Some((a, m)) => (a, m.starts_with("opt"), !m.ends_with("nogemm")),
-            None => (spec.as_str(), false, true),
+        let (name, opt, gemm, poll) = match spec.split_once(':') {
+            Some((a, m)) => (
+                a,
+                m.starts_with("opt"),
+                !m.contains("nogemm"),
+                !m.contains("nopoll"),
+            ),
+            None => (spec.as_str(), false, true, true),
         };
         let f = prog.get(name).unwrap_or_else(|| panic!("no {name}"));
         let g = if opt {
@@ -60,7 +67,9 @@ fn main() {
             threads: env("EINSAT_THREADS", 0),
             ..einsat::jit::Options::default()
         };
+        einsat::jit::codegen::set_polling(poll);
         let kern = einsat::jit::compile_uncached_with(&g, &jopts).unwrap();
+        einsat::jit::codegen::set_polling(true);
         let ct = t.elapsed().as_secs_f64();
         let sizes: BTreeMap<String, usize> = f.size_names().into_iter().map(|x| (x, n)).collect();
         let mut rng = rand::rngs::StdRng::seed_from_u64(1);

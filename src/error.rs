@@ -355,6 +355,22 @@ pub enum Error {
     /// Files that cannot be read or written.
     #[error("{0}")]
     Io(String),
+    /// A call stopped by [`crate::jit::Cancel::cancel`] (Ctrl-C in
+    /// Python): its output is incomplete.
+    #[error("interrupted: the call was cancelled before it finished (its output is incomplete)")]
+    Interrupted,
+    /// An allocation for data (a tensor of the interpreter, a result, a
+    /// `let` temporary, a conversion, an `.npy` file's array) that the
+    /// system refused: the call ends with this error instead of aborting
+    /// the process. (Small allocations, such as a compile's, still abort
+    /// when memory is exhausted, as everywhere in Rust.)
+    #[error("out of memory: could not allocate {bytes} bytes for {what}")]
+    OutOfMemory {
+        /// The bytes asked for.
+        bytes: u128,
+        /// What they were for.
+        what: String,
+    },
 }
 
 /// With a source: the rendered diagnostics (`file:line:col: error: …` and

@@ -119,6 +119,9 @@ pub mod extract;
 pub mod frontend;
 pub mod interp;
 pub mod jit;
+/// Unstable internal: fallible allocation of buffers proportional to data.
+#[doc(hidden)]
+pub mod mem;
 pub mod opt;
 pub mod plan;
 pub mod rules;

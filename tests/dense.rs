@@ -241,7 +241,10 @@ fn run_in_pieces(f: &Function, args: &[Value], out: &mut Value, cuts: &[i64]) {
     );
     let native = codegen::compile(&p, &layout).unwrap();
     let sz = interp::bind(f, args).unwrap();
-    let svals: Vec<i64> = p.sizes.iter().map(|n| sz[n] as i64).collect();
+    let mut svals: Vec<i64> = p.sizes.iter().map(|n| sz[n] as i64).collect();
+    // (after the sizes: the address of the cancellation flag)
+    let never = std::sync::atomic::AtomicBool::new(false);
+    svals.push(&never as *const _ as i64);
     let mut ptrs: Vec<*mut f64> = Vec::new();
     let mut strides: Vec<i64> = Vec::new();
     for buf in &p.bufs {

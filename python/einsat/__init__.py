@@ -56,7 +56,8 @@ Errors
 ------
 Every error is an :class:`Error`; the messages are those of the ``einsat``
 command line. Nothing a caller passes can crash the interpreter: an internal
-failure is reported as :class:`Error` too.
+failure is reported as :class:`Error` too, and memory the system refuses
+for a call's data as :class:`OutOfMemoryError` (a ``MemoryError``).
 
 Threads
 -------
@@ -120,6 +121,13 @@ class OptionError(Error, ValueError):
     have."""
 
 
+class OutOfMemoryError(Error, MemoryError):
+    """Memory for the call's data (its result, a temporary, an argument
+    converted to float64) could not be allocated: the system refused it (an
+    address-space limit, or more than the machine can commit). Also a
+    ``MemoryError``; the process stays usable."""
+
+
 from ._einsat import Kernel, check, compile, einsum, optimize  # noqa: E402
 
 __all__ = [
@@ -135,4 +143,5 @@ __all__ = [
     "DTypeError",
     "CompileError",
     "OptionError",
+    "OutOfMemoryError",
 ]

@@ -19,7 +19,12 @@
 //!
 //! The GIL is released while einsat optimises, compiles or runs a kernel
 //! (except einsum contractions of at most [`SMALL_WORK`] multiply-adds,
-//! which take less time than handing the GIL over and back).
+//! which take less time than handing the GIL over and back). A call of
+//! much estimated work ([`INTERRUPTIBLE_WORK`]) runs on a helper thread
+//! while the calling thread checks for signals, so Ctrl-C stops it
+//! (`KeyboardInterrupt`, see [`interruptible`]). Every buffer of data
+//! einsat allocates for a call is allocated fallibly: memory the system
+//! refuses raises `einsat.OutOfMemoryError` (a `MemoryError`).
 
 use einsat::interp::{Boundary, Value};
 use einsat::jit::{Arg, ArgMut};
@@ -51,6 +56,7 @@ enum Exc {
     DType,
     Compile,
     Option,
+    Memory,
 }
 
 impl Exc {
@@ -63,16 +69,20 @@ impl Exc {
             Exc::DType => "DTypeError",
             Exc::Compile => "CompileError",
             Exc::Option => "OptionError",
+            Exc::Memory => "OutOfMemoryError",
         }
     }
 }
 
 /// An error on its way to Python: the class, the message and, for source
-/// errors, every diagnostic as (line, column, message).
+/// errors, every diagnostic as (line, column, message); or a Python
+/// exception already raised (`KeyboardInterrupt` from a signal handler
+/// while a kernel ran).
 struct Failure {
     exc: Exc,
     message: String,
     diags: Vec<(Option<usize>, Option<usize>, String)>,
+    raised: Option<PyErr>,
 }
 
 type Res<T> = std::result::Result<T, Failure>;
@@ -82,6 +92,7 @@ fn fail(exc: Exc, message: impl Into<String>) -> Failure {
         exc,
         message: message.into(),
         diags: Vec::new(),
+        raised: None,
     }
 }
 
@@ -108,6 +119,7 @@ fn source_failure(exc: Exc, d: &[einsat::diag::Diagnostic], src: Option<&str>) -
         exc,
         message,
         diags,
+        raised: None,
     }
 }
 
@@ -137,6 +149,7 @@ fn from_einsat(e: einsat::Error, src: Option<&str>) -> Failure {
         E::Frontend(m) => fail(Exc::Parse, m),
         E::Jit(m) => fail(Exc::Compile, format!("jit: {m}")),
         E::Options(m) => fail(Exc::Option, m),
+        e @ E::OutOfMemory { .. } => fail(Exc::Memory, e.to_string()),
         // every other variant, also those added later, by its name: the
         // argument errors are ShapeError, the rest (I/O, rule files) Error
         #[allow(unreachable_patterns)]
@@ -159,6 +172,9 @@ fn from_einsat(e: einsat::Error, src: Option<&str>) -> Failure {
 static EXCEPTIONS: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
 
 fn to_py_err(py: Python<'_>, f: Failure) -> PyErr {
+    if let Some(e) = f.raised {
+        return e;
+    }
     let module = EXCEPTIONS.get_or_try_init(py, || py.import("einsat").map(|m| m.unbind()));
     let cls = match module.and_then(|m| m.bind(py).getattr(f.exc.name())) {
         Ok(c) => c,
@@ -189,6 +205,125 @@ fn guarded<T>(f: impl FnOnce() -> Res<T>) -> Res<T> {
             format!("internal error (a bug in einsat, please report it): {what}"),
         ))
     })
+}
+
+/// Calls whose estimated work ([`jit::Kernel::work`]) reaches this run on
+/// a helper thread while the calling thread waits, checking for signals
+/// ([`interruptible`]); smaller ones (a few milliseconds at most) run on
+/// the calling thread, where starting a thread would cost more than they
+/// take.
+const INTERRUPTIBLE_WORK: u64 = 1 << 22;
+
+/// How often the waiting thread checks for signals.
+const SIGNAL_POLL: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// Run the kernel call `f` so that Ctrl-C stops it: on a helper thread
+/// under a [`jit::Cancel`] token, while this thread waits without the
+/// GIL and, every [`SIGNAL_POLL`], takes the GIL to run Python's signal
+/// handlers (`py.check_signals()`). When a handler raises (the default
+/// SIGINT handler raises `KeyboardInterrupt`), the token is cancelled, the
+/// kernel stops within its next poll (see `jit::Cancel`), and the
+/// exception is raised here. If no thread can be started, `f` runs on this
+/// thread (not interruptible).
+fn interruptible<T: Send>(py: Python<'_>, f: impl FnOnce() -> Res<T> + Send) -> Res<T> {
+    let cancel = jit::Cancel::new();
+    // the call, taken by whichever thread runs it, and its end
+    let job = Mutex::new(Some(f));
+    let done = (Mutex::new(false), std::sync::Condvar::new());
+    let take = || job.lock().ok().and_then(|mut j| j.take());
+    std::thread::scope(|s| {
+        let task = || {
+            let r = match take() {
+                Some(f) => guarded(|| cancel.run(f)),
+                None => Err(fail(Exc::Error, "internal error: the call ran twice")),
+            };
+            if let Ok(mut d) = done.0.lock() {
+                *d = true;
+            }
+            done.1.notify_all();
+            r
+        };
+        let handle = match std::thread::Builder::new()
+            .name("einsat-call".into())
+            .spawn_scoped(s, task)
+        {
+            Ok(h) => h,
+            Err(_) => {
+                return match take() {
+                    Some(f) => native(py, f),
+                    None => Err(fail(Exc::Error, "internal error: the call was lost")),
+                };
+            }
+        };
+        // wait without the GIL, `SIGNAL_POLL` at a time: whether it ended
+        let wait = |timeout: Option<std::time::Duration>| {
+            py.detach(|| {
+                let Ok(mut d) = done.0.lock() else {
+                    return true;
+                };
+                while !*d {
+                    match timeout {
+                        Some(t) => match done.1.wait_timeout(d, t) {
+                            Ok((g, r)) => {
+                                d = g;
+                                if r.timed_out() {
+                                    return *d;
+                                }
+                            }
+                            Err(_) => return true,
+                        },
+                        None => match done.1.wait(d) {
+                            Ok(g) => d = g,
+                            Err(_) => return true,
+                        },
+                    }
+                }
+                true
+            })
+        };
+        let mut raised = None;
+        while !wait(Some(SIGNAL_POLL)) {
+            if let Err(e) = py.check_signals() {
+                // the kernel stops at its next poll: wait for it
+                cancel.cancel();
+                raised = Some(e);
+                wait(None);
+                break;
+            }
+        }
+        let r = py.detach(|| handle.join()).unwrap_or_else(|_| {
+            Err(fail(
+                Exc::Error,
+                "internal error (a bug in einsat, please report it): the call's thread panicked",
+            ))
+        });
+        match raised {
+            Some(e) => Err(Failure {
+                raised: Some(e),
+                ..fail(Exc::Error, "interrupted")
+            }),
+            None => r,
+        }
+    })
+}
+
+/// Run a kernel call: with the GIL held when `small` (einsum's tiny
+/// contractions), with it released on this thread when its estimated work
+/// is moderate, else [`interruptible`].
+fn run_call<T: Send>(
+    py: Python<'_>,
+    small: bool,
+    work: Option<u64>,
+    f: impl FnOnce() -> Res<T> + Send,
+) -> Res<T> {
+    if small {
+        guarded(f)
+    } else if work.is_none_or(|w| w < INTERRUPTIBLE_WORK) {
+        // (no estimate: arguments the call refuses at once)
+        native(py, f)
+    } else {
+        interruptible(py, f)
+    }
 }
 
 // ---------------------------------------------------------------- operands
@@ -263,7 +398,15 @@ fn operand<'py>(py: Python<'py>, obj: &Bound<'py, PyAny>, what: &dyn Display) ->
     if let Ok(f) = obj.cast::<PyFloat>() {
         return Ok(Operand::Num(f.value()));
     }
-    let py_err = |e: PyErr| fail(Exc::DType, format!("{what}: {e}"));
+    // (numpy's MemoryError, converting a large argument, stays one)
+    let py_err = |e: PyErr| {
+        let exc = if e.is_instance_of::<pyo3::exceptions::PyMemoryError>(py) {
+            Exc::Memory
+        } else {
+            Exc::DType
+        };
+        fail(exc, format!("{what}: {e}"))
+    };
     if obj.is_instance_of::<pyo3::types::PyInt>() || obj.is_instance_of::<pyo3::types::PyBool>() {
         return obj.extract::<f64>().map(Operand::Num).map_err(py_err);
     }
@@ -441,6 +584,7 @@ fn spec_err_at(spec: &str, byte: usize, m: impl Into<String>) -> Failure {
         exc: Exc::Parse,
         message: format!("{m} ({})", einsat::frontend::einsum::where_in(spec, byte)),
         diags: vec![(Some(1), Some(col), m)],
+        raised: None,
     }
 }
 
@@ -666,15 +810,6 @@ fn label_sizes(c: &Compiled, ops: &[Operand<'_>]) -> (Vec<(u8, usize)>, bool, u1
 /// than handing the GIL over and back costs.
 const SMALL_WORK: u128 = 4096;
 
-/// Run with the GIL released unless the work is small.
-fn maybe_native<T: Send>(py: Python<'_>, small: bool, f: impl FnOnce() -> Res<T> + Send) -> Res<T> {
-    if small {
-        guarded(f)
-    } else {
-        native(py, f)
-    }
-}
-
 /// numpy.einsum's grammar (explicit and implicit output, repeated indices,
 /// `...` and size-1 broadcasting, numbers as operands), optimised and
 /// compiled once per spec, operand ranks and thread count (sizes stay
@@ -782,11 +917,13 @@ fn einsum_impl<'py>(
             }
             let mut w = arr.try_readwrite().map_err(|e| out_refused(arr, &ops, e))?;
             let view = w.as_array_mut();
-            maybe_native(py, small, || call_kernel(kernel, &args, Some(view)))?;
+            let work = (!small).then(|| kernel.work(&args)).flatten();
+            run_call(py, small, work, || call_kernel(kernel, &args, Some(view)))?;
             Ok(Ok(o.clone().unbind()))
         }
         _ => {
-            let v = maybe_native(py, small, || call_kernel(kernel, &args, None))?;
+            let work = (!small).then(|| kernel.work(&args)).flatten();
+            let v = run_call(py, small, work, || call_kernel(kernel, &args, None))?;
             Ok(value_to_py(py, v.unwrap_or(Value::Real(0.0))))
         }
     }
@@ -1037,7 +1174,8 @@ impl Kernel {
             .map(|(_, b)| assemble(b, &ops, &mut next))
             .collect();
         let kernel = &self.kernel;
-        let v = native(py, || call_kernel(kernel, &argv, None))?;
+        let work = kernel.work(&argv);
+        let v = run_call(py, false, work, || call_kernel(kernel, &argv, None))?;
         Ok(value_to_py(py, v.unwrap_or(Value::Real(0.0))))
     }
 }

@@ -251,7 +251,10 @@ pub fn read_array(path: &Path) -> Result<ArrayD<f64>> {
         .map_err(|e| Error::Io(format!("{name}: {e}")))?;
     let mut r = std::io::BufReader::new(file);
     let n = elements as usize;
-    let mut data = Vec::with_capacity(n);
+    // one buffer allocated fallibly (an array larger than memory is an
+    // error, not an abort), the elements converted as they are read
+    let mut data: Vec<f64> =
+        crate::mem::with_capacity(n, || format!("{name}: the array of shape {:?}", h.shape))?;
     let mut chunk = vec![0u8; t.size * 8192];
     while data.len() < n {
         let k = (n - data.len()).min(8192);

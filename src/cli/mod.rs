@@ -500,8 +500,17 @@ fn emit(v: &Value, out: Option<&Path>, json: bool) -> CliResult {
         return io::write_value(p, v).map_err(|e| format!("error: {e}"));
     }
     if json {
-        let j = serde_json::json!({ "output": v.to_json() });
-        outln!("{j}")?;
+        // written as it goes: the JSON tree of a large result would take
+        // several times its memory
+        use std::io::Write as _;
+        let mut w = std::io::BufWriter::new(std::io::stdout().lock());
+        let mut put = || -> std::io::Result<()> {
+            w.write_all(b"{\"output\":")?;
+            v.write_json(&mut w)?;
+            w.write_all(b"}\n")?;
+            w.flush()
+        };
+        put().map_err(stdout_error)?;
     } else {
         outln!("{v}")?;
     }

@@ -49,16 +49,25 @@ impl<N: Clone> V<N> {
 /// The zero of type `t` (every number 0, every axis its full size): what an
 /// index outside the axis reads (zero padding). Built from the type, not from
 /// another element, so an empty tensor pads like any other.
-fn zero_of<D: Domain>(t: &Type, sizes: &Sizes, d: &D) -> V<D::N> {
-    match t {
+fn zero_of<D: Domain>(t: &Type, sizes: &Sizes, d: &D) -> Result<V<D::N>> {
+    Ok(match t {
         Type::Real => V::Num(d.num(0.0), false),
         Type::Tensor(n, e) => {
             let n = value::resolve(n, sizes).expect("sizes are bound at the boundary");
-            let z = zero_of(e, sizes, d);
-            V::Tensor(Rc::new(vec![z; n]))
+            let z = zero_of(e, sizes, d)?;
+            let mut items = tensor_items(n)?;
+            items.resize(n, z);
+            V::Tensor(Rc::new(items))
         }
-        Type::Pair(a, b) => V::Pair(Rc::new((zero_of(a, sizes, d), zero_of(b, sizes, d)))),
-    }
+        Type::Pair(a, b) => V::Pair(Rc::new((zero_of(a, sizes, d)?, zero_of(b, sizes, d)?))),
+    })
+}
+
+/// Room for the `n` elements of a tensor, or [`Error::OutOfMemory`].
+fn tensor_items<T>(n: usize) -> Result<Vec<T>> {
+    crate::mem::with_capacity(n, || {
+        format!("a tensor of {n} elements in the interpreter (which holds every value of the program in memory)")
+    })
 }
 
 /// The element type of every access `e[ι]` of a well-typed body, keyed by
@@ -124,6 +133,9 @@ struct Env<'d, D: Domain> {
     access_types: AccessTypes,
     /// The zero each access pads with, built on first use.
     zeros: HashMap<*const Expr, V<D::N>>,
+    /// An allocation refused during the run: the run stops (every loop
+    /// ends early) and fails with it.
+    oom: Option<Error>,
 }
 
 impl<D: Domain> Env<'_, D> {
@@ -215,8 +227,17 @@ fn eval_inner<D: Domain>(e: &Expr, env: &mut Env<'_, D>) -> V<D::N> {
         },
         Expr::Gen(i, n, body) => {
             let n = env.size(n);
-            let mut out = Vec::with_capacity(n);
+            let mut out = match tensor_items(n) {
+                Ok(v) => v,
+                Err(e) => {
+                    env.oom.get_or_insert(e);
+                    Vec::new()
+                }
+            };
             for k in 0..n {
+                if env.oom.is_some() {
+                    break;
+                }
                 env.indices.push((i.clone(), k as i64));
                 out.push(eval(body, env));
                 env.indices.pop();
@@ -228,6 +249,9 @@ fn eval_inner<D: Domain>(e: &Expr, env: &mut Env<'_, D>) -> V<D::N> {
             let mut acc = d.sum_start();
             let mut all_strong = n > 0;
             for k in 0..n {
+                if env.oom.is_some() {
+                    break;
+                }
                 env.indices.push((i.clone(), k as i64));
                 let (x, s) = eval(body, env).num();
                 env.indices.pop();
@@ -248,9 +272,16 @@ fn eval_inner<D: Domain>(e: &Expr, env: &mut Env<'_, D>) -> V<D::N> {
                         return z.clone();
                     }
                     let t = &env.access_types[&key];
-                    let z = zero_of(t, &env.sizes, d);
-                    env.zeros.insert(key, z.clone());
-                    z
+                    match zero_of(t, &env.sizes, d) {
+                        Ok(z) => {
+                            env.zeros.insert(key, z.clone());
+                            z
+                        }
+                        Err(e) => {
+                            env.oom.get_or_insert(e);
+                            V::Num(d.num(0.0), false)
+                        }
+                    }
                 }
                 _ => unreachable!("a well-typed program only indexes tensors"),
             }
@@ -276,47 +307,66 @@ fn eval_inner<D: Domain>(e: &Expr, env: &mut Env<'_, D>) -> V<D::N> {
     }
 }
 
-fn slice(v: &Value, k: usize) -> Value {
+/// The `k`-th element along the first axis, borrowed.
+enum Slice<'a> {
+    Real(f64),
+    Array(ndarray::ArrayViewD<'a, f64>),
+    Pair(Box<Slice<'a>>, Box<Slice<'a>>),
+}
+
+fn slice<'a>(v: &Slice<'a>, k: usize) -> Slice<'a> {
     match v {
-        Value::Array(a) => {
-            let s = a.index_axis(Axis(0), k).to_owned();
+        Slice::Array(a) => {
+            let s = a.clone().index_axis_move(Axis(0), k);
             if s.ndim() == 0 {
-                Value::Real(s[IxDyn(&[])])
+                Slice::Real(s[IxDyn(&[])])
             } else {
-                Value::Array(s)
+                Slice::Array(s)
             }
         }
-        Value::Pair(a, b) => Value::pair(slice(a, k), slice(b, k)),
-        Value::Real(_) => unreachable!("bound values match their types"),
+        Slice::Pair(a, b) => Slice::Pair(Box::new(slice(a, k)), Box::new(slice(b, k))),
+        Slice::Real(_) => unreachable!("bound values match their types"),
     }
 }
 
-fn outer_len(v: &Value) -> usize {
+fn borrowed(v: &Value) -> Slice<'_> {
     match v {
-        Value::Array(a) => a.shape()[0],
-        Value::Pair(a, _) => outer_len(a),
-        Value::Real(_) => unreachable!("bound values match their types"),
+        Value::Real(x) => Slice::Real(*x),
+        Value::Array(a) => Slice::Array(a.view()),
+        Value::Pair(a, b) => Slice::Pair(Box::new(borrowed(a)), Box::new(borrowed(b))),
     }
 }
 
-fn to_internal<D: Domain>(v: &Value, t: &Type, d: &D) -> V<D::N> {
-    match t {
+fn outer_len(v: &Slice) -> usize {
+    match v {
+        Slice::Array(a) => a.shape()[0],
+        Slice::Pair(a, _) => outer_len(a),
+        Slice::Real(_) => unreachable!("bound values match their types"),
+    }
+}
+
+/// An argument in the interpreter's form (its arrays read in place, row by
+/// row; the tensors' element vectors allocated fallibly).
+fn to_internal<D: Domain>(v: &Slice, t: &Type, d: &D) -> Result<V<D::N>> {
+    Ok(match t {
         Type::Real => match v {
-            Value::Real(x) => V::Num(d.num(*x), false),
-            Value::Array(a) => V::Num(d.num(a[IxDyn(&[])]), false),
-            Value::Pair(..) => unreachable!("bound values match their types"),
+            Slice::Real(x) => V::Num(d.num(*x), false),
+            Slice::Array(a) => V::Num(d.num(a[IxDyn(&[])]), false),
+            Slice::Pair(..) => unreachable!("bound values match their types"),
         },
         Type::Pair(ta, tb) => match v {
-            Value::Pair(a, b) => V::Pair(Rc::new((to_internal(a, ta, d), to_internal(b, tb, d)))),
+            Slice::Pair(a, b) => V::Pair(Rc::new((to_internal(a, ta, d)?, to_internal(b, tb, d)?))),
             _ => unreachable!("bound values match their types"),
         },
         Type::Tensor(_, e) => {
             let n = outer_len(v);
-            V::Tensor(Rc::new(
-                (0..n).map(|k| to_internal(&slice(v, k), e, d)).collect(),
-            ))
+            let mut items = tensor_items(n)?;
+            for k in 0..n {
+                items.push(to_internal(&slice(v, k), e, d)?);
+            }
+            V::Tensor(Rc::new(items))
         }
-    }
+    })
 }
 
 fn boundary_shape(b: &Boundary, sizes: &Sizes) -> Result<Vec<usize>> {
@@ -348,16 +398,18 @@ fn stack(v: &V<f64>, t: &Type, b: &Boundary, sizes: &Sizes) -> Result<Value> {
     match b {
         Boundary::Array(_) => {
             let shape = boundary_shape(b, sizes)?;
-            value::checked_elements(&shape)?;
-            let mut data = Vec::new();
+            let n = value::checked_elements(&shape)?;
+            let mut data = crate::mem::with_capacity(n as usize, || {
+                format!("the result (an array of shape {shape:?})")
+            })?;
             flatten(v, &mut |x: &f64, _| data.push(*x));
             let a = ArrayD::from_shape_vec(IxDyn(&shape), data)
                 .map_err(|e| Error::Call(format!("internal shape mismatch: {e}")))?;
             Ok(Value::Array(a))
         }
         Boundary::Pair(b0, b1) => Ok(Value::pair(
-            stack(&component(v, 0), &component_type(t, 0), b0, sizes)?,
-            stack(&component(v, 1), &component_type(t, 1), b1, sizes)?,
+            stack(&component(v, 0)?, &component_type(t, 0), b0, sizes)?,
+            stack(&component(v, 1)?, &component_type(t, 1), b1, sizes)?,
         )),
     }
 }
@@ -371,8 +423,8 @@ fn flatten<N>(v: &V<N>, out: &mut impl FnMut(&N, bool)) {
 }
 
 /// The k-th component of a (tensor of) pair(s), as a tensor of components.
-fn component<N: Clone>(v: &V<N>, k: usize) -> V<N> {
-    match v {
+fn component<N: Clone>(v: &V<N>, k: usize) -> Result<V<N>> {
+    Ok(match v {
         V::Pair(p) => {
             if k == 0 {
                 p.0.clone()
@@ -380,9 +432,15 @@ fn component<N: Clone>(v: &V<N>, k: usize) -> V<N> {
                 p.1.clone()
             }
         }
-        V::Tensor(items) => V::Tensor(Rc::new(items.iter().map(|i| component(i, k)).collect())),
+        V::Tensor(items) => {
+            let mut out = tensor_items(items.len())?;
+            for i in items.iter() {
+                out.push(component(i, k)?);
+            }
+            V::Tensor(Rc::new(out))
+        }
         V::Num(..) => unreachable!("components are taken of pairs only"),
-    }
+    })
 }
 
 fn component_type(t: &Type, k: usize) -> Type {
@@ -444,8 +502,8 @@ fn collect_leaves<N: Clone>(
             Ok(())
         }
         Boundary::Pair(b0, b1) => {
-            collect_leaves(&component(v, 0), &component_type(t, 0), b0, sizes, out)?;
-            collect_leaves(&component(v, 1), &component_type(t, 1), b1, sizes, out)
+            collect_leaves(&component(v, 0)?, &component_type(t, 0), b0, sizes, out)?;
+            collect_leaves(&component(v, 1)?, &component_type(t, 1), b1, sizes, out)
         }
     }
 }
@@ -475,11 +533,16 @@ fn run_in<D: Domain>(f: &Function, args: &[Value], d: &D) -> Result<(V<D::N>, Si
         sizes: sizes.clone(),
         access_types: types,
         zeros: HashMap::new(),
+        oom: None,
     };
     for (p, v) in f.params.iter().zip(args) {
-        env.values.push((p.name.clone(), to_internal(v, &p.ty, d)));
+        env.values
+            .push((p.name.clone(), to_internal(&borrowed(v), &p.ty, d)?));
     }
     let out = eval(&f.body, &mut env);
+    if let Some(e) = env.oom.take() {
+        return Err(e);
+    }
     Ok((out, sizes))
 }
 

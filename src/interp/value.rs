@@ -48,6 +48,40 @@ impl Value {
             Value::Pair(a, b) => serde_json::Value::Array(vec![a.to_json(), b.to_json()]),
         }
     }
+    /// Write [`Value::to_json`]'s text to `w` as it goes, without building
+    /// the JSON tree (which takes several times the array's memory).
+    pub fn write_json(&self, w: &mut dyn std::io::Write) -> std::io::Result<()> {
+        fn num(x: f64, w: &mut dyn std::io::Write) -> std::io::Result<()> {
+            match serde_json::Number::from_f64(x) {
+                Some(n) => write!(w, "{n}"),
+                None => write!(w, "{}", serde_json::Value::String(format!("{x}"))),
+            }
+        }
+        fn arr(a: ndarray::ArrayViewD<f64>, w: &mut dyn std::io::Write) -> std::io::Result<()> {
+            if a.ndim() == 0 {
+                return num(a[ndarray::IxDyn(&[])], w);
+            }
+            w.write_all(b"[")?;
+            for (k, row) in a.outer_iter().enumerate() {
+                if k > 0 {
+                    w.write_all(b",")?;
+                }
+                arr(row, w)?;
+            }
+            w.write_all(b"]")
+        }
+        match self {
+            Value::Real(x) => num(*x, w),
+            Value::Array(a) => arr(a.view(), w),
+            Value::Pair(a, b) => {
+                w.write_all(b"[")?;
+                a.write_json(w)?;
+                w.write_all(b",")?;
+                b.write_json(w)?;
+                w.write_all(b"]")
+            }
+        }
+    }
     /// Compare with a relative tolerance (`|a-b| <= rtol·max(|a|,|b|) + atol`);
     /// NaNs compare equal to NaNs.
     pub fn approx_eq(&self, other: &Value, rtol: f64, atol: f64) -> bool {
@@ -276,6 +310,18 @@ fn check_value<V: AsOperand + ?Sized>(
                         }
                     },
                 }
+            }
+            // and at most MAX_ELEMENTS in all (a zero-stride view makes a
+            // huge array cheap: its loops would run for ages)
+            let elements = shape
+                .iter()
+                .fold(1u128, |a, &d| a.saturating_mul(d as u128));
+            if elements > MAX_ELEMENTS {
+                return Err(Error::TooLarge {
+                    what: format!("{what} (shape {shape:?})"),
+                    elements,
+                    limit: MAX_ELEMENTS,
+                });
             }
             Ok(())
         }

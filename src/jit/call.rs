@@ -209,10 +209,16 @@ impl Sig {
 }
 
 fn bind_value<V: AsOperand + ?Sized>(b: &SB, v: &V, slots: &mut [usize]) -> bool {
+    use crate::interp::value::MAX_ELEMENTS;
     match (b, v.operand()) {
         (SB::Array(s), Operand::Real(_)) => s.is_empty(),
         (SB::Array(s), Operand::Array { shape, .. }) => {
             shape.len() == s.len()
+                // (past the limits — every axis and the whole — as
+                // zero-stride views and empty arrays can be: the full
+                // check words the error)
+                && shape.iter().all(|&d| d as u128 <= MAX_ELEMENTS)
+                && shape.iter().fold(1u128, |a, &d| a.saturating_mul(d as u128)) <= MAX_ELEMENTS
                 && s.iter().zip(shape).all(|(want, &got)| match want {
                     Dim::Lit(k) => *k == got,
                     Dim::Slot(k) => {
@@ -460,7 +466,7 @@ fn fits<O: AsOperandMut + ?Sized>(b: &SB, v: &mut O, slots: &[usize]) -> bool {
 
 fn alloc(b: &SB, slots: &[usize]) -> crate::Result<Value> {
     use crate::interp::value::checked_elements;
-    use ndarray::{ArrayD, Dimension, IxDyn};
+    use ndarray::{Dimension, IxDyn};
     Ok(match b {
         SB::Pair(a, c) => Value::pair(alloc(a, slots)?, alloc(c, slots)?),
         SB::Array(d) if d.is_empty() => Value::Real(0.0),
@@ -473,7 +479,8 @@ fn alloc(b: &SB, slots: &[usize]) -> crate::Result<Value> {
                 })?;
             }
             checked_elements(shape.slice())?;
-            Value::Array(ArrayD::zeros(shape))
+            let what = || format!("the result (an array of shape {:?})", shape.slice());
+            Value::Array(crate::mem::array_zeros(shape.clone(), what)?)
         }
     })
 }
@@ -485,7 +492,8 @@ fn alloc(b: &SB, slots: &[usize]) -> crate::Result<Value> {
 pub struct Workspace {
     /// Named sizes by slot.
     pub slots: Vec<usize>,
-    /// Named sizes in the loop program's order.
+    /// Named sizes in the loop program's order, then the address of the
+    /// call's cancellation flag (see `jit::Cancel`).
     pub svals: Vec<i64>,
     /// First element of every buffer.
     pub ptrs: Vec<*mut f64>,
@@ -546,6 +554,11 @@ pub struct Step {
     /// Not run: a column sum's nest that this layout does not compute
     /// ahead (`codegen::Native::skip`).
     pub skip: bool,
+    /// Rows of the outermost loop run per native call between two checks
+    /// of the cancellation flag: fewer than `n0` for a nest whose
+    /// outermost loop is its only loop (native code polls only at the
+    /// back edges of loops with loops inside) and whose work is large.
+    pub rows: usize,
 }
 
 // SAFETY: the raw pointers are only meaningful during a call, which holds

@@ -47,17 +47,41 @@
 //!   `*` is evaluated last and swapped to the right (both are exactly
 //!   commutative), so that it becomes the instruction's memory operand.
 //!
-//! `EINSAT_JIT_DUMP=1` prints each nest's machine code as it is compiled.
 //! - **short sums**: a sum of literal size up to [`UNROLL_SHORT`] without
 //!   a loop domain is emitted as its terms in order, the summed index a
 //!   constant in each (no loop, no accumulators to combine; Cranelift then
 //!   folds `eps` and address arithmetic), within [`MAX_COPIES`] copies.
+//! - **code size** (compile memory linear in the program): every copy of
+//!   a body (peeling, unrolling, vector loops, short sums, tiling) is paid
+//!   from the function's [`COPY_NODES`] and only bodies of at most
+//!   [`COPY_BODY`] nodes are copied; a sum whose body has a loop of its own
+//!   runs on one accumulator with its body emitted once (four unrolled
+//!   copies and a tail per level made seven nested sums 78,125 copies of
+//!   the innermost body). Cranelift's SSA builder keeps, per variable, a
+//!   map over the blocks, and adds a block parameter wherever a lookup
+//!   passes a merge: blocks are sealed as soon as their predecessors are
+//!   known, loop indices are used as SSA values ([`Gen::var`]), not looked
+//!   up from inside inner loops, and variables are pooled ([`Gen::take`]).
+//!   A nest of more than [`super::MAX_NEST_NODES`] operations is refused
+//!   before this stage.
+//!
+//! - **cancellation**: a nest with loops inside loops reads the address
+//!   of the call's cancellation flag (`sizes[n]`, after the named sizes)
+//!   into a stack slot in its entry block, and at the back edge of every
+//!   loop whose body emitted a loop ([`Poll`]) loads the flag (through the
+//!   slot: no register is held for it) and returns when it is set.
+//!   Innermost loops, vector and unrolled ones, have no poll; their code
+//!   is unchanged.
+//!
+//! `EINSAT_JIT_DUMP=1` prints each nest's machine code as it is compiled.
 
 use super::loopir::*;
 use super::schedule::{self, Bound, NestSched, SumT, T};
 use crate::syntax::ast::{BinOp, CmpOp, Func};
 use cranelift_codegen::ir::condcodes::IntCC;
-use cranelift_codegen::ir::{types, AbiParam, InstBuilder, MemFlagsData, Value};
+use cranelift_codegen::ir::{
+    types, AbiParam, InstBuilder, MemFlagsData, StackSlot, StackSlotData, StackSlotKind, Value,
+};
 use cranelift_codegen::settings::{self, Configurable};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
 use cranelift_jit::{JITBuilder, JITModule};
@@ -238,6 +262,10 @@ pub fn compile(p: &LoopProgram, layout: &Layout) -> Result<Native, String> {
             let entry = b.create_block();
             b.append_block_params_for_function_params(entry);
             b.switch_to_block(entry);
+            // every block is sealed as soon as its predecessors are known
+            // (see `for_range`), so the SSA construction creates block
+            // parameters only at loop heads
+            b.seal_block(entry);
             let (bp, sp, zp, lo, hi) = {
                 let ps = b.block_params(entry);
                 (ps[0], ps[1], ps[2], ps[3], ps[4])
@@ -288,15 +316,16 @@ pub fn compile(p: &LoopProgram, layout: &Layout) -> Result<Native, String> {
                 for (f, id) in &calls {
                     funcs.push((*f, module.declare_func_in_func(*id, b.func)));
                 }
-                let vars: Vec<Variable> =
-                    (0..p.n_vars).map(|_| b.declare_var(types::I64)).collect();
                 let sched = schedule::schedule(p, nest, layout);
+                // loops inside loops: the outer ones poll for cancellation
+                let poll = (polling() && sched.order.len() + sum_depth(&sched.body) >= 2)
+                    .then(|| Poll::setup(&mut b, zp, p.sizes.len()));
                 let mut g = Gen {
                     b,
                     bases,
                     strides,
                     sizes,
-                    vars,
+                    pool: Vec::new(),
                     funcs,
                     mf,
                     vmf: MemFlagsData::new().with_notrap(),
@@ -305,12 +334,16 @@ pub fn compile(p: &LoopProgram, layout: &Layout) -> Result<Native, String> {
                     hoisted: Vec::new(),
                     defined: vec![false; p.n_vars],
                     copies: 1,
+                    copy_budget: COPY_NODES,
                     out_flag: p.bufs[nest.buf].flag,
                     rows: Vec::new(),
                     row_sigs: Vec::new(),
                     vidx: None,
                     voff: 0,
                     block: None,
+                    cur: vec![None; p.n_vars],
+                    poll,
+                    loops: 0,
                 };
                 g.nest(nest, &sched);
                 g.b.ins().return_(&[]);
@@ -437,6 +470,66 @@ pub(crate) fn add_tree(b: &mut FunctionBuilder, vals: Vec<Value>) -> Option<Valu
     }
     level.first().copied()
 }
+/// Whether code compiled from now on polls for cancellation (default:
+/// yes). A knob for measuring the polls' cost in one process
+/// (`examples/schedbench.rs`, entries ending `nopoll`); code without polls
+/// cannot be cancelled. Not part of the stable API.
+#[doc(hidden)]
+pub fn set_polling(on: bool) {
+    POLLING.store(on, std::sync::atomic::Ordering::Relaxed);
+}
+
+static POLLING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
+
+/// Whether to emit cancellation polls ([`set_polling`]).
+pub(crate) fn polling() -> bool {
+    POLLING.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Cancellation polls (see the module doc, "cancellation"): the address
+/// of the call's flag, kept in a stack slot (no register is held for it).
+#[derive(Clone, Copy)]
+pub(crate) struct Poll {
+    slot: StackSlot,
+}
+
+impl Poll {
+    /// In the entry block: read the flag's address from `sizes[n_sizes]`
+    /// (the element after the named sizes) into a stack slot.
+    pub(crate) fn setup(b: &mut FunctionBuilder, sizes: Value, n_sizes: usize) -> Poll {
+        let slot = b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 8, 3));
+        let p = b.ins().load(
+            types::I64,
+            MemFlagsData::trusted(),
+            sizes,
+            (n_sizes * 8) as i32,
+        );
+        b.ins().stack_store(types::I64, p, slot, 0);
+        Poll { slot }
+    }
+
+    /// `x`, or `stop` when the call is cancelled (a `select`, no
+    /// branch): a loop's back edge compares its counter with the bound
+    /// this returns, so a cancelled loop leaves by its usual exit, with no
+    /// new block or edge.
+    pub(crate) fn or_stop(self, b: &mut FunctionBuilder, x: Value, stop: Value) -> Value {
+        let p = b.ins().stack_load(types::I64, types::I64, self.slot, 0);
+        let f = b.ins().atomic_load(types::I8, MemFlagsData::trusted(), p);
+        b.ins().select(f, stop, x)
+    }
+}
+
+/// The deepest nesting of sums in `t`.
+fn sum_depth(t: &T) -> usize {
+    match t {
+        T::Sum(s) => 1 + sum_depth(&s.body),
+        T::Bin(_, a, b) => sum_depth(a).max(sum_depth(b)),
+        T::Neg(a) => sum_depth(a),
+        T::Call(_, args) => args.iter().map(sum_depth).max().unwrap_or(0),
+        _ => 0,
+    }
+}
+
 /// Mark the buffers a nest reads or writes (with their strong-zero flag
 /// buffers).
 fn nest_bufs(p: &LoopProgram, n: &Nest, used: &mut [bool]) {
@@ -467,6 +560,22 @@ fn nest_bufs(p: &LoopProgram, n: &Nest, used: &mut [bool]) {
 /// How many copies of a loop body peeling may make (each peeled loop
 /// emits its body three times: two borders and the interior).
 const MAX_COPIES: usize = 27;
+
+/// How many nodes of code copies may add to one native function: a body
+/// is copied (peeled, unrolled, vectorised with several accumulators,
+/// tiled) only while the nodes of the extra copies (times the copies of
+/// the code around it) fit in what is left of this budget. The kernels of
+/// the examples and benchmarks stay far within it and are copied as
+/// before; in a large nest (deep nests of sums, long expressions, many
+/// sums) the copying stops when the budget is spent, so a function's code
+/// stays within a small multiple of its program's size (and with it
+/// Cranelift's compile memory). A body of more than [`COPY_BODY`] nodes
+/// is never copied.
+const COPY_NODES: usize = 1 << 14;
+
+/// The largest body (in nodes) that is copied at all (see
+/// [`COPY_NODES`]): its loops' overhead is small beside its work anyway.
+const COPY_BODY: usize = 1 << 10;
 
 /// Vector accumulators of an innermost vectorised sum.
 const VACCS: usize = 4;
@@ -511,6 +620,8 @@ pub(crate) fn for_blocks<'f, C: Emits<'f>>(
     b.def_var(x, x1);
     let more = b.ins().icmp(IntCC::SignedLessThan, x1, hi);
     b.ins().brif(more, body_b, &[], exit, &[]);
+    b.seal_block(body_b);
+    b.seal_block(exit);
     b.switch_to_block(exit);
 }
 
@@ -536,6 +647,8 @@ pub(crate) fn if_blocks_pay<'f, C: Emits<'f>>(
     let go = b.ins().bor(alias, long);
     let (yes, no, join) = (b.create_block(), b.create_block(), b.create_block());
     b.ins().brif(go, yes, &[], no, &[]);
+    b.seal_block(yes);
+    b.seal_block(no);
     b.switch_to_block(yes);
     blocked(c);
     let b = c.fb();
@@ -544,6 +657,7 @@ pub(crate) fn if_blocks_pay<'f, C: Emits<'f>>(
     plain(c);
     let b = c.fb();
     b.ins().jump(join, &[]);
+    b.seal_block(join);
     b.switch_to_block(join);
 }
 
@@ -553,7 +667,8 @@ struct Gen<'a, 'l> {
     bases: Vec<Option<Value>>,
     strides: Vec<Vec<Value>>,
     sizes: Vec<Value>,
-    vars: Vec<Variable>,
+    /// Variables free for reuse, with their types ([`Gen::take`]).
+    pool: Vec<(types::Type, Variable)>,
     funcs: Vec<(Func, cranelift_codegen::ir::FuncRef)>,
     mf: MemFlagsData,
     /// Flags of vector accesses (not assumed aligned).
@@ -565,8 +680,11 @@ struct Gen<'a, 'l> {
     hoisted: Vec<(Value, Option<Value>)>,
     /// The loop variables whose loops enclose the code being emitted.
     defined: Vec<bool>,
-    /// How many copies of the current code peeling has made.
+    /// How many copies of the current code peeling, short sums and tiling
+    /// have made.
     copies: usize,
+    /// What is left of [`COPY_NODES`].
+    copy_budget: usize,
     /// The strong-zero flag buffer of the nest's output.
     out_flag: Option<usize>,
     /// In a vector loop: the address of each vector load (keyed by the
@@ -585,6 +703,17 @@ struct Gen<'a, 'l> {
     /// Inside a block of tiled loops ([`NestSched::tile`]): the range of
     /// the innermost loop's block.
     block: Option<(Value, Value)>,
+    /// Each loop variable's current SSA value where it is known (set with
+    /// the variable, read instead of looking the variable up): a lookup
+    /// from deep inside nested loops walks back through every block in
+    /// between, creating a block parameter at each merge, so looking up
+    /// outer indices inside inner loops cost memory quadratic in the
+    /// nesting ([`Gen::var`]).
+    cur: Vec<Option<Value>>,
+    /// Cancellation polls, when the nest has loops inside loops.
+    poll: Option<Poll>,
+    /// Loops emitted so far (a loop whose body emitted one polls).
+    loops: usize,
 }
 
 /// What a loop's body does.
@@ -602,8 +731,9 @@ enum Act<'n> {
 struct Acc {
     /// Scalar accumulators (independent, to hide the add latency).
     accs: [Variable; UNROLL],
-    /// Vector accumulators.
-    vaccs: [Variable; VACCS],
+    /// Vector accumulators (none for a body with loops of its own, which
+    /// is not vectorised).
+    vaccs: Option<[Variable; VACCS]>,
     /// "Every term so far was a strong zero", when the body may be one.
     all: Option<Variable>,
 }
@@ -616,6 +746,56 @@ impl Gen<'_, '_> {
         }
     }
 
+    /// Loop variable `var` is `x` here.
+    fn set_var(&mut self, var: usize, x: Value) {
+        self.cur[var] = Some(x);
+    }
+
+    /// Loop variable `var`'s value here (it is only used inside its loop).
+    fn var(&self, var: usize) -> Value {
+        self.cur[var].expect("a loop variable is used only inside its loop, where it is set")
+    }
+
+    /// A Cranelift variable of type `ty`: a free one, or a new one.
+    /// Cranelift's SSA builder keeps, per variable, a map over the blocks
+    /// (up to the last block it is defined in), so memory is variables ×
+    /// blocks: the variables of a finished loop or sum go back to the pool
+    /// ([`Gen::give`]), and at any time only those of the loops enclosing
+    /// the code being emitted are in use. A variable is given back only
+    /// after its last use, and taken again only with a definition before
+    /// any use, so no lookup can see its earlier life.
+    fn take(&mut self, ty: types::Type) -> Variable {
+        match self.pool.iter().rposition(|(t, _)| *t == ty) {
+            Some(k) => self.pool.swap_remove(k).1,
+            None => self.b.declare_var(ty),
+        }
+    }
+
+    /// Return variables to the pool.
+    fn give(&mut self, ty: types::Type, vs: &[Variable]) {
+        for &v in vs {
+            if !self.pool.iter().any(|(_, w)| *w == v) {
+                self.pool.push((ty, v));
+            }
+        }
+    }
+
+    /// Whether `k` copies of `t` (instead of one) fit in what is left of
+    /// the function's [`COPY_NODES`]; if so, they are spent.
+    fn copyable(&mut self, t: &T, k: usize) -> bool {
+        let unit = self.copies.max(1) * k.saturating_sub(1);
+        if unit == 0 {
+            return true;
+        }
+        match schedule::size_within(t, (self.copy_budget / unit).min(COPY_BODY)) {
+            Some(s) => {
+                self.copy_budget -= s * unit;
+                true
+            }
+            None => false,
+        }
+    }
+
     fn base(&self, buf: usize) -> Value {
         self.bases[buf].expect("the nest's buffers are loaded in its entry block")
     }
@@ -625,23 +805,46 @@ impl Gen<'_, '_> {
     }
 
     /// `for var in lo..hi { body }`.
+    ///
+    /// Like every block of the generated code, the loop's blocks are
+    /// sealed as soon as their predecessors are known (here after the
+    /// back edge): a variable looked up in an unsealed block gets a block
+    /// parameter there, so with every block left unsealed until the end,
+    /// each variable used inside nested loops got one in every block
+    /// between its definition and its use (quadratic in the nesting, and
+    /// gigabytes for seven nested sums).
     fn for_range(&mut self, var: usize, lo: Value, n: Value, body: &mut dyn FnMut(&mut Self)) {
         // rotated: one test before the loop, then one per iteration at
         // its bottom (no jump back to a separate head block)
-        let v = self.vars[var];
+        let v = self.take(types::I64);
         self.b.def_var(v, lo);
         let body_b = self.b.create_block();
         let exit = self.b.create_block();
         let c = self.b.ins().icmp(IntCC::SignedLessThan, lo, n);
         self.b.ins().brif(c, body_b, &[], exit, &[]);
         self.b.switch_to_block(body_b);
-        body(self);
+        // the counter's value in this iteration: the loop head's parameter,
+        // looked up once here (the body and the increment use it)
         let i = self.b.use_var(v);
+        self.cur[var] = Some(i);
+        self.loops += 1;
+        let before = self.loops;
+        body(self);
         let i1 = self.b.ins().iadd_imm_s(i, 1);
         self.b.def_var(v, i1);
+        let mut n = n;
+        if let (true, Some(p)) = (self.loops > before, self.poll) {
+            // not an innermost loop: it also stops (its bound becomes the
+            // next index) when the call is cancelled
+            n = p.or_stop(&mut self.b, n, i1);
+        }
         let c = self.b.ins().icmp(IntCC::SignedLessThan, i1, n);
         self.b.ins().brif(c, body_b, &[], exit, &[]);
+        self.b.seal_block(body_b);
+        self.b.seal_block(exit);
         self.b.switch_to_block(exit);
+        self.cur[var] = None;
+        self.give(types::I64, &[v]);
     }
 
     /// `while base + step <= hi { body(base); base += step }`.
@@ -661,13 +864,15 @@ impl Gen<'_, '_> {
         self.b.ins().brif(c, body_b, &[], exit, &[]);
         self.b.switch_to_block(body_b);
         let i = self.b.use_var(base);
+        self.loops += 1;
         body(self, i);
-        let i = self.b.use_var(base);
         let i1 = self.b.ins().iadd_imm_s(i, step);
         self.b.def_var(base, i1);
         let last = self.b.ins().iadd_imm_s(i1, step);
         let c = self.b.ins().icmp(IntCC::SignedLessThanOrEqual, last, hi);
         self.b.ins().brif(c, body_b, &[], exit, &[]);
+        self.b.seal_block(body_b);
+        self.b.seal_block(exit);
         self.b.switch_to_block(exit);
     }
 
@@ -720,7 +925,9 @@ impl Gen<'_, '_> {
         } else {
             Act::Level(n, ns, k + 1)
         };
-        if let (Some((buf, ax)), true) = (ns.tile, k + 2 == ns.order.len()) {
+        if let (Some((buf, ax)), true, true) =
+            (ns.tile, k + 2 == ns.order.len(), self.copyable(&body, 2))
+        {
             // blocks of the two innermost loops, laid out from their
             // ranges' starts, each block's loops as without tiling; only
             // where they pay (see `schedule::tiled`), else the loops as
@@ -784,11 +991,7 @@ impl Gen<'_, '_> {
     }
 
     fn out_addr(&mut self, n: &Nest, buf: usize) -> Value {
-        let idx: Vec<Value> = n
-            .vars
-            .iter()
-            .map(|(v, _)| self.b.use_var(self.vars[*v]))
-            .collect();
+        let idx: Vec<Value> = n.vars.iter().map(|(v, _)| self.var(*v)).collect();
         self.addr(buf, &idx)
     }
 
@@ -942,7 +1145,7 @@ impl Gen<'_, '_> {
     fn run_loop(&mut self, var: usize, lo: Value, hi: Value, body: T, act: Act) {
         let (mut plo, mut phi) = (Vec::new(), Vec::new());
         self.peel_bounds(&body, var, &mut plo, &mut phi);
-        if plo.is_empty() || self.copies * 3 > MAX_COPIES {
+        if plo.is_empty() || self.copies * 3 > MAX_COPIES || !self.copyable(&body, 3) {
             self.part(var, lo, hi, &body, act, true);
             return;
         }
@@ -979,15 +1182,20 @@ impl Gen<'_, '_> {
                     self.layout.is_unit(n.buf, a)
                         && n.vars.iter().filter(|(v, _)| *v == var).count() == 1
                 });
-                if vector && unit_out && self.out_flag.is_none() && self.vec_ok(body, var) {
+                if vector
+                    && unit_out
+                    && self.out_flag.is_none()
+                    && self.vec_ok(body, var)
+                    && self.copyable(body, VSTORE_UNROLL + 2)
+                {
                     let saved = self.rows.len();
                     self.vec_rows(body, var);
                     // the output row at `var = 0`: stores go to
                     // `out_row + 8 * i` like the loads
                     let zero = self.b.ins().iconst(types::I64, 0);
-                    self.b.def_var(self.vars[var], zero);
+                    self.set_var(var, zero);
                     let out_row = self.out_addr(n, n.buf);
-                    let base = self.b.declare_var(types::I64);
+                    let base = self.take(types::I64);
                     self.b.def_var(base, lo);
                     for step in [VSTORE_UNROLL, 1] {
                         self.strided(base, hi, 2 * step as i64, &mut |g, i| {
@@ -996,7 +1204,7 @@ impl Gen<'_, '_> {
                             let addr = g.b.ins().iadd(out_row, bytes);
                             for u in 0..step {
                                 let iu = g.b.ins().iadd_imm_s(i, 2 * u as i64);
-                                g.b.def_var(g.vars[var], iu);
+                                g.set_var(var, iu);
                                 g.voff = 16 * u as i64;
                                 let v = g.vscalar(body, var);
                                 g.b.ins().store(g.vmf, v, addr, 16 * u as i32);
@@ -1005,9 +1213,11 @@ impl Gen<'_, '_> {
                             g.vidx = None;
                         });
                     }
+                    self.cur[var] = None;
                     self.rows.truncate(saved);
                     self.row_sigs.clear();
                     let rest = self.b.use_var(base);
+                    self.give(types::I64, &[base]);
                     self.for_range(var, rest, hi, &mut |g| {
                         let (v, f) = g.scalar(body);
                         g.store(n, v, f);
@@ -1029,7 +1239,7 @@ impl Gen<'_, '_> {
     fn aff(&mut self, a: &Aff) -> Value {
         let mut acc = self.b.ins().iconst(types::I64, a.constant);
         for (v, c) in &a.terms {
-            let x = self.b.use_var(self.vars[*v]);
+            let x = self.var(*v);
             let t = if *c == 1 {
                 x
             } else {
@@ -1106,11 +1316,13 @@ impl Gen<'_, '_> {
                 let r = self.b.append_block_param(merge, types::F64);
                 let zero = self.f64c(0.0);
                 self.b.ins().brif(c, inb, &[], merge, &[zero.into()]);
+                self.b.seal_block(inb);
                 self.b.switch_to_block(inb);
                 let bytes = self.b.ins().ishl_imm_s(off, 3);
                 let addr = self.b.ins().iadd(base, bytes);
                 let x = self.b.ins().load(types::F64, self.mf, addr, 0);
                 self.b.ins().jump(merge, &[x.into()]);
+                self.b.seal_block(merge);
                 self.b.switch_to_block(merge);
                 r
             }
@@ -1259,6 +1471,7 @@ impl Gen<'_, '_> {
             self.b
                 .ins()
                 .brif(fx, merge, &[zero.into(), one.into()], rest, &[]);
+            self.b.seal_block(rest);
             self.b.switch_to_block(rest);
             let (y, fy) = self.scalar(b);
             let v = self.arith(op, x, y);
@@ -1270,6 +1483,7 @@ impl Gen<'_, '_> {
                 _ => (v, self.b.ins().iconst(types::I8, 0)),
             };
             self.b.ins().jump(merge, &[v.into(), f.into()]);
+            self.b.seal_block(merge);
             self.b.switch_to_block(merge);
             return (rv, Some(rf));
         }
@@ -1309,27 +1523,64 @@ impl Gen<'_, '_> {
             hi = self.imin(hi, x);
         }
         let strong = schedule::strong(&s.body);
+        let mut blocked = BTreeSet::new();
+        blocked.insert(s.var);
+        let body = self.hoist(s.body.clone(), &blocked);
+        // a body with loops of its own runs on one accumulator (see
+        // `accum_part`), and the accumulators it would leave untouched are
+        // neither made nor looked up after the loop (each lookup would
+        // walk back through every block of the inner loops)
+        let nested = schedule::has_sum(&body);
         let zero = self.f64c(0.0);
-        let vzero = self.b.ins().splat(types::F64X2, zero);
-        let accs = [(); UNROLL].map(|_| {
-            let a = self.b.declare_var(types::F64);
+        let accs = if nested {
+            let a = self.take(types::F64);
             self.b.def_var(a, zero);
-            a
-        });
-        let vaccs = [(); VACCS].map(|_| {
-            let a = self.b.declare_var(types::F64X2);
-            self.b.def_var(a, vzero);
-            a
+            [a; UNROLL]
+        } else {
+            [(); UNROLL].map(|_| {
+                let a = self.take(types::F64);
+                self.b.def_var(a, zero);
+                a
+            })
+        };
+        let vaccs = (!nested).then(|| {
+            let vzero = self.b.ins().splat(types::F64X2, zero);
+            [(); VACCS].map(|_| {
+                let a = self.take(types::F64X2);
+                self.b.def_var(a, vzero);
+                a
+            })
         });
         let all = strong.then(|| {
-            let v = self.b.declare_var(types::I8);
+            let v = self.take(types::I8);
             let one = self.b.ins().iconst(types::I8, 1);
             self.b.def_var(v, one);
             v
         });
-        let mut blocked = BTreeSet::new();
-        blocked.insert(s.var);
-        let body = self.hoist(s.body.clone(), &blocked);
+        let (r, flag) = self.sum_loop(s, n, lo, hi, body, Acc { accs, vaccs, all });
+        self.give(types::F64, &accs);
+        if let Some(v) = vaccs {
+            self.give(types::F64X2, &v);
+        }
+        if let Some(v) = all {
+            self.give(types::I8, &[v]);
+        }
+        (r, flag)
+    }
+
+    /// The loop of [`Gen::sum`] over `lo..hi` (of `0..n`) into `acc`,
+    /// then the accumulators combined.
+    fn sum_loop(
+        &mut self,
+        s: &SumT,
+        n: Value,
+        lo: Value,
+        hi: Value,
+        body: T,
+        acc: Acc,
+    ) -> (Value, Option<Value>) {
+        let Acc { accs, vaccs, all } = acc;
+        let strong = all.is_some();
         // a short sum of literal size without a domain is unrolled: one
         // accumulator, terms in order, the index a constant in each copy
         if let SizeRef::Lit(k) = s.n {
@@ -1337,16 +1588,18 @@ impl Gen<'_, '_> {
                 && s.dom.hi.is_empty()
                 && (0..=UNROLL_SHORT as i64).contains(&k)
                 && self.copies * (k.max(1) as usize) <= MAX_COPIES
+                && self.copyable(&body, k as usize)
             {
                 let k = k as usize;
                 self.copies *= k.max(1);
                 self.defined[s.var] = true;
                 for t in 0..k {
                     let c = self.b.ins().iconst(types::I64, t as i64);
-                    self.b.def_var(self.vars[s.var], c);
+                    self.set_var(s.var, c);
                     self.accumulate(accs[0], all, &body);
                 }
                 self.defined[s.var] = false;
+                self.cur[s.var] = None;
                 self.copies /= k.max(1);
                 let r = self.b.use_var(accs[0]);
                 let flag = if strong || s.dom_strong {
@@ -1362,17 +1615,22 @@ impl Gen<'_, '_> {
                 return (r, flag);
             }
         }
-        self.run_loop(s.var, lo, hi, body, Act::Accum(Acc { accs, vaccs, all }));
-        // combine: vector accumulators pairwise, then their lanes, then the
-        // scalar accumulators
-        let vs: Vec<Value> = vaccs.iter().map(|a| self.b.use_var(*a)).collect();
-        let v = add_tree(&mut self.b, vs).expect("a vector sum has accumulators");
-        let l0 = self.b.ins().extractlane(v, 0);
-        let l1 = self.b.ins().extractlane(v, 1);
-        let mut level: Vec<Value> = accs.iter().map(|a| self.b.use_var(*a)).collect();
-        level.push(l0);
-        level.push(l1);
-        let r = add_tree(&mut self.b, level).expect("two lanes at least");
+        self.run_loop(s.var, lo, hi, body, Act::Accum(acc));
+        let r = match vaccs {
+            None => self.b.use_var(accs[0]),
+            Some(vaccs) => {
+                // combine: vector accumulators pairwise, then their lanes, then
+                // the scalar accumulators
+                let vs: Vec<Value> = vaccs.iter().map(|a| self.b.use_var(*a)).collect();
+                let v = add_tree(&mut self.b, vs).expect("a vector sum has accumulators");
+                let l0 = self.b.ins().extractlane(v, 0);
+                let l1 = self.b.ins().extractlane(v, 1);
+                let mut level: Vec<Value> = accs.iter().map(|a| self.b.use_var(*a)).collect();
+                level.push(l0);
+                level.push(l1);
+                add_tree(&mut self.b, level).expect("two lanes at least")
+            }
+        };
         let flag = if strong || s.dom_strong {
             let pos = self.b.ins().icmp_imm_s(IntCC::SignedGreaterThan, n, 0);
             let inner = match all {
@@ -1387,24 +1645,25 @@ impl Gen<'_, '_> {
     }
 
     /// `acc + body` (one `fma` when the body is a product without strong
-    /// zeros).
+    /// zeros). The accumulators are looked up before the body is emitted,
+    /// in the loop's head, not after the body's own loops (see
+    /// [`Gen::cur`]).
     fn accumulate(&mut self, acc: Variable, all: Option<Variable>, body: &T) {
+        let a = self.b.use_var(acc);
+        let s = all.map(|all| self.b.use_var(all));
         if all.is_none() {
             if let T::Bin(BinOp::Mul, x, y) = body {
                 let vx = self.scalar(x).0;
                 let vy = self.scalar(y).0;
-                let a = self.b.use_var(acc);
                 let r = self.b.ins().fma(vx, vy, a);
                 self.b.def_var(acc, r);
                 return;
             }
         }
         let (v, f) = self.scalar(body);
-        let a = self.b.use_var(acc);
         let r = self.b.ins().fadd(a, v);
         self.b.def_var(acc, r);
-        if let Some(all) = all {
-            let s = self.b.use_var(all);
+        if let (Some(all), Some(s)) = (all, s) {
             let f = match f {
                 Some(f) => f,
                 None => self.b.ins().iconst(types::I8, 0),
@@ -1419,23 +1678,30 @@ impl Gen<'_, '_> {
     /// else unrolled by [`UNROLL`] with independent scalar accumulators
     /// (no strong zeros) or one term at a time.
     fn accum_part(&mut self, var: usize, lo: Value, hi: Value, body: &T, acc: Acc, vector: bool) {
-        let v = self.vars[var];
         if acc.all.is_some() {
             self.for_range(var, lo, hi, &mut |g| {
                 g.accumulate(acc.accs[0], acc.all, body)
             });
             return;
         }
-        let base = self.b.declare_var(types::I64);
+        let copies = acc.vaccs.filter(|_| self.copyable(body, VACCS + 2));
+        let Some(vaccs) = copies else {
+            // a body with a loop of its own (see `Gen::sum`), or too large
+            // to copy, is emitted once: copies of a loop would multiply at
+            // every level of nested sums
+            self.for_range(var, lo, hi, &mut |g| g.accumulate(acc.accs[0], None, body));
+            return;
+        };
+        let base = self.take(types::I64);
         self.b.def_var(base, lo);
         if vector && self.vec_ok(body, var) {
             let saved = self.rows.len();
             self.vec_rows(body, var);
             self.strided(base, hi, 2 * VACCS as i64, &mut |g, i| {
                 g.vidx = Some(i);
-                for (u, va) in acc.vaccs.iter().enumerate() {
+                for (u, va) in vaccs.iter().enumerate() {
                     let iu = g.b.ins().iadd_imm_s(i, 2 * u as i64);
-                    g.b.def_var(v, iu);
+                    g.set_var(var, iu);
                     g.voff = 16 * u as i64;
                     g.vaccumulate(*va, body, var);
                 }
@@ -1444,22 +1710,25 @@ impl Gen<'_, '_> {
             });
             self.strided(base, hi, 2, &mut |g, i| {
                 g.vidx = Some(i);
-                g.b.def_var(v, i);
-                g.vaccumulate(acc.vaccs[0], body, var);
+                g.set_var(var, i);
+                g.vaccumulate(vaccs[0], body, var);
                 g.vidx = None;
             });
+            self.cur[var] = None;
             self.rows.truncate(saved);
             self.row_sigs.clear();
         } else {
             self.strided(base, hi, UNROLL as i64, &mut |g, i| {
                 for (u, a) in acc.accs.iter().enumerate() {
                     let iu = g.b.ins().iadd_imm_s(i, u as i64);
-                    g.b.def_var(v, iu);
+                    g.set_var(var, iu);
                     g.accumulate(*a, None, body);
                 }
             });
+            self.cur[var] = None;
         }
         let rest = self.b.use_var(base);
+        self.give(types::I64, &[base]);
         self.for_range(var, rest, hi, &mut |g| {
             g.accumulate(acc.accs[0], None, body)
         });
@@ -1527,7 +1796,7 @@ impl Gen<'_, '_> {
                     return;
                 }
                 let zero = self.b.ins().iconst(types::I64, 0);
-                self.b.def_var(self.vars[var], zero);
+                self.set_var(var, zero);
                 let (off, _) = self.offset(*buf, &ixs);
                 let bytes = self.b.ins().ishl_imm_s(off, 3);
                 let base = self.base(*buf);

@@ -713,6 +713,11 @@ struct Em<'a, 'b> {
     masks: Option<Vec<(Value, Value)>>,
     /// The reduction variable's value in the loop body being emitted.
     cur_k: Option<Value>,
+    /// Cancellation polls at the back edges of loops with loops inside
+    /// (see `codegen::Poll`).
+    poll: Option<super::codegen::Poll>,
+    /// Loops emitted so far.
+    loops: usize,
 }
 
 /// The block of the reduction being emitted (see [`Plan::kblock`]).
@@ -742,6 +747,8 @@ pub fn emit(
     plan: &Plan,
 ) {
     let mf = MemFlagsData::trusted();
+    let poll =
+        super::codegen::polling().then(|| super::codegen::Poll::setup(b, e.sizes, p.sizes.len()));
     let mut bases: Vec<Option<Value>> = vec![None; p.bufs.len()];
     let mut ptrs = Vec::with_capacity(plan.acc.len());
     let mut sb = Vec::with_capacity(plan.acc.len());
@@ -795,6 +802,8 @@ pub fn emit(
         rrange: None,
         masks: None,
         cur_k: None,
+        poll,
+        loops: 0,
     };
     if plan.pack.is_some() {
         let kc = plan.kblock as u32;
@@ -984,6 +993,8 @@ impl Em<'_, '_> {
             .icmp_imm_s(IntCC::SignedGreaterThanOrEqual, r, step * unroll as i64);
         self.b.ins().brif(c, body_b, &[], exit, &[]);
         self.b.switch_to_block(body_b);
+        self.loops += 1;
+        let before = self.loops;
         let cur: Vec<Value> = moving
             .iter()
             .map(|(_, pv, _)| self.b.use_var(*pv))
@@ -1016,7 +1027,13 @@ impl Em<'_, '_> {
             body(self, &inner, i);
         }
         let r = self.b.use_var(rem);
-        let r1 = self.b.ins().iadd_imm_s(r, -step * unroll as i64);
+        let mut r1 = self.b.ins().iadd_imm_s(r, -step * unroll as i64);
+        if let (true, Some(p)) = (self.loops > before, self.poll) {
+            // not an innermost loop: a cancelled call leaves nothing to
+            // do (the loop, and the remainder loops after it, end)
+            let zero = self.b.ins().iconst(types::I64, 0);
+            r1 = p.or_stop(self.b, r1, zero);
+        }
         self.b.def_var(rem, r1);
         for ((_, pv, inc), &p) in moving.iter().zip(&cur) {
             let o = if unroll == 1 {
@@ -1032,6 +1049,9 @@ impl Em<'_, '_> {
             self.b.def_var(ov, o1);
         }
         self.b.ins().jump(head, &[]);
+        self.b.seal_block(head);
+        self.b.seal_block(body_b);
+        self.b.seal_block(exit);
         self.b.switch_to_block(exit);
         let r = self.b.use_var(rem);
         self.b.ins().isub(end, r)

@@ -100,7 +100,7 @@
 
 use super::loopir::{LoopProgram, Nest, SizeRef, S};
 use crate::syntax::ast::BinOp;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 /// The role of a loop variable in the product.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -391,7 +391,11 @@ impl Plan {
     /// Run the stage: `bufs`, `strides` and `sizes` as the native code
     /// receives them. Returns `false`, having touched nothing, when the
     /// stage declines this call (see the module doc); the caller then runs
-    /// the native code.
+    /// the native code. `cancel` is checked before each library call, and
+    /// a product of more than [`CANCEL_WORK`] multiply-adds is cut into
+    /// panels, so a cancelled call stops within about one panel (see
+    /// `jit::Cancel`); the stage then returns `true` with the output
+    /// incomplete.
     ///
     /// # Safety
     /// The pointers and strides describe live buffers whose shapes were
@@ -403,6 +407,7 @@ impl Plan {
         strides: &[i64],
         sizes: &[i64],
         threads: usize,
+        cancel: &AtomicBool,
     ) -> bool {
         let resolve = |s: &SizeRef| -> Option<usize> {
             let v = match s {
@@ -532,6 +537,9 @@ impl Plan {
                 }
                 accumulate |= *is_k && i > 0;
             }
+            if cancel.load(Ordering::Relaxed) {
+                return true;
+            }
             // SAFETY: every index stays within its variable's range, which
             // is the range of every axis it indexes (checked above), so
             // every address the library forms is inside its buffer.
@@ -552,7 +560,7 @@ impl Plan {
                     rhs_rs: k.st[2],
                     alpha,
                 }
-                .run(threads);
+                .run(threads, cancel);
             }
             // next index, last loop fastest
             let mut a = loops.len();
@@ -644,6 +652,13 @@ pub fn split() -> Split {
         },
     }
 }
+
+/// A library call of more multiply-adds than this is cut into panels of
+/// about this much, with a check of the cancellation flag before each
+/// (about 0.1–0.5 s on one core): a long product stops soon after a
+/// cancel. Panels write disjoint parts of the output, each element summed
+/// by one call as before.
+pub const CANCEL_WORK: usize = 1 << 30;
 
 /// Products of fewer multiply-adds than this run on one thread (see the
 /// module doc, "Threads", for how it was measured).
@@ -759,12 +774,36 @@ impl Call {
         c
     }
 
-    /// Run on up to `threads` threads (see the module doc, "Threads").
+    /// Run on up to `threads` threads (see the module doc, "Threads"); a
+    /// product of more than [`CANCEL_WORK`] multiply-adds in panels of
+    /// about that much, each run only if `cancel` is not set.
     ///
     /// # Safety
     /// As [`Call::single`].
-    unsafe fn run(self, threads: usize) {
+    unsafe fn run(self, threads: usize, cancel: &AtomicBool) {
         let work = self.m.saturating_mul(self.n).saturating_mul(self.k);
+        if work > CANCEL_WORK {
+            // panels along the longer side of the output, at least one
+            // per thread, each a one-thread library call
+            let along_n = self.n > self.m;
+            let len = if along_n { self.n } else { self.m };
+            let want = (work / CANCEL_WORK + 1).max(threads);
+            let width = len.div_ceil(want).next_multiple_of(PANEL_ALIGN);
+            let panels = len.div_ceil(width);
+            if panels > 1 {
+                let shared = Shared(self);
+                super::pool::run(threads.max(1), panels, |i| {
+                    if cancel.load(Ordering::Relaxed) {
+                        return;
+                    }
+                    let c = shared.panel(along_n, width, i);
+                    // SAFETY: a panel addresses a part of the call's index
+                    // ranges.
+                    unsafe { c.single(gemm::Parallelism::None) }
+                });
+                return;
+            }
+        }
         if threads <= 1 || work < MIN_WORK.load(Ordering::Relaxed) {
             return unsafe { self.single(gemm::Parallelism::None) };
         }

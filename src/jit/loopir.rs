@@ -560,6 +560,21 @@ impl Lower {
     }
 }
 
+/// The number of nodes of `s` (sums and their bodies included) when it is
+/// more than `limit`, else `None`.
+pub fn nodes_beyond(s: &S, limit: usize) -> Option<usize> {
+    fn count(s: &S) -> usize {
+        crate::stack::deep(|| match s {
+            S::Num(_) | S::Load(..) | S::Bracket(_) | S::Eps(_) => 1,
+            S::Bin(_, a, b) => 1 + count(a) + count(b),
+            S::Neg(a) | S::Sum(_, _, a) => 1 + count(a),
+            S::Call(_, args) => 1 + args.iter().map(count).sum::<usize>(),
+        })
+    }
+    let n = count(s);
+    (n > limit).then_some(n)
+}
+
 /// Whether `s` may evaluate to a strong zero (a failed bracket, or an
 /// element of a temporary that may hold one), following the interpreter's
 /// rules: products with a strong factor and quotients with a strong

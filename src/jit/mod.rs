@@ -37,6 +37,20 @@
 //! and layout, not per call. Nests without a `gen` variable run on the calling thread;
 //! GEMM stages get the thread count.
 //!
+//! **Cancellation.** A call made inside [`Cancel::run`] stops soon after
+//! [`Cancel::cancel`] (from any thread) and returns [`Error::Interrupted`]
+//! (its output incomplete): the native code of every loop that has loops
+//! inside reads the call's flag at its back edge (one load from a stack
+//! slot and one from the flag per iteration of an outer loop; innermost
+//! loops are untouched), a nest whose outermost loop is its only loop runs
+//! in native calls of at most [`CHECK_WORK`] estimated work with a check
+//! between them, threads check before each chunk, and GEMM stages before
+//! each library call (a product of more than [`gemm::CANCEL_WORK`]
+//! multiply-adds is cut into panels). The flag's address travels after the
+//! named sizes (`sizes[n]`); calls outside [`Cancel::run`] point it at a
+//! flag that is never set. An innermost loop runs to its end (at most
+//! 2^31 iterations of its body) before the next check.
+//!
 //! **Cache.** [`compile`] and [`compile_with`] keep kernels in a global
 //! least-recently-used cache of at most [`CACHE_CAPACITY`] kernels, keyed
 //! by the program text and the options ([`cache_key`]: `{options:?}`, a
@@ -71,8 +85,9 @@ use crate::syntax::print_function;
 use crate::types;
 pub use arg::{Arg, ArgMut, FromValue, IntoArg, IntoArgMut, IntoArgs};
 use loopir::{BufKind, LoopProgram, Nest, SizeRef, S};
+use std::cell::Cell;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 /// Options of the native engine (part of the compile cache's key).
@@ -150,6 +165,129 @@ impl Options {
             self.threads.min(pool::MAX_THREADS)
         }
     }
+}
+
+/// The most operations (nodes of its scalar body, sums and their bodies
+/// included) a loop nest may have: each nest becomes one native function,
+/// and Cranelift's register allocator needs memory and time that grow
+/// faster than linearly in a function's size (about 270 MB and 9 s for a
+/// nest of 8,000 operations, 1.4 GB and 100 s for 20,000). A larger nest
+/// is refused with [`Error::Jit`] before any code is generated; the
+/// interpreter runs it. Programs the optimiser writes stay far below
+/// (its term limit is 5,000 nodes for the whole program).
+pub const MAX_NEST_NODES: usize = 10_000;
+
+/// A cancellation token: [`Cancel::cancel`], from any thread, stops every
+/// kernel call made inside [`Cancel::run`] with this token; each returns
+/// [`Error::Interrupted`] soon after (see the module doc,
+/// "Cancellation"), its output incomplete. A token stays cancelled until
+/// [`Cancel::reset`].
+///
+/// ```
+/// let p = einsat::load("fn s(x: [n]R) -> R = sum(i:n, j:n) x[i] * x[j]")?;
+/// let k = einsat::jit::compile(p.get("s").unwrap())?;
+/// let x = einsat::ndarray::Array1::<f64>::ones(1000);
+/// let cancel = einsat::jit::Cancel::new();
+/// let c = cancel.clone();
+/// let t = std::thread::spawn(move || c.run(|| k.eval::<f64>((&x,))));
+/// cancel.cancel();
+/// // finished before the cancel, or interrupted
+/// match t.join().unwrap() {
+///     Ok(v) => assert_eq!(v, 1e6),
+///     Err(e) => assert!(matches!(e, einsat::Error::Interrupted)),
+/// }
+/// # Ok::<(), einsat::Error>(())
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct Cancel(Arc<AtomicBool>);
+
+/// The flag of calls made outside [`Cancel::run`]: never set.
+static NEVER: AtomicBool = AtomicBool::new(false);
+
+thread_local! {
+    /// The flag of the innermost [`Cancel::run`] on this thread (null:
+    /// none).
+    static CURRENT: Cell<*const AtomicBool> = const { Cell::new(std::ptr::null()) };
+}
+
+/// The cancellation flag of a call starting on this thread.
+#[inline]
+fn current_flag() -> &'static AtomicBool {
+    let p = CURRENT.with(|c| c.get());
+    if p.is_null() {
+        &NEVER
+    } else {
+        // SAFETY: a non-null CURRENT is the flag of a `Cancel` that
+        // `Cancel::run` borrows (and so keeps alive) until it restores the
+        // previous value; the call using it returns before that.
+        unsafe { &*p }
+    }
+}
+
+impl Cancel {
+    /// A token not cancelled.
+    pub fn new() -> Cancel {
+        Cancel::default()
+    }
+
+    /// Stop the calls running (and those starting) under this token.
+    pub fn cancel(&self) {
+        self.0.store(true, Ordering::Release);
+    }
+
+    /// Whether [`Cancel::cancel`] was called (since the last reset).
+    pub fn is_cancelled(&self) -> bool {
+        self.0.load(Ordering::Acquire)
+    }
+
+    /// Clear the token, for calls to come.
+    pub fn reset(&self) {
+        self.0.store(false, Ordering::Release);
+    }
+
+    /// Run `f` with this token: the kernel calls `f` makes on this thread
+    /// (any of [`Kernel::call`], [`Kernel::call_into`], `call_args`,
+    /// `eval`, …) stop when the token is cancelled.
+    pub fn run<R>(&self, f: impl FnOnce() -> R) -> R {
+        struct Restore(*const AtomicBool);
+        impl Drop for Restore {
+            fn drop(&mut self) {
+                CURRENT.with(|c| c.set(self.0));
+            }
+        }
+        let _restore = Restore(CURRENT.with(|c| c.replace(Arc::as_ptr(&self.0))));
+        f()
+    }
+}
+
+/// A cancelled call's error, after the native code stopped.
+#[inline]
+fn stopped(flag: &AtomicBool) -> Result<()> {
+    if flag.load(Ordering::Relaxed) {
+        Err(Error::Interrupted)
+    } else {
+        Ok(())
+    }
+}
+
+/// The estimated work ([`nest_work`]) a nest whose outermost loop is its
+/// only loop runs per native call when it is split for cancellation
+/// checks (about 10–100 ms).
+pub const CHECK_WORK: u64 = 1 << 26;
+
+/// Whether the nest's outermost loop is its only loop (its native code
+/// has no loop that polls for cancellation).
+fn single_loop(nest: &Nest) -> bool {
+    fn has_sum(s: &S) -> bool {
+        match s {
+            S::Sum(..) => true,
+            S::Bin(_, a, b) => has_sum(a) || has_sum(b),
+            S::Neg(a) => has_sum(a),
+            S::Call(_, args) => args.iter().any(has_sum),
+            _ => false,
+        }
+    }
+    nest.vars.len() == 1 && !has_sum(&nest.body)
 }
 
 /// How many layouts a kernel keeps specialised native code for; calls with
@@ -342,6 +480,14 @@ pub fn compile_uncached_with(f: &Function, opts: &Options) -> Result<Kernel> {
 fn compile_here(f: &Function, opts: &Options) -> Result<Kernel> {
     let sig = types::check(f).map_err(Error::types)?;
     let mut prog = loopir::lower(f).map_err(|m| jit_err(format!("`{}`: {m}", f.name)))?;
+    for (k, nest) in prog.nests.iter().enumerate() {
+        if let Some(n) = loopir::nodes_beyond(&nest.body, MAX_NEST_NODES) {
+            return Err(jit_err(format!(
+                "`{}`: loop nest {k} has {n} operations, more than the {MAX_NEST_NODES} the JIT compiles into one native function; the interpreter can run it",
+                f.name
+            )));
+        }
+    }
     schedule::reuse_temps(&mut prog);
     schedule::columns(&mut prog, opts.gemm);
     let layout = loopir::Layout::c_order(&prog);
@@ -620,6 +766,34 @@ impl Kernel {
             .collect()
     }
 
+    /// The estimated work of a call on `args`: [`nest_work`] summed over
+    /// the nests (multiply-adds and other operations, a scalar function
+    /// call counting 20), or `None` when the arguments do not fit (the call
+    /// would refuse them). The Python binding runs calls of much work on a
+    /// helper thread so that Ctrl-C can cancel them.
+    pub fn work(&self, args: &[Arg<'_>]) -> Option<u64> {
+        let mut slots = vec![call::UNBOUND; self.sig.names.len()];
+        if !self.sig.bind(args, &mut slots) {
+            return None;
+        }
+        let svals = self
+            .sig
+            .prog_slots
+            .iter()
+            .map(|s| {
+                s.map(|s| slots[s])
+                    .filter(|&v| v != call::UNBOUND)
+                    .map(|v| v as i64)
+            })
+            .collect::<Option<Vec<i64>>>()?;
+        Some(
+            self.prog
+                .nests
+                .iter()
+                .fold(0u64, |w, n| w.saturating_add(nest_work(n, &svals))),
+        )
+    }
+
     /// How many layouts native code has been generated for.
     pub fn layouts_compiled(&self) -> usize {
         self.natives.lock().map(|n| n.len()).unwrap_or(0)
@@ -836,9 +1010,9 @@ impl Kernel {
     ) -> Result<()> {
         let mut ws = self.workspace();
         let r = if self.same_call(args, out, &mut ws) {
-            if self.exec_one(&mut ws) {
+            if let Some(r) = self.exec_one(&mut ws) {
                 self.give_back(ws);
-                return Ok(());
+                return r;
             }
             self.exec_steps(&mut ws)
         } else {
@@ -983,6 +1157,8 @@ impl Kernel {
                 }
             }
         }
+        // the cancellation flag's address, set per call (`Kernel::arm`)
+        ws.svals.push(0);
         let call::Workspace {
             svals,
             ptrs,
@@ -1048,7 +1224,17 @@ impl Kernel {
                     n_temps += 1;
                     // every element is written by the temporary's nest
                     // before any later nest reads it: no need to clear
-                    t.resize(n.max(1), 0.0);
+                    let want = n.max(1);
+                    if want > t.len() {
+                        crate::mem::reserve(t, want - t.len(), || {
+                            format!(
+                                "the `let` temporary `{}` (an array of shape {:?})",
+                                buf.name,
+                                dims().collect::<Vec<_>>()
+                            )
+                        })?;
+                    }
+                    t.resize(want, 0.0);
                     ptrs.push(t.as_mut_ptr());
                     // C order
                     strides.extend(std::iter::repeat_n(0, buf.dims.len()));
@@ -1109,11 +1295,19 @@ impl Kernel {
                 && !nest.vars.is_empty()
                 && work() >= self.opts.parallel_threshold;
             let skip = native.skip.get(k).copied().unwrap_or(false);
+            // a nest with no loop inside its outermost one runs in pieces
+            // of at most CHECK_WORK, checking the flag between them
+            let rows = if !gemm && single_loop(nest) && work() > CHECK_WORK {
+                ((n0 as u128 * CHECK_WORK as u128 / work() as u128) as usize).max(1)
+            } else {
+                n0
+            };
             plan.push(call::Step {
                 gemm: gemm && !skip,
                 parallel,
                 n0,
                 skip,
+                rows,
             });
         }
         *ws_native = Some(native);
@@ -1128,7 +1322,11 @@ impl Kernel {
         let Some(native) = ws.native.as_deref() else {
             return call::Mode::Steps;
         };
-        if ws.plan.iter().any(|s| s.gemm || s.parallel) {
+        if ws
+            .plan
+            .iter()
+            .any(|s| s.gemm || s.parallel || s.rows < s.n0)
+        {
             return call::Mode::Steps;
         }
         match (&native.entries[..], &ws.plan[..], native.chain) {
@@ -1139,38 +1337,54 @@ impl Kernel {
         }
     }
 
-    /// [`Kernel::exec`] when it is one native call (true), or nothing
-    /// (false).
+    /// Point the call's flag slot (after the sizes) at this thread's
+    /// cancellation flag.
     #[inline(always)]
-    fn exec_one(&self, ws: &mut call::Workspace) -> bool {
+    fn arm(ws: &mut call::Workspace) -> &'static AtomicBool {
+        let flag = current_flag();
+        if let Some(slot) = ws.svals.last_mut() {
+            *slot = flag as *const AtomicBool as i64;
+        }
+        flag
+    }
+
+    /// [`Kernel::exec`] when it is one native call (then its result), or
+    /// nothing (`None`).
+    #[inline(always)]
+    fn exec_one(&self, ws: &mut call::Workspace) -> Option<Result<()>> {
+        let flag = Self::arm(ws);
         let (bufs, strides, sizes) = (ws.ptrs.as_ptr(), ws.strides.as_ptr(), ws.svals.as_ptr());
         match ws.mode {
             // SAFETY: as in `exec`.
             call::Mode::One(entry, n0) => unsafe { entry(bufs, strides, sizes, 0, n0) },
             call::Mode::Chain(entry) => unsafe { entry(bufs, strides, sizes, 0, 0) },
-            call::Mode::Steps => return false,
+            call::Mode::Steps => return None,
         }
-        true
+        Some(stopped(flag))
     }
 
     /// Run the nests of the call set up in `ws`.
     #[inline]
     fn exec(&self, ws: &mut call::Workspace) -> Result<()> {
+        let flag = Self::arm(ws);
         let (bufs, strides, sizes) = (ws.ptrs.as_ptr(), ws.strides.as_ptr(), ws.svals.as_ptr());
         match ws.mode {
             // SAFETY: as in `exec_steps` (the entries are those of
             // `ws.native`, which the workspace holds; `One` covers the
             // nest's whole outermost range `0..n0`, `Chain` runs every
-            // nest over its whole range, in order, on this thread).
+            // nest over its whole range, in order, on this thread; the
+            // flag slot holds the address of a static or of a flag that
+            // `Cancel::run` keeps alive during the call).
             call::Mode::One(entry, n0) => unsafe { entry(bufs, strides, sizes, 0, n0) },
             call::Mode::Chain(entry) => unsafe { entry(bufs, strides, sizes, 0, 0) },
             call::Mode::Steps => return self.exec_steps(ws),
         }
-        Ok(())
+        stopped(flag)
     }
 
     /// Run the nests of the call set up in `ws` step by step.
     fn exec_steps(&self, ws: &mut call::Workspace) -> Result<()> {
+        let flag = Self::arm(ws);
         let call::Workspace {
             svals,
             ptrs,
@@ -1192,17 +1406,18 @@ impl Kernel {
             if step.skip {
                 continue;
             }
+            stopped(flag)?;
             if step.gemm {
                 if let Some(g) = &self.gemm[k] {
                     // SAFETY: as below (the library gets the same pointers
                     // and strides; the output never aliases an argument).
-                    if unsafe { g.run(&ptrs[..], &strides[..], &svals[..], threads) } {
+                    if unsafe { g.run(&ptrs[..], &strides[..], &svals[..], threads, flag) } {
                         continue;
                     }
                 }
             }
             let entry = *entry;
-            let n0 = step.n0;
+            let (n0, rows) = (step.n0, step.rows.max(1));
             // SAFETY: every pointer is the first element of a live buffer
             // whose shape was checked against the buffer's declared dims,
             // with its own strides (an axis assumed unit-stride by the
@@ -1216,9 +1431,15 @@ impl Kernel {
             // inside the buffers. Calls on disjoint `lo..hi` write
             // disjoint elements (see `Raw`). The workspace, the arguments
             // and the output outlive the call.
+            // (in pieces of `rows`, checking the flag before each)
             let run = move |lo: usize, hi: usize| {
                 let r = raw;
-                unsafe { entry(r.bufs, r.strides, r.sizes, lo as i64, hi as i64) }
+                let mut at = lo;
+                while at < hi && !flag.load(Ordering::Relaxed) {
+                    let to = hi.min(at.saturating_add(rows));
+                    unsafe { entry(r.bufs, r.strides, r.sizes, at as i64, to as i64) }
+                    at = to;
+                }
             };
             if step.parallel {
                 let (len, chunks) = chunking(n0, threads);
@@ -1227,7 +1448,7 @@ impl Kernel {
                 run(0, n0);
             }
         }
-        Ok(())
+        stopped(flag)
     }
 }
 

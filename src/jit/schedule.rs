@@ -221,7 +221,28 @@ fn across(t: &T, va: usize, vb: usize, layout: &Layout, out: &mut Option<(usize,
     }
 }
 
-fn has_sum(t: &T) -> bool {
+/// The number of nodes of `t` if it is at most `budget` (counting stops
+/// past it).
+pub(crate) fn size_within(t: &T, budget: usize) -> Option<usize> {
+    fn walk(t: &T, left: &mut usize) -> bool {
+        if *left == 0 {
+            return false;
+        }
+        *left -= 1;
+        match t {
+            T::Bin(_, a, b) => walk(a, left) && walk(b, left),
+            T::Neg(a) => walk(a, left),
+            T::Call(_, args) => args.iter().all(|a| walk(a, left)),
+            T::Sum(s) => walk(&s.body, left),
+            _ => true,
+        }
+    }
+    let mut left = budget;
+    walk(t, &mut left).then_some(budget - left)
+}
+
+/// Whether `t` contains a sum (a loop of its own).
+pub(crate) fn has_sum(t: &T) -> bool {
     match t {
         T::Sum(_) => true,
         T::Bin(_, a, b) => has_sum(a) || has_sum(b),
