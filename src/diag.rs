@@ -261,3 +261,31 @@ pub fn render_all(diags: &[Diagnostic], file: &str, src: &str) -> String {
         .collect::<Vec<_>>()
         .join("\n")
 }
+
+/// The candidate closest to `name` when it is close enough to be a likely
+/// misspelling (edit distance at most a third of the name's length, and at
+/// least 1, for names of three or more characters; a difference of case for
+/// any name; ties go to the first candidate): for "did you mean" hints.
+pub fn closest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    let limit = (name.chars().count() / 3).max(1);
+    let mut best: Option<(usize, &str)> = None;
+    for c in candidates {
+        if c == name {
+            continue;
+        }
+        let d = strsim::damerau_levenshtein(name, c);
+        let case_only = c.eq_ignore_ascii_case(name);
+        // one- and two-letter names are all close to each other: only a
+        // difference of case is a likely slip there
+        let close = d <= limit && name.chars().count() >= 3;
+        if (close || case_only) && best.is_none_or(|(b, _)| d < b) {
+            best = Some((d, c));
+        }
+    }
+    best.map(|(_, c)| c)
+}
+
+/// `" (did you mean `x`?)"` for the closest candidate, or nothing.
+pub fn did_you_mean<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> String {
+    closest(name, candidates).map_or(String::new(), |c| format!(" (did you mean `{c}`?)"))
+}

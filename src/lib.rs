@@ -151,9 +151,7 @@ pub fn load(src: &str) -> Result<Program> {
 
 /// [`load`] with a file name for error messages.
 pub fn load_named(src: &str, name: &str) -> Result<Program> {
-    let parsed = syntax::parse_program(src)
-        .map_err(|d| Error::Parse(error::Diagnostics::with_source(d, name, src)))?;
-    types::check_parsed(&parsed)
-        .map_err(|d| Error::Type(error::Diagnostics::with_source(d, name, src)))?;
-    Ok(parsed.program)
+    types::parse_and_check(src)
+        .map(|p| p.program)
+        .map_err(|e| e.with_source(name, src))
 }

@@ -329,6 +329,33 @@ fn demo_runs_every_example() {
     }
 }
 
+/// Issue 27: `einsat demo` explains its columns first and ends with a
+/// summary line counting the programs it ran, which passed, and the time.
+#[test]
+fn demo_explains_its_columns_and_ends_with_a_summary() {
+    let (code, out, err) = einsat(&["demo"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.starts_with("Every function of "), "{out}");
+    assert!(
+        out.contains("jit x: the JIT's speed-up over the interpreter"),
+        "{out}"
+    );
+    let last = out.lines().last().unwrap();
+    let words: Vec<&str> = last.split_whitespace().collect();
+    // demo: N functions in M files: N passed, 0 failed; T s
+    assert_eq!(words[0], "demo:", "{last}");
+    let n: usize = words[1].parse().expect(last);
+    let rows = out.lines().filter(|l| l.contains(" yes ")).count();
+    assert_eq!(rows, n, "one row per function: {out}");
+    assert_eq!(
+        (words[6], words[7]),
+        (n.to_string().as_str(), "passed,"),
+        "{last}"
+    );
+    assert_eq!((words[8], words[9]), ("0", "failed;"), "{last}");
+    assert!(last.ends_with(" s"), "{last}");
+}
+
 #[test]
 fn demo_reports_costs_and_agreement() {
     let (code, out, err) = einsat(&["demo"]);

@@ -40,7 +40,13 @@ fn unterminated_binder() {
         "expected `)`",
     );
     has("fn f(x: [3]R) -> [3]R = gen(i:3)", 1, 33, "has no body");
-    has("fn f(x: [3]R) -> R = sum(i:3) (x[i]", 1, 36, "expected `)`");
+    // at the end of input the parenthesis was never closed: the error points at it
+    has(
+        "fn f(x: [3]R) -> R = sum(i:3) (x[i]",
+        1,
+        31,
+        "`(` is never closed: expected `)` to close a parenthesis, found end of input at 1:36",
+    );
 }
 
 #[test]
@@ -139,7 +145,8 @@ fn all_errors_are_reported_at_once() {
     let ds = diags(src);
     assert_eq!(ds.len(), 2, "{ds:?}");
     assert_eq!(ds[0].0, 1);
-    assert_eq!(ds[1].0, 3);
+    // the missing operand of `+` is reported at the `+`, not at the next `fn`
+    assert_eq!((ds[1].0, ds[1].1), (2, 27), "{ds:?}");
 }
 
 #[test]

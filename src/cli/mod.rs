@@ -258,8 +258,7 @@ fn render(e: Error, file: &Path, src: &str) -> String {
 /// Parse and check a file, rendering errors against the source.
 fn load_file(file: &Path) -> std::result::Result<(String, syntax::Parsed), String> {
     let src = read_source(file)?;
-    let parsed = syntax::parse_program(&src).map_err(|d| render(Error::parse(d), file, &src))?;
-    types::check_parsed(&parsed).map_err(|d| render(Error::types(d), file, &src))?;
+    let parsed = types::parse_and_check(&src).map_err(|e| render(e, file, &src))?;
     Ok((src, parsed))
 }
 
@@ -368,8 +367,7 @@ fn dispatch(cmd: Cmd) -> CliResult {
     match cmd {
         Cmd::Check { file } => {
             let src = read_source(&file)?;
-            let parsed =
-                syntax::parse_program(&src).map_err(|d| render(Error::parse(d), &file, &src))?;
+            let parsed = types::parse_and_check(&src).map_err(|e| render(e, &file, &src))?;
             let sigs =
                 types::check_parsed(&parsed).map_err(|d| render(Error::types(d), &file, &src))?;
             for s in sigs {
@@ -526,6 +524,9 @@ fn examples_dir() -> PathBuf {
     }
 }
 
+/// The size `einsat demo` gives every named size not set by `--size`.
+const DEMO_SIZE: usize = 8;
+
 fn demo(dir: Option<PathBuf>, size_flags: &[String], seed: u64) -> CliResult {
     let dir = dir.unwrap_or_else(examples_dir);
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
@@ -548,11 +549,22 @@ fn demo(dir: Option<PathBuf>, size_flags: &[String], seed: u64) -> CliResult {
         .collect();
     let sizes = parse_sizes(size_flags, &all, &format!("the files of {}", dir.display()))?;
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let started = Instant::now();
+    outln!(
+        "Every function of {} checked, run by the interpreter on random inputs (every size {} unless --size says otherwise), optimised, and JIT-compiled:",
+        crate::diag::quote_path(&dir),
+        DEMO_SIZE
+    )?;
+    outln!("  interp ms: the interpreter's time; cost, opt cost: the cost model's work before and after optimisation; opt ms: time to optimise;")?;
+    outln!("  agree: the optimised program gives the written one's value; jit x: the JIT's speed-up over the interpreter; jit=: the JIT agrees too")?;
+    outln!()?;
     outln!(
         "{:<13} {:<13} {:<40} {:>9} {:>11} {:>11} {:>7} {:>5} {:>9} {:>5}  result (sum of elements)",
         "file", "function", "signature", "interp ms", "cost", "opt cost", "opt ms", "agree", "jit x", "jit="
     )?;
     let mut failures = 0;
+    let mut functions = 0;
+    let mut failed_functions = 0;
     for (file, parsed) in &loaded {
         let parsed = match parsed {
             Ok(x) => x,
@@ -564,10 +576,12 @@ fn demo(dir: Option<PathBuf>, size_flags: &[String], seed: u64) -> CliResult {
         };
         let fname = file.file_name().unwrap().to_string_lossy().to_string();
         for f in &parsed.program.functions {
+            functions += 1;
+            let failures_before = failures;
             let sig = types::check(f).map_err(|d| format!("{d:?}"))?;
             let mut all = BTreeMap::new();
             for n in f.size_names() {
-                all.insert(n.clone(), sizes.get(&n).copied().unwrap_or(8));
+                all.insert(n.clone(), sizes.get(&n).copied().unwrap_or(DEMO_SIZE));
             }
             let args = random_inputs(f, &all, &mut rng).map_err(|e| format!("error: {e}"))?;
             let t = Instant::now();
@@ -631,8 +645,24 @@ fn demo(dir: Option<PathBuf>, size_flags: &[String], seed: u64) -> CliResult {
                     outln!("{fname:<16} {:<14} error: {e}", f.name)?
                 }
             }
+            if failures > failures_before {
+                failed_functions += 1;
+            }
         }
     }
+    let broken_files = loaded.iter().filter(|(_, p)| p.is_err()).count();
+    outln!()?;
+    outln!(
+        "demo: {functions} functions in {} files: {} passed, {failed_functions} failed{}; {:.1} s",
+        loaded.len(),
+        functions - failed_functions,
+        if broken_files > 0 {
+            format!(", {broken_files} files did not load")
+        } else {
+            String::new()
+        },
+        started.elapsed().as_secs_f64()
+    )?;
     if failures > 0 {
         return Err(format!("error: {failures} example(s) failed"));
     }

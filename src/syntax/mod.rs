@@ -6,5 +6,7 @@ pub mod parser;
 pub mod printer;
 
 pub use ast::*;
-pub use parser::{parse_expr, parse_program, parse_type, FunctionSpans, Parsed, SpanTree};
+pub use parser::{
+    parse_expr, parse_program, parse_program_partial, parse_type, FunctionSpans, Parsed, SpanTree,
+};
 pub use printer::{print_expr, print_function, print_program, print_type};

@@ -263,7 +263,9 @@ fn lex(src: &str) -> Result<Vec<(Tok, Span)>, Diagnostic> {
 
 const KEYWORDS: [&str; 5] = ["fn", "let", "in", "gen", "sum"];
 
-struct Parser {
+struct Parser<'s> {
+    /// The source text (for where an unclosed delimiter was opened).
+    src: &'s str,
     toks: Vec<(Tok, Span)>,
     pos: usize,
     depth: usize,
@@ -273,7 +275,7 @@ struct Parser {
 
 type PResult<T> = Result<T, Diagnostic>;
 
-impl Parser {
+impl Parser<'_> {
     fn peek(&self) -> &Tok {
         &self.toks[self.pos].0
     }
@@ -323,6 +325,29 @@ impl Parser {
                 self.peek().describe()
             ))
         }
+    }
+    /// Expect the closing delimiter `s` of the one opened at `open`. When
+    /// what stands in its place is on a later line (or ends the function),
+    /// the delimiter was most likely never closed: the error points at the
+    /// opening one and says where the parser stopped.
+    fn expect_close(&mut self, open: Span, s: &str, what: &str) -> PResult<Span> {
+        if self.is_sym(s) {
+            return Ok(self.bump().1);
+        }
+        let found = self.span();
+        let gap = self.src.get(open.end..found.start).unwrap_or("");
+        if matches!(self.peek(), Tok::Eof) || self.is_kw("fn") || gap.contains('\n') {
+            let opened = self.src.get(open.start..open.end).unwrap_or("(");
+            let (l, c) = crate::diag::line_col(self.src, found.start);
+            return Err(Diagnostic::new(
+                format!(
+                    "`{opened}` is never closed: expected `{s}` {what}, found {} at {l}:{c}",
+                    self.peek().describe()
+                ),
+                Some(open),
+            ));
+        }
+        self.expect_sym(s, what)
     }
     fn expect_kw(&mut self, s: &str, what: &str) -> PResult<Span> {
         if self.is_kw(s) {
@@ -392,7 +417,7 @@ impl Parser {
     fn function(&mut self) -> PResult<(Function, FunctionSpans)> {
         self.expect_kw("fn", "to start a function")?;
         let (name, name_span) = self.ident("a function name")?;
-        self.expect_sym("(", "after the function name")?;
+        let open = self.expect_sym("(", "after the function name")?;
         let mut params = Vec::new();
         let mut pspans = Vec::new();
         if !self.is_sym(")") {
@@ -407,7 +432,7 @@ impl Parser {
                 }
             }
         }
-        self.expect_sym(")", "to close the parameter list")?;
+        self.expect_close(open, ")", "to close the parameter list")?;
         let (ret, ret_span) = if self.eat_sym("->") {
             let s = self.span().start;
             let t = self.ty()?;
@@ -469,12 +494,13 @@ impl Parser {
             self.bump();
             return Ok(Type::Real);
         }
-        if self.eat_sym("[") {
+        if self.is_sym("[") {
+            let open = self.bump().1;
             let mut sizes = vec![self.size()?];
             while self.eat_sym(",") {
                 sizes.push(self.size()?);
             }
-            self.expect_sym("]", "to close the sizes of a tensor type")?;
+            self.expect_close(open, "]", "to close the sizes of a tensor type")?;
             let elem = if self.is_kw("R") || self.is_sym("[") || self.is_sym("(") {
                 self.ty()?
             } else {
@@ -485,11 +511,12 @@ impl Parser {
                 .rev()
                 .fold(elem, |t, s| Type::tensor(s, t)));
         }
-        if self.eat_sym("(") {
+        if self.is_sym("(") {
+            let open = self.bump().1;
             let a = self.ty()?;
             self.expect_sym(",", "between the two components of a pair type")?;
             let b = self.ty()?;
-            self.expect_sym(")", "to close a pair type")?;
+            self.expect_close(open, ")", "to close a pair type")?;
             return Ok(Type::pair(a, b));
         }
         self.err(format!(
@@ -579,7 +606,7 @@ impl Parser {
             let is_gen = self.is_kw("gen");
             let kw = if is_gen { "gen" } else { "sum" };
             self.bump();
-            self.expect_sym("(", &format!("after `{kw}`"))?;
+            let open = self.expect_sym("(", &format!("after `{kw}`"))?;
             let mut binders = Vec::new();
             loop {
                 let bstart = self.span();
@@ -592,7 +619,7 @@ impl Parser {
                     break;
                 }
             }
-            self.expect_sym(")", &format!("to close the binders of `{kw}`"))?;
+            self.expect_close(open, ")", &format!("to close the binders of `{kw}`"))?;
             if matches!(self.peek(), Tok::Eof) || self.is_kw("fn") {
                 return self.err(format!("`{kw}` has no body"));
             }
@@ -632,7 +659,7 @@ impl Parser {
                 return self.shallow(Expr::Num(0.0), std::mem::take(sp)).map(|_| ());
             }
             if self.is_sym("[") {
-                self.bump();
+                let open = self.bump().1;
                 loop {
                     let idx = self.affine()?;
                     let span = Span::new(sp.span.start, self.prev_end());
@@ -642,7 +669,7 @@ impl Parser {
                         break;
                     }
                 }
-                let close = self.expect_sym("]", "to close an index")?;
+                let close = self.expect_close(open, "]", "to close an index")?;
                 sp.span.end = close.end;
             } else if self.is_sym(".") {
                 self.bump();
@@ -683,30 +710,30 @@ impl Parser {
                 let (a, sa) = self.expr()?;
                 if self.eat_sym(",") {
                     let (b, sb) = self.expr()?;
-                    let close = self.expect_sym(")", "to close a pair")?;
+                    let close = self.expect_close(start, ")", "to close a pair")?;
                     Ok((
                         Expr::pair(a, b),
                         SpanTree::node(start.join(close), vec![sa, sb]),
                     ))
                 } else {
-                    self.expect_sym(")", "to close a parenthesis")?;
+                    self.expect_close(start, ")", "to close a parenthesis")?;
                     Ok((a, sa))
                 }
             }
             Tok::Sym("[") => {
                 self.bump();
                 let p = self.pred()?;
-                let close = self.expect_sym("]", "to close an Iverson bracket")?;
+                let close = self.expect_close(start, "]", "to close an Iverson bracket")?;
                 Ok((Expr::Bracket(p), SpanTree::leaf(start.join(close))))
             }
             Tok::Ident(s) if s == "eps" && matches!(self.peek_at(1), Tok::Sym("[")) => {
                 self.bump();
-                self.bump();
+                let open = self.bump().1;
                 let mut idx = vec![self.affine()?];
                 while self.eat_sym(",") {
                     idx.push(self.affine()?);
                 }
-                let close = self.expect_sym("]", "to close `eps[...]`")?;
+                let close = self.expect_close(open, "]", "to close `eps[...]`")?;
                 if idx.len() != 2 && idx.len() != 3 {
                     return Err(Diagnostic::new(
                         format!("`eps` takes 2 or 3 indices, not {}", idx.len()),
@@ -720,7 +747,7 @@ impl Parser {
             {
                 let f = Func::from_name(&s).unwrap();
                 self.bump();
-                self.bump();
+                let open = self.bump().1;
                 let mut args = Vec::new();
                 let mut spans = Vec::new();
                 if !self.is_sym(")") {
@@ -733,7 +760,8 @@ impl Parser {
                         }
                     }
                 }
-                let close = self.expect_sym(")", &format!("to close the arguments of `{s}`"))?;
+                let close =
+                    self.expect_close(open, ")", &format!("to close the arguments of `{s}`"))?;
                 if args.len() != f.arity() {
                     return Err(Diagnostic::new(
                         format!(
@@ -750,9 +778,28 @@ impl Parser {
                     SpanTree::node(start.join(close), spans),
                 ))
             }
+            Tok::Ident(s)
+                if !KEYWORDS.contains(&s.as_str()) && matches!(self.peek_at(1), Tok::Sym("(")) =>
+            {
+                Err(Diagnostic::new(unknown_function(&s), Some(start)))
+            }
             Tok::Ident(s) if !KEYWORDS.contains(&s.as_str()) => {
                 self.bump();
                 Ok((Expr::Var(s), SpanTree::leaf(start)))
+            }
+            t if self.pos > 0 && (matches!(t, Tok::Eof) || self.is_kw("fn")) => {
+                // the expression is missing at the end of the function:
+                // point at what it should follow, not at the next function
+                let (prev, psp) = self.toks[self.pos - 1].clone();
+                let (l, c) = crate::diag::line_col(self.src, start.start);
+                Err(Diagnostic::new(
+                    format!(
+                        "expected an expression after {}, found {} at {l}:{c}",
+                        prev.describe(),
+                        t.describe()
+                    ),
+                    Some(psp),
+                ))
             }
             t => self.err(format!("expected an expression, found {}", t.describe())),
         }
@@ -847,9 +894,9 @@ impl Parser {
                 Ok(Affine::var(s))
             }
             Tok::Sym("(") => {
-                self.bump();
+                let open = self.bump().1;
                 let a = self.affine()?;
-                self.expect_sym(")", "to close a parenthesis in an index")?;
+                self.expect_close(open, ")", "to close a parenthesis in an index")?;
                 Ok(a)
             }
             Tok::Float(_) => self.err("an index must be an integer expression"),
@@ -952,11 +999,87 @@ impl Parser {
     }
 }
 
-/// Parse a whole file. On failure, returns one diagnostic per function that
-/// failed to parse.
+/// The error for `name(...)` where `name` is not one of the scalar
+/// functions: the closest function's name when it looks misspelt, the
+/// program that computes a common one the language does not have.
+fn unknown_function(name: &str) -> String {
+    let names: Vec<&str> = Func::ALL.iter().map(|f| f.name()).collect();
+    let list = names
+        .iter()
+        .map(|n| format!("`{n}`"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let written = match name {
+        "sigmoid" | "logistic" | "expit" => Some("`1 / (1 + exp(-x))`"),
+        "relu" => Some("`max(x, 0)`"),
+        "softplus" => Some("`log(1 + exp(x))`"),
+        "tan" => Some("`sin(x) / cos(x)`"),
+        "sinh" => Some("`(exp(x) - exp(-x)) / 2`"),
+        "cosh" => Some("`(exp(x) + exp(-x)) / 2`"),
+        "square" | "sqr" => Some("`x * x`"),
+        "pow" => Some("a product (`x * x * x`) or `exp(y * log(x))` for x > 0"),
+        "ln" => Some("`log(x)` (the natural logarithm)"),
+        "fabs" => Some("`abs(x)`"),
+        "maximum" | "fmax" | "amax" => Some("`max(a, b)`"),
+        "minimum" | "fmin" | "amin" => Some("`min(a, b)`"),
+        _ => None,
+    };
+    match written {
+        Some(w) => format!(
+            "unknown function `{name}`: the language has no `{name}`; write it as {w} (the functions are {list})"
+        ),
+        None => format!(
+            "unknown function `{name}`{} (the functions are {list}; a product is written with `*`)",
+            crate::diag::did_you_mean(name, names.iter().copied())
+        ),
+    }
+}
+
+/// Most lexical errors reported for one text (each is blanked out and the
+/// text lexed again, so the rest of the file is still read).
+const MAX_LEX_ERRORS: usize = 64;
+
+/// Lex the whole text, recovering from errors: a character or number the
+/// lexer refuses is reported and read as blanks (byte offsets unchanged).
+fn lex_recovering(src: &str) -> (Vec<(Tok, Span)>, Vec<Diagnostic>) {
+    let mut errors = Vec::new();
+    let mut text: Option<String> = None;
+    loop {
+        match lex(text.as_deref().unwrap_or(src)) {
+            Ok(toks) => return (toks, errors),
+            Err(d) => {
+                let sp = d.span.unwrap_or_default();
+                errors.push(d);
+                let t = text.get_or_insert_with(|| src.to_string());
+                if errors.len() >= MAX_LEX_ERRORS || sp.end <= sp.start || sp.end > t.len() {
+                    return (vec![(Tok::Eof, Span::new(src.len(), src.len()))], errors);
+                }
+                t.replace_range(sp.start..sp.end, &" ".repeat(sp.end - sp.start));
+            }
+        }
+    }
+}
+
+/// Parse a whole file. On failure, returns every syntax error: each
+/// character the lexer refuses, and the first error of each function (after
+/// one, parsing resumes at the next `fn`).
 pub fn parse_program(src: &str) -> Result<Parsed, Vec<Diagnostic>> {
-    let toks = lex(src).map_err(|d| vec![d])?;
+    let (parsed, errors) = parse_program_partial(src);
+    if errors.is_empty() {
+        Ok(parsed)
+    } else {
+        Err(errors)
+    }
+}
+
+/// Parse a whole file as far as it goes: the functions that parsed (with
+/// their spans) and every syntax error, in source order. A function with a
+/// lexical error reports that error only (what the parser then says about
+/// the blanked text would be a consequence of it).
+pub fn parse_program_partial(src: &str) -> (Parsed, Vec<Diagnostic>) {
+    let (toks, lex_errors) = lex_recovering(src);
     let mut p = Parser {
+        src,
         toks,
         pos: 0,
         depth: 0,
@@ -967,38 +1090,48 @@ pub fn parse_program(src: &str) -> Result<Parsed, Vec<Diagnostic>> {
     while !matches!(p.peek(), Tok::Eof) {
         p.depth = 0;
         p.start = p.pos;
+        let from = p.span().start;
         match p.function() {
             Ok((f, s)) => {
                 parsed.program.functions.push(f);
                 parsed.spans.push(s);
             }
             Err(d) => {
-                errors.push(d);
-                // resume at the next `fn`
-                p.bump();
+                let at = d.span.map_or(from, |s| s.start);
+                let after_lex_error = lex_errors
+                    .iter()
+                    .filter_map(|e| e.span)
+                    .any(|s| s.start >= from && s.start <= at);
+                if !after_lex_error {
+                    errors.push(d);
+                }
+                // resume at the next `fn` (the one the error stopped at,
+                // when it stopped at one: an unfinished function before it)
+                if p.pos == p.start || !p.is_kw("fn") {
+                    p.bump();
+                }
                 while !matches!(p.peek(), Tok::Eof) && !p.is_kw("fn") {
                     p.bump();
                 }
             }
         }
     }
-    if errors.is_empty() {
-        if parsed.program.functions.is_empty() {
-            return Err(vec![Diagnostic::new(
-                "the file holds no function (`fn name(...) = ...`)",
-                Some(Span::new(0, 0)),
-            )]);
-        }
-        Ok(parsed)
-    } else {
-        Err(errors)
+    errors.extend(lex_errors);
+    if errors.is_empty() && parsed.program.functions.is_empty() {
+        errors.push(Diagnostic::new(
+            "the file holds no function (`fn name(...) = ...`)",
+            Some(Span::new(0, 0)),
+        ));
     }
+    errors.sort_by_key(|d| d.span.map_or(0, |s| s.start));
+    (parsed, errors)
 }
 
 /// Parse a single expression (for tests, the REPL-like API and rule files).
 pub fn parse_expr(src: &str) -> Result<(Expr, SpanTree), Diagnostic> {
     let toks = lex(src)?;
     let mut p = Parser {
+        src,
         toks,
         pos: 0,
         depth: 0,
@@ -1018,6 +1151,7 @@ pub fn parse_expr(src: &str) -> Result<(Expr, SpanTree), Diagnostic> {
 pub fn parse_type(src: &str) -> Result<Type, Diagnostic> {
     let toks = lex(src)?;
     let mut p = Parser {
+        src,
         toks,
         pos: 0,
         depth: 0,

@@ -69,6 +69,15 @@ impl Checker<'_> {
             _ => None,
         })
     }
+    /// The names in scope of one kind (values or indices), innermost first.
+    fn names_in_scope(&self, indices: bool) -> Vec<&str> {
+        self.scope
+            .iter()
+            .rev()
+            .filter(|(_, b)| matches!(b, Binding::Index(_)) == indices)
+            .map(|(n, _)| n.as_str())
+            .collect()
+    }
     fn lookup_index(&self, x: &str) -> Option<&Size> {
         self.scope.iter().rev().find_map(|(n, b)| match b {
             Binding::Index(s) if n == x => Some(s),
@@ -89,7 +98,10 @@ impl Checker<'_> {
             if !self.sizes.contains(s) {
                 self.error(
                     sp,
-                    format!("size `{s}` is not bound by any parameter (every size name must occur in a parameter's type)"),
+                    format!(
+                        "size `{s}` is not bound by any parameter{} (every size name must occur in a parameter's type)",
+                        crate::diag::did_you_mean(s, self.sizes.iter().map(String::as_str))
+                    ),
                 );
             }
         }
@@ -104,7 +116,10 @@ impl Checker<'_> {
                 let msg = if self.lookup_value(v).is_some() {
                     format!("`{v}` is a value, not an index")
                 } else {
-                    format!("unknown index `{v}`")
+                    format!(
+                        "unknown index `{v}`{}",
+                        crate::diag::did_you_mean(v, self.names_in_scope(true))
+                    )
                 };
                 self.error(sp, msg);
             }
@@ -138,7 +153,10 @@ impl Checker<'_> {
                 let msg = if self.lookup_index(x).is_some() {
                     format!("`{x}` is an index, not a value")
                 } else {
-                    format!("unknown name `{x}`")
+                    format!(
+                        "unknown name `{x}`{}",
+                        crate::diag::did_you_mean(x, self.names_in_scope(false))
+                    )
                 };
                 self.error(sp, msg);
                 None
@@ -277,7 +295,7 @@ impl Checker<'_> {
                         let needle = format!("unknown name `{x}`");
                         let mut k = before;
                         while k < self.errors.len() {
-                            if self.errors[k].message == needle {
+                            if self.errors[k].message.starts_with(&needle) {
                                 self.errors.remove(k);
                             } else {
                                 k += 1;
@@ -417,6 +435,25 @@ pub fn check_parsed(p: &Parsed) -> Result<Vec<Signature>, Vec<Diagnostic>> {
     } else {
         Err(errs)
     }
+}
+
+/// Parse and type-check a source text, reporting every error at once: the
+/// syntax errors, and the type errors of the functions that parsed, in
+/// source order. With a syntax error the result is [`crate::Error::Parse`]
+/// (holding both kinds), else [`crate::Error::Type`]; neither carries the
+/// source yet (see [`crate::Error::with_source`]).
+pub fn parse_and_check(src: &str) -> crate::Result<Parsed> {
+    let (parsed, mut errors) = crate::syntax::parse_program_partial(src);
+    let type_errors = check_parsed(&parsed).err().unwrap_or_default();
+    if errors.is_empty() {
+        if type_errors.is_empty() {
+            return Ok(parsed);
+        }
+        return Err(crate::Error::types(type_errors));
+    }
+    errors.extend(type_errors);
+    errors.sort_by_key(|d| d.span.map_or(0, |s| s.start));
+    Err(crate::Error::parse(errors))
 }
 
 /// Type-check a function built without source text.
