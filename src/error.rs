@@ -315,6 +315,14 @@ pub enum Error {
     /// [`crate::jit::MAX_THREADS`]).
     #[error("{0}")]
     Options(String),
+    /// A function asked for by name that the source does not define.
+    #[error("no function `{}`{} (the source defines {})", crate::diag::quote(name), crate::diag::did_you_mean(name, defined.iter().map(String::as_str)), crate::diag::quote_list(defined))]
+    NoFunction {
+        /// The name asked for.
+        name: String,
+        /// The functions the source defines.
+        defined: Vec<String>,
+    },
 
     // ---- rule files (`egraph::rules`: loading, and the soundness check on
     // load in `egraph::check`) ----

@@ -149,6 +149,38 @@ pub fn load(src: &str) -> Result<Program> {
     load_named(src, "<input>")
 }
 
+/// From text to a native kernel in one call: parse and type-check `src`,
+/// take its function `name`, optimise it with `opts` and JIT-compile the
+/// result ([`jit::compile`], cached per program). Errors as [`load`]'s, or
+/// [`Error::NoFunction`] (with a suggestion when the name looks misspelt).
+///
+/// ```
+/// use einsat::ndarray::array;
+/// let k = einsat::compile_str(
+///     "fn dot(x: [n]R, y: [n]R) -> R = sum(i:n) x[i] * y[i]",
+///     "dot",
+///     &einsat::opt::Options::default(),
+/// )?;
+/// let d: f64 = k.eval((&array![1.0, 2.0], &array![3.0, 4.0]))?;
+/// assert_eq!(d, 11.0);
+/// let e = einsat::compile_str("fn dot(x: R) -> R = x", "dto", &Default::default()).unwrap_err();
+/// assert_eq!(e.to_string(), "no function `dto` (did you mean `dot`?) (the source defines dot)");
+/// # Ok::<(), einsat::Error>(())
+/// ```
+pub fn compile_str(
+    src: &str,
+    name: &str,
+    opts: &opt::Options,
+) -> Result<std::sync::Arc<jit::Kernel>> {
+    let prog = load(src)?;
+    let f = prog.get(name).ok_or_else(|| Error::NoFunction {
+        name: name.to_string(),
+        defined: prog.functions.iter().map(|f| f.name.clone()).collect(),
+    })?;
+    let o = opt::optimize(f, opts)?;
+    jit::compile(&o.program)
+}
+
 /// [`load`] with a file name for error messages.
 pub fn load_named(src: &str, name: &str) -> Result<Program> {
     types::parse_and_check(src)

@@ -631,6 +631,17 @@ pub fn builtin_rules() -> Vec<Rule> {
     v
 }
 
+/// One rule file, checked for soundness with the default [`RuleCheck`]
+/// (as [`load_rules_dir`] checks each file of a folder).
+pub fn load_rules_file(path: &std::path::Path) -> EResult<Vec<Rule>> {
+    let text = std::fs::read_to_string(path).map_err(|e| Error::RuleFile {
+        file: path.display().to_string(),
+        line: None,
+        message: e.to_string(),
+    })?;
+    parse_rules(&path.display().to_string(), &text)
+}
+
 /// Every `*.rules` file of a directory, in name order, checked for
 /// soundness with the default [`RuleCheck`] (see the module doc).
 pub fn load_rules_dir(dir: &std::path::Path) -> EResult<Vec<Rule>> {

@@ -253,7 +253,20 @@ fn pr_inner(e: &Expr, open: bool, out: &mut String) {
     }
 }
 
-/// Print a function in the surface syntax.
+/// Lines of printed programs are laid out to fit this many columns where
+/// they can (see [`print_function`]).
+pub const LINE_WIDTH: usize = 88;
+
+/// Bodies of more nodes than this are printed on one line (laying out
+/// measures each subterm's flat text: quadratic in the worst case).
+const LAYOUT_MAX_NODES: usize = 5_000;
+
+/// Print a function in the surface syntax, laid out as the examples are
+/// written: a body that fits in [`LINE_WIDTH`] columns on one line, a
+/// longer one broken at `let … in` (one binding per line), after the
+/// binders of `gen`/`sum` (the body indented below them) and before the
+/// `+`/`-` of a long sum of terms. Only whitespace differs from the flat
+/// text, so what prints parses back to the same function.
 pub fn print_function(f: &Function) -> String {
     let params: Vec<String> = f
         .params
@@ -264,13 +277,94 @@ pub fn print_function(f: &Function) -> String {
         Some(t) => format!(" -> {}", print_type(t)),
         None => String::new(),
     };
+    let body = if f.body.size() <= LAYOUT_MAX_NODES {
+        let mut s = String::new();
+        lay(&f.body, P_BINDER, true, 2, &mut s);
+        s
+    } else {
+        print_expr(&f.body)
+    };
     format!(
         "fn {}({}){} =\n  {}\n",
         f.name,
         params.join(", "),
         ret,
-        print_expr(&f.body)
+        body
     )
+}
+
+/// `e` printed flat (as [`pr`] would).
+fn flat(e: &Expr, ctx: u8, open: bool) -> String {
+    let mut s = String::new();
+    pr(e, ctx, open, &mut s);
+    s
+}
+
+fn newline(indent: usize, out: &mut String) {
+    out.push('\n');
+    out.extend(std::iter::repeat_n(' ', indent));
+}
+
+/// [`pr`] with line breaks: `e` starts at column `indent` of a line.
+fn lay(e: &Expr, ctx: u8, open: bool, indent: usize, out: &mut String) {
+    crate::stack::deep(|| lay_at(e, ctx, open, indent, out))
+}
+
+fn lay_at(e: &Expr, ctx: u8, open: bool, indent: usize, out: &mut String) {
+    let column = out.len() - out.rfind('\n').map_or(0, |k| k + 1);
+    let text = flat(e, ctx, open);
+    let breakable = matches!(e, Expr::Let(..) | Expr::Gen(..) | Expr::Sum(..))
+        || matches!(e, Expr::Bin(BinOp::Add | BinOp::Sub, ..));
+    if column + text.len() <= LINE_WIDTH || !breakable {
+        out.push_str(&text);
+        return;
+    }
+    let p = prec(e);
+    let parens = if p == P_BINDER { !open } else { p < ctx };
+    if parens {
+        out.push('(');
+        lay_inner(e, true, indent + 1, out);
+        out.push(')');
+    } else {
+        lay_inner(e, open, indent, out);
+    }
+}
+
+fn lay_inner(e: &Expr, open: bool, indent: usize, out: &mut String) {
+    match e {
+        Expr::Bin(op, a, b) => {
+            let p = prec(e);
+            lay(a, p, false, indent, out);
+            newline(indent, out);
+            let _ = write!(out, "{} ", op.symbol());
+            lay(b, p + 1, open, indent + 2, out);
+        }
+        Expr::Gen(..) | Expr::Sum(..) => {
+            let is_gen = matches!(e, Expr::Gen(..));
+            let mut binders = Vec::new();
+            let mut body = e;
+            while let (Expr::Gen(i, n, b), true) | (Expr::Sum(i, n, b), false) = (body, is_gen) {
+                binders.push(format!("{i}:{n}"));
+                body = b;
+            }
+            let _ = write!(
+                out,
+                "{}({})",
+                if is_gen { "gen" } else { "sum" },
+                binders.join(", ")
+            );
+            newline(indent + 2, out);
+            lay(body, P_BINDER, open, indent + 2, out);
+        }
+        Expr::Let(x, e1, e2) => {
+            let _ = write!(out, "let {x} = ");
+            lay(e1, P_BINDER, true, indent + 4, out);
+            out.push_str(" in");
+            newline(indent, out);
+            lay(e2, P_BINDER, open, indent, out);
+        }
+        _ => pr_inner(e, open, out),
+    }
 }
 
 /// Print every function of a program, separated by blank lines.
@@ -280,4 +374,19 @@ pub fn print_program(p: &Program) -> String {
         .map(print_function)
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+/// The function in the surface syntax, laid out as [`print_function`]
+/// does (it parses back to the same function).
+impl std::fmt::Display for Function {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&print_function(self))
+    }
+}
+
+/// Every function, as [`print_program`] prints them.
+impl std::fmt::Display for Program {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&print_program(self))
+    }
 }
