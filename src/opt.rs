@@ -23,7 +23,7 @@
 
 use crate::egraph::rules::{builtin_rules, rewrites, Rule};
 use crate::egraph::saturate::{saturate, Limits};
-use crate::egraph::{from_rec, seed, to_rec, TlAnalysis};
+use crate::egraph::{from_rec, seed, to_rec, TlAnalysis, TL};
 use crate::error::{Error, Result};
 use crate::extract::cost::{ir_cost, CostModel};
 use crate::extract::extract::tree_size;
@@ -388,6 +388,87 @@ pub fn optimize(f: &Function, opts: &Options) -> Result<Optimized> {
 /// [`RoundStats`]), `chosen`, `rules_fired`, `memory_limit`, `plans` (see
 /// [`plan_json`]), `accuracy` (see [`Accuracy`];
 /// null in the fast mode), `accuracy_note` when the check could not run,
+/// Rewrite rules that only reorder (commutativity, associativity): a run of
+/// them is one "reordered" step of an explanation.
+fn reorders(rule: &str) -> bool {
+    matches!(
+        rule,
+        "add-comm" | "mul-comm" | "add-assoc" | "mul-assoc" | "add-assoc-rev" | "mul-assoc-rev"
+    ) || rule.ends_with("-comm")
+        || rule.ends_with("-assoc")
+}
+
+fn reordered(steps: usize) -> String {
+    match steps {
+        1 => "reordered (1 step of commutativity or associativity)".into(),
+        k => format!("reordered ({k} steps of commutativity or associativity)"),
+    }
+}
+
+/// An explanation (egg's proof that the written term equals the extracted
+/// one) in the surface syntax: the written term, then each step as the
+/// rule's name, where it is defined and the term after it; runs of steps
+/// that only reorder sums and products are one line.
+fn explain_surface(
+    ex: &mut egg::Explanation<TL>,
+    rules: &[Rule],
+    leaves: &BTreeMap<String, TL>,
+    round: usize,
+) -> Vec<String> {
+    let flat = ex.make_flat_explanation().clone();
+    let show = |t: &egg::FlatTerm<TL>| {
+        let rec: egg::RecExpr<TL> = t
+            .get_recexpr()
+            .as_ref()
+            .iter()
+            .map(|n| match n {
+                TL::Var(v) => leaves.get(v.as_str()).cloned().unwrap_or_else(|| n.clone()),
+                _ => n.clone(),
+            })
+            .collect::<Vec<_>>()
+            .into();
+        crate::syntax::printer::print_expr(&from_rec(&rec))
+    };
+    // the rule a step applies: at the node carrying it (forwards or backwards)
+    fn rule_of(t: &egg::FlatTerm<TL>) -> Option<(String, bool)> {
+        if let Some(r) = t.forward_rule {
+            return Some((r.to_string(), false));
+        }
+        if let Some(r) = t.backward_rule {
+            return Some((r.to_string(), true));
+        }
+        t.children.iter().find_map(rule_of)
+    }
+    let mut out = Vec::new();
+    let Some(first) = flat.first() else {
+        return out;
+    };
+    out.push(format!("round {}, written: {}", round + 1, show(first)));
+    let mut reordering = 0usize;
+    for k in 1..flat.len() {
+        let (rule, backwards) = rule_of(&flat[k]).unwrap_or_else(|| ("?".into(), false));
+        if reorders(&rule) {
+            reordering += 1;
+            if k + 1 < flat.len() {
+                continue;
+            }
+            out.push(format!("{}: {}", reordered(reordering), show(&flat[k])));
+            break;
+        }
+        if reordering > 0 {
+            out.push(format!("{}: {}", reordered(reordering), show(&flat[k - 1])));
+            reordering = 0;
+        }
+        let origin = rules
+            .iter()
+            .find(|r| r.name == rule)
+            .map_or(String::new(), |r| format!(" ({})", r.origin));
+        let dir = if backwards { ", right to left" } else { "" };
+        out.push(format!("{rule}{origin}{dir}: {}", show(&flat[k])));
+    }
+    out
+}
+
 /// and `explanation` only when [`Options::explain`] was set.
 pub fn report_json(f: &Function, o: &Optimized) -> serde_json::Value {
     use crate::syntax::print_function;
@@ -723,8 +804,18 @@ fn optimize_here(f: &Function, opts: &Options) -> Result<Optimized> {
             }
             report.extracted_cost = c;
             if opts.explain {
+                // egg rebuilds a proof's leaves from their text: the
+                // index and predicate leaves come back as names, mapped
+                // here to the leaves they print as
+                let leaves: BTreeMap<String, TL> = runner
+                    .egraph
+                    .classes()
+                    .flat_map(|c| c.nodes.iter())
+                    .filter(|n| matches!(n, TL::Aff(_) | TL::Pred(_)))
+                    .map(|n| (n.to_string(), n.clone()))
+                    .collect();
                 let mut ex = runner.explain_equivalence(&rec, &term);
-                explanation.extend(ex.get_flat_strings());
+                explanation.extend(explain_surface(&mut ex, &rules, &leaves, round));
             }
             // The most reduced tensor network seeds the next round.
             let reduced = extract_reduced(&runner.egraph, root, &model)

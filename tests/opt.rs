@@ -326,6 +326,25 @@ fn explanations_list_rules() {
     .unwrap();
     let ex = o.report.explanation.unwrap();
     assert!(!ex.is_empty());
+    // issue 27: in the surface syntax, each rule with where it is defined,
+    // reorderings collapsed, no De Bruijn s-expressions
+    assert!(ex[0].starts_with("round 1, written: "), "{ex:?}");
+    assert!(
+        ex.iter()
+            .any(|l| l.starts_with("add-zero (rules/algebra.rules:")),
+        "{ex:?}"
+    );
+    assert!(
+        ex.iter().all(|l| !l.contains("@#") && !l.contains("(get ")),
+        "{ex:?}"
+    );
+    let steps = ex.iter().filter(|l| !l.starts_with("round ")).count();
+    assert!(steps >= 1, "{ex:?}");
+    // every term shown parses back
+    for l in &ex {
+        let term = l.split_once(": ").map(|x| x.1).unwrap();
+        einsat::syntax::parse_expr(term).unwrap_or_else(|e| panic!("{l}: {e:?}"));
+    }
 }
 
 fn prop_cfg() -> GenConfig {

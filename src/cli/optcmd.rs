@@ -249,7 +249,9 @@ pub fn opt(
             )?;
         }
         if let Some(ex) = &r.explanation {
-            outln!("# explanation ({} steps):", ex.len().saturating_sub(1))?;
+            outln!(
+                "# explanation (per round of saturation: the program it starts from, then each rule applied and the program after it):"
+            )?;
             for step in ex {
                 outln!("#   {step}")?;
             }
