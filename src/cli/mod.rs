@@ -529,11 +529,26 @@ const DEMO_SIZE: usize = 8;
 
 fn demo(dir: Option<PathBuf>, size_flags: &[String], seed: u64) -> CliResult {
     let dir = dir.unwrap_or_else(examples_dir);
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .map_err(|e| format!("error: {}: {e}", crate::diag::quote_path(&dir)))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "tl"))
-        .collect();
+    // the folder's `.tl` files and those of its subfolders (the examples by
+    // field), by path
+    let list = |d: &Path| -> std::result::Result<Vec<PathBuf>, String> {
+        Ok(std::fs::read_dir(d)
+            .map_err(|e| format!("error: {}: {e}", crate::diag::quote_path(d)))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .collect())
+    };
+    let mut files = Vec::new();
+    for p in list(&dir)? {
+        if p.is_dir() {
+            files.extend(
+                list(&p)?
+                    .into_iter()
+                    .filter(|q| q.extension().is_some_and(|x| x == "tl")),
+            );
+        } else if p.extension().is_some_and(|x| x == "tl") {
+            files.push(p);
+        }
+    }
     files.sort();
     let loaded: Vec<(PathBuf, std::result::Result<syntax::Parsed, String>)> = files
         .into_iter()
@@ -559,7 +574,7 @@ fn demo(dir: Option<PathBuf>, size_flags: &[String], seed: u64) -> CliResult {
     outln!("  agree: the optimised program gives the written one's value; jit x: the JIT's speed-up over the interpreter; jit=: the JIT agrees too")?;
     outln!()?;
     outln!(
-        "{:<13} {:<13} {:<40} {:>9} {:>11} {:>11} {:>7} {:>5} {:>9} {:>5}  result (sum of elements)",
+        "{:<18} {:<13} {:<40} {:>9} {:>11} {:>11} {:>7} {:>5} {:>9} {:>5}  result (sum of elements)",
         "file", "function", "signature", "interp ms", "cost", "opt cost", "opt ms", "agree", "jit x", "jit="
     )?;
     let mut failures = 0;
@@ -574,7 +589,11 @@ fn demo(dir: Option<PathBuf>, size_flags: &[String], seed: u64) -> CliResult {
                 continue;
             }
         };
-        let fname = file.file_name().unwrap().to_string_lossy().to_string();
+        let fname = file
+            .strip_prefix(&dir)
+            .unwrap_or(file)
+            .to_string_lossy()
+            .to_string();
         for f in &parsed.program.functions {
             functions += 1;
             let failures_before = failures;
@@ -627,7 +646,7 @@ fn demo(dir: Option<PathBuf>, size_flags: &[String], seed: u64) -> CliResult {
             };
             match r {
                 Ok(v) => outln!(
-                    "{:<13} {:<13} {:<40} {:>9.3} {:>11} {:>11} {:>7.1} {:>5} {:>9} {:>5}  {}",
+                    "{:<18} {:<13} {:<40} {:>9.3} {:>11} {:>11} {:>7.1} {:>5} {:>9} {:>5}  {}",
                     fname,
                     f.name,
                     sigs,
