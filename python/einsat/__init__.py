@@ -129,9 +129,25 @@ class OutOfMemoryError(Error, MemoryError):
 
 
 from ._einsat import Kernel, check, compile, einsum, optimize  # noqa: E402
+from ._dropin import (  # noqa: E402
+    ContractExpression,
+    PathInfo,
+    contract,
+    contract_expression,
+    contract_path,
+    einsum_path,
+    get_symbol,
+)
 
 __all__ = [
     "einsum",
+    "einsum_path",
+    "contract",
+    "contract_path",
+    "contract_expression",
+    "ContractExpression",
+    "PathInfo",
+    "get_symbol",
     "compile",
     "optimize",
     "check",
