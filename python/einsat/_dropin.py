@@ -73,13 +73,18 @@ def _interleaved(args):
         except Exception:
             return None
 
-    for s in subs + ([out] if out is not None else []):
-        if not isinstance(s, (list, tuple)):
+    def sublist(s):
+        if isinstance(s, (str, bytes)) or not hasattr(s, "__iter__") or getattr(s, "ndim", 1) != 1:
             raise DTypeError(
                 "einsum: the spec must be a string, or numpy's interleaved form "
                 "(each operand followed by a list of its subscripts: numbers or ...), "
                 "not %s" % type(s).__name__
             )
+        return list(s)
+
+    subs = [sublist(s) for s in subs]
+    out = None if out is None else sublist(out)
+    for s in subs + ([out] if out is not None else []):
         for x in s:
             if x is Ellipsis:
                 continue
@@ -102,6 +107,12 @@ def _interleaved(args):
         letters[k] = _numpy_letter(k)
     used = set(letters.values())
     k = 52
+    # other objects in their sorted order when they sort (opt_einsum's
+    # implicit output), else in order of appearance
+    try:
+        others = sorted(others)
+    except TypeError:
+        pass
     for x in others:
         while get_symbol(k) in used:
             k += 1
@@ -130,6 +141,17 @@ def _interleaved(args):
     else:
         out_term = term(out)
     return ",".join(terms) + "->" + out_term, operands
+
+
+def _registered_path_fn(name):
+    """A path function registered with opt_einsum under ``name``
+    (``opt_einsum.paths.register_path_fn``), if opt_einsum is installed and
+    einsat does not know the name itself; else None."""
+    try:
+        from opt_einsum import paths
+    except ImportError:
+        return None
+    return paths._PATH_OPTIONS.get(name.lower())
 
 
 def _custom_path(optimizer, spec, sizes, memory_limit):
@@ -415,6 +437,7 @@ class ContractExpression:
 
     def __init__(self, spec, shapes, constants, kwargs):
         self.contraction = spec
+        self._kwargs = kwargs
         self._constants = constants
         all_shapes = []
         for k, s in enumerate(shapes):
@@ -442,6 +465,23 @@ class ContractExpression:
             ]
         return self._prepared(*arrays, out=out)
 
+    @property
+    def path_info(self):
+        """The :class:`PathInfo` of the expression's contraction."""
+        return contract_path(
+            self.contraction,
+            *self.shapes,
+            shapes=True,
+            optimize=self._kwargs["optimize"],
+            memory_limit=self._kwargs["memory_limit"],
+        )[1]
+
+    @property
+    def contraction_list(self):
+        """opt_einsum's ``contraction_list`` of the path (see
+        :class:`PathInfo`)."""
+        return self.path_info.contraction_list
+
     def __repr__(self):
         return "<einsat.ContractExpression('%s')>" % self.contraction
 
@@ -465,7 +505,7 @@ def contract_expression(subscripts, *shapes, constants=None, optimize=True, memo
     """
     kwargs.pop("backend", None)
     if "out" in kwargs:
-        raise TypeError("contract_expression: 'out' is given when the expression is called")
+        raise OptionError("contract_expression: out= is given when the expression is called")
     if kwargs.pop("dtype", None) not in (None, "float64", "d", float) or kwargs.pop("order", "K") != "K":
         raise DTypeError("contract_expression: einsat computes in float64 (dtype=None or float64, order='K')")
     kwargs.pop("casting", None)
@@ -474,7 +514,8 @@ def contract_expression(subscripts, *shapes, constants=None, optimize=True, memo
             "contract_expression() got unexpected keyword argument(s) %s" % ", ".join(sorted(kwargs))
         )
     if not isinstance(subscripts, str):
-        raise DTypeError("contract_expression: the spec must be a string")
+        # numpy's interleaved form, shapes in place of the arrays
+        subscripts, shapes = _interleaved((subscripts,) + shapes)
     consts = {}
     for k in constants or ():
         consts[k] = shapes[k]

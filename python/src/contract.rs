@@ -331,14 +331,33 @@ impl<'py> Call<'py> {
             Some(o) if o.is_instance_of::<pyo3::types::PyBool>() => Order::Method(Method::Auto),
             Some(o) if o.is_instance_of::<PyString>() => {
                 let s: String = o.extract().map_err(raised)?;
-                Order::Method(method_of(&s)?)
+                match method_of(&s) {
+                    Ok(m) => Order::Method(m),
+                    // a path function registered with opt_einsum
+                    Err(e) => {
+                        let f = dropin(py)
+                            .and_then(|m| m.call_method1("_registered_path_fn", (&s,)))
+                            .map_err(raised)?;
+                        if f.is_none() {
+                            return Err(e);
+                        }
+                        self.custom_path(py, &f, memory, shapes)?
+                    }
+                }
             }
             Some(o) if o.is_instance_of::<PyList>() || o.is_instance_of::<PyTuple>() => {
                 // numpy's ('greedy', memory_limit)
                 let pair: Option<(String, Bound<'py, PyAny>)> = o.extract().ok();
                 match pair {
                     Some((m, limit)) if m != "einsum_path" => {
-                        memory = memory_of(&limit, shapes)?;
+                        // numpy's limit may be 0: no intermediate beyond
+                        // one element
+                        let zero = limit.extract::<f64>().is_ok_and(|x| x == 0.0);
+                        memory = if zero {
+                            Memory::Elements(1.0)
+                        } else {
+                            memory_of(&limit, shapes)?
+                        };
                         Order::Method(method_of(&m)?)
                     }
                     _ => {
@@ -349,21 +368,7 @@ impl<'py> Call<'py> {
                 }
             }
             Some(o) if o.hasattr("__call__").unwrap_or(false) => {
-                // an opt_einsum PathOptimizer (or any function of
-                // (inputs, output, size_dict, memory_limit))
-                let limit = match memory {
-                    Memory::Default => None,
-                    Memory::Elements(e) => Some(e),
-                };
-                let ranks: Vec<usize> = shapes.iter().map(|s| s.len()).collect();
-                let (explicit, labels) = expand(&self.spec, &ranks)?;
-                let sizes = label_sizes_of(&labels, shapes);
-                let r = dropin(py)
-                    .and_then(|m| m.call_method1("_custom_path", (o, explicit, sizes, limit)))
-                    .map_err(raised)?;
-                let p = path_of(&r)?;
-                check_path(&p, n)?;
-                Order::Path(p)
+                self.custom_path(py, o, memory, shapes)?
             }
             Some(o) => {
                 return Err(fail(
@@ -386,6 +391,33 @@ impl<'py> Call<'py> {
             how: self.how,
             planning: Planning { order, memory },
         })
+    }
+}
+
+impl Call<'_> {
+    /// The path a path optimizer object or function (opt_einsum's
+    /// `PathOptimizer`, or any function of `(inputs, output, size_dict,
+    /// memory_limit)`) chooses for operands of `shapes`, checked.
+    fn custom_path(
+        &self,
+        py: Python<'_>,
+        f: &Bound<'_, PyAny>,
+        memory: Memory,
+        shapes: &[&[usize]],
+    ) -> Res<Order> {
+        let limit = match memory {
+            Memory::Default => None,
+            Memory::Elements(e) => Some(e),
+        };
+        let ranks: Vec<usize> = shapes.iter().map(|s| s.len()).collect();
+        let (explicit, labels) = expand(&self.spec, &ranks)?;
+        let sizes = label_sizes_of(&labels, shapes)?;
+        let r = dropin(py)
+            .and_then(|m| m.call_method1("_custom_path", (f, explicit, sizes, limit)))
+            .map_err(raised)?;
+        let p = path_of(&r)?;
+        check_path(&p, shapes.len())?;
+        Ok(Order::Path(p))
     }
 }
 
@@ -422,19 +454,29 @@ fn memory_of(m: &Bound<'_, PyAny>, shapes: &[&[usize]]) -> Res<Memory> {
 }
 
 /// Per label (in order of first appearance), its size: the axes' size
-/// that is not 1 (numpy's broadcasting), 0 when an axis is empty.
-fn label_sizes_of(labels: &[Vec<char>], shapes: &[&[usize]]) -> Vec<(char, usize)> {
+/// that is not 1 (numpy's broadcasting). Two sizes of a label that are not
+/// 1 and differ are a `ShapeError` naming the label.
+fn label_sizes_of(labels: &[Vec<char>], shapes: &[&[usize]]) -> Res<Vec<(char, usize)>> {
     let mut size: Vec<(char, usize)> = Vec::new();
-    for (l, s) in labels.iter().zip(shapes) {
-        for (&lab, &n) in l.iter().zip(s.iter()) {
+    for (k, (l, s)) in labels.iter().zip(shapes).enumerate() {
+        for (axis, (&lab, &n)) in l.iter().zip(s.iter()).enumerate() {
             match size.iter_mut().find(|e| e.0 == lab) {
                 None => size.push((lab, n)),
-                Some(e) if n == 0 || (e.1 == 1 && n != 1) => e.1 = n,
+                Some(e) if e.1 == 1 => e.1 = n,
+                Some(e) if n != 1 && n != e.1 => {
+                    return Err(fail(
+                        Exc::Shape,
+                        format!(
+                            "einsum: index '{lab}' has size {} in an earlier axis but {n} in operand {k} (axis {axis}), and only sizes of 1 broadcast",
+                            e.1
+                        ),
+                    ))
+                }
                 Some(_) => {}
             }
         }
     }
-    size
+    Ok(size)
 }
 
 /// An einsum optimised for a key: its explicit spec, labels and the
@@ -459,8 +501,9 @@ fn plan_einsum(spec: &str, key: &Key, shapes: &[&[usize]], with_sizes: bool) -> 
         fast_math: key.how.fast_math,
         ..opt::Options::default()
     };
+    let sizes = label_sizes_of(&labels, shapes)?;
     if with_sizes || key.dims.len() > n {
-        for (c, s) in label_sizes_of(&labels, shapes) {
+        for (c, s) in sizes {
             opts.sizes.insert(
                 format!("n{}", einsat::frontend::einsum::index_name(c)),
                 s.max(1),
@@ -615,7 +658,7 @@ fn _plan<'py>(
             .map_err(e)?;
         d.set_item("output", out).map_err(e)?;
         let sizes = PyDict::new(py);
-        for (c, s) in label_sizes_of(&p.labels, &sh) {
+        for (c, s) in label_sizes_of(&p.labels, &sh)? {
             sizes.set_item(c.to_string(), s).map_err(e)?;
         }
         d.set_item("sizes", sizes).map_err(e)?;

@@ -459,6 +459,13 @@ fn call_kernel(
     }
 }
 
+/// `numpy.float64(x)`.
+fn float64(py: Python<'_>, x: f64) -> PyResult<Py<PyAny>> {
+    static F64: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+    let t = F64.get_or_try_init(py, || numpy(py)?.getattr("float64").map(|t| t.unbind()))?;
+    t.bind(py).call1((x,)).map(|v| v.unbind())
+}
+
 fn value_to_py(py: Python<'_>, v: Value) -> PyResult<Py<PyAny>> {
     Ok(match v {
         Value::Real(x) => PyFloat::new(py, x).into_any().unbind(),
@@ -815,16 +822,27 @@ fn compile_einsum(spec: &str, key: &Key, shapes: &[&[usize]]) -> Res<Compiled> {
 /// not 1), as `(label, size)`; whether some operand's size-1 axis must be
 /// broadcast; and the product of all label sizes (the work of the
 /// contraction as written).
-fn label_sizes(c: &Compiled, ops: &[Operand<'_>]) -> (Vec<(char, usize)>, bool, u128) {
+/// Two sizes of one label that are not 1 and differ are a `ShapeError`
+/// naming the label (as numpy's message does).
+fn label_sizes(c: &Compiled, ops: &[Operand<'_>]) -> Res<(Vec<(char, usize)>, bool, u128)> {
     let mut size: Vec<(char, usize)> = Vec::with_capacity(8);
     let mut needed = false;
-    for (l, op) in c.labels.iter().zip(ops) {
-        for (&lab, &n) in l.iter().zip(op.shape()) {
+    for (k, (l, op)) in c.labels.iter().zip(ops).enumerate() {
+        for (axis, (&lab, &n)) in l.iter().zip(op.shape()).enumerate() {
             match size.iter_mut().find(|e| e.0 == lab) {
                 None => size.push((lab, n)),
                 Some(e) if e.1 == 1 => {
                     needed |= n != 1;
                     e.1 = n;
+                }
+                Some(e) if n != 1 && n != e.1 => {
+                    return Err(fail(
+                        Exc::Shape,
+                        format!(
+                            "einsum: index '{lab}' has size {} in an earlier axis but {n} in operand {k} (axis {axis}), and only sizes of 1 broadcast",
+                            e.1
+                        ),
+                    ))
                 }
                 Some(_) => needed |= n == 1,
             }
@@ -833,7 +851,7 @@ fn label_sizes(c: &Compiled, ops: &[Operand<'_>]) -> (Vec<(char, usize)>, bool, 
     let work = size
         .iter()
         .fold(1u128, |w, e| w.saturating_mul(e.1 as u128));
-    (size, needed, work)
+    Ok((size, needed, work))
 }
 
 /// Contractions with at most this much work (the product of the label
@@ -856,11 +874,10 @@ const SMALL_WORK: u128 = 4096;
 /// `dtype`, `order`, `casting`: numpy's and opt_einsum's (see the
 /// package's documentation).
 #[pyfunction]
-#[pyo3(signature = (spec, *operands, out=None, threads=None, fast_math=false, optimize=None, memory_limit=None, dtype=None, order=None, casting=None))]
+#[pyo3(signature = (*operands, out=None, threads=None, fast_math=false, optimize=None, memory_limit=None, dtype=None, order=None, casting=None), text_signature = "(spec, *operands, out=None, threads=None, fast_math=False, optimize=False, memory_limit=None, dtype=None, order='K', casting='safe')")]
 #[allow(clippy::too_many_arguments)]
 fn einsum<'py>(
     py: Python<'py>,
-    spec: &Bound<'py, PyAny>,
     operands: &Bound<'py, PyTuple>,
     out: Option<&Bound<'py, PyAny>>,
     threads: Option<&Bound<'py, PyAny>>,
@@ -872,10 +889,17 @@ fn einsum<'py>(
     casting: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Py<PyAny>> {
     let run = || -> Res<PyResult<Py<PyAny>>> {
+        let spec = operands.get_item(0).map_err(|_| {
+            fail(
+                Exc::Shape,
+                "einsum: no spec and operands given (einsum(spec, *operands), or numpy's interleaved form)",
+            )
+        })?;
+        let operands = operands.get_slice(1, operands.len());
         let call = contract::Call::new(
             py,
-            spec,
-            operands,
+            &spec,
+            &operands,
             contract::Knobs {
                 threads,
                 fast_math,
@@ -907,7 +931,7 @@ fn run_einsum<'py>(
     out: Option<&Bound<'py, PyAny>>,
     fortran: bool,
 ) -> Res<PyResult<Py<PyAny>>> {
-    let (size, needed, work) = label_sizes(&compiled, &ops);
+    let (size, needed, work) = label_sizes(compiled, ops)?;
     let small = work <= SMALL_WORK;
     // the views first: a broadcast view borrows the view it widens
     let views: Vec<Option<ArrayViewD<'_, f64>>> = ops
@@ -945,6 +969,40 @@ fn run_einsum<'py>(
     }
     let kernel = &compiled.kernel;
     match out {
+        Some(o) if !o.is_none() && o.cast::<PyArrayDyn<f64>>().is_err() => {
+            // an `out` of another real dtype: computed in float64, then
+            // cast into it (as numpy's casting='unsafe')
+            let numeric = o
+                .cast::<PyUntypedArray>()
+                .is_ok_and(|a| matches!(a.dtype().kind(), b'b' | b'i' | b'u' | b'f'));
+            if !numeric {
+                return Err(fail(
+                    Exc::DType,
+                    "einsum: out must be a numpy array of bool, integer or float dtype (of the result's shape); einsat computes in float64",
+                ));
+            }
+            let r = match run_einsum(py, compiled, ops, None, false)? {
+                Ok(r) => r,
+                Err(e) => return Ok(Err(e)),
+            };
+            let np = numpy(py).map_err(|e| fail(Exc::Error, e.to_string()))?;
+            let same = np
+                .call_method1("shape", (&r,))
+                .and_then(|s| s.eq(o.getattr("shape")?))
+                .unwrap_or(false);
+            if !same {
+                return Err(fail(
+                    Exc::Shape,
+                    "einsum: out does not have the result's shape",
+                ));
+            }
+            let kw = PyDict::new(py);
+            kw.set_item("casting", "unsafe")
+                .map_err(|e| fail(Exc::Error, e.to_string()))?;
+            Ok(np
+                .call_method("copyto", (o, r), Some(&kw))
+                .map(|_| o.clone().unbind()))
+        }
         Some(o) if !o.is_none() => {
             let arr = o.cast::<PyArrayDyn<f64>>().map_err(|_| {
                 fail(
@@ -967,7 +1025,11 @@ fn run_einsum<'py>(
         _ => {
             let work = (!small).then(|| kernel.work(&args)).flatten();
             let v = run_call(py, small, work, || call_kernel(kernel, &args, None))?;
-            let r = value_to_py(py, v.unwrap_or(Value::Real(0.0)));
+            let r = match v.unwrap_or(Value::Real(0.0)) {
+                // a numpy float64 (a subclass of float), as numpy returns
+                Value::Real(x) => float64(py, x),
+                v => value_to_py(py, v),
+            };
             Ok(match r {
                 Ok(a) if fortran => numpy(py)
                     .and_then(|np| np.call_method1("asfortranarray", (a,)))
