@@ -818,13 +818,16 @@ fn compile_einsum(spec: &str, key: &Key, shapes: &[&[usize]]) -> Res<Compiled> {
     })
 }
 
+/// Per label its size, whether broadcasting is needed, and the work.
+type LabelSizes = (Vec<(char, usize)>, bool, u128);
+
 /// Per label, the size of its axes (numpy's broadcasting: the size that is
 /// not 1), as `(label, size)`; whether some operand's size-1 axis must be
 /// broadcast; and the product of all label sizes (the work of the
 /// contraction as written).
 /// Two sizes of one label that are not 1 and differ are a `ShapeError`
 /// naming the label (as numpy's message does).
-fn label_sizes(c: &Compiled, ops: &[Operand<'_>]) -> Res<(Vec<(char, usize)>, bool, u128)> {
+fn label_sizes(c: &Compiled, ops: &[Operand<'_>]) -> Res<LabelSizes> {
     let mut size: Vec<(char, usize)> = Vec::with_capacity(8);
     let mut needed = false;
     for (k, (l, op)) in c.labels.iter().zip(ops).enumerate() {
