@@ -202,7 +202,9 @@ pub(crate) struct Knobs<'a, 'py> {
 /// operands, how it runs and what it plans.
 pub(crate) struct Call<'py> {
     pub spec: String,
-    pub operands: Bound<'py, PyTuple>,
+    /// The operands, after the first `skip` items.
+    operands: Bound<'py, PyTuple>,
+    skip: usize,
     /// `order='F'`: the result in Fortran order.
     pub fortran: bool,
     how: How,
@@ -215,31 +217,35 @@ fn given<'a, 'py>(o: Option<&'a Bound<'py, PyAny>>) -> Option<&'a Bound<'py, PyA
 }
 
 impl<'py> Call<'py> {
-    /// Read the spec (or numpy's interleaved operands) and the keywords.
+    /// Read the spec (or numpy's interleaved operands) and the keywords;
+    /// the operands are the items of `operands` after the first `skip`
+    /// (the spec, when `operands` is a call's whole argument tuple).
     pub fn new(
         py: Python<'py>,
         spec: &Bound<'py, PyAny>,
         operands: &Bound<'py, PyTuple>,
+        skip: usize,
         k: Knobs<'_, 'py>,
     ) -> Res<Call<'py>> {
-        let (spec, operands) = match spec.cast::<PyString>() {
+        let (spec, operands, skip) = match spec.cast::<PyString>() {
             Ok(s) => (
                 s.to_str()
                     .map_err(|e| fail(Exc::Parse, format!("einsum: {e}")))?
                     .to_string(),
                 operands.clone(),
+                skip,
             ),
             Err(_) => {
                 // interleaved: einsum(A, [0, 1], B, [1, 2], [0, 2])
                 let all: Vec<Bound<'py, PyAny>> = std::iter::once(spec.clone())
-                    .chain(operands.iter())
+                    .chain(operands.iter().skip(skip))
                     .collect();
                 let all = PyTuple::new(py, all).map_err(raised)?;
                 let r = dropin(py)
                     .and_then(|m| m.call_method1("_interleaved", (all,)))
                     .map_err(raised)?;
                 let (s, ops): (String, Bound<'py, PyTuple>) = r.extract().map_err(raised)?;
-                (s, ops)
+                (s, ops, 0)
             }
         };
         let how = How {
@@ -281,7 +287,7 @@ impl<'py> Call<'py> {
                 Ok("safe" | "same_kind" | "unsafe") => {}
                 Ok("no" | "equiv") => {
                     // only float64 arrays need no cast
-                    for (n, o) in operands.iter().enumerate() {
+                    for (n, o) in operands.iter().skip(skip).enumerate() {
                         let f64_array = o
                             .cast::<PyUntypedArray>()
                             .is_ok_and(|a| a.dtype().char() == b'd');
@@ -310,11 +316,22 @@ impl<'py> Call<'py> {
         Ok(Call {
             spec,
             operands,
+            skip,
             fortran,
             how,
             optimize: given(k.optimize).cloned(),
             memory_limit: given(k.memory_limit).cloned(),
         })
+    }
+
+    /// The operands.
+    pub fn operands(&self) -> impl Iterator<Item = Bound<'py, PyAny>> + '_ {
+        self.operands.iter().skip(self.skip)
+    }
+
+    /// How many operands there are.
+    pub fn len(&self) -> usize {
+        self.operands.len() - self.skip
     }
 
     /// The cache key of the call for operands of `shapes`: `optimize=` and
@@ -631,6 +648,7 @@ fn _plan<'py>(
             py,
             spec,
             operands,
+            0,
             Knobs {
                 threads: None,
                 fast_math,
@@ -643,7 +661,7 @@ fn _plan<'py>(
         )?;
         // shapes only: operands need not be float64 here
         let mut shapes: Vec<Vec<usize>> = Vec::new();
-        for (k, o) in call.operands.iter().enumerate() {
+        for (k, o) in call.operands().enumerate() {
             shapes.push(shape_of(py, &o, k)?);
         }
         let sh: Vec<&[usize]> = shapes.iter().map(Vec::as_slice).collect();
@@ -721,6 +739,7 @@ fn _prepare<'py>(
             py,
             spec,
             &none,
+            0,
             Knobs {
                 threads,
                 fast_math,

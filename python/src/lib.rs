@@ -898,11 +898,11 @@ fn einsum<'py>(
                 "einsum: no spec and operands given (einsum(spec, *operands), or numpy's interleaved form)",
             )
         })?;
-        let operands = operands.get_slice(1, operands.len());
         let call = contract::Call::new(
             py,
             &spec,
-            &operands,
+            operands,
+            1,
             contract::Knobs {
                 threads,
                 fast_math,
@@ -913,8 +913,8 @@ fn einsum<'py>(
                 casting,
             },
         )?;
-        let mut ops = Vec::with_capacity(call.operands.len());
-        for (k, o) in call.operands.iter().enumerate() {
+        let mut ops = Vec::with_capacity(call.len());
+        for (k, o) in call.operands().enumerate() {
             ops.push(operand(py, &o, &OperandNo(k))?);
         }
         let shapes: Vec<&[usize]> = ops.iter().map(Operand::shape).collect();
