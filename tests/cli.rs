@@ -1231,7 +1231,7 @@ fn errors_quote_long_input_as_a_bounded_excerpt() {
     let cases: Vec<(Vec<&str>, &str)> = vec![
         (
             vec!["einsum", &spec_err],
-            "`1` is not an index letter (a-z, A-Z) (column 100001 of `…aaaa",
+            "`1` is not an index letter (a-z, A-Z, or a character beyond ASCII) (column 100001 of `…aaaa",
         ),
         (
             vec!["einsum", "ij", "--batch", &batch],

@@ -206,6 +206,65 @@ fn einsum_errors() {
     }
 }
 
+/// opt_einsum's symbol `i` (`oe.get_symbol`): the 52 ASCII letters, then
+/// characters from U+00C0 on, skipping the surrogates.
+fn symbol(i: u32) -> char {
+    const BASE: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+    if i < 52 {
+        BASE[i as usize] as char
+    } else if i >= 55296 {
+        char::from_u32(i + 2048).unwrap()
+    } else {
+        char::from_u32(i + 140).unwrap()
+    }
+}
+
+#[test]
+fn einsum_index_letters_beyond_ascii() {
+    // letters and non-letters (U+00D7 ×, U+00F7 ÷) beyond ASCII are index
+    // letters; each is written as an identifier, and the program parses back
+    let f = einsum("i×,×÷->i÷").unwrap();
+    let text = print_function(&f);
+    assert_eq!(
+        text,
+        "fn einsum(A: [ni,nu00D7]R, B: [nu00D7,nu00F7]R) -> [ni,nu00F7]R =\n  gen(i:ni, u00F7:nu00F7) sum(u00D7:nu00D7) A[i, u00D7] * B[u00D7, u00F7]\n"
+    );
+    assert_eq!(parse_program(&text).unwrap().program.functions[0], f);
+    // it computes the product
+    let a = ArrayD::from_shape_vec(IxDyn(&[2, 3]), (0..6).map(f64::from).collect()).unwrap();
+    let b = ArrayD::from_shape_vec(IxDyn(&[3, 2]), (0..6).map(f64::from).collect()).unwrap();
+    let want = a
+        .clone()
+        .into_dimensionality::<ndarray::Ix2>()
+        .unwrap()
+        .dot(&b.clone().into_dimensionality::<ndarray::Ix2>().unwrap());
+    let got = interp::run(&f, &[Value::Array(a), Value::Array(b)]).unwrap();
+    assert!(got.approx_eq(&Value::Array(want.into_dyn()), 1e-12, 1e-12));
+    // implicit output: by code point, as numpy and opt_einsum sort
+    assert_eq!(
+        einsat::syntax::print_expr(&einsum("Àb").unwrap().body),
+        "gen(b:nb, u00C0:nu00C0) A[u00C0, b]"
+    );
+    // a ring of 300 matrices, its letters opt_einsum's symbols 0..300
+    let terms: Vec<String> = (0..300)
+        .map(|k| format!("{}{}", symbol(k), symbol((k + 1) % 300)))
+        .collect();
+    let f = einsum(&format!("{}->", terms.join(","))).unwrap();
+    assert_eq!(f.params.len(), 300);
+    // ASCII punctuation and digits keep numpy's errors; whitespace and
+    // control characters beyond ASCII are not letters either
+    for (spec, needle) in [
+        ("i1,j", "`1` is not an index letter"),
+        ("i#,j", "`#` is not an index letter"),
+        ("ij->i\u{85}", "whitespace (U+0085)"),
+        ("i\u{2003}j", "whitespace (U+2003)"),
+        ("i\u{9f}j", "is not an index letter"),
+    ] {
+        let e = einsum(spec).unwrap_err().to_string();
+        assert!(e.contains(needle), "{spec:?}: {e}");
+    }
+}
+
 /// Direct evaluation of an einsum over all index assignments.
 fn direct(
     inputs: &[Vec<char>],
@@ -375,7 +434,7 @@ fn einsum_specs_allow_spaces_only() {
         ("ij,jk- >ik", "`-` appears only as part of `->` (column 6"),
         ("ij,jk>ik", "`>` appears only as part of `->` (column 6"),
         ("i. ..j", "`.` appears only as part of `...` (column 2"),
-        ("i1,j", "`1` is not an index letter (a-z, A-Z) (column 2 of `i1,j`)"),
+        ("i1,j", "`1` is not an index letter (a-z, A-Z, or a character beyond ASCII) (column 2 of `i1,j`)"),
         ("ij->ii", "output index `i` appears twice (column 6"),
         ("ij->k", "does not appear in any operand (column 5"),
         ("ij->i,j", "the output has no `,`"),

@@ -9,14 +9,56 @@ and run as native code, over numpy arrays.
 
 Functions
 ---------
-einsum(spec, *operands, out=None, threads=None)
+einsum(spec, *operands, out=None, threads=None, fast_math=False, optimize=False,
+       memory_limit=None, dtype=None, order='K', casting='safe')
     numpy's einsum: explicit (``"ij,jk->ik"``) and implicit (``"ij,jk"``)
     output, repeated indices (``"ii->i"``), ``...`` and size-1 broadcasting,
-    numbers as operands (``",ij"``). The spec is optimised and compiled once
-    per spec text, operand ranks and thread count; sizes stay symbolic, so
-    new sizes reuse the kernel. Returns a new float64 array, a float for a
-    scalar result, or ``out`` (a float64 array of the result's shape, any
-    strides) after writing into it.
+    numbers as operands (``",ij"``), numpy's interleaved form
+    (``einsum(A, [0, 1], B, [1, 2], [0, 2])``, ``...`` in the sublists), and
+    index letters beyond ASCII as opt_einsum allows (``get_symbol(i)``, e.g.
+    ``"i×,×j"``). One- and two-operand einsums are optimised and compiled
+    once per spec text, operand ranks, thread count and options (sizes stay
+    symbolic, so new sizes reuse the kernel); einsums of three or more
+    operands are planned with the operands' real sizes and cached per
+    shapes. Returns a new float64 array, a numpy float64 for a scalar
+    result, or ``out`` after writing into it (a float64 array of the
+    result's shape, any strides; an array of another real dtype gets the
+    float64 result cast into it).
+
+    ``optimize=``: how tensor networks are planned (einsat always
+    optimises): ``False``/``True``/``'auto'``/``'auto-hq'`` einsat's
+    ``Auto``; ``'optimal'``/``'dp'``/``'branch-all'`` the exact DP;
+    ``'greedy'``/``'eager'``/``'branch-1'``/``'branch-2'``/
+    ``'random-greedy'``/``'random-greedy-128'`` greedy with restarts;
+    ``'hyper'`` recursive bisection; an explicit path
+    (``['einsum_path', (0, 1), (0, 1)]`` or ``[(0, 1), (0, 1)]``, checked:
+    a path that does not fit the operands is :class:`OptionError`);
+    numpy's ``('greedy', limit)``; an opt_einsum ``PathOptimizer`` or a name
+    registered with opt_einsum. Other names: :class:`OptionError` (a
+    ``ValueError``). ``memory_limit=``: None or -1 (einsat's default: the
+    largest operand or result, or 2**27 elements, whichever is larger), a
+    number of elements, or ``'max_input'``; intermediates beyond it are
+    recomputed in loops (sliced). ``dtype=``: None or float64 only (einsat
+    computes in float64; else :class:`DTypeError`). ``order='F'``: the
+    result in Fortran order. ``casting='no'``/``'equiv'``: only float64
+    array operands. See docs/python-compat.md.
+einsum_path(spec, *operands, optimize='greedy', memory_limit=None)
+    numpy's ``einsum_path``: ``(['einsum_path', (i, j), ...], report)`` for
+    the path einsat's planner chooses (what the optimiser runs), numpy's
+    FLOP counts along it.
+contract(spec, *operands, out=None, dtype=None, order='K', casting='safe',
+         use_blas=True, optimize=True, memory_limit=None, backend='auto')
+    opt_einsum's ``contract`` (``backend=`` and ``use_blas=`` accepted and
+    ignored: einsat compiles its own kernels, products run on its own GEMM
+    stages).
+contract_path(spec, *operands, optimize=True, memory_limit=None, shapes=False)
+    opt_einsum's ``contract_path``: ``(path, PathInfo)``; ``str(info)`` is
+    opt_einsum's report.
+contract_expression(spec, *shapes, constants=None, optimize=True, memory_limit=None)
+    Plan and compile once for operands of ``shapes``; call as
+    ``expr(*arrays, out=None)`` (other shapes: :class:`ShapeError`).
+get_symbol(i)
+    opt_einsum's ``get_symbol``: index letter number ``i``.
 compile(source, fn=None, threads=None) -> Kernel
     Parse, type-check, optimise and compile one function of a program in the
     einsat language (``fn`` names it when the source defines several).
@@ -129,9 +171,25 @@ class OutOfMemoryError(Error, MemoryError):
 
 
 from ._einsat import Kernel, check, compile, einsum, optimize  # noqa: E402
+from ._dropin import (  # noqa: E402
+    ContractExpression,
+    PathInfo,
+    contract,
+    contract_expression,
+    contract_path,
+    einsum_path,
+    get_symbol,
+)
 
 __all__ = [
     "einsum",
+    "einsum_path",
+    "contract",
+    "contract_path",
+    "contract_expression",
+    "ContractExpression",
+    "PathInfo",
+    "get_symbol",
     "compile",
     "optimize",
     "check",

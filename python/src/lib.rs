@@ -26,6 +26,8 @@
 //! einsat allocates for a call is allocated fallibly: memory the system
 //! refuses raises `einsat.OutOfMemoryError` (a `MemoryError`).
 
+mod contract;
+
 use einsat::interp::{Boundary, Value};
 use einsat::jit::{Arg, ArgMut};
 use einsat::syntax::{print_function, Function};
@@ -342,12 +344,6 @@ enum Operand<'py> {
 }
 
 impl Operand<'_> {
-    fn ndim(&self) -> usize {
-        match self {
-            Operand::Num(_) => 0,
-            Operand::Array(a) => a.ndim(),
-        }
-    }
     fn shape(&self) -> &[usize] {
         match self {
             Operand::Num(_) => &[],
@@ -463,6 +459,13 @@ fn call_kernel(
     }
 }
 
+/// `numpy.float64(x)`.
+fn float64(py: Python<'_>, x: f64) -> PyResult<Py<PyAny>> {
+    static F64: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+    let t = F64.get_or_try_init(py, || numpy(py)?.getattr("float64").map(|t| t.unbind()))?;
+    t.bind(py).call1((x,)).map(|v| v.unbind())
+}
+
 fn value_to_py(py: Python<'_>, v: Value) -> PyResult<Py<PyAny>> {
     Ok(match v {
         Value::Real(x) => PyFloat::new(py, x).into_any().unbind(),
@@ -506,7 +509,7 @@ fn shown(o: &Bound<'_, PyAny>) -> String {
 struct Compiled {
     kernel: Arc<jit::Kernel>,
     /// Per operand, the label of each axis (ellipses expanded).
-    labels: Vec<Vec<u8>>,
+    labels: Vec<Vec<char>>,
 }
 
 /// How an einsum is compiled: its thread count and the optimiser's mode.
@@ -516,16 +519,34 @@ struct How {
     fast_math: bool,
 }
 
-/// Kernels per spec text, then per (operand ranks, how).
-type EinsumCache = HashMap<String, Vec<(Vec<usize>, How, Arc<Compiled>)>>;
+/// What an einsum kernel is compiled for, besides its spec text: the
+/// operands' ranks, or (planned einsums of 3 or more operands, see
+/// [`contract::planned`]) their shapes, so that the planner plans with the
+/// real sizes; how; and the contraction planning asked for.
+#[derive(Clone, Debug, PartialEq)]
+struct Key {
+    /// The operands' ranks, then (planned einsums) every operand's shape.
+    dims: Vec<usize>,
+    how: How,
+    planning: contract::Planning,
+}
+
+impl Key {
+    fn ranks(&self, n: usize) -> &[usize] {
+        &self.dims[..n]
+    }
+}
+
+/// Kernels per spec text, then per key.
+type EinsumCache = HashMap<String, Vec<(Key, Arc<Compiled>)>>;
 
 /// Compiled einsums kept at most (the whole cache is dropped past it).
 const EINSUM_CACHE_MAX: usize = 1024;
 
 static CACHE: Mutex<Option<EinsumCache>> = Mutex::new(None);
 
-/// A cache entry with its key: spec, ranks, how.
-type Entry = (String, Vec<usize>, How, Arc<Compiled>);
+/// A cache entry with its key: spec, key.
+type Entry = (String, Key, Arc<Compiled>);
 
 thread_local! {
     /// This thread's last einsum: a repeated call skips the shared cache.
@@ -533,32 +554,30 @@ thread_local! {
         const { std::cell::RefCell::new(None) };
 }
 
-fn cached(spec: &str, ranks: &[usize], threads: How) -> Option<Arc<Compiled>> {
+fn cached(spec: &str, key: &Key) -> Option<Arc<Compiled>> {
     let hit = LAST.with(|l| {
         l.borrow()
             .as_ref()
-            .and_then(|(s, r, t, c)| (s == spec && r == ranks && *t == threads).then(|| c.clone()))
+            .and_then(|(s, k, c)| (s == spec && k == key).then(|| c.clone()))
     });
     if hit.is_some() {
         return hit;
     }
-    let found = cached_shared(spec, ranks, threads)?;
-    LAST.with(|l| {
-        *l.borrow_mut() = Some((spec.to_string(), ranks.to_vec(), threads, found.clone()))
-    });
+    let found = cached_shared(spec, key)?;
+    LAST.with(|l| *l.borrow_mut() = Some((spec.to_string(), key.clone(), found.clone())));
     Some(found)
 }
 
-fn cached_shared(spec: &str, ranks: &[usize], threads: How) -> Option<Arc<Compiled>> {
+fn cached_shared(spec: &str, key: &Key) -> Option<Arc<Compiled>> {
     let c = CACHE.lock().ok()?;
     c.as_ref()?
         .get(spec)?
         .iter()
-        .find(|(r, t, _)| r == ranks && *t == threads)
-        .map(|e| e.2.clone())
+        .find(|(k, _)| k == key)
+        .map(|e| e.1.clone())
 }
 
-fn remember(spec: &str, ranks: &[usize], threads: How, k: Arc<Compiled>) {
+fn remember(spec: &str, key: &Key, k: Arc<Compiled>) {
     if let Ok(mut c) = CACHE.lock() {
         let map = c.get_or_insert_with(HashMap::new);
         let n: usize = map.values().map(|v| v.len()).sum();
@@ -567,8 +586,19 @@ fn remember(spec: &str, ranks: &[usize], threads: How, k: Arc<Compiled>) {
         }
         map.entry(spec.to_string())
             .or_default()
-            .push((ranks.to_vec(), threads, k));
+            .push((key.clone(), k));
     }
+}
+
+/// The compiled einsum for `spec` and `key`: cached, or optimised and
+/// compiled now (GIL released) and remembered.
+fn compiled_for(py: Python<'_>, spec: &str, key: &Key, shapes: &[&[usize]]) -> Res<Arc<Compiled>> {
+    if let Some(c) = cached(spec, key) {
+        return Ok(c);
+    }
+    let c = Arc::new(native(py, || compile_einsum(spec, key, shapes))?);
+    remember(spec, key, c.clone());
+    Ok(c)
 }
 
 fn spec_err(m: impl Into<String>) -> Failure {
@@ -589,22 +619,27 @@ fn spec_err_at(spec: &str, byte: usize, m: impl Into<String>) -> Failure {
 }
 
 /// Expand a numpy spec for operands of the given ranks into explicit form
-/// without ellipses: `(explicit spec, labels per operand)`.
-fn expand(spec: &str, ranks: &[usize]) -> Res<(String, Vec<Vec<u8>>)> {
+/// without ellipses: `(explicit spec, labels per operand)`. Index letters
+/// are ASCII letters and characters beyond ASCII (opt_einsum's symbols,
+/// see `einsat::frontend::einsum::is_index_letter`); the axes under `...`
+/// get unused letters (`A`-`Z`, `a`-`z`, then opt_einsum's symbols from
+/// U+00C0).
+fn expand(spec: &str, ranks: &[usize]) -> Res<(String, Vec<Vec<char>>)> {
+    use einsat::frontend::einsum::is_index_letter;
     // numpy's rule: spaces between subscripts, no other whitespace, `->`
     // and `...` not split (as the Rust front end)
     einsat::frontend::einsum::check_characters(spec).map_err(|(at, m)| spec_err_at(spec, at, m))?;
     let s: String = spec.chars().filter(|&c| c != ' ').collect();
     if let Some(c) = s
         .chars()
-        .find(|c| !(c.is_ascii_alphabetic() || matches!(c, ',' | '.' | '-' | '>')))
+        .find(|&c| !(is_index_letter(c) || matches!(c, ',' | '.' | '-' | '>')))
     {
         let at = spec.find(c).unwrap_or(0);
         return Err(spec_err_at(
             spec,
             at,
             format!(
-                "`{}` is not an index letter (a-z, A-Z)",
+                "`{}` is not an index letter (a-z, A-Z, or a character beyond ASCII)",
                 einsat::diag::quote(c.encode_utf8(&mut [0; 4]))
             ),
         ));
@@ -637,21 +672,21 @@ fn expand(spec: &str, ranks: &[usize]) -> Res<(String, Vec<Vec<u8>>)> {
         ));
     }
     // split a term at its ellipsis: (before, after, has ellipsis)
-    let split = |t: &str| -> Res<(String, String, bool)> {
+    let split = |t: &str| -> Res<(Vec<char>, Vec<char>, bool)> {
         let q = || einsat::diag::quote(t);
         match t.split_once("...") {
             Some((a, b)) if a.contains('.') || b.contains('.') => Err(spec_err(format!(
                 "`{}`: `.` appears only as one `...`",
                 q()
             ))),
-            Some((a, b)) => Ok((a.into(), b.into(), true)),
+            Some((a, b)) => Ok((a.chars().collect(), b.chars().collect(), true)),
             None if t.contains('.') => {
                 Err(spec_err(format!("`{}`: `.` appears only as `...`", q())))
             }
-            None => Ok((t.into(), String::new(), false)),
+            None => Ok((t.chars().collect(), Vec::new(), false)),
         }
     };
-    let used: Vec<u8> = s.bytes().filter(u8::is_ascii_alphabetic).collect();
+    let used: Vec<char> = s.chars().filter(|&c| is_index_letter(c)).collect();
     let mut parts = Vec::new();
     let mut ell = Vec::new();
     for (k, (t, &rank)) in terms.iter().zip(ranks).enumerate() {
@@ -670,24 +705,20 @@ fn expand(spec: &str, ranks: &[usize]) -> Res<(String, Vec<Vec<u8>>)> {
         parts.push((a, b));
     }
     let e = ell.iter().copied().max().unwrap_or(0);
-    let fresh: Vec<u8> = (b'A'..=b'Z')
-        .chain(b'a'..=b'z')
-        .filter(|c| !used.contains(c))
+    let fresh: Vec<char> = ('A'..='Z')
+        .chain('a'..='z')
+        .chain((192u32..55296).filter_map(char::from_u32))
+        .filter(|c| !used.contains(c) && is_index_letter(*c))
         .take(e)
         .collect();
-    if fresh.len() < e {
-        return Err(spec_err(
-            "too many axes: the letters and the axes under `...` need more than 52 labels",
-        ));
-    }
     let mut labels = Vec::new();
     for ((a, b), &n) in parts.iter().zip(&ell) {
-        let mut l: Vec<u8> = a.bytes().collect();
+        let mut l: Vec<char> = a.clone();
         l.extend(&fresh[e - n..]);
-        l.extend(b.bytes());
+        l.extend(b);
         labels.push(l);
     }
-    let output: Vec<u8> = match rhs {
+    let output: Vec<char> = match rhs {
         Some(r) => {
             let (a, b, dots) = split(r)?;
             if !dots && e > 0 {
@@ -697,45 +728,44 @@ fn expand(spec: &str, ranks: &[usize]) -> Res<(String, Vec<Vec<u8>>)> {
                 ));
             }
             let arrow = spec.find("->").map_or(0, |k| k + 2);
-            let letters: Vec<u8> = a.bytes().chain(b.bytes()).collect();
+            let letters: Vec<char> = a.iter().chain(&b).copied().collect();
             for (k, &c) in letters.iter().enumerate() {
                 let nth = |n: usize| {
                     spec[arrow..]
-                        .match_indices(c as char)
+                        .match_indices(c)
                         .nth(n)
                         .map_or(arrow, |(i, _)| arrow + i)
                 };
+                let shown = einsat::diag::quote(c.encode_utf8(&mut [0; 4]));
                 if letters[..k].contains(&c) {
                     return Err(spec_err_at(
                         spec,
                         nth(1),
-                        format!("output index `{}` appears twice", c as char),
+                        format!("output index `{shown}` appears twice"),
                     ));
                 }
-                if !lhs.contains(c as char) {
+                if !lhs.contains(c) {
                     return Err(spec_err_at(
                         spec,
                         nth(0),
-                        format!(
-                            "output index `{}` does not appear in any operand",
-                            c as char
-                        ),
+                        format!("output index `{shown}` does not appear in any operand"),
                     ));
                 }
             }
-            let mut o: Vec<u8> = a.bytes().collect();
+            let mut o: Vec<char> = a;
             o.extend(&fresh);
-            o.extend(b.bytes());
+            o.extend(b);
             o
         }
         None => {
             // numpy: the axes under `...`, then the letters that appear
             // exactly once, in alphabetical order (upper case first)
-            let all: Vec<u8> = parts
+            let all: Vec<char> = parts
                 .iter()
-                .flat_map(|(a, b)| a.bytes().chain(b.bytes()))
+                .flat_map(|(a, b)| a.iter().chain(b))
+                .copied()
                 .collect();
-            let mut once: Vec<u8> = all
+            let mut once: Vec<char> = all
                 .iter()
                 .copied()
                 .filter(|c| all.iter().filter(|d| *d == c).count() == 1)
@@ -746,7 +776,7 @@ fn expand(spec: &str, ranks: &[usize]) -> Res<(String, Vec<Vec<u8>>)> {
             o
         }
     };
-    let text = |l: &[u8]| String::from_utf8_lossy(l).into_owned();
+    let text = |l: &[char]| l.iter().collect::<String>();
     let explicit = format!(
         "{}->{}",
         labels.iter().map(|l| text(l)).collect::<Vec<_>>().join(","),
@@ -762,38 +792,60 @@ fn build(f: &Function, how: How) -> Res<(Arc<jit::Kernel>, opt::Optimized)> {
         ..opt::Options::default()
     };
     let o = opt::optimize(f, &opts).map_err(|e| from_einsat(e, None))?;
-    let k = jit::compile_with(
+    Ok((jit_compile(&o, how)?, o))
+}
+
+/// Compile an optimised function (GIL released by the caller).
+fn jit_compile(o: &opt::Optimized, how: How) -> Res<Arc<jit::Kernel>> {
+    jit::compile_with(
         &o.program,
         &jit::Options {
             threads: how.threads,
             ..jit::Options::default()
         },
     )
-    .map_err(|e| from_einsat(e, None))?;
-    Ok((k, o))
+    .map_err(|e| from_einsat(e, None))
 }
 
-fn compile_einsum(spec: &str, ranks: &[usize], how: How) -> Res<Compiled> {
-    let (explicit, labels) = expand(spec, ranks)?;
-    let f = einsat::frontend::einsum::einsum(&explicit).map_err(|e| from_einsat(e, None))?;
-    let (kernel, _) = build(&f, how)?;
-    Ok(Compiled { kernel, labels })
+/// Optimise and compile the einsum `spec` for `key` (operands of shapes
+/// `shapes`; GIL released by the caller).
+fn compile_einsum(spec: &str, key: &Key, shapes: &[&[usize]]) -> Res<Compiled> {
+    let planned = contract::optimize_einsum(spec, key, shapes)?;
+    let kernel = jit_compile(&planned.optimized, key.how)?;
+    Ok(Compiled {
+        kernel,
+        labels: planned.labels,
+    })
 }
+
+/// Per label its size, whether broadcasting is needed, and the work.
+type LabelSizes = (Vec<(char, usize)>, bool, u128);
 
 /// Per label, the size of its axes (numpy's broadcasting: the size that is
 /// not 1), as `(label, size)`; whether some operand's size-1 axis must be
 /// broadcast; and the product of all label sizes (the work of the
 /// contraction as written).
-fn label_sizes(c: &Compiled, ops: &[Operand<'_>]) -> (Vec<(u8, usize)>, bool, u128) {
-    let mut size: Vec<(u8, usize)> = Vec::with_capacity(8);
+/// Two sizes of one label that are not 1 and differ are a `ShapeError`
+/// naming the label (as numpy's message does).
+fn label_sizes(c: &Compiled, ops: &[Operand<'_>]) -> Res<LabelSizes> {
+    let mut size: Vec<(char, usize)> = Vec::with_capacity(8);
     let mut needed = false;
-    for (l, op) in c.labels.iter().zip(ops) {
-        for (&lab, &n) in l.iter().zip(op.shape()) {
+    for (k, (l, op)) in c.labels.iter().zip(ops).enumerate() {
+        for (axis, (&lab, &n)) in l.iter().zip(op.shape()).enumerate() {
             match size.iter_mut().find(|e| e.0 == lab) {
                 None => size.push((lab, n)),
                 Some(e) if e.1 == 1 => {
                     needed |= n != 1;
                     e.1 = n;
+                }
+                Some(e) if n != 1 && n != e.1 => {
+                    return Err(fail(
+                        Exc::Shape,
+                        format!(
+                            "einsum: index '{lab}' has size {} in an earlier axis but {n} in operand {k} (axis {axis}), and only sizes of 1 broadcast",
+                            e.1
+                        ),
+                    ))
                 }
                 Some(_) => needed |= n == 1,
             }
@@ -802,7 +854,7 @@ fn label_sizes(c: &Compiled, ops: &[Operand<'_>]) -> (Vec<(u8, usize)>, bool, u1
     let work = size
         .iter()
         .fold(1u128, |w, e| w.saturating_mul(e.1 as u128));
-    (size, needed, work)
+    Ok((size, needed, work))
 }
 
 /// Contractions with at most this much work (the product of the label
@@ -811,60 +863,78 @@ fn label_sizes(c: &Compiled, ops: &[Operand<'_>]) -> (Vec<(u8, usize)>, bool, u1
 const SMALL_WORK: u128 = 4096;
 
 /// numpy.einsum's grammar (explicit and implicit output, repeated indices,
-/// `...` and size-1 broadcasting, numbers as operands), optimised and
-/// compiled once per spec, operand ranks and thread count (sizes stay
-/// symbolic). Returns a new float64 array, a float for a scalar result, or
-/// `out` (a float64 array of the result's shape, any strides) written in
-/// place. float64 operands are read in place; bool/int/float operands are
-/// converted to float64; other dtypes raise DTypeError. `threads`: at most
-/// this many threads for the call (default: all cores). `fast_math`: the
-/// optimiser's fast mode (may cancel terms and assume finite values; see
-/// docs/fp-contract.md).
+/// `...` and size-1 broadcasting, numbers as operands, index letters beyond
+/// ASCII as opt_einsum allows) and its interleaved form
+/// (`einsum(A, [0, 1], B, [1, 2], [0, 2])`), optimised and compiled once
+/// per spec, operand ranks (shapes, for 3 or more operands), thread count
+/// and planning options. Returns a new float64 array, a float for a scalar
+/// result, or `out` (a float64 array of the result's shape, any strides)
+/// written in place. float64 operands are read in place; bool/int/float
+/// operands are converted to float64; other dtypes raise DTypeError.
+/// `threads`: at most this many threads for the call (default: all cores).
+/// `fast_math`: the optimiser's fast mode (may cancel terms and assume
+/// finite values; see docs/fp-contract.md). `optimize`, `memory_limit`,
+/// `dtype`, `order`, `casting`: numpy's and opt_einsum's (see the
+/// package's documentation).
 #[pyfunction]
-#[pyo3(signature = (spec, *operands, out=None, threads=None, fast_math=false))]
+#[pyo3(signature = (*operands, out=None, threads=None, fast_math=false, optimize=None, memory_limit=None, dtype=None, order=None, casting=None), text_signature = "(spec, *operands, out=None, threads=None, fast_math=False, optimize=False, memory_limit=None, dtype=None, order='K', casting='safe')")]
+#[allow(clippy::too_many_arguments)]
 fn einsum<'py>(
     py: Python<'py>,
-    spec: &Bound<'py, PyAny>,
     operands: &Bound<'py, PyTuple>,
     out: Option<&Bound<'py, PyAny>>,
     threads: Option<&Bound<'py, PyAny>>,
     fast_math: bool,
+    optimize: Option<&Bound<'py, PyAny>>,
+    memory_limit: Option<&Bound<'py, PyAny>>,
+    dtype: Option<&Bound<'py, PyAny>>,
+    order: Option<&Bound<'py, PyAny>>,
+    casting: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Py<PyAny>> {
-    einsum_impl(py, spec, operands, out, threads, fast_math).map_err(|f| to_py_err(py, f))?
+    let run = || -> Res<PyResult<Py<PyAny>>> {
+        let spec = operands.get_item(0).map_err(|_| {
+            fail(
+                Exc::Shape,
+                "einsum: no spec and operands given (einsum(spec, *operands), or numpy's interleaved form)",
+            )
+        })?;
+        let call = contract::Call::new(
+            py,
+            &spec,
+            operands,
+            1,
+            contract::Knobs {
+                threads,
+                fast_math,
+                optimize,
+                memory_limit,
+                dtype,
+                order,
+                casting,
+            },
+        )?;
+        let mut ops = Vec::with_capacity(call.len());
+        for (k, o) in call.operands().enumerate() {
+            ops.push(operand(py, &o, &OperandNo(k))?);
+        }
+        let shapes: Vec<&[usize]> = ops.iter().map(Operand::shape).collect();
+        let key = call.key(py, &shapes)?;
+        let compiled = compiled_for(py, &call.spec, &key, &shapes)?;
+        run_einsum(py, &compiled, &ops, out, call.fortran)
+    };
+    run().map_err(|f| to_py_err(py, f))?
 }
 
-fn einsum_impl<'py>(
+/// Run a compiled einsum on its operands (into `out` when given; the
+/// result in Fortran order when `fortran`).
+fn run_einsum<'py>(
     py: Python<'py>,
-    spec: &Bound<'py, PyAny>,
-    operands: &Bound<'py, PyTuple>,
+    compiled: &Compiled,
+    ops: &[Operand<'py>],
     out: Option<&Bound<'py, PyAny>>,
-    threads: Option<&Bound<'py, PyAny>>,
-    fast_math: bool,
+    fortran: bool,
 ) -> Res<PyResult<Py<PyAny>>> {
-    let spec = spec
-        .cast::<PyString>()
-        .map_err(|_| fail(Exc::DType, "einsum: the spec must be a string"))?;
-    let spec = spec
-        .to_str()
-        .map_err(|e| fail(Exc::Parse, format!("einsum: {e}")))?;
-    let threads = How {
-        threads: threads_of(threads)?,
-        fast_math,
-    };
-    let mut ops = Vec::with_capacity(operands.len());
-    for (k, o) in operands.iter().enumerate() {
-        ops.push(operand(py, &o, &OperandNo(k))?);
-    }
-    let ranks: Vec<usize> = ops.iter().map(Operand::ndim).collect();
-    let compiled = match cached(spec, &ranks, threads) {
-        Some(c) => c,
-        None => {
-            let c = Arc::new(native(py, || compile_einsum(spec, &ranks, threads))?);
-            remember(spec, &ranks, threads, c.clone());
-            c
-        }
-    };
-    let (size, needed, work) = label_sizes(&compiled, &ops);
+    let (size, needed, work) = label_sizes(compiled, ops)?;
     let small = work <= SMALL_WORK;
     // the views first: a broadcast view borrows the view it widens
     let views: Vec<Option<ArrayViewD<'_, f64>>> = ops
@@ -902,6 +972,40 @@ fn einsum_impl<'py>(
     }
     let kernel = &compiled.kernel;
     match out {
+        Some(o) if !o.is_none() && o.cast::<PyArrayDyn<f64>>().is_err() => {
+            // an `out` of another real dtype: computed in float64, then
+            // cast into it (as numpy's casting='unsafe')
+            let numeric = o
+                .cast::<PyUntypedArray>()
+                .is_ok_and(|a| matches!(a.dtype().kind(), b'b' | b'i' | b'u' | b'f'));
+            if !numeric {
+                return Err(fail(
+                    Exc::DType,
+                    "einsum: out must be a numpy array of bool, integer or float dtype (of the result's shape); einsat computes in float64",
+                ));
+            }
+            let r = match run_einsum(py, compiled, ops, None, false)? {
+                Ok(r) => r,
+                Err(e) => return Ok(Err(e)),
+            };
+            let np = numpy(py).map_err(|e| fail(Exc::Error, e.to_string()))?;
+            let same = np
+                .call_method1("shape", (&r,))
+                .and_then(|s| s.eq(o.getattr("shape")?))
+                .unwrap_or(false);
+            if !same {
+                return Err(fail(
+                    Exc::Shape,
+                    "einsum: out does not have the result's shape",
+                ));
+            }
+            let kw = PyDict::new(py);
+            kw.set_item("casting", "unsafe")
+                .map_err(|e| fail(Exc::Error, e.to_string()))?;
+            Ok(np
+                .call_method("copyto", (o, r), Some(&kw))
+                .map(|_| o.clone().unbind()))
+        }
         Some(o) if !o.is_none() => {
             let arr = o.cast::<PyArrayDyn<f64>>().map_err(|_| {
                 fail(
@@ -915,7 +1019,7 @@ fn einsum_impl<'py>(
                     "einsum: out must be an aligned array whose strides are whole elements",
                 ));
             }
-            let mut w = arr.try_readwrite().map_err(|e| out_refused(arr, &ops, e))?;
+            let mut w = arr.try_readwrite().map_err(|e| out_refused(arr, ops, e))?;
             let view = w.as_array_mut();
             let work = (!small).then(|| kernel.work(&args)).flatten();
             run_call(py, small, work, || call_kernel(kernel, &args, Some(view)))?;
@@ -924,7 +1028,17 @@ fn einsum_impl<'py>(
         _ => {
             let work = (!small).then(|| kernel.work(&args)).flatten();
             let v = run_call(py, small, work, || call_kernel(kernel, &args, None))?;
-            Ok(value_to_py(py, v.unwrap_or(Value::Real(0.0))))
+            let r = match v.unwrap_or(Value::Real(0.0)) {
+                // a numpy float64 (a subclass of float), as numpy returns
+                Value::Real(x) => float64(py, x),
+                v => value_to_py(py, v),
+            };
+            Ok(match r {
+                Ok(a) if fortran => numpy(py)
+                    .and_then(|np| np.call_method1("asfortranarray", (a,)))
+                    .map(|a| a.unbind()),
+                r => r,
+            })
         }
     }
 }
@@ -1448,5 +1562,6 @@ fn _einsat(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_einsum_cache_len, m)?)?;
     m.add_function(wrap_pyfunction!(_reads_in_place, m)?)?;
     m.add_class::<Kernel>()?;
+    contract::register(m)?;
     Ok(())
 }

@@ -34,8 +34,8 @@ def test_hierarchy():
         ("ijk", (A,), einsat.ShapeError, "operand 0 has 2 axes"),
         ("...ijk", (A,), einsat.ShapeError, "operand 0 has 2 axes"),
         ("...i->i", (A,), einsat.ShapeError, "no `...`"),
-        ("ij,jk", (A, A), einsat.ShapeError, "size `nj`"),
-        ("ii", (A,), einsat.ShapeError, "size `ni`"),
+        ("ij,jk", (A, A), einsat.ShapeError, "index 'j' has size"),
+        ("ii", (A,), einsat.ShapeError, "index 'i' has size"),
         ("i", (np.ones(2, dtype=complex),), einsat.DTypeError, "complex"),
         ("i", (np.array(["a", "b"]),), einsat.DTypeError, "not supported"),
         ("i", (np.array([object(), None]),), einsat.DTypeError, "not supported"),
@@ -69,8 +69,10 @@ def test_einsum_argument_errors():
 def test_out_errors():
     with pytest.raises(einsat.ShapeError, match="shape"):
         einsat.einsum("ij,jk->ik", A, B, out=np.zeros((2, 5)))
+    # an out of another real dtype gets the result cast into it; complex
+    # ones are refused
     with pytest.raises(einsat.DTypeError):
-        einsat.einsum("ij,jk->ik", A, B, out=np.zeros((2, 4), dtype=np.float32))
+        einsat.einsum("ij,jk->ik", A, B, out=np.zeros((2, 4), dtype=np.complex128))
     with pytest.raises(einsat.DTypeError):
         einsat.einsum("ij,jk->ik", A, B, out=[[0.0] * 4] * 2)
     ro = np.zeros((2, 4))

@@ -6,6 +6,15 @@
 //! Operand arrays are named `A`, `B`, … (`T26`, `T27`, … past 26); index
 //! letter `x` ranges over the size name `nx`. Summed indices are bound in
 //! order of first appearance.
+//!
+//! Index letters are ASCII letters and, as opt_einsum allows (its
+//! `get_symbol(i)` for `i ≥ 52`: `À`, `Á`, …, also characters that are not
+//! letters such as `×`), any character beyond ASCII that is not whitespace
+//! or a control character, so that networks of hundreds of indices can be
+//! written. A letter beyond ASCII is written in the program as the
+//! identifier `u` + its code point in hex (`×` is index `u00D7` of size
+//! `nu00D7`, see [`index_name`]), which no ASCII letter's name can be.
+//! ASCII punctuation and digits keep numpy's grammar errors.
 
 use crate::error::{Error, Result};
 use crate::syntax::ast::*;
@@ -87,6 +96,27 @@ pub fn check_characters(spec: &str) -> std::result::Result<(), (usize, String)> 
     Ok(())
 }
 
+/// Whether `c` is an index letter: an ASCII letter, or a character beyond
+/// ASCII that is not whitespace or a control character (opt_einsum's
+/// symbols past the 52 letters).
+pub fn is_index_letter(c: char) -> bool {
+    c.is_ascii_alphabetic() || (!c.is_ascii() && !c.is_whitespace() && !c.is_control())
+}
+
+/// The identifier of index letter `c` in the program: the letter itself
+/// when it is ASCII, else `u` and its code point in (at least four) upper
+/// hex digits (`×` → `u00D7`).
+pub fn index_name(c: char) -> String {
+    if c.is_ascii() {
+        c.to_string()
+    } else {
+        format!("u{:04X}", c as u32)
+    }
+}
+
+/// What index letters are, for error messages.
+const LETTERS: &str = "a-z, A-Z, or a character beyond ASCII";
+
 /// Parse a spec in numpy's grammar. Spaces between subscripts are skipped
 /// (as numpy does); errors give the column and an excerpt of the spec.
 pub fn parse_spec(spec: &str) -> Result<Spec> {
@@ -107,12 +137,12 @@ pub fn parse_spec(spec: &str) -> Result<Spec> {
         match c {
             ' ' => {}
             ',' => inputs.push(Vec::new()),
-            c if c.is_ascii_alphabetic() => inputs.last_mut().expect("one operand").push(c),
+            c if is_index_letter(c) => inputs.last_mut().expect("one operand").push(c),
             c => {
                 return Err(err_at(
                     spec,
                     i,
-                    format!("`{}` is not an index letter (a-z, A-Z)", shown(c)),
+                    format!("`{}` is not an index letter ({LETTERS})", shown(c)),
                 ))
             }
         }
@@ -128,11 +158,11 @@ pub fn parse_spec(spec: &str) -> Result<Spec> {
                 if c == ',' {
                     return Err(err_at(spec, i, "the output has no `,` (one result)"));
                 }
-                if !c.is_ascii_alphabetic() {
+                if !is_index_letter(c) {
                     return Err(err_at(
                         spec,
                         i,
-                        format!("`{}` is not an index letter (a-z, A-Z)", shown(c)),
+                        format!("`{}` is not an index letter ({LETTERS})", shown(c)),
                     ));
                 }
                 if out.contains(&c) {
@@ -173,7 +203,7 @@ fn operand_name(k: usize) -> String {
 }
 
 fn size_of(c: char) -> Size {
-    Size::Named(format!("n{c}"))
+    Size::Named(format!("n{}", index_name(c)))
 }
 
 /// The body `gen(out) sum(summed) Π factors` where `factors[j]` is the list
@@ -190,7 +220,7 @@ fn body(spec: &Spec, factors: &[Vec<String>]) -> Expr {
         for name in names {
             let mut e = Expr::var(name.clone());
             for c in subs {
-                e = Expr::access(e, Affine::var(c.to_string()));
+                e = Expr::access(e, Affine::var(index_name(*c)));
             }
             prod = Some(match prod {
                 None => e,
@@ -200,10 +230,10 @@ fn body(spec: &Spec, factors: &[Vec<String>]) -> Expr {
     }
     let mut e = prod.unwrap_or(Expr::Num(1.0));
     for c in summed.iter().rev() {
-        e = Expr::sum(c.to_string(), size_of(*c), e);
+        e = Expr::sum(index_name(*c), size_of(*c), e);
     }
     for c in spec.output.iter().rev() {
-        e = Expr::gen(c.to_string(), size_of(*c), e);
+        e = Expr::gen(index_name(*c), size_of(*c), e);
     }
     e
 }

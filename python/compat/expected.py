@@ -1,0 +1,118 @@
+"""The tests of numpy's and opt_einsum's own suites that einsat is expected
+to fail, each with its reason: per suite, (test name pattern, reason); a
+pattern is matched (fnmatch) against the test's name with its parameters,
+e.g. ``test_different_paths[e]``.
+``run_peer_suites.py`` marks them xfail (a listed test that passes is
+reported as an unexpected pass)."""
+
+_DTYPES = (
+    "einsat computes in float64 only: complex, object and other dtypes are refused "
+    "(DTypeError), dtype= other than float64 is refused, and integer or float16/32 "
+    "operands are converted to float64 (no integer wrap-around, no float16 rounding of "
+    "partial sums, as numpy's own-dtype arithmetic has)"
+)
+_PATHS = (
+    "the path is einsat's own plan: its planner minimises multiply-adds (numpy and "
+    "opt_einsum count a step that sums an index twice) and plans outer products and "
+    "single-tensor sums as steps, so it picks other paths than numpy's greedy/optimal "
+    "(of lower or equal cost in its own count; in numpy's count within a few percent)"
+)
+_MEMORY = (
+    "memory_limit: einsat keeps intermediates within the limit by slicing (recomputing "
+    "in loops) where numpy and opt_einsum give up pairwise contraction (one step of all "
+    "operands) or raise"
+)
+
+EXPECTED = {
+    "numpy": [
+        ("test_einsum_object_errors", _DTYPES),
+        ("test_einsum_sums_*int8", _DTYPES),
+        ("test_einsum_sums_int16", _DTYPES),
+        ("test_einsum_sums_uint16", _DTYPES),
+        ("test_einsum_sums_*int32", _DTYPES),
+        ("test_einsum_sums_*int64", _DTYPES),
+        ("test_einsum_sums_float*", _DTYPES),
+        ("test_einsum_sums_longdouble", _DTYPES),
+        ("test_einsum_sums_c*", _DTYPES),
+        ("test_einsum_sums_object", _DTYPES),
+        ("test_object_loop", _DTYPES),
+        ("test_different_paths[[][ebBFDG]]", _DTYPES),
+        (
+            "test_einsum_views",
+            "einsat returns a new array, never a view of an operand (numpy returns views "
+            "for pure transposes and diagonals such as 'ii->i')",
+        ),
+        (
+            "test_output_order",
+            "einsat's result is a new C-ordered array (order='F' gives Fortran order); "
+            "numpy's order='K' follows the operands' memory layout",
+        ),
+        (
+            "test_subscript_range",
+            "einsat's interleaved form takes subscripts >= 52 (opt_einsum's symbols, for "
+            "networks of many indices) where numpy refuses them",
+        ),
+        ("test_memory_contraints", _MEMORY),
+        ("test_long_paths", _PATHS),
+        ("test_edge_paths", _PATHS),
+        (
+            "test_path_type_input_invalid",
+            "a path that leaves tensors uncontracted raises einsat.OptionError (a "
+            "ValueError), not RuntimeError",
+        ),
+        (
+            "test_path_type_input",
+            "einsum_path(optimize=False) shows einsat's plan (einsat always plans); numpy "
+            "shows one step of all operands",
+        ),
+        (
+            "test_einsum_chunking_precision",
+            "the test expects numpy's pairwise summation of a long sum to 15 decimals; "
+            "einsat sums in its own order (relative error 1e-12 here)",
+        ),
+    ],
+    "opt_einsum": [
+        ("test_object_arrays_backend*", _DTYPES),
+        ("test_contract_with_assumed_shapes[[],,->-operands0[]]", _DTYPES),
+        ("test_contract_with_assumed_shapes[[]ab,->-operands1[]]", _DTYPES),
+        (
+            "test_contract_expression_checks",
+            "einsat's contract_expression accepts optimize=False (einsat always plans) and "
+            "words its shape errors itself (ShapeError, a ValueError)",
+        ),
+        (
+            "test_can_blas_on_healed_broadcast_dimensions",
+            "contraction_list's BLAS entry is False: einsat runs its own GEMM stages, "
+            "opt_einsum's BLAS classification does not apply",
+        ),
+        (
+            "test_bad_path_option",
+            "an unknown optimize= name raises einsat.OptionError (a ValueError), not "
+            "KeyError; contract() takes no shapes=",
+        ),
+        ("test_memory_paths", _MEMORY),
+        ("test_dp_errors_when_no_contractions_found", _MEMORY),
+        ("test_path_edge_cases[[]dp-eb,cb,fb->cef-order4[]]", _PATHS),
+        ("test_path_edge_cases[[]branch-all-dd,fb,be,cdb->cef-order6[]]", _PATHS),
+        ("test_path_edge_cases[[]optimal-dd,fb,be,cdb->cef-order[89][]]", _PATHS),
+        ("test_path_edge_cases[[]dp-bca,cdb,dbf,afc->-order15[]]", _PATHS),
+        ("test_path_edge_cases[[]greedy-dcc,fce,ea,dbf->ab-order16[]]", _PATHS),
+        ("test_optimal_edge_cases", _PATHS),
+        ("test_greedy_edge_cases", _PATHS),
+        (
+            "test_sharing_nesting[[]numpy[]]",
+            "opt_einsum's shared_intermediates() caches its own intermediates; einsat "
+            "compiles each contraction whole and shares nothing through that cache",
+        ),
+        (
+            "test_partial_sharing[[]numpy[]]",
+            "opt_einsum's shared_intermediates() caches its own intermediates; einsat "
+            "compiles each contraction whole and shares nothing through that cache",
+        ),
+        (
+            "test_chain_sharing[[]numpy-*",
+            "opt_einsum's shared_intermediates() caches its own intermediates; einsat "
+            "compiles each contraction whole and shares nothing through that cache",
+        ),
+    ],
+}
