@@ -1748,7 +1748,11 @@ impl Gen<'_, '_> {
 
     fn vec_ok_rec(&self, t: &T, var: usize) -> bool {
         match t {
-            T::Num(_) | T::Hoisted(..) => true,
+            T::Num(_) => true,
+            // a hoisted value that may be a strong zero (a bracket of outer
+            // indices, `[2 <= i]` in a loop of `j`) carries a flag the vector
+            // code does not read: `0 * NaN` would be NaN, not the strong zero
+            T::Hoisted(_, strong) => !strong,
             T::Load { buf, ixs, flag } => {
                 if flag.is_some() {
                     return false;
