@@ -7,8 +7,19 @@
 //! structure (which loop variable is an M, N, K or batch axis, and where it
 //! indexes each buffer); [`Plan::run`] reads the actual sizes and strides at
 //! call time, fuses the variables of one role into a single GEMM dimension
-//! where the strides allow it (in every operand), loops over the rest, and
-//! calls the library. Transposes and reversals are strides, never copies.
+//! where the strides allow it (in every operand), loops over the batch
+//! axes, and calls the library. Transposes and reversals are strides.
+//!
+//! A pairwise step of a planned tensor network is such a nest with several
+//! kept and summed indices per operand (a tensordot). Where an M, N or K
+//! group does not fuse (its axes interleaved with another group's in an
+//! operand, or in different orders in the two operands), the operands that
+//! do not fit one order per group are copied into C-order scratch, and an
+//! output that does not fit is computed in scratch and copied back (what
+//! numpy's `tensordot` does with its transposes), so the step is one
+//! library call per batch index. The scratch is the thread's, kept between
+//! stages up to 2^22 elements; when it cannot be allocated the stage loops
+//! over the unfused axes with one call each instead.
 //!
 //! # The library
 //!
