@@ -501,8 +501,17 @@ pub struct Workspace {
     pub strides: Vec<i64>,
     /// Per buffer per axis (flattened): unit stride.
     pub unit: Vec<bool>,
-    /// The `let` temporaries (C order).
+    /// The storage of the `let` temporaries (C order): slots shared by
+    /// temporaries that are never live at once (see
+    /// [`super::Kernel`]'s `live`), each as long as the longest it holds.
     pub temps: Vec<Vec<f64>>,
+    /// Per temporary buffer (by buffer index, others unused), its slot in
+    /// `temps` for the remembered call's sizes.
+    pub slot_of: Vec<usize>,
+    /// Per slot, while assigning: the last nest of its latest occupant.
+    pub slot_busy: Vec<usize>,
+    /// Per slot, while assigning: the elements it must hold.
+    pub slot_want: Vec<usize>,
     /// The remembered call: per argument leaf then output leaf, its kind,
     /// shape and strides (see the module doc); meaningful only when
     /// `valid`.

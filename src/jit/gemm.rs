@@ -7,8 +7,19 @@
 //! structure (which loop variable is an M, N, K or batch axis, and where it
 //! indexes each buffer); [`Plan::run`] reads the actual sizes and strides at
 //! call time, fuses the variables of one role into a single GEMM dimension
-//! where the strides allow it (in every operand), loops over the rest, and
-//! calls the library. Transposes and reversals are strides, never copies.
+//! where the strides allow it (in every operand), loops over the batch
+//! axes, and calls the library. Transposes and reversals are strides.
+//!
+//! A pairwise step of a planned tensor network is such a nest with several
+//! kept and summed indices per operand (a tensordot). Where an M, N or K
+//! group does not fuse (its axes interleaved with another group's in an
+//! operand, or in different orders in the two operands), the operands that
+//! do not fit one order per group are copied into C-order scratch, and an
+//! output that does not fit is computed in scratch and copied back (what
+//! numpy's `tensordot` does with its transposes), so the step is one
+//! library call per batch index. The scratch is the thread's, kept between
+//! stages up to 2^22 elements; when it cannot be allocated the stage loops
+//! over the unfused axes with one call each instead.
 //!
 //! # The library
 //!
@@ -306,7 +317,7 @@ pub fn plan(p: &LoopProgram, nest: &Nest) -> Option<Plan> {
 
 /// The most loop variables a GEMM stage takes (so [`Plan::run`] works in
 /// fixed arrays and allocates nothing).
-pub const MAX_VARS: usize = 8;
+pub const MAX_VARS: usize = 32;
 
 /// One (fused) dimension: its size and its stride in each of out, lhs, rhs.
 #[derive(Clone, Copy, Debug, Default)]
@@ -452,7 +463,7 @@ impl Plan {
         if alpha == 0.0 {
             return false;
         }
-        let dims = |r: Role| -> Dims {
+        let dims = |r: Role, st: &[[isize; 3]; MAX_VARS]| -> Dims {
             let mut out = Dims::default();
             for v in 0..nv {
                 if self.vars[v].0 == r {
@@ -465,10 +476,10 @@ impl Plan {
             out
         };
         let (dm, dn, dk, db) = (
-            dims(Role::M),
-            dims(Role::N),
-            dims(Role::K),
-            dims(Role::Batch),
+            dims(Role::M, &st),
+            dims(Role::N, &st),
+            dims(Role::K, &st),
+            dims(Role::Batch, &st),
         );
         // an empty output: nothing to write
         if dm
@@ -481,6 +492,25 @@ impl Plan {
             return true;
         }
         let k_empty = dk.as_slice().iter().any(|d| d.size == 0);
+        // index groups that do not fuse into one GEMM dimension: copy the
+        // operands (and the output) into C-order scratch in one order of
+        // each group, as numpy's tensordot does, so that the product is
+        // one library call per batch index instead of a loop of small ones
+        let unfused = |d: &Dims, ops: &[usize]| fuse(*d, ops).len > 1;
+        let mut scratch = None;
+        if !k_empty && (unfused(&dm, &[0, 1]) || unfused(&dn, &[0, 2]) || unfused(&dk, &[1, 2])) {
+            scratch = Packed::new(self, &vsize[..nv], &mut st);
+        }
+        let (dm, dn, dk, db) = if scratch.is_some() {
+            (
+                dims(Role::M, &st),
+                dims(Role::N, &st),
+                dims(Role::K, &st),
+                dims(Role::Batch, &st),
+            )
+        } else {
+            (dm, dn, dk, db)
+        };
         let mut fm = fuse(dm, &[0, 1]);
         let mut fn_ = fuse(dn, &[0, 2]);
         let mut fk = if k_empty {
@@ -522,13 +552,16 @@ impl Plan {
             nl += 1;
         }
         let loops = &loops[..nl];
-        let (dst0, lhs0, rhs0) = (
-            bufs[self.out.buf],
-            bufs[self.lhs.buf] as *const f64,
-            bufs[self.rhs.buf] as *const f64,
-        );
+        let (dst0, lhs0, rhs0) = match &mut scratch {
+            Some(p) => p.pointers(bufs[self.out.buf], bufs[self.lhs.buf], bufs[self.rhs.buf]),
+            None => (
+                bufs[self.out.buf],
+                bufs[self.lhs.buf] as *const f64,
+                bufs[self.rhs.buf] as *const f64,
+            ),
+        };
         let mut idx = [0usize; MAX_VARS];
-        loop {
+        'calls: loop {
             let mut off = [0isize; 3];
             let mut accumulate = false;
             for ((d, is_k), &i) in loops.iter().zip(&idx) {
@@ -538,7 +571,7 @@ impl Plan {
                 accumulate |= *is_k && i > 0;
             }
             if cancel.load(Ordering::Relaxed) {
-                return true;
+                break 'calls;
             }
             // SAFETY: every index stays within its variable's range, which
             // is the range of every axis it indexes (checked above), so
@@ -566,11 +599,256 @@ impl Plan {
             let mut a = loops.len();
             loop {
                 if a == 0 {
-                    return true;
+                    break 'calls;
                 }
                 a -= 1;
                 idx[a] += 1;
                 if idx[a] < loops[a].0.size {
+                    break;
+                }
+                idx[a] = 0;
+            }
+        }
+        if let Some(p) = scratch {
+            if !cancel.load(Ordering::Relaxed) {
+                // SAFETY: as `Packed::finish`: the output pointer and its
+                // strides address the live output buffer
+                unsafe { p.finish(bufs[self.out.buf]) };
+            }
+        }
+        true
+    }
+}
+
+/// A GEMM stage's operands copied into C-order scratch (see [`Plan::run`]):
+/// per operand (0 out, 1 lhs, 2 rhs) whether it was copied, its variables
+/// in the copy's order, their sizes and the original strides, and the
+/// scratch vector (taken from the thread's [`SCRATCH`] and given back
+/// when dropped).
+struct Packed {
+    copied: [bool; 3],
+    order: [[usize; MAX_VARS]; 3],
+    len: [usize; 3],
+    size: [usize; MAX_VARS],
+    orig: [[isize; 3]; MAX_VARS],
+    /// Where each copy starts in `buf`.
+    at: [usize; 3],
+    buf: Vec<f64>,
+}
+
+thread_local! {
+    /// Scratch for [`Packed`], reused by the thread's next GEMM stage (so a
+    /// warmed-up call allocates nothing here); freed after a stage that
+    /// needed more than [`SCRATCH_KEEP`] elements.
+    static SCRATCH: std::cell::Cell<Vec<f64>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+/// The most scratch elements (32 MiB) a thread keeps between GEMM stages.
+const SCRATCH_KEEP: usize = 1 << 22;
+
+impl Drop for Packed {
+    fn drop(&mut self) {
+        let mut buf = std::mem::take(&mut self.buf);
+        if buf.capacity() > SCRATCH_KEEP {
+            buf = Vec::new();
+        }
+        SCRATCH.with(|s| s.set(buf));
+    }
+}
+
+/// Whether the variables `vs` (outermost first) are nested in operand
+/// `o`'s strides, so that they fuse into one dimension there.
+fn nested(vs: &[usize], size: &[usize], st: &[[isize; 3]; MAX_VARS], o: usize) -> bool {
+    let mut prev: Option<usize> = None;
+    for &v in vs.iter().rev() {
+        if size[v] == 1 {
+            continue;
+        }
+        if let Some(p) = prev {
+            if (size[p] as isize).checked_mul(st[p][o]) != Some(st[v][o]) {
+                return false;
+            }
+        }
+        prev = Some(v);
+    }
+    true
+}
+
+impl Packed {
+    /// Choose the order of each group, copy the operands that do not
+    /// fit it into scratch and rewrite their strides in `st` (the
+    /// output's too when it is to be copied back); `None` (nothing
+    /// changed) when the scratch cannot be allocated.
+    fn new(plan: &Plan, size: &[usize], st: &mut [[isize; 3]; MAX_VARS]) -> Option<Packed> {
+        let nv = size.len();
+        let of = |r: Role| -> Vec<usize> { (0..nv).filter(|&v| plan.vars[v].0 == r).collect() };
+        let by_stride = |mut vs: Vec<usize>, o: usize| {
+            vs.sort_by_key(|&v| std::cmp::Reverse(st[v][o].unsigned_abs()));
+            vs
+        };
+        let (b, mut m, mut n) = (
+            of(Role::Batch),
+            by_stride(of(Role::M), 0),
+            by_stride(of(Role::N), 0),
+        );
+        let out_ok = nested(&m, size, st, 0) && nested(&n, size, st, 0);
+        if !out_ok {
+            m.sort_unstable();
+            n.sort_unstable();
+        }
+        let k_lhs = by_stride(of(Role::K), 1);
+        let k = if nested(&k_lhs, size, st, 1) {
+            k_lhs
+        } else {
+            by_stride(of(Role::K), 2)
+        };
+        let lhs_ok = nested(&m, size, st, 1) && nested(&k, size, st, 1);
+        let rhs_ok = nested(&k, size, st, 2) && nested(&n, size, st, 2);
+        let groups: [[&[usize]; 2]; 3] = [[&m, &n], [&m, &k], [&k, &n]];
+        let copied = [!out_ok, !lhs_ok, !rhs_ok];
+        let mut order = [[0usize; MAX_VARS]; 3];
+        let mut len = [0usize; 3];
+        let mut at = [0usize; 3];
+        let mut total = 0usize;
+        for o in 0..3 {
+            let all = b.iter().chain(groups[o][0]).chain(groups[o][1]);
+            for &v in all {
+                order[o][len[o]] = v;
+                len[o] += 1;
+            }
+            if copied[o] {
+                at[o] = total;
+                let elems: usize = order[o][..len[o]].iter().map(|&v| size[v]).product();
+                total = total.checked_add(elems)?;
+            }
+        }
+        let mut buf = SCRATCH.with(|s| s.take());
+        if buf.len() < total {
+            let extra = total - buf.len();
+            if buf.try_reserve_exact(extra).is_err() {
+                SCRATCH.with(|s| s.set(buf));
+                return None;
+            }
+            buf.resize(total, 0.0);
+        }
+        let orig = *st;
+        let mut sizes = [0usize; MAX_VARS];
+        sizes[..nv].copy_from_slice(size);
+        let p = Packed {
+            copied,
+            order,
+            len,
+            size: sizes,
+            orig,
+            at,
+            buf,
+        };
+        for o in 0..3 {
+            if copied[o] {
+                // C order over the copy's variables
+                let mut acc = 1isize;
+                for &v in p.order[o][..p.len[o]].iter().rev() {
+                    st[v][o] = acc;
+                    acc *= size[v] as isize;
+                }
+            }
+        }
+        PACKED_STAGES.fetch_add(1, Ordering::Relaxed);
+        Some(p)
+    }
+
+    /// The output, lhs and rhs pointers of the library calls, after
+    /// copying lhs and rhs where they were to be copied.
+    fn pointers(
+        &mut self,
+        out: *mut f64,
+        lhs: *mut f64,
+        rhs: *mut f64,
+    ) -> (*mut f64, *const f64, *const f64) {
+        let mut buf = std::mem::take(&mut self.buf);
+        let base = buf.as_mut_ptr();
+        let mut ptr = [out, lhs, rhs];
+        for o in 1..3 {
+            if self.copied[o] {
+                // SAFETY: the operand's strides and its variables' sizes
+                // (checked against the buffer's shape by `Plan::run`)
+                // address the live operand
+                unsafe { self.copy(o, ptr[o], &mut buf[self.at[o]..], false) };
+            }
+        }
+        self.buf = buf;
+        for (o, p) in ptr.iter_mut().enumerate() {
+            if self.copied[o] {
+                *p = base.wrapping_add(self.at[o]);
+            }
+        }
+        (ptr[0], ptr[1], ptr[2])
+    }
+
+    /// Copy the output's scratch (if it was copied) to the output.
+    ///
+    /// # Safety
+    /// `out` and the output's original strides address the live output.
+    unsafe fn finish(mut self, out: *mut f64) {
+        if self.copied[0] {
+            let at = self.at[0];
+            let mut buf = std::mem::take(&mut self.buf);
+            unsafe { self.copy(0, out, &mut buf[at..], true) };
+            self.buf = buf;
+        }
+    }
+
+    /// Between operand `o` as the original strides address it from `ptr`
+    /// and its C-order copy at the start of `c`: gather into `c`, or
+    /// (`back`) scatter from `c`.
+    ///
+    /// # Safety
+    /// `ptr` and the original strides address every element of the
+    /// operand for the variables' sizes.
+    unsafe fn copy(&self, o: usize, ptr: *mut f64, c: &mut [f64], back: bool) {
+        let vs = &self.order[o][..self.len[o]];
+        let n: usize = vs.iter().map(|&v| self.size[v]).product();
+        if n == 0 {
+            return;
+        }
+        let Some((&last, outer)) = vs.split_last() else {
+            // a scalar
+            if back {
+                unsafe { *ptr = c[0] };
+            } else {
+                c[0] = unsafe { *ptr };
+            }
+            return;
+        };
+        let (inner, inner_st) = (self.size[last], self.orig[last][o]);
+        let mut idx = [0usize; MAX_VARS];
+        let mut at = 0usize;
+        loop {
+            let mut off = 0isize;
+            for (&v, &i) in outer.iter().zip(&idx) {
+                off += i as isize * self.orig[v][o];
+            }
+            let row = &mut c[at..at + inner];
+            for (j, x) in row.iter_mut().enumerate() {
+                let q = ptr.wrapping_offset(off + j as isize * inner_st);
+                // SAFETY: every index is below its variable's size
+                unsafe {
+                    if back {
+                        *q = *x;
+                    } else {
+                        *x = *q;
+                    }
+                }
+            }
+            at += inner;
+            let mut a = outer.len();
+            loop {
+                if a == 0 {
+                    return;
+                }
+                a -= 1;
+                idx[a] += 1;
+                if idx[a] < self.size[outer[a]] {
                     break;
                 }
                 idx[a] = 0;
@@ -681,6 +959,15 @@ pub fn set_split_min_work(w: usize) {
 const PANEL_ALIGN: usize = 16;
 
 static LIBRARY_CALLS: AtomicU64 = AtomicU64::new(0);
+
+static PACKED_STAGES: AtomicU64 = AtomicU64::new(0);
+
+/// How many GEMM stage runs so far, process-wide, copied operands into
+/// scratch because their index groups did not fuse (tests).
+#[doc(hidden)]
+pub fn packed_stages() -> u64 {
+    PACKED_STAGES.load(Ordering::Relaxed)
+}
 
 /// How many calls of the library GEMM stages have made so far, process-wide
 /// (a panel is one call): the library allocates per call, see

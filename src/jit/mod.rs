@@ -337,6 +337,11 @@ pub struct Kernel {
     leaf_buf: Option<Vec<usize>>,
     /// The threads a call uses ([`Options::thread_count`]).
     threads: usize,
+    /// The `let` temporaries (buffer indices) by the first nest that
+    /// touches them, with the nests `(first, last)` that write or read
+    /// them: two temporaries whose ranges do not meet share storage (see
+    /// [`temp_liveness`]).
+    live: Vec<(usize, (usize, usize))>,
 }
 
 impl Drop for Kernel {
@@ -510,6 +515,7 @@ fn compile_here(f: &Function, opts: &Options) -> Result<Kernel> {
     if let Some(key) = pack(&flat) {
         let _ = fast[0].set((key, native.clone()));
     }
+    let live = temp_liveness(&prog);
     let sig = call::Sig::new(f, &result, &prog);
     let (arg_leaves, out_leaves) = sig.leaves();
     let leaf_buf = {
@@ -548,7 +554,76 @@ fn compile_here(f: &Function, opts: &Options) -> Result<Kernel> {
         opts: opts.clone(),
         result,
         spare: Mutex::new(Vec::new()),
+        live,
     })
+}
+
+/// The live range of every `let` temporary: the first and the last nest
+/// (in execution order) that writes or reads it, sorted by the first. A
+/// temporary's strong-zero flag buffer ([`loopir::Buf::flag`]) lives as
+/// long as the temporary (written by its nest, read wherever it is read);
+/// a column sum's scratch vector ([`loopir::Col`]) lives until its
+/// consumer's nest, which reads it in the layouts that compute it ahead
+/// (the consumer as lowered does not show that load). Nests run one after
+/// the other (a nest split across threads ends before the next starts),
+/// so temporaries whose ranges do not meet are never live at once and
+/// can share storage: a planned tensor network of hundreds of pairwise
+/// steps then needs a few intermediates' worth of memory, not the sum of
+/// all of them. A temporary no nest touches gets an empty range at its
+/// buffer's position.
+fn temp_liveness(p: &LoopProgram) -> Vec<(usize, (usize, usize))> {
+    fn visit(s: &loopir::S, k: usize, r: &mut [Option<(usize, usize)>]) {
+        use loopir::S;
+        match s {
+            S::Load(b, _) => touch(r, *b, k),
+            S::Num(_) | S::Bracket(_) | S::Eps(_) => {}
+            S::Bin(_, a, b) => {
+                visit(a, k, r);
+                visit(b, k, r);
+            }
+            S::Neg(a) | S::Sum(_, _, a) => visit(a, k, r),
+            S::Call(_, args) => args.iter().for_each(|a| visit(a, k, r)),
+        }
+    }
+    fn touch(r: &mut [Option<(usize, usize)>], b: usize, k: usize) {
+        if let Some(x) = r.get_mut(b) {
+            *x = Some(match *x {
+                None => (k, k),
+                Some((lo, hi)) => (lo.min(k), hi.max(k)),
+            });
+        }
+    }
+    let mut r: Vec<Option<(usize, usize)>> = vec![None; p.bufs.len()];
+    for (k, nest) in p.nests.iter().enumerate() {
+        touch(&mut r, nest.buf, k);
+        visit(&nest.body, k, &mut r);
+    }
+    for c in &p.cols {
+        if let Some(k) = p.nests.iter().position(|n| n.buf == c.consumer) {
+            touch(&mut r, c.buf, k);
+        }
+    }
+    for (b, buf) in p.bufs.iter().enumerate() {
+        if let Some(f) = buf.flag {
+            if let Some(x) = r[b] {
+                touch(&mut r, f, x.0);
+                touch(&mut r, f, x.1);
+            }
+            if let Some(x) = r.get(f).copied().flatten() {
+                touch(&mut r, b, x.0);
+                touch(&mut r, b, x.1);
+            }
+        }
+    }
+    let mut live: Vec<(usize, (usize, usize))> = p
+        .bufs
+        .iter()
+        .enumerate()
+        .filter(|(_, b)| matches!(b.kind, BufKind::Temp))
+        .map(|(b, _)| (b, r[b].unwrap_or((usize::MAX, usize::MAX))))
+        .collect();
+    live.sort_by_key(|&(b, (lo, _))| (lo, b));
+    live
 }
 
 fn resolve(s: &SizeRef, sizes: &[i64]) -> usize {
@@ -1165,6 +1240,9 @@ impl Kernel {
             strides,
             unit,
             temps,
+            slot_of,
+            slot_busy,
+            slot_want,
             native: ws_native,
             plan,
             ..
@@ -1172,8 +1250,99 @@ impl Kernel {
         ptrs.clear();
         strides.clear();
         unit.clear();
-        let mut n_temps = 0;
-        for buf in &p.bufs {
+        // storage of the temporaries: in order of first use, each takes a
+        // slot whose occupants' ranges have ended (the best fit among
+        // them: the smallest that holds it, else the largest), or a new one
+        slot_of.clear();
+        slot_of.resize(p.bufs.len(), usize::MAX);
+        slot_busy.clear();
+        slot_want.clear();
+        for &(b, (lo, hi)) in &self.live {
+            let buf = &p.bufs[b];
+            let mut n = 1usize;
+            for d in buf.dims.iter().map(|d| resolve(d, svals)) {
+                n = n.saturating_mul(d);
+            }
+            if n as u128 > interp::value::MAX_ELEMENTS {
+                checked_elements(
+                    &buf.dims
+                        .iter()
+                        .map(|d| resolve(d, svals))
+                        .collect::<Vec<_>>(),
+                )?;
+            }
+            let want = n.max(1);
+            let mut best: Option<usize> = None;
+            for (s, &busy) in slot_busy.iter().enumerate() {
+                // a slot is free once its last occupant's last nest ran;
+                // temporaries no nest touches (empty range) never share
+                if lo == usize::MAX || busy >= lo {
+                    continue;
+                }
+                let cap = slot_want[s].max(temps.get(s).map_or(0, |t| t.len()));
+                best = Some(match best {
+                    None => s,
+                    Some(o) => {
+                        let ocap = slot_want[o].max(temps.get(o).map_or(0, |t| t.len()));
+                        let fits = |c: usize| c >= want;
+                        match (fits(cap), fits(ocap)) {
+                            (true, true) if cap < ocap => s,
+                            (true, false) => s,
+                            (false, false) if cap > ocap => s,
+                            _ => o,
+                        }
+                    }
+                });
+            }
+            let s = match best {
+                Some(s) => s,
+                None => {
+                    slot_busy.push(0);
+                    slot_want.push(0);
+                    slot_busy.len() - 1
+                }
+            };
+            slot_busy[s] = if lo == usize::MAX { usize::MAX } else { hi };
+            slot_want[s] = slot_want[s].max(want);
+            slot_of[b] = s;
+        }
+        while temps.len() < slot_want.len() {
+            temps.push(Vec::new());
+        }
+        for (s, &want) in slot_want.iter().enumerate() {
+            let t = &mut temps[s];
+            // every element of a temporary is written by its nest before
+            // any later nest reads it: no need to clear
+            if want > t.len() {
+                crate::mem::reserve(t, want - t.len(), || {
+                    let shape = |b: usize| -> Vec<usize> {
+                        p.bufs[b].dims.iter().map(|d| resolve(d, svals)).collect()
+                    };
+                    let held: Vec<usize> = self
+                        .live
+                        .iter()
+                        .map(|&(b, _)| b)
+                        .filter(|&b| slot_of[b] == s)
+                        .collect();
+                    match held[..] {
+                        [b] => format!(
+                            "the `let` temporary `{}` (an array of shape {:?})",
+                            p.bufs[b].name,
+                            shape(b)
+                        ),
+                        _ => format!(
+                            "the `let` temporaries {} (sharing storage, never live at once)",
+                            held.iter()
+                                .map(|&b| format!("`{}` (shape {:?})", p.bufs[b].name, shape(b)))
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ),
+                    }
+                })?;
+                t.resize(want, 0.0);
+            }
+        }
+        for (b, buf) in p.bufs.iter().enumerate() {
             let first = strides.len();
             let dims = || buf.dims.iter().map(|d| resolve(d, svals));
             let shape_is = |s: &[usize]| s.len() == buf.dims.len() && dims().eq(s.iter().copied());
@@ -1210,32 +1379,7 @@ impl Kernel {
                     }
                 }
                 BufKind::Temp => {
-                    let mut n = 1usize;
-                    for d in dims() {
-                        n = n.saturating_mul(d);
-                    }
-                    if n as u128 > interp::value::MAX_ELEMENTS {
-                        checked_elements(&dims().collect::<Vec<_>>())?;
-                    }
-                    if temps.len() == n_temps {
-                        temps.push(Vec::new());
-                    }
-                    let t = &mut temps[n_temps];
-                    n_temps += 1;
-                    // every element is written by the temporary's nest
-                    // before any later nest reads it: no need to clear
-                    let want = n.max(1);
-                    if want > t.len() {
-                        crate::mem::reserve(t, want - t.len(), || {
-                            format!(
-                                "the `let` temporary `{}` (an array of shape {:?})",
-                                buf.name,
-                                dims().collect::<Vec<_>>()
-                            )
-                        })?;
-                    }
-                    t.resize(want, 0.0);
-                    ptrs.push(t.as_mut_ptr());
+                    ptrs.push(temps[slot_of[b]].as_mut_ptr());
                     // C order
                     strides.extend(std::iter::repeat_n(0, buf.dims.len()));
                     let mut acc = 1i64;
