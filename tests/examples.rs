@@ -59,6 +59,28 @@ fn reference_examples_check_and_run() {
     assert!(check_files(&reference) >= 20);
     // and every other example program of the repository
     assert!(check_files(&tl_files(&dir)) >= 20);
+    // the examples by field: each function with a comment of what the
+    // optimiser does, all five fields
+    let fields = tl_files(&dir.join("fields"));
+    let names: Vec<_> = fields
+        .iter()
+        .map(|f| f.file_stem().unwrap().to_string_lossy().to_string())
+        .collect();
+    assert_eq!(names, ["geometry", "imaging", "linalg", "ml", "physics"]);
+    assert!(check_files(&fields) >= 20);
+    for f in &fields {
+        let src = std::fs::read_to_string(f).unwrap();
+        let lines: Vec<&str> = src.lines().collect();
+        for (k, l) in lines.iter().enumerate() {
+            if l.starts_with("fn ") {
+                assert!(
+                    k > 0 && lines[k - 1].starts_with("# "),
+                    "{}: `{l}` has no comment line above it",
+                    f.display()
+                );
+            }
+        }
+    }
 }
 
 /// Splits a shell command line as README writes them: words separated by
