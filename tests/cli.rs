@@ -1537,3 +1537,18 @@ fn einsum_specs_take_spaces_only() {
         assert!(err.contains(want), "{spec:?}: {err}");
     }
 }
+
+/// Issue 27: long work shows a spinner on a terminal, and nothing when
+/// stderr is piped (as here): logs and captured output stay clean.
+#[test]
+fn piped_commands_write_no_progress_to_stderr() {
+    for args in [
+        vec!["opt", "examples/fields/physics.tl"],
+        vec!["demo", "--dir", "examples/fields"],
+    ] {
+        let (code, out, err) = einsat(&args);
+        assert_eq!(code, 0, "{args:?}: {err}");
+        assert!(!out.is_empty());
+        assert_eq!(err, "", "{args:?}");
+    }
+}

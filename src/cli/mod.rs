@@ -227,6 +227,33 @@ pub fn main() -> i32 {
 /// A CLI failure: the fully rendered message.
 pub(crate) type CliResult = std::result::Result<(), String>;
 
+/// A sign of life for work that may take a while: a spinner with `msg` on
+/// stderr, ticking on its own thread, when stderr is a terminal (none when
+/// it is piped or redirected, so logs and captured output stay clean).
+/// Dropping it clears it.
+pub(crate) struct Spinner(Option<indicatif::ProgressBar>);
+
+impl Spinner {
+    pub(crate) fn new(msg: impl Into<String>) -> Spinner {
+        use std::io::IsTerminal;
+        if !std::io::stderr().is_terminal() {
+            return Spinner(None);
+        }
+        let bar = indicatif::ProgressBar::new_spinner();
+        bar.set_message(msg.into());
+        bar.enable_steady_tick(std::time::Duration::from_millis(120));
+        Spinner(Some(bar))
+    }
+}
+
+impl Drop for Spinner {
+    fn drop(&mut self) {
+        if let Some(b) = self.0.take() {
+            b.finish_and_clear();
+        }
+    }
+}
+
 /// Write to stdout (what `out!` and `outln!` expand to); a failed
 /// write is the command's error.
 pub(crate) fn write_stdout(args: std::fmt::Arguments<'_>) -> CliResult {
@@ -402,6 +429,7 @@ fn dispatch(cmd: Cmd) -> CliResult {
                 for (k, v) in interp::bind(f, &args).map_err(err)? {
                     o.sizes.entry(k).or_insert(v);
                 }
+                let _busy = Spinner::new(format!("optimising `{}`", f.name));
                 optimize(f, &o).map_err(err)?.program
             };
             // The JIT by default, when the program is in normal form.
@@ -613,6 +641,7 @@ fn demo(dir: Option<PathBuf>, size_flags: &[String], seed: u64) -> CliResult {
                 sizes: all.clone(),
                 ..Default::default()
             };
+            let busy = Spinner::new(format!("{fname}: `{}`", f.name));
             let o = optimize(f, &opts).map_err(|e| format!("error: {e}"))?;
             let agree = match (&r, interp::run(&o.program, &args)) {
                 (Ok(a), Ok(b)) => a.approx_eq(&b, 1e-9, 1e-9),
@@ -644,6 +673,7 @@ fn demo(dir: Option<PathBuf>, size_flags: &[String], seed: u64) -> CliResult {
             } else {
                 ("-".to_string(), "-")
             };
+            drop(busy);
             match r {
                 Ok(v) => outln!(
                     "{:<18} {:<13} {:<40} {:>9.3} {:>11} {:>11} {:>7.1} {:>5} {:>9} {:>5}  {}",

@@ -186,6 +186,7 @@ pub fn hit_limit(o: &Optimized) -> bool {
 }
 
 fn opt_one(f: &Function, opts: &Options) -> Result<Optimized, String> {
+    let _busy = super::Spinner::new(format!("optimising `{}`", f.name));
     optimize(f, opts).map_err(|e| format!("error: in `{}`: {e}", f.name))
 }
 
