@@ -289,3 +289,34 @@ fn hoisted_brackets_stay_strong_zeros_in_vector_loops() {
         }
     }
 }
+
+/// Found by CI's `strategies_give_fitting_cases` (wide inputs): the empty
+/// outer sum of `sum(i:0) sum(j:3) y[j] * sum(k:2) y[j]` is 0 as written;
+/// the optimiser regroups it as `(sum(i:0) 2) * sum(j:3) y[j] * y[j]`, which
+/// is `0 * inf = NaN` when `y[j]²` overflows — an overflow the written
+/// program never performs (it never evaluates the empty sum's body), as
+/// with numpy's `einsum(optimize=True)`. The contract allows it
+/// (docs/fp-contract.md, "Empty sums"), and the oracle says so; with
+/// moderate inputs the regrouped program is 0 as written.
+#[test]
+fn an_empty_sum_regrouped_with_an_overflowing_factor_may_be_nan() {
+    let f = func("fn f(y: [3]R) -> R = sum(i:0) sum(j:3) y[j] * sum(k:2) y[j]");
+    let o = opt(&f, false);
+    for (ys, may_be_nan) in [
+        ([-6.76e267, -7.4e-189, 1.1e137], true),
+        ([1.5, -2.0, 0.25], false),
+    ] {
+        let args = [vector(&ys)];
+        let oracle = einsat::testing::difftest::contract_oracle(&f, &args).unwrap();
+        let got = real(&interp::run(&o.program, &args).unwrap());
+        assert!(
+            oracle[0].accepts(got),
+            "{ys:?}: {got} outside {}",
+            oracle[0].describe()
+        );
+        assert_eq!(real(&interp::run(&f, &args).unwrap()), 0.0);
+        if !may_be_nan {
+            assert_eq!(got, 0.0, "{}", print_function(&o.program));
+        }
+    }
+}
