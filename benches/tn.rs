@@ -16,44 +16,10 @@ use ndarray::{Array2, ArrayD, Ix2, Ix3};
 
 /// The network as a program: one named size per index (`d{id}`).
 fn program(net: &Network) -> einsat::Function {
-    let mut params = Vec::new();
-    let mut factors = Vec::new();
-    for (t, ids) in net.inputs().iter().enumerate() {
-        let dims: Vec<String> = ids.iter().map(|i| format!("d{i}")).collect();
-        let ix: Vec<String> = ids.iter().map(|i| format!("i{i}")).collect();
-        params.push(format!("T{t}: [{}]R", dims.join(",")));
-        factors.push(format!("T{t}[{}]", ix.join(",")));
-    }
-    let mut used: Vec<usize> = net.inputs().iter().flatten().copied().collect();
-    used.sort_unstable();
-    used.dedup();
-    let b: Vec<String> = used.iter().map(|i| format!("i{i}:d{i}")).collect();
-    let src = format!(
-        "fn tn({}) -> R = sum({}) {}",
-        params.join(", "),
-        b.join(", "),
-        factors.join(" * ")
-    );
-    einsat::load(&src).unwrap().functions.remove(0)
-}
-
-/// Random inputs in [-0.5, 0.5), deterministic.
-fn data(net: &Network) -> Vec<ArrayD<f64>> {
-    let mut s = 0x9E37_79B9_7F4A_7C15u64;
-    let mut next = move || {
-        s ^= s << 13;
-        s ^= s >> 7;
-        s ^= s << 17;
-        (s >> 11) as f64 / (1u64 << 53) as f64 - 0.5
-    };
-    net.inputs()
-        .iter()
-        .map(|ids| {
-            let shape: Vec<usize> = ids.iter().map(|&i| net.sizes()[i] as usize).collect();
-            let n: usize = shape.iter().product();
-            ArrayD::from_shape_vec(shape, (0..n).map(|_| next()).collect()).unwrap()
-        })
-        .collect()
+    einsat::load(&networks::program_text(net))
+        .unwrap()
+        .functions
+        .remove(0)
 }
 
 fn optimised(net: &Network) -> einsat::Function {
@@ -111,7 +77,7 @@ fn tn(c: &mut Criterion) {
     ];
     for (name, net) in &cases {
         let f = optimised(net);
-        let inputs = data(net);
+        let inputs = networks::random_data(net, 1);
         let args: Vec<Arg> = inputs.iter().map(|a| Arg::Array(a.view())).collect();
         for threads in [1, 2] {
             let k = jit::compile_with(
@@ -166,7 +132,7 @@ fn check(_: &mut Criterion) {
         (networks::mps_norm(32, 32, 2), 1),
     ] {
         let f = optimised(&net);
-        let inputs = data(&net);
+        let inputs = networks::random_data(&net, 1);
         let args: Vec<Arg> = inputs.iter().map(|a| Arg::Array(a.view())).collect();
         let got: f64 = match jit::compile(&f).unwrap().call_args(&args).unwrap() {
             Value::Real(x) => x,

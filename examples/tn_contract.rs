@@ -11,60 +11,7 @@
 use einsat::jit;
 use einsat::plan::{networks, Network};
 use einsat::syntax::parse_program;
-use ndarray::ArrayD;
 use std::time::Instant;
-
-/// The program text of a network: one parameter per tensor, one named size
-/// per index (`d{id}`), the output as `gen`s and the rest as `sum`s.
-fn program(net: &Network) -> String {
-    let idx = |i: usize| format!("i{i}");
-    let size = |i: usize| format!("d{i}");
-    let mut params = Vec::new();
-    let mut factors = Vec::new();
-    for (t, ids) in net.inputs().iter().enumerate() {
-        let dims: Vec<String> = ids.iter().map(|&i| size(i)).collect();
-        params.push(if ids.is_empty() {
-            format!("T{t}: R")
-        } else {
-            format!("T{t}: [{}]R", dims.join(","))
-        });
-        let ix: Vec<String> = ids.iter().map(|&i| idx(i)).collect();
-        factors.push(if ids.is_empty() {
-            format!("T{t}")
-        } else {
-            format!("T{t}[{}]", ix.join(","))
-        });
-    }
-    let out = net.output();
-    let mut used: Vec<usize> = net.inputs().iter().flatten().copied().collect();
-    used.sort_unstable();
-    used.dedup();
-    let summed: Vec<usize> = used.into_iter().filter(|i| !out.contains(i)).collect();
-    let ret = if out.is_empty() {
-        "R".to_string()
-    } else {
-        format!(
-            "[{}]R",
-            out.iter().map(|&i| size(i)).collect::<Vec<_>>().join(",")
-        )
-    };
-    let mut body = factors.join(" * ");
-    if !summed.is_empty() {
-        let b: Vec<String> = summed
-            .iter()
-            .map(|&i| format!("{}:{}", idx(i), size(i)))
-            .collect();
-        body = format!("sum({}) {body}", b.join(", "));
-    }
-    if !out.is_empty() {
-        let b: Vec<String> = out
-            .iter()
-            .map(|&i| format!("{}:{}", idx(i), size(i)))
-            .collect();
-        body = format!("gen({}) {body}", b.join(", "));
-    }
-    format!("fn tn({}) -> {ret} = {body}", params.join(", "))
-}
 
 /// The networks measured: name and network.
 fn cases() -> Vec<(String, Network)> {
@@ -88,25 +35,6 @@ fn cases() -> Vec<(String, Network)> {
         ));
     }
     v
-}
-
-/// Random data for the network's inputs (deterministic).
-fn data(net: &Network, seed: u64) -> Vec<ArrayD<f64>> {
-    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    let mut next = move || {
-        s ^= s << 13;
-        s ^= s >> 7;
-        s ^= s << 17;
-        (s >> 11) as f64 / (1u64 << 53) as f64 - 0.5
-    };
-    net.inputs()
-        .iter()
-        .map(|ids| {
-            let shape: Vec<usize> = ids.iter().map(|&i| net.sizes()[i] as usize).collect();
-            let n: usize = shape.iter().product();
-            ArrayD::from_shape_vec(shape, (0..n).map(|_| next()).collect()).unwrap()
-        })
-        .collect()
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -136,7 +64,7 @@ fn main() {
         {
             continue;
         }
-        let text = program(&net);
+        let text = networks::program_text(&net);
         let f = parse_program(&text)
             .expect("program parses")
             .program
@@ -155,7 +83,7 @@ fn main() {
         if show_program {
             println!("{}", einsat::syntax::print_function(&opt.program));
         }
-        let inputs = data(&net, 1);
+        let inputs = networks::random_data(&net, 1);
         let argv: Vec<einsat::Arg> = inputs
             .iter()
             .map(|a| {

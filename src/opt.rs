@@ -391,11 +391,9 @@ pub fn optimize(f: &Function, opts: &Options) -> Result<Optimized> {
 /// Rewrite rules that only reorder (commutativity, associativity): a run of
 /// them is one "reordered" step of an explanation.
 fn reorders(rule: &str) -> bool {
-    matches!(
-        rule,
-        "add-comm" | "mul-comm" | "add-assoc" | "mul-assoc" | "add-assoc-rev" | "mul-assoc-rev"
-    ) || rule.ends_with("-comm")
-        || rule.ends_with("-assoc")
+    ["-comm", "-assoc", "-assoc-rev"]
+        .iter()
+        .any(|s| rule.ends_with(s))
 }
 
 fn reordered(steps: usize) -> String {

@@ -191,33 +191,11 @@ fn outer_products_and_hadamard_steps() {
     }
 }
 
-/// The program of a network: one named size per index, as `einsum` would.
-fn program(net: &einsat::plan::Network) -> String {
-    let mut params = Vec::new();
-    let mut factors = Vec::new();
-    for (t, ids) in net.inputs().iter().enumerate() {
-        let dims: Vec<String> = ids.iter().map(|i| format!("d{i}")).collect();
-        let ix: Vec<String> = ids.iter().map(|i| format!("i{i}")).collect();
-        params.push(format!("T{t}: [{}]R", dims.join(",")));
-        factors.push(format!("T{t}[{}]", ix.join(",")));
-    }
-    let mut used: Vec<usize> = net.inputs().iter().flatten().copied().collect();
-    used.sort_unstable();
-    used.dedup();
-    let b: Vec<String> = used.iter().map(|i| format!("i{i}:d{i}")).collect();
-    format!(
-        "fn tn({}) -> R = sum({}) {}",
-        params.join(", "),
-        b.join(", "),
-        factors.join(" * ")
-    )
-}
-
 /// A network optimised (planned pairwise) and compiled agrees with the
 /// interpreter on the source program, GEMM on every step (min work 0) and
 /// with the default thresholds, 1 and 2 threads.
 fn check_network(net: &einsat::plan::Network, interp_source: bool) {
-    let f = func(&program(net));
+    let f = func(&networks::program_text(net));
     let mut o = einsat::opt::Options::default();
     let mut sizes = BTreeMap::new();
     for (i, &s) in net.sizes().iter().enumerate() {

@@ -428,7 +428,7 @@ impl Call<'_> {
         };
         let ranks: Vec<usize> = shapes.iter().map(|s| s.len()).collect();
         let (explicit, labels) = expand(&self.spec, &ranks)?;
-        let sizes = label_sizes_of(&labels, shapes)?;
+        let sizes = label_sizes_of(&labels, shapes.iter().copied())?;
         let r = dropin(py)
             .and_then(|m| m.call_method1("_custom_path", (f, explicit, sizes, limit)))
             .map_err(raised)?;
@@ -473,8 +473,11 @@ fn memory_of(m: &Bound<'_, PyAny>, shapes: &[&[usize]]) -> Res<Memory> {
 /// Per label (in order of first appearance), its size: the axes' size
 /// that is not 1 (numpy's broadcasting). Two sizes of a label that are not
 /// 1 and differ are a `ShapeError` naming the label.
-fn label_sizes_of(labels: &[Vec<char>], shapes: &[&[usize]]) -> Res<Vec<(char, usize)>> {
-    let mut size: Vec<(char, usize)> = Vec::new();
+pub(crate) fn label_sizes_of<'s>(
+    labels: &[Vec<char>],
+    shapes: impl IntoIterator<Item = &'s [usize]>,
+) -> Res<Vec<(char, usize)>> {
+    let mut size: Vec<(char, usize)> = Vec::with_capacity(8);
     for (k, (l, s)) in labels.iter().zip(shapes).enumerate() {
         for (axis, (&lab, &n)) in l.iter().zip(s.iter()).enumerate() {
             match size.iter_mut().find(|e| e.0 == lab) {
@@ -518,7 +521,7 @@ fn plan_einsum(spec: &str, key: &Key, shapes: &[&[usize]], with_sizes: bool) -> 
         fast_math: key.how.fast_math,
         ..opt::Options::default()
     };
-    let sizes = label_sizes_of(&labels, shapes)?;
+    let sizes = label_sizes_of(&labels, shapes.iter().copied())?;
     if with_sizes || key.dims.len() > n {
         for (c, s) in sizes {
             opts.sizes.insert(
@@ -676,7 +679,7 @@ fn _plan<'py>(
             .map_err(e)?;
         d.set_item("output", out).map_err(e)?;
         let sizes = PyDict::new(py);
-        for (c, s) in label_sizes_of(&p.labels, &sh)? {
+        for (c, s) in label_sizes_of(&p.labels, sh.iter().copied())? {
             sizes.set_item(c.to_string(), s).map_err(e)?;
         }
         d.set_item("sizes", sizes).map_err(e)?;

@@ -828,29 +828,13 @@ type LabelSizes = (Vec<(char, usize)>, bool, u128);
 /// Two sizes of one label that are not 1 and differ are a `ShapeError`
 /// naming the label (as numpy's message does).
 fn label_sizes(c: &Compiled, ops: &[Operand<'_>]) -> Res<LabelSizes> {
-    let mut size: Vec<(char, usize)> = Vec::with_capacity(8);
-    let mut needed = false;
-    for (k, (l, op)) in c.labels.iter().zip(ops).enumerate() {
-        for (axis, (&lab, &n)) in l.iter().zip(op.shape()).enumerate() {
-            match size.iter_mut().find(|e| e.0 == lab) {
-                None => size.push((lab, n)),
-                Some(e) if e.1 == 1 => {
-                    needed |= n != 1;
-                    e.1 = n;
-                }
-                Some(e) if n != 1 && n != e.1 => {
-                    return Err(fail(
-                        Exc::Shape,
-                        format!(
-                            "einsum: index '{lab}' has size {} in an earlier axis but {n} in operand {k} (axis {axis}), and only sizes of 1 broadcast",
-                            e.1
-                        ),
-                    ))
-                }
-                Some(_) => needed |= n == 1,
-            }
-        }
-    }
+    let size = contract::label_sizes_of(&c.labels, ops.iter().map(Operand::shape))?;
+    // a size-1 axis of a label whose size is not 1 is broadcast
+    let needed = c.labels.iter().zip(ops).any(|(l, op)| {
+        l.iter()
+            .zip(op.shape())
+            .any(|(lab, &n)| n == 1 && size.iter().any(|e| e.0 == *lab && e.1 != 1))
+    });
     let work = size
         .iter()
         .fold(1u128, |w, e| w.saturating_mul(e.1 as u128));

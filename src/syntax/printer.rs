@@ -139,6 +139,25 @@ pub fn print_type(t: &Type) -> String {
     }
 }
 
+/// Write the binders of a run of `gen`s (or of `sum`s) as one head,
+/// `gen(i:n, j:m)`, and return the body below them.
+fn binder_head<'e>(e: &'e Expr, out: &mut String) -> &'e Expr {
+    let is_gen = matches!(e, Expr::Gen(..));
+    let mut binders = Vec::new();
+    let mut body = e;
+    while let (Expr::Gen(i, n, b), true) | (Expr::Sum(i, n, b), false) = (body, is_gen) {
+        binders.push(format!("{i}:{n}"));
+        body = b;
+    }
+    let _ = write!(
+        out,
+        "{}({})",
+        if is_gen { "gen" } else { "sum" },
+        binders.join(", ")
+    );
+    body
+}
+
 /// Print an expression with minimal parentheses.
 pub fn print_expr(e: &Expr) -> String {
     let mut s = String::new();
@@ -229,19 +248,8 @@ fn pr_inner(e: &Expr, open: bool, out: &mut String) {
             let _ = write!(out, "eps[{}]", v.join(", "));
         }
         Expr::Gen(..) | Expr::Sum(..) => {
-            let is_gen = matches!(e, Expr::Gen(..));
-            let mut binders = Vec::new();
-            let mut body = e;
-            while let (Expr::Gen(i, n, b), true) | (Expr::Sum(i, n, b), false) = (body, is_gen) {
-                binders.push(format!("{i}:{n}"));
-                body = b;
-            }
-            let _ = write!(
-                out,
-                "{}({}) ",
-                if is_gen { "gen" } else { "sum" },
-                binders.join(", ")
-            );
+            let body = binder_head(e, out);
+            out.push(' ');
             pr(body, P_BINDER, open, out);
         }
         Expr::Let(x, e1, e2) => {
@@ -340,19 +348,7 @@ fn lay_inner(e: &Expr, open: bool, indent: usize, out: &mut String) {
             lay(b, p + 1, open, indent + 2, out);
         }
         Expr::Gen(..) | Expr::Sum(..) => {
-            let is_gen = matches!(e, Expr::Gen(..));
-            let mut binders = Vec::new();
-            let mut body = e;
-            while let (Expr::Gen(i, n, b), true) | (Expr::Sum(i, n, b), false) = (body, is_gen) {
-                binders.push(format!("{i}:{n}"));
-                body = b;
-            }
-            let _ = write!(
-                out,
-                "{}({})",
-                if is_gen { "gen" } else { "sum" },
-                binders.join(", ")
-            );
+            let body = binder_head(e, out);
             newline(indent + 2, out);
             lay(body, P_BINDER, open, indent + 2, out);
         }
