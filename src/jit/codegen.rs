@@ -354,6 +354,7 @@ pub fn compile(p: &LoopProgram, layout: &Layout) -> Result<Native, String> {
         let id = module
             .declare_function(&format!("nest{k}"), Linkage::Local, &ctx.func.signature)
             .map_err(|e| e.to_string())?;
+        capture(&ctx.func);
         let dump = std::env::var_os("EINSAT_JIT_DUMP").is_some();
         if dump {
             ctx.set_disasm(true);
@@ -442,6 +443,7 @@ fn chain(
         b.seal_all_blocks();
         b.finalize(module.target_config());
     }
+    capture(&ctx.func);
     let id = module
         .declare_function("chain", Linkage::Local, &ctx.func.signature)
         .map_err(|e| e.to_string())?;
@@ -450,6 +452,30 @@ fn chain(
         .map_err(|e| format!("cranelift: {e:?}"))?;
     module.clear_context(ctx);
     Ok(id)
+}
+
+thread_local! {
+    /// Where [`capture`] records the Cranelift IR of each function compiled
+    /// on this thread (`None`: not recorded), for [`super::clif_text`].
+    static CAPTURED: std::cell::RefCell<Option<Vec<String>>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Record `func`'s IR text if this thread asked for it ([`captured`]).
+fn capture(func: &cranelift_codegen::ir::Function) {
+    CAPTURED.with(|c| {
+        if let Some(v) = c.borrow_mut().as_mut() {
+            v.push(func.display().to_string());
+        }
+    });
+}
+
+/// Run `f` and return, with its result, the Cranelift IR text of every
+/// function it compiled on this thread, in order.
+pub(crate) fn captured<R>(f: impl FnOnce() -> R) -> (R, Vec<String>) {
+    let old = CAPTURED.with(|c| c.replace(Some(Vec::new())));
+    let r = f();
+    let text = CAPTURED.with(|c| c.replace(old)).unwrap_or_default();
+    (r, text)
 }
 
 /// The sum of `vals` as a pairwise tree of `fadd`s (scalars or vectors);

@@ -482,6 +482,23 @@ pub fn compile_uncached_with(f: &Function, opts: &Options) -> Result<Kernel> {
     crate::stack::roomy_for(&f.body, || compile_here(f, opts))
 }
 
+/// The Cranelift IR text of every function compiled for `f` with `opts`
+/// (uncached), for the layout with every buffer contiguous and for the
+/// generic layout (no unit strides), followed by the kernel's
+/// [`Kernel::stages`]: what a before/after comparison of the generated
+/// code hashes (`tests/codegen_snapshot.rs`). Not part of the stable API.
+#[doc(hidden)]
+pub fn clif_text(f: &Function, opts: &Options) -> Result<Vec<String>> {
+    let (kernel, mut text) = codegen::captured(|| compile_uncached_with(f, opts));
+    let kernel = kernel?;
+    let generic = kernel.generic.clone();
+    let (native, more) = codegen::captured(|| kernel.native(&generic));
+    native?;
+    text.extend(more);
+    text.extend(kernel.stages());
+    Ok(text)
+}
+
 fn compile_here(f: &Function, opts: &Options) -> Result<Kernel> {
     let sig = types::check(f).map_err(Error::types)?;
     let mut prog = loopir::lower(f).map_err(|m| jit_err(format!("`{}`: {m}", f.name)))?;
