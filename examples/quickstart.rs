@@ -65,5 +65,16 @@ fn main() -> Result<(), einsat::Error> {
     assert!(err.to_string().contains("unknown name `y`"));
     let err = kernel.eval::<Array1<f64>>((&a, &x, &x)).unwrap_err();
     println!("a wrong argument reads: {err}");
+
+    // A typed handle checks the argument count and ranks once, here; a
+    // call with the wrong ones then does not compile.
+    let abx = kernel
+        .clone()
+        .typed::<(Array2<f64>, Array2<f64>, Array1<f64>), Array1<f64>>()?;
+    assert_eq!(abx.eval((&a, &b, &x))?, y);
+    let err = kernel
+        .typed::<(Array2<f64>, Array1<f64>), f64>()
+        .unwrap_err();
+    println!("a handle that does not fit reads: {err}");
     Ok(())
 }

@@ -302,6 +302,15 @@ pub enum Error {
         /// What the function returned.
         found: Found,
     },
+    /// A typed kernel handle ([`crate::jit::Kernel::typed`]) whose Rust
+    /// types do not fit the function's signature: every mismatch.
+    #[error("`{}`: the typed handle does not fit: {}", crate::diag::quote(function), problems.join("; "))]
+    Signature {
+        /// The function.
+        function: String,
+        /// Each mismatch, in words.
+        problems: Vec<String>,
+    },
     /// Other argument errors (command-line argument specifications).
     #[error("{0}")]
     Call(String),

@@ -135,7 +135,7 @@ pub mod types;
 
 pub use error::{Error, Result};
 pub use interp::Value;
-pub use jit::{Arg, ArgMut, FromValue, IntoArg, IntoArgMut, IntoArgs, Kernel};
+pub use jit::{Arg, ArgMut, FromValue, IntoArg, IntoArgMut, IntoArgs, Kernel, TypedKernel};
 /// The `ndarray` version einsat's API uses (arrays in and out of kernels).
 pub use ndarray;
 /// The `rand` version of [`testing`]'s signatures.

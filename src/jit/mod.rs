@@ -76,6 +76,7 @@ pub mod loopir;
 pub mod pool;
 #[doc(hidden)]
 pub mod schedule;
+pub mod typed;
 
 use crate::error::{Error, Found, OutputProblem, Result};
 use crate::interp::value::{checked_elements, AsOperand, AsOperandMut, Operand, OperandMut};
@@ -89,6 +90,7 @@ use std::cell::Cell;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
+pub use typed::{ArgFor, ArgsFor, ParamType, ParamTypes, TypedKernel};
 
 /// Options of the native engine (part of the compile cache's key).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
