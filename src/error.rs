@@ -10,7 +10,6 @@
 //! the sizes).
 
 use crate::diag::{render_all, Diagnostic};
-use crate::interp::Value;
 use std::fmt;
 use std::sync::Arc;
 
@@ -97,17 +96,6 @@ pub enum Found {
     Array(Vec<usize>),
     /// A pair.
     Pair,
-}
-
-impl Found {
-    /// What `v` is.
-    pub fn of_value(v: &Value) -> Found {
-        match v {
-            Value::Real(_) => Found::Number,
-            Value::Array(a) => Found::Array(a.shape().to_vec()),
-            Value::Pair(..) => Found::Pair,
-        }
-    }
 }
 
 impl fmt::Display for Found {

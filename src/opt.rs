@@ -54,8 +54,8 @@ pub struct Options {
     /// extracted from the e-graph that is larger written out is not used.
     pub term_limit: usize,
     /// Rules to use; `None`: the built-in ones. Load them with
-    /// [`crate::egraph::rules::load_rules_dir`] or
-    /// [`crate::egraph::rules::parse_rules`], which check their soundness
+    /// [`crate::egraph::load::load_rules_dir`] or
+    /// [`crate::egraph::load::parse_rules`], which check their soundness
     /// on load (an unsound rule is refused with a counterexample).
     pub rules: Option<Vec<Rule>>,
     /// Record the rewrite chain from input to extracted term.

@@ -23,7 +23,7 @@
 //! ```
 
 pub use crate::egraph::check::{check_rule, check_rules, RuleCheck, RuleReport};
-pub use crate::egraph::rules::{
-    builtin_rules, load_rules_dir, load_rules_dir_with, load_rules_file, parse_rules,
-    parse_rules_with, FpClass, Rule,
+pub use crate::egraph::load::{
+    load_rules_dir, load_rules_dir_with, load_rules_file, parse_rules, parse_rules_with,
 };
+pub use crate::egraph::rules::{builtin_rules, FpClass, Rule};

@@ -5,8 +5,8 @@
 mod common;
 
 use common::tmpdir;
-use einsat::egraph::rules::{builtin_rules, parse_rules_with, RuleCheck};
 use einsat::interp::{self, Value};
+use einsat::rules::{builtin_rules, parse_rules_with, RuleCheck};
 use einsat::syntax::{print_function, Expr};
 use einsat::testing::difftest::{
     arb_case, arb_inputs, case_from_seed, check, run, shrink_case, write_reproducer, Case,

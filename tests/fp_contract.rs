@@ -5,9 +5,9 @@
 //! sum centred even against rules that would expand it.
 
 mod common;
-use einsat::egraph::rules::{builtin_rules, parse_rules_with, RuleCheck};
 use einsat::interp::{self, Value};
 use einsat::opt::{optimize, Optimized, Options};
+use einsat::rules::{builtin_rules, parse_rules_with, RuleCheck};
 use einsat::syntax::{print_expr, print_function, Function};
 use ndarray::arr1;
 

@@ -5,10 +5,10 @@
 mod common;
 use common::cases;
 use einsat::egraph::check::check_rules;
-use einsat::egraph::rules::{builtin_rules, parse_rules, parse_rules_with, RuleCheck};
 use einsat::extract::cost::{ir_cost, CostModel};
 use einsat::extract::is_normal;
 use einsat::opt::{optimize, Optimized, Options};
+use einsat::rules::{builtin_rules, parse_rules, parse_rules_with, RuleCheck};
 use einsat::syntax::{parse_expr, print_function, Expr, Function};
 use einsat::testing::{arb_function, random_inputs, random_sizes, GenConfig};
 use einsat::{interp, types};

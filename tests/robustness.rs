@@ -8,10 +8,10 @@
 
 mod common;
 use common::{einsat_in, tmpdir};
-use einsat::egraph::rules::{builtin_rules, parse_rules};
 use einsat::extract::is_normal;
 use einsat::interp::{self, Value};
 use einsat::opt::{optimize, prepass, Optimized, Options};
+use einsat::rules::{builtin_rules, parse_rules};
 use einsat::syntax::print_function;
 use einsat::{jit, load, Error, Function};
 use std::time::Duration;

@@ -3,7 +3,7 @@
 //! explicitly, sound files load, and rule-file errors carry file and line.
 
 mod common;
-use einsat::egraph::rules::{
+use einsat::rules::{
     builtin_rules, load_rules_dir, load_rules_dir_with, parse_rules, parse_rules_with, RuleCheck,
 };
 use einsat::Error;

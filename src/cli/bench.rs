@@ -7,7 +7,7 @@
 //! time (`compile_ms`, `first_call_ms` in `--json`). `--threads` and
 //! `--no-gemm` set the JIT's options.
 
-use super::CliResult;
+use super::common::CliResult;
 use crate::interp::{self, Sizes, Value};
 use crate::opt::{optimize, Options};
 use crate::syntax::ast::{Expr, Function, Size};

@@ -3,8 +3,8 @@
 //! ([`crate::testing::difftest`]), with a progress bar, a summary line, and a
 //! shrunk reproducer (`.tl` program plus `.npy` inputs) per disagreement.
 
+use super::common::CliResult;
 use super::optcmd::rule_set;
-use super::CliResult;
 use crate::interp::random::ValueClass;
 use crate::syntax::print_function;
 use crate::testing::difftest::{run, write_reproducer, DiffConfig};
@@ -103,9 +103,9 @@ pub fn difftest(a: &DiffArgs) -> CliResult {
             a.rtol
         ));
     }
-    let jit_threads = super::threads_flag("--jit-threads", a.jit_threads)?;
+    let jit_threads = super::common::threads_flag("--jit-threads", a.jit_threads)?;
     if let Some(j) = a.jobs {
-        super::threads_flag("--jobs", j)?;
+        super::common::threads_flag("--jobs", j)?;
     }
     let gen = GenConfig {
         max_depth: a.depth,

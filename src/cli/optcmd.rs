@@ -2,9 +2,11 @@
 //! its cost and e-graph statistics, or JSON) and `einsat rules check`
 //! (soundness of a rule set by random instantiation).
 
-use super::{load_file, parse_sizes, CliResult};
+use super::common::{load_file, parse_sizes, pick, CliResult, Spinner};
 use crate::egraph::check::check_rules;
-use crate::egraph::rules::{builtin_rules, load_rules_dir_with, Rule, RuleCheck};
+use crate::egraph::check::RuleCheck;
+use crate::egraph::load::load_rules_dir_with;
+use crate::egraph::rules::{builtin_rules, Rule};
 use crate::opt::{optimize, report_json, Optimized, Options};
 use crate::syntax::{print_function, Function};
 use std::path::{Path, PathBuf};
@@ -186,7 +188,7 @@ pub fn hit_limit(o: &Optimized) -> bool {
 }
 
 fn opt_one(f: &Function, opts: &Options) -> Result<Optimized, String> {
-    let _busy = super::Spinner::new(format!("optimising `{}`", f.name));
+    let _busy = Spinner::new(format!("optimising `{}`", f.name));
     optimize(f, opts).map_err(|e| format!("error: in `{}`: {e}", f.name))
 }
 
@@ -200,7 +202,7 @@ pub fn opt(
 ) -> CliResult {
     let (_, parsed) = load_file(file)?;
     let fs: Vec<&Function> = match func {
-        Some(_) => vec![super::pick(&parsed.program, func)?],
+        Some(_) => vec![pick(&parsed.program, func)?],
         None => parsed.program.functions.iter().collect(),
     };
     let mut opts = args.options(&fs, "the file")?;

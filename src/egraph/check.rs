@@ -759,7 +759,7 @@ pub fn check_rules(rules: &[Rule], cases: usize, seed: u64) -> Vec<RuleReport> {
 // The check on load: rule files are checked before their rules are used
 
 /// How rules are checked for soundness when they are loaded
-/// ([`super::rules::parse_rules`], [`super::rules::load_rules_dir`] and their
+/// ([`super::load::parse_rules`], [`super::load::load_rules_dir`] and their
 /// `*_with` variants): every rule is instantiated on random terms and inputs
 /// as [`check_rule`] does; the first unsound rule refuses the whole load
 /// with [`Error::UnsoundRule`] and its smallest counterexample.

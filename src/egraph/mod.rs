@@ -20,6 +20,7 @@
 //! Value names (parameters, `let`-bound names) stay names (`Var`).
 
 pub mod check;
+pub mod load;
 pub mod poly;
 pub mod rules;
 pub mod saturate;

@@ -136,6 +136,18 @@ impl std::fmt::Display for Value {
     }
 }
 
+impl Found {
+    /// What `v` is (here, beside [`Value`], so that the error module
+    /// depends on nothing of the interpreter).
+    pub fn of_value(v: &Value) -> Found {
+        match v {
+            Value::Real(_) => Found::Number,
+            Value::Array(a) => Found::Array(a.shape().to_vec()),
+            Value::Pair(..) => Found::Pair,
+        }
+    }
+}
+
 /// How a type travels across the boundary: an array of some sizes (no sizes:
 /// a number) or a pair of such.
 #[derive(Clone, Debug, PartialEq)]

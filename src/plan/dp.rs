@@ -15,8 +15,8 @@
 //! of any width. Both honour the memory limit: a subset whose tensor would
 //! be larger is not made.
 
+use super::model::{step_cost, union, Local, PlanError};
 use super::tree::Builder;
-use super::{step_cost, Local, PlanError};
 use std::collections::HashMap;
 
 /// Up to this many tensors the all-subsets DP is used (3^n splits).
@@ -101,7 +101,7 @@ fn optimal_within(local: &Local, budget: Option<Budget>) -> Result<Vec<(usize, u
             connected(&sub, budget)?
         };
         roots.push(b.add(p, &m));
-        let t = super::Tree::build(&sub, &m);
+        let t = super::tree::Tree::build(&sub, &m);
         root_legs.push(
             t.legs[t.legs.len() - 1]
                 .iter()
@@ -152,7 +152,7 @@ pub(crate) fn smallest_first(local: &Local, live: Vec<usize>) -> Vec<(usize, usi
     while heap.len() > 1 {
         let Reverse((_, a)) = heap.pop().expect("two left");
         let Reverse((_, b)) = heap.pop().expect("two left");
-        let u = super::union(&legs[a], &legs[b]);
+        let u = union(&legs[a], &legs[b]);
         for &i in legs[a].iter().chain(&legs[b]) {
             count[i as usize] -= 1;
         }

@@ -14,8 +14,8 @@
 //! first. Indices in every tensor connect nothing (as in opt_einsum: they
 //! are summed at the last step anyway).
 
+use super::model::{union, Ctx, Local, Rng};
 use super::tree::{cost_within, Builder};
-use super::{union, Ctx, Local, Rng};
 use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
 

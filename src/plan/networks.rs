@@ -3,7 +3,7 @@
 //! matrix-product-state norm, a 2D grid, random einsums and random
 //! regular graphs. All deterministic for a seed.
 
-use super::{Network, Rng};
+use super::model::{Network, Rng};
 
 /// `ab,bc,…,za->`: a ring of `n` matrices, every index of size `d`.
 pub fn ring(n: usize, d: u64) -> Network {

@@ -17,8 +17,8 @@
 
 use super::dp;
 use super::greedy;
+use super::model::{Ctx, Local, Rng};
 use super::tree::{cost_within, to_merges, Builder, Tree};
-use super::{Ctx, Local, Rng};
 use std::collections::{BinaryHeap, VecDeque};
 
 /// Leaves of a window of `reconfigure`.

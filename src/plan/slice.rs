@@ -11,7 +11,8 @@
 //! tree searched under the limit and the tree searched without it are
 //! sliced; the cheaper result wins.
 
-use super::{step_cost, Local, Prepared, Step};
+use super::model::{step_cost, Local, Step};
+use super::prepared::Prepared;
 
 /// Steps as (operands, index union, kept indices), local ids.
 type Sets = Vec<(Vec<usize>, Vec<u32>, Vec<u32>)>;

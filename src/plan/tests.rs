@@ -2,9 +2,10 @@
 //! search over all pairwise trees, and a checker that replays a plan with
 //! plain sets.
 
-use super::Rng;
+use super::model::Rng;
 use super::*;
 use proptest::prelude::*;
+use std::collections::BTreeMap;
 use std::collections::BTreeSet;
 
 fn cases(default: u32) -> u32 {

@@ -2,7 +2,7 @@
 //! every node from a list of SSA merges, splicing sub-trees together, and
 //! the score the searches compare trees by.
 
-use super::{step_cost, union, Local};
+use super::model::{step_cost, union, Local};
 
 /// A binary contraction tree: leaves `0..n`, merge `k` makes node `n + k`.
 #[derive(Clone, Debug)]
@@ -149,4 +149,14 @@ pub(crate) fn to_merges(n: usize, kids: &[(usize, usize)], root: usize) -> Vec<(
         }
     }
     out
+}
+
+#[cfg(test)]
+impl Local {
+    /// Cost and largest intermediate of the tree `merges` (SSA pairs over
+    /// the leaves; the leaves themselves are not counted).
+    pub fn evaluate(&self, merges: &[(usize, usize)]) -> (f64, f64) {
+        let t = Tree::build(self, merges);
+        (t.total_cost(), t.largest())
+    }
 }
