@@ -1,5 +1,6 @@
 //! The `einsat` binary end to end: check, run (text, JSON, .npy in and out),
 //! einsum, demo, and every kind of bad input with exit status 1.
+#![cfg(feature = "cli")] // runs the `einsat` binary
 
 mod common;
 
@@ -311,6 +312,25 @@ fn einsum_prints_a_program() {
     let (code, _, err) = einsat(&["einsum", "ij,jk->iz"]);
     assert_eq!(code, 1);
     assert!(err.starts_with("error:"), "{err}");
+}
+
+#[test]
+fn einsum_with_an_ellipsis_takes_the_ranks() {
+    let (code, out, err) = einsat(&["einsum", "...ij,...jk->...ik", "--ranks", "3,3"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.starts_with("fn einsum(A: [nA,ni,nj]R, B: [nA,nj,nk]R) -> [nA,ni,nk]R"),
+        "{out}"
+    );
+    let (code, _, err) = einsat(&["einsum", "...ij,jk"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("needs the operands' ranks"), "{err}");
+    let (code, _, err) = einsat(&["einsum", "...ij", "--ranks", "1"]);
+    assert_eq!(code, 1);
+    assert_eq!(
+        err.trim(),
+        "error: einsum: operand 0 has 1 axes but its subscripts `...ij` name 2"
+    );
 }
 
 #[test]

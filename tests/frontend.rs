@@ -1,6 +1,7 @@
 //! The front ends: the builder and the parser agree on the notebook programs,
 //! size inference works and reports conflicts, and einsum (plain and batched)
 //! agrees with a direct evaluation of the contraction.
+#![cfg(feature = "testing")] // uses the testing support
 
 mod common;
 use common::cases;
@@ -449,4 +450,85 @@ fn einsum_specs_allow_spaces_only() {
     let e = einsum(&long).unwrap_err().to_string();
     assert!(e.len() < 200, "{} bytes", e.len());
     assert!(e.contains("(column 1048577 of `…aaa"), "{e}");
+}
+
+/// `...` (numpy's broadcast axes) is the einsum front end's: Rust, the CLI
+/// and Python expand it in one place (`expand_ellipsis`).
+#[test]
+fn ellipsis_expands_for_known_ranks() {
+    use einsat::frontend::einsum::{einsum_ranked, expand_ellipsis};
+    let e = expand_ellipsis("...ij,...jk->...ik", &[4, 3]).unwrap();
+    assert_eq!(e.explicit, "ABij,Bjk->ABik");
+    assert_eq!(
+        e.labels,
+        vec![vec!['A', 'B', 'i', 'j'], vec!['B', 'j', 'k']]
+    );
+    // implicit output: the axes under `...` first, then the letters seen once
+    assert_eq!(
+        expand_ellipsis("i...,j", &[2, 1]).unwrap().explicit,
+        "iA,j->Aij"
+    );
+    // fresh letters skip the spec's own
+    assert_eq!(
+        expand_ellipsis("A...->A...", &[2]).unwrap().explicit,
+        "AB->AB"
+    );
+    // no ellipsis: the explicit spec of the same einsum
+    assert_eq!(
+        expand_ellipsis("ij,jk", &[2, 2]).unwrap().explicit,
+        "ij,jk->ik"
+    );
+    // a batched product computes what numpy's does
+    let f = einsum_ranked("...ij,...jk->...ik", &[3, 3]).unwrap();
+    let a = ArrayD::from_shape_fn(vec![2, 2, 3], |ix| (ix[0] * 6 + ix[1] * 3 + ix[2]) as f64);
+    let b = ArrayD::from_shape_fn(vec![2, 3, 2], |ix| (ix[0] + ix[1] * 2 + ix[2]) as f64 - 2.0);
+    let r = einsat::interp::run(&f, &[to_value(a.clone()), to_value(b.clone())]).unwrap();
+    let Value::Array(r) = r else { panic!("{r:?}") };
+    for k in 0..2 {
+        let want = a
+            .index_axis(ndarray::Axis(0), k)
+            .into_dimensionality::<ndarray::Ix2>()
+            .unwrap()
+            .dot(
+                &b.index_axis(ndarray::Axis(0), k)
+                    .into_dimensionality::<ndarray::Ix2>()
+                    .unwrap(),
+            );
+        assert_eq!(r.index_axis(ndarray::Axis(0), k), want.into_dyn());
+    }
+}
+
+#[test]
+fn ellipsis_errors_say_whether_spec_or_operands() {
+    use einsat::frontend::einsum::{einsum, einsum_ranked, expand_ellipsis};
+    let e = expand_ellipsis("...ij", &[1]).unwrap_err();
+    assert!(e.operands, "{e:?}");
+    assert_eq!(
+        e.message,
+        "operand 0 has 1 axes but its subscripts `...ij` name 2"
+    );
+    let e = expand_ellipsis("ij,jk", &[2]).unwrap_err();
+    assert!(e.operands);
+    assert_eq!(e.message, "the spec has 2 operands but 1 was given");
+    let e = expand_ellipsis("...i,...j->ij", &[2, 2]).unwrap_err();
+    assert!(e.operands);
+    assert!(e.message.contains("no `...`"), "{}", e.message);
+    let e = expand_ellipsis("i..j", &[2]).unwrap_err();
+    assert!(!e.operands);
+    assert_eq!(e.byte, Some(1));
+    let e = expand_ellipsis("ij->jj", &[2]).unwrap_err();
+    assert_eq!((e.operands, e.byte), (false, Some(5)));
+    assert!(e.message.contains("appears twice"));
+    // as a crate error: the column and an excerpt
+    let e = einsum_ranked("ij->jj", &[2]).unwrap_err().to_string();
+    assert_eq!(
+        e,
+        "einsum: output index `j` appears twice (column 6 of `ij->jj`)"
+    );
+    // without ranks, `...` is refused with where to give them
+    let e = einsum("...ij").unwrap_err().to_string();
+    assert!(
+        e.contains("an ellipsis (`...`) needs the operands' ranks"),
+        "{e}"
+    );
 }

@@ -619,170 +619,19 @@ fn spec_err_at(spec: &str, byte: usize, m: impl Into<String>) -> Failure {
 }
 
 /// Expand a numpy spec for operands of the given ranks into explicit form
-/// without ellipses: `(explicit spec, labels per operand)`. Index letters
-/// are ASCII letters and characters beyond ASCII (opt_einsum's symbols,
-/// see `einsat::frontend::einsum::is_index_letter`); the axes under `...`
-/// get unused letters (`A`-`Z`, `a`-`z`, then opt_einsum's symbols from
-/// U+00C0).
+/// without ellipses: `(explicit spec, labels per operand)` — the einsum
+/// front end's [`einsat::frontend::einsum::expand_ellipsis`], its errors as
+/// the Python exceptions (`ParseError` for the spec's grammar, with the
+/// column; `ShapeError` for operands that do not fit it).
 fn expand(spec: &str, ranks: &[usize]) -> Res<(String, Vec<Vec<char>>)> {
-    use einsat::frontend::einsum::is_index_letter;
-    // numpy's rule: spaces between subscripts, no other whitespace, `->`
-    // and `...` not split (as the Rust front end)
-    einsat::frontend::einsum::check_characters(spec).map_err(|(at, m)| spec_err_at(spec, at, m))?;
-    let s: String = spec.chars().filter(|&c| c != ' ').collect();
-    if let Some(c) = s
-        .chars()
-        .find(|&c| !(is_index_letter(c) || matches!(c, ',' | '.' | '-' | '>')))
-    {
-        let at = spec.find(c).unwrap_or(0);
-        return Err(spec_err_at(
-            spec,
-            at,
-            format!(
-                "`{}` is not an index letter (a-z, A-Z, or a character beyond ASCII)",
-                einsat::diag::quote(c.encode_utf8(&mut [0; 4]))
-            ),
-        ));
+    match einsat::frontend::einsum::expand_ellipsis(spec, ranks) {
+        Ok(e) => Ok((e.explicit, e.labels)),
+        Err(e) if e.operands => Err(fail(Exc::Shape, format!("einsum: {}", e.message))),
+        Err(e) => Err(match e.byte {
+            Some(at) => spec_err_at(spec, at, e.message),
+            None => spec_err(e.message),
+        }),
     }
-    let (lhs, rhs) = match s.split_once("->") {
-        Some((_, r)) if r.contains("->") => {
-            let first = spec.find("->").unwrap_or(0);
-            let at = spec[first + 2..].find("->").map_or(0, |k| first + 2 + k);
-            return Err(spec_err_at(spec, at, "`->` appears more than once"));
-        }
-        Some((l, r)) => (l, Some(r)),
-        None => (s.as_str(), None),
-    };
-    if lhs.contains(['-', '>']) || rhs.is_some_and(|r| r.contains(['-', '>', ','])) {
-        return Err(spec_err(
-            "`-` and `>` appear only as `->`, and the output has no `,`",
-        ));
-    }
-    let terms: Vec<&str> = lhs.split(',').collect();
-    if terms.len() != ranks.len() {
-        return Err(fail(
-            Exc::Shape,
-            format!(
-                "einsum: the spec has {} operand{} but {} {} given",
-                terms.len(),
-                if terms.len() == 1 { "" } else { "s" },
-                ranks.len(),
-                if ranks.len() == 1 { "was" } else { "were" }
-            ),
-        ));
-    }
-    // split a term at its ellipsis: (before, after, has ellipsis)
-    let split = |t: &str| -> Res<(Vec<char>, Vec<char>, bool)> {
-        let q = || einsat::diag::quote(t);
-        match t.split_once("...") {
-            Some((a, b)) if a.contains('.') || b.contains('.') => Err(spec_err(format!(
-                "`{}`: `.` appears only as one `...`",
-                q()
-            ))),
-            Some((a, b)) => Ok((a.chars().collect(), b.chars().collect(), true)),
-            None if t.contains('.') => {
-                Err(spec_err(format!("`{}`: `.` appears only as `...`", q())))
-            }
-            None => Ok((t.chars().collect(), Vec::new(), false)),
-        }
-    };
-    let used: Vec<char> = s.chars().filter(|&c| is_index_letter(c)).collect();
-    let mut parts = Vec::new();
-    let mut ell = Vec::new();
-    for (k, (t, &rank)) in terms.iter().zip(ranks).enumerate() {
-        let (a, b, dots) = split(t)?;
-        let named = a.len() + b.len();
-        if (dots && named > rank) || (!dots && named != rank) {
-            return Err(fail(
-                Exc::Shape,
-                format!(
-                    "einsum: operand {k} has {rank} axes but its subscripts `{}` name {named}",
-                    einsat::diag::quote(t)
-                ),
-            ));
-        }
-        ell.push(if dots { rank - named } else { 0 });
-        parts.push((a, b));
-    }
-    let e = ell.iter().copied().max().unwrap_or(0);
-    let fresh: Vec<char> = ('A'..='Z')
-        .chain('a'..='z')
-        .chain((192u32..55296).filter_map(char::from_u32))
-        .filter(|c| !used.contains(c) && is_index_letter(*c))
-        .take(e)
-        .collect();
-    let mut labels = Vec::new();
-    for ((a, b), &n) in parts.iter().zip(&ell) {
-        let mut l: Vec<char> = a.clone();
-        l.extend(&fresh[e - n..]);
-        l.extend(b);
-        labels.push(l);
-    }
-    let output: Vec<char> = match rhs {
-        Some(r) => {
-            let (a, b, dots) = split(r)?;
-            if !dots && e > 0 {
-                return Err(fail(
-                    Exc::Shape,
-                    "einsum: the operands have axes under `...` but the output has no `...`",
-                ));
-            }
-            let arrow = spec.find("->").map_or(0, |k| k + 2);
-            let letters: Vec<char> = a.iter().chain(&b).copied().collect();
-            for (k, &c) in letters.iter().enumerate() {
-                let nth = |n: usize| {
-                    spec[arrow..]
-                        .match_indices(c)
-                        .nth(n)
-                        .map_or(arrow, |(i, _)| arrow + i)
-                };
-                let shown = einsat::diag::quote(c.encode_utf8(&mut [0; 4]));
-                if letters[..k].contains(&c) {
-                    return Err(spec_err_at(
-                        spec,
-                        nth(1),
-                        format!("output index `{shown}` appears twice"),
-                    ));
-                }
-                if !lhs.contains(c) {
-                    return Err(spec_err_at(
-                        spec,
-                        nth(0),
-                        format!("output index `{shown}` does not appear in any operand"),
-                    ));
-                }
-            }
-            let mut o: Vec<char> = a;
-            o.extend(&fresh);
-            o.extend(b);
-            o
-        }
-        None => {
-            // numpy: the axes under `...`, then the letters that appear
-            // exactly once, in alphabetical order (upper case first)
-            let all: Vec<char> = parts
-                .iter()
-                .flat_map(|(a, b)| a.iter().chain(b))
-                .copied()
-                .collect();
-            let mut once: Vec<char> = all
-                .iter()
-                .copied()
-                .filter(|c| all.iter().filter(|d| *d == c).count() == 1)
-                .collect();
-            once.sort();
-            let mut o = fresh.clone();
-            o.extend(once);
-            o
-        }
-    };
-    let text = |l: &[char]| l.iter().collect::<String>();
-    let explicit = format!(
-        "{}->{}",
-        labels.iter().map(|l| text(l)).collect::<Vec<_>>().join(","),
-        text(&output)
-    );
-    Ok((explicit, labels))
 }
 
 /// Optimise and compile a function (GIL released by the caller).

@@ -183,6 +183,11 @@ enum Cmd {
         /// operand by `*`, e.g. "A,x;B,x".
         #[arg(long)]
         batch: Option<String>,
+        /// The operands' ranks, e.g. --ranks 3,2: needed by a spec with
+        /// `...` (numpy's broadcast axes), which names the axes each
+        /// operand has beyond its letters.
+        #[arg(long, value_delimiter = ',')]
+        ranks: Option<Vec<usize>>,
     },
     /// The main job on the bundled examples: check and run every function.
     Demo {
@@ -347,11 +352,17 @@ fn dispatch(cmd: Cmd) -> CliResult {
                     json,
                 },
         } => optcmd::rules_check(rules.as_deref(), cases, seed, json),
-        Cmd::Einsum { spec, batch } => {
-            let f = match batch {
-                None => crate::frontend::einsum::einsum(&spec),
-                Some(b) => crate::frontend::einsum::parse_batch_args(&b)
-                    .and_then(|a| crate::frontend::einsum::einsum_batched(&spec, &a)),
+        Cmd::Einsum { spec, batch, ranks } => {
+            use crate::frontend::einsum::{
+                einsum, einsum_batched, einsum_ranked, parse_batch_args,
+            };
+            let f = match (batch, ranks) {
+                (Some(_), Some(_)) => {
+                    return Err("error: --ranks applies to one einsum, not to --batch".into())
+                }
+                (None, None) => einsum(&spec),
+                (None, Some(r)) => einsum_ranked(&spec, &r),
+                (Some(b), None) => parse_batch_args(&b).and_then(|a| einsum_batched(&spec, &a)),
             }
             .map_err(err)?;
             out!("{}", print_function(&f))?;

@@ -122,7 +122,11 @@ const LETTERS: &str = "a-z, A-Z, or a character beyond ASCII";
 pub fn parse_spec(spec: &str) -> Result<Spec> {
     check_characters(spec).map_err(|(at, m)| err_at(spec, at, m))?;
     if let Some(at) = spec.find('.') {
-        return Err(err_at(spec, at, "ellipsis (`...`) is not supported"));
+        return Err(err_at(
+            spec,
+            at,
+            "an ellipsis (`...`) needs the operands' ranks: `einsum_ranked` in Rust, `--ranks` on the command line",
+        ));
     }
     let arrow = spec.find("->");
     if let Some(a) = arrow {
@@ -194,6 +198,222 @@ pub fn parse_spec(spec: &str) -> Result<Spec> {
     Ok(Spec { inputs, output })
 }
 
+/// A spec made explicit for operands of known ranks ([`expand_ellipsis`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Expanded {
+    /// The spec in explicit form (`->` and output), with no `...`.
+    pub explicit: String,
+    /// Each operand's index letters, one per axis.
+    pub labels: Vec<Vec<char>>,
+}
+
+/// Why a spec cannot be expanded: its grammar ([`SpecError::at`] gives the
+/// byte of the spec it is about, where known), or operands that do not fit
+/// it (their number, or their ranks).
+#[derive(Clone, Debug, PartialEq)]
+pub struct SpecError {
+    /// True when the operands do not fit the spec (a shape error for the
+    /// caller), false for the spec's own grammar.
+    pub operands: bool,
+    /// The byte of the spec the error is about, where known.
+    pub byte: Option<usize>,
+    /// What is wrong (without the `einsum: ` prefix).
+    pub message: String,
+}
+
+impl SpecError {
+    fn at(byte: usize, m: impl Into<String>) -> SpecError {
+        SpecError {
+            operands: false,
+            byte: Some(byte),
+            message: m.into(),
+        }
+    }
+    fn grammar(m: impl Into<String>) -> SpecError {
+        SpecError {
+            operands: false,
+            byte: None,
+            message: m.into(),
+        }
+    }
+    fn operands(m: impl Into<String>) -> SpecError {
+        SpecError {
+            operands: true,
+            byte: None,
+            message: m.into(),
+        }
+    }
+
+    /// As a crate error: [`Error::Frontend`] with the column and an excerpt
+    /// of `spec` where the byte is known.
+    pub fn into_error(self, spec: &str) -> Error {
+        match self.byte {
+            Some(at) => err_at(spec, at, self.message),
+            None => err(self.message),
+        }
+    }
+}
+
+/// Expand a numpy spec for operands of the given ranks into explicit form
+/// without ellipses ([`Expanded`]): numpy's `...` broadcast axes get
+/// letters of their own, an implicit output is made explicit as numpy
+/// orders it (the axes under `...` first, then the letters that appear
+/// once, in code-point order). Index letters
+/// are ASCII letters and characters beyond ASCII (opt_einsum's symbols,
+/// see `einsat::frontend::einsum::is_index_letter`); the axes under `...`
+/// get unused letters (`A`-`Z`, `a`-`z`, then opt_einsum's symbols from
+/// U+00C0).
+pub fn expand_ellipsis(spec: &str, ranks: &[usize]) -> std::result::Result<Expanded, SpecError> {
+    // numpy's rule: spaces between subscripts, no other whitespace, `->`
+    // and `...` not split (as the Rust front end)
+    check_characters(spec).map_err(|(at, m)| SpecError::at(at, m))?;
+    let s: String = spec.chars().filter(|&c| c != ' ').collect();
+    if let Some(c) = s
+        .chars()
+        .find(|&c| !(is_index_letter(c) || matches!(c, ',' | '.' | '-' | '>')))
+    {
+        let at = spec.find(c).unwrap_or(0);
+        return Err(SpecError::at(
+            at,
+            format!(
+                "`{}` is not an index letter (a-z, A-Z, or a character beyond ASCII)",
+                crate::diag::quote(c.encode_utf8(&mut [0; 4]))
+            ),
+        ));
+    }
+    let (lhs, rhs) = match s.split_once("->") {
+        Some((_, r)) if r.contains("->") => {
+            let first = spec.find("->").unwrap_or(0);
+            let at = spec[first + 2..].find("->").map_or(0, |k| first + 2 + k);
+            return Err(SpecError::at(at, "`->` appears more than once"));
+        }
+        Some((l, r)) => (l, Some(r)),
+        None => (s.as_str(), None),
+    };
+    if lhs.contains(['-', '>']) || rhs.is_some_and(|r| r.contains(['-', '>', ','])) {
+        return Err(SpecError::grammar(
+            "`-` and `>` appear only as `->`, and the output has no `,`",
+        ));
+    }
+    let terms: Vec<&str> = lhs.split(',').collect();
+    if terms.len() != ranks.len() {
+        return Err(SpecError::operands(format!(
+            "the spec has {} operand{} but {} {} given",
+            terms.len(),
+            if terms.len() == 1 { "" } else { "s" },
+            ranks.len(),
+            if ranks.len() == 1 { "was" } else { "were" }
+        )));
+    }
+    // split a term at its ellipsis: (before, after, has ellipsis)
+    let split = |t: &str| -> std::result::Result<(Vec<char>, Vec<char>, bool), SpecError> {
+        let q = || crate::diag::quote(t);
+        match t.split_once("...") {
+            Some((a, b)) if a.contains('.') || b.contains('.') => Err(SpecError::grammar(format!(
+                "`{}`: `.` appears only as one `...`",
+                q()
+            ))),
+            Some((a, b)) => Ok((a.chars().collect(), b.chars().collect(), true)),
+            None if t.contains('.') => Err(SpecError::grammar(format!(
+                "`{}`: `.` appears only as `...`",
+                q()
+            ))),
+            None => Ok((t.chars().collect(), Vec::new(), false)),
+        }
+    };
+    let used: Vec<char> = s.chars().filter(|&c| is_index_letter(c)).collect();
+    let mut parts = Vec::new();
+    let mut ell = Vec::new();
+    for (k, (t, &rank)) in terms.iter().zip(ranks).enumerate() {
+        let (a, b, dots) = split(t)?;
+        let named = a.len() + b.len();
+        if (dots && named > rank) || (!dots && named != rank) {
+            return Err(SpecError::operands(format!(
+                "operand {k} has {rank} axes but its subscripts `{}` name {named}",
+                crate::diag::quote(t)
+            )));
+        }
+        ell.push(if dots { rank - named } else { 0 });
+        parts.push((a, b));
+    }
+    let e = ell.iter().copied().max().unwrap_or(0);
+    let fresh: Vec<char> = ('A'..='Z')
+        .chain('a'..='z')
+        .chain((192u32..55296).filter_map(char::from_u32))
+        .filter(|c| !used.contains(c) && is_index_letter(*c))
+        .take(e)
+        .collect();
+    let mut labels = Vec::new();
+    for ((a, b), &n) in parts.iter().zip(&ell) {
+        let mut l: Vec<char> = a.clone();
+        l.extend(&fresh[e - n..]);
+        l.extend(b);
+        labels.push(l);
+    }
+    let output: Vec<char> = match rhs {
+        Some(r) => {
+            let (a, b, dots) = split(r)?;
+            if !dots && e > 0 {
+                return Err(SpecError::operands(
+                    "the operands have axes under `...` but the output has no `...`",
+                ));
+            }
+            let arrow = spec.find("->").map_or(0, |k| k + 2);
+            let letters: Vec<char> = a.iter().chain(&b).copied().collect();
+            for (k, &c) in letters.iter().enumerate() {
+                let nth = |n: usize| {
+                    spec[arrow..]
+                        .match_indices(c)
+                        .nth(n)
+                        .map_or(arrow, |(i, _)| arrow + i)
+                };
+                let shown = crate::diag::quote(c.encode_utf8(&mut [0; 4]));
+                if letters[..k].contains(&c) {
+                    return Err(SpecError::at(
+                        nth(1),
+                        format!("output index `{shown}` appears twice"),
+                    ));
+                }
+                if !lhs.contains(c) {
+                    return Err(SpecError::at(
+                        nth(0),
+                        format!("output index `{shown}` does not appear in any operand"),
+                    ));
+                }
+            }
+            let mut o: Vec<char> = a;
+            o.extend(&fresh);
+            o.extend(b);
+            o
+        }
+        None => {
+            // numpy: the axes under `...`, then the letters that appear
+            // exactly once, in alphabetical order (upper case first)
+            let all: Vec<char> = parts
+                .iter()
+                .flat_map(|(a, b)| a.iter().chain(b))
+                .copied()
+                .collect();
+            let mut once: Vec<char> = all
+                .iter()
+                .copied()
+                .filter(|c| all.iter().filter(|d| *d == c).count() == 1)
+                .collect();
+            once.sort();
+            let mut o = fresh.clone();
+            o.extend(once);
+            o
+        }
+    };
+    let text = |l: &[char]| l.iter().collect::<String>();
+    let explicit = format!(
+        "{}->{}",
+        labels.iter().map(|l| text(l)).collect::<Vec<_>>().join(","),
+        text(&output)
+    );
+    Ok(Expanded { explicit, labels })
+}
+
 fn operand_name(k: usize) -> String {
     if k < 26 {
         ((b'A' + k as u8) as char).to_string()
@@ -261,6 +481,23 @@ pub fn einsum(spec: &str) -> Result<Function> {
         ret: Some(out_type(&s)),
         body: body(&s, &names),
     })
+}
+
+/// [`einsum`] for operands of the given ranks, so that the spec may use
+/// numpy's `...` (broadcast axes; see [`expand_ellipsis`]), which names
+/// as many axes as each operand has beyond its letters:
+///
+/// ```
+/// let f = einsat::frontend::einsum::einsum_ranked("...ij,...jk->...ik", &[3, 3])?;
+/// assert_eq!(f.params.len(), 2);
+/// # Ok::<(), einsat::Error>(())
+/// ```
+///
+/// The operands' number and ranks must fit the spec (an error says which
+/// does not).
+pub fn einsum_ranked(spec: &str, ranks: &[usize]) -> Result<Function> {
+    let e = expand_ellipsis(spec, ranks).map_err(|e| e.into_error(spec))?;
+    einsum(&e.explicit)
 }
 
 fn finish(f: Function) -> Result<Function> {
