@@ -218,14 +218,18 @@ def einsum(*operands, optimize=True, memory_limit=None, split_every=None, thread
     summed = [c for c in sizes if c not in out]
     split = [c for c in summed if len(chunks[c]) > 1]
     meta = _np.empty((0,) * len(out), dtype=_np.float64)
+    # planned once, for the whole arrays (this also checks the spec and
+    # options on the client, before any task runs)
+    path = _path(full, arrays, optimize, memory_limit)
     if not split or len(arrays) <= 2:
         # one blockwise for the whole einsum; its summed indices split
         # across chunks (two operands at most: nothing to recompute) as
-        # size-1 partial axes added by dask's reduction
-        path = _path(full, arrays, optimize, memory_limit) if len(arrays) > 2 else optimize
-        return _step(full, terms, out, arrays, split, path, opts, split_every, meta)
-    # pairwise along einsat's plan, planned once for the whole arrays
-    path = _path(full, arrays, optimize, memory_limit)
+        # size-1 partial axes added by dask's reduction. One or two
+        # operands keep `optimize` (einsat caches their kernels per ranks,
+        # not shapes); more run along the planned path.
+        how = path if len(arrays) > 2 else optimize
+        return _step(full, terms, out, arrays, split, how, opts, split_every, meta)
+    # pairwise along the planned path
     live = list(zip(terms, arrays))
     for n, step in enumerate(path):
         pos = sorted(step, reverse=True)
