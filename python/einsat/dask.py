@@ -416,6 +416,11 @@ def _type_of(e, env):
     return "Real"
 
 
+# the key marking a let-bound name in an analysis environment (names of the
+# language never contain a space)
+_LET = "let "
+
+
 def _analyse(j):
     an = _Analysis()
     params = {}
@@ -450,6 +455,7 @@ def _analyse(j):
             _walk(a, env, idx, an, params)
             env = dict(env)
             env[x] = _type_of(a, env)
+            env[_LET + x] = True
             e = b
         elif tag == "Gen" and not outer_sums:
             i, s, b = v
@@ -511,6 +517,7 @@ def _walk(e, env, idx, an, params):
             todo.append((a, env, idx))
             env2 = dict(env)
             env2[x] = _type_of(a, env)
+            env2[_LET + x] = True
             todo.append((b, env2, idx))
         elif tag == "Access":
             target, a = v
@@ -563,7 +570,12 @@ def _is_param_chain(target, env, params):
     halo's own)."""
     while isinstance(target, dict) and "Access" in target:
         target = target["Access"][0]
-    return isinstance(target, dict) and "Var" in target and target["Var"] in params and env.get(target["Var"]) is not None
+    return (
+        isinstance(target, dict)
+        and "Var" in target
+        and target["Var"] in params
+        and not env.get(_LET + target["Var"])
+    )
 
 
 def _access_text(target, a):

@@ -11,6 +11,8 @@ import pytest
 da = pytest.importorskip("dask.array", reason="einsat.dask needs dask[array] (pip install ./python[dask])")
 distributed = pytest.importorskip("distributed", reason="the cluster tests need dask.distributed")
 
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
 import einsat  # noqa: E402
 import einsat.dask as ed  # noqa: E402
 
@@ -162,6 +164,13 @@ def test_refused_program_names_the_axis(client):
     got = ed.map(SOFTMAX, X, allow_rechunk=True)
     Xn = X.compute()
     close(client.compute(got).result(), np.exp(Xn) / np.exp(Xn).sum(1, keepdims=True))
+    # a let shadowing the parameter, read at an offset: its values beyond the
+    # chunk are computed (exp(0) = 1, not einsat's zero padding), so refused
+    shifted = "fn s(x: [n]R) -> [n]R = let x = gen(i:n) exp(x[i]) in gen(i:n) x[i-1]"
+    with pytest.raises(ed.ChunkError, match=r"size `n`.*computed tensor at an offset"):
+        ed.map(shifted, da.from_array(np.arange(10.0), chunks=4))
+    got = ed.map(shifted, da.from_array(np.arange(10.0), chunks=4), allow_rechunk=True)
+    close(client.compute(got).result(), np.concatenate([[0.0], np.exp(np.arange(9.0))]))
     with pytest.raises(ed.ChunkError, match="pairs"):
         ed.map("fn p(x: [n](R,R)) -> [n]R = gen(i:n) x[i].0", X[0])
 
@@ -207,3 +216,32 @@ def test_input_larger_than_a_worker_spills(client):
         close(got[k * 128 : (k + 1) * 128], (B * B).sum(1))
         close(rows[k * 128 : (k + 1) * 128], B.sum(1))
     del X
+
+
+def chunking(n):
+    """Random chunks of an axis of ``n`` (1 to 4 pieces, possibly uneven)."""
+    return st.lists(st.integers(1, n - 1), max_size=3, unique=True).map(
+        lambda cuts: tuple(b - a for a, b in zip([0] + sorted(cuts), sorted(cuts) + [n]))
+    )
+
+
+@settings(max_examples=12, deadline=None)
+@given(st.data())
+def test_random_chunkings_agree_with_numpy(client, data):
+    # a chain of three and a stencil, every axis chunked at random
+    shapes = [(13, 11), (11, 9), (9, 7)]
+    arrays = [np.random.default_rng(k).random(s) for k, s in enumerate(shapes)]
+    ds = [da.from_array(a, chunks=tuple(data.draw(chunking(n)) for n in a.shape)) for a in arrays]
+    close(client.compute(ed.einsum("ij,jk,kl->il", *ds)).result(), arrays[0] @ arrays[1] @ arrays[2])
+    close(client.compute(ed.einsum("ij,ij->j", ds[0], ds[0])).result(), (arrays[0] ** 2).sum(0))
+    U = np.random.default_rng(9).random((12, 10))
+    dU = da.from_array(U, chunks=(data.draw(chunking(12)), data.draw(chunking(10))))
+    P = np.pad(U, 2)
+    core = P[2:-2, 2:-2]
+    want = core + 0.5 * (P[1:-3, 2:-2] + P[3:-1, 2:-2] + P[2:-2, 1:-3] + P[2:-2, 4:] - 4 * core)
+    w = dU.chunks[1]
+    if len(w) == 1 or min(w) >= 2:  # the halo (1 on h, 2 on w) fits every chunk
+        close(client.compute(ed.map(STENCIL, dU, 0.5)).result(), want)
+    else:
+        with pytest.raises(ed.ChunkError, match="smallest chunk"):
+            ed.map(STENCIL, dU, 0.5)
