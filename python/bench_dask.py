@@ -1,14 +1,15 @@
 """Time einsat.dask against dask's own graphs (dask.array.einsum, and dask
 array expressions of numpy) on the same dask.distributed cluster.
 
-    python python/bench_dask.py [--quick] [--scheduler tcp://host:8786]
+    python python/bench_dask.py [--quick] [--reps N] [--rows TEXT] [--scheduler tcp://host:8786]
 
 Without --scheduler it starts a LocalCluster of 2 worker processes with one
 thread each (numpy's BLAS at one thread per worker, distributed's default,
 and einsat's kernels at threads=1), so both sides use the same two cores.
 Each row persists its inputs on the workers first (their generation is not
-timed), then computes the result of both graphs once each, in turn, and
-persists it (so nothing is gathered to the client), and reports the seconds,
+timed), then computes the result of both graphs in turn (``--reps`` times,
+interleaved; the best time of each is kept) and persists it (so nothing is
+gathered to the client), and reports the seconds,
 the ratio dask/einsat (> 1: einsat.dask is faster) and the number of tasks
 of each graph (``len`` of its HighLevelGraph). Results are compared (a few
 rows of each). einsat's time includes compiling its kernels on the workers
@@ -53,30 +54,35 @@ fn heat(U: [h,w]R, c: R) -> [h,w]R =
 def rows(quick):
     """(name, GB of input, inputs maker, einsat.dask graph, dask graph)."""
     s = 16 if quick else 1  # --quick: every big axis 16 times smaller
-    rng = da.random.default_rng(28)
 
-    def chain():
+    def chain(seed):
+        rng = da.random.default_rng(28 + seed)
         n = 2**19 // s
         A = rng.random((n, 512), chunks=(32768 // s, 256))
         B = rng.random((512, 512), chunks=256)
-        C = rng.random((512, 64), chunks=(256, 64))
+        C = rng.random((512, 256), chunks=(256, 128))
         return [A, B, C]
 
-    def matmul():
+    def matmul(seed):
+        rng = da.random.default_rng(28 + seed)
         n = 4096 // (4 if quick else 1)
         return [rng.random((n, n), chunks=n // 4), rng.random((n, n), chunks=n // 4)]
 
-    def batched():
+    def batched(seed):
+        rng = da.random.default_rng(28 + seed)
         return [rng.random((2048 // s, 256, 256), chunks=(128 // s, 256, 256)) for _ in range(2)]
 
-    def rowsx():
+    def rowsx(seed):
+        rng = da.random.default_rng(28 + seed)
         return [rng.random((2**18 // s, 1024), chunks=(16384 // s, 1024))]
 
-    def ln_inputs():
-        (X,) = rowsx()
+    def ln_inputs(seed):
+        rng = da.random.default_rng(28 + seed)
+        (X,) = rowsx(seed)
         return [X, rng.random(1024, chunks=1024), rng.random(1024, chunks=1024)]
 
-    def grid():
+    def grid(seed):
+        rng = da.random.default_rng(28 + seed)
         n = 16384 // (4 if quick else 1)
         return [rng.random((n, n), chunks=n // 4)]
 
@@ -108,7 +114,7 @@ def rows(quick):
 
     return [
         (
-            "matrix chain ij,jk,kl->il (j, k split)",
+            "matrix chain ij,jk,kl->il (j, k, l split)",
             chain,
             lambda A, B, C: ed.einsum("ij,jk,kl->il", A, B, C),
             dask_einsum("ij,jk,kl->il"),
@@ -167,6 +173,8 @@ def cpu():
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="small sizes (seconds)")
+    ap.add_argument("--reps", type=int, default=1, help="runs of each graph, interleaved; the best is reported")
+    ap.add_argument("--rows", help="only the rows whose name contains this text")
     ap.add_argument("--scheduler", help="address of a running scheduler (tcp://host:8786); default: a LocalCluster of 2 workers")
     args = ap.parse_args()
     if args.scheduler:
@@ -179,13 +187,22 @@ def main():
     print("CPU: %s; dask %s; %d workers" % (cpu(), dask.__version__, nw))
     print("%-40s %8s %9s %9s %7s %8s %8s" % ("row", "input", "einsat s", "dask s", "ratio", "tasks e", "tasks d"))
     for name, make, ours, theirs in rows(args.quick):
-        inputs = client.persist(make())
-        wait(inputs)
-        gb = sum(x.nbytes for x in inputs) / 1e9
-        ge, gd = ours(*inputs), theirs(*inputs)
-        ne, nd = len(ge.__dask_graph__()), len(gd.__dask_graph__())
-        te, re = run(client, ge)
-        td, rd = run(client, gd)
+        if args.rows and args.rows not in name:
+            continue
+        te = td = float("inf")
+        for rep in range(args.reps):  # interleaved: einsat, dask, einsat, ...
+            # fresh inputs (new keys) each round, so nothing is reused;
+            # the last round's data released first
+            re = rd = inputs = None
+            inputs = client.persist(make(rep))
+            wait(inputs)
+            gb = sum(x.nbytes for x in inputs) / 1e9
+            ge, gd = ours(*inputs), theirs(*inputs)
+            ne, nd = len(ge.__dask_graph__()), len(gd.__dask_graph__())
+            t, re = run(client, ge)
+            te = min(te, t)
+            t, rd = run(client, gd)
+            td = min(td, t)
         # compare a band of rows of both results
         band = tuple(slice(0, min(64, n)) for n in re.shape)
         a, b = client.compute([re[band], rd[band]], sync=True)

@@ -12,7 +12,11 @@
 //! - **einsum** ([`einsum`]): numpy's grammar with `...` and size-1
 //!   broadcasting, compiled once per spec, operand ranks and thread count
 //!   (sizes stay symbolic) and cached ([`EinsumCache`]);
-//! - **programs** ([`compile`], [`Kernel`], [`optimize`], [`check`]);
+//! - **programs** ([`compile`], [`Kernel`], [`optimize`], [`check`]); a
+//!   Kernel pickles as its source text and options (the receiver, e.g. a
+//!   dask worker, compiles it again), and [`_function_json`] hands
+//!   `einsat.dask` a function's parsed tree (read-only) to decide how it
+//!   splits into chunks;
 //! - **errors** ([`to_py_err`]): every einsat error becomes an instance of
 //!   a subclass of `einsat.Error` in one place; a panic is caught and
 //!   reported as `einsat.Error` instead of reaching Python.

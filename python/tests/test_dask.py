@@ -33,7 +33,7 @@ fn heat(U: [h,w]R, c: R) -> [h,w]R =
 
 
 @pytest.fixture(scope="module")
-def client():
+def client(tmp_path_factory):
     for name in ("distributed", "distributed.worker.memory", "distributed.nanny.memory"):
         logging.getLogger(name).setLevel(logging.ERROR)
     with distributed.LocalCluster(
@@ -43,6 +43,7 @@ def client():
         memory_limit="256MB",
         dashboard_address=None,
         silence_logs=logging.ERROR,
+        local_directory=str(tmp_path_factory.mktemp("dask-workers")),  # spill files
     ) as cluster, distributed.Client(cluster) as c:
         yield c
 
