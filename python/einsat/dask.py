@@ -31,8 +31,11 @@ einsum(spec, *arrays, optimize=True, memory_limit=None, split_every=None,
     a ``blockwise``, and a step whose summed indices are split across chunks
     computes one partial product per chunk of them and adds the partials
     with dask's tree reduction (``split_every``), as ``dask.array.einsum``
-    does. Chunks of one index that differ between operands are rechunked to
-    the first operand's. Returns a lazy float64 dask array.
+    does. (When the pairwise graph would have more tasks than the single
+    blockwise, the single one is used: the graph is never larger than that
+    form, which is dask's own.) Chunks of one index that differ between
+    operands are rechunked to the first operand's. Returns a lazy float64
+    dask array.
 
 map(program, *args, fn=None, allow_rechunk=False, split_every=None,
     threads=1, fast_math=False)
@@ -61,12 +64,14 @@ as the same einsat exception.
 
 import functools as _functools
 import json as _json
+import warnings as _warnings
 
 import numpy as _np
 
 try:
     import dask as _dask
     import dask.array as _da
+    from dask.array.core import PerformanceWarning as _PerformanceWarning
     from dask.array.overlap import overlap as _overlap, trim_internal as _trim_internal
 except ImportError as _e:  # pragma: no cover - exercised only without dask
     raise ImportError(
@@ -75,7 +80,7 @@ except ImportError as _e:  # pragma: no cover - exercised only without dask
     ) from _e
 
 from . import _einsat
-from . import Error, ShapeError, DTypeError, OptionError, Kernel
+from . import ShapeError, DTypeError, Kernel
 from ._dropin import _plan, get_symbol
 
 __all__ = ["einsum", "map", "ChunkError", "Program"]
@@ -217,7 +222,6 @@ def einsum(*operands, optimize=True, memory_limit=None, split_every=None, thread
     opts = dict(memory_limit=memory_limit, threads=threads, fast_math=fast_math)
     summed = [c for c in sizes if c not in out]
     split = [c for c in summed if len(chunks[c]) > 1]
-    meta = _np.empty((0,) * len(out), dtype=_np.float64)
     # planned once, for the whole arrays (this also checks the spec and
     # options on the client, before any task runs)
     path = _path(full, arrays, optimize, memory_limit)
@@ -228,7 +232,7 @@ def einsum(*operands, optimize=True, memory_limit=None, split_every=None, thread
         # operands keep `optimize` (einsat caches their kernels per ranks,
         # not shapes); more run along the planned path.
         how = path if len(arrays) > 2 else optimize
-        return _step(full, terms, out, arrays, split, how, opts, split_every, meta)
+        return _step(full, terms, out, arrays, split, how, opts, split_every)
     # pairwise along the planned path
     live = list(zip(terms, arrays))
     for n, step in enumerate(path):
@@ -254,10 +258,16 @@ def einsum(*operands, optimize=True, memory_limit=None, split_every=None, thread
             None,
             opts,
             split_every,
-            _np.empty((0,) * len(res), dtype=_np.float64),
         )
         live.append((res, r))
     ((t, r),) = live
+    # the pairwise steps do fewer multiply-adds (no product is recomputed
+    # per chunk of an index it does not have), but with few chunks they can
+    # take more tasks than one blockwise over every index (dask's own form):
+    # then that one, so the graph is never larger than the single form's
+    single = _step(full, terms, out, arrays, split, path, opts, split_every)
+    if len(r.__dask_graph__()) > len(single.__dask_graph__()):
+        return single
     return r
 
 
@@ -268,17 +278,25 @@ def _path(full, arrays, optimize, memory_limit):
     return [tuple(s) for s in p["path"]]
 
 
-def _step(spec, terms, out, arrays, split, optimize, opts, split_every, meta):
-    """One blockwise running ``spec`` on blocks; the summed indices
-    ``split`` (split across chunks) become size-1 partial axes, summed."""
-    if split:
-        lhs = spec.split("->")[0]
-        spec = lhs + "->" + out  # partials carry the output's axes, then the split ones
+def _step(spec, terms, out, arrays, split, optimize, opts, split_every):
+    """One blockwise running ``spec`` (``terms``->``out``) on blocks; the
+    summed indices ``split`` (split across chunks) become size-1 partial
+    axes after the output's, summed by dask's reduction."""
     args = []
     for t, a in zip(terms, arrays):
         args += [a, tuple(t)]
     ind = tuple(out) + tuple(split)
-    r = _da.blockwise(
+    with _warnings.catch_warnings():
+        # the partial axes multiply the chunks, by design (as in dask's einsum)
+        _warnings.simplefilter("ignore", _PerformanceWarning)
+        r = _blockwise_step(spec, ind, args, split, optimize, opts, arrays)
+    if split:
+        r = r.sum(axis=tuple(range(len(out), len(ind))), split_every=split_every, dtype=_np.float64)
+    return r
+
+
+def _blockwise_step(spec, ind, args, split, optimize, opts, arrays):
+    return _da.blockwise(
         _einsum_block,
         ind,
         *args,
@@ -292,9 +310,6 @@ def _step(spec, terms, out, arrays, split, optimize, opts, split_every, meta):
         name="einsat-einsum-" + _dask.base.tokenize(spec, *arrays, optimize, opts),
         **opts,
     )
-    if split:
-        r = r.sum(axis=tuple(range(len(out), len(ind))), split_every=split_every, dtype=_np.float64)
-    return r
 
 
 # ------------------------------------------------------------------ programs
@@ -326,8 +341,9 @@ class Program:
 
     def __init__(self, source, fn=None, threads=1, fast_math=False):
         if isinstance(source, Kernel):
-            src = source.source
-            fn = None
+            # its text and options, as it pickles (the one function alone)
+            src, fn, _, kernel_fast = source.__reduce__()[1]
+            fast_math = fast_math or kernel_fast
         elif isinstance(source, str):
             src = source
         else:

@@ -91,6 +91,30 @@ def test_matrix_chain(client):
         warnings.simplefilter("ignore")
         theirs = da.einsum("ij,jk,kl,lm->im", *ds)
     assert len(r.__dask_graph__()) <= len(theirs.__dask_graph__())
+    # pairwise steps: one einsat layer per product
+    assert sum(1 for k in r.__dask_graph__().layers if k.startswith("einsat-einsum-")) == 3
+
+
+@pytest.mark.parametrize(
+    "spec, shapes, chunk",
+    [
+        ("ij,ij,ij->", [(6, 6)] * 3, 3),  # pairwise would take more tasks
+        ("ij,jk,kl->il", [(6, 8), (8, 8), (8, 6)], 4),
+        ("ab,bc,cd,da->", [(6, 6)] * 4, 2),
+        ("i,ij,j->", [(8,), (8, 8), (8,)], 4),
+    ],
+)
+def test_graph_never_larger_than_dasks(client, spec, shapes, chunk):
+    import warnings
+
+    arrays = [rng.random(s) for s in shapes]
+    ds = [da.from_array(a, chunks=chunk) for a in arrays]
+    ours = ed.einsum(spec, *ds)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        theirs = da.einsum(spec, *ds)
+    assert len(ours.__dask_graph__()) <= len(theirs.__dask_graph__())
+    close(client.compute(ours).result(), np.einsum(spec, *arrays))
 
 
 def test_batched_and_ellipsis_and_repeated(client):
