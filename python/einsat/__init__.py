@@ -69,6 +69,13 @@ optimize(source, fn=None, sizes=None) -> str
 check(source) -> list[str]
     Every function's signature (``"fn f(x: [n]R) -> R"``), or the errors.
 
+Dask
+----
+``import einsat.dask`` (needs ``pip install ./python[dask]``):
+``einsat.dask.einsum`` and ``einsat.dask.map`` build lazy dask arrays whose
+tasks run einsat kernels on numpy blocks, on any dask scheduler, a
+``dask.distributed`` cluster included (see that module).
+
 Kernel
 ------
 A compiled function. Call it with numpy arrays (or numbers for ``R``
@@ -78,7 +85,8 @@ and tuple results (nested as the type nests: ``(a, (b, c))``). Attributes:
 ``name``, ``params``, ``source`` (the function as parsed), ``optimized`` (the
 program the kernel runs), ``report`` (a dict with the fields of
 ``einsat opt --json``: ``cost_before``, ``cost_after``, ``egraph_nodes``,
-``rules_fired``, ...), ``stages`` (how each loop nest runs).
+``rules_fired``, ...), ``stages`` (how each loop nest runs). A Kernel
+pickles as its source text and options: unpickling compiles it again.
 
 Arguments: the conversion rule
 ------------------------------

@@ -12,7 +12,11 @@
 //! - **einsum** ([`einsum`]): numpy's grammar with `...` and size-1
 //!   broadcasting, compiled once per spec, operand ranks and thread count
 //!   (sizes stay symbolic) and cached ([`EinsumCache`]);
-//! - **programs** ([`compile`], [`Kernel`], [`optimize`], [`check`]);
+//! - **programs** ([`compile`], [`Kernel`], [`optimize`], [`check`]); a
+//!   Kernel pickles as its source text and options (the receiver, e.g. a
+//!   dask worker, compiles it again), and [`_function_json`] hands
+//!   `einsat.dask` a function's parsed tree (read-only) to decide how it
+//!   splits into chunks;
 //! - **errors** ([`to_py_err`]): every einsat error becomes an instance of
 //!   a subclass of `einsat.Error` in one place; a panic is caught and
 //!   reported as `einsat.Error` instead of reaching Python.
@@ -985,6 +989,9 @@ struct Kernel {
     source: String,
     optimized: String,
     report: String,
+    /// How it was compiled (for `__reduce__`: pickling sends the source
+    /// text and these options, and the receiver compiles again).
+    how: How,
 }
 
 fn arg_of<'a>(op: &'a Operand<'_>) -> Arg<'a> {
@@ -1178,6 +1185,18 @@ impl Kernel {
         self.kernel.stages()
     }
 
+    /// Pickling: the function's source text and options; unpickling
+    /// compiles it again (in the receiving process, e.g. a dask worker).
+    fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<(Bound<'py, PyAny>, Py<PyAny>)> {
+        let compile = py.import("einsat")?.getattr("compile")?;
+        let threads = match self.how.threads {
+            0 => py.None(),
+            n => n.into_pyobject(py)?.into_any().unbind(),
+        };
+        let args = (self.source.clone(), py.None(), threads, self.how.fast_math);
+        Ok((compile, args.into_pyobject(py)?.into_any().unbind()))
+    }
+
     fn __repr__(&self) -> String {
         format!("<einsat.Kernel {}({})>", self.name, {
             self.params
@@ -1276,6 +1295,7 @@ fn compile<'py>(
                 source: print_function(f),
                 optimized: print_function(&o.program),
                 report: opt::report_json(f, &o).to_string(),
+                how: threads,
             })
         })
     };
@@ -1376,6 +1396,42 @@ fn _reads_in_place<'py>(py: Python<'py>, obj: &Bound<'py, PyAny>) -> PyResult<bo
     })
 }
 
+/// One function of a program as parsed (read-only, for `einsat.dask`'s
+/// analysis of how a program splits into chunks): JSON of `{"name",
+/// "params", "ret", "body"}`, the parameters, the result type (inferred
+/// when not declared) and the body in the serde form of `einsat::syntax`'s
+/// tree. Errors as `compile`'s.
+#[pyfunction]
+#[pyo3(signature = (source, r#fn=None))]
+fn _function_json<'py>(
+    py: Python<'py>,
+    source: &Bound<'py, PyAny>,
+    r#fn: Option<&Bound<'py, PyAny>>,
+) -> PyResult<String> {
+    let run = || -> Res<String> {
+        let src = source_str(source)?;
+        let name = opt_name(r#fn)?;
+        let src: &str = &src;
+        let parsed = einsat::types::parse_and_check(src).map_err(|e| from_einsat(e, Some(src)))?;
+        let sigs = einsat::types::check_parsed(&parsed)
+            .map_err(|d| source_failure(Exc::TypeCheck, &d, Some(src)))?;
+        let f = pick(&parsed.program, name.as_deref())?;
+        let ret = sigs
+            .iter()
+            .find(|s| s.name == f.name)
+            .map(|s| s.ret.clone())
+            .ok_or_else(|| fail(Exc::Error, "internal: no signature for the function"))?;
+        let j = serde_json::json!({
+            "name": f.name,
+            "params": f.params,
+            "ret": ret,
+            "body": f.body,
+        });
+        Ok(j.to_string())
+    };
+    run().map_err(|f| to_py_err(py, f))
+}
+
 /// How many einsum kernels are cached (tests, diagnostics).
 #[pyfunction]
 fn _einsum_cache_len() -> usize {
@@ -1393,6 +1449,7 @@ fn _einsat(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(optimize, m)?)?;
     m.add_function(wrap_pyfunction!(check, m)?)?;
     m.add_function(wrap_pyfunction!(_einsum_cache_len, m)?)?;
+    m.add_function(wrap_pyfunction!(_function_json, m)?)?;
     m.add_function(wrap_pyfunction!(_reads_in_place, m)?)?;
     m.add_class::<Kernel>()?;
     contract::register(m)?;

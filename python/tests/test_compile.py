@@ -181,3 +181,20 @@ def test_threads(rng):
     k1 = einsat.compile(PROG, fn="mv", threads=1)
     A, x = rng.standard_normal((300, 200)), rng.standard_normal(200)
     close(k1(A, x), A @ x)
+
+
+def test_kernel_pickles_as_its_source_and_options(rng):
+    import pickle
+
+    src = "fn f(A: [n,m]R, x: [m]R, c: R) -> [n]R = gen(i:n) c * sum(j:m) A[i,j] * x[j]"
+    for kw in ({}, {"threads": 2, "fast_math": True}):
+        k = einsat.compile(src, **kw)
+        assert k.__reduce__()[1][2:] == (kw.get("threads"), kw.get("fast_math", False))
+        k2 = pickle.loads(pickle.dumps(k))
+        assert k2 is not k and k2.name == "f" and k2.source == k.source
+        assert k2.params == ["A", "x", "c"]
+        A, x = rng.random((5, 4)), rng.random(4)
+        np.testing.assert_allclose(k2(A, x, 2.0), 2.0 * A @ x, rtol=1e-12)
+    # a function picked out of a source of several pickles alone
+    k = einsat.compile("fn a(x: [n]R) -> R = sum(i:n) x[i]\nfn b(x: [n]R) -> R = sum(i:n) x[i] * x[i]", fn="b")
+    assert pickle.loads(pickle.dumps(k))(np.arange(3.0)) == 5.0
