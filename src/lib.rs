@@ -102,30 +102,23 @@
 // tests, benches, examples, fuzz targets and the `einsat` binary; they are
 // hidden from the docs and may change in any release.
 
-/// Unstable internal: the `einsat` command line (feature `cli`).
 #[cfg(feature = "cli")]
 #[doc(hidden)]
 pub mod cli;
 pub mod diag;
-/// Unstable internal: the e-graph language, saturation and rule machinery
-/// (the rule API for users is [`rules`]).
 #[doc(hidden)]
 pub mod egraph;
 pub mod error;
-/// Unstable internal: cost model, extraction and the normal-form passes
-/// (the optimiser for users is [`opt`]).
 #[doc(hidden)]
 pub mod extract;
 pub mod frontend;
 pub mod interp;
 pub mod jit;
-/// Unstable internal: fallible allocation of buffers proportional to data.
 #[doc(hidden)]
 pub mod mem;
 pub mod opt;
 pub mod plan;
 pub mod rules;
-/// Unstable internal: stack growth for deep programs.
 #[doc(hidden)]
 pub mod stack;
 pub mod syntax;

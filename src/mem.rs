@@ -6,6 +6,8 @@
 //! Python raises `MemoryError`, instead of Rust's default of aborting the
 //! process. Allocations of fixed or program-sized bookkeeping stay
 //! infallible, as everywhere in Rust.
+//!
+//! Unstable internal: fallible allocation of buffers proportional to data.
 
 use crate::error::{Error, Result};
 use ndarray::{ArrayD, IxDyn};

@@ -5,6 +5,8 @@
 //! which moves onto a fresh stack segment when the current one runs low, so
 //! they work on any thread; the library entry points of stages that are not
 //! instrumented run in [`roomy`].
+//!
+//! Unstable internal: stack growth for deep programs.
 
 /// Stack left before [`deep`] switches to a new segment.
 const RED_ZONE: usize = 256 << 10;

@@ -8,6 +8,7 @@
 //! is NaN, not 0, for an infinite `x`); the default mode leaves those
 //! programs within the floating-point contract, and still reduces δ/ε
 //! networks, whose identities are exact.
+#![cfg(feature = "testing")] // uses the testing support
 
 use einsat::egraph::poly::simplify;
 use einsat::extract::cost::{ir_cost, CostModel};

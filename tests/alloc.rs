@@ -17,6 +17,7 @@
 //! call (`jit::gemm::library_calls`; on two threads one call per panel).
 //!
 //! One test function only: the count is process-wide.
+#![cfg(feature = "testing")] // uses the testing support
 
 use einsat::interp::{self, Value};
 use einsat::jit::gemm::{library_calls, set_split_min_work, SPLIT_MIN_WORK};

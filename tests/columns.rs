@@ -8,6 +8,7 @@
 //! left in place), including strong zeros over infinities. And the reuse
 //! of `let` temporaries (`jit::schedule::reuse_temps`): the optimised row
 //! softmax computes each `exp` once.
+#![cfg(feature = "testing")] // uses the testing support
 
 mod common;
 

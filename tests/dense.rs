@@ -6,6 +6,7 @@
 //! the planner takes and refuses; and bit-identical results when the
 //! outermost loop is run in pieces; triangular loop domains (`[j <= i]`)
 //! and reductions long enough to run in several blocks (`dense::KBLOCK`).
+#![cfg(feature = "testing")] // uses the testing support
 
 use einsat::interp::{self, Value};
 use einsat::jit::{self, codegen, dense, loopir, Options};

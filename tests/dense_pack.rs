@@ -4,6 +4,7 @@
 //! every tail (rows, vector and scalar columns), in every layout of each
 //! argument and of the output, against the interpreter; sizes 0 and 1;
 //! which nests pack; and bit-identical results for every thread count.
+#![cfg(feature = "testing")] // uses the testing support
 
 use einsat::interp::{self, Value};
 use einsat::jit::{self, dense, loopir, Options};

@@ -1,6 +1,7 @@
 //! Differential testing as a product feature (issue 5): the harness of
 //! `einsat::testing::difftest`, the `einsat difftest` command, feature
 //! knobs of the generator, and the pipeline fuzz target's kept corpus.
+#![cfg(feature = "cli")] // runs the `einsat` binary
 
 mod common;
 

@@ -4,6 +4,7 @@
 //! `records.tl`, and the rest of `examples/*.tl`), the commands README.md
 //! and `docs/*.md` show print what they show, and no file of the repository
 //! refers to a folder beside it.
+#![cfg(feature = "cli")] // runs the `einsat` binary
 
 mod common;
 

@@ -4,6 +4,7 @@
 //! once per scope. Every optimised program is checked against the
 //! interpreter on the input (and run on the JIT); costs are compared with
 //! the input's and with tree-cost extraction's.
+#![cfg(feature = "testing")] // uses the testing support
 
 use einsat::extract::cost::{ir_cost, CostModel};
 use einsat::extract::{is_normal, Extraction};

@@ -3,6 +3,7 @@
 //! default mode, in the interpreter and in the JIT, while the fast mode
 //! still finds the rewrites it finds; the accuracy check keeps a centred
 //! sum centred even against rules that would expand it.
+#![cfg(feature = "cli")] // runs the `einsat` binary
 
 mod common;
 use einsat::interp::{self, Value};

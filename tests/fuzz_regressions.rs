@@ -1,5 +1,6 @@
 //! The parser fuzz target's body over the kept corpus (fuzz/regressions/:
 //! inputs that once crashed or nearly did) and over every example.
+#![cfg(feature = "testing")] // uses the testing support
 
 use std::path::Path;
 

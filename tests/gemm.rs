@@ -4,6 +4,7 @@
 //! sizes 0, 1, 2, 3, 17, 64, non-square) in every memory layout of the
 //! arguments and of the output, against the interpreter, with the GEMM
 //! library on and off and with one and two threads.
+#![cfg(feature = "testing")] // uses the testing support
 
 use einsat::interp::{self, Value};
 use einsat::jit::{self, Options};

@@ -4,6 +4,7 @@
 //! sizes (panels that do not divide the output), a side too narrow to
 //! split, batched products, and K axes that do not fuse (the later library
 //! calls accumulate into the destination), in C and Fortran layouts.
+#![cfg(feature = "testing")] // uses the testing support
 
 use einsat::interp::{self, Value};
 use einsat::jit::gemm::{

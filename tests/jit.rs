@@ -2,6 +2,7 @@
 //! normal form, and as written when it already is) in every memory layout,
 //! zero padding and guards, tuple results and pair parameters through `call`
 //! and `call_into`, wrong arguments, the cache, and random programs.
+#![cfg(feature = "testing")] // uses the testing support
 
 mod common;
 use common::agree::agree_in_every_layout;

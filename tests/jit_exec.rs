@@ -8,6 +8,7 @@
 //!
 //! The cache test is the only one here that uses the global cache (the
 //! others compile uncached), so clearing it races with nothing.
+#![cfg(feature = "testing")] // uses the testing support
 
 mod common;
 

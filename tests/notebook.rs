@@ -1,5 +1,6 @@
 //! The seven programs of seed 000 with the values `docs/language.md` lists,
 //! run in the reference interpreter, in every memory layout of the inputs.
+#![cfg(feature = "testing")] // uses the testing support
 
 use einsat::testing::{relayout_value, Layout};
 use einsat::{interp, load, Value};

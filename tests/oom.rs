@@ -7,6 +7,7 @@
 //! the live bytes past [`CAP`] (without the fix, the refusal aborts the
 //! test binary); the command line runs under an address-space limit
 //! (`setrlimit(RLIMIT_AS)`) and must print the error and exit 1.
+#![cfg(feature = "cli")] // runs the `einsat` binary
 
 mod common;
 use common::tmpdir;

@@ -1,6 +1,7 @@
 //! The optimiser (issue 3): normal form of the seed-000 programs, the
 //! Diderot and loop identities, random-program properties, rule soundness
 //! and speed.
+#![cfg(feature = "testing")] // uses the testing support
 
 mod common;
 use common::cases;

@@ -1,6 +1,7 @@
 //! Property tests of the foundation on random well-typed programs: the
 //! generator makes well-typed programs, print → parse is the identity, serde
 //! JSON round-trips, and the interpreter does not care about input layout.
+#![cfg(feature = "testing")] // uses the testing support
 
 mod common;
 use common::cases;

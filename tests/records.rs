@@ -2,6 +2,7 @@
 //! pairs (`[n](R,R)`, nested pairs, rank 2, a tensor inside a component)
 //! are carried as struct of arrays by the JIT, on the program as written
 //! and after `optimize`, and agree with the interpreter.
+#![cfg(feature = "testing")] // uses the testing support
 
 mod common;
 use common::agree::agree_in_every_layout;

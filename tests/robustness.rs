@@ -5,6 +5,7 @@
 //! Each must end in a result or a clear error, never a hang, a panic or a
 //! huge allocation. Work is bounded by deterministic limits and the tests
 //! assert on the report (stop reason, node counts), never on elapsed time.
+#![cfg(feature = "cli")] // runs the `einsat` binary
 
 mod common;
 use common::{einsat_in, tmpdir};

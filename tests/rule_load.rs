@@ -1,6 +1,7 @@
 //! Rules are checked for soundness on load: an unsound rule file is refused
 //! with its counterexample (library and CLI), the check can be skipped
 //! explicitly, sound files load, and rule-file errors carry file and line.
+#![cfg(feature = "cli")] // runs the `einsat` binary
 
 mod common;
 use einsat::rules::{

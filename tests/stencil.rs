@@ -5,6 +5,7 @@
 //! the unrolled loop, its one-vector step and scalar tail, every layout
 //! against the interpreter, reads confined to a view of a larger buffer,
 //! and gen results bit-identical for every thread count.
+#![cfg(feature = "testing")] // uses the testing support
 
 use einsat::interp::{self, Value};
 use einsat::jit;

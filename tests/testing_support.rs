@@ -1,5 +1,6 @@
 //! The public testing support: the shrinker finds small failing programs and
 //! keeps them well-typed.
+#![cfg(feature = "testing")] // uses the testing support
 
 use einsat::syntax::{parse_program, print_expr};
 use einsat::testing::shrink;

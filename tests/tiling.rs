@@ -7,6 +7,7 @@
 //! before otherwise. Both branches, block edges (sizes not a multiple of
 //! the block), zero padding peeled inside a block, loop domains, views,
 //! reversed strides and the threaded path against the interpreter.
+#![cfg(feature = "testing")] // uses the testing support
 
 mod common;
 

@@ -6,6 +6,7 @@
 //! threads — against the interpreter; and whole planned networks (a ring,
 //! an MPS norm, grids) through the optimiser, whose `let` temporaries
 //! share storage, against the interpreter on the source.
+#![cfg(feature = "testing")] // uses the testing support
 
 use einsat::interp::{self, Value};
 use einsat::jit::{self, Options};

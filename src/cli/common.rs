@@ -1,7 +1,7 @@
-//! What the commands share: the failure type ([`CliResult`]), writing to
+//! What the commands share: the failure type (`CliResult`), writing to
 //! stdout (behind the `out!`/`outln!` macros of [`super`]), reading and
 //! loading a source file with rendered errors, picking a function, parsing
-//! `--size` flags and thread counts, and the [`Spinner`]. Depends on no
+//! `--size` flags and thread counts, and the `Spinner`. Depends on no
 //! command module; every command module may use it.
 
 use crate::error::Error;

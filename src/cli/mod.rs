@@ -5,6 +5,8 @@
 //! through `out!`/`outln!`, so a failed write to stdout (a full disk,
 //! an I/O error) is an error too; a closed pipe ends the process quietly
 //! (`src/main.rs` restores SIGPIPE's default action).
+//!
+//! Unstable internal: the `einsat` command line (feature `cli`).
 
 /// `print!` to stdout, returning the write's result as a `CliResult`
 /// (`println!` panics on a failed write).

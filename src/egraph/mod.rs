@@ -18,6 +18,9 @@
 //! checked on its class (the trap of egg issue #234 is avoided).
 //!
 //! Value names (parameters, `let`-bound names) stay names (`Var`).
+//!
+//! Unstable internal: the e-graph language, saturation and rule machinery
+//! (the rule API for users is [`crate::rules`]).
 
 pub mod check;
 pub mod load;

@@ -431,7 +431,7 @@ fn has_zero_eps(m: &Mono) -> bool {
 /// Equal to the input by construction (each step is an exact identity).
 ///
 /// In safe mode (the optimiser's default) the input must be a single
-/// monomial ([`expand`]), monomials holding a zero `eps` are kept (their
+/// monomial (`expand`), monomials holding a zero `eps` are kept (their
 /// `0 · x` is NaN where `x` is infinite), and a plain `+ 0` ends the
 /// result: the brackets the identities introduce are strong zeros where
 /// the symbols they replace were plain ones.

@@ -76,7 +76,7 @@ fn post_order<'a>(
 }
 
 /// The term of class `root` made of `choice`'s nodes, each class once
-/// (shared), or `None` (see [`post_order`]).
+/// (shared), or `None` (see `post_order`).
 pub fn build_from<'a>(
     egraph: &TlGraph,
     root: Id,
@@ -247,7 +247,7 @@ pub fn node_dag_cost<'c>(
 }
 
 /// The scoped DAG cost of the term of `root` made of `choice`'s nodes
-/// (`None`: see [`post_order`]).
+/// (`None`: see `post_order`).
 pub fn scoped_cost<'a>(
     egraph: &TlGraph,
     model: &CostModel,

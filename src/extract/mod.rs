@@ -2,6 +2,9 @@
 //! saturated e-graph, tree-cost or DAG-aware ([`extract`]), and the deterministic post-pass that puts
 //! it in normal form, hoists loop invariants and shares values ([`normal`]),
 //! and the default mode's accuracy check of the candidates ([`accuracy`]).
+//!
+//! Unstable internal: cost model, extraction and the normal-form passes (the
+//! optimiser for users is [`crate::opt`]).
 
 pub mod accuracy;
 pub mod cost;

@@ -207,7 +207,7 @@ pub struct Expanded {
     pub labels: Vec<Vec<char>>,
 }
 
-/// Why a spec cannot be expanded: its grammar ([`SpecError::at`] gives the
+/// Why a spec cannot be expanded: its grammar ([`SpecError::byte`] gives the
 /// byte of the spec it is about, where known), or operands that do not fit
 /// it (their number, or their ranks).
 #[derive(Clone, Debug, PartialEq)]

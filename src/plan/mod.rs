@@ -40,7 +40,7 @@
 //! result, or 2^27 elements, whichever is larger) bounds every tensor a step
 //! makes. The search first looks for a tree within the limit; where none is
 //! found (or where recomputation is cheaper), indices are sliced
-//! ([`slice`]): the plan loops over them, recomputing the steps that do not
+//! ([`slice`](mod@slice)): the plan loops over them, recomputing the steps that do not
 //! use them, and says so ([`Plan::sliced`]).
 //!
 //! Everything is deterministic for a given [`Options::seed`] (unless a

@@ -2,8 +2,8 @@
 //! [`Network`] (inputs' and output's index ids, sizes), [`Options`],
 //! [`Method`], [`Convention`], [`MemoryLimit`], the [`Plan`] and its
 //! [`Step`]s, [`PlanError`]; and for the searches the problem in dense
-//! local index ids ([`Local`]), the search context ([`Ctx`]), the step
-//! cost, index-set union and the deterministic [`Rng`]. Depends on no other
+//! local index ids (`Local`), the search context (`Ctx`), the step
+//! cost, index-set union and the deterministic `Rng`. Depends on no other
 //! module of `plan`; every one of them may use it.
 
 use serde::Serialize;
@@ -54,7 +54,7 @@ pub enum PlanError {
     /// An einsum specification that [`Network::from_spec`] cannot read.
     #[error("einsum spec: {0}")]
     Spec(String),
-    /// A path ([`plan_path`]) that does not contract the network.
+    /// A path ([`super::plan_path`]) that does not contract the network.
     #[error("contraction path: {0}")]
     Path(String),
 }
@@ -214,7 +214,7 @@ pub enum Method {
     Greedy,
     /// Recursive bisection, subtree reconfiguration, greedy restarts.
     Hyper,
-    /// A path given by the caller ([`plan_path`]); not a search.
+    /// A path given by the caller ([`super::plan_path`]); not a search.
     Given,
 }
 
@@ -243,7 +243,7 @@ pub enum MemoryLimit {
     Elements(f64),
 }
 
-/// What [`plan`] does.
+/// What [`super::plan()`] does.
 #[derive(Clone, Debug)]
 pub struct Options {
     /// The search method.

@@ -33,13 +33,12 @@
 //! on are counted ([`Summary::jit_cases`]).
 
 use super::{gen_function, relayout_value, shrink, GenConfig, Layout};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::interp::random::{random_inputs_of, ValueClass};
 use crate::interp::shadow::{Sh, Shadow};
 use crate::interp::{self, Boundary, Sizes, Value};
 use crate::opt::{optimize, Options};
 use crate::syntax::ast::*;
-use crate::syntax::print_function;
 use crate::{jit, types};
 use ndarray::{ArrayD, Axis, Slice};
 use rand::rngs::StdRng;
@@ -47,7 +46,6 @@ use rand::{Rng, SeedableRng};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::path::Path;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -472,7 +470,7 @@ impl Reference {
 }
 
 /// The oracle's acceptable sets for `f` on `args` (every number of the
-/// result, in the order of [`numbers`]), with the slack for the other
+/// result, in the order of `numbers`), with the slack for the other
 /// program's own rounding.
 pub fn contract_oracle(f: &Function, args: &[Value]) -> Result<Vec<Sh>> {
     let d = Shadow::for_inputs(args);
@@ -905,6 +903,7 @@ pub fn run(
 
 /// How an argument is given to `einsat run`: `--arg` specs, with the arrays
 /// to write as `.npy` files (name, path stem, value).
+#[cfg(feature = "cli")]
 fn arg_specs(name: &str, v: &Value, out: &mut Vec<String>, files: &mut Vec<(String, Value)>) {
     match v {
         Value::Real(x) => out.push(format!("{name}={x:?}")),
@@ -925,15 +924,17 @@ fn arg_specs(name: &str, v: &Value, out: &mut Vec<String>, files: &mut Vec<(Stri
 /// argument. Returns the options `einsat run` takes after the engine
 /// flags: `run_opts` (what the run needs besides the arguments, such as
 /// `--rules DIR` when the run used other rules), then `--arg` for each
-/// argument.
+/// argument. (With the `cli` feature: the reproducer is replayed by
+/// `einsat run`, and its `.npy` files are written by the CLI's I/O.)
+#[cfg(feature = "cli")]
 pub fn write_reproducer(
     case: &Case,
     failure: &Failure,
-    dir: &Path,
+    dir: &std::path::Path,
     run_opts: &[String],
 ) -> Result<Vec<String>> {
     std::fs::create_dir_all(dir)
-        .map_err(|e| Error::Io(format!("{}: cannot create: {e}", dir.display())))?;
+        .map_err(|e| crate::error::Error::Io(format!("{}: cannot create: {e}", dir.display())))?;
     let mut specs = Vec::new();
     let mut files = Vec::new();
     for (p, v) in case.function.params.iter().zip(&case.args) {
@@ -977,14 +978,14 @@ pub fn write_reproducer(
     ));
     if let Some(g) = &failure.optimized {
         text.push_str("# the optimised program:\n");
-        for line in print_function(g).lines() {
+        for line in crate::syntax::print_function(g).lines() {
             text.push_str(&format!("#   {line}\n"));
         }
     }
-    text.push_str(&print_function(&case.function));
+    text.push_str(&crate::syntax::print_function(&case.function));
     text.push('\n');
     let path = dir.join("repro.tl");
     std::fs::write(&path, text)
-        .map_err(|e| Error::Io(format!("{}: cannot write: {e}", path.display())))?;
+        .map_err(|e| crate::error::Error::Io(format!("{}: cannot write: {e}", path.display())))?;
     Ok(words)
 }
