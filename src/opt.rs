@@ -34,6 +34,7 @@ use crate::extract::normal::{
 use crate::extract::{extract_best, extract_reduced, Extraction};
 use crate::syntax::ast::*;
 use crate::types;
+use egg::RecExpr;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -556,165 +557,230 @@ pub fn thread_cpu_seconds() -> f64 {
     0.0
 }
 
-fn optimize_here(f: &Function, opts: &Options) -> Result<Optimized> {
-    let start = Instant::now();
-    let cpu_start = thread_cpu_seconds();
-    let deadline = start + opts.time_limit;
-    let sig = types::check(f).map_err(Error::types)?;
-    let model = CostModel {
-        sizes: opts.sizes.clone(),
-        ..CostModel::default()
-    };
-    let fixed = Function {
-        ret: Some(sig.ret.clone()),
-        ..f.clone()
-    };
-    let cost_before = ir_cost(&f.body, &model);
-    let memory_limit = opts
-        .memory_limit
-        .unwrap_or_else(|| default_memory_limit(&fixed, &sig.ret, &model));
-    let nopts = NormalOptions {
-        term_limit: opts.term_limit,
-        model: model.clone(),
-        memory_limit,
-        ..NormalOptions::default()
-    };
-    let mut report = Report {
-        mode: opts.mode().to_string(),
-        memory_limit,
-        ..Report::default()
-    };
-    let fast = opts.fast_math;
-    let pre = prepass(&fixed, opts.term_limit, fast);
-    // a term read out of the e-graph may be as large as the term limit or
-    // the pre-pass' program, whichever is larger
-    let written_limit = opts.term_limit.max(pre.size());
-    let kept = count_lets(&pre);
-    if kept > 0 {
-        report.note(format!(
-            "term limit ({}): {kept} let(s) kept, as inlining them would exceed it",
-            opts.term_limit
-        ));
-    }
-    let pre_f = Function {
-        body: pre.clone(),
-        ..fixed.clone()
-    };
-    let p0 = normalize(&pre_f, &nopts);
+/// The best candidate so far: (weighed cost, cost, program, which
+/// candidate it is: `post-pass`, `input`, `plan`, `path`, `egraph`).
+type Best = Option<(f64, f64, Function, &'static str)>;
 
-    // In the default mode every candidate is weighed by its accuracy
-    // against the written program's (see `extract::accuracy`); `best` holds
-    // (weighed cost, cost, program, which candidate).
-    let mut judge = Judge::new(&fixed, fast);
-    if !fast && judge.reference.is_none() {
-        report.accuracy_note = Some(format!(
-            "not measured: sampling the program (named sizes {}) takes more than {} steps of the interpreter",
-            crate::extract::accuracy::SAMPLE_SIZE,
-            crate::extract::accuracy::WORK_BUDGET
-        ));
+/// Keep candidate `g` (weighed cost `w`, cost `c`) if it weighs less than
+/// the best so far (or as much, with `ties`); says whether it was kept.
+fn offer(best: &mut Best, w: f64, c: f64, g: Function, how: &'static str, ties: bool) -> bool {
+    let kept = best
+        .as_ref()
+        .is_none_or(|(w0, ..)| if ties { w <= *w0 } else { w < *w0 });
+    if kept {
+        *best = Some((w, c, g, how));
     }
-    let mut best: Option<(f64, f64, Function, &str)> = None;
-    if same_sig(&p0, &sig.ret) {
-        let c = ir_cost(&p0.body, &model);
-        if let Some(w) = judge.weigh(c, &p0) {
-            best = Some((w, c, p0, "post-pass"));
-        }
-    }
-    if crate::extract::is_normal(&fixed) {
-        let c = ir_cost(&fixed.body, &model);
-        let g = crate::extract::normal::pretty_names(&fixed);
-        if let Some(w) = judge.weigh(c, &g) {
-            if best.as_ref().is_none_or(|(w0, ..)| w < *w0) {
-                best = Some((w, c, g, "input"));
-            }
-        }
-    }
-    // The planned contraction order of every tensor network of the body:
-    // a candidate of its own and a seed of the first round.
-    let popts = crate::plan::Options {
-        method: opts.plan,
-        memory_limit: crate::plan::MemoryLimit::Elements(memory_limit.max(1.0)),
-        ..crate::plan::Options::default()
-    };
-    let mut plan_error: Option<crate::plan::PlanError> = None;
-    let mut given = opts.path.clone();
-    let planned = {
-        let mut planner = |net: &crate::plan::Network| match given.take() {
-            Some(path) => crate::plan::plan_path(net, &path, &popts)
-                .map_err(|e| plan_error = Some(e))
-                .ok(),
-            None => crate::plan::plan(net, &popts).ok(),
+    kept
+}
+
+/// What every stage of one optimisation shares.
+struct Setup<'a> {
+    opts: &'a Options,
+    /// The input's result type (inferred where it was left out).
+    ret: Type,
+    /// The input with that result type.
+    fixed: Function,
+    model: CostModel,
+    nopts: NormalOptions,
+    fast: bool,
+    deadline: Instant,
+}
+
+impl<'a> Setup<'a> {
+    fn new(f: &Function, ret: &Type, opts: &'a Options, start: Instant) -> Setup<'a> {
+        let model = CostModel {
+            sizes: opts.sizes.clone(),
+            ..CostModel::default()
         };
-        let min = if opts.path.is_some() { 2 } else { 3 };
-        seed::planned_body(&pre, &sig.ret, &|s| model.trip(s) as u64, &mut planner, min)
-    };
-    if let Some(e) = plan_error {
-        return Err(Error::Plan(e.to_string()));
-    }
-    if opts.path.is_some() && planned.is_none() {
-        return Err(Error::Plan(
-            "a contraction path was given, but the program has no product of tensors to contract"
-                .into(),
-        ));
-    }
-    if let Some((body, plans)) = &planned {
-        report.plans = plans.clone();
-        let g = normalize(
-            &Function {
-                body: body.clone(),
-                ..fixed.clone()
-            },
-            &nopts,
-        );
-        if same_sig(&g, &sig.ret) {
-            let c = ir_cost(&g.body, &model);
-            if opts.path.is_some() {
-                // the caller's order, as given: no other candidate
-                best = Some((c, c, g, "path"));
-            } else if let Some(w) = judge.weigh(c, &g) {
-                if best.as_ref().is_none_or(|(w0, ..)| w < *w0) {
-                    best = Some((w, c, g, "plan"));
-                }
-            }
+        let fixed = Function {
+            ret: Some(ret.clone()),
+            ..f.clone()
+        };
+        let memory_limit = opts
+            .memory_limit
+            .unwrap_or_else(|| default_memory_limit(&fixed, ret, &model));
+        let nopts = NormalOptions {
+            term_limit: opts.term_limit,
+            model: model.clone(),
+            memory_limit,
+            ..NormalOptions::default()
+        };
+        Setup {
+            opts,
+            ret: ret.clone(),
+            fixed,
+            model,
+            nopts,
+            fast: opts.fast_math,
+            deadline: start + opts.time_limit,
         }
     }
-    let largest_network = report
-        .plans
-        .iter()
-        .map(|p| p.plan.inputs)
-        .max()
-        .unwrap_or(0);
-    let planned_only = opts.path.is_some()
-        || (!opts.saturate_networks
-            && (largest_network > SATURATE_MAX_TENSORS
-                || (largest_network > SATURATE_PLAIN_MAX_TENSORS && !has_brackets(&pre))));
-    if opts.saturate && planned_only {
-        report.stop_reason = format!(
-            "not saturated: a network of {largest_network} tensors is contracted as planned"
-        );
+
+    /// `body` with the input's signature.
+    fn with_body(&self, body: Expr) -> Function {
+        Function {
+            body,
+            ..self.fixed.clone()
+        }
     }
-    if opts.saturate && !planned_only {
-        let rules: Vec<Rule> = match &opts.rules {
+
+    /// The candidates that need no search: the pre-pass' program in normal
+    /// form, and the input itself when it already is in normal form.
+    fn plain_candidates(&self, pre: &Expr, judge: &mut Judge) -> Best {
+        let mut best = None;
+        let p0 = normalize(&self.with_body(pre.clone()), &self.nopts);
+        if same_sig(&p0, &self.ret) {
+            let c = ir_cost(&p0.body, &self.model);
+            if let Some(w) = judge.weigh(c, &p0) {
+                offer(&mut best, w, c, p0, "post-pass", false);
+            }
+        }
+        if crate::extract::is_normal(&self.fixed) {
+            let c = ir_cost(&self.fixed.body, &self.model);
+            let g = crate::extract::normal::pretty_names(&self.fixed);
+            if let Some(w) = judge.weigh(c, &g) {
+                offer(&mut best, w, c, g, "input", false);
+            }
+        }
+        best
+    }
+
+    /// The planned contraction order of every tensor network of the body
+    /// (the caller's path where one is given): the body with its networks
+    /// nested in that order, and the plans; `None` without a network.
+    fn planned(&self, pre: &Expr) -> Result<Option<(Expr, Vec<seed::PlannedNetwork>)>> {
+        let opts = self.opts;
+        let popts = crate::plan::Options {
+            method: opts.plan,
+            memory_limit: crate::plan::MemoryLimit::Elements(self.nopts.memory_limit.max(1.0)),
+            ..crate::plan::Options::default()
+        };
+        let mut plan_error: Option<crate::plan::PlanError> = None;
+        let mut given = opts.path.clone();
+        let planned = {
+            let mut planner = |net: &crate::plan::Network| match given.take() {
+                Some(path) => crate::plan::plan_path(net, &path, &popts)
+                    .map_err(|e| plan_error = Some(e))
+                    .ok(),
+                None => crate::plan::plan(net, &popts).ok(),
+            };
+            let min = if opts.path.is_some() { 2 } else { 3 };
+            let model = &self.model;
+            seed::planned_body(pre, &self.ret, &|s| model.trip(s) as u64, &mut planner, min)
+        };
+        if let Some(e) = plan_error {
+            return Err(Error::Plan(e.to_string()));
+        }
+        if opts.path.is_some() && planned.is_none() {
+            return Err(Error::Plan(
+                "a contraction path was given, but the program has no product of tensors to contract"
+                    .into(),
+            ));
+        }
+        Ok(planned)
+    }
+
+    /// Offer the planned body as a candidate (the only one, when the
+    /// caller gave the path).
+    fn offer_planned(&self, body: &Expr, judge: &mut Judge, best: &mut Best) {
+        let g = normalize(&self.with_body(body.clone()), &self.nopts);
+        if !same_sig(&g, &self.ret) {
+            return;
+        }
+        let c = ir_cost(&g.body, &self.model);
+        if self.opts.path.is_some() {
+            // the caller's order, as given: no other candidate
+            *best = Some((c, c, g, "path"));
+        } else if let Some(w) = judge.weigh(c, &g) {
+            offer(best, w, c, g, "plan", false);
+        }
+    }
+
+    /// Whether the body's networks are contracted as planned, without
+    /// saturation (a given path, or a network too large to saturate).
+    fn planned_only(&self, pre: &Expr, largest_network: usize) -> bool {
+        self.opts.path.is_some()
+            || (!self.opts.saturate_networks
+                && (largest_network > SATURATE_MAX_TENSORS
+                    || (largest_network > SATURATE_PLAIN_MAX_TENSORS && !has_brackets(pre))))
+    }
+
+    /// The rules of this mode: the given ones or the built-in ones, the
+    /// default mode keeping only those its floating-point contract allows.
+    fn rules(&self) -> Vec<Rule> {
+        match &self.opts.rules {
             Some(r) => r.clone(),
             None => builtin_rules(),
         }
         .into_iter()
-        .filter(|r| fast || r.class.safe())
-        .collect();
+        .filter(|r| self.fast || r.class.safe())
+        .collect()
+    }
+
+    /// The round's program extracted from the e-graph, in normal form, and
+    /// its cost (in fast mode the cheapest of it, its arithmetic
+    /// simplified and its sums fused); `None` if it lost the signature.
+    fn round_candidate(&self, term: &RecExpr<TL>) -> Option<(f64, Function)> {
+        let p1 = normalize(&self.with_body(from_rec(term)), &self.nopts);
+        if !same_sig(&p1, &self.ret) {
+            return None;
+        }
+        let mut c1 = ir_cost(&p1.body, &self.model);
+        let mut p1 = p1;
+        if self.fast {
+            if let Some((c, g)) = poly_candidate(&p1, &self.ret, &self.model) {
+                if c < c1 {
+                    (c1, p1) = (c, g);
+                }
+            }
+            for (c, g) in fused_candidates(&p1, &self.ret, &self.model, &self.nopts) {
+                if c < c1 {
+                    (c1, p1) = (c, g);
+                }
+            }
+        }
+        Some((c1, p1))
+    }
+}
+
+/// What the saturation rounds carry from one to the next.
+#[derive(Default)]
+struct Rounds {
+    /// The most reduced tensor network of the last round, as a seed (and
+    /// the next round's start when the round did not improve).
+    extra: Vec<Expr>,
+    /// Reduced networks and restarts already tried.
+    seen: std::collections::BTreeSet<String>,
+    /// Seeds already added to an e-graph.
+    seeded: std::collections::BTreeSet<String>,
+    /// `--explain`'s steps so far.
+    explanation: Vec<String>,
+}
+
+impl Setup<'_> {
+    /// The saturation rounds: each saturates from the previous round's
+    /// program (and its contraction-order seeds), so that a rewrite chain
+    /// longer than one saturation reaches can continue; stop when a round
+    /// does not improve or the time is spent.
+    #[allow(clippy::too_many_arguments)]
+    fn saturation_rounds(
+        &self,
+        f: &Function,
+        mut pre: Expr,
+        planned: Option<&Expr>,
+        written_limit: usize,
+        judge: &mut Judge,
+        best: &mut Best,
+        report: &mut Report,
+    ) -> Result<()> {
+        let opts = self.opts;
+        let rules = self.rules();
         let rws = rewrites(&rules)?;
         let analysis = TlAnalysis::of(f);
-        // Rounds: each saturates from the previous round's program (and
-        // its contraction-order seeds), so that a rewrite chain longer than
-        // one saturation reaches can continue; stop when a round does not
-        // improve or the time is spent.
-        let mut pre = pre;
-        let mut extra: Vec<Expr> = Vec::new();
-        let mut seen = std::collections::BTreeSet::new();
-        let mut seeded = std::collections::BTreeSet::new();
-        let mut explanation: Vec<String> = Vec::new();
+        let mut st = Rounds::default();
         for round in 0..MAX_ROUNDS {
             let now = Instant::now();
-            if round > 0 && now >= deadline {
+            if round > 0 && now >= self.deadline {
                 report.note(format!(
                     "time limit ({}s) before round {}",
                     opts.time_limit.as_secs_f64(),
@@ -725,8 +791,8 @@ fn optimize_here(f: &Function, opts: &Options) -> Result<Optimized> {
             // The first round starts from the tensor network reduced by the
             // δ/ε identities when they apply (see seed::reduce_body).
             if round == 0 {
-                if let Some(r) = seed::reduce_body(&pre, &sig.ret, !fast) {
-                    pre = if fast {
+                if let Some(r) = seed::reduce_body(&pre, &self.ret, !self.fast) {
+                    pre = if self.fast {
                         crate::egraph::poly::simplify(&r)
                     } else {
                         r
@@ -734,60 +800,21 @@ fn optimize_here(f: &Function, opts: &Options) -> Result<Optimized> {
                 }
             }
             let Ok(rec) = to_rec(&pre) else { break };
-            // Later rounds start from a program extracted from an e-graph that
-            // already held every nesting of its networks: only the reduced
-            // network's nestings are new.
-            let mut seed_exprs = if round == 0 {
-                let mut v = seed::body_seeds(&pre, &sig.ret, !fast);
-                v.extend(planned.iter().map(|(b, _)| b.clone()));
-                v
-            } else {
-                vec![]
-            };
-            for e in &extra {
-                seed_exprs.push(e.clone());
-                seed_exprs.extend(seed::body_seeds(e, &sig.ret, !fast));
-            }
-            // A seed already added in an earlier round is not added again.
-            let seeds: Vec<_> = seed_exprs
-                .iter()
-                .filter_map(|e| to_rec(e).ok())
-                .filter(|r| seeded.insert(r.to_string()))
-                .collect();
+            let seeds = self.round_seeds(round, &pre, planned, &mut st);
             let limits = Limits {
                 node_limit: opts.node_limit,
                 iter_limit: opts.iter_limit,
-                time_limit: deadline
+                time_limit: self
+                    .deadline
                     .saturating_duration_since(now)
                     .max(Duration::from_millis(1)),
                 explain: opts.explain,
                 backoff: opts.backoff,
             };
             let (mut runner, stats) = saturate(&rec, &seeds, analysis.clone(), &rws, &limits);
-            report.rounds += 1;
-            report.round_stats.push(RoundStats {
-                nodes: stats.nodes,
-                classes: stats.classes,
-                iterations: stats.iterations,
-                stop_reason: stats.stop_reason.clone(),
-                ms: stats.seconds * 1e3,
-            });
-
-            report.egraph_nodes = report.egraph_nodes.max(stats.nodes);
-            report.egraph_classes = report.egraph_classes.max(stats.classes);
-            report.iterations += stats.iterations;
-            if stats.stop_reason.contains("limit") {
-                report.note(format!("round {}: {}", round + 1, stats.stop_reason));
-            }
-            if round == 0 || stats.stop_reason.contains("limit") {
-                report.stop_reason = stats.stop_reason;
-            }
-            report.saturation_seconds += stats.seconds;
-            for (k, v) in stats.fired {
-                *report.rules_fired.entry(k).or_insert(0) += v;
-            }
+            record_round(report, round, stats);
             let root = runner.roots[0];
-            let Some((c, term)) = extract_best(&runner.egraph, root, &model, opts.extraction)
+            let Some((c, term)) = extract_best(&runner.egraph, root, &self.model, opts.extraction)
             else {
                 report.note(format!("round {}: extraction failed", round + 1));
                 break;
@@ -802,84 +829,195 @@ fn optimize_here(f: &Function, opts: &Options) -> Result<Optimized> {
             }
             report.extracted_cost = c;
             if opts.explain {
-                // egg rebuilds a proof's leaves from their text: the
-                // index and predicate leaves come back as names, mapped
-                // here to the leaves they print as
-                let leaves: BTreeMap<String, TL> = runner
-                    .egraph
-                    .classes()
-                    .flat_map(|c| c.nodes.iter())
-                    .filter(|n| matches!(n, TL::Aff(_) | TL::Pred(_)))
-                    .map(|n| (n.to_string(), n.clone()))
-                    .collect();
-                let mut ex = runner.explain_equivalence(&rec, &term);
-                explanation.extend(explain_surface(&mut ex, &rules, &leaves, round));
+                st.explanation
+                    .extend(explain_round(&mut runner, &rec, &term, &rules, round));
             }
             // The most reduced tensor network seeds the next round.
-            let reduced = extract_reduced(&runner.egraph, root, &model)
+            let reduced = extract_reduced(&runner.egraph, root, &self.model)
                 .filter(|r| tree_size(r) <= written_limit);
-            extra.clear();
+            st.extra.clear();
             if let Some(reduced) = reduced {
-                if reduced != term && seen.insert(reduced.to_string()) {
-                    let fr = Function {
-                        body: from_rec(&reduced),
-                        ..fixed.clone()
-                    };
-                    extra.push(prepass(&fr, opts.term_limit, fast));
+                if reduced != term && st.seen.insert(reduced.to_string()) {
+                    let fr = self.with_body(from_rec(&reduced));
+                    st.extra.push(prepass(&fr, opts.term_limit, self.fast));
                 }
             }
-            let f1 = Function {
-                body: from_rec(&term),
-                ..fixed.clone()
-            };
-            let p1 = normalize(&f1, &nopts);
-            if !same_sig(&p1, &sig.ret) {
+            let Some((c1, p1)) = self.round_candidate(&term) else {
                 break;
-            }
-            let mut c1 = ir_cost(&p1.body, &model);
-            let mut p1 = p1;
-            if fast {
-                if let Some((c, g)) = poly_candidate(&p1, &sig.ret, &model) {
-                    if c < c1 {
-                        (c1, p1) = (c, g);
-                    }
-                }
-                for (c, g) in fused_candidates(&p1, &sig.ret, &model, &nopts) {
-                    if c < c1 {
-                        (c1, p1) = (c, g);
-                    }
-                }
-            }
+            };
             let w1 = judge.weigh(c1, &p1);
             let improved = w1.is_some_and(|w| best.as_ref().is_none_or(|(w0, ..)| w < *w0));
             if let Some(w) = w1 {
-                if best.as_ref().is_none_or(|(w0, ..)| w <= *w0) {
-                    best = Some((w, c1, p1.clone(), "egraph"));
-                }
+                offer(best, w, c1, p1.clone(), "egraph", true);
             }
             // Next round: from the improved program (seeded also with the
             // reduced network), or else from the reduced network alone.
             // A program that is no cheaper but different (the post-pass
             // rebinds an index whose range changed, which the e-graph can
             // then collapse) also gets a round when nothing else does.
-            let next = prepass(&p1, opts.term_limit, fast);
+            let next = prepass(&p1, opts.term_limit, self.fast);
             if improved {
                 pre = next;
-            } else if let Some(r) = extra.pop() {
+            } else if let Some(r) = st.extra.pop() {
                 pre = r;
-            } else if next != pre && seen.insert(format!("{next:?}")) {
+            } else if next != pre && st.seen.insert(format!("{next:?}")) {
                 pre = next;
             } else {
                 break;
             }
         }
         if opts.explain {
-            report.explanation = Some(explanation);
+            report.explanation = Some(st.explanation);
         }
+        Ok(())
+    }
+
+    /// The seeds of a round, each added to an e-graph once: in the first
+    /// round every nesting of the body's networks and the planned body;
+    /// later rounds start from a program extracted from an e-graph that
+    /// already held every nesting of its networks, so only the reduced
+    /// network's nestings are new.
+    fn round_seeds(
+        &self,
+        round: usize,
+        pre: &Expr,
+        planned: Option<&Expr>,
+        st: &mut Rounds,
+    ) -> Vec<RecExpr<TL>> {
+        let mut seed_exprs = if round == 0 {
+            let mut v = seed::body_seeds(pre, &self.ret, !self.fast);
+            v.extend(planned.cloned());
+            v
+        } else {
+            vec![]
+        };
+        for e in &st.extra {
+            seed_exprs.push(e.clone());
+            seed_exprs.extend(seed::body_seeds(e, &self.ret, !self.fast));
+        }
+        seed_exprs
+            .iter()
+            .filter_map(|e| to_rec(e).ok())
+            .filter(|r| st.seeded.insert(r.to_string()))
+            .collect()
+    }
+}
+
+/// Add a round's statistics to the report.
+fn record_round(report: &mut Report, round: usize, stats: crate::egraph::saturate::SatStats) {
+    report.rounds += 1;
+    report.round_stats.push(RoundStats {
+        nodes: stats.nodes,
+        classes: stats.classes,
+        iterations: stats.iterations,
+        stop_reason: stats.stop_reason.clone(),
+        ms: stats.seconds * 1e3,
+    });
+    report.egraph_nodes = report.egraph_nodes.max(stats.nodes);
+    report.egraph_classes = report.egraph_classes.max(stats.classes);
+    report.iterations += stats.iterations;
+    if stats.stop_reason.contains("limit") {
+        report.note(format!("round {}: {}", round + 1, stats.stop_reason));
+    }
+    if round == 0 || stats.stop_reason.contains("limit") {
+        report.stop_reason = stats.stop_reason;
+    }
+    report.saturation_seconds += stats.seconds;
+    for (k, v) in stats.fired {
+        *report.rules_fired.entry(k).or_insert(0) += v;
+    }
+}
+
+/// `--explain`'s steps of a round: how the e-graph proved `rec` equal to
+/// the extracted `term`, in the surface syntax.
+fn explain_round(
+    runner: &mut egg::Runner<TL, TlAnalysis>,
+    rec: &RecExpr<TL>,
+    term: &RecExpr<TL>,
+    rules: &[Rule],
+    round: usize,
+) -> Vec<String> {
+    // egg rebuilds a proof's leaves from their text: the index and
+    // predicate leaves come back as names, mapped here to the leaves they
+    // print as
+    let leaves: BTreeMap<String, TL> = runner
+        .egraph
+        .classes()
+        .flat_map(|c| c.nodes.iter())
+        .filter(|n| matches!(n, TL::Aff(_) | TL::Pred(_)))
+        .map(|n| (n.to_string(), n.clone()))
+        .collect();
+    let mut ex = runner.explain_equivalence(rec, term);
+    explain_surface(&mut ex, rules, &leaves, round)
+}
+
+fn optimize_here(f: &Function, opts: &Options) -> Result<Optimized> {
+    let start = Instant::now();
+    let cpu_start = thread_cpu_seconds();
+    let sig = types::check(f).map_err(Error::types)?;
+    let s = Setup::new(f, &sig.ret, opts, start);
+    let cost_before = ir_cost(&f.body, &s.model);
+    let mut report = Report {
+        mode: opts.mode().to_string(),
+        memory_limit: s.nopts.memory_limit,
+        ..Report::default()
+    };
+    let pre = prepass(&s.fixed, opts.term_limit, s.fast);
+    // a term read out of the e-graph may be as large as the term limit or
+    // the pre-pass' program, whichever is larger
+    let written_limit = opts.term_limit.max(pre.size());
+    let kept = count_lets(&pre);
+    if kept > 0 {
+        report.note(format!(
+            "term limit ({}): {kept} let(s) kept, as inlining them would exceed it",
+            opts.term_limit
+        ));
+    }
+    // In the default mode every candidate is weighed by its accuracy
+    // against the written program's (see `extract::accuracy`).
+    let mut judge = Judge::new(&s.fixed, s.fast);
+    if !s.fast && judge.reference.is_none() {
+        report.accuracy_note = Some(format!(
+            "not measured: sampling the program (named sizes {}) takes more than {} steps of the interpreter",
+            crate::extract::accuracy::SAMPLE_SIZE,
+            crate::extract::accuracy::WORK_BUDGET
+        ));
+    }
+    let mut best = s.plain_candidates(&pre, &mut judge);
+    // The planned contraction order of every tensor network of the body:
+    // a candidate of its own and a seed of the first round.
+    let planned = s.planned(&pre)?;
+    if let Some((body, plans)) = &planned {
+        report.plans = plans.clone();
+        s.offer_planned(body, &mut judge, &mut best);
+    }
+    let largest_network = report
+        .plans
+        .iter()
+        .map(|p| p.plan.inputs)
+        .max()
+        .unwrap_or(0);
+    let planned_only = s.planned_only(&pre, largest_network);
+    if opts.saturate && planned_only {
+        report.stop_reason = format!(
+            "not saturated: a network of {largest_network} tensors is contracted as planned"
+        );
+    }
+    if opts.saturate && !planned_only {
+        let planned_body = planned.as_ref().map(|(b, _)| b);
+        s.saturation_rounds(
+            f,
+            pre,
+            planned_body,
+            written_limit,
+            &mut judge,
+            &mut best,
+            &mut report,
+        )?;
     }
     let (cost_after, program, chosen) = match best {
         Some((_, c, g, how)) => (c, g, how),
-        None => (cost_before, fixed, "input"),
+        None => (cost_before, s.fixed, "input"),
     };
     report.chosen = chosen.to_string();
     if let Some(written_bits) = judge.reference.as_ref().map(|r| r.written_bits) {
