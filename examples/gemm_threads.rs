@@ -10,7 +10,7 @@
 //! `[BATCH_MS=20] cargo run --release --example gemm_threads [-- ROUNDS [N...]]`
 
 use einsat::interp::Value;
-use einsat::jit::gemm::{set_split, Axis, Split, DEFAULT_SPLIT};
+use einsat::jit::testing::gemm::{set_split, Axis, Split, DEFAULT_SPLIT};
 use einsat::jit::{self, Options};
 use ndarray::Array2;
 use std::time::Instant;
@@ -86,7 +86,7 @@ fn main() {
         ),
     ];
     let (k1, k2) = (kernel(1), kernel(2));
-    println!("rounds {rounds}; cores {}", jit::pool::all_cores());
+    println!("rounds {rounds}; cores {}", jit::testing::pool::all_cores());
     for &n in &sizes {
         let (a, b) = (mat(n, 0), mat(n, 5));
         let fl = 2.0 * (n * n * n) as f64;

@@ -22,7 +22,7 @@
 //! (KIND: gemm, gemmT, ew, mv or all; default all on its own sizes)
 
 use einsat::interp::Value;
-use einsat::jit::gemm::{set_split_min_work, SPLIT_MIN_WORK};
+use einsat::jit::testing::gemm::{set_split_min_work, SPLIT_MIN_WORK};
 use einsat::jit::{self, Options};
 use ndarray::{Array1, Array2};
 use std::time::{Duration, Instant};
@@ -46,7 +46,7 @@ fn set_spin_tried() {
             ))
         })
         .unwrap_or((Duration::from_micros(100), Duration::from_micros(200)));
-    jit::pool::set_spin(w, c);
+    jit::testing::pool::set_spin(w, c);
 }
 
 fn quantile(v: &[f64], q: f64) -> f64 {
@@ -86,7 +86,7 @@ fn main() {
         .unwrap_or(5.0);
     println!(
         "rounds {rounds}, batches of ~{batch} ms; cores {}; SPLIT_MIN_WORK 2^{}, PARALLEL_THRESHOLD 2^{}",
-        jit::pool::all_cores(),
+        jit::testing::pool::all_cores(),
         SPLIT_MIN_WORK.trailing_zeros(),
         jit::PARALLEL_THRESHOLD.trailing_zeros()
     );
@@ -161,7 +161,10 @@ fn main() {
                 if v == 3 {
                     set_spin_tried();
                 } else {
-                    jit::pool::set_spin(jit::pool::WORKER_SPIN, jit::pool::CALLER_SPIN);
+                    jit::testing::pool::set_spin(
+                        jit::testing::pool::WORKER_SPIN,
+                        jit::testing::pool::CALLER_SPIN,
+                    );
                 }
                 match v {
                     0 => k1.call_into(&args, out),
@@ -225,5 +228,8 @@ fn main() {
         }
     }
     set_split_min_work(SPLIT_MIN_WORK);
-    jit::pool::set_spin(jit::pool::WORKER_SPIN, jit::pool::CALLER_SPIN);
+    jit::testing::pool::set_spin(
+        jit::testing::pool::WORKER_SPIN,
+        jit::testing::pool::CALLER_SPIN,
+    );
 }

@@ -19,7 +19,7 @@
 //! One test function only: the count is process-wide.
 
 use einsat::interp::{self, Value};
-use einsat::jit::gemm::{library_calls, set_split_min_work, SPLIT_MIN_WORK};
+use einsat::jit::testing::gemm::{library_calls, set_split_min_work, SPLIT_MIN_WORK};
 use einsat::jit::{self, Options};
 use einsat::testing::{random_inputs, relayout_value, Layout};
 use ndarray::{ArrayD, IxDyn};
@@ -91,6 +91,7 @@ fn call_into_does_not_allocate_after_warm_up() {
                     parallel_threshold: threshold,
                     gemm,
                     gemm_min_work: 0,
+                    ..Options::default()
                 },
             )
             .unwrap();
@@ -109,14 +110,14 @@ fn call_into_does_not_allocate_after_warm_up() {
                 let (before, calls0, jobs0) = (
                     ALLOCS.load(Ordering::SeqCst),
                     library_calls(),
-                    jit::pool::jobs_posted(),
+                    jit::testing::pool::jobs_posted(),
                 );
                 for _ in 0..50 {
                     k.call_into(&args, &mut out).unwrap();
                 }
                 let during = ALLOCS.load(Ordering::SeqCst) - before;
                 let calls = library_calls() - calls0;
-                let jobs = jit::pool::jobs_posted() - jobs0;
+                let jobs = jit::testing::pool::jobs_posted() - jobs0;
                 assert!(want.approx_eq(&out, 1e-9, 1e-9), "{}", f.name);
                 let gemm_stages =
                     k.stages().iter().filter(|s| s.starts_with("gemm")).count() as u64;

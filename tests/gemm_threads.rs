@@ -6,7 +6,7 @@
 //! calls accumulate into the destination), in C and Fortran layouts.
 
 use einsat::interp::{self, Value};
-use einsat::jit::gemm::{
+use einsat::jit::testing::gemm::{
     set_split, set_split_min_work, split, Axis, Split, DEFAULT_SPLIT, SPLIT_MIN_WORK,
 };
 use einsat::jit::{self, Options};

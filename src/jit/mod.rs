@@ -1,94 +1,58 @@
 //! The native engine: normal-form functions compiled with Cranelift to loops
 //! over strided `ndarray` buffers.
 //!
-//! [`compile`] type-checks, lowers to the loop IR ([`loopir`]) and generates
-//! machine code ([`codegen`]). [`Kernel::call`] allocates the result,
-//! [`Kernel::call_into`] writes into the caller's buffers. Both check the
-//! arguments exactly as the interpreter's call boundary does
-//! ([`crate::interp::bind`]: arity, rank, shapes, size names, pairs of
-//! arrays for pair parameters; a non-allocating check in [`call`] with the
-//! interpreter's messages on refusal) and check the output's shape, before
-//! any native code runs: native code only ever touches the buffers it was
-//! given, within their shapes.
+//! The back end is a pipeline of stages, each a folder or file that
+//! depends only on the stages before it:
 //!
-//! **Calls.** A kernel keeps a few [`call::Workspace`]s (sizes, buffer
-//! pointers and strides, `let` temporaries) and reuses them: once warmed
-//! up, `call_into` does no heap allocation in generated code (GEMM stages
-//! allocate in the library), also with threads > 1 and under
-//! concurrent calls (each concurrent call takes its own workspace, created
-//! once). A workspace remembers the last call it served that passed the
-//! checks (every argument's and the output's kind, shape and strides,
-//! read in one walk): a call identical in all of these skips the checks
-//! and the setup — sizes, strides, the layout's code and the per-nest
-//! decisions below are those of the remembered call — and only swaps in
-//! its buffer pointers (see [`call`]).
+//! ```text
+//! Function ──lower──▶ ir::LoopProgram ──schedule──▶ NestPlan per nest ──emit──▶ emit::Native
+//!   (normal form)       (buffers, nests,     (back end, loop order,        (Cranelift code,
+//!                        scalar trees)        tiles, vectors, polls)        one fn per nest)
+//!                                                                   └──run──▶ Kernel::call
+//!                                                 (arguments bound, steps decided, GEMM library, pool)
+//! ```
 //!
-//! **Threads.** The nests run in order (a temporary is written before it is
-//! read). A nest whose estimated work — trip counts times body size, see
-//! [`nest_work`] — is at least [`Options::parallel_threshold`] (default
-//! [`PARALLEL_THRESHOLD`], measured on a 2-core Zen 3: below it, handing
-//! chunks to a worker costs more than it saves) has the range `0..n0` of
-//! its outermost `gen` variable split into contiguous chunks, each run by
-//! the native entry on a thread of [`pool`] (`entry(bufs, strides, sizes,
-//! lo, hi)` computes exactly the elements with `v0` in `lo..hi`).
-//! Reductions are never split, so results are bit-identical for every
-//! thread count. The estimate, and with it the choice of threads and of
-//! the GEMM library ([`Options::gemm_min_work`]), is made once per sizes
-//! and layout, not per call. Nests without a `gen` variable run on the calling thread;
-//! GEMM stages get the thread count.
+//! - [`ir`]: the loop IR (types and tree helpers only, no decisions).
+//! - [`lower`]: normal form to loop IR.
+//! - [`schedule`]: every decision about how a nest runs: the program-level
+//!   passes (reuse of temporaries, column sums), then one
+//!   [`schedule::NestPlan`] per nest and layout (back end chosen once:
+//!   GEMM stage, register tiles or generic loops; loop order, tiling,
+//!   vector width, polls) and per call the [`schedule::Step`] (threads,
+//!   GEMM by work).
+//! - [`emit`]: Cranelift code generation following a plan; it never
+//!   decides, it only follows the plan.
+//! - [`run`]: the kernel: cache, argument binding (the one module
+//!   converting values at the boundary), workspaces, threads, the GEMM
+//!   library calls, cancellation.
 //!
-//! **Cancellation.** A call made inside [`Cancel::run`] stops soon after
-//! [`Cancel::cancel`] (from any thread) and returns [`Error::Interrupted`]
-//! (its output incomplete): the native code of every loop that has loops
-//! inside reads the call's flag at its back edge (one load from a stack
-//! slot and one from the flag per iteration of an outer loop; innermost
-//! loops are untouched), a nest whose outermost loop is its only loop runs
-//! in native calls of at most [`CHECK_WORK`] estimated work with a check
-//! between them, threads check before each chunk, and GEMM stages before
-//! each library call (a product of more than [`gemm::CANCEL_WORK`]
-//! multiply-adds is cut into panels). The flag's address travels after the
-//! named sizes (`sizes[n]`); calls outside [`Cancel::run`] point it at a
-//! flag that is never set. An innermost loop runs to its end (at most
-//! 2^31 iterations of its body) before the next check.
-//!
-//! **Cache.** [`compile`] and [`compile_with`] keep kernels in a global
-//! least-recently-used cache of at most [`CACHE_CAPACITY`] kernels, keyed
-//! by the program text and the options ([`cache_key`]: `{options:?}`, a
-//! newline, and the function as [`crate::syntax::print_function`] prints
-//! it). An evicted
-//! kernel stays alive for as long as a caller holds its `Arc`;
-//! [`cache_len`] and [`clear_cache`] inspect and empty the cache.
+//! [`compile`] type-checks, lowers, schedules and generates machine code;
+//! [`Kernel::call`] allocates the result, [`Kernel::call_into`] writes
+//! into the caller's buffers (see [`Kernel`] for calls, threads,
+//! cancellation and the cache).
 
-pub mod arg;
-// The stages below are unstable internals, public only for the crate's
-// tests, benches and examples (hidden from the docs).
+// The stages are internal (`pub(crate)`); their items are documented where
+// they matter, and reach tests and tools only through [`testing`].
 #[doc(hidden)]
-pub mod call;
+pub(crate) mod emit;
 #[doc(hidden)]
-pub mod codegen;
+pub(crate) mod ir;
 #[doc(hidden)]
-pub mod dense;
+pub(crate) mod lower;
 #[doc(hidden)]
-pub mod gemm;
+pub(crate) mod run;
 #[doc(hidden)]
-pub mod loopir;
-#[doc(hidden)]
-pub mod pool;
-#[doc(hidden)]
-pub mod schedule;
+pub(crate) mod schedule;
 
-use crate::error::{Error, Found, OutputProblem, Result};
-use crate::interp::value::{checked_elements, AsOperand, AsOperandMut, Operand, OperandMut};
-use crate::interp::{self, Boundary, Value};
-use crate::syntax::ast::{Function, Size};
-use crate::syntax::print_function;
-use crate::types;
-pub use arg::{Arg, ArgMut, FromValue, IntoArg, IntoArgMut, IntoArgs};
-use loopir::{BufKind, LoopProgram, Nest, SizeRef, S};
-use std::cell::Cell;
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use crate::error::{Error, Result};
+use crate::interp::Value;
+use crate::syntax::ast::Function;
+pub use run::boundary::arg::{Arg, ArgMut, FromValue, IntoArg, IntoArgMut, IntoArgs};
+pub use run::cache::{cache_len, clear_cache, CACHE_CAPACITY};
+pub use run::cancel::Cancel;
+pub use run::compile::{cache_key, compile, compile_uncached, compile_uncached_with, compile_with};
+pub use run::kernel::Kernel;
+pub use schedule::nest_work;
 
 /// Options of the native engine (part of the compile cache's key).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -107,6 +71,14 @@ pub struct Options {
     /// the library; smaller products run on their generated code (default
     /// [`GEMM_MIN_WORK`]; 0 always calls the library, as its tests do).
     pub gemm_min_work: u64,
+    /// Whether native code polls for cancellation (default: yes; see
+    /// [`Cancel`]). Code without polls cannot be cancelled inside a nest;
+    /// off only to measure the polls' cost (`examples/schedbench.rs`,
+    /// `examples/callcost.rs`).
+    pub poll: bool,
+    /// The code-size budget of one native function of generic loops, in
+    /// nodes copied (default [`COPY_NODES`]).
+    pub copy_nodes: usize,
 }
 
 /// The most threads [`Options::threads`] may ask for: the one limit of
@@ -141,6 +113,8 @@ impl Default for Options {
             threads: 0,
             parallel_threshold: PARALLEL_THRESHOLD,
             gemm_min_work: GEMM_MIN_WORK,
+            poll: true,
+            copy_nodes: COPY_NODES,
         }
     }
 }
@@ -160,12 +134,25 @@ impl Options {
     /// The number of threads a call uses: `threads`, or all cores for 0.
     pub fn thread_count(&self) -> usize {
         if self.threads == 0 {
-            pool::all_cores()
+            run::pool::all_cores()
         } else {
-            self.threads.min(pool::MAX_THREADS)
+            self.threads.min(run::pool::MAX_THREADS)
         }
     }
 }
+
+/// The default [`Options::copy_nodes`]: how many nodes of code copies may
+/// add to one native function of generic loops: a body
+/// is copied (peeled, unrolled, vectorised with several accumulators,
+/// tiled) only while the nodes of the extra copies (times the copies of
+/// the code around it) fit in what is left of this budget. The kernels of
+/// the examples and benchmarks stay far within it and are copied as
+/// before; in a large nest (deep nests of sums, long expressions, many
+/// sums) the copying stops when the budget is spent, so a function's code
+/// stays within a small multiple of its program's size (and with it
+/// Cranelift's compile memory). A body of more than `COPY_BODY` (1,024) nodes
+/// is never copied.
+pub const COPY_NODES: usize = 1 << 14;
 
 /// The most operations (nodes of its scalar body, sums and their bodies
 /// included) a loop nest may have: each nest becomes one native function,
@@ -177,1443 +164,83 @@ impl Options {
 /// (its term limit is 5,000 nodes for the whole program).
 pub const MAX_NEST_NODES: usize = 10_000;
 
-/// A cancellation token: [`Cancel::cancel`], from any thread, stops every
-/// kernel call made inside [`Cancel::run`] with this token; each returns
-/// [`Error::Interrupted`] soon after (see the module doc,
-/// "Cancellation"), its output incomplete. A token stays cancelled until
-/// [`Cancel::reset`].
-///
-/// ```
-/// let p = einsat::load("fn s(x: [n]R) -> R = sum(i:n, j:n) x[i] * x[j]")?;
-/// let k = einsat::jit::compile(p.get("s").unwrap())?;
-/// let x = einsat::ndarray::Array1::<f64>::ones(1000);
-/// let cancel = einsat::jit::Cancel::new();
-/// let c = cancel.clone();
-/// let t = std::thread::spawn(move || c.run(|| k.eval::<f64>((&x,))));
-/// cancel.cancel();
-/// // finished before the cancel, or interrupted
-/// match t.join().unwrap() {
-///     Ok(v) => assert_eq!(v, 1e6),
-///     Err(e) => assert!(matches!(e, einsat::Error::Interrupted)),
-/// }
-/// # Ok::<(), einsat::Error>(())
-/// ```
-#[derive(Clone, Debug, Default)]
-pub struct Cancel(Arc<AtomicBool>);
-
-/// The flag of calls made outside [`Cancel::run`]: never set.
-static NEVER: AtomicBool = AtomicBool::new(false);
-
-thread_local! {
-    /// The flag of the innermost [`Cancel::run`] on this thread (null:
-    /// none).
-    static CURRENT: Cell<*const AtomicBool> = const { Cell::new(std::ptr::null()) };
-}
-
-/// The cancellation flag of a call starting on this thread.
-#[inline]
-fn current_flag() -> &'static AtomicBool {
-    let p = CURRENT.with(|c| c.get());
-    if p.is_null() {
-        &NEVER
-    } else {
-        // SAFETY: a non-null CURRENT is the flag of a `Cancel` that
-        // `Cancel::run` borrows (and so keeps alive) until it restores the
-        // previous value; the call using it returns before that.
-        unsafe { &*p }
-    }
-}
-
-impl Cancel {
-    /// A token not cancelled.
-    pub fn new() -> Cancel {
-        Cancel::default()
-    }
-
-    /// Stop the calls running (and those starting) under this token.
-    pub fn cancel(&self) {
-        self.0.store(true, Ordering::Release);
-    }
-
-    /// Whether [`Cancel::cancel`] was called (since the last reset).
-    pub fn is_cancelled(&self) -> bool {
-        self.0.load(Ordering::Acquire)
-    }
-
-    /// Clear the token, for calls to come.
-    pub fn reset(&self) {
-        self.0.store(false, Ordering::Release);
-    }
-
-    /// Run `f` with this token: the kernel calls `f` makes on this thread
-    /// (any of [`Kernel::call`], [`Kernel::call_into`], `call_args`,
-    /// `eval`, …) stop when the token is cancelled.
-    pub fn run<R>(&self, f: impl FnOnce() -> R) -> R {
-        struct Restore(*const AtomicBool);
-        impl Drop for Restore {
-            fn drop(&mut self) {
-                CURRENT.with(|c| c.set(self.0));
-            }
-        }
-        let _restore = Restore(CURRENT.with(|c| c.replace(Arc::as_ptr(&self.0))));
-        f()
-    }
-}
-
-/// A cancelled call's error, after the native code stopped.
-#[inline]
-fn stopped(flag: &AtomicBool) -> Result<()> {
-    if flag.load(Ordering::Relaxed) {
-        Err(Error::Interrupted)
-    } else {
-        Ok(())
-    }
-}
-
 /// The estimated work ([`nest_work`]) a nest whose outermost loop is its
 /// only loop runs per native call when it is split for cancellation
 /// checks (about 10–100 ms).
 pub const CHECK_WORK: u64 = 1 << 26;
 
-/// Whether the nest's outermost loop is its only loop (its native code
-/// has no loop that polls for cancellation).
-fn single_loop(nest: &Nest) -> bool {
-    fn has_sum(s: &S) -> bool {
-        match s {
-            S::Sum(..) => true,
-            S::Bin(_, a, b) => has_sum(a) || has_sum(b),
-            S::Neg(a) => has_sum(a),
-            S::Call(_, args) => args.iter().any(has_sum),
-            _ => false,
-        }
-    }
-    nest.vars.len() == 1 && !has_sum(&nest.body)
-}
-
 /// How many layouts a kernel keeps specialised native code for; calls with
 /// further layouts run the generic code (every stride read at run time).
 pub const MAX_LAYOUTS: usize = 8;
-
-/// Native code per layout: the layout, the layout flattened, the code.
-type Natives = Vec<(loopir::Layout, Vec<bool>, Arc<codegen::Native>)>;
-
-/// A compiled function.
-///
-/// Native code is specialised for the layout of the buffers it is called
-/// with ([`loopir::Layout`]: which axes have unit stride). [`compile`]
-/// generates the code for C-order arguments; a call with another layout
-/// compiles (once) code for that layout, up to [`MAX_LAYOUTS`] of them, and
-/// then falls back to the generic code.
-pub struct Kernel {
-    func: Function,
-    prog: LoopProgram,
-    /// Native code per layout (with the layout flattened, buffers then
-    /// axes); the first is C order.
-    natives: Mutex<Natives>,
-    /// The generic layout, flattened.
-    generic: Vec<bool>,
-    /// Per nest: the GEMM stage that runs it instead of native code.
-    gemm: Vec<Option<gemm::Plan>>,
-    opts: Options,
-    result: Boundary,
-    sig: call::Sig,
-    /// The layouts of `natives` whose flattened form fits in 64 bits,
-    /// packed (bit `k` = axis `k` has unit stride), with their code: the
-    /// lock-free lookup of a call's layout. Filled in order, under the
-    /// `natives` lock, and never emptied.
-    fast: [OnceLock<(u64, Arc<codegen::Native>)>; MAX_LAYOUTS + 1],
-    /// An idle workspace, taken and given back without a lock (null when
-    /// a call holds it); boxed so that it never moves.
-    idle: AtomicPtr<call::Workspace>,
-    /// Further workspaces of calls not running (see [`call::Workspace`]);
-    /// boxed, as they pass to and from `idle` without moving.
-    #[allow(clippy::vec_box)]
-    spare: Mutex<Vec<Box<call::Workspace>>>,
-    /// Per leaf of the arguments and the output (see
-    /// [`call::Sig::leaves`]), the buffer it is the first element of
-    /// ([`call::NO_BUF`] for a parameter leaf no nest reads); `None`
-    /// altogether (calls are never remembered) if some parameter or
-    /// result buffer is not a leaf.
-    leaf_buf: Option<Vec<usize>>,
-    /// The threads a call uses ([`Options::thread_count`]).
-    threads: usize,
-    /// The `let` temporaries (buffer indices) by the first nest that
-    /// touches them, with the nests `(first, last)` that write or read
-    /// them: two temporaries whose ranges do not meet share storage (see
-    /// [`temp_liveness`]).
-    live: Vec<(usize, (usize, usize))>,
-}
-
-impl Drop for Kernel {
-    fn drop(&mut self) {
-        let p = std::mem::replace(self.idle.get_mut(), std::ptr::null_mut());
-        if !p.is_null() {
-            // SAFETY: a non-null `idle` is a `Box` given up by `give_back`
-            // and owned by the kernel alone.
-            drop(unsafe { Box::from_raw(p) });
-        }
-    }
-}
-
-/// A flattened layout packed into 64 bits (bit `k` = axis `k` has unit
-/// stride), when it has at most 64 axes.
-fn pack(unit: &[bool]) -> Option<u64> {
-    (unit.len() <= 64).then(|| {
-        unit.iter()
-            .enumerate()
-            .fold(0u64, |acc, (k, &u)| acc | (u64::from(u) << k))
-    })
-}
-
-/// How many idle workspaces a kernel keeps (more concurrent calls create
-/// and drop their own).
-const MAX_SPARE: usize = 8;
-
-impl std::fmt::Debug for Kernel {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Kernel({})", self.func.name)
-    }
-}
-
-/// How many kernels the global cache keeps (the least recently used goes
-/// first).
-pub const CACHE_CAPACITY: usize = 256;
-
-#[derive(Default)]
-struct Cache {
-    map: HashMap<String, (Arc<Kernel>, u64)>,
-    clock: u64,
-}
-
-impl Cache {
-    fn get(&mut self, key: &str) -> Option<Arc<Kernel>> {
-        self.clock += 1;
-        let now = self.clock;
-        self.map.get_mut(key).map(|(k, used)| {
-            *used = now;
-            k.clone()
-        })
-    }
-
-    fn insert(&mut self, key: String, k: Arc<Kernel>) -> Arc<Kernel> {
-        if let Some(have) = self.get(&key) {
-            return have;
-        }
-        while self.map.len() >= CACHE_CAPACITY {
-            let oldest = self
-                .map
-                .iter()
-                .min_by_key(|(_, (_, used))| *used)
-                .map(|(key, _)| key.clone());
-            match oldest {
-                Some(o) => self.map.remove(&o),
-                None => break,
-            };
-        }
-        self.map.insert(key, (k.clone(), self.clock));
-        k
-    }
-}
-
-fn cache() -> Result<std::sync::MutexGuard<'static, Cache>> {
-    static C: OnceLock<Mutex<Cache>> = OnceLock::new();
-    C.get_or_init(|| Mutex::new(Cache::default()))
-        .lock()
-        .map_err(|_| jit_err("cache poisoned"))
-}
-
-/// The number of kernels in the global cache (at most
-/// [`CACHE_CAPACITY`]).
-pub fn cache_len() -> usize {
-    cache().map(|c| c.map.len()).unwrap_or(0)
-}
-
-/// Empty the global cache (kernels held by callers stay alive).
-pub fn clear_cache() {
-    if let Ok(mut c) = cache() {
-        c.map.clear();
-    }
-}
-
-/// Compile a function in normal form with the default options (cached: see
-/// [`compile_with`] and [`cache_key`]).
-pub fn compile(f: &Function) -> Result<Arc<Kernel>> {
-    compile_with(f, &Options::default())
-}
-
-/// The key of `f` compiled with `opts` in the kernel cache: the options
-/// (`{opts:?}`), a newline, and the function as
-/// [`crate::syntax::print_function`] prints it. So two functions that print
-/// the same (the same name, parameters and body, whatever the source's
-/// layout or comments) share a kernel, and anything that changes the
-/// printed text — renaming the function, a parameter or an index, another
-/// size — or any option compiles a new one.
-pub fn cache_key(f: &Function, opts: &Options) -> String {
-    format!("{opts:?}\n{}", print_function(f))
-}
-
-/// Compile with options, cached: the global cache keeps at most
-/// [`CACHE_CAPACITY`] kernels keyed by [`cache_key`] (program text and
-/// options), least recently used out first; [`clear_cache`] empties it and
-/// [`cache_len`] counts it. A kernel evicted while a caller holds its `Arc`
-/// stays valid.
-pub fn compile_with(f: &Function, opts: &Options) -> Result<Arc<Kernel>> {
-    let key = cache_key(f, opts);
-    if let Some(k) = cache()?.get(&key) {
-        return Ok(k);
-    }
-    let k = Arc::new(compile_uncached_with(f, opts)?);
-    Ok(cache()?.insert(key, k))
-}
 
 fn jit_err(m: impl Into<String>) -> Error {
     Error::Jit(m.into())
 }
 
-/// Compile without the cache.
-pub fn compile_uncached(f: &Function) -> Result<Kernel> {
-    compile_uncached_with(f, &Options::default())
-}
-
-/// Compile with options, without the cache.
-pub fn compile_uncached_with(f: &Function, opts: &Options) -> Result<Kernel> {
-    opts.check()?;
-    // deep programs (long flat chains) get a large stack for lowering
-    crate::stack::roomy_for(&f.body, || compile_here(f, opts))
-}
-
-/// The Cranelift IR text of every function compiled for `f` with `opts`
-/// (uncached), for the layout with every buffer contiguous and for the
-/// generic layout (no unit strides), followed by the kernel's
-/// [`Kernel::stages`]: what a before/after comparison of the generated
-/// code hashes (`tests/codegen_snapshot.rs`). Not part of the stable API.
-#[doc(hidden)]
-pub fn clif_text(f: &Function, opts: &Options) -> Result<Vec<String>> {
-    let (kernel, mut text) = codegen::captured(|| compile_uncached_with(f, opts));
-    let kernel = kernel?;
-    let generic = kernel.generic.clone();
-    let (native, more) = codegen::captured(|| kernel.native(&generic));
-    native?;
-    text.extend(more);
-    text.extend(kernel.stages());
-    Ok(text)
-}
-
-fn compile_here(f: &Function, opts: &Options) -> Result<Kernel> {
-    let sig = types::check(f).map_err(Error::types)?;
-    let mut prog = loopir::lower(f).map_err(|m| jit_err(format!("`{}`: {m}", f.name)))?;
-    for (k, nest) in prog.nests.iter().enumerate() {
-        if let Some(n) = loopir::nodes_beyond(&nest.body, MAX_NEST_NODES) {
-            return Err(jit_err(format!(
-                "`{}`: loop nest {k} has {n} operations, more than the {MAX_NEST_NODES} the JIT compiles into one native function; the interpreter can run it",
-                f.name
-            )));
-        }
-    }
-    schedule::reuse_temps(&mut prog);
-    schedule::columns(&mut prog, opts.gemm);
-    let layout = loopir::Layout::c_order(&prog);
-    let native = codegen::compile(&prog, &layout).map_err(jit_err)?;
-    let gemm = prog
-        .nests
-        .iter()
-        .map(|n| {
-            if opts.gemm {
-                gemm::plan(&prog, n)
-            } else {
-                None
-            }
-        })
-        .collect();
-    let result = Boundary::of(&sig.ret);
-    let flat = layout.unit.concat();
-    let native = Arc::new(native);
-    let fast: [OnceLock<(u64, Arc<codegen::Native>)>; MAX_LAYOUTS + 1] = Default::default();
-    if let Some(key) = pack(&flat) {
-        let _ = fast[0].set((key, native.clone()));
-    }
-    let live = temp_liveness(&prog);
-    let sig = call::Sig::new(f, &result, &prog);
-    let (arg_leaves, out_leaves) = sig.leaves();
-    let leaf_buf = {
-        let mut map = vec![call::NO_BUF; arg_leaves.len() + out_leaves.len()];
-        let mut ok = true;
-        for (k, b) in prog.bufs.iter().enumerate() {
-            let leaf = match &b.kind {
-                BufKind::Param { param, path } => {
-                    arg_leaves.iter().position(|(p, q)| p == param && q == path)
-                }
-                BufKind::Out { path } => out_leaves
-                    .iter()
-                    .position(|q| q == path)
-                    .map(|l| arg_leaves.len() + l),
-                BufKind::Temp => continue,
-            };
-            match leaf {
-                // (each leaf is one buffer at most)
-                Some(l) if map[l] == call::NO_BUF => map[l] = k,
-                _ => ok = false,
-            }
-        }
-        ok.then_some(map)
-    };
-    Ok(Kernel {
-        leaf_buf,
-        threads: opts.thread_count(),
-        fast,
-        idle: AtomicPtr::new(std::ptr::null_mut()),
-        gemm,
-        func: f.clone(),
-        sig,
-        generic: loopir::Layout::generic(&prog).unit.concat(),
-        natives: Mutex::new(vec![(layout, flat, native)]),
-        prog,
-        opts: opts.clone(),
-        result,
-        spare: Mutex::new(Vec::new()),
-        live,
-    })
-}
-
-/// The live range of every `let` temporary: the first and the last nest
-/// (in execution order) that writes or reads it, sorted by the first. A
-/// temporary's strong-zero flag buffer ([`loopir::Buf::flag`]) lives as
-/// long as the temporary (written by its nest, read wherever it is read);
-/// a column sum's scratch vector ([`loopir::Col`]) lives until its
-/// consumer's nest, which reads it in the layouts that compute it ahead
-/// (the consumer as lowered does not show that load). Nests run one after
-/// the other (a nest split across threads ends before the next starts),
-/// so temporaries whose ranges do not meet are never live at once and
-/// can share storage: a planned tensor network of hundreds of pairwise
-/// steps then needs a few intermediates' worth of memory, not the sum of
-/// all of them. A temporary no nest touches gets an empty range at its
-/// buffer's position.
-fn temp_liveness(p: &LoopProgram) -> Vec<(usize, (usize, usize))> {
-    fn visit(s: &loopir::S, k: usize, r: &mut [Option<(usize, usize)>]) {
-        use loopir::S;
-        match s {
-            S::Load(b, _) => touch(r, *b, k),
-            S::Num(_) | S::Bracket(_) | S::Eps(_) => {}
-            S::Bin(_, a, b) => {
-                visit(a, k, r);
-                visit(b, k, r);
-            }
-            S::Neg(a) | S::Sum(_, _, a) => visit(a, k, r),
-            S::Call(_, args) => args.iter().for_each(|a| visit(a, k, r)),
-        }
-    }
-    fn touch(r: &mut [Option<(usize, usize)>], b: usize, k: usize) {
-        if let Some(x) = r.get_mut(b) {
-            *x = Some(match *x {
-                None => (k, k),
-                Some((lo, hi)) => (lo.min(k), hi.max(k)),
-            });
-        }
-    }
-    let mut r: Vec<Option<(usize, usize)>> = vec![None; p.bufs.len()];
-    for (k, nest) in p.nests.iter().enumerate() {
-        touch(&mut r, nest.buf, k);
-        visit(&nest.body, k, &mut r);
-    }
-    for c in &p.cols {
-        if let Some(k) = p.nests.iter().position(|n| n.buf == c.consumer) {
-            touch(&mut r, c.buf, k);
-        }
-    }
-    for (b, buf) in p.bufs.iter().enumerate() {
-        if let Some(f) = buf.flag {
-            if let Some(x) = r[b] {
-                touch(&mut r, f, x.0);
-                touch(&mut r, f, x.1);
-            }
-            if let Some(x) = r.get(f).copied().flatten() {
-                touch(&mut r, b, x.0);
-                touch(&mut r, b, x.1);
-            }
-        }
-    }
-    let mut live: Vec<(usize, (usize, usize))> = p
-        .bufs
-        .iter()
-        .enumerate()
-        .filter(|(_, b)| matches!(b.kind, BufKind::Temp))
-        .map(|(b, _)| (b, r[b].unwrap_or((usize::MAX, usize::MAX))))
-        .collect();
-    live.sort_by_key(|&(b, (lo, _))| (lo, b));
-    live
-}
-
-fn resolve(s: &SizeRef, sizes: &[i64]) -> usize {
-    match s {
-        SizeRef::Lit(n) => *n as usize,
-        SizeRef::Named(k) => sizes[*k] as usize,
-    }
-}
-
-fn leaf<'v, V: AsOperand>(v: &'v V, path: &[u8]) -> Option<&'v V> {
-    let Some(k) = path.first() else {
-        return Some(v);
-    };
-    match v.operand() {
-        Operand::Pair(a, b) => leaf(if *k == 0 { a } else { b }, &path[1..]),
-        _ => None,
-    }
-}
-
-fn leaf_mut<'v, O: AsOperandMut>(v: &'v mut O, path: &[u8]) -> Option<&'v mut O> {
-    let Some(k) = path.first() else {
-        return Some(v);
-    };
-    match v.operand_mut() {
-        OperandMut::Pair(a, b) => leaf_mut(if *k == 0 { a } else { b }, &path[1..]),
-        _ => None,
-    }
-}
-
-fn size_of(s: &Size, sizes: &interp::Sizes) -> Result<usize> {
-    match s {
-        Size::Lit(n) => Ok(*n),
-        Size::Named(x) => sizes
-            .get(x)
-            .copied()
-            .ok_or_else(|| Error::UnboundSize { size: x.clone() }),
-    }
-}
-
-fn check_out<O: AsOperandMut>(
-    b: &Boundary,
-    v: &mut O,
-    sizes: &interp::Sizes,
-    what: &str,
-) -> Result<()> {
-    let v = v.operand_mut();
-    let found = match &v {
-        OperandMut::Pair(..) => Found::Pair,
-        OperandMut::Real(_) => Found::Number,
-        OperandMut::Array { shape, .. } => Found::Array(shape.to_vec()),
-    };
-    let bad = |problem| {
-        Err(Error::Output {
-            buffer: what.to_string(),
-            problem,
-        })
-    };
-    match (b, v) {
-        (Boundary::Pair(a, c), OperandMut::Pair(x, y)) => {
-            check_out(a, x, sizes, &format!("{what}.0"))?;
-            check_out(c, y, sizes, &format!("{what}.1"))
-        }
-        (Boundary::Array(d), OperandMut::Real(_)) if d.is_empty() => Ok(()),
-        (Boundary::Array(d), OperandMut::Array { shape, .. })
-            if d.is_empty() && !shape.is_empty() =>
-        {
-            bad(OutputProblem::NotNumber(found))
-        }
-        (Boundary::Array(d), OperandMut::Array { shape, strides, .. }) => {
-            let want = d
-                .iter()
-                .map(|s| size_of(s, sizes))
-                .collect::<Result<Vec<_>>>()?;
-            if shape != want.as_slice() {
-                return bad(OutputProblem::Shape {
-                    expected: want,
-                    got: shape.to_vec(),
-                });
-            }
-            // (an empty array has no elements to overlap)
-            if !shape.contains(&0) && shape.iter().zip(strides).any(|(n, s)| *n > 1 && *s == 0) {
-                return bad(OutputProblem::Overlap);
-            }
-            Ok(())
-        }
-        (Boundary::Pair(..), _) => bad(OutputProblem::NotPair(found)),
-        (Boundary::Array(d), _) if d.is_empty() => bad(OutputProblem::NotNumber(found)),
-        (Boundary::Array(_), _) => bad(OutputProblem::NotArray(found)),
-    }
-}
-
-/// The estimated work of one run of `nest` with the named sizes `sizes`:
-/// the product of its `gen` trip counts times the size of its body, where a
-/// `sum` counts its trip count times its body (every node of the scalar
-/// expression counts 1, a scalar function call 20: `exp` costs about as
-/// much as 20 additions). Brackets are not evaluated, so a triangular nest
-/// counts as its bounding box.
-pub fn nest_work(nest: &Nest, sizes: &[i64]) -> u64 {
-    let trips = nest.vars.iter().fold(1u64, |acc, (_, n)| {
-        acc.saturating_mul(resolve(n, sizes) as u64)
-    });
-    trips.saturating_mul(expr_work(&nest.body, sizes).saturating_add(1))
-}
-
-fn expr_work(e: &S, sizes: &[i64]) -> u64 {
-    match e {
-        S::Num(_) | S::Bracket(_) | S::Eps(_) | S::Load(..) => 1,
-        S::Bin(_, a, b) => 1 + expr_work(a, sizes).saturating_add(expr_work(b, sizes)),
-        S::Neg(a) => 1 + expr_work(a, sizes),
-        S::Call(_, args) => args
-            .iter()
-            .fold(20u64, |acc, a| acc.saturating_add(expr_work(a, sizes))),
-        S::Sum(_, n, b) => (resolve(n, sizes) as u64).saturating_mul(expr_work(b, sizes) + 1),
-    }
-}
-
-/// Raw buffer pointers shared by the threads of one nest.
-#[derive(Clone, Copy)]
-struct Raw {
-    bufs: *const *mut f64,
-    strides: *const i64,
-    sizes: *const i64,
-}
-
-// SAFETY: the threads of a nest call its entry on disjoint ranges of the
-// outermost `gen` variable, so they write disjoint elements and only read
-// buffers no thread of the nest writes (a nest writes its own buffer only).
-unsafe impl Sync for Raw {}
-unsafe impl Send for Raw {}
-
-/// The chunks `0..n0` is split into for `threads` threads: eight per
-/// thread (so uneven rows, as in triangular nests, balance out), each a
-/// multiple of 8 rows when they are long (register tiles stay whole).
-fn chunking(n0: usize, threads: usize) -> (usize, usize) {
-    let mut len = n0.div_ceil(8 * threads).max(1);
-    if len >= 16 {
-        len = len.next_multiple_of(8);
-    }
-    (len, n0.div_ceil(len))
-}
-
-impl Kernel {
-    /// The function this kernel runs.
-    pub fn function(&self) -> &Function {
-        &self.func
-    }
-
-    /// The loop program the kernel was generated from.
-    pub fn loop_program(&self) -> &LoopProgram {
-        &self.prog
-    }
-
-    /// The options the kernel was compiled with.
-    pub fn options(&self) -> &Options {
-        &self.opts
-    }
-
-    /// Native code for the flattened layout `unit` (compiled on first use).
-    fn native(&self, unit: &[bool]) -> Result<Arc<codegen::Native>> {
-        let mut natives = self
-            .natives
-            .lock()
-            .map_err(|_| jit_err("kernel poisoned"))?;
-        if let Some((_, _, n)) = natives.iter().find(|(_, l, _)| l.as_slice() == unit) {
-            return Ok(n.clone());
-        }
-        let flat = if natives.len() >= MAX_LAYOUTS {
-            if let Some((_, _, n)) = natives.iter().find(|(_, l, _)| *l == self.generic) {
-                return Ok(n.clone());
-            }
-            self.generic.clone()
-        } else {
-            unit.to_vec()
-        };
-        let mut it = flat.iter();
-        let layout = loopir::Layout {
-            unit: self
-                .prog
-                .bufs
-                .iter()
-                .map(|b| it.by_ref().take(b.dims.len()).copied().collect())
-                .collect(),
-        };
-        let n = Arc::new(codegen::compile(&self.prog, &layout).map_err(jit_err)?);
-        if let Some(key) = pack(&flat) {
-            // under the lock: slots fill in order, each once
-            if let Some(free) = self.fast.iter().find(|f| f.get().is_none()) {
-                let _ = free.set((key, n.clone()));
-            }
-        }
-        natives.push((layout, flat, n.clone()));
-        Ok(n)
-    }
-
-    /// Per nest, in execution order: how it runs — `gemm M×N×K` (with
-    /// `batch B` for batched products) for a GEMM stage, `native` for
-    /// generated code. A GEMM stage may still run natively on a call where
-    /// it degenerates (see [`gemm`]). The nest of a column sum computed
-    /// ahead ([`schedule::columns`]) is marked `(column sum)`: it runs in
-    /// the layouts that compute the sum ahead and is skipped in the others.
-    pub fn stages(&self) -> Vec<String> {
-        self.gemm
-            .iter()
-            .zip(&self.prog.nests)
-            .map(|(g, nest)| {
-                let s = g
-                    .as_ref()
-                    .map_or("native".to_string(), |g| g.describe().to_string());
-                if self.prog.cols.iter().any(|c| c.buf == nest.buf) {
-                    format!("{s} (column sum)")
-                } else {
-                    s
-                }
-            })
-            .collect()
-    }
-
-    /// The estimated work of a call on `args`: [`nest_work`] summed over
-    /// the nests (multiply-adds and other operations, a scalar function
-    /// call counting 20), or `None` when the arguments do not fit (the call
-    /// would refuse them). The Python binding runs calls of much work on a
-    /// helper thread so that Ctrl-C can cancel them.
-    pub fn work(&self, args: &[Arg<'_>]) -> Option<u64> {
-        let mut slots = vec![call::UNBOUND; self.sig.names.len()];
-        if !self.sig.bind(args, &mut slots) {
-            return None;
-        }
-        let svals = self
-            .sig
-            .prog_slots
-            .iter()
-            .map(|s| {
-                s.map(|s| slots[s])
-                    .filter(|&v| v != call::UNBOUND)
-                    .map(|v| v as i64)
-            })
-            .collect::<Option<Vec<i64>>>()?;
-        Some(
-            self.prog
-                .nests
-                .iter()
-                .fold(0u64, |w, n| w.saturating_add(nest_work(n, &svals))),
-        )
-    }
-
-    /// How many layouts native code has been generated for.
-    pub fn layouts_compiled(&self) -> usize {
-        self.natives.lock().map(|n| n.len()).unwrap_or(0)
-    }
-
-    /// Native code for the packed layout `key`, without a lock, if it has
-    /// been compiled.
-    fn fast_native(&self, key: u64) -> Option<&Arc<codegen::Native>> {
-        for f in &self.fast {
-            match f.get() {
-                Some((k, n)) if *k == key => return Some(n),
-                Some(_) => {}
-                None => return None,
-            }
-        }
-        None
-    }
-
-    /// A workspace for one call: the idle one (lock-free), a spare one, or
-    /// a new one.
-    fn workspace(&self) -> Box<call::Workspace> {
-        let p = self.idle.swap(std::ptr::null_mut(), Ordering::Acquire);
-        if !p.is_null() {
-            // SAFETY: `idle` held a `Box` given up by `give_back`; the swap
-            // made this call its only owner.
-            return unsafe { Box::from_raw(p) };
-        }
-        self.spare
-            .lock()
-            .ok()
-            .and_then(|mut s| s.pop())
-            .unwrap_or_default()
-    }
-
-    fn give_back(&self, ws: Box<call::Workspace>) {
-        let p = Box::into_raw(ws);
-        if self
-            .idle
-            .compare_exchange(
-                std::ptr::null_mut(),
-                p,
-                Ordering::Release,
-                Ordering::Relaxed,
-            )
-            .is_ok()
-        {
-            return;
-        }
-        // SAFETY: `p` came from `Box::into_raw` just above and was not
-        // published (the exchange failed).
-        let ws = unsafe { Box::from_raw(p) };
-        if let Ok(mut s) = self.spare.lock() {
-            if s.len() < MAX_SPARE {
-                s.push(ws);
-            }
-        }
-    }
-
-    /// Bind the arguments' sizes into `ws.slots`; on a refusal, the
-    /// interpreter's error.
-    fn bind<V: AsOperand>(&self, args: &[V], ws: &mut call::Workspace) -> Result<()> {
-        // (the remembered call's sizes are about to go)
-        ws.valid = false;
-        ws.slots.clear();
-        ws.slots.resize(self.sig.names.len(), call::UNBOUND);
-        if self.sig.bind(args, &mut ws.slots) {
-            return Ok(());
-        }
-        // refused (or a case the fast check does not know): the
-        // interpreter's check decides and words the error
-        let sizes = interp::value::bind_operands(&self.func, args)?;
-        for (slot, name) in ws.slots.iter_mut().zip(&self.sig.names) {
-            *slot = sizes.get(name).copied().unwrap_or(call::UNBOUND);
-        }
-        Ok(())
-    }
-
-    fn sizes_map(&self, ws: &call::Workspace) -> interp::Sizes {
-        self.sig
-            .names
-            .iter()
-            .zip(&ws.slots)
-            .filter(|(_, v)| **v != call::UNBOUND)
-            .map(|(n, v)| (n.clone(), *v))
-            .collect()
-    }
-
-    /// Run on `args`, allocating the result.
-    pub fn call(&self, args: &[Value]) -> Result<Value> {
-        self.call_alloc(args)
-    }
-
-    /// Run on `args`, writing the result into `out`, which must have exactly
-    /// the result's shape (a pair of buffers for a tuple result; any
-    /// strides). Allocates nothing once the kernel has been called with
-    /// these sizes (see the module doc).
-    pub fn call_into(&self, args: &[Value], out: &mut Value) -> Result<()> {
-        self.call_into_generic(args, out)
-    }
-
-    /// Run on borrowed arguments, allocating the result: every array is an
-    /// `ndarray` view of any layout (C, Fortran, transposed, sliced with
-    /// steps, negative strides), read in place without a copy. Checked as
-    /// [`Kernel::call`] checks `Value`s (arity, rank, shapes, size names).
-    pub fn call_args(&self, args: &[Arg<'_>]) -> Result<Value> {
-        self.call_alloc(args)
-    }
-
-    fn call_alloc<V: AsOperand>(&self, args: &[V]) -> Result<Value> {
-        if self.sig.number_result() {
-            // nothing to allocate: the number goes where `call_into` puts it
-            let mut out = Value::Real(0.0);
-            self.call_into_generic(args, &mut out)?;
-            return Ok(out);
-        }
-        let mut ws = self.workspace();
-        let r = self.alloc_with(args, &mut ws);
-        self.give_back(ws);
-        r
-    }
-
-    fn alloc_with<V: AsOperand>(&self, args: &[V], ws: &mut call::Workspace) -> Result<Value> {
-        // the arguments of the remembered call: the same sizes
-        if let Some((at, leaf)) = self.same_args(args, ws) {
-            let mut out = self.sig.alloc_result(&ws.slots)?;
-            if self.same_out(&mut out, ws, at, leaf) {
-                self.exec(ws)?;
-            } else {
-                let gathered = self.gather_args(args, ws) && self.gather_out(&mut out, ws);
-                self.run(args, &mut out, ws, gathered)?;
-            }
-            return Ok(out);
-        }
-        let gathered = self.gather_args(args, ws);
-        self.bind(args, ws)?;
-        let mut out = self.sig.alloc_result(&ws.slots)?;
-        let gathered = gathered && self.gather_out(&mut out, ws);
-        self.run(args, &mut out, ws, gathered)?;
-        Ok(out)
-    }
-
-    /// Run on borrowed arguments, writing the result into the caller's
-    /// buffers `out` (views of any layout whose elements do not overlap;
-    /// a pair of buffers for a tuple result). A number result goes into a
-    /// 0-dimensional view; any other buffer for it is an error. Allocates
-    /// nothing once the kernel has been called with these sizes.
-    ///
-    /// `out` must not share memory with an argument (safe Rust cannot
-    /// build such views; the result would be unspecified).
-    pub fn call_args_into(&self, args: &[Arg<'_>], out: &mut ArgMut<'_>) -> Result<()> {
-        self.call_into_generic(args, out)
-    }
-
-    /// Run on `ndarray` arrays and views, read in place, and return a
-    /// typed result:
-    ///
-    /// ```
-    /// use einsat::ndarray::{array, Array1};
-    /// let p = einsat::load("fn mv(A: [n,m]R, x: [m]R) -> [n]R = gen(i:n) sum(j:m) A[i,j] * x[j]")?;
-    /// let k = einsat::jit::compile(p.get("mv").unwrap())?;
-    /// let a = array![[1.0, 2.0], [3.0, 4.0]];
-    /// let y: Array1<f64> = k.eval((a.t(), &array![1.0, 1.0]))?; // Aᵀ·1, no copy
-    /// assert_eq!(y, array![4.0, 6.0]);
-    /// # Ok::<(), einsat::Error>(())
-    /// ```
-    ///
-    /// Arguments are a tuple of [`IntoArg`]s: `&` any array or view of
-    /// `f64` (any dimension and layout), `ArrayView`s, `f64`s, 2-tuples
-    /// for pair parameters. The result is any [`FromValue`]: `f64`,
-    /// `Array<f64, D>` (`Array2<f64>`, …), 2-tuples of these, or
-    /// [`Value`]. Errors as [`Kernel::call`], plus [`Error::Result`] when
-    /// the requested type is not the function's result.
-    pub fn eval<'a, R: FromValue>(&self, args: impl IntoArgs<'a>) -> Result<R> {
-        if self.sig.number_result() {
-            // nothing to allocate: the number goes where `call_into` puts it
-            let mut x = Value::Real(0.0);
-            args.with_arg_refs(
-                &mut x,
-                |x, a| self.call_into_generic(a, x),
-                |x, a| self.call_into_generic(a, x),
-            )?;
-            return match x {
-                Value::Real(x) => R::from_real(x),
-                v => R::from_value(v),
-            };
-        }
-        args.with_arg_refs((), |(), a| self.call_alloc(a), |(), a| self.call_alloc(a))
-            .and_then(R::from_value)
-    }
-
-    /// Run on `ndarray` arrays and views, writing the result into `out`:
-    /// `&mut` an array or a mutable view of any layout (a 0-dimensional
-    /// one for a number result), or a 2-tuple of these for a tuple result.
-    /// Allocates nothing once warmed up (unless a pair is passed: its
-    /// [`Arg::Pair`] boxes).
-    pub fn eval_into<'a, 'b>(
-        &self,
-        args: impl IntoArgs<'a>,
-        out: impl IntoArgMut<'b>,
-    ) -> Result<()> {
-        out.with_arg_mut_ref(|mut out| {
-            args.with_arg_refs(
-                &mut out,
-                |out, a| self.call_into_generic(a, out),
-                |out, a| self.call_into_generic(a, out),
-            )
-        })
-    }
-
-    fn call_into_generic<V: AsOperand, O: AsOperandMut>(
-        &self,
-        args: &[V],
-        out: &mut O,
-    ) -> Result<()> {
-        let mut ws = self.workspace();
-        let r = if self.same_call(args, out, &mut ws) {
-            if let Some(r) = self.exec_one(&mut ws) {
-                self.give_back(ws);
-                return r;
-            }
-            self.exec_steps(&mut ws)
-        } else {
-            self.full_into(args, out, &mut ws)
-        };
-        self.give_back(ws);
-        r
-    }
-
-    /// [`Kernel::call_into_generic`] when the call is not the remembered
-    /// one: every check, then set up, run and remember.
-    #[inline(never)]
-    fn full_into<V: AsOperand, O: AsOperandMut>(
-        &self,
-        args: &[V],
-        out: &mut O,
-        ws: &mut call::Workspace,
-    ) -> Result<()> {
-        let gathered = self.gather_args(args, ws) && self.gather_out(out, ws);
-        self.bind(args, ws)?;
-        if !self.sig.fits_out(out, &ws.slots) {
-            check_out(&self.result, out, &self.sizes_map(ws), "buffer")?;
-        }
-        self.run(args, out, ws, gathered)
-    }
-
-    /// Whether `args` and `out` are those of the call `ws` remembers
-    /// (every leaf's kind, shape and strides, compared in place); if so,
-    /// their pointers are in `ws.ptrs`, every check the remembered call
-    /// passed holds for this call, and its set-up (sizes, strides,
-    /// temporaries, native code, plan) is this call's. One walk of the
-    /// key, not [`Kernel::same_args`] then [`Kernel::same_out`]: that costs
-    /// about 50 instructions more per call (callgrind, dot3 `call_into`
-    /// 405 against 457).
-    #[inline]
-    fn same_call<V: AsOperand, O: AsOperandMut>(
-        &self,
-        args: &[V],
-        out: &mut O,
-        ws: &mut call::Workspace,
-    ) -> bool {
-        let Some(leaf_buf) = self.leaf_buf.as_deref() else {
-            return false;
-        };
-        if !ws.valid {
-            return false;
-        }
-        self.sig
-            .match_call(args, out, &ws.key, ws.key_args, leaf_buf, &mut ws.ptrs)
-    }
-
-    /// Whether `args` are those of the call `ws` remembers (every leaf's
-    /// kind, shape and strides, compared in place); if so, their pointers
-    /// are in `ws.ptrs` and the answer is where the output's leaves start
-    /// in the key and in the leaves ([`Kernel::same_out`]).
-    #[inline]
-    fn same_args<V: AsOperand>(
-        &self,
-        args: &[V],
-        ws: &mut call::Workspace,
-    ) -> Option<(usize, usize)> {
-        let leaf_buf = self.leaf_buf.as_deref()?;
-        if !ws.valid {
-            return None;
-        }
-        let mut m = call::Matcher::new(&ws.key, 0, 0, leaf_buf, &mut ws.ptrs);
-        (self.sig.match_args(args, &mut m) && m.at() == ws.key_args).then(|| m.pos())
-    }
-
-    /// Then whether `out` is the output of the remembered call (its
-    /// pointers then in `ws.ptrs`): if so, every check the remembered call
-    /// passed holds for this call, and its set-up (sizes, strides,
-    /// temporaries, native code, plan) is this call's.
-    #[inline]
-    fn same_out<O: AsOperandMut>(
-        &self,
-        out: &mut O,
-        ws: &mut call::Workspace,
-        at: usize,
-        leaf: usize,
-    ) -> bool {
-        let Some(leaf_buf) = self.leaf_buf.as_deref() else {
-            return false;
-        };
-        let mut m = call::Matcher::new(&ws.key, at, leaf, leaf_buf, &mut ws.ptrs);
-        self.sig.match_out(out, &mut m) && m.done()
-    }
-
-    /// Gather the arguments' leaves into `ws.probe` (see
-    /// [`call::Sig::gather_args`]); false when the call cannot be
-    /// remembered.
-    fn gather_args<V: AsOperand>(&self, args: &[V], ws: &mut call::Workspace) -> bool {
-        ws.probe.clear();
-        let ok = self.leaf_buf.is_some() && self.sig.gather_args(args, &mut ws.probe);
-        ws.probe_args = ws.probe.len();
-        ok
-    }
-
-    /// Then the output's leaves.
-    fn gather_out<O: AsOperandMut>(&self, out: &mut O, ws: &mut call::Workspace) -> bool {
-        self.sig.gather_out(out, &mut ws.probe)
-    }
-
-    /// The full path: set the call up ([`Kernel::setup`]) and run it;
-    /// remembered in `ws` when it succeeds and `gathered` (its key is in
-    /// `ws.probe`).
-    fn run<V: AsOperand, O: AsOperandMut>(
-        &self,
-        args: &[V],
-        out: &mut O,
-        ws: &mut call::Workspace,
-        gathered: bool,
-    ) -> Result<()> {
-        ws.valid = false;
-        self.setup(args, out, ws)?;
-        self.exec(ws)?;
-        if gathered {
-            ws.key_args = ws.probe_args;
-            ws.key.clone_from(&ws.probe);
-            ws.valid = true;
-        }
-        Ok(())
-    }
-
-    /// Bind the buffers of a checked call into `ws`: sizes, pointers,
-    /// strides, the layout and its native code, and the plan of each nest.
-    fn setup<V: AsOperand, O: AsOperandMut>(
-        &self,
-        args: &[V],
-        out: &mut O,
-        ws: &mut call::Workspace,
-    ) -> Result<()> {
-        let p = &self.prog;
-        ws.svals.clear();
-        for (k, slot) in self.sig.prog_slots.iter().enumerate() {
-            match slot.map(|s| ws.slots[s]).filter(|&v| v != call::UNBOUND) {
-                Some(v) => ws.svals.push(v as i64),
-                None => {
-                    return Err(Error::UnboundSize {
-                        size: p.sizes[k].clone(),
-                    })
-                }
-            }
-        }
-        // the cancellation flag's address, set per call (`Kernel::arm`)
-        ws.svals.push(0);
-        let call::Workspace {
-            svals,
-            ptrs,
-            strides,
-            unit,
-            temps,
-            slot_of,
-            slot_busy,
-            slot_want,
-            native: ws_native,
-            plan,
-            ..
-        } = ws;
-        ptrs.clear();
-        strides.clear();
-        unit.clear();
-        // storage of the temporaries: in order of first use, each takes a
-        // slot whose occupants' ranges have ended (the best fit among
-        // them: the smallest that holds it, else the largest), or a new one
-        slot_of.clear();
-        slot_of.resize(p.bufs.len(), usize::MAX);
-        slot_busy.clear();
-        slot_want.clear();
-        for &(b, (lo, hi)) in &self.live {
-            let buf = &p.bufs[b];
-            let mut n = 1usize;
-            for d in buf.dims.iter().map(|d| resolve(d, svals)) {
-                n = n.saturating_mul(d);
-            }
-            if n as u128 > interp::value::MAX_ELEMENTS {
-                checked_elements(
-                    &buf.dims
-                        .iter()
-                        .map(|d| resolve(d, svals))
-                        .collect::<Vec<_>>(),
-                )?;
-            }
-            let want = n.max(1);
-            let mut best: Option<usize> = None;
-            for (s, &busy) in slot_busy.iter().enumerate() {
-                // a slot is free once its last occupant's last nest ran;
-                // temporaries no nest touches (empty range) never share
-                if lo == usize::MAX || busy >= lo {
-                    continue;
-                }
-                let cap = slot_want[s].max(temps.get(s).map_or(0, |t| t.len()));
-                best = Some(match best {
-                    None => s,
-                    Some(o) => {
-                        let ocap = slot_want[o].max(temps.get(o).map_or(0, |t| t.len()));
-                        let fits = |c: usize| c >= want;
-                        match (fits(cap), fits(ocap)) {
-                            (true, true) if cap < ocap => s,
-                            (true, false) => s,
-                            (false, false) if cap > ocap => s,
-                            _ => o,
-                        }
-                    }
-                });
-            }
-            let s = match best {
-                Some(s) => s,
-                None => {
-                    slot_busy.push(0);
-                    slot_want.push(0);
-                    slot_busy.len() - 1
-                }
-            };
-            slot_busy[s] = if lo == usize::MAX { usize::MAX } else { hi };
-            slot_want[s] = slot_want[s].max(want);
-            slot_of[b] = s;
-        }
-        while temps.len() < slot_want.len() {
-            temps.push(Vec::new());
-        }
-        for (s, &want) in slot_want.iter().enumerate() {
-            let t = &mut temps[s];
-            // every element of a temporary is written by its nest before
-            // any later nest reads it: no need to clear
-            if want > t.len() {
-                crate::mem::reserve(t, want - t.len(), || {
-                    let shape = |b: usize| -> Vec<usize> {
-                        p.bufs[b].dims.iter().map(|d| resolve(d, svals)).collect()
-                    };
-                    let held: Vec<usize> = self
-                        .live
-                        .iter()
-                        .map(|&(b, _)| b)
-                        .filter(|&b| slot_of[b] == s)
-                        .collect();
-                    match held[..] {
-                        [b] => format!(
-                            "the `let` temporary `{}` (an array of shape {:?})",
-                            p.bufs[b].name,
-                            shape(b)
-                        ),
-                        _ => format!(
-                            "the `let` temporaries {} (sharing storage, never live at once)",
-                            held.iter()
-                                .map(|&b| format!("`{}` (shape {:?})", p.bufs[b].name, shape(b)))
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        ),
-                    }
-                })?;
-                t.resize(want, 0.0);
-            }
-        }
-        for (b, buf) in p.bufs.iter().enumerate() {
-            let first = strides.len();
-            let dims = || buf.dims.iter().map(|d| resolve(d, svals));
-            let shape_is = |s: &[usize]| s.len() == buf.dims.len() && dims().eq(s.iter().copied());
-            match &buf.kind {
-                BufKind::Param { param, path } => {
-                    let v = leaf(&args[*param], path)
-                        .ok_or_else(|| jit_err(format!("argument `{}` is malformed", buf.name)))?;
-                    match v.operand() {
-                        Operand::Array {
-                            ptr,
-                            shape,
-                            strides: st,
-                        } => {
-                            if !shape_is(shape) {
-                                return Err(jit_err(format!(
-                                    "internal: argument `{}` has shape {:?} after its check, expected {:?}",
-                                    buf.name,
-                                    shape,
-                                    dims().collect::<Vec<_>>()
-                                )));
-                            }
-                            ptrs.push(ptr as *mut f64);
-                            strides.extend(st.iter().map(|&s| s as i64));
-                        }
-                        Operand::Real(x) if buf.dims.is_empty() => {
-                            ptrs.push(x as *const f64 as *mut f64)
-                        }
-                        _ => {
-                            return Err(jit_err(format!(
-                                "internal: argument `{}` does not match its type after its check",
-                                buf.name
-                            )))
-                        }
-                    }
-                }
-                BufKind::Temp => {
-                    ptrs.push(temps[slot_of[b]].as_mut_ptr());
-                    // C order
-                    strides.extend(std::iter::repeat_n(0, buf.dims.len()));
-                    let mut acc = 1i64;
-                    for k in (0..buf.dims.len()).rev() {
-                        strides[first + k] = acc;
-                        acc *= resolve(&buf.dims[k], svals).max(1) as i64;
-                    }
-                }
-                BufKind::Out { path } => {
-                    let v = leaf_mut(out, path)
-                        .ok_or_else(|| jit_err("the output does not match the result"))?;
-                    match v.operand_mut() {
-                        OperandMut::Array {
-                            ptr,
-                            shape,
-                            strides: st,
-                        } => {
-                            if !shape_is(shape) {
-                                return Err(Error::Output {
-                                    buffer: "buffer".into(),
-                                    problem: OutputProblem::Shape {
-                                        expected: dims().collect(),
-                                        got: shape.to_vec(),
-                                    },
-                                });
-                            }
-                            strides.extend(st.iter().map(|&s| s as i64));
-                            ptrs.push(ptr);
-                        }
-                        OperandMut::Real(x) if buf.dims.is_empty() => ptrs.push(x as *mut f64),
-                        _ => return Err(jit_err("the output does not match the result")),
-                    }
-                }
-            }
-            // per axis: unit stride (an axis of at most one element is
-            // only ever read at 0, so any stride is as good as 1)
-            unit.extend(
-                strides[first..]
-                    .iter()
-                    .zip(dims())
-                    .map(|(s, d)| *s == 1 || d <= 1),
-            );
-        }
-        // (temporaries are C order: their last stride is 1)
-        let native = match pack(unit).and_then(|key| self.fast_native(key)) {
-            Some(n) => n.clone(),
-            None => self.native(unit)?,
-        };
-        // per nest, decided once per sizes and layout: GEMM, threads
-        plan.clear();
-        for (k, nest) in p.nests.iter().enumerate() {
-            let n0 = nest.vars.first().map_or(1, |(_, n)| resolve(n, svals));
-            let work = || nest_work(nest, svals);
-            let gemm = self.gemm[k].is_some() && work() >= self.opts.gemm_min_work;
-            let parallel = self.threads > 1
-                && n0 > 1
-                && !nest.vars.is_empty()
-                && work() >= self.opts.parallel_threshold;
-            let skip = native.skip.get(k).copied().unwrap_or(false);
-            // a nest with no loop inside its outermost one runs in pieces
-            // of at most CHECK_WORK, checking the flag between them
-            let rows = if !gemm && single_loop(nest) && work() > CHECK_WORK {
-                ((n0 as u128 * CHECK_WORK as u128 / work() as u128) as usize).max(1)
-            } else {
-                n0
-            };
-            plan.push(call::Step {
-                gemm: gemm && !skip,
-                parallel,
-                n0,
-                skip,
-                rows,
-            });
-        }
-        *ws_native = Some(native);
-        ws.mode = self.mode(ws);
-        Ok(())
-    }
-
-    /// How a call set up in `ws` runs its nests: with no GEMM stage and
-    /// nothing split across threads, one native call (a chain calls the
-    /// nests `native.skip` does not mark).
-    fn mode(&self, ws: &call::Workspace) -> call::Mode {
-        let Some(native) = ws.native.as_deref() else {
-            return call::Mode::Steps;
-        };
-        if ws
-            .plan
-            .iter()
-            .any(|s| s.gemm || s.parallel || s.rows < s.n0)
-        {
-            return call::Mode::Steps;
-        }
-        match (&native.entries[..], &ws.plan[..], native.chain) {
-            ([entry], [step], _) if !step.skip => call::Mode::One(*entry, step.n0 as i64),
-            // (the chain leaves out the nests this layout skips)
-            (_, _, Some(chain)) => call::Mode::Chain(chain),
-            _ => call::Mode::Steps,
-        }
-    }
-
-    /// Point the call's flag slot (after the sizes) at this thread's
-    /// cancellation flag.
-    #[inline(always)]
-    fn arm(ws: &mut call::Workspace) -> &'static AtomicBool {
-        let flag = current_flag();
-        if let Some(slot) = ws.svals.last_mut() {
-            *slot = flag as *const AtomicBool as i64;
-        }
-        flag
-    }
-
-    /// [`Kernel::exec`] when it is one native call (then its result), or
-    /// nothing (`None`).
-    #[inline(always)]
-    fn exec_one(&self, ws: &mut call::Workspace) -> Option<Result<()>> {
-        let flag = Self::arm(ws);
-        let (bufs, strides, sizes) = (ws.ptrs.as_ptr(), ws.strides.as_ptr(), ws.svals.as_ptr());
-        match ws.mode {
-            // SAFETY: as in `exec`.
-            call::Mode::One(entry, n0) => unsafe { entry(bufs, strides, sizes, 0, n0) },
-            call::Mode::Chain(entry) => unsafe { entry(bufs, strides, sizes, 0, 0) },
-            call::Mode::Steps => return None,
-        }
-        Some(stopped(flag))
-    }
-
-    /// Run the nests of the call set up in `ws`.
-    #[inline]
-    fn exec(&self, ws: &mut call::Workspace) -> Result<()> {
-        let flag = Self::arm(ws);
-        let (bufs, strides, sizes) = (ws.ptrs.as_ptr(), ws.strides.as_ptr(), ws.svals.as_ptr());
-        match ws.mode {
-            // SAFETY: as in `exec_steps` (the entries are those of
-            // `ws.native`, which the workspace holds; `One` covers the
-            // nest's whole outermost range `0..n0`, `Chain` runs every
-            // nest over its whole range, in order, on this thread; the
-            // flag slot holds the address of a static or of a flag that
-            // `Cancel::run` keeps alive during the call).
-            call::Mode::One(entry, n0) => unsafe { entry(bufs, strides, sizes, 0, n0) },
-            call::Mode::Chain(entry) => unsafe { entry(bufs, strides, sizes, 0, 0) },
-            call::Mode::Steps => return self.exec_steps(ws),
-        }
-        stopped(flag)
-    }
-
-    /// Run the nests of the call set up in `ws` step by step.
-    fn exec_steps(&self, ws: &mut call::Workspace) -> Result<()> {
-        let flag = Self::arm(ws);
-        let call::Workspace {
-            svals,
-            ptrs,
-            strides,
-            native,
-            plan,
-            ..
-        } = ws;
-        let native = native
-            .as_deref()
-            .ok_or_else(|| jit_err("internal: a call without native code"))?;
-        let threads = self.threads;
-        let raw = Raw {
-            bufs: ptrs.as_ptr(),
-            strides: strides.as_ptr(),
-            sizes: svals.as_ptr(),
-        };
-        for (k, (entry, step)) in native.entries.iter().zip(plan.iter()).enumerate() {
-            if step.skip {
-                continue;
-            }
-            stopped(flag)?;
-            if step.gemm {
-                if let Some(g) = &self.gemm[k] {
-                    // SAFETY: as below (the library gets the same pointers
-                    // and strides; the output never aliases an argument).
-                    if unsafe { g.run(&ptrs[..], &strides[..], &svals[..], threads, flag) } {
-                        continue;
-                    }
-                }
-            }
-            let entry = *entry;
-            let (n0, rows) = (step.n0, step.rows.max(1));
-            // SAFETY: every pointer is the first element of a live buffer
-            // whose shape was checked against the buffer's declared dims,
-            // with its own strides (an axis assumed unit-stride by the
-            // layout has stride 1 or at most one element) — on a
-            // remembered call, the key (every leaf's kind, shape and
-            // strides) equals that of a call that passed the checks, and
-            // the temporaries' buffers are those it sized; the generated
-            // code indexes plain indices within their (equal) ranges and
-            // checks every other index, and a call covers `lo..hi` within
-            // `0..n0`, the outermost loop's range, so all accesses stay
-            // inside the buffers. Calls on disjoint `lo..hi` write
-            // disjoint elements (see `Raw`). The workspace, the arguments
-            // and the output outlive the call.
-            // (in pieces of `rows`, checking the flag before each)
-            let run = move |lo: usize, hi: usize| {
-                let r = raw;
-                let mut at = lo;
-                while at < hi && !flag.load(Ordering::Relaxed) {
-                    let to = hi.min(at.saturating_add(rows));
-                    unsafe { entry(r.bufs, r.strides, r.sizes, at as i64, to as i64) }
-                    at = to;
-                }
-            };
-            if step.parallel {
-                let (len, chunks) = chunking(n0, threads);
-                pool::run(threads, chunks, |c| run(c * len, ((c + 1) * len).min(n0)));
-            } else {
-                run(0, n0);
-            }
-        }
-        stopped(flag)
-    }
-}
-
 /// Compile (cached) and run.
 pub fn run(f: &Function, args: &[Value]) -> Result<Value> {
     compile(f)?.call(args)
+}
+
+/// Unstable internals for the crate's tests, benches and examples (hidden
+/// from the docs; not part of the stable API): the stages' entry points
+/// and the process-wide counters and knobs of the run time.
+#[doc(hidden)]
+pub mod testing {
+    use super::{compile_uncached_with, Function, Options, Result};
+
+    /// The loop IR.
+    pub mod ir {
+        pub use crate::jit::ir::*;
+        pub use crate::jit::lower::lower;
+    }
+    /// The scheduling stage.
+    pub mod schedule {
+        pub use crate::jit::schedule::columns::{columns, materialise};
+        pub use crate::jit::schedule::loops::{schedule, LoopSchedule, SchedExpr, SchedSum};
+        pub use crate::jit::schedule::reuse::reuse_temps;
+        pub use crate::jit::schedule::{plan_nest, Backend, NestPlan};
+    }
+    /// Register tiles: their planning.
+    pub mod tiles {
+        pub use crate::jit::schedule::tiles::*;
+    }
+    /// GEMM stages: their planning and the library's counters and knobs.
+    pub mod gemm {
+        pub use crate::jit::run::gemm::*;
+        pub use crate::jit::schedule::gemm::{plan, GemmPlan};
+    }
+    /// Code generation.
+    pub mod emit {
+        pub use crate::jit::emit::{Entry, Native};
+        use crate::jit::ir::{Layout, LoopProgram};
+
+        /// Native code for `p` in `layout`, every nest planned with the
+        /// default options (as a kernel would compile it).
+        pub fn compile(p: &LoopProgram, layout: &Layout) -> Result<Native, String> {
+            let opts = crate::jit::Options::default();
+            let plans = crate::jit::schedule::plan_program(p, layout, &opts);
+            crate::jit::emit::compile(p, &plans, layout, &opts)
+        }
+    }
+    /// The thread pool.
+    pub mod pool {
+        pub use crate::jit::run::pool::*;
+    }
+
+    /// The Cranelift IR text of every function compiled for `f` with `opts`
+    /// (uncached), for the layout with every buffer contiguous and for the
+    /// generic layout (no unit strides), followed by the kernel's
+    /// [`Kernel::stages`]: what a before/after comparison of the generated
+    /// code hashes (`tests/codegen_snapshot.rs`). Not part of the stable API.
+    pub fn clif_text(f: &Function, opts: &Options) -> Result<Vec<String>> {
+        let (kernel, mut text) = crate::jit::emit::captured(|| compile_uncached_with(f, opts));
+        let kernel = kernel?;
+        let generic = kernel.generic.clone();
+        let (native, more) = crate::jit::emit::captured(|| kernel.native(&generic));
+        native?;
+        text.extend(more);
+        text.extend(kernel.stages());
+        Ok(text)
+    }
 }

@@ -3,9 +3,9 @@
 //! indices, in any permutation and with any strides, times an optional
 //! scalar, runs as a library call instead of generated loops.
 //!
-//! [`plan`] recognises such a nest at compile time and records its symbolic
+//! `schedule::gemm::plan` recognises such a nest at compile time and records its symbolic
 //! structure (which loop variable is an M, N, K or batch axis, and where it
-//! indexes each buffer); [`Plan::run`] reads the actual sizes and strides at
+//! indexes each buffer); [`GemmPlan::run`] reads the actual sizes and strides at
 //! call time, fuses the variables of one role into a single GEMM dimension
 //! where the strides allow it (in every operand), loops over the batch
 //! axes, and calls the library. Transposes and reversals are strides.
@@ -91,233 +91,14 @@
 //! 3–19 GFLOP/s against 26–37 on a quiet machine); re-measure on a quiet
 //! one.
 //!
-//! # What is taken
-//!
-//! `buf[g..] = sum(k..) α * X[..] * Y[..]` (sums, products and negations in
-//! any nesting, which is linear in each factor) where `X` and `Y` are the
-//! only two loads with indices, every index is a plain loop variable (a gen
-//! or sum variable, unchecked, of the axis's range), `α` is a product of
-//! number literals and scalar (0-d) loads, every gen variable occurs in `X`
-//! or `Y`, every sum variable in both; gen variables only in `X` form M,
-//! only in `Y` form N, in both the batch; there is at least one sum
-//! variable and at least one M or N variable. Brackets, padding (checked
-//! indices), `ε`, calls, divisions, sums of terms or a third tensor factor
-//! are left to generated code.
-//!
 //! At run time a stage declines (returns `false`, and the kernel runs the
 //! native code instead) when the product degenerates to dot products
 //! (`m = n = 1` after fusion), or when `α` is zero (generated code then
 //! keeps IEEE semantics for non-finite inputs).
 
-use super::loopir::{LoopProgram, Nest, SizeRef, S};
-use crate::syntax::ast::BinOp;
+use crate::jit::ir::SizeRef;
+use crate::jit::schedule::gemm::{GemmPlan, Role, MAX_VARS};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-
-/// The role of a loop variable in the product.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Role {
-    M,
-    N,
-    K,
-    Batch,
-}
-
-/// A tensor operand: its buffer, and per axis the index (into
-/// [`Plan::vars`]) of the variable that indexes it.
-#[derive(Clone, Debug)]
-struct Operand {
-    buf: usize,
-    /// Where the buffer's strides start in the strides array.
-    stride_at: usize,
-    axes: Vec<usize>,
-    /// The declared dimension of each axis.
-    dims: Vec<SizeRef>,
-}
-
-/// A nest recognised as a GEMM stage.
-#[derive(Clone, Debug)]
-pub struct Plan {
-    /// The loop variables: role and range.
-    vars: Vec<(Role, SizeRef)>,
-    out: Operand,
-    lhs: Operand,
-    rhs: Operand,
-    /// `α`: the literal factor, and the scalar buffers it is multiplied by.
-    alpha: f64,
-    alpha_loads: Vec<usize>,
-    desc: String,
-}
-
-fn stride_starts(p: &LoopProgram) -> Vec<usize> {
-    let mut at = Vec::with_capacity(p.bufs.len());
-    let mut acc = 0;
-    for b in &p.bufs {
-        at.push(acc);
-        acc += b.dims.len();
-    }
-    at
-}
-
-/// The factors of a product: sum variables, the literal, scalar loads,
-/// tensor loads. `None` when the body is not such a product.
-#[derive(Default)]
-struct Factors<'a> {
-    sums: Vec<(usize, SizeRef)>,
-    alpha: f64,
-    scalars: Vec<usize>,
-    tensors: Vec<(usize, &'a [super::loopir::Ix])>,
-}
-
-fn factors<'a>(s: &'a S, f: &mut Factors<'a>) -> Option<()> {
-    match s {
-        S::Sum(v, n, b) => {
-            f.sums.push((*v, n.clone()));
-            factors(b, f)
-        }
-        S::Bin(BinOp::Mul, a, b) => {
-            factors(a, f)?;
-            factors(b, f)
-        }
-        S::Neg(a) => {
-            f.alpha = -f.alpha;
-            factors(a, f)
-        }
-        S::Num(x) => {
-            f.alpha *= x;
-            Some(())
-        }
-        S::Load(b, ixs) if ixs.is_empty() => {
-            f.scalars.push(*b);
-            Some(())
-        }
-        S::Load(b, ixs) => {
-            f.tensors.push((*b, ixs));
-            Some(())
-        }
-        _ => None,
-    }
-}
-
-fn size_name(p: &LoopProgram, s: &SizeRef) -> String {
-    match s {
-        SizeRef::Lit(n) => n.to_string(),
-        SizeRef::Named(k) => p.sizes[*k].clone(),
-    }
-}
-
-/// The GEMM plan of `nest`, when it is one.
-pub fn plan(p: &LoopProgram, nest: &Nest) -> Option<Plan> {
-    if p.touches_strong_buffers(nest) {
-        return None;
-    }
-    let mut f = Factors {
-        alpha: 1.0,
-        ..Default::default()
-    };
-    factors(&nest.body, &mut f)?;
-    if f.tensors.len() != 2 || f.sums.is_empty() || f.alpha == 0.0 || !f.alpha.is_finite() {
-        return None;
-    }
-    // the variables: gen variables first (in output order), then sums
-    let mut ids: Vec<usize> = nest.vars.iter().map(|(v, _)| *v).collect();
-    ids.extend(f.sums.iter().map(|(v, _)| *v));
-    let ranges: Vec<SizeRef> = nest
-        .vars
-        .iter()
-        .map(|(_, n)| n.clone())
-        .chain(f.sums.iter().map(|(_, n)| n.clone()))
-        .collect();
-    // each binder is a distinct variable
-    for (k, v) in ids.iter().enumerate() {
-        if ids[..k].contains(v) {
-            return None;
-        }
-    }
-    let starts = stride_starts(p);
-    let operand = |buf: usize, ixs: &[super::loopir::Ix]| -> Option<Operand> {
-        if buf == nest.buf || p.bufs.get(buf)?.dims.len() != ixs.len() {
-            return None;
-        }
-        let mut axes = Vec::with_capacity(ixs.len());
-        let mut dims = Vec::with_capacity(ixs.len());
-        for ix in ixs {
-            if ix.checked || ix.aff.constant != 0 || ix.aff.terms.len() != 1 {
-                return None;
-            }
-            let (v, c) = ix.aff.terms[0];
-            let k = ids.iter().position(|w| *w == v)?;
-            // a plain index has the axis's range
-            if c != 1 || ranges[k] != ix.dim {
-                return None;
-            }
-            axes.push(k);
-            dims.push(ix.dim.clone());
-        }
-        Some(Operand {
-            buf,
-            stride_at: starts[buf],
-            axes,
-            dims,
-        })
-    };
-    let lhs = operand(f.tensors[0].0, f.tensors[0].1)?;
-    let rhs = operand(f.tensors[1].0, f.tensors[1].1)?;
-    if f.scalars.contains(&nest.buf) {
-        return None;
-    }
-    let g = nest.vars.len();
-    let mut vars = Vec::with_capacity(ids.len());
-    for (k, range) in ranges.iter().enumerate() {
-        let (x, y) = (lhs.axes.contains(&k), rhs.axes.contains(&k));
-        let role = match (k < g, x, y) {
-            (true, true, true) => Role::Batch,
-            (true, true, false) => Role::M,
-            (true, false, true) => Role::N,
-            (false, true, true) => Role::K,
-            // a broadcast gen variable, or a sum over one factor only
-            _ => return None,
-        };
-        vars.push((role, range.clone()));
-    }
-    if !vars.iter().any(|(r, _)| matches!(r, Role::M | Role::N)) || vars.len() > MAX_VARS {
-        return None;
-    }
-    let out = Operand {
-        buf: nest.buf,
-        stride_at: starts[nest.buf],
-        axes: (0..g).collect(),
-        dims: nest.vars.iter().map(|(_, n)| n.clone()).collect(),
-    };
-    let dim = |r: Role| {
-        let names: Vec<String> = vars
-            .iter()
-            .filter(|(q, _)| *q == r)
-            .map(|(_, n)| size_name(p, n))
-            .collect();
-        if names.is_empty() {
-            "1".to_string()
-        } else {
-            names.join("·")
-        }
-    };
-    let mut desc = format!("gemm {}×{}×{}", dim(Role::M), dim(Role::N), dim(Role::K));
-    if vars.iter().any(|(r, _)| *r == Role::Batch) {
-        desc.push_str(&format!(" batch {}", dim(Role::Batch)));
-    }
-    Some(Plan {
-        vars,
-        out,
-        lhs,
-        rhs,
-        alpha: f.alpha,
-        alpha_loads: f.scalars,
-        desc,
-    })
-}
-
-/// The most loop variables a GEMM stage takes (so [`Plan::run`] works in
-/// fixed arrays and allocates nothing).
-pub const MAX_VARS: usize = 32;
 
 /// One (fused) dimension: its size and its stride in each of out, lhs, rhs.
 #[derive(Clone, Copy, Debug, Default)]
@@ -392,13 +173,7 @@ fn fuse(dims: Dims, ops: &[usize]) -> Dims {
     out
 }
 
-impl Plan {
-    /// What the stage is, e.g. `gemm n×n×n` (sizes of M×N×K, variables of
-    /// one role joined with `·`, and the batch axes).
-    pub fn describe(&self) -> &str {
-        &self.desc
-    }
-
+impl GemmPlan {
     /// Run the stage: `bufs`, `strides` and `sizes` as the native code
     /// receives them. Returns `false`, having touched nothing, when the
     /// stage declines this call (see the module doc); the caller then runs
@@ -620,7 +395,7 @@ impl Plan {
     }
 }
 
-/// A GEMM stage's operands copied into C-order scratch (see [`Plan::run`]):
+/// A GEMM stage's operands copied into C-order scratch (see [`GemmPlan::run`]):
 /// per operand (0 out, 1 lhs, 2 rhs) whether it was copied, its variables
 /// in the copy's order, their sizes and the original strides, and the
 /// scratch vector (taken from the thread's [`SCRATCH`] and given back
@@ -679,7 +454,7 @@ impl Packed {
     /// fit it into scratch and rewrite their strides in `st` (the
     /// output's too when it is to be copied back); `None` (nothing
     /// changed) when the scratch cannot be allocated.
-    fn new(plan: &Plan, size: &[usize], st: &mut [[isize; 3]; MAX_VARS]) -> Option<Packed> {
+    fn new(plan: &GemmPlan, size: &[usize], st: &mut [[isize; 3]; MAX_VARS]) -> Option<Packed> {
         let nv = size.len();
         let of = |r: Role| -> Vec<usize> { (0..nv).filter(|&v| plan.vars[v].0 == r).collect() };
         let by_stride = |mut vs: Vec<usize>, o: usize| {
@@ -771,7 +546,7 @@ impl Packed {
         for o in 1..3 {
             if self.copied[o] {
                 // SAFETY: the operand's strides and its variables' sizes
-                // (checked against the buffer's shape by `Plan::run`)
+                // (checked against the buffer's shape by `GemmPlan::run`)
                 // address the live operand
                 unsafe { self.copy(o, ptr[o], &mut buf[self.at[o]..], false) };
             }
@@ -1016,7 +791,7 @@ impl Shared {
 
 impl Call {
     /// # Safety
-    /// As [`Plan::run`]: the pointers and strides address live buffers for
+    /// As [`GemmPlan::run`]: the pointers and strides address live buffers for
     /// every index below `m`, `n`, `k`.
     unsafe fn single(&self, par: gemm::Parallelism) {
         LIBRARY_CALLS.fetch_add(1, Ordering::Relaxed);

@@ -1,0 +1,72 @@
+//! Storage of the `let` temporaries: their live ranges over the nests
+//! ([`temp_liveness`]), from which the run time lets temporaries whose
+//! ranges do not meet share memory. Decides nothing else.
+
+use crate::jit::ir::{BufKind, LoopProgram, Scalar};
+
+/// The live range of every `let` temporary: the first and the last nest
+/// (in execution order) that writes or reads it, sorted by the first. A
+/// temporary's strong-zero flag buffer ([`loopir::Buf::flag`]) lives as
+/// long as the temporary (written by its nest, read wherever it is read);
+/// a column sum's scratch vector ([`loopir::Col`]) lives until its
+/// consumer's nest, which reads it in the layouts that compute it ahead
+/// (the consumer as lowered does not show that load). Nests run one after
+/// the other (a nest split across threads ends before the next starts),
+/// so temporaries whose ranges do not meet are never live at once and
+/// can share storage: a planned tensor network of hundreds of pairwise
+/// steps then needs a few intermediates' worth of memory, not the sum of
+/// all of them. A temporary no nest touches gets an empty range at its
+/// buffer's position.
+pub fn temp_liveness(p: &LoopProgram) -> Vec<(usize, (usize, usize))> {
+    fn visit(s: &Scalar, k: usize, r: &mut [Option<(usize, usize)>]) {
+        match s {
+            Scalar::Load(b, _) => touch(r, *b, k),
+            Scalar::Num(_) | Scalar::Bracket(_) | Scalar::Eps(_) => {}
+            Scalar::Bin(_, a, b) => {
+                visit(a, k, r);
+                visit(b, k, r);
+            }
+            Scalar::Neg(a) | Scalar::Sum(_, _, a) => visit(a, k, r),
+            Scalar::Call(_, args) => args.iter().for_each(|a| visit(a, k, r)),
+        }
+    }
+    fn touch(r: &mut [Option<(usize, usize)>], b: usize, k: usize) {
+        if let Some(x) = r.get_mut(b) {
+            *x = Some(match *x {
+                None => (k, k),
+                Some((lo, hi)) => (lo.min(k), hi.max(k)),
+            });
+        }
+    }
+    let mut r: Vec<Option<(usize, usize)>> = vec![None; p.bufs.len()];
+    for (k, nest) in p.nests.iter().enumerate() {
+        touch(&mut r, nest.buf, k);
+        visit(&nest.body, k, &mut r);
+    }
+    for c in &p.cols {
+        if let Some(k) = p.nests.iter().position(|n| n.buf == c.consumer) {
+            touch(&mut r, c.buf, k);
+        }
+    }
+    for (b, buf) in p.bufs.iter().enumerate() {
+        if let Some(f) = buf.flag {
+            if let Some(x) = r[b] {
+                touch(&mut r, f, x.0);
+                touch(&mut r, f, x.1);
+            }
+            if let Some(x) = r.get(f).copied().flatten() {
+                touch(&mut r, b, x.0);
+                touch(&mut r, b, x.1);
+            }
+        }
+    }
+    let mut live: Vec<(usize, (usize, usize))> = p
+        .bufs
+        .iter()
+        .enumerate()
+        .filter(|(_, b)| matches!(b.kind, BufKind::Temp))
+        .map(|(b, _)| (b, r[b].unwrap_or((usize::MAX, usize::MAX))))
+        .collect();
+    live.sort_by_key(|&(b, (lo, _))| (lo, b));
+    live
+}
