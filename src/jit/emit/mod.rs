@@ -28,7 +28,7 @@ pub mod tiles;
 
 use super::ir::{Layout, LoopProgram, SizeRef};
 use super::schedule::{Backend, NestPlan};
-use super::Options;
+use crate::jit::options::Options;
 use crate::syntax::ast::Func;
 use common::EntryParams;
 use cranelift_codegen::ir::{types, AbiParam, InstBuilder, MemFlagsData};

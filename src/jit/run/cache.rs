@@ -2,9 +2,9 @@
 //! program text and options, least recently used out first. Owns the
 //! cache only.
 
+use super::jit_err;
 use super::kernel::Kernel;
 use crate::error::Result;
-use crate::jit::jit_err;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 

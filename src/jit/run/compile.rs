@@ -3,11 +3,13 @@
 //! cache in front ([`super::cache`]). Owns the order of the stages only.
 
 use super::cache::cache;
+use super::jit_err;
 use super::kernel::Kernel;
 use crate::error::{Error, Result};
 use crate::jit::ir::{nodes_beyond, Layout};
 use crate::jit::lower::lower;
-use crate::jit::{emit, jit_err, schedule, Options, MAX_NEST_NODES};
+use crate::jit::options::{Options, MAX_NEST_NODES};
+use crate::jit::{emit, schedule};
 use crate::syntax::ast::Function;
 use crate::syntax::print_function;
 use crate::types;

@@ -63,16 +63,17 @@
 
 use super::boundary::{self as call, check_out, leaf, leaf_mut, Sig};
 use super::cancel::{current_flag, stopped};
+use super::jit_err;
 use super::pool;
 use crate::error::{Error, OutputProblem, Result};
 use crate::interp::value::{checked_elements, AsOperand, AsOperandMut, Operand, OperandMut};
 use crate::interp::{self, Boundary, Value};
 use crate::jit::emit::{self, Native};
 use crate::jit::ir::{resolve, BufKind, Layout, LoopProgram};
+use crate::jit::options::{Options, MAX_LAYOUTS};
 use crate::jit::schedule::gemm::GemmPlan;
 use crate::jit::schedule::storage::temp_liveness;
 use crate::jit::schedule::{self, nest_work};
-use crate::jit::{jit_err, Options, MAX_LAYOUTS};
 use crate::syntax::ast::Function;
 use call::arg::{Arg, ArgMut, FromValue, IntoArgMut, IntoArgs};
 use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};

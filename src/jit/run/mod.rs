@@ -13,3 +13,10 @@ pub mod compile;
 pub mod gemm;
 pub mod kernel;
 pub mod pool;
+
+use crate::error::Error;
+
+/// An [`Error::Jit`] with message `m`.
+pub(crate) fn jit_err(m: impl Into<String>) -> Error {
+    Error::Jit(m.into())
+}

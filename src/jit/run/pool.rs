@@ -38,6 +38,8 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
+pub use crate::jit::options::{all_cores, MAX_POOL_THREADS as MAX_THREADS};
+
 /// How long an idle worker watches for a new job before it sleeps (see
 /// the module doc: zero, measured).
 pub const WORKER_SPIN: Duration = Duration::ZERO;
@@ -82,19 +84,6 @@ fn spin_until(which: usize, done: impl Fn() -> bool) -> bool {
             return done();
         }
     }
-}
-
-/// The most threads a job uses (including the caller's).
-pub const MAX_THREADS: usize = 64;
-
-/// The number of hardware threads (`threads = 0` in `jit::Options`).
-pub fn all_cores() -> usize {
-    static N: OnceLock<usize> = OnceLock::new();
-    *N.get_or_init(|| {
-        std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1)
-    })
 }
 
 static POSTED: AtomicU64 = AtomicU64::new(0);

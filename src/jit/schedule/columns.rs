@@ -4,6 +4,7 @@
 //! decided per layout ([`materialise`], [`with_columns`]). See
 //! [`super::loops`] for the whole story. Owns these decisions only.
 
+use super::backend::{choose_backend, gemm_stage, Backend};
 use crate::jit::ir::affine::coef;
 use crate::jit::ir::walk::{rename, s_any, s_free};
 use crate::jit::ir::{
@@ -35,10 +36,10 @@ pub fn columns(p: &mut LoopProgram, gemm: bool) {
         let nest = &p.nests[k];
         if p.touches_strong_buffers(nest)
             || s_any(&nest.body, &|x| matches!(x, Scalar::Bracket(_)))
-            || super::gemm_stage(p, nest, true).is_some()
+            || gemm_stage(p, nest, true).is_some()
             || matches!(
-                super::choose_backend(p, nest, &Layout::c_order(p)),
-                super::Backend::Tiles(_)
+                choose_backend(p, nest, &Layout::c_order(p)),
+                Backend::Tiles(_)
             )
             || p.cols.iter().any(|c| c.buf == nest.buf)
         {
@@ -67,7 +68,7 @@ pub fn columns(p: &mut LoopProgram, gemm: bool) {
                 vars: vec![(i2, n.clone())],
                 body: Scalar::Sum(j2, m, Box::new(body)),
             };
-            let lib = super::gemm_stage(p, &ahead, gemm).is_some();
+            let lib = gemm_stage(p, &ahead, gemm).is_some();
             p.nests.insert(k, ahead);
             k += 1;
             p.cols.push(Col {

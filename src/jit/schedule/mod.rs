@@ -16,6 +16,7 @@
 //! Owns decisions only: it reads the IR ([`super::ir`]) and the options,
 //! and must not generate code (`emit`) or touch buffers (`run`).
 
+pub mod backend;
 pub mod columns;
 pub mod gemm;
 pub mod loops;
@@ -24,11 +25,10 @@ pub mod storage;
 pub mod tiles;
 
 use super::ir::{resolve, Layout, LoopProgram, Nest, Scalar};
-use super::Options;
+use crate::jit::options::Options;
+pub use backend::{choose_backend, gemm_stage, Backend};
 use gemm::GemmPlan;
-use loops::LoopSchedule;
 use std::borrow::Cow;
-use tiles::TilePlan;
 
 /// The program-level passes, in order, before any code is generated:
 /// reuse of temporaries, then column sums (given scratch nests when
@@ -36,18 +36,6 @@ use tiles::TilePlan;
 pub fn prepare(prog: &mut LoopProgram, opts: &Options) {
     reuse::reuse_temps(prog);
     columns::columns(prog, opts.gemm);
-}
-
-/// How a nest's native code is generated in one layout.
-#[derive(Clone, Debug)]
-pub enum Backend {
-    /// Nothing: a column sum's nest this layout does not compute ahead
-    /// (its consumer computes the sum in place); the nest is skipped.
-    Skip,
-    /// Register tiles of a dense contraction ([`tiles`]).
-    Tiles(Box<TilePlan>),
-    /// Generic loops ([`loops`]).
-    Loops(LoopSchedule),
 }
 
 /// Every decision about one nest in one layout.
@@ -64,27 +52,6 @@ pub struct NestPlan<'n> {
     /// Whether the native code polls for cancellation at the back edges
     /// of loops that have loops inside ([`Options::poll`]).
     pub poll: bool,
-}
-
-/// The GEMM stage of `nest` when `gemm` (the kernel runs GEMM stages)
-/// and the nest is a product the library takes ([`gemm::plan`]).
-pub fn gemm_stage(p: &LoopProgram, nest: &Nest, gemm: bool) -> Option<GemmPlan> {
-    if gemm {
-        gemm::plan(p, nest)
-    } else {
-        None
-    }
-}
-
-/// The back end of a nest's native code in `layout` (`ran`: the nest as
-/// it runs there): register tiles when [`tiles::plan`] takes it, else
-/// generic loops. With [`gemm_stage`], the one place the back end is
-/// chosen.
-pub fn choose_backend(p: &LoopProgram, ran: &Nest, layout: &Layout) -> Backend {
-    match tiles::plan(p, ran, layout) {
-        Some(t) => Backend::Tiles(Box::new(t)),
-        None => Backend::Loops(loops::schedule(p, ran, layout)),
-    }
 }
 
 /// The plan of `nest` (as lowered) in `layout`.
@@ -151,7 +118,7 @@ pub struct Step {
 /// `threads` threads: the GEMM stage (`has_gemm`) when its work reaches
 /// [`Options::gemm_min_work`], threads when it reaches
 /// [`Options::parallel_threshold`], and a nest whose outermost loop is
-/// its only loop in pieces of at most [`super::CHECK_WORK`], checking
+/// its only loop in pieces of at most [`crate::jit::options::CHECK_WORK`], checking
 /// the cancellation flag between them.
 pub fn step(
     nest: &Nest,
@@ -166,8 +133,8 @@ pub fn step(
     let gemm = has_gemm && work() >= opts.gemm_min_work;
     let parallel =
         threads > 1 && n0 > 1 && !nest.vars.is_empty() && work() >= opts.parallel_threshold;
-    let rows = if !gemm && single_loop(nest) && work() > super::CHECK_WORK {
-        ((n0 as u128 * super::CHECK_WORK as u128 / work() as u128) as usize).max(1)
+    let rows = if !gemm && single_loop(nest) && work() > crate::jit::options::CHECK_WORK {
+        ((n0 as u128 * crate::jit::options::CHECK_WORK as u128 / work() as u128) as usize).max(1)
     } else {
         n0
     };
