@@ -1462,18 +1462,7 @@ impl TileEmitter<'_, '_> {
                     let all: Vec<usize> = (0..variants.len()).collect();
                     match w_at {
                         Some(w0) if !em.plan.hi.is_empty() => {
-                            let his: Vec<Value> = (0..rows)
-                                .map(|r| {
-                                    let wr = em.b.ins().iadd_imm_s(w0, r as i64);
-                                    let mut h = n;
-                                    for &(c, k) in &em.plan.hi {
-                                        let x = em.b.ins().imul_imm_s(wr, c);
-                                        let x = em.b.ins().iadd_imm_s(x, k);
-                                        h = em.b.ins().smin(h, x);
-                                    }
-                                    em.b.ins().smax(h, z)
-                                })
-                                .collect();
+                            let his = em.row_domains(w0, rows, n, z);
                             let common =
                                 his[1..].iter().fold(his[0], |m, &h| em.b.ins().smin(m, h));
                             let s = run(em, z, common, &[0], None);
@@ -1511,6 +1500,22 @@ impl TileEmitter<'_, '_> {
             None => reduce(self, None),
         }
         self.owners = saved;
+        self.finish_r(top, rows, action, &accs, &tails);
+    }
+
+    /// The end of [`TileEmitter::tile_r`]: each row's accumulators summed
+    /// across lanes, then stored times the factors outside the sum, or
+    /// added into the outer sum's scalar accumulator times the middle
+    /// factors.
+    fn finish_r(
+        &mut self,
+        top: &[Value],
+        rows: usize,
+        action: &Action,
+        accs: &[Vec<Variable>],
+        tails: &[Variable],
+    ) {
+        let lanes = self.plan.lanes;
         let sums: Vec<Value> = (0..rows)
             .map(|r| {
                 let vals = accs[r].iter().map(|a| self.b.use_var(*a)).collect();
@@ -1548,6 +1553,24 @@ impl TileEmitter<'_, '_> {
                 }
             }
         }
+    }
+
+    /// Per row `r` of a tile starting at row `w0`, the end of the summed
+    /// variable's domain ([`TilePlan::hi`]): `max(0, min(n, c * (w0 + r)
+    /// + k, …))`.
+    fn row_domains(&mut self, w0: Value, rows: usize, n: Value, z: Value) -> Vec<Value> {
+        (0..rows)
+            .map(|r| {
+                let wr = self.b.ins().iadd_imm_s(w0, r as i64);
+                let mut h = n;
+                for &(c, k) in &self.plan.hi {
+                    let x = self.b.ins().imul_imm_s(wr, c);
+                    let x = self.b.ins().iadd_imm_s(x, k);
+                    h = self.b.ins().smin(h, x);
+                }
+                self.b.ins().smax(h, z)
+            })
+            .collect()
     }
 
     fn tiles(&mut self, ptrs: &[Value], action: &Action) {

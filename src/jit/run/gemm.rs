@@ -195,61 +195,16 @@ impl GemmPlan {
         threads: usize,
         cancel: &AtomicBool,
     ) -> bool {
-        let resolve = |s: &SizeRef| -> Option<usize> {
-            let v = match s {
-                SizeRef::Lit(n) => *n,
-                SizeRef::Named(k) => *sizes.get(*k)?,
-            };
-            usize::try_from(v).ok()
-        };
-        // fixed arrays throughout: a warmed-up call allocates nothing
-        let nv = self.vars.len();
-        if nv > MAX_VARS {
+        let Some(Bound {
+            nv,
+            vsize,
+            mut st,
+            alpha,
+        }) = self.bind(bufs, strides, sizes)
+        else {
             return false;
-        }
-        let mut vsize = [0usize; MAX_VARS];
-        for (v, (_, n)) in self.vars.iter().enumerate() {
-            let Some(x) = resolve(n) else {
-                return false;
-            };
-            vsize[v] = x;
-        }
-        // per variable, its stride in out, lhs, rhs (the sum over the axes
-        // it indexes), after checking each axis has the variable's range
-        let mut st = [[0isize; 3]; MAX_VARS];
-        for (o, op) in [&self.out, &self.lhs, &self.rhs].into_iter().enumerate() {
-            for (a, (&v, d)) in op.axes.iter().zip(&op.dims).enumerate() {
-                let Some(&s) = strides.get(op.stride_at + a) else {
-                    return false;
-                };
-                if resolve(d) != Some(vsize[v]) {
-                    return false;
-                }
-                st[v][o] += s as isize;
-            }
-        }
-        let mut alpha = self.alpha;
-        for &b in &self.alpha_loads {
-            let Some(&ptr) = bufs.get(b) else {
-                return false;
-            };
-            alpha *= *ptr;
-        }
-        if alpha == 0.0 {
-            return false;
-        }
-        let dims = |r: Role, st: &[[isize; 3]; MAX_VARS]| -> Dims {
-            let mut out = Dims::default();
-            for v in 0..nv {
-                if self.vars[v].0 == r {
-                    out.push(Dim {
-                        size: vsize[v],
-                        st: st[v],
-                    });
-                }
-            }
-            out
         };
+        let dims = |r: Role, st: &[[isize; 3]; MAX_VARS]| self.dims(nv, &vsize, r, st);
         let (dm, dn, dk, db) = (
             dims(Role::M, &st),
             dims(Role::N, &st),
@@ -286,6 +241,124 @@ impl GemmPlan {
         } else {
             (dm, dn, dk, db)
         };
+        let Some(product) = Product::of(dm, dn, dk, db, k_empty, alpha) else {
+            return false;
+        };
+        let (dst0, lhs0, rhs0) = match &mut scratch {
+            Some(p) => p.pointers(bufs[self.out.buf], bufs[self.lhs.buf], bufs[self.rhs.buf]),
+            None => (
+                bufs[self.out.buf],
+                bufs[self.lhs.buf] as *const f64,
+                bufs[self.rhs.buf] as *const f64,
+            ),
+        };
+        // SAFETY: as this function's (the scratch copies, when made, are
+        // addressed by their own C-order strides).
+        unsafe { product.calls((dst0, lhs0, rhs0), threads, cancel) };
+        if let Some(p) = scratch {
+            if !cancel.load(Ordering::Relaxed) {
+                // SAFETY: as `Packed::finish`: the output pointer and its
+                // strides address the live output buffer
+                unsafe { p.finish(bufs[self.out.buf]) };
+            }
+        }
+        true
+    }
+
+    /// The call's sizes and strides per variable (in out, lhs, rhs: the
+    /// sum over the axes it indexes, after checking each axis has the
+    /// variable's range) and `α`; `None` when the stage declines.
+    fn bind(&self, bufs: &[*mut f64], strides: &[i64], sizes: &[i64]) -> Option<Bound> {
+        let resolve = |s: &SizeRef| -> Option<usize> {
+            let v = match s {
+                SizeRef::Lit(n) => *n,
+                SizeRef::Named(k) => *sizes.get(*k)?,
+            };
+            usize::try_from(v).ok()
+        };
+        // fixed arrays throughout: a warmed-up call allocates nothing
+        let nv = self.vars.len();
+        if nv > MAX_VARS {
+            return None;
+        }
+        let mut vsize = [0usize; MAX_VARS];
+        for (v, (_, n)) in self.vars.iter().enumerate() {
+            vsize[v] = resolve(n)?;
+        }
+        let mut st = [[0isize; 3]; MAX_VARS];
+        for (o, op) in [&self.out, &self.lhs, &self.rhs].into_iter().enumerate() {
+            for (a, (&v, d)) in op.axes.iter().zip(&op.dims).enumerate() {
+                let &s = strides.get(op.stride_at + a)?;
+                if resolve(d) != Some(vsize[v]) {
+                    return None;
+                }
+                st[v][o] += s as isize;
+            }
+        }
+        let mut alpha = self.alpha;
+        for &b in &self.alpha_loads {
+            let &ptr = bufs.get(b)?;
+            // SAFETY: a scalar load's buffer is a live number (see `run`).
+            alpha *= unsafe { *ptr };
+        }
+        if alpha == 0.0 {
+            return None;
+        }
+        Some(Bound {
+            nv,
+            vsize,
+            st,
+            alpha,
+        })
+    }
+
+    /// The dimensions of role `r`, in variable order.
+    fn dims(
+        &self,
+        nv: usize,
+        vsize: &[usize; MAX_VARS],
+        r: Role,
+        st: &[[isize; 3]; MAX_VARS],
+    ) -> Dims {
+        let mut out = Dims::default();
+        for v in 0..nv {
+            if self.vars[v].0 == r {
+                out.push(Dim {
+                    size: vsize[v],
+                    st: st[v],
+                });
+            }
+        }
+        out
+    }
+}
+
+/// A call's sizes and strides per variable, and `α` ([`GemmPlan::bind`]).
+struct Bound {
+    nv: usize,
+    vsize: [usize; MAX_VARS],
+    st: [[isize; 3]; MAX_VARS],
+    alpha: f64,
+}
+
+/// The product after fusion: one library call of `m×k` by `k×n` per
+/// index of the remaining `loops` (batch axes, unfused M and N axes,
+/// then unfused K axes, accumulated into the destination).
+struct Product {
+    m: Dim,
+    n: Dim,
+    k: Dim,
+    dst_rs: isize,
+    dst_cs: isize,
+    loops: [(Dim, bool); MAX_VARS],
+    nl: usize,
+    alpha: f64,
+}
+
+impl Product {
+    /// The product of the role's dimensions `dm`, `dn`, `dk`, `db`;
+    /// `None` when it degenerates to dot products (`m = n = 1`).
+    fn of(dm: Dims, dn: Dims, dk: Dims, db: Dims, k_empty: bool, alpha: f64) -> Option<Product> {
         let mut fm = fuse(dm, &[0, 1]);
         let mut fn_ = fuse(dn, &[0, 2]);
         let mut fk = if k_empty {
@@ -300,7 +373,7 @@ impl GemmPlan {
         };
         let (m, n, k) = (fm.take_first(), fn_.take_first(), fk.take_first());
         if m.size == 1 && n.size == 1 {
-            return false;
+            return None;
         }
         // the strides of an absent (size-1) dimension of the destination
         // are chosen so the library keeps the orientation of the present one
@@ -326,15 +399,32 @@ impl GemmPlan {
             loops[nl] = (*d, is_k);
             nl += 1;
         }
-        let loops = &loops[..nl];
-        let (dst0, lhs0, rhs0) = match &mut scratch {
-            Some(p) => p.pointers(bufs[self.out.buf], bufs[self.lhs.buf], bufs[self.rhs.buf]),
-            None => (
-                bufs[self.out.buf],
-                bufs[self.lhs.buf] as *const f64,
-                bufs[self.rhs.buf] as *const f64,
-            ),
-        };
+        Some(Product {
+            m,
+            n,
+            k,
+            dst_rs,
+            dst_cs,
+            loops,
+            nl,
+            alpha,
+        })
+    }
+
+    /// Every library call, from the operands' first elements `ptrs`
+    /// (destination, lhs, rhs), checking `cancel` before each.
+    ///
+    /// # Safety
+    /// As [`GemmPlan::run`]: every index stays within its variable's
+    /// range, which is the range of every axis it indexes.
+    unsafe fn calls(
+        &self,
+        (dst0, lhs0, rhs0): (*mut f64, *const f64, *const f64),
+        threads: usize,
+        cancel: &AtomicBool,
+    ) {
+        let (m, n, k) = (self.m, self.n, self.k);
+        let loops = &self.loops[..self.nl];
         let mut idx = [0usize; MAX_VARS];
         'calls: loop {
             let mut off = [0isize; 3];
@@ -357,8 +447,8 @@ impl GemmPlan {
                     n: n.size,
                     k: k.size,
                     dst: dst0.wrapping_offset(off[0]),
-                    dst_cs,
-                    dst_rs,
+                    dst_cs: self.dst_cs,
+                    dst_rs: self.dst_rs,
                     accumulate,
                     lhs: lhs0.wrapping_offset(off[1]),
                     lhs_cs: k.st[1],
@@ -366,7 +456,7 @@ impl GemmPlan {
                     rhs: rhs0.wrapping_offset(off[2]),
                     rhs_cs: n.st[2],
                     rhs_rs: k.st[2],
-                    alpha,
+                    alpha: self.alpha,
                 }
                 .run(threads, cancel);
             }
@@ -384,14 +474,6 @@ impl GemmPlan {
                 idx[a] = 0;
             }
         }
-        if let Some(p) = scratch {
-            if !cancel.load(Ordering::Relaxed) {
-                // SAFETY: as `Packed::finish`: the output pointer and its
-                // strides address the live output buffer
-                unsafe { p.finish(bufs[self.out.buf]) };
-            }
-        }
-        true
     }
 }
 

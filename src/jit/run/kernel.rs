@@ -61,18 +61,18 @@
 //! must not generate code (`emit`) nor decide how a nest runs
 //! (`schedule`).
 
-use super::boundary::{self as call, check_out, leaf, leaf_mut, Sig};
+use super::boundary::{self as call, check_out, Sig};
 use super::cancel::{current_flag, stopped};
 use super::jit_err;
 use super::pool;
-use crate::error::{Error, OutputProblem, Result};
-use crate::interp::value::{checked_elements, AsOperand, AsOperandMut, Operand, OperandMut};
+use crate::error::{Error, Result};
+use crate::interp::value::{AsOperand, AsOperandMut};
 use crate::interp::{self, Boundary, Value};
 use crate::jit::emit::{self, Native};
 use crate::jit::ir::{resolve, BufKind, Layout, LoopProgram};
 use crate::jit::options::{Options, MAX_LAYOUTS};
 use crate::jit::schedule::gemm::GemmPlan;
-use crate::jit::schedule::storage::temp_liveness;
+use crate::jit::schedule::storage::{self, temp_liveness};
 use crate::jit::schedule::{self, nest_work};
 use crate::syntax::ast::Function;
 use call::arg::{Arg, ArgMut, FromValue, IntoArgMut, IntoArgs};
@@ -677,13 +677,43 @@ impl Kernel {
     }
 
     /// Bind the buffers of a checked call into `ws`: sizes, pointers,
-    /// strides, the layout and its native code, and the plan of each nest.
+    /// strides, the layout and its native code, and the step of each nest.
     fn setup<V: AsOperand, O: AsOperandMut>(
         &self,
         args: &[V],
         out: &mut O,
         ws: &mut call::Workspace,
     ) -> Result<()> {
+        self.bind_sizes(ws)?;
+        self.place_temps(ws)?;
+        self.bind_buffers(args, out, ws)?;
+        // (temporaries are C order: their last stride is 1)
+        let native = match pack(&ws.unit).and_then(|key| self.fast_native(key)) {
+            Some(n) => n.clone(),
+            None => self.native(&ws.unit)?,
+        };
+        // per nest, decided once per sizes and layout: GEMM, threads
+        ws.plan.clear();
+        for (k, nest) in self.prog.nests.iter().enumerate() {
+            let skip = native.skip.get(k).copied().unwrap_or(false);
+            let has_gemm = self.gemm[k].is_some();
+            ws.plan.push(schedule::step(
+                nest,
+                has_gemm,
+                skip,
+                &ws.svals,
+                self.threads,
+                &self.opts,
+            ));
+        }
+        ws.native = Some(native);
+        ws.mode = self.mode(ws);
+        Ok(())
+    }
+
+    /// The named sizes native code receives (`ws.svals`), from the bound
+    /// slots, then the slot of the cancellation flag's address.
+    fn bind_sizes(&self, ws: &mut call::Workspace) -> Result<()> {
         let p = &self.prog;
         ws.svals.clear();
         for (k, slot) in self.sig.prog_slots.iter().enumerate() {
@@ -698,78 +728,29 @@ impl Kernel {
         }
         // the cancellation flag's address, set per call (`Kernel::arm`)
         ws.svals.push(0);
+        Ok(())
+    }
+
+    /// Storage of the temporaries: a slot per temporary
+    /// ([`storage::place_temps`]), each slot's vector grown to what its
+    /// occupants need.
+    fn place_temps(&self, ws: &mut call::Workspace) -> Result<()> {
+        let p = &self.prog;
         let call::Workspace {
             svals,
-            ptrs,
-            strides,
-            unit,
             temps,
             slot_of,
             slot_busy,
             slot_want,
-            native: ws_native,
-            plan,
             ..
         } = ws;
-        ptrs.clear();
-        strides.clear();
-        unit.clear();
-        // storage of the temporaries: in order of first use, each takes a
-        // slot whose occupants' ranges have ended (the best fit among
-        // them: the smallest that holds it, else the largest), or a new one
-        slot_of.clear();
-        slot_of.resize(p.bufs.len(), usize::MAX);
-        slot_busy.clear();
-        slot_want.clear();
-        for &(b, (lo, hi)) in &self.live {
-            let buf = &p.bufs[b];
-            let mut n = 1usize;
-            for d in buf.dims.iter().map(|d| resolve(d, svals)) {
-                n = n.saturating_mul(d);
-            }
-            if n as u128 > interp::value::MAX_ELEMENTS {
-                checked_elements(
-                    &buf.dims
-                        .iter()
-                        .map(|d| resolve(d, svals))
-                        .collect::<Vec<_>>(),
-                )?;
-            }
-            let want = n.max(1);
-            let mut best: Option<usize> = None;
-            for (s, &busy) in slot_busy.iter().enumerate() {
-                // a slot is free once its last occupant's last nest ran;
-                // temporaries no nest touches (empty range) never share
-                if lo == usize::MAX || busy >= lo {
-                    continue;
-                }
-                let cap = slot_want[s].max(temps.get(s).map_or(0, |t| t.len()));
-                best = Some(match best {
-                    None => s,
-                    Some(o) => {
-                        let ocap = slot_want[o].max(temps.get(o).map_or(0, |t| t.len()));
-                        let fits = |c: usize| c >= want;
-                        match (fits(cap), fits(ocap)) {
-                            (true, true) if cap < ocap => s,
-                            (true, false) => s,
-                            (false, false) if cap > ocap => s,
-                            _ => o,
-                        }
-                    }
-                });
-            }
-            let s = match best {
-                Some(s) => s,
-                None => {
-                    slot_busy.push(0);
-                    slot_want.push(0);
-                    slot_busy.len() - 1
-                }
-            };
-            slot_busy[s] = if lo == usize::MAX { usize::MAX } else { hi };
-            slot_want[s] = slot_want[s].max(want);
-            slot_of[b] = s;
-        }
+        let have: Vec<usize> = temps.iter().map(|t| t.len()).collect();
+        let slots = storage::Slots {
+            of: slot_of,
+            busy: slot_busy,
+            want: slot_want,
+        };
+        storage::place_temps(&self.live, &p.bufs, svals, &have, slots)?;
         while temps.len() < slot_want.len() {
             temps.push(Vec::new());
         }
@@ -778,69 +759,66 @@ impl Kernel {
             // every element of a temporary is written by its nest before
             // any later nest reads it: no need to clear
             if want > t.len() {
-                crate::mem::reserve(t, want - t.len(), || {
-                    let shape = |b: usize| -> Vec<usize> {
-                        p.bufs[b].dims.iter().map(|d| resolve(d, svals)).collect()
-                    };
-                    let held: Vec<usize> = self
-                        .live
-                        .iter()
-                        .map(|&(b, _)| b)
-                        .filter(|&b| slot_of[b] == s)
-                        .collect();
-                    match held[..] {
-                        [b] => format!(
-                            "the `let` temporary `{}` (an array of shape {:?})",
-                            p.bufs[b].name,
-                            shape(b)
-                        ),
-                        _ => format!(
-                            "the `let` temporaries {} (sharing storage, never live at once)",
-                            held.iter()
-                                .map(|&b| format!("`{}` (shape {:?})", p.bufs[b].name, shape(b)))
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        ),
-                    }
-                })?;
+                crate::mem::reserve(t, want - t.len(), || self.temps_held(s, slot_of, svals))?;
                 t.resize(want, 0.0);
             }
         }
-        for (b, buf) in p.bufs.iter().enumerate() {
+        Ok(())
+    }
+
+    /// What slot `s` holds, for an out-of-memory message.
+    fn temps_held(&self, s: usize, slot_of: &[usize], svals: &[i64]) -> String {
+        let p = &self.prog;
+        let shape =
+            |b: usize| -> Vec<usize> { p.bufs[b].dims.iter().map(|d| resolve(d, svals)).collect() };
+        let held: Vec<usize> = self
+            .live
+            .iter()
+            .map(|&(b, _)| b)
+            .filter(|&b| slot_of[b] == s)
+            .collect();
+        match held[..] {
+            [b] => format!(
+                "the `let` temporary `{}` (an array of shape {:?})",
+                p.bufs[b].name,
+                shape(b)
+            ),
+            _ => format!(
+                "the `let` temporaries {} (sharing storage, never live at once)",
+                held.iter()
+                    .map(|&b| format!("`{}` (shape {:?})", p.bufs[b].name, shape(b)))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        }
+    }
+
+    /// Every buffer's pointer and strides (`ws.ptrs`, `ws.strides`), and
+    /// per axis whether it is unit-stride (`ws.unit`, the call's layout).
+    fn bind_buffers<V: AsOperand, O: AsOperandMut>(
+        &self,
+        args: &[V],
+        out: &mut O,
+        ws: &mut call::Workspace,
+    ) -> Result<()> {
+        let call::Workspace {
+            svals,
+            ptrs,
+            strides,
+            unit,
+            temps,
+            slot_of,
+            ..
+        } = ws;
+        ptrs.clear();
+        strides.clear();
+        unit.clear();
+        for (b, buf) in self.prog.bufs.iter().enumerate() {
             let first = strides.len();
             let dims = || buf.dims.iter().map(|d| resolve(d, svals));
-            let shape_is = |s: &[usize]| s.len() == buf.dims.len() && dims().eq(s.iter().copied());
             match &buf.kind {
                 BufKind::Param { param, path } => {
-                    let v = leaf(&args[*param], path)
-                        .ok_or_else(|| jit_err(format!("argument `{}` is malformed", buf.name)))?;
-                    match v.operand() {
-                        Operand::Array {
-                            ptr,
-                            shape,
-                            strides: st,
-                        } => {
-                            if !shape_is(shape) {
-                                return Err(jit_err(format!(
-                                    "internal: argument `{}` has shape {:?} after its check, expected {:?}",
-                                    buf.name,
-                                    shape,
-                                    dims().collect::<Vec<_>>()
-                                )));
-                            }
-                            ptrs.push(ptr as *mut f64);
-                            strides.extend(st.iter().map(|&s| s as i64));
-                        }
-                        Operand::Real(x) if buf.dims.is_empty() => {
-                            ptrs.push(x as *const f64 as *mut f64)
-                        }
-                        _ => {
-                            return Err(jit_err(format!(
-                                "internal: argument `{}` does not match its type after its check",
-                                buf.name
-                            )))
-                        }
-                    }
+                    call::bind_param(&args[*param], path, buf, svals, ptrs, strides)?
                 }
                 BufKind::Temp => {
                     ptrs.push(temps[slot_of[b]].as_mut_ptr());
@@ -852,31 +830,7 @@ impl Kernel {
                         acc *= resolve(&buf.dims[k], svals).max(1) as i64;
                     }
                 }
-                BufKind::Out { path } => {
-                    let v = leaf_mut(out, path)
-                        .ok_or_else(|| jit_err("the output does not match the result"))?;
-                    match v.operand_mut() {
-                        OperandMut::Array {
-                            ptr,
-                            shape,
-                            strides: st,
-                        } => {
-                            if !shape_is(shape) {
-                                return Err(Error::Output {
-                                    buffer: "buffer".into(),
-                                    problem: OutputProblem::Shape {
-                                        expected: dims().collect(),
-                                        got: shape.to_vec(),
-                                    },
-                                });
-                            }
-                            strides.extend(st.iter().map(|&s| s as i64));
-                            ptrs.push(ptr);
-                        }
-                        OperandMut::Real(x) if buf.dims.is_empty() => ptrs.push(x as *mut f64),
-                        _ => return Err(jit_err("the output does not match the result")),
-                    }
-                }
+                BufKind::Out { path } => call::bind_out(out, path, buf, svals, ptrs, strides)?,
             }
             // per axis: unit stride (an axis of at most one element is
             // only ever read at 0, so any stride is as good as 1)
@@ -887,27 +841,6 @@ impl Kernel {
                     .map(|(s, d)| *s == 1 || d <= 1),
             );
         }
-        // (temporaries are C order: their last stride is 1)
-        let native = match pack(unit).and_then(|key| self.fast_native(key)) {
-            Some(n) => n.clone(),
-            None => self.native(unit)?,
-        };
-        // per nest, decided once per sizes and layout: GEMM, threads
-        plan.clear();
-        for (k, nest) in p.nests.iter().enumerate() {
-            let skip = native.skip.get(k).copied().unwrap_or(false);
-            let has_gemm = self.gemm[k].is_some();
-            plan.push(schedule::step(
-                nest,
-                has_gemm,
-                skip,
-                svals,
-                self.threads,
-                &self.opts,
-            ));
-        }
-        *ws_native = Some(native);
-        ws.mode = self.mode(ws);
         Ok(())
     }
 

@@ -1,8 +1,11 @@
 //! Storage of the `let` temporaries: their live ranges over the nests
 //! ([`temp_liveness`]), from which the run time lets temporaries whose
-//! ranges do not meet share memory. Decides nothing else.
+//! ranges do not meet share memory, and the slot each temporary takes
+//! for a call's sizes ([`place_temps`]). Decides nothing else.
 
-use crate::jit::ir::{BufKind, LoopProgram, Scalar};
+use crate::error::Result;
+use crate::interp::value::{checked_elements, MAX_ELEMENTS};
+use crate::jit::ir::{resolve, Buf, BufKind, LoopProgram, Scalar};
 
 /// The live range of every `let` temporary: the first and the last nest
 /// (in execution order) that writes or reads it, sorted by the first. A
@@ -69,4 +72,87 @@ pub fn temp_liveness(p: &LoopProgram) -> Vec<(usize, (usize, usize))> {
         .collect();
     live.sort_by_key(|&(b, (lo, _))| (lo, b));
     live
+}
+
+/// The workspace's slot tables [`place_temps`] fills: per buffer its slot
+/// (`of`), per slot the last nest of its occupants (`busy`) and the
+/// elements they need (`want`).
+pub struct Slots<'w> {
+    pub of: &'w mut Vec<usize>,
+    pub busy: &'w mut Vec<usize>,
+    pub want: &'w mut Vec<usize>,
+}
+
+/// Storage of the temporaries for a call with the named sizes `svals`:
+/// in order of first use (`live`, see [`temp_liveness`]), each takes a
+/// slot whose occupants' ranges have ended (the best fit among them: the
+/// smallest that holds it, else the largest; `have`: the elements each
+/// existing slot already holds), or a new one. Refuses a temporary of
+/// more elements than an array may have.
+pub fn place_temps(
+    live: &[(usize, (usize, usize))],
+    bufs: &[Buf],
+    svals: &[i64],
+    have: &[usize],
+    slots: Slots<'_>,
+) -> Result<()> {
+    let Slots {
+        of,
+        busy,
+        want: wants,
+    } = slots;
+    of.clear();
+    of.resize(bufs.len(), usize::MAX);
+    busy.clear();
+    wants.clear();
+    for &(b, (lo, hi)) in live {
+        let buf = &bufs[b];
+        let mut n = 1usize;
+        for d in buf.dims.iter().map(|d| resolve(d, svals)) {
+            n = n.saturating_mul(d);
+        }
+        if n as u128 > MAX_ELEMENTS {
+            checked_elements(
+                &buf.dims
+                    .iter()
+                    .map(|d| resolve(d, svals))
+                    .collect::<Vec<_>>(),
+            )?;
+        }
+        let want = n.max(1);
+        let mut best: Option<usize> = None;
+        for (s, &until) in busy.iter().enumerate() {
+            // a slot is free once its last occupant's last nest ran;
+            // temporaries no nest touches (empty range) never share
+            if lo == usize::MAX || until >= lo {
+                continue;
+            }
+            let cap = wants[s].max(have.get(s).copied().unwrap_or(0));
+            best = Some(match best {
+                None => s,
+                Some(o) => {
+                    let ocap = wants[o].max(have.get(o).copied().unwrap_or(0));
+                    let fits = |c: usize| c >= want;
+                    match (fits(cap), fits(ocap)) {
+                        (true, true) if cap < ocap => s,
+                        (true, false) => s,
+                        (false, false) if cap > ocap => s,
+                        _ => o,
+                    }
+                }
+            });
+        }
+        let s = match best {
+            Some(s) => s,
+            None => {
+                busy.push(0);
+                wants.push(0);
+                busy.len() - 1
+            }
+        };
+        busy[s] = if lo == usize::MAX { usize::MAX } else { hi };
+        wants[s] = wants[s].max(want);
+        of[b] = s;
+    }
+    Ok(())
 }

@@ -286,8 +286,22 @@ fn packable(
         .any(|(w, _)| *w != v && one(*w, v) && one(v, *w))
 }
 
-/// The plan for `nest`, when it is a dense contraction this module handles.
-pub fn plan(p: &LoopProgram, nest: &Nest, layout: &Layout) -> Option<TilePlan> {
+/// A nest as a dense contraction: `o.. * sum(outer) mid.. * sum(red)
+/// inner..` (`two`), or `o.. * sum(red) inner..`, its factors' accesses
+/// (the output first) and the brackets of its inner product.
+struct Contraction {
+    acc: Vec<Access>,
+    post: Vec<Factor>,
+    mid: Vec<Factor>,
+    inner: Vec<Factor>,
+    outer: Vec<(usize, SizeRef)>,
+    red: Vec<(usize, SizeRef)>,
+    two: bool,
+    brs: Vec<Cond>,
+}
+
+/// `nest` as a [`Contraction`], when it is one this module handles.
+fn contraction(p: &LoopProgram, nest: &Nest) -> Option<Contraction> {
     if p.touches_strong_buffers(nest) {
         return None;
     }
@@ -321,28 +335,48 @@ pub fn plan(p: &LoopProgram, nest: &Nest, layout: &Layout) -> Option<TilePlan> {
     };
     // at least one load in the inner product
     loads(&inner).next()?;
-    let gens = nest.vars.clone();
-    let (mut mid, mut inner, mut outer, mut red) = (mid, inner, outer, red);
-    if two {
-        // reduction interchange: `sum(k1) m * sum(k2) f` as
-        // `sum(k2) m' * sum(k1) f'` when that orientation walks more
-        // unit-stride axes (no brackets or strong-zero buffers reach this
-        // form, so only the summation order changes)
-        let (m2, i2) = swap_items(&mid, &inner, &outer, &acc);
-        if loads(&i2).next().is_some()
-            && choose(&acc, layout, &red, &outer, &m2, &i2, true).map(|b| b.0)
-                > choose(&acc, layout, &outer, &red, &mid, &inner, true).map(|b| b.0)
-        {
-            std::mem::swap(&mut outer, &mut red);
-            (mid, inner) = (m2, i2);
-        }
+    Some(Contraction {
+        acc,
+        post,
+        mid,
+        inner,
+        outer,
+        red,
+        two,
+        brs,
+    })
+}
+
+/// Reduction interchange of the two-level form: `sum(k1) m * sum(k2) f`
+/// as `sum(k2) m' * sum(k1) f'` when that orientation walks more
+/// unit-stride axes (no brackets or strong-zero buffers reach this form,
+/// so only the summation order changes).
+fn orient(c: &mut Contraction, layout: &Layout) {
+    if !c.two {
+        return;
     }
-    let tiles: Vec<(usize, SizeRef)> = if two { outer.clone() } else { gens.clone() };
-    let mut best = choose(&acc, layout, &tiles, &red, &mid, &inner, two);
-    // a product that packs (see [`Pack`]) runs on its unit-stride copies
-    // whatever the layout: lanes along the output's unit-stride axis if
-    // it has one (so tiles store whole vectors)
-    let packs = |v: usize| !two && brs.is_empty() && packable(&acc, &inner, &tiles, &red, v);
+    let (m2, i2) = swap_items(&c.mid, &c.inner, &c.outer, &c.acc);
+    if loads(&i2).next().is_some()
+        && choose(&c.acc, layout, &c.red, &c.outer, &m2, &i2, true).map(|b| b.0)
+            > choose(&c.acc, layout, &c.outer, &c.red, &c.mid, &c.inner, true).map(|b| b.0)
+    {
+        std::mem::swap(&mut c.outer, &mut c.red);
+        (c.mid, c.inner) = (m2, i2);
+    }
+}
+
+/// The lanes: `(mode, variable, lanes)` (see [`choose`]); a product that
+/// packs (see [`Pack`]) runs on its unit-stride copies whatever the
+/// layout: lanes along the output's unit-stride axis if it has one (so
+/// tiles store whole vectors).
+fn lanes(
+    c: &Contraction,
+    tiles: &[(usize, SizeRef)],
+    layout: &Layout,
+) -> Option<(Mode, usize, usize)> {
+    let (acc, two) = (&c.acc, c.two);
+    let mut best = choose(acc, layout, tiles, &c.red, &c.mid, &c.inner, two);
+    let packs = |v: usize| !two && c.brs.is_empty() && packable(acc, &c.inner, tiles, &c.red, v);
     let packed_v = tiles
         .iter()
         .map(|(v, _)| *v)
@@ -351,59 +385,57 @@ pub fn plan(p: &LoopProgram, nest: &Nest, layout: &Layout) -> Option<TilePlan> {
     if let Some(v) = packed_v {
         best = Some((usize::MAX, true, 0, v));
     }
-    let (mode, v, lanes) = match best {
+    Some(match best {
         Some((_, true, _, v)) => (Mode::Tile, v, 2),
         Some((_, false, _, v)) => (Mode::Reduce, v, 2),
         None => match tiles.last() {
             Some((v, _)) => (Mode::Tile, *v, 1),
-            None => (Mode::Reduce, red.last()?.0, 1),
+            None => (Mode::Reduce, c.red.last()?.0, 1),
         },
-    };
-    // the rows: the tile-level variable that most factors depend on exactly
-    // one of (it, v): those are the loads shared across rows or columns
+    })
+}
+
+/// The rows: the tile-level variable that most factors depend on exactly
+/// one of (it, `v`): those are the loads shared across rows or columns.
+fn rows_var(c: &Contraction, tiles: &[(usize, SizeRef)], v: usize) -> Option<usize> {
     let mut w: Option<(usize, usize)> = None;
     for (pos, (x, _)) in tiles.iter().enumerate() {
         if *x == v {
             continue;
         }
-        let score = loads(&inner)
-            .filter(|&a| acc[a].dep(*x) != acc[a].dep(v))
+        let score = loads(&c.inner)
+            .filter(|&a| c.acc[a].dep(*x) != c.acc[a].dep(v))
             .count();
         if score > 0 && w.is_none_or(|(s, q)| (score, pos) > (s, q)) {
             w = Some((score, pos));
         }
     }
-    let w = w.map(|(_, pos)| tiles[pos].0);
-    let size_of = |x: usize| {
-        gens.iter()
-            .chain(&outer)
-            .chain(&red)
-            .find(|(y, _)| *y == x)
-            .map(|(_, n)| n.clone())
-    };
-    let v_size = size_of(v)?;
-    let w_size = match w {
-        Some(w) => Some(size_of(w)?),
-        None => None,
-    };
-    let around = tiles
-        .iter()
-        .filter(|(x, _)| *x != v && Some(*x) != w)
-        .cloned()
-        .collect();
-    // brackets: bounds of the summed variable, along the rows (`Reduce`:
-    // upper bounds) or along the lanes (`Tile`: either side)
+    w.map(|(_, pos)| tiles[pos].0)
+}
+
+/// Loop domains from the brackets: bounds of the summed variable, along
+/// the rows (`Reduce`: upper bounds, [`TilePlan::hi`]) or along the lanes
+/// (`Tile`: either side, [`TilePlan::tdom`]); `None` when a bracket is
+/// not such a bound.
+#[allow(clippy::type_complexity)]
+fn bracket_domains(
+    c: &Contraction,
+    mode: Mode,
+    v: usize,
+    w: Option<usize>,
+    lanes: usize,
+) -> Option<(Vec<(i64, i64)>, Vec<(bool, i64, i64)>)> {
     let mut hi = Vec::new();
     let mut tdom = Vec::new();
-    for p in brs {
-        if two || red.len() != 1 || !post.is_empty() {
+    for p in c.brs.iter().cloned() {
+        if c.two || c.red.len() != 1 || !c.post.is_empty() {
             return None;
         }
-        let k = red[0].0;
+        let k = c.red[0].0;
         let mut cs = Vec::new();
         conjuncts(p, &mut cs);
-        for c in cs {
-            let Cond::Cmp(op, a, b) = c else { return None };
+        for cj in cs {
+            let Cond::Cmp(op, a, b) = cj else { return None };
             let (l, h) = solve(op, &a, &b, k)?;
             match mode {
                 Mode::Reduce => {
@@ -433,11 +465,18 @@ pub fn plan(p: &LoopProgram, nest: &Nest, layout: &Layout) -> Option<TilePlan> {
             }
         }
     }
-    if mode == Mode::Reduce {
-        let k = red.iter().position(|(x, _)| *x == v)?;
-        let last = red.remove(k);
-        red.push(last);
-    }
+    Some((hi, tdom))
+}
+
+/// The register tile and its blocking: `(rows, cols, unroll, panel,
+/// kblock, pack)`.
+fn tile_shape(
+    c: &Contraction,
+    mode: Mode,
+    (v, w, lanes): (usize, Option<usize>, usize),
+    tdom_empty: bool,
+) -> (usize, usize, usize, usize, usize, Option<Pack>) {
+    let (acc, inner, red) = (&c.acc, &c.inner, &c.red);
     // (rows, columns, unrolling of the innermost loop), by measurement
     // on x86-64 (16 xmm registers: accumulators + loads + a splat)
     let (rows, cols, unroll) = match (mode, lanes, w.is_some()) {
@@ -453,18 +492,18 @@ pub fn plan(p: &LoopProgram, nest: &Nest, layout: &Layout) -> Option<TilePlan> {
     } else {
         0
     };
-    let kblock = if mode == Mode::Tile && !two && red.len() == 1 && panel > 0 {
+    let kblock = if mode == Mode::Tile && !c.two && red.len() == 1 && panel > 0 {
         KBLOCK
     } else {
         0
     };
     let mut pack = None;
-    if kblock > 0 && tdom.is_empty() {
+    if kblock > 0 && tdom_empty {
         if let (Some(w), [(k, _)]) = (w, red.as_slice()) {
             let (k, w) = (*k, w);
             let find = |on: usize, off: usize| {
                 let mut it =
-                    loads(&inner).filter(|&a| acc[a].dep(on) && acc[a].dep(k) && !acc[a].dep(off));
+                    loads(inner).filter(|&a| acc[a].dep(on) && acc[a].dep(k) && !acc[a].dep(off));
                 match (it.next(), it.next()) {
                     (Some(a), None) => Some(a),
                     _ => None,
@@ -482,9 +521,46 @@ pub fn plan(p: &LoopProgram, nest: &Nest, layout: &Layout) -> Option<TilePlan> {
         Some(_) => (PACK_PANEL / (cols * lanes) * (cols * lanes), PACK_KC),
         None => (panel, kblock),
     };
+    (rows, cols, unroll, panel, kblock, pack)
+}
+
+/// The plan for `nest`, when it is a dense contraction this module handles.
+pub fn plan(p: &LoopProgram, nest: &Nest, layout: &Layout) -> Option<TilePlan> {
+    let mut c = contraction(p, nest)?;
+    let gens = nest.vars.clone();
+    orient(&mut c, layout);
+    let tiles: Vec<(usize, SizeRef)> = if c.two { c.outer.clone() } else { gens.clone() };
+    let (mode, v, lanes) = lanes(&c, &tiles, layout)?;
+    let w = rows_var(&c, &tiles, v);
+    let size_of = |x: usize| {
+        gens.iter()
+            .chain(&c.outer)
+            .chain(&c.red)
+            .find(|(y, _)| *y == x)
+            .map(|(_, n)| n.clone())
+    };
+    let v_size = size_of(v)?;
+    let w_size = match w {
+        Some(w) => Some(size_of(w)?),
+        None => None,
+    };
+    let around = tiles
+        .iter()
+        .filter(|(x, _)| *x != v && Some(*x) != w)
+        .cloned()
+        .collect();
+    let (hi, tdom) = bracket_domains(&c, mode, v, w, lanes)?;
+    if mode == Mode::Reduce {
+        let k = c.red.iter().position(|(x, _)| *x == v)?;
+        let last = c.red.remove(k);
+        c.red.push(last);
+    }
+    let (rows, cols, unroll, panel, kblock, pack) =
+        tile_shape(&c, mode, (v, w, lanes), tdom.is_empty());
+    let (acc, inner, red) = (&c.acc, &c.inner, &c.red);
     let vblock = match (mode, lanes, w) {
-        (Mode::Reduce, 2, None) if hi.is_empty() && !two && red.len() >= 2 => {
-            loads(&inner).find(|&a| {
+        (Mode::Reduce, 2, None) if hi.is_empty() && !c.two && red.len() >= 2 => {
+            loads(inner).find(|&a| {
                 acc[a].dep(v)
                     && !acc[a].unit(v, layout)
                     && red.iter().any(|&(x, _)| x != v && acc[a].unit(x, layout))
@@ -492,6 +568,15 @@ pub fn plan(p: &LoopProgram, nest: &Nest, layout: &Layout) -> Option<TilePlan> {
         }
         _ => None,
     };
+    let Contraction {
+        acc,
+        post,
+        mid,
+        inner,
+        red,
+        two,
+        ..
+    } = c;
     Some(TilePlan {
         acc,
         post,

@@ -31,7 +31,8 @@ use crate::interp;
 use crate::interp::value::{AsOperand, AsOperandMut, Operand, OperandMut};
 use crate::interp::{Boundary, Value};
 use crate::jit::emit::{Entry, Native};
-use crate::jit::ir::{BufKind, LoopProgram};
+use crate::jit::ir::{resolve, Buf, BufKind, LoopProgram};
+use crate::jit::run::jit_err;
 use crate::jit::schedule::Step;
 use crate::syntax::ast::{Function, Size};
 use std::sync::Arc;
@@ -672,4 +673,84 @@ pub(crate) fn check_out<O: AsOperandMut>(
         (Boundary::Array(d), _) if d.is_empty() => bad(OutputProblem::NotNumber(found)),
         (Boundary::Array(_), _) => bad(OutputProblem::NotArray(found)),
     }
+}
+
+/// Push the pointer and strides of the parameter leaf at `path` of `arg`
+/// (buffer `buf`, its dims resolved with `svals`), checked again against
+/// its shape.
+pub(crate) fn bind_param<V: AsOperand>(
+    arg: &V,
+    path: &[u8],
+    buf: &Buf,
+    svals: &[i64],
+    ptrs: &mut Vec<*mut f64>,
+    strides: &mut Vec<i64>,
+) -> Result<()> {
+    let dims = || buf.dims.iter().map(|d| resolve(d, svals));
+    let shape_is = |s: &[usize]| s.len() == buf.dims.len() && dims().eq(s.iter().copied());
+    let v =
+        leaf(arg, path).ok_or_else(|| jit_err(format!("argument `{}` is malformed", buf.name)))?;
+    match v.operand() {
+        Operand::Array {
+            ptr,
+            shape,
+            strides: st,
+        } => {
+            if !shape_is(shape) {
+                return Err(jit_err(format!(
+                    "internal: argument `{}` has shape {:?} after its check, expected {:?}",
+                    buf.name,
+                    shape,
+                    dims().collect::<Vec<_>>()
+                )));
+            }
+            ptrs.push(ptr as *mut f64);
+            strides.extend(st.iter().map(|&s| s as i64));
+        }
+        Operand::Real(x) if buf.dims.is_empty() => ptrs.push(x as *const f64 as *mut f64),
+        _ => {
+            return Err(jit_err(format!(
+                "internal: argument `{}` does not match its type after its check",
+                buf.name
+            )))
+        }
+    }
+    Ok(())
+}
+
+/// Push the pointer and strides of the output leaf at `path` of `out`
+/// (buffer `buf`), its shape checked.
+pub(crate) fn bind_out<O: AsOperandMut>(
+    out: &mut O,
+    path: &[u8],
+    buf: &Buf,
+    svals: &[i64],
+    ptrs: &mut Vec<*mut f64>,
+    strides: &mut Vec<i64>,
+) -> Result<()> {
+    let dims = || buf.dims.iter().map(|d| resolve(d, svals));
+    let shape_is = |s: &[usize]| s.len() == buf.dims.len() && dims().eq(s.iter().copied());
+    let v = leaf_mut(out, path).ok_or_else(|| jit_err("the output does not match the result"))?;
+    match v.operand_mut() {
+        OperandMut::Array {
+            ptr,
+            shape,
+            strides: st,
+        } => {
+            if !shape_is(shape) {
+                return Err(Error::Output {
+                    buffer: "buffer".into(),
+                    problem: OutputProblem::Shape {
+                        expected: dims().collect(),
+                        got: shape.to_vec(),
+                    },
+                });
+            }
+            strides.extend(st.iter().map(|&s| s as i64));
+            ptrs.push(ptr);
+        }
+        OperandMut::Real(x) if buf.dims.is_empty() => ptrs.push(x as *mut f64),
+        _ => return Err(jit_err("the output does not match the result")),
+    }
+    Ok(())
 }
