@@ -100,3 +100,54 @@ pub fn may_be_strong(s: &Scalar, bufs: &[Buf]) -> bool {
         _ => false,
     }
 }
+
+/// A tree with binary products, which [`factors`] takes apart (the loop
+/// IR's [`Scalar`] and the schedule's expressions).
+pub trait Product {
+    /// The operands of `self` when it is a product `a * b`.
+    fn mul_operands(&self) -> Option<(&Self, &Self)>;
+}
+
+impl Product for Scalar {
+    fn mul_operands(&self) -> Option<(&Self, &Self)> {
+        match self {
+            Scalar::Bin(BinOp::Mul, a, b) => Some((a, b)),
+            _ => None,
+        }
+    }
+}
+
+/// The factors of `e`'s product tree, left to right (`e` itself when it
+/// is not a product): the one factor-collection helper of the back end.
+pub fn factors<'a, E: Product>(e: &'a E, out: &mut Vec<&'a E>) {
+    match e.mul_operands() {
+        Some((a, b)) => {
+            factors(a, out);
+            factors(b, out);
+        }
+        None => out.push(e),
+    }
+}
+
+/// The factors of `sum(o) mid * sum(i) inner` regrouped for the sums the
+/// other way round, `sum(i) mid' * sum(o) inner'` (reduction
+/// interchange): `inner'` is `mid` then the factors of `inner` that
+/// `uses_outer` (they depend on `o`), `mid'` the other factors of
+/// `inner`, each in order. Returns `(mid', inner')`. The one regrouping
+/// both the generic loops' and the register tiles' interchange use.
+pub fn interchange_factors<F: Clone>(
+    mid: &[F],
+    inner: &[F],
+    uses_outer: impl Fn(&F) -> bool,
+) -> (Vec<F>, Vec<F>) {
+    let mut m2 = Vec::new();
+    let mut i2: Vec<F> = mid.to_vec();
+    for f in inner {
+        if uses_outer(f) {
+            i2.push(f.clone());
+        } else {
+            m2.push(f.clone());
+        }
+    }
+    (m2, i2)
+}

@@ -18,8 +18,8 @@
 //! indices), `ε`, calls, divisions, sums of terms or a third tensor factor
 //! are left to generated code.
 
+use crate::jit::ir::walk::factors;
 use crate::jit::ir::{LoadIndex, LoopProgram, Nest, Scalar, SizeRef};
-use crate::syntax::ast::BinOp;
 
 /// The role of a loop variable in the product.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -76,34 +76,26 @@ struct Factors<'a> {
     tensors: Vec<(usize, &'a [LoadIndex])>,
 }
 
-fn factors<'a>(s: &'a Scalar, f: &mut Factors<'a>) -> Option<()> {
-    match s {
-        Scalar::Sum(v, n, b) => {
-            f.sums.push((*v, n.clone()));
-            factors(b, f)
+fn collect<'a>(s: &'a Scalar, f: &mut Factors<'a>) -> Option<()> {
+    let mut fs = Vec::new();
+    factors(s, &mut fs);
+    for x in fs {
+        match x {
+            Scalar::Sum(v, n, b) => {
+                f.sums.push((*v, n.clone()));
+                collect(b, f)?;
+            }
+            Scalar::Neg(a) => {
+                f.alpha = -f.alpha;
+                collect(a, f)?;
+            }
+            Scalar::Num(x) => f.alpha *= x,
+            Scalar::Load(b, ixs) if ixs.is_empty() => f.scalars.push(*b),
+            Scalar::Load(b, ixs) => f.tensors.push((*b, ixs)),
+            _ => return None,
         }
-        Scalar::Bin(BinOp::Mul, a, b) => {
-            factors(a, f)?;
-            factors(b, f)
-        }
-        Scalar::Neg(a) => {
-            f.alpha = -f.alpha;
-            factors(a, f)
-        }
-        Scalar::Num(x) => {
-            f.alpha *= x;
-            Some(())
-        }
-        Scalar::Load(b, ixs) if ixs.is_empty() => {
-            f.scalars.push(*b);
-            Some(())
-        }
-        Scalar::Load(b, ixs) => {
-            f.tensors.push((*b, ixs));
-            Some(())
-        }
-        _ => None,
     }
+    Some(())
 }
 
 fn size_name(p: &LoopProgram, s: &SizeRef) -> String {
@@ -122,7 +114,7 @@ pub fn plan(p: &LoopProgram, nest: &Nest) -> Option<GemmPlan> {
         alpha: 1.0,
         ..Default::default()
     };
-    factors(&nest.body, &mut f)?;
+    collect(&nest.body, &mut f)?;
     if f.tensors.len() != 2 || f.sums.is_empty() || f.alpha == 0.0 || !f.alpha.is_finite() {
         return None;
     }

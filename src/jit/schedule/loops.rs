@@ -71,6 +71,7 @@
 //! (`emit::loops`) follows it. Must not generate code.
 
 use crate::jit::ir::affine::{aff_vars, coef, conjuncts, pred_vars, solve};
+use crate::jit::ir::walk::{factors, interchange_factors, Product};
 use crate::jit::ir::{Buf, Cond, IndexExpr, Layout, LoadIndex, LoopProgram, Nest, Scalar, SizeRef};
 use crate::syntax::ast::{BinOp, Func};
 use std::collections::BTreeSet;
@@ -450,14 +451,20 @@ pub fn unit_score(t: &SchedExpr, v: usize, layout: &Layout) -> usize {
     }
 }
 
-fn factors(t: SchedExpr, out: &mut Vec<SchedExpr>) {
-    match t {
-        SchedExpr::Bin(BinOp::Mul, a, b) => {
-            factors(*a, out);
-            factors(*b, out);
+impl Product for SchedExpr {
+    fn mul_operands(&self) -> Option<(&Self, &Self)> {
+        match self {
+            SchedExpr::Bin(BinOp::Mul, a, b) => Some((a, b)),
+            _ => None,
         }
-        t => out.push(t),
     }
+}
+
+/// The factors of `t`'s product tree, owned ([`factors`]).
+fn owned_factors(t: &SchedExpr) -> Vec<SchedExpr> {
+    let mut fs = Vec::new();
+    factors(t, &mut fs);
+    fs.into_iter().cloned().collect()
 }
 
 fn product(fs: Vec<SchedExpr>) -> SchedExpr {
@@ -483,8 +490,7 @@ fn interchange(t: SchedExpr, layout: &Layout) -> SchedExpr {
                 return SchedExpr::Sum(Box::new(s));
             }
             let j = s.var;
-            let mut fs = Vec::new();
-            factors(s.body.clone(), &mut fs);
+            let mut fs = owned_factors(&s.body);
             let sums: Vec<usize> = (0..fs.len()).filter(|&k| plain_sum(&fs[k])).collect();
             if sums.len() != 1 {
                 return SchedExpr::Sum(Box::new(s));
@@ -494,8 +500,7 @@ fn interchange(t: SchedExpr, layout: &Layout) -> SchedExpr {
                 _ => unreachable!(),
             };
             let i = inner.var;
-            let mut gs = Vec::new();
-            factors(inner.body.clone(), &mut gs);
+            let gs = owned_factors(&inner.body);
             if gs.iter().any(|g| matches!(g, SchedExpr::Sum(_))) {
                 return SchedExpr::Sum(Box::new(s));
             }
@@ -505,10 +510,7 @@ fn interchange(t: SchedExpr, layout: &Layout) -> SchedExpr {
             if score(j) <= score(i) {
                 return SchedExpr::Sum(Box::new(s));
             }
-            let (with_j, without_j): (Vec<SchedExpr>, Vec<SchedExpr>) =
-                gs.into_iter().partition(|g| mentions(g, j));
-            let mut in_j = fs;
-            in_j.extend(with_j);
+            let (mut outer, in_j) = interchange_factors(&fs, &gs, |g| mentions(g, j));
             let new_inner = SchedExpr::Sum(Box::new(SchedSum {
                 var: j,
                 n: s.n,
@@ -516,7 +518,6 @@ fn interchange(t: SchedExpr, layout: &Layout) -> SchedExpr {
                 body: product(in_j),
                 dom_strong: false,
             }));
-            let mut outer = without_j;
             outer.push(new_inner);
             SchedExpr::Sum(Box::new(SchedSum {
                 var: i,

@@ -6,8 +6,8 @@
 //! decisions; it generates no code.
 
 use crate::jit::ir::affine::{coef, conjuncts, solve};
+use crate::jit::ir::walk::{factors, interchange_factors};
 use crate::jit::ir::{Cond, Layout, LoopProgram, Nest, Scalar, SizeRef};
-use crate::syntax::ast::BinOp;
 
 /// One load (or the output): its buffer and the loop variable of each axis.
 #[derive(Clone, Debug)]
@@ -122,16 +122,6 @@ pub struct Pack {
     pub b: usize,
 }
 
-fn factors<'a>(s: &'a Scalar, out: &mut Vec<&'a Scalar>) {
-    match s {
-        Scalar::Bin(BinOp::Mul, a, b) => {
-            factors(a, out);
-            factors(b, out);
-        }
-        _ => out.push(s),
-    }
-}
-
 type SumChain<'a> = (Vec<(usize, SizeRef)>, &'a Scalar);
 
 /// A product split into its factors and at most one chain of sums; its
@@ -219,28 +209,19 @@ fn choose(
 }
 
 /// The factors of `sum(outer) mid * sum(red) inner` regrouped for
-/// `sum(red) mid' * sum(outer) inner'`: the inner factors that use no
-/// variable of `outer` move out, `mid` moves in.
+/// `sum(red) mid' * sum(outer) inner'` ([`interchange_factors`]): the
+/// inner factors that use no variable of `outer` move out, `mid` moves
+/// in (numbers stay in).
 fn swap_items(
     mid: &[Factor],
     inner: &[Factor],
     outer: &[(usize, SizeRef)],
     acc: &[Access],
 ) -> (Vec<Factor>, Vec<Factor>) {
-    let uses_outer = |it: &Factor| match it {
+    interchange_factors(mid, inner, |it: &Factor| match it {
         Factor::Load(a) => outer.iter().any(|(x, _)| acc[*a].dep(*x)),
         Factor::Num(_) => true,
-    };
-    let mut m2 = Vec::new();
-    let mut i2: Vec<Factor> = mid.to_vec();
-    for it in inner {
-        if uses_outer(it) {
-            i2.push(*it);
-        } else {
-            m2.push(*it);
-        }
-    }
-    (m2, i2)
+    })
 }
 
 pub(crate) fn loads(items: &[Factor]) -> impl Iterator<Item = usize> + '_ {
