@@ -19,7 +19,8 @@
 //! One test function only: the count is process-wide.
 
 use einsat::interp::{self, Value};
-use einsat::jit::testing::gemm::{library_calls, set_split_min_work, SPLIT_MIN_WORK};
+use einsat::jit::testing::gemm::library_calls;
+use einsat::jit::GEMM_SPLIT_MIN_WORK;
 use einsat::jit::{self, Options};
 use einsat::testing::{random_inputs, relayout_value, Layout};
 use ndarray::{ArrayD, IxDyn};
@@ -83,7 +84,6 @@ fn call_into_does_not_allocate_after_warm_up() {
             (2, 0, true),
         ] {
             // split even these small products into panels
-            set_split_min_work(if threads > 1 { 0 } else { SPLIT_MIN_WORK });
             let k = jit::compile_uncached_with(
                 f,
                 &Options {
@@ -91,6 +91,7 @@ fn call_into_does_not_allocate_after_warm_up() {
                     parallel_threshold: threshold,
                     gemm,
                     gemm_min_work: 0,
+                    gemm_split_min_work: if threads > 1 { 0 } else { GEMM_SPLIT_MIN_WORK },
                     ..Options::default()
                 },
             )
@@ -152,7 +153,6 @@ fn call_into_does_not_allocate_after_warm_up() {
             }
         }
     }
-    set_split_min_work(SPLIT_MIN_WORK);
     // borrowed views of other layouts (transposed, stepped, reversed) are
     // read in place: no copy, so no allocation once warmed up
     let f = prog.get("mm2").unwrap();

@@ -49,8 +49,8 @@ use crate::error::Result;
 use crate::interp::Value;
 use crate::syntax::ast::Function;
 pub use options::{
-    Options, CHECK_WORK, COPY_NODES, GEMM_MIN_WORK, MAX_LAYOUTS, MAX_NEST_NODES, MAX_THREADS,
-    PARALLEL_THRESHOLD,
+    GemmAxis, GemmSplit, Options, CHECK_WORK, COPY_NODES, DEFAULT_GEMM_SPLIT, GEMM_MIN_WORK,
+    GEMM_SPLIT_MIN_WORK, MAX_LAYOUTS, MAX_NEST_NODES, MAX_THREADS, PARALLEL_THRESHOLD,
 };
 pub use run::boundary::arg::{Arg, ArgMut, FromValue, IntoArg, IntoArgMut, IntoArgs};
 pub use run::cache::{cache_len, clear_cache, CACHE_CAPACITY};

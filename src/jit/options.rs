@@ -31,6 +31,13 @@ pub struct Options {
     /// The code-size budget of one native function of generic loops, in
     /// nodes copied (default [`COPY_NODES`]).
     pub copy_nodes: usize,
+    /// How a GEMM stage splits a product across threads (default
+    /// [`DEFAULT_GEMM_SPLIT`]: one panel of the output per thread along
+    /// its longer side).
+    pub gemm_split: GemmSplit,
+    /// The least multiply-adds a GEMM stage's product needs to be split
+    /// across threads (default [`GEMM_SPLIT_MIN_WORK`]).
+    pub gemm_split_min_work: usize,
 }
 
 /// The most threads [`Options::threads`] may ask for: the one limit of
@@ -40,15 +47,9 @@ pub struct Options {
 pub const MAX_THREADS: usize = 1024;
 
 /// The default [`Options::parallel_threshold`]: a nest with less estimated
-/// work ([`nest_work`]) runs on one thread. Measured with
-/// `examples/thread_sweep.rs` (one thread against two forced to split,
-/// alternately in one process, the ratio per round; 2 cores under load
-/// average 4–5): a generated matvec (`mv`, memory-bound) split lost below
-/// ~2^20 units (2^17.2: 0.65×, 2^18: 0.80×, 2^20: 0.93×, 2^22: 0.95× of
-/// the one-thread time), an `exp` map (`ew`) was 0.95–1.00× from 2^17.8 to
-/// 2^22.6 and lost below (2^16.6: 0.93×, 2^15.8: 0.70×). The old 2^17
-/// split `mv` at n=192 to 0.37–0.65×. Under that load no size paid
-/// reliably; re-measure on a quiet machine.
+/// work ([`crate::jit::nest_work`]) runs on one thread; below it, handing
+/// chunks to a worker costs more than it saves (measured:
+/// `benches/README.md`, "Generated nests on threads").
 pub const PARALLEL_THRESHOLD: u64 = 1 << 20;
 
 /// The default [`Options::gemm_min_work`]: a GEMM stage whose nest has
@@ -67,6 +68,8 @@ impl Default for Options {
             gemm_min_work: GEMM_MIN_WORK,
             poll: true,
             copy_nodes: COPY_NODES,
+            gemm_split: DEFAULT_GEMM_SPLIT,
+            gemm_split_min_work: GEMM_SPLIT_MIN_WORK,
         }
     }
 }
@@ -137,3 +140,45 @@ pub fn all_cores() -> usize {
 
 /// The most threads a job uses (including the caller's).
 pub const MAX_POOL_THREADS: usize = 64;
+
+/// How a GEMM stage's library call with more than one thread is split
+/// ([`Options::gemm_split`]; benchmarks compare the strategies,
+/// `examples/gemm_threads.rs`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum GemmSplit {
+    /// The library's own threading, `Parallelism::Rayon(threads)`.
+    Rayon,
+    /// Output panels on the thread pool, `per_thread` panels per thread,
+    /// each a single-threaded library call.
+    Panels {
+        /// Panels per thread (≥ 1; more balance load, each re-packs the
+        /// other operand).
+        per_thread: usize,
+        /// Which side of the output is cut.
+        axis: GemmAxis,
+    },
+}
+
+/// The side of the output [`GemmSplit::Panels`] cuts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum GemmAxis {
+    /// Rows (M).
+    M,
+    /// Columns (N).
+    N,
+    /// The longer of the two (rows when equal).
+    Longer,
+}
+
+/// The default [`Options::gemm_split`]: one panel per thread along the
+/// longer side (measured against the library's own threading in
+/// `benches/README.md`, "GEMM stages").
+pub const DEFAULT_GEMM_SPLIT: GemmSplit = GemmSplit::Panels {
+    per_thread: 1,
+    axis: GemmAxis::Longer,
+};
+
+/// The default [`Options::gemm_split_min_work`]: products of fewer
+/// multiply-adds (a 256×256×256 product) run on one thread (measured:
+/// `benches/README.md`, "GEMM stages").
+pub const GEMM_SPLIT_MIN_WORK: usize = 1 << 24;

@@ -1,4 +1,6 @@
-//! Contraction stages on a tuned GEMM library: a nest (or `let` temporary)
+//! Running GEMM stages on a tuned GEMM library (the run time's half of
+//! [`crate::jit::schedule::gemm`], which decides which nests are stages):
+//! a nest (or `let` temporary)
 //! that is a (batched) matrix–matrix or matrix–vector product over plain
 //! indices, in any permutation and with any strides, times an optional
 //! scalar, runs as a library call instead of generated loops.
@@ -23,32 +25,18 @@
 //!
 //! # The library
 //!
-//! The [`gemm`](https://docs.rs/gemm) crate (faer's), pinned to 0.19.0.
-//! Measured on this machine (Zen 3, AVX2+FMA, 2 cores) against
-//! `matrixmultiply` 0.3 (what ndarray's `dot` runs), same process, 1 thread:
-//! matmul n=256 ~42 vs ~36 GFLOP/s, n=1024 ~43 vs ~36 (C order and both
-//! operands transposed alike), matvec n=1024 ~13 vs ~3 GFLOP/s (ndarray's
-//! own matvec ~10). Both take arbitrary (also negative) strides for every
-//! operand including the destination. `gemm` takes its parallelism per call
-//! (`Parallelism::None` / `Rayon(n)`), whereas `matrixmultiply`'s
-//! `threading` feature fixes one thread count per process (from an
-//! environment variable) and, through feature unification, would also
-//! thread ndarray's `dot` everywhere in the process. `gemm` writes the
+//! The [`gemm`](https://docs.rs/gemm) crate (faer's), pinned to 0.19.0:
+//! it takes arbitrary (also negative) strides for every operand including
+//! the destination, and its parallelism per call. It writes the
 //! destination (zeros) when `k = 0` and does nothing when `m = 0` or
-//! `n = 0`.
-//!
-//! Through `Kernel::call` (boundary checks and result allocation
-//! included), interleaved with ndarray's `dot` in the same process
-//! (`examples/gemm_bench.rs`, on a machine loaded by other builds, so
-//! ratios only): matmul 1 thread n=64 0.97–1.15×, n=256 0.98–1.22×,
-//! n=1024 0.96–1.15× of `dot`; matvec n=1024 1.08–1.23× (so matvec stays
-//! a GEMM stage); generated code (GEMM off) 0.03–0.25× on matmul.
+//! `n = 0`. Why this library, and its speed against ndarray's `dot`:
+//! `benches/README.md`, "GEMM stages: the library".
 //!
 //! # Threads
 //!
 //! `threads` is the kernel's option (0 resolved to all cores by the
-//! caller). A product of at least [`SPLIT_MIN_WORK`] = 2^24 multiply-adds
-//! (a 256×256×256 product) on `threads > 1` is
+//! caller). A product of at least [`crate::jit::Options::gemm_split_min_work`]
+//! multiply-adds on `threads > 1` is
 //! cut into output panels, one per thread along the longer side of the
 //! output (rows when square; widths a multiple of 16), which run on
 //! [`super::pool`], each a single-threaded library call
@@ -58,47 +46,23 @@
 //! in the library's order; in every measurement so far the result was bit
 //! for bit the one-thread result, but that is not promised).
 //!
-//! The threshold, measured (`examples/thread_sweep.rs`: per size the
-//! one-thread kernel, the default two-thread one and one forced to split
-//! timed alternately in one process, the ratio taken per round). On a
-//! quiet machine (load ~1, `examples/gemm_threads.rs`) two panels gave
-//! 1.66–1.76× at n=256 and 1.84× at 1024, but 0.45–0.70× at n=64,
-//! 0.9–1.16× at 96, 0.87× (transposed) to 1.47× (C order) at 128 and 0.95×
-//! for every strategy (the library's own rayon threading too) at 192. On
-//! the loaded 2-core machine (load average 4–5, 11 rounds, three runs) a
-//! forced split lost at every size up to 320 (n=32 0.45–0.63×, 64
-//! 0.74–0.82×, 96 0.91–0.95×, 128 0.93–0.94×, 192 0.93–0.99×, 256
-//! 0.94–0.96×; C order and transposed alike) and was 0.92–1.63× from 384
-//! on. A fourth run at load average 2 (one other process busy) gave the
-//! same picture, C order: n=64 0.75×, 128 0.90×, 192 0.99×, 256 0.94×, 512
-//! 0.97× (transposed 0.68, 0.90, 0.95, 0.95, 0.98×), with the default
-//! threshold 1.00–1.02× below n=256. The old
-//! threshold, 2^18 (n=64), split exactly where it loses most; 2^24 splits
-//! from n=256, the smallest size that paid on a quiet machine in every
-//! layout. Under load a split product still runs at ~0.93× of one thread
-//! at n=256–512: the other core is taken, and the caller then waits for
-//! the worker's panel.
-//!
-//! Why not the library's own threading (`Parallelism::Rayon(t)`, still
-//! selectable with the hidden [`set_split`] for comparison): it runs on a
-//! second set of threads beside the pool's, and in same-process alternating
-//! runs (`examples/gemm_threads.rs`, 2 cores under load average 6–13,
-//! matmul n=256 and 1024, C order and both operands transposed, three
-//! runs) one panel of rows per thread had the same or a higher median
-//! speed-up over one thread in 11 of 12 cells (the twelfth: 0.91× against
-//! 1.10×, n=256 transposed; figures in README "Performance"). Under that
-//! load no strategy's speed-up was steady (single-thread speed itself
-//! 3–19 GFLOP/s against 26–37 on a quiet machine); re-measure on a quiet
-//! one.
+//! The threshold ([`crate::jit::GEMM_SPLIT_MIN_WORK`]) and the strategy
+//! ([`crate::jit::DEFAULT_GEMM_SPLIT`], against the library's own
+//! threading, still selectable with [`crate::jit::Options::gemm_split`])
+//! were measured: `benches/README.md`, "GEMM stages on threads".
 //!
 //! At run time a stage declines (returns `false`, and the kernel runs the
 //! native code instead) when the product degenerates to dot products
 //! (`m = n = 1` after fusion), or when `α` is zero (generated code then
 //! keeps IEEE semantics for non-finite inputs).
+//!
+//! Owns the library calls, their scratch and threads; it must not decide
+//! which nests are stages.
 
 use crate::jit::ir::SizeRef;
+use crate::jit::options::{GemmAxis, GemmSplit};
 use crate::jit::schedule::gemm::{GemmPlan, Role, MAX_VARS};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// One (fused) dimension: its size and its stride in each of out, lhs, rhs.
 #[derive(Clone, Copy, Debug, Default)]
@@ -192,7 +156,7 @@ impl GemmPlan {
         bufs: &[*mut f64],
         strides: &[i64],
         sizes: &[i64],
-        threads: usize,
+        threads: Threads,
         cancel: &AtomicBool,
     ) -> bool {
         let Some(Bound {
@@ -420,7 +384,7 @@ impl Product {
     unsafe fn calls(
         &self,
         (dst0, lhs0, rhs0): (*mut f64, *const f64, *const f64),
-        threads: usize,
+        threads: Threads,
         cancel: &AtomicBool,
     ) {
         let (m, n, k) = (self.m, self.n, self.k);
@@ -714,102 +678,12 @@ impl Packed {
     }
 }
 
-/// How a library call with `threads > 1` is split (see [`set_split`]).
-#[doc(hidden)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Split {
-    /// The library's own threading, `Parallelism::Rayon(threads)`.
-    Rayon,
-    /// Output panels on [`super::pool`], `per_thread` panels per thread,
-    /// each a single-threaded library call.
-    Panels {
-        /// Panels per thread (≥ 1; more balance load, each re-packs the
-        /// other operand).
-        per_thread: usize,
-        /// Which side of the output is cut.
-        axis: Axis,
-    },
-}
-
-/// The side of the output [`Split::Panels`] cuts.
-#[doc(hidden)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Axis {
-    /// Rows (M).
-    M,
-    /// Columns (N).
-    N,
-    /// The longer of the two (rows when equal).
-    Longer,
-}
-
-/// The default: one panel per thread along the longer side.
-pub const DEFAULT_SPLIT: Split = Split::Panels {
-    per_thread: 1,
-    axis: Axis::Longer,
-};
-
-const fn encode(s: Split) -> usize {
-    match s {
-        Split::Rayon => 0,
-        Split::Panels { per_thread, axis } => {
-            let p = if per_thread == 0 { 1 } else { per_thread };
-            1 + 3 * p
-                + match axis {
-                    Axis::M => 0,
-                    Axis::N => 1,
-                    Axis::Longer => 2,
-                }
-        }
-    }
-}
-
-/// [`Split`], encoded by [`encode`].
-static SPLIT: AtomicUsize = AtomicUsize::new(encode(DEFAULT_SPLIT));
-
-/// Choose how GEMM stages use more than one thread, process-wide (default
-/// [`DEFAULT_SPLIT`]): a knob for benchmarks (`examples/gemm_threads.rs`)
-/// and tests comparing the strategies in one process; not part of the
-/// stable API.
-#[doc(hidden)]
-pub fn set_split(s: Split) {
-    SPLIT.store(encode(s), Ordering::Relaxed);
-}
-
-/// The current [`Split`].
-#[doc(hidden)]
-pub fn split() -> Split {
-    match SPLIT.load(Ordering::Relaxed) {
-        0 => Split::Rayon,
-        x => Split::Panels {
-            per_thread: (x - 1) / 3,
-            axis: [Axis::M, Axis::N, Axis::Longer][(x - 1) % 3],
-        },
-    }
-}
-
 /// A library call of more multiply-adds than this is cut into panels of
 /// about this much, with a check of the cancellation flag before each
 /// (about 0.1–0.5 s on one core): a long product stops soon after a
 /// cancel. Panels write disjoint parts of the output, each element summed
 /// by one call as before.
 pub const CANCEL_WORK: usize = 1 << 30;
-
-/// Products of fewer multiply-adds than this run on one thread (see the
-/// module doc, "Threads", for how it was measured).
-pub const SPLIT_MIN_WORK: usize = 1 << 24;
-
-/// [`SPLIT_MIN_WORK`], or what [`set_split_min_work`] set.
-static MIN_WORK: AtomicUsize = AtomicUsize::new(SPLIT_MIN_WORK);
-
-/// Set the least work (multiply-adds) a product needs to be split across
-/// threads, process-wide (default [`SPLIT_MIN_WORK`]): a knob for the
-/// threshold sweep (`examples/thread_sweep.rs`) and tests; not part of the
-/// stable API.
-#[doc(hidden)]
-pub fn set_split_min_work(w: usize) {
-    MIN_WORK.store(w, Ordering::Relaxed);
-}
 
 /// The narrowest panel (and the multiple panels are rounded to: a
 /// multiple of the library's register tiles and of a cache line of f64).
@@ -924,7 +798,12 @@ impl Call {
     ///
     /// # Safety
     /// As [`Call::single`].
-    unsafe fn run(self, threads: usize, cancel: &AtomicBool) {
+    unsafe fn run(self, threads: Threads, cancel: &AtomicBool) {
+        let Threads {
+            threads,
+            split,
+            min_work,
+        } = threads;
         let work = self.m.saturating_mul(self.n).saturating_mul(self.k);
         if work > CANCEL_WORK {
             // panels along the longer side of the output, at least one
@@ -948,17 +827,17 @@ impl Call {
                 return;
             }
         }
-        if threads <= 1 || work < MIN_WORK.load(Ordering::Relaxed) {
+        if threads <= 1 || work < min_work {
             return unsafe { self.single(gemm::Parallelism::None) };
         }
-        let (per_thread, along_n) = match split() {
-            Split::Rayon => return unsafe { self.single(gemm::Parallelism::Rayon(threads)) },
-            Split::Panels { per_thread, axis } => (
+        let (per_thread, along_n) = match split {
+            GemmSplit::Rayon => return unsafe { self.single(gemm::Parallelism::Rayon(threads)) },
+            GemmSplit::Panels { per_thread, axis } => (
                 per_thread,
                 match axis {
-                    Axis::M => false,
-                    Axis::N => true,
-                    Axis::Longer => self.n > self.m,
+                    GemmAxis::M => false,
+                    GemmAxis::N => true,
+                    GemmAxis::Longer => self.n > self.m,
                 },
             ),
         };
@@ -976,4 +855,14 @@ impl Call {
             unsafe { c.single(gemm::Parallelism::None) }
         });
     }
+}
+
+/// How a GEMM stage may use threads: `threads` (resolved), and from the
+/// kernel's options how a product is split ([`crate::jit::Options::gemm_split`])
+/// and from what work ([`crate::jit::Options::gemm_split_min_work`]).
+#[derive(Clone, Copy, Debug)]
+pub struct Threads {
+    pub threads: usize,
+    pub split: GemmSplit,
+    pub min_work: usize,
 }

@@ -63,6 +63,7 @@
 
 use super::boundary::{self as call, check_out, Sig};
 use super::cancel::{current_flag, stopped};
+use super::gemm::Threads;
 use super::jit_err;
 use super::pool;
 use crate::error::{Error, Result};
@@ -744,12 +745,13 @@ impl Kernel {
             slot_want,
             ..
         } = ws;
-        let have: Vec<usize> = temps.iter().map(|t| t.len()).collect();
         let slots = storage::Slots {
             of: slot_of,
             busy: slot_busy,
             want: slot_want,
         };
+        // (what each existing slot already holds)
+        let have = |s: usize| temps.get(s).map_or(0, |t| t.len());
         storage::place_temps(&self.live, &p.bufs, svals, &have, slots)?;
         while temps.len() < slot_want.len() {
             temps.push(Vec::new());
@@ -926,6 +928,11 @@ impl Kernel {
             .as_deref()
             .ok_or_else(|| jit_err("internal: a call without native code"))?;
         let threads = self.threads;
+        let gemm_threads = Threads {
+            threads,
+            split: self.opts.gemm_split,
+            min_work: self.opts.gemm_split_min_work,
+        };
         let raw = Raw {
             bufs: ptrs.as_ptr(),
             strides: strides.as_ptr(),
@@ -940,7 +947,7 @@ impl Kernel {
                 if let Some(g) = &self.gemm[k] {
                     // SAFETY: as below (the library gets the same pointers
                     // and strides; the output never aliases an argument).
-                    if unsafe { g.run(&ptrs[..], &strides[..], &svals[..], threads, flag) } {
+                    if unsafe { g.run(&ptrs[..], &strides[..], &svals[..], gemm_threads, flag) } {
                         continue;
                     }
                 }

@@ -86,14 +86,14 @@ pub struct Slots<'w> {
 /// Storage of the temporaries for a call with the named sizes `svals`:
 /// in order of first use (`live`, see [`temp_liveness`]), each takes a
 /// slot whose occupants' ranges have ended (the best fit among them: the
-/// smallest that holds it, else the largest; `have`: the elements each
-/// existing slot already holds), or a new one. Refuses a temporary of
+/// smallest that holds it, else the largest; `have(s)`: the elements
+/// slot `s` already holds), or a new one. Refuses a temporary of
 /// more elements than an array may have.
 pub fn place_temps(
     live: &[(usize, (usize, usize))],
     bufs: &[Buf],
     svals: &[i64],
-    have: &[usize],
+    have: &dyn Fn(usize) -> usize,
     slots: Slots<'_>,
 ) -> Result<()> {
     let Slots {
@@ -127,11 +127,11 @@ pub fn place_temps(
             if lo == usize::MAX || until >= lo {
                 continue;
             }
-            let cap = wants[s].max(have.get(s).copied().unwrap_or(0));
+            let cap = wants[s].max(have(s));
             best = Some(match best {
                 None => s,
                 Some(o) => {
-                    let ocap = wants[o].max(have.get(o).copied().unwrap_or(0));
+                    let ocap = wants[o].max(have(o));
                     let fits = |c: usize| c >= want;
                     match (fits(cap), fits(ocap)) {
                         (true, true) if cap < ocap => s,
