@@ -12,15 +12,15 @@
 //!                                                 (arguments bound, steps decided, GEMM library, pool)
 //! ```
 //!
-//! - [`ir`]: the loop IR (types and tree helpers only, no decisions).
-//! - [`lower`]: normal form to loop IR.
-//! - [`schedule`]: every decision about how a nest runs: the program-level
+//! - `ir`: the loop IR (types and tree helpers only, no decisions).
+//! - `lower`: normal form to loop IR.
+//! - `schedule`: every decision about how a nest runs: the program-level
 //!   passes (reuse of temporaries, column sums), then one
 //!   [`schedule::NestPlan`] per nest and layout (back end chosen once:
 //!   GEMM stage, register tiles or generic loops; loop order, tiling,
-//!   vector width, polls) and per call the [`schedule::Step`] (threads,
+//!   vector width, polls) and per call the `schedule::Step` (threads,
 //!   GEMM by work).
-//! - [`emit`]: Cranelift code generation following a plan; it never
+//! - `emit`: Cranelift code generation following a plan; it never
 //!   decides, it only follows the plan.
 //! - [`run`]: the kernel: cache, argument binding (the one module
 //!   converting values at the boundary), workspaces, threads, the GEMM
@@ -113,7 +113,7 @@ pub mod testing {
     /// The Cranelift IR text of every function compiled for `f` with `opts`
     /// (uncached), for the layout with every buffer contiguous and for the
     /// generic layout (no unit strides), followed by the kernel's
-    /// [`Kernel::stages`]: what a before/after comparison of the generated
+    /// [`Kernel::stages`](crate::jit::Kernel::stages): what a before/after comparison of the generated
     /// code hashes (`tests/codegen_snapshot.rs`). Not part of the stable API.
     pub fn clif_text(f: &Function, opts: &Options) -> Result<Vec<String>> {
         let (kernel, mut text) = crate::jit::emit::captured(|| compile_uncached_with(f, opts));

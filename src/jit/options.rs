@@ -15,16 +15,16 @@ pub struct Options {
     /// Threads a call may use (0: all cores), at most [`MAX_THREADS`]
     /// (more is refused when compiling, with [`Error::Options`]).
     pub threads: usize,
-    /// The estimated work ([`nest_work`]) from which a nest is split across
+    /// The estimated work ([`nest_work`](crate::jit::nest_work)) from which a nest is split across
     /// threads (default [`PARALLEL_THRESHOLD`]; 0 splits every nest with a
     /// `gen` variable, as the differential tests do).
     pub parallel_threshold: u64,
-    /// The estimated work ([`nest_work`]) from which a GEMM stage calls
+    /// The estimated work ([`nest_work`](crate::jit::nest_work)) from which a GEMM stage calls
     /// the library; smaller products run on their generated code (default
     /// [`GEMM_MIN_WORK`]; 0 always calls the library, as its tests do).
     pub gemm_min_work: u64,
     /// Whether native code polls for cancellation (default: yes; see
-    /// [`Cancel`]). Code without polls cannot be cancelled inside a nest;
+    /// [`Cancel`](crate::jit::Cancel)). Code without polls cannot be cancelled inside a nest;
     /// off only to measure the polls' cost (`examples/schedbench.rs`,
     /// `examples/callcost.rs`).
     pub poll: bool,
@@ -53,7 +53,7 @@ pub const MAX_THREADS: usize = 1024;
 pub const PARALLEL_THRESHOLD: u64 = 1 << 20;
 
 /// The default [`Options::gemm_min_work`]: a GEMM stage whose nest has
-/// less estimated work ([`nest_work`]) than this runs on its generated
+/// less estimated work ([`nest_work`](crate::jit::nest_work)) than this runs on its generated
 /// code instead: the library's call (packing,
 /// dispatch) costs microseconds, more than a 3×3 or 16×16 product takes in
 /// the generated loops. About a 20×20×20 product.
@@ -119,7 +119,7 @@ pub const COPY_NODES: usize = 1 << 14;
 /// (its term limit is 5,000 nodes for the whole program).
 pub const MAX_NEST_NODES: usize = 10_000;
 
-/// The estimated work ([`nest_work`]) a nest whose outermost loop is its
+/// The estimated work ([`nest_work`](crate::jit::nest_work)) a nest whose outermost loop is its
 /// only loop runs per native call when it is split for cancellation
 /// checks (about 10–100 ms).
 pub const CHECK_WORK: u64 = 1 << 26;

@@ -99,7 +99,7 @@ pub(crate) fn for_blocks<'f, C: Emits<'f>>(
 
 /// `if blocks pay { blocked } else { plain }`, decided at call time for a
 /// loop that walks across `rows` rows `stride` bytes apart
-/// (`schedule::tiled`, `dense::Plan::vblock`): blocks pay when the rows
+/// (`schedule::tiled`, `TilePlan::vblock`): blocks pay when the rows
 /// are a multiple of 2 KiB apart (they then share a few sets of the L1
 /// cache) or there are more than [`TILE_ROWS`] of them
 /// (beyond the TLB's reach).
@@ -133,7 +133,7 @@ pub(crate) fn if_blocks_pay<'f, C: Emits<'f>>(
     b.switch_to_block(join);
 }
 
-/// The parameters of a nest's native function (see [`super::codegen`]).
+/// The parameters of a nest's native function (see [`super`]).
 #[derive(Clone, Copy, Debug)]
 pub struct EntryParams {
     pub bufs: Value,

@@ -1,6 +1,5 @@
-//! Loop IR to Cranelift IR, compiled with `cranelift-jit` at
-//! `opt_level=speed` for the host ISA (`cranelift_native`, so FMA/AVX are
-//! used when present).
+//! Generic loops: a nest scheduled by [`crate::jit::schedule::loops`]
+//! (loop order, domains, interchange, blocking) emitted as Cranelift IR.
 //!
 //! Every nest of the loop program becomes its own native function
 //! `extern "C" fn(bufs: *const *mut f64, strides: *const i64,

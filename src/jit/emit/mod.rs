@@ -91,7 +91,7 @@ pub struct Native {
     /// thread (its `lo` and `hi` are ignored).
     pub chain: Option<Entry>,
     /// Per nest: it does nothing in this layout (a column sum's nest that
-    /// is not computed ahead, [`schedule::with_columns`]); not run at all.
+    /// is not computed ahead, `schedule::with_columns`); not run at all.
     pub skip: Vec<bool>,
 }
 

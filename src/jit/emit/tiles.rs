@@ -51,6 +51,9 @@
 //! running the outermost loop's range `lo..hi` in pieces gives bit-identical
 //! results. Summation order differs from the interpreter (products are
 //! reassociated, sums split into lanes), within rounding.
+//!
+//! Owns the register tiles' code; it follows the [`TilePlan`] (made by
+//! `schedule::tiles`) and must not change it or decide anything it decides.
 
 use super::common::{add_tree, for_blocks, if_blocks_pay, Emits, EntryParams, Poll};
 use crate::jit::ir::{Layout, LoopProgram, SizeRef};
@@ -179,7 +182,7 @@ struct TileEmitter<'a, 'b> {
     /// The reduction variable's value in the loop body being emitted.
     cur_k: Option<Value>,
     /// Cancellation polls at the back edges of loops with loops inside
-    /// (see `codegen::Poll`).
+    /// (see `emit::common::Poll`).
     poll: Option<Poll>,
     /// Loops emitted so far.
     loops: usize,

@@ -1,5 +1,5 @@
 //! Stride layouts ([`Layout`]): which axes of which buffers a piece of
-//! native code may assume unit-stride. Owns the type only; which layouts
+//! native code may assume unit-stride. Owns the type only and must not choose layouts; which layouts
 //! get code is the run time's choice (`run::kernel`).
 
 use super::{Buf, BufKind, LoopProgram};

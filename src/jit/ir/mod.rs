@@ -108,8 +108,8 @@ pub struct LoopProgram {
     /// Named sizes, in the order native code receives them.
     pub sizes: Vec<String>,
     /// Column sums that native code may compute ahead into a scratch
-    /// vector, per layout (see [`super::schedule::columns`]); empty after
-    /// [`lower`].
+    /// vector, per layout (see `super::schedule::columns`); empty after
+    /// `lower`.
     pub cols: Vec<Col>,
 }
 
@@ -117,7 +117,7 @@ pub struct LoopProgram {
 /// on one enclosing loop variable `i` only, with its scratch vector: the
 /// `Temp` buffer `buf` (`[n]`, `n` the range of `i`) and the nest writing
 /// it, `buf[i'] = sum(j') f(i', j')` (fresh variables), placed just before
-/// the consumer. Per layout, [`super::schedule::materialise`] decides
+/// the consumer. Per layout, `super::schedule::materialise` decides
 /// whether that nest runs (and the consumer loads `buf[i]` instead of the
 /// sum) or is skipped (and the consumer computes the sum in place).
 #[derive(Clone, Debug)]

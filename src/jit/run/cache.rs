@@ -1,6 +1,6 @@
 //! The global kernel cache: at most [`CACHE_CAPACITY`] kernels keyed by
 //! program text and options, least recently used out first. Owns the
-//! cache only.
+//! cache only; it must not compile (`super::compile` does).
 
 use super::jit_err;
 use super::kernel::Kernel;

@@ -1,5 +1,5 @@
 //! Cancellation tokens ([`Cancel`]) and the per-thread flag a call reads
-//! (the native code polls it where its plan says). Owns the flag only.
+//! (the native code polls it where its plan says). Owns the flag only; it must not run or stop code itself.
 
 use crate::error::{Error, Result};
 use std::cell::Cell;
@@ -75,7 +75,7 @@ impl Cancel {
     }
 
     /// Run `f` with this token: the kernel calls `f` makes on this thread
-    /// (any of [`Kernel::call`], [`Kernel::call_into`], `call_args`,
+    /// (any of [`Kernel::call`](crate::jit::Kernel::call), [`Kernel::call_into`](crate::jit::Kernel::call_into), `call_args`,
     /// `eval`, …) stop when the token is cancelled.
     pub fn run<R>(&self, f: impl FnOnce() -> R) -> R {
         struct Restore(*const AtomicBool);

@@ -1,6 +1,7 @@
 //! Compiling a function into a [`Kernel`]: the pipeline's driver
 //! (type check, [`lower`], [`schedule`], [`emit`]), with the global
-//! cache in front ([`super::cache`]). Owns the order of the stages only.
+//! cache in front ([`super::cache`]). Owns the order of the stages only; it must not make any stage's
+//! decisions.
 
 use super::cache::cache;
 use super::jit_err;
@@ -33,9 +34,9 @@ pub fn cache_key(f: &Function, opts: &Options) -> String {
 }
 
 /// Compile with options, cached: the global cache keeps at most
-/// [`CACHE_CAPACITY`] kernels keyed by [`cache_key`] (program text and
-/// options), least recently used out first; [`clear_cache`] empties it and
-/// [`cache_len`] counts it. A kernel evicted while a caller holds its `Arc`
+/// [`CACHE_CAPACITY`](crate::jit::CACHE_CAPACITY) kernels keyed by [`cache_key`] (program text and
+/// options), least recently used out first; [`clear_cache`](crate::jit::clear_cache) empties it and
+/// [`cache_len`](crate::jit::cache_len) counts it. A kernel evicted while a caller holds its `Arc`
 /// stays valid.
 pub fn compile_with(f: &Function, opts: &Options) -> Result<Arc<Kernel>> {
     let key = cache_key(f, opts);

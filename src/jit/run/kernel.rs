@@ -86,7 +86,7 @@ type Natives = Vec<(Layout, Vec<bool>, Arc<Native>)>;
 /// A compiled function.
 ///
 /// Native code is specialised for the layout of the buffers it is called
-/// with ([`Layout`]: which axes have unit stride). [`compile`]
+/// with ([`Layout`]: which axes have unit stride). [`compile`](crate::jit::compile)
 /// generates the code for C-order arguments; a call with another layout
 /// compiles (once) code for that layout, up to [`MAX_LAYOUTS`] of them, and
 /// then falls back to the generic code.
@@ -287,7 +287,7 @@ impl Kernel {
     /// `batch B` for batched products) for a GEMM stage, `native` for
     /// generated code. A GEMM stage may still run natively on a call where
     /// it degenerates (see [`gemm`]). The nest of a column sum computed
-    /// ahead ([`schedule::columns`]) is marked `(column sum)`: it runs in
+    /// ahead (`schedule::columns`) is marked `(column sum)`: it runs in
     /// the layouts that compute the sum ahead and is skipped in the others.
     pub fn stages(&self) -> Vec<String> {
         self.gemm
@@ -500,7 +500,7 @@ impl Kernel {
     /// # Ok::<(), einsat::Error>(())
     /// ```
     ///
-    /// Arguments are a tuple of [`IntoArg`]s: `&` any array or view of
+    /// Arguments are a tuple of [`IntoArg`](crate::jit::IntoArg)s: `&` any array or view of
     /// `f64` (any dimension and layout), `ArrayView`s, `f64`s, 2-tuples
     /// for pair parameters. The result is any [`FromValue`]: `f64`,
     /// `Array<f64, D>` (`Array2<f64>`, …), 2-tuples of these, or

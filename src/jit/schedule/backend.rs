@@ -2,6 +2,8 @@
 //! the native code's back end ([`choose_backend`]: register tiles or
 //! generic loops). The one place it is made; [`super::plan_nest`] and the
 //! column-sum pass ask here.
+//!
+//! Must not generate code or look at buffers.
 
 use super::gemm::{self, GemmPlan};
 use super::loops::{self, LoopSchedule};
@@ -14,9 +16,9 @@ pub enum Backend {
     /// Nothing: a column sum's nest this layout does not compute ahead
     /// (its consumer computes the sum in place); the nest is skipped.
     Skip,
-    /// Register tiles of a dense contraction ([`tiles`]).
+    /// Register tiles of a dense contraction (`tiles`).
     Tiles(Box<TilePlan>),
-    /// Generic loops ([`loops`]).
+    /// Generic loops (`loops`).
     Loops(LoopSchedule),
 }
 

@@ -2,7 +2,7 @@
 //! `i` that depends on `i` only gets a scratch vector and a nest of its
 //! own ([`columns`], layout-independently); whether that nest runs is
 //! decided per layout ([`materialise`], [`with_columns`]). See
-//! [`super::loops`] for the whole story. Owns these decisions only.
+//! [`super::loops`] for the whole story. Owns these decisions only; it must not generate code.
 
 use super::backend::{choose_backend, gemm_stage, Backend};
 use crate::jit::ir::affine::coef;

@@ -3,7 +3,7 @@
 //! any strides, times an optional scalar, recorded symbolically
 //! ([`GemmPlan`]: which loop variable is an M, N, K or batch axis, and
 //! where it indexes each buffer). The library call itself, at run time,
-//! is `run::gemm`'s. Owns the recognition only.
+//! is `run::gemm`'s. Owns the recognition only; it must not call the library.
 //!
 //! # What is taken
 //!

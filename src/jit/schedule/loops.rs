@@ -1,5 +1,5 @@
-//! The scheduling stage between the loop IR ([`super::loopir`]) and
-//! Cranelift ([`super::codegen`]): it decides, for one nest and one
+//! The generic loops' schedule, between the loop IR ([`crate::jit::ir`])
+//! and their code generator (`emit::loops`): it decides, for one nest and one
 //! [`Layout`], how the nest's loops run. [`schedule`] returns a
 //! [`LoopSchedule`]: the order of the gen loops and the body as a scheduled
 //! scalar tree [`SchedExpr`] whose sums carry their loop domains. The decisions
@@ -42,10 +42,10 @@
 //!   depend on both variables walk unit stride along `i` than along `j`
 //!   (the nest then runs in its own best order, accumulating rows, or on
 //!   the GEMM library), or always when the nest is a GEMM stage; otherwise
-//!   the nest is skipped (`codegen::Native::skip`) and the consumer
+//!   the nest is skipped (`emit::Native::skip`) and the consumer
 //!   computes the sum in place as before. Nests with brackets (a guard or
 //!   loop domain could skip most of the sum), strong-zero buffers, or
-//!   that are GEMM stages or dense contractions themselves (`dense`
+//!   that are GEMM stages or dense contractions themselves (`tiles`
 //!   interchanges the two-level form per layout) are left alone. Computing ahead
 //!   evaluates the same terms (zero padding checked as before) for every
 //!   `i` of the loop's full range; only the order of additions changes.
@@ -63,7 +63,7 @@
 //!   strong zeros are not reused.
 //!
 //! Decided by the code generator from the scheduled tree (documented in
-//! [`super::codegen`]): loop-invariant code motion per loop, peeling of
+//! `emit::loops`): loop-invariant code motion per loop, peeling of
 //! border iterations for zero padding, and `f64x2` vectorisation of
 //! innermost unit-stride loops.
 //!
@@ -135,9 +135,9 @@ pub struct LoopSchedule {
     /// Positions into `nest.vars`, outermost loop first.
     pub order: Vec<usize>,
     pub body: SchedExpr,
-    /// The two innermost gen loops may run in blocks of [`TILE`]: the
+    /// The two innermost gen loops may run in blocks of `TILE`: the
     /// buffer and axis of an access that walks across memory along the
-    /// innermost loop (see [`tiled`]).
+    /// innermost loop (see `tiled`).
     pub tile: Option<(usize, usize)>,
 }
 
@@ -287,7 +287,7 @@ fn of_s(s: &Scalar, bufs: &[Buf]) -> SchedExpr {
     }
 }
 
-/// Whether `t` may be a strong zero (as `loopir::may_be_strong`).
+/// Whether `t` may be a strong zero (as `ir::walk::may_be_strong`).
 pub fn strong(t: &SchedExpr) -> bool {
     match t {
         SchedExpr::Bracket(_) => true,

@@ -42,10 +42,10 @@ pub fn prepare(prog: &mut LoopProgram, opts: &Options) {
 #[derive(Clone, Debug)]
 pub struct NestPlan<'n> {
     /// The nest as it runs in this layout: column sums computed ahead
-    /// replaced by loads of their scratch vectors ([`columns::with_columns`]).
+    /// replaced by loads of their scratch vectors (`columns::with_columns`).
     pub nest: Cow<'n, Nest>,
     /// The GEMM stage that runs the nest instead of its native code when
-    /// the call's work is large enough (see [`step`]); layout-independent.
+    /// the call's work is large enough (see `step`); layout-independent.
     pub gemm: Option<GemmPlan>,
     /// The native code's back end.
     pub backend: Backend,

@@ -9,9 +9,9 @@ use crate::jit::ir::{resolve, Buf, BufKind, LoopProgram, Scalar};
 
 /// The live range of every `let` temporary: the first and the last nest
 /// (in execution order) that writes or reads it, sorted by the first. A
-/// temporary's strong-zero flag buffer ([`loopir::Buf::flag`]) lives as
+/// temporary's strong-zero flag buffer ([`Buf::flag`](crate::jit::ir::Buf::flag)) lives as
 /// long as the temporary (written by its nest, read wherever it is read);
-/// a column sum's scratch vector ([`loopir::Col`]) lives until its
+/// a column sum's scratch vector (`ir::Col`) lives until its
 /// consumer's nest, which reads it in the layouts that compute it ahead
 /// (the consumer as lowered does not show that load). Nests run one after
 /// the other (a nest split across threads ends before the next starts),

@@ -3,7 +3,7 @@
 //! and how ([`plan`] → [`TilePlan`]): the lanes' variable and mode, the
 //! rows, the tile's shape, panels, reduction blocks, packing, loop domains
 //! from brackets, and the two-level form's orientation. Owns these
-//! decisions; it generates no code.
+//! decisions; it must not generate code.
 
 use crate::jit::ir::affine::{coef, conjuncts, solve};
 use crate::jit::ir::walk::{factors, interchange_factors};
@@ -73,7 +73,7 @@ pub struct TilePlan {
     /// blocks of this many terms (0: one block), every tile of a panel
     /// per block, the partial sums kept in the output between blocks, so
     /// the rows of the second factor a block reads stay in cache (and in
-    /// the TLB) for all the rows of the first; see [`TileEmitter::tiles_g`].
+    /// the TLB) for all the rows of the first; see `TileEmitter::tiles_g`.
     pub kblock: usize,
     /// The innermost loop's body is unrolled this many times (the same
     /// accumulators, so the same sums).
@@ -82,7 +82,7 @@ pub struct TilePlan {
     /// one summed variable `v`, rows along `w`): `v < c * w + k` for each
     /// `(c, k)`. Terms outside it are strong zeros, so they are skipped
     /// (the nest then has no factors outside the sum, which could
-    /// otherwise meet a strong-zero sum); see [`TileEmitter::tile_r`].
+    /// otherwise meet a strong-zero sum); see `TileEmitter::tile_r`.
     pub hi: Vec<(i64, i64)>,
     /// A loop domain from brackets of the inner product in `Tile` mode
     /// (one level, one summed variable `k`, nothing outside the sum):
@@ -90,7 +90,7 @@ pub struct TilePlan {
     /// `k < c * v + d`. A tile runs the sum over the union of its
     /// outputs' domains, with each lane's update masked outside its own
     /// (a masked lane keeps its accumulator bit for bit), and unmasked
-    /// where every lane's domain holds; see [`TileEmitter::tile`].
+    /// where every lane's domain holds; see `TileEmitter::tile`.
     pub tdom: Vec<(bool, i64, i64)>,
     /// Packing (see [`Pack`]).
     pub pack: Option<Pack>,
@@ -100,7 +100,7 @@ pub struct TilePlan {
     /// variable). The summed axis `v` then runs in blocks of [`VBLOCK`],
     /// each block over every value of the other summed variables, where at
     /// call time that load's rows along `v` alias in the L1 cache or are
-    /// more than `schedule::TILE_ROWS` (see [`TileEmitter::tile_r`]).
+    /// more than `schedule::TILE_ROWS` (see `TileEmitter::tile_r`).
     pub vblock: Option<usize>,
 }
 
