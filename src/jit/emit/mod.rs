@@ -19,6 +19,16 @@
 //! instead of the stride it is passed. With more than one nest, a chain
 //! function runs them all in order ([`Native::chain`]).
 //!
+//! Within the generic loops' plan, [`loops`] still shapes the code of
+//! each loop as it emits it: loop-invariant code motion, peeling of
+//! border iterations, `f64x2` vectors for an innermost loop whose body
+//! allows them, unrolling, all within the function's code-size budget
+//! ([`crate::jit::Options::copy_nodes`]). These depend on what has been
+//! emitted so far (the budget left, the loops around), so they are made
+//! there, by the rules its module doc lists; the choices of a plan (back
+//! end, loop order, domains, interchange, blocking, tiles, polls) are not
+//! revisited.
+//!
 //! Owns the Cranelift module and the generated code; it must not run
 //! code or bind arguments (`run`), and must not change a plan.
 
