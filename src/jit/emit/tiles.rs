@@ -1391,14 +1391,7 @@ impl TileEmitter<'_, '_> {
     ) {
         let (cols, lanes) = (self.plan.cols, self.plan.lanes);
         let v = self.plan.v;
-        let accs: Vec<Vec<Variable>> = (0..rows)
-            .map(|_| (0..cols).map(|_| self.acc_var(lanes)).collect())
-            .collect();
-        let tails: Vec<Variable> = if lanes == 2 {
-            (0..rows).map(|_| self.acc_var(1)).collect()
-        } else {
-            vec![]
-        };
+        let (accs, tails) = self.r_accumulators(rows, cols, lanes);
         let groups = self.by_depth(&self.plan.inner.clone());
         let (rg, xp, owners) = match pre {
             Some(rg) => (rg.clone(), top.to_vec(), self.owners.clone()),
@@ -1504,6 +1497,25 @@ impl TileEmitter<'_, '_> {
         }
         self.owners = saved;
         self.finish_r(top, rows, action, &accs, &tails);
+    }
+
+    /// The accumulators of a `Reduce` tile: `cols` per row of `lanes`
+    /// lanes, and with two lanes one scalar per row for the one-lane tail.
+    fn r_accumulators(
+        &mut self,
+        rows: usize,
+        cols: usize,
+        lanes: usize,
+    ) -> (Vec<Vec<Variable>>, Vec<Variable>) {
+        let accs: Vec<Vec<Variable>> = (0..rows)
+            .map(|_| (0..cols).map(|_| self.acc_var(lanes)).collect())
+            .collect();
+        let tails: Vec<Variable> = if lanes == 2 {
+            (0..rows).map(|_| self.acc_var(1)).collect()
+        } else {
+            vec![]
+        };
+        (accs, tails)
     }
 
     /// The end of [`TileEmitter::tile_r`]: each row's accumulators summed
