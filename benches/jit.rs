@@ -290,10 +290,10 @@ fn bench_pool(c: &mut Criterion) {
     g.sample_size(20)
         .measurement_time(Duration::from_secs(1))
         .warm_up_time(Duration::from_millis(500));
-    let t = jit::pool::all_cores();
+    let t = jit::testing::pool::all_cores();
     g.bench_function("empty-job-all-threads", |b| {
         b.iter(|| {
-            jit::pool::run(t, 4 * t, |i| {
+            jit::testing::pool::run(t, 4 * t, |i| {
                 std::hint::black_box(i);
             })
         })

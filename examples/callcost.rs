@@ -38,9 +38,11 @@ fn main() {
         } else {
             f.clone()
         };
-        einsat::jit::codegen::set_polling(poll);
-        let kern = einsat::jit::compile_uncached(&g).unwrap();
-        einsat::jit::codegen::set_polling(true);
+        let jopts = einsat::jit::Options {
+            poll,
+            ..einsat::jit::Options::default()
+        };
+        let kern = einsat::jit::compile_uncached_with(&g, &jopts).unwrap();
         let sizes: BTreeMap<String, usize> = f.size_names().into_iter().map(|x| (x, n)).collect();
         let mut rng = rand::rngs::StdRng::seed_from_u64(1);
         let a = einsat::testing::random_inputs(f, &sizes, &mut rng).unwrap();

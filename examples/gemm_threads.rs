@@ -10,8 +10,8 @@
 //! `[BATCH_MS=20] cargo run --release --example gemm_threads [-- ROUNDS [N...]]`
 
 use einsat::interp::Value;
-use einsat::jit::gemm::{set_split, Axis, Split, DEFAULT_SPLIT};
 use einsat::jit::{self, Options};
+use einsat::jit::{GemmAxis as Axis, GemmSplit as Split, DEFAULT_GEMM_SPLIT};
 use ndarray::Array2;
 use std::time::Instant;
 
@@ -27,13 +27,14 @@ fn quantile(v: &[f64], q: f64) -> f64 {
     v[((v.len() - 1) as f64 * q).round() as usize]
 }
 
-fn kernel(threads: usize) -> std::sync::Arc<jit::Kernel> {
+fn kernel(threads: usize, split: Split) -> std::sync::Arc<jit::Kernel> {
     let src = "fn mm(A: [n,n]R, B: [n,n]R) -> [n,n]R = gen(i:n, j:n) sum(k:n) A[i,k] * B[k,j]";
     let f = einsat::load(src).unwrap().functions.remove(0);
     jit::compile_with(
         &f,
         &Options {
             threads,
+            gemm_split: split,
             ..Options::default()
         },
     )
@@ -85,8 +86,10 @@ fn main() {
             },
         ),
     ];
-    let (k1, k2) = (kernel(1), kernel(2));
-    println!("rounds {rounds}; cores {}", jit::pool::all_cores());
+    let k1 = kernel(1, DEFAULT_GEMM_SPLIT);
+    // a two-thread kernel per strategy
+    let k2: Vec<_> = strategies.iter().map(|(_, s)| kernel(2, *s)).collect();
+    println!("rounds {rounds}; cores {}", jit::testing::pool::all_cores());
     for &n in &sizes {
         let (a, b) = (mat(n, 0), mat(n, 5));
         let fl = 2.0 * (n * n * n) as f64;
@@ -105,9 +108,8 @@ fn main() {
             let reference = out.clone();
             // bit-identity against one thread, per strategy
             let mut same = Vec::new();
-            for (_, s) in &strategies {
-                set_split(*s);
-                k2.call_into(&args, &mut out).unwrap();
+            for k in &k2 {
+                k.call_into(&args, &mut out).unwrap();
                 same.push(out == reference);
             }
             // calls per timed batch: ~BATCH_MS (default 20) ms on one thread
@@ -128,12 +130,7 @@ fn main() {
                 let mut t_round = vec![0.0; nv];
                 for j in 0..nv {
                     let v = (j + r) % nv;
-                    let k = if v == 0 {
-                        &k1
-                    } else {
-                        set_split(strategies[v - 1].1);
-                        &k2
-                    };
+                    let k = if v == 0 { &k1 } else { &k2[v - 1] };
                     let t = Instant::now();
                     for _ in 0..reps {
                         k.call_into(&args, &mut out).unwrap();
@@ -173,5 +170,4 @@ fn main() {
             }
         }
     }
-    set_split(DEFAULT_SPLIT);
 }

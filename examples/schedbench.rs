@@ -65,11 +65,10 @@ fn main() {
         let jopts = einsat::jit::Options {
             gemm,
             threads: env("EINSAT_THREADS", 0),
+            poll,
             ..einsat::jit::Options::default()
         };
-        einsat::jit::codegen::set_polling(poll);
         let kern = einsat::jit::compile_uncached_with(&g, &jopts).unwrap();
-        einsat::jit::codegen::set_polling(true);
         let ct = t.elapsed().as_secs_f64();
         let sizes: BTreeMap<String, usize> = f.size_names().into_iter().map(|x| (x, n)).collect();
         let mut rng = rand::rngs::StdRng::seed_from_u64(1);

@@ -1,11 +1,11 @@
 //! Two threads against one, size by size: the evidence for the thresholds
-//! below which a GEMM stage (`jit::gemm::SPLIT_MIN_WORK`) or a generated
+//! below which a GEMM stage (`jit::GEMM_SPLIT_MIN_WORK`) or a generated
 //! nest (`jit::PARALLEL_THRESHOLD`) stays on one thread.
 //!
 //! Per size, four variants are timed alternately in one process, round
 //! after round (order rotated each round): the one-thread kernel, the
 //! two-thread kernel with the default thresholds ("auto"), the two-thread
-//! kernel forced to split ("forced": `set_split_min_work(0)` for GEMM,
+//! kernel forced to split ("forced": `gemm_split_min_work: 0` for GEMM,
 //! `parallel_threshold: 0` for generated nests), and the same with the
 //! pool's threads spinning before they sleep ("spin": `pool::set_spin`,
 //! `SPIN_US=worker,caller` microseconds, default 100,200; the pool's
@@ -22,7 +22,7 @@
 //! (KIND: gemm, gemmT, ew, mv or all; default all on its own sizes)
 
 use einsat::interp::Value;
-use einsat::jit::gemm::{set_split_min_work, SPLIT_MIN_WORK};
+use einsat::jit::GEMM_SPLIT_MIN_WORK;
 use einsat::jit::{self, Options};
 use ndarray::{Array1, Array2};
 use std::time::{Duration, Instant};
@@ -46,7 +46,7 @@ fn set_spin_tried() {
             ))
         })
         .unwrap_or((Duration::from_micros(100), Duration::from_micros(200)));
-    jit::pool::set_spin(w, c);
+    jit::testing::pool::set_spin(w, c);
 }
 
 fn quantile(v: &[f64], q: f64) -> f64 {
@@ -61,7 +61,13 @@ fn mat(n: usize, seed: usize) -> Array2<f64> {
     })
 }
 
-fn kernel(src: &str, threads: usize, gemm: bool, threshold: u64) -> std::sync::Arc<jit::Kernel> {
+fn kernel(
+    src: &str,
+    threads: usize,
+    gemm: bool,
+    threshold: u64,
+    split_min_work: usize,
+) -> std::sync::Arc<jit::Kernel> {
     let f = einsat::load(src).unwrap().functions.remove(0);
     jit::compile_with(
         &f,
@@ -69,6 +75,7 @@ fn kernel(src: &str, threads: usize, gemm: bool, threshold: u64) -> std::sync::A
             threads,
             gemm,
             parallel_threshold: threshold,
+            gemm_split_min_work: split_min_work,
             ..Options::default()
         },
     )
@@ -86,8 +93,8 @@ fn main() {
         .unwrap_or(5.0);
     println!(
         "rounds {rounds}, batches of ~{batch} ms; cores {}; SPLIT_MIN_WORK 2^{}, PARALLEL_THRESHOLD 2^{}",
-        jit::pool::all_cores(),
-        SPLIT_MIN_WORK.trailing_zeros(),
+        jit::testing::pool::all_cores(),
+        GEMM_SPLIT_MIN_WORK.trailing_zeros(),
         jit::PARALLEL_THRESHOLD.trailing_zeros()
     );
     println!("ratios: 1-thread time / 2-thread time, median (p25–p75) over rounds");
@@ -119,9 +126,10 @@ fn main() {
         } else {
             given.clone()
         };
-        let k1 = kernel(src, 1, gemm, u64::MAX);
-        let k2 = kernel(src, 2, gemm, jit::PARALLEL_THRESHOLD);
-        let k2f = kernel(src, 2, gemm, 0);
+        let k1 = kernel(src, 1, gemm, u64::MAX, GEMM_SPLIT_MIN_WORK);
+        let k2 = kernel(src, 2, gemm, jit::PARALLEL_THRESHOLD, GEMM_SPLIT_MIN_WORK);
+        let k2g = kernel(src, 2, gemm, jit::PARALLEL_THRESHOLD, 0);
+        let k2f = kernel(src, 2, gemm, 0, GEMM_SPLIT_MIN_WORK);
         println!("{kind}:");
         for &n in &sizes {
             let args: Vec<Value> = match kind {
@@ -161,18 +169,17 @@ fn main() {
                 if v == 3 {
                     set_spin_tried();
                 } else {
-                    jit::pool::set_spin(jit::pool::WORKER_SPIN, jit::pool::CALLER_SPIN);
+                    jit::testing::pool::set_spin(
+                        jit::testing::pool::WORKER_SPIN,
+                        jit::testing::pool::CALLER_SPIN,
+                    );
                 }
                 match v {
                     0 => k1.call_into(&args, out),
-                    1 => {
-                        set_split_min_work(SPLIT_MIN_WORK);
-                        k2.call_into(&args, out)
-                    }
+                    1 => k2.call_into(&args, out),
                     _ => {
-                        set_split_min_work(0);
                         if gemm {
-                            k2.call_into(&args, out)
+                            k2g.call_into(&args, out)
                         } else {
                             k2f.call_into(&args, out)
                         }
@@ -224,6 +231,8 @@ fn main() {
             );
         }
     }
-    set_split_min_work(SPLIT_MIN_WORK);
-    jit::pool::set_spin(jit::pool::WORKER_SPIN, jit::pool::CALLER_SPIN);
+    jit::testing::pool::set_spin(
+        jit::testing::pool::WORKER_SPIN,
+        jit::testing::pool::CALLER_SPIN,
+    );
 }

@@ -20,7 +20,8 @@
 #![cfg(feature = "testing")] // uses the testing support
 
 use einsat::interp::{self, Value};
-use einsat::jit::gemm::{library_calls, set_split_min_work, SPLIT_MIN_WORK};
+use einsat::jit::testing::gemm::library_calls;
+use einsat::jit::GEMM_SPLIT_MIN_WORK;
 use einsat::jit::{self, Options};
 use einsat::testing::{random_inputs, relayout_value, Layout};
 use ndarray::{ArrayD, IxDyn};
@@ -84,7 +85,6 @@ fn call_into_does_not_allocate_after_warm_up() {
             (2, 0, true),
         ] {
             // split even these small products into panels
-            set_split_min_work(if threads > 1 { 0 } else { SPLIT_MIN_WORK });
             let k = jit::compile_uncached_with(
                 f,
                 &Options {
@@ -92,6 +92,8 @@ fn call_into_does_not_allocate_after_warm_up() {
                     parallel_threshold: threshold,
                     gemm,
                     gemm_min_work: 0,
+                    gemm_split_min_work: if threads > 1 { 0 } else { GEMM_SPLIT_MIN_WORK },
+                    ..Options::default()
                 },
             )
             .unwrap();
@@ -110,14 +112,14 @@ fn call_into_does_not_allocate_after_warm_up() {
                 let (before, calls0, jobs0) = (
                     ALLOCS.load(Ordering::SeqCst),
                     library_calls(),
-                    jit::pool::jobs_posted(),
+                    jit::testing::pool::jobs_posted(),
                 );
                 for _ in 0..50 {
                     k.call_into(&args, &mut out).unwrap();
                 }
                 let during = ALLOCS.load(Ordering::SeqCst) - before;
                 let calls = library_calls() - calls0;
-                let jobs = jit::pool::jobs_posted() - jobs0;
+                let jobs = jit::testing::pool::jobs_posted() - jobs0;
                 assert!(want.approx_eq(&out, 1e-9, 1e-9), "{}", f.name);
                 let gemm_stages =
                     k.stages().iter().filter(|s| s.starts_with("gemm")).count() as u64;
@@ -152,7 +154,6 @@ fn call_into_does_not_allocate_after_warm_up() {
             }
         }
     }
-    set_split_min_work(SPLIT_MIN_WORK);
     // borrowed views of other layouts (transposed, stepped, reversed) are
     // read in place: no copy, so no allocation once warmed up
     let f = prog.get("mm2").unwrap();

@@ -12,7 +12,8 @@
 //! codegen_snapshot`, which optimises every program again and rewrites the
 //! file; its diff shows which programs' code changed.
 
-use einsat::jit::{clif_text, Options};
+use einsat::jit::testing::clif_text;
+use einsat::jit::Options;
 use einsat::plan::networks;
 use einsat::{load, Function};
 use std::collections::BTreeMap;

@@ -14,7 +14,8 @@ mod common;
 
 use common::agree::{agree_with, bits};
 use einsat::interp::{self, Value};
-use einsat::jit::{self, loopir, schedule};
+use einsat::jit;
+use einsat::jit::testing::{ir, schedule};
 use einsat::opt::{optimize, Options};
 use einsat::syntax::print_function;
 use einsat::testing::{random_inputs, relayout_value, Layout};
@@ -53,6 +54,7 @@ fn options(gemm: bool, threads: usize) -> jit::Options {
         parallel_threshold: if threads > 1 { 0 } else { u64::MAX },
         // GEMM stages at every size, so the library computes column sums
         gemm_min_work: 0,
+        ..jit::Options::default()
     }
 }
 
@@ -94,17 +96,17 @@ fn the_einsum_chains_agree_with_the_interpreter() {
     }
 }
 
-fn lowered(f: &Function, gemm: bool) -> loopir::LoopProgram {
+fn lowered(f: &Function, gemm: bool) -> ir::LoopProgram {
     let k = jit::compile_with(f, &options(gemm, 1)).unwrap();
     k.loop_program().clone()
 }
 
 /// How many of `p`'s column sums run ahead in C order and with every
 /// parameter transposed (Fortran order).
-fn ahead(p: &loopir::LoopProgram) -> (usize, usize) {
-    let c = loopir::Layout::c_order(p);
-    let fortran = loopir::Layout::from_fn(p, |_, a| a == 0);
-    let count = |l: &loopir::Layout| {
+fn ahead(p: &ir::LoopProgram) -> (usize, usize) {
+    let c = ir::Layout::c_order(p);
+    let fortran = ir::Layout::from_fn(p, |_, a| a == 0);
+    let count = |l: &ir::Layout| {
         p.cols
             .iter()
             .filter(|c| schedule::materialise(p, c, l))
@@ -197,12 +199,12 @@ fn shifted(x: [n]R) -> [n]R =
 
 /// How many calls the nests of `f`'s kernel make per element, summed.
 fn calls(f: &Function) -> usize {
-    fn count(s: &loopir::S) -> usize {
-        use loopir::S;
+    fn count(s: &ir::Scalar) -> usize {
+        use ir::Scalar;
         match s {
-            S::Call(_, args) => 1 + args.iter().map(count).sum::<usize>(),
-            S::Bin(_, a, b) => count(a) + count(b),
-            S::Neg(a) | S::Sum(_, _, a) => count(a),
+            Scalar::Call(_, args) => 1 + args.iter().map(count).sum::<usize>(),
+            Scalar::Bin(_, a, b) => count(a) + count(b),
+            Scalar::Neg(a) | Scalar::Sum(_, _, a) => count(a),
             _ => 0,
         }
     }

@@ -5,11 +5,12 @@
 //! at sizes that hit every tile edge, against the interpreter; which nests
 //! the planner takes and refuses; and bit-identical results when the
 //! outermost loop is run in pieces; triangular loop domains (`[j <= i]`)
-//! and reductions long enough to run in several blocks (`dense::KBLOCK`).
+//! and reductions long enough to run in several blocks (`tiles::KBLOCK`).
 #![cfg(feature = "testing")] // uses the testing support
 
 use einsat::interp::{self, Value};
-use einsat::jit::{self, codegen, dense, loopir, Options};
+use einsat::jit::testing::{emit, ir, tiles};
+use einsat::jit::{self, Options};
 use einsat::testing::{random_inputs, relayout_value, zeros_like, Layout};
 use einsat::Function;
 use ndarray::{ArrayD, IxDyn};
@@ -82,11 +83,11 @@ fn the_planner_takes_every_shape() {
         let p = k.loop_program();
         assert_eq!(p.nests.len(), 1, "{}", f.name);
         for layout in [
-            loopir::Layout::c_order(p),
-            loopir::Layout::generic(p),
-            loopir::Layout::from_fn(p, |_, a| a == 0),
+            ir::Layout::c_order(p),
+            ir::Layout::generic(p),
+            ir::Layout::from_fn(p, |_, a| a == 0),
         ] {
-            let plan = dense::plan(p, &p.nests[0], &layout);
+            let plan = tiles::plan(p, &p.nests[0], &layout);
             assert!(plan.is_some(), "{} not taken in {layout:?}", f.name);
         }
     }
@@ -98,18 +99,18 @@ fn the_planner_vectorises_along_unit_strides() {
     let plan_of = |name: &str| {
         let k = jit::compile_with(prog.get(name).unwrap(), &gemm_off()).unwrap();
         let p = k.loop_program();
-        dense::plan(p, &p.nests[0], &loopir::Layout::c_order(p)).unwrap()
+        tiles::plan(p, &p.nests[0], &ir::Layout::c_order(p)).unwrap()
     };
     // matmul, C order: lanes along j, rows along i
     let mm = plan_of("mm");
-    assert_eq!((mm.mode, mm.lanes), (dense::Mode::Tile, 2));
+    assert_eq!((mm.mode, mm.lanes), (tiles::Mode::Tile, 2));
     assert!(mm.w.is_some() && mm.rows > 1);
     // matvec, C order: lanes along the summed j
     let mv = plan_of("mv");
-    assert_eq!((mv.mode, mv.lanes), (dense::Mode::Reduce, 2));
+    assert_eq!((mv.mode, mv.lanes), (tiles::Mode::Reduce, 2));
     // the column form: lanes along the output's j
     let cv = plan_of("colv");
-    assert_eq!((cv.mode, cv.lanes), (dense::Mode::Tile, 2));
+    assert_eq!((cv.mode, cv.lanes), (tiles::Mode::Tile, 2));
     assert!(plan_of("bil_cols").two_level);
 }
 
@@ -124,14 +125,14 @@ fn two_level_sums_are_interchanged_to_walk_rows() {
         let k = jit::compile_with(prog.get(name).unwrap(), &gemm_off()).unwrap();
         let p = k.loop_program();
         for layout in [
-            loopir::Layout::c_order(p),
-            loopir::Layout::from_fn(p, |_, a| a == 0),
+            ir::Layout::c_order(p),
+            ir::Layout::from_fn(p, |_, a| a == 0),
         ] {
-            let plan = dense::plan(p, &p.nests[0], &layout).unwrap();
+            let plan = tiles::plan(p, &p.nests[0], &layout).unwrap();
             assert!(plan.two_level, "{name}");
             assert_eq!(
                 (plan.mode, plan.lanes),
-                (dense::Mode::Reduce, 2),
+                (tiles::Mode::Reduce, 2),
                 "{name} in {layout:?}"
             );
             assert!(plan.w.is_some() && plan.rows > 1, "{name} in {layout:?}");
@@ -153,11 +154,11 @@ fn the_planner_refuses_brackets_padding_calls_and_products_without_sums() {
     ";
     let prog = einsat::load(src).unwrap();
     for f in &prog.functions {
-        let p = loopir::lower(f).unwrap();
+        let p = ir::lower(f).unwrap();
         for nest in &p.nests {
-            for layout in [loopir::Layout::c_order(&p), loopir::Layout::generic(&p)] {
+            for layout in [ir::Layout::c_order(&p), ir::Layout::generic(&p)] {
                 assert!(
-                    dense::plan(&p, nest, &layout).is_none(),
+                    tiles::plan(&p, nest, &layout).is_none(),
                     "{} was taken",
                     f.name
                 );
@@ -232,15 +233,15 @@ fn mixed_layouts_per_argument_agree() {
 /// Run nest 0 of `f` natively on `args` in pieces of its outermost range
 /// (`cuts` are the boundaries inside it), writing into a C-order output.
 fn run_in_pieces(f: &Function, args: &[Value], out: &mut Value, cuts: &[i64]) {
-    let p = loopir::lower(f).unwrap();
+    let p = ir::lower(f).unwrap();
     assert_eq!(p.nests.len(), 1);
-    let layout = loopir::Layout::c_order(&p);
+    let layout = ir::Layout::c_order(&p);
     assert!(
-        dense::plan(&p, &p.nests[0], &layout).is_some(),
+        tiles::plan(&p, &p.nests[0], &layout).is_some(),
         "{}",
         f.name
     );
-    let native = codegen::compile(&p, &layout).unwrap();
+    let native = emit::compile(&p, &layout).unwrap();
     let sz = interp::bind(f, args).unwrap();
     let mut svals: Vec<i64> = p.sizes.iter().map(|n| sz[n] as i64).collect();
     // (after the sizes: the address of the cancellation flag)
@@ -250,7 +251,7 @@ fn run_in_pieces(f: &Function, args: &[Value], out: &mut Value, cuts: &[i64]) {
     let mut strides: Vec<i64> = Vec::new();
     for buf in &p.bufs {
         match &buf.kind {
-            loopir::BufKind::Param { param, path } => {
+            ir::BufKind::Param { param, path } => {
                 assert!(path.is_empty());
                 match &args[*param] {
                     Value::Array(a) => {
@@ -262,7 +263,7 @@ fn run_in_pieces(f: &Function, args: &[Value], out: &mut Value, cuts: &[i64]) {
                     Value::Pair(..) => unreachable!(),
                 }
             }
-            loopir::BufKind::Out { .. } => match out {
+            ir::BufKind::Out { .. } => match out {
                 Value::Array(a) => {
                     strides.extend(a.strides().iter().map(|&s| s as i64));
                     ptrs.push(a.as_mut_ptr());
@@ -270,12 +271,12 @@ fn run_in_pieces(f: &Function, args: &[Value], out: &mut Value, cuts: &[i64]) {
                 Value::Real(x) => ptrs.push(x as *mut f64),
                 Value::Pair(..) => unreachable!(),
             },
-            loopir::BufKind::Temp => unreachable!("no temporaries here"),
+            ir::BufKind::Temp => unreachable!("no temporaries here"),
         }
     }
     let hi = match p.nests[0].vars.first() {
-        Some((_, loopir::SizeRef::Named(k))) => svals[*k],
-        Some((_, loopir::SizeRef::Lit(n))) => *n,
+        Some((_, ir::SizeRef::Named(k))) => svals[*k],
+        Some((_, ir::SizeRef::Lit(n))) => *n,
         None => 1,
     };
     let mut bounds = vec![0];
@@ -337,17 +338,17 @@ fn mm_tri(A: [n,p]R, B: [p,m]R) -> [n,m]R = gen(i:n, j:m) sum(k:p) [k <= j + 1] 
 fn triangular_domains_are_planned_and_agree_in_pieces() {
     let prog = einsat::load(TRI).unwrap();
     for f in &prog.functions {
-        let p = loopir::lower(f).unwrap();
-        let plan = dense::plan(&p, &p.nests[0], &loopir::Layout::c_order(&p))
+        let p = ir::lower(f).unwrap();
+        let plan = tiles::plan(&p, &p.nests[0], &ir::Layout::c_order(&p))
             .unwrap_or_else(|| panic!("{} not taken", f.name));
         if f.name.starts_with("tri") {
-            assert_eq!(plan.mode, dense::Mode::Reduce, "{}", f.name);
+            assert_eq!(plan.mode, tiles::Mode::Reduce, "{}", f.name);
             assert!(!plan.hi.is_empty(), "{}", f.name);
         } else {
             // the column forms: lanes along the output, masked domains
             assert_eq!(
                 (plan.mode, plan.lanes),
-                (dense::Mode::Tile, 2),
+                (tiles::Mode::Tile, 2),
                 "{}",
                 f.name
             );
@@ -429,9 +430,9 @@ fn long_reductions_run_in_blocks_and_agree() {
     for name in ["mm", "scaled", "post2", "mm_at", "mm_tri"] {
         let f = prog.get(name).unwrap();
         for (n, m, kk) in [
-            (9usize, 7usize, dense::KBLOCK + 1),
-            (5, 10, 2 * dense::KBLOCK),
-            (6, 3, 2 * dense::KBLOCK + 37),
+            (9usize, 7usize, tiles::KBLOCK + 1),
+            (5, 10, 2 * tiles::KBLOCK),
+            (6, 3, 2 * tiles::KBLOCK + 37),
         ] {
             let sz: BTreeMap<String, usize> = [("n", n), ("m", m), ("p", kk)]
                 .into_iter()

@@ -7,7 +7,8 @@
 #![cfg(feature = "testing")] // uses the testing support
 
 use einsat::interp::{self, Value};
-use einsat::jit::{self, dense, loopir, Options};
+use einsat::jit::testing::{ir, tiles};
+use einsat::jit::{self, Options};
 use einsat::testing::{random_inputs, relayout_value, zeros_like, Layout};
 use rand::{Rng, SeedableRng};
 use std::collections::BTreeMap;
@@ -50,11 +51,11 @@ fn products_pack_in_every_layout() {
         let k = jit::compile_with(f, &opts(1)).unwrap();
         let p = k.loop_program();
         for layout in [
-            loopir::Layout::c_order(p),
-            loopir::Layout::generic(p),
-            loopir::Layout::from_fn(p, |_, a| a == 0),
+            ir::Layout::c_order(p),
+            ir::Layout::generic(p),
+            ir::Layout::from_fn(p, |_, a| a == 0),
         ] {
-            let plan = dense::plan(p, &p.nests[0], &layout).unwrap();
+            let plan = tiles::plan(p, &p.nests[0], &layout).unwrap();
             assert!(
                 plan.pack.is_some(),
                 "{} does not pack in {layout:?}",
@@ -67,7 +68,7 @@ fn products_pack_in_every_layout() {
         .unwrap();
     let k = jit::compile_with(&mv.functions[0], &opts(1)).unwrap();
     let p = k.loop_program();
-    let plan = dense::plan(p, &p.nests[0], &loopir::Layout::c_order(p)).unwrap();
+    let plan = tiles::plan(p, &p.nests[0], &ir::Layout::c_order(p)).unwrap();
     assert!(plan.pack.is_none());
 }
 
@@ -77,7 +78,7 @@ fn products_pack_in_every_layout() {
 fn packed_products_agree_with_the_interpreter() {
     let prog = einsat::load(SRC).unwrap();
     let mut rng = rand::rngs::StdRng::seed_from_u64(11);
-    let kb = dense::PACK_KC;
+    let kb = tiles::PACK_KC;
     let mut runs = 0;
     for f in &prog.functions {
         let k = jit::compile_with(f, &opts(1)).unwrap();

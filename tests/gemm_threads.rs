@@ -1,4 +1,4 @@
-//! GEMM stages on several threads (`jit::gemm::Split`): the library's own
+//! GEMM stages on several threads (`jit::GemmSplit`): the library's own
 //! threading and output panels on einsat's pool (along N or M, one or
 //! several per thread) compute what the interpreter computes, for ragged
 //! sizes (panels that do not divide the output), a side too narrow to
@@ -7,17 +7,14 @@
 #![cfg(feature = "testing")] // uses the testing support
 
 use einsat::interp::{self, Value};
-use einsat::jit::gemm::{
-    set_split, set_split_min_work, split, Axis, Split, DEFAULT_SPLIT, SPLIT_MIN_WORK,
-};
-use einsat::jit::{self, Options};
+use einsat::jit::{self, GemmAxis as Axis, GemmSplit as Split, Options, DEFAULT_GEMM_SPLIT};
 use einsat::testing::{random_inputs, relayout_value, Layout};
 use rand::SeedableRng;
 use std::collections::BTreeMap;
 
 const STRATEGIES: [Split; 7] = [
     Split::Rayon,
-    DEFAULT_SPLIT,
+    DEFAULT_GEMM_SPLIT,
     Split::Panels {
         per_thread: 2,
         axis: Axis::Longer,
@@ -69,9 +66,6 @@ fn every_split_agrees_with_the_interpreter() {
             &[("n", 72), ("m", 68), ("p", 9), ("q", 7)],
         ),
     ];
-    let before = split();
-    // these products are below the default threshold: split them anyway
-    set_split_min_work(0);
     for (src, sizes) in cases {
         let f = einsat::load(src).unwrap().functions.remove(0);
         let sizes: BTreeMap<String, usize> =
@@ -80,18 +74,21 @@ fn every_split_agrees_with_the_interpreter() {
         let args = random_inputs(&f, &sizes, &mut rng).unwrap();
         let want = interp::run(&f, &args).unwrap();
         for threads in [2, 3] {
-            let k = jit::compile_with(
-                &f,
-                &Options {
-                    threads,
-                    ..Options::default()
-                },
-            )
-            .unwrap();
-            assert!(k.stages()[0].starts_with("gemm"), "{:?}", k.stages());
             for s in STRATEGIES {
-                set_split(s);
-                assert_eq!(split(), s);
+                let k = jit::compile_with(
+                    &f,
+                    &Options {
+                        threads,
+                        gemm_split: s,
+                        // these products are below the default threshold:
+                        // split them anyway
+                        gemm_split_min_work: 0,
+                        ..Options::default()
+                    },
+                )
+                .unwrap();
+                assert!(k.stages()[0].starts_with("gemm"), "{:?}", k.stages());
+                assert_eq!(k.options().gemm_split, s);
                 for layout in [Layout::C, Layout::Fortran] {
                     let a: Vec<Value> = args.iter().map(|v| relayout_value(v, layout)).collect();
                     let mut out = relayout_value(&want, layout);
@@ -108,6 +105,4 @@ fn every_split_agrees_with_the_interpreter() {
             }
         }
     }
-    set_split(before);
-    set_split_min_work(SPLIT_MIN_WORK);
 }

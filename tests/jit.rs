@@ -341,8 +341,8 @@ fn loop_domains_from_brackets() {
     // the triangle is a loop bound, not a test per term
     let k = jit::compile(&p.functions[0]).unwrap();
     let lp = k.loop_program();
-    let l = einsat::jit::loopir::Layout::c_order(lp);
-    let s = einsat::jit::schedule::schedule(lp, &lp.nests[0], &l);
+    let l = einsat::jit::testing::ir::Layout::c_order(lp);
+    let s = einsat::jit::testing::schedule::schedule(lp, &lp.nests[0], &l);
     let text = format!("{:?}", s.body);
     assert!(
         text.contains("dom_strong: true") && !text.contains("Bracket"),
@@ -401,20 +401,20 @@ fn loop_order_vectors_and_invariant_code() {
     // a transposed output walks its unit-stride axis innermost
     let k = jit::compile(&p.functions[1]).unwrap();
     let lp = k.loop_program();
-    let l = einsat::jit::loopir::Layout::c_order(lp);
-    let s = einsat::jit::schedule::schedule(lp, &lp.nests[0], &l);
+    let l = einsat::jit::testing::ir::Layout::c_order(lp);
+    let s = einsat::jit::testing::schedule::schedule(lp, &lp.nests[0], &l);
     assert_eq!(s.order, vec![1, 0]);
     // the bilinear form walks rows of A (C order): i outside, j inside
     let k = jit::compile(&p.functions[5]).unwrap();
     let lp = k.loop_program();
-    let l = einsat::jit::loopir::Layout::c_order(lp);
-    let s = einsat::jit::schedule::schedule(lp, &lp.nests[0], &l);
-    let einsat::jit::schedule::T::Sum(outer) = &s.body else {
+    let l = einsat::jit::testing::ir::Layout::c_order(lp);
+    let s = einsat::jit::testing::schedule::schedule(lp, &lp.nests[0], &l);
+    let einsat::jit::testing::schedule::SchedExpr::Sum(outer) = &s.body else {
         panic!("{:?}", s.body)
     };
     assert_eq!(
         outer.n,
-        einsat::jit::loopir::SizeRef::Named(0),
+        einsat::jit::testing::ir::SizeRef::Named(0),
         "{:?}",
         s.body
     );

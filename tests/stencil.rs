@@ -1,4 +1,4 @@
-//! Stencils with zero padding on the general native path (`jit::codegen`:
+//! Stencils with zero padding on the general native path (`jit::emit::loops`:
 //! borders peeled, the interior unchecked, `f64x2` vectors unrolled by two
 //! with one index register addressing every neighbouring row): padding at
 //! every border against hand-computed values, every size from 0 through

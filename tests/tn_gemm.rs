@@ -49,7 +49,7 @@ fn out_buffer(shape: &[usize], layout: Layout) -> Value {
 /// on (1 and 2 threads) and off.
 fn check(src: &str, names: &[&str], size_sets: &[&[usize]], want: &str) {
     let f = func(src);
-    let packed = jit::gemm::packed_stages();
+    let packed = jit::testing::gemm::packed_stages();
     for set in size_sets {
         let sizes: BTreeMap<String, usize> = names
             .iter()
@@ -95,7 +95,7 @@ fn check(src: &str, names: &[&str], size_sets: &[&[usize]], want: &str) {
         // (other tests run in parallel and may pack too: this only shows
         // that some stage packed, which these shapes need in some layout)
         assert!(
-            jit::gemm::packed_stages() > packed,
+            jit::testing::gemm::packed_stages() > packed,
             "{src}: nothing was packed"
         );
     }

@@ -38,7 +38,10 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-fn time(reps: usize, mut run: impl FnMut() -> crate::Result<Value>) -> crate::Result<(f64, Value)> {
+fn time(
+    reps: usize,
+    mut run: impl FnMut() -> crate::error::Result<Value>,
+) -> crate::error::Result<(f64, Value)> {
     let mut last = run()?; // warm-up (and compilation)
     let mut ts = Vec::with_capacity(reps);
     for _ in 0..reps {
@@ -56,7 +59,7 @@ fn time_into(
     reps: usize,
     k: &crate::jit::Kernel,
     args: &[Value],
-) -> crate::Result<(f64, Value, f64)> {
+) -> crate::error::Result<(f64, Value, f64)> {
     let t = Instant::now();
     let mut out = k.call(args)?;
     let first = t.elapsed().as_secs_f64();
@@ -145,7 +148,7 @@ struct Row {
 /// whether the result agrees with the reference (the interpreter when it
 /// runs, else the first engine listed).
 pub fn bench(f: &Function, a: &BenchArgs) -> CliResult {
-    let err = |e: crate::Error| format!("error: {e}");
+    let err = |e: crate::error::Error| format!("error: {e}");
     let sizes: Sizes = f
         .size_names()
         .into_iter()

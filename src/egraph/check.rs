@@ -810,7 +810,7 @@ impl RuleCheck {
     }
 
     /// Check `rules` (see the type's doc): `Ok` when none is found unsound.
-    pub fn check(&self, rules: &[Rule]) -> crate::Result<()> {
+    pub fn check(&self, rules: &[Rule]) -> crate::error::Result<()> {
         if !self.enabled {
             return Ok(());
         }
@@ -842,7 +842,7 @@ impl RuleCheck {
     }
 }
 
-fn refuse(r: &Rule, rep: RuleReport) -> crate::Result<()> {
+fn refuse(r: &Rule, rep: RuleReport) -> crate::error::Result<()> {
     if rep.sound() {
         return Ok(());
     }

@@ -7,7 +7,7 @@
 //! extraction (the DAG-aware cost is in [`super::extract`]).
 //!
 //! **GEMM stages.** A nest that the JIT runs on the GEMM library
-//! (`jit::gemm`: `gen(..) sum(..) α * X[..] * Y[..]` over plain indices, a
+//! (`jit::schedule::gemm`: `gen(..) sum(..) α * X[..] * Y[..]` over plain indices, a
 //! (batched) matrix–matrix or matrix–vector product) runs at library speed,
 //! several times faster per flop than generated loops. The model says so,
 //! modestly, to break ties between programs of similar work toward the one
@@ -79,7 +79,7 @@ pub const GEMM_FACTOR: f64 = 0.125;
 pub const GEMM_CALL_COST: f64 = 512.0;
 
 /// Whether `e`, a `gen` chain, is a stage the GEMM library runs: the
-/// shape `jit::gemm::plan` takes (see there), on the named IR.
+/// shape `jit::schedule::gemm::plan` takes (see there), on the named IR.
 pub fn gemm_stage(e: &Expr) -> bool {
     fn factors<'a>(
         e: &'a Expr,

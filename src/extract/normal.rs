@@ -1312,7 +1312,7 @@ pub fn pretty_names(f: &Function) -> Function {
 }
 
 /// Whether a function is in the normal form of `docs/language.md`, with records
-/// (what `jit::loopir` lowers): a result or a `let` value is a tree of
+/// (what `jit::lower` lowers): a result or a `let` value is a tree of
 /// `gen`s and pairs over numbers (`g ::= gen(i:n) g | (g, g) | e`), so a
 /// tensor of pairs `gen(i:n) (a, b)` is normal and is carried as struct
 /// of arrays, one buffer per leaf; an access chain may project any name

@@ -989,3 +989,34 @@ pub fn write_reproducer(
         .map_err(|e| crate::error::Error::Io(format!("{}: cannot write: {e}", path.display())))?;
     Ok(words)
 }
+
+/// The body of the pipeline fuzz target, also run over its kept corpus by
+/// the regression tests: the bytes choose a well-typed program (through
+/// [`super::ByteRng`]) and inputs, which go through the three-way comparison of
+/// [`check`]; a disagreement panics with the program and message.
+pub fn fuzz_pipeline(data: &[u8]) {
+    let cfg = DiffConfig::default();
+    let f = super::gen_function_with(super::ByteRng::new(data), &cfg.gen);
+    let seed = data.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ *b as u64).wrapping_mul(0x100_0000_01b3)
+    });
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let Ok((sizes, args, layout)) = inputs_for(&f, cfg.max_size, true, &mut rng) else {
+        return;
+    };
+    let case = Case {
+        function: f,
+        sizes,
+        args,
+        layout,
+        class: crate::interp::random::ValueClass::Moderate,
+    };
+    if let Verdict::Disagree(fl) = check(&case, &cfg) {
+        panic!(
+            "{}: {}\n{}",
+            fl.headline(),
+            fl.message,
+            crate::syntax::print_function(&case.function)
+        );
+    }
+}

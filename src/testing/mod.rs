@@ -10,6 +10,7 @@
 //! is finite and engines can be compared with a relative tolerance.
 
 pub mod difftest;
+pub use difftest::fuzz_pipeline;
 
 use crate::interp::value::{Sizes, Value};
 use crate::syntax::ast::*;
@@ -874,37 +875,6 @@ impl rand::RngCore for ByteRng<'_> {
     fn try_fill_bytes(&mut self, dest: &mut [u8]) -> std::result::Result<(), rand::Error> {
         self.fill_bytes(dest);
         Ok(())
-    }
-}
-
-/// The body of the pipeline fuzz target, also run over its kept corpus by
-/// the regression tests: the bytes choose a well-typed program (through
-/// [`ByteRng`]) and inputs, which go through the three-way comparison of
-/// [`difftest::check`]; a disagreement panics with the program and message.
-pub fn fuzz_pipeline(data: &[u8]) {
-    let cfg = difftest::DiffConfig::default();
-    let f = gen_function_with(ByteRng::new(data), &cfg.gen);
-    let seed = data.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-        (h ^ *b as u64).wrapping_mul(0x100_0000_01b3)
-    });
-    let mut rng = StdRng::seed_from_u64(seed);
-    let Ok((sizes, args, layout)) = difftest::inputs_for(&f, cfg.max_size, true, &mut rng) else {
-        return;
-    };
-    let case = difftest::Case {
-        function: f,
-        sizes,
-        args,
-        layout,
-        class: crate::interp::random::ValueClass::Moderate,
-    };
-    if let difftest::Verdict::Disagree(fl) = difftest::check(&case, &cfg) {
-        panic!(
-            "{}: {}\n{}",
-            fl.headline(),
-            fl.message,
-            crate::syntax::print_function(&case.function)
-        );
     }
 }
 

@@ -439,21 +439,21 @@ pub fn check_parsed(p: &Parsed) -> Result<Vec<Signature>, Vec<Diagnostic>> {
 
 /// Parse and type-check a source text, reporting every error at once: the
 /// syntax errors, and the type errors of the functions that parsed, in
-/// source order. With a syntax error the result is [`crate::Error::Parse`]
-/// (holding both kinds), else [`crate::Error::Type`]; neither carries the
-/// source yet (see [`crate::Error::with_source`]).
-pub fn parse_and_check(src: &str) -> crate::Result<Parsed> {
+/// source order. With a syntax error the result is [`crate::error::Error::Parse`]
+/// (holding both kinds), else [`crate::error::Error::Type`]; neither carries the
+/// source yet (see [`crate::error::Error::with_source`]).
+pub fn parse_and_check(src: &str) -> crate::error::Result<Parsed> {
     let (parsed, mut errors) = crate::syntax::parse_program_partial(src);
     let type_errors = check_parsed(&parsed).err().unwrap_or_default();
     if errors.is_empty() {
         if type_errors.is_empty() {
             return Ok(parsed);
         }
-        return Err(crate::Error::types(type_errors));
+        return Err(crate::error::Error::types(type_errors));
     }
     errors.extend(type_errors);
     errors.sort_by_key(|d| d.span.map_or(0, |s| s.start));
-    Err(crate::Error::parse(errors))
+    Err(crate::error::Error::parse(errors))
 }
 
 /// Type-check a function built without source text.

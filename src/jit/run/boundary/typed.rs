@@ -45,11 +45,11 @@
 //! types: `&` an array or an `ArrayView` of the parameter's dimension, an
 //! `f64`, 2-tuples of these.
 
-use super::{IntoArg, IntoArgMut, IntoArgs, Kernel};
+use super::arg::{FromValue, IntoArg, IntoArgMut, IntoArgs};
 use crate::error::{Error, Result};
 use crate::interp::value::Boundary;
 use crate::interp::Value;
-use crate::jit::FromValue;
+use crate::jit::run::kernel::Kernel;
 use ndarray::{Array, ArrayBase, ArrayView, Data, Dimension};
 use std::marker::PhantomData;
 use std::sync::Arc;

@@ -1,11 +1,13 @@
-//! Contraction stages on a tuned GEMM library: a nest (or `let` temporary)
+//! Running GEMM stages on a tuned GEMM library (the run time's half of
+//! [`crate::jit::schedule::gemm`], which decides which nests are stages):
+//! a nest (or `let` temporary)
 //! that is a (batched) matrix–matrix or matrix–vector product over plain
 //! indices, in any permutation and with any strides, times an optional
 //! scalar, runs as a library call instead of generated loops.
 //!
-//! [`plan`] recognises such a nest at compile time and records its symbolic
+//! `schedule::gemm::plan` recognises such a nest at compile time and records its symbolic
 //! structure (which loop variable is an M, N, K or batch axis, and where it
-//! indexes each buffer); [`Plan::run`] reads the actual sizes and strides at
+//! indexes each buffer); [`GemmPlan::run`] reads the actual sizes and strides at
 //! call time, fuses the variables of one role into a single GEMM dimension
 //! where the strides allow it (in every operand), loops over the batch
 //! axes, and calls the library. Transposes and reversals are strides.
@@ -23,32 +25,18 @@
 //!
 //! # The library
 //!
-//! The [`gemm`](https://docs.rs/gemm) crate (faer's), pinned to 0.19.0.
-//! Measured on this machine (Zen 3, AVX2+FMA, 2 cores) against
-//! `matrixmultiply` 0.3 (what ndarray's `dot` runs), same process, 1 thread:
-//! matmul n=256 ~42 vs ~36 GFLOP/s, n=1024 ~43 vs ~36 (C order and both
-//! operands transposed alike), matvec n=1024 ~13 vs ~3 GFLOP/s (ndarray's
-//! own matvec ~10). Both take arbitrary (also negative) strides for every
-//! operand including the destination. `gemm` takes its parallelism per call
-//! (`Parallelism::None` / `Rayon(n)`), whereas `matrixmultiply`'s
-//! `threading` feature fixes one thread count per process (from an
-//! environment variable) and, through feature unification, would also
-//! thread ndarray's `dot` everywhere in the process. `gemm` writes the
+//! The [`gemm`](https://docs.rs/gemm) crate (faer's), pinned to 0.19.0:
+//! it takes arbitrary (also negative) strides for every operand including
+//! the destination, and its parallelism per call. It writes the
 //! destination (zeros) when `k = 0` and does nothing when `m = 0` or
-//! `n = 0`.
-//!
-//! Through `Kernel::call` (boundary checks and result allocation
-//! included), interleaved with ndarray's `dot` in the same process
-//! (`examples/gemm_bench.rs`, on a machine loaded by other builds, so
-//! ratios only): matmul 1 thread n=64 0.97–1.15×, n=256 0.98–1.22×,
-//! n=1024 0.96–1.15× of `dot`; matvec n=1024 1.08–1.23× (so matvec stays
-//! a GEMM stage); generated code (GEMM off) 0.03–0.25× on matmul.
+//! `n = 0`. Why this library, and its speed against ndarray's `dot`:
+//! `benches/README.md`, "GEMM stages: the library".
 //!
 //! # Threads
 //!
 //! `threads` is the kernel's option (0 resolved to all cores by the
-//! caller). A product of at least [`SPLIT_MIN_WORK`] = 2^24 multiply-adds
-//! (a 256×256×256 product) on `threads > 1` is
+//! caller). A product of at least [`crate::jit::Options::gemm_split_min_work`]
+//! multiply-adds on `threads > 1` is
 //! cut into output panels, one per thread along the longer side of the
 //! output (rows when square; widths a multiple of 16), which run on
 //! [`super::pool`], each a single-threaded library call
@@ -58,266 +46,23 @@
 //! in the library's order; in every measurement so far the result was bit
 //! for bit the one-thread result, but that is not promised).
 //!
-//! The threshold, measured (`examples/thread_sweep.rs`: per size the
-//! one-thread kernel, the default two-thread one and one forced to split
-//! timed alternately in one process, the ratio taken per round). On a
-//! quiet machine (load ~1, `examples/gemm_threads.rs`) two panels gave
-//! 1.66–1.76× at n=256 and 1.84× at 1024, but 0.45–0.70× at n=64,
-//! 0.9–1.16× at 96, 0.87× (transposed) to 1.47× (C order) at 128 and 0.95×
-//! for every strategy (the library's own rayon threading too) at 192. On
-//! the loaded 2-core machine (load average 4–5, 11 rounds, three runs) a
-//! forced split lost at every size up to 320 (n=32 0.45–0.63×, 64
-//! 0.74–0.82×, 96 0.91–0.95×, 128 0.93–0.94×, 192 0.93–0.99×, 256
-//! 0.94–0.96×; C order and transposed alike) and was 0.92–1.63× from 384
-//! on. A fourth run at load average 2 (one other process busy) gave the
-//! same picture, C order: n=64 0.75×, 128 0.90×, 192 0.99×, 256 0.94×, 512
-//! 0.97× (transposed 0.68, 0.90, 0.95, 0.95, 0.98×), with the default
-//! threshold 1.00–1.02× below n=256. The old
-//! threshold, 2^18 (n=64), split exactly where it loses most; 2^24 splits
-//! from n=256, the smallest size that paid on a quiet machine in every
-//! layout. Under load a split product still runs at ~0.93× of one thread
-//! at n=256–512: the other core is taken, and the caller then waits for
-//! the worker's panel.
-//!
-//! Why not the library's own threading (`Parallelism::Rayon(t)`, still
-//! selectable with the hidden [`set_split`] for comparison): it runs on a
-//! second set of threads beside the pool's, and in same-process alternating
-//! runs (`examples/gemm_threads.rs`, 2 cores under load average 6–13,
-//! matmul n=256 and 1024, C order and both operands transposed, three
-//! runs) one panel of rows per thread had the same or a higher median
-//! speed-up over one thread in 11 of 12 cells (the twelfth: 0.91× against
-//! 1.10×, n=256 transposed; figures in README "Performance"). Under that
-//! load no strategy's speed-up was steady (single-thread speed itself
-//! 3–19 GFLOP/s against 26–37 on a quiet machine); re-measure on a quiet
-//! one.
-//!
-//! # What is taken
-//!
-//! `buf[g..] = sum(k..) α * X[..] * Y[..]` (sums, products and negations in
-//! any nesting, which is linear in each factor) where `X` and `Y` are the
-//! only two loads with indices, every index is a plain loop variable (a gen
-//! or sum variable, unchecked, of the axis's range), `α` is a product of
-//! number literals and scalar (0-d) loads, every gen variable occurs in `X`
-//! or `Y`, every sum variable in both; gen variables only in `X` form M,
-//! only in `Y` form N, in both the batch; there is at least one sum
-//! variable and at least one M or N variable. Brackets, padding (checked
-//! indices), `ε`, calls, divisions, sums of terms or a third tensor factor
-//! are left to generated code.
+//! The threshold ([`crate::jit::GEMM_SPLIT_MIN_WORK`]) and the strategy
+//! ([`crate::jit::DEFAULT_GEMM_SPLIT`], against the library's own
+//! threading, still selectable with [`crate::jit::Options::gemm_split`])
+//! were measured: `benches/README.md`, "GEMM stages on threads".
 //!
 //! At run time a stage declines (returns `false`, and the kernel runs the
 //! native code instead) when the product degenerates to dot products
 //! (`m = n = 1` after fusion), or when `α` is zero (generated code then
 //! keeps IEEE semantics for non-finite inputs).
+//!
+//! Owns the library calls, their scratch and threads; it must not decide
+//! which nests are stages.
 
-use super::loopir::{LoopProgram, Nest, SizeRef, S};
-use crate::syntax::ast::BinOp;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-
-/// The role of a loop variable in the product.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Role {
-    M,
-    N,
-    K,
-    Batch,
-}
-
-/// A tensor operand: its buffer, and per axis the index (into
-/// [`Plan::vars`]) of the variable that indexes it.
-#[derive(Clone, Debug)]
-struct Operand {
-    buf: usize,
-    /// Where the buffer's strides start in the strides array.
-    stride_at: usize,
-    axes: Vec<usize>,
-    /// The declared dimension of each axis.
-    dims: Vec<SizeRef>,
-}
-
-/// A nest recognised as a GEMM stage.
-#[derive(Clone, Debug)]
-pub struct Plan {
-    /// The loop variables: role and range.
-    vars: Vec<(Role, SizeRef)>,
-    out: Operand,
-    lhs: Operand,
-    rhs: Operand,
-    /// `α`: the literal factor, and the scalar buffers it is multiplied by.
-    alpha: f64,
-    alpha_loads: Vec<usize>,
-    desc: String,
-}
-
-fn stride_starts(p: &LoopProgram) -> Vec<usize> {
-    let mut at = Vec::with_capacity(p.bufs.len());
-    let mut acc = 0;
-    for b in &p.bufs {
-        at.push(acc);
-        acc += b.dims.len();
-    }
-    at
-}
-
-/// The factors of a product: sum variables, the literal, scalar loads,
-/// tensor loads. `None` when the body is not such a product.
-#[derive(Default)]
-struct Factors<'a> {
-    sums: Vec<(usize, SizeRef)>,
-    alpha: f64,
-    scalars: Vec<usize>,
-    tensors: Vec<(usize, &'a [super::loopir::Ix])>,
-}
-
-fn factors<'a>(s: &'a S, f: &mut Factors<'a>) -> Option<()> {
-    match s {
-        S::Sum(v, n, b) => {
-            f.sums.push((*v, n.clone()));
-            factors(b, f)
-        }
-        S::Bin(BinOp::Mul, a, b) => {
-            factors(a, f)?;
-            factors(b, f)
-        }
-        S::Neg(a) => {
-            f.alpha = -f.alpha;
-            factors(a, f)
-        }
-        S::Num(x) => {
-            f.alpha *= x;
-            Some(())
-        }
-        S::Load(b, ixs) if ixs.is_empty() => {
-            f.scalars.push(*b);
-            Some(())
-        }
-        S::Load(b, ixs) => {
-            f.tensors.push((*b, ixs));
-            Some(())
-        }
-        _ => None,
-    }
-}
-
-fn size_name(p: &LoopProgram, s: &SizeRef) -> String {
-    match s {
-        SizeRef::Lit(n) => n.to_string(),
-        SizeRef::Named(k) => p.sizes[*k].clone(),
-    }
-}
-
-/// The GEMM plan of `nest`, when it is one.
-pub fn plan(p: &LoopProgram, nest: &Nest) -> Option<Plan> {
-    if p.touches_strong_buffers(nest) {
-        return None;
-    }
-    let mut f = Factors {
-        alpha: 1.0,
-        ..Default::default()
-    };
-    factors(&nest.body, &mut f)?;
-    if f.tensors.len() != 2 || f.sums.is_empty() || f.alpha == 0.0 || !f.alpha.is_finite() {
-        return None;
-    }
-    // the variables: gen variables first (in output order), then sums
-    let mut ids: Vec<usize> = nest.vars.iter().map(|(v, _)| *v).collect();
-    ids.extend(f.sums.iter().map(|(v, _)| *v));
-    let ranges: Vec<SizeRef> = nest
-        .vars
-        .iter()
-        .map(|(_, n)| n.clone())
-        .chain(f.sums.iter().map(|(_, n)| n.clone()))
-        .collect();
-    // each binder is a distinct variable
-    for (k, v) in ids.iter().enumerate() {
-        if ids[..k].contains(v) {
-            return None;
-        }
-    }
-    let starts = stride_starts(p);
-    let operand = |buf: usize, ixs: &[super::loopir::Ix]| -> Option<Operand> {
-        if buf == nest.buf || p.bufs.get(buf)?.dims.len() != ixs.len() {
-            return None;
-        }
-        let mut axes = Vec::with_capacity(ixs.len());
-        let mut dims = Vec::with_capacity(ixs.len());
-        for ix in ixs {
-            if ix.checked || ix.aff.constant != 0 || ix.aff.terms.len() != 1 {
-                return None;
-            }
-            let (v, c) = ix.aff.terms[0];
-            let k = ids.iter().position(|w| *w == v)?;
-            // a plain index has the axis's range
-            if c != 1 || ranges[k] != ix.dim {
-                return None;
-            }
-            axes.push(k);
-            dims.push(ix.dim.clone());
-        }
-        Some(Operand {
-            buf,
-            stride_at: starts[buf],
-            axes,
-            dims,
-        })
-    };
-    let lhs = operand(f.tensors[0].0, f.tensors[0].1)?;
-    let rhs = operand(f.tensors[1].0, f.tensors[1].1)?;
-    if f.scalars.contains(&nest.buf) {
-        return None;
-    }
-    let g = nest.vars.len();
-    let mut vars = Vec::with_capacity(ids.len());
-    for (k, range) in ranges.iter().enumerate() {
-        let (x, y) = (lhs.axes.contains(&k), rhs.axes.contains(&k));
-        let role = match (k < g, x, y) {
-            (true, true, true) => Role::Batch,
-            (true, true, false) => Role::M,
-            (true, false, true) => Role::N,
-            (false, true, true) => Role::K,
-            // a broadcast gen variable, or a sum over one factor only
-            _ => return None,
-        };
-        vars.push((role, range.clone()));
-    }
-    if !vars.iter().any(|(r, _)| matches!(r, Role::M | Role::N)) || vars.len() > MAX_VARS {
-        return None;
-    }
-    let out = Operand {
-        buf: nest.buf,
-        stride_at: starts[nest.buf],
-        axes: (0..g).collect(),
-        dims: nest.vars.iter().map(|(_, n)| n.clone()).collect(),
-    };
-    let dim = |r: Role| {
-        let names: Vec<String> = vars
-            .iter()
-            .filter(|(q, _)| *q == r)
-            .map(|(_, n)| size_name(p, n))
-            .collect();
-        if names.is_empty() {
-            "1".to_string()
-        } else {
-            names.join("·")
-        }
-    };
-    let mut desc = format!("gemm {}×{}×{}", dim(Role::M), dim(Role::N), dim(Role::K));
-    if vars.iter().any(|(r, _)| *r == Role::Batch) {
-        desc.push_str(&format!(" batch {}", dim(Role::Batch)));
-    }
-    Some(Plan {
-        vars,
-        out,
-        lhs,
-        rhs,
-        alpha: f.alpha,
-        alpha_loads: f.scalars,
-        desc,
-    })
-}
-
-/// The most loop variables a GEMM stage takes (so [`Plan::run`] works in
-/// fixed arrays and allocates nothing).
-pub const MAX_VARS: usize = 32;
+use crate::jit::ir::SizeRef;
+use crate::jit::options::{GemmAxis, GemmSplit};
+use crate::jit::schedule::gemm::{GemmPlan, Role, MAX_VARS};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// One (fused) dimension: its size and its stride in each of out, lhs, rhs.
 #[derive(Clone, Copy, Debug, Default)]
@@ -392,13 +137,7 @@ fn fuse(dims: Dims, ops: &[usize]) -> Dims {
     out
 }
 
-impl Plan {
-    /// What the stage is, e.g. `gemm n×n×n` (sizes of M×N×K, variables of
-    /// one role joined with `·`, and the batch axes).
-    pub fn describe(&self) -> &str {
-        &self.desc
-    }
-
+impl GemmPlan {
     /// Run the stage: `bufs`, `strides` and `sizes` as the native code
     /// receives them. Returns `false`, having touched nothing, when the
     /// stage declines this call (see the module doc); the caller then runs
@@ -417,64 +156,19 @@ impl Plan {
         bufs: &[*mut f64],
         strides: &[i64],
         sizes: &[i64],
-        threads: usize,
+        threads: Threads,
         cancel: &AtomicBool,
     ) -> bool {
-        let resolve = |s: &SizeRef| -> Option<usize> {
-            let v = match s {
-                SizeRef::Lit(n) => *n,
-                SizeRef::Named(k) => *sizes.get(*k)?,
-            };
-            usize::try_from(v).ok()
-        };
-        // fixed arrays throughout: a warmed-up call allocates nothing
-        let nv = self.vars.len();
-        if nv > MAX_VARS {
+        let Some(Bound {
+            nv,
+            vsize,
+            mut st,
+            alpha,
+        }) = self.bind(bufs, strides, sizes)
+        else {
             return false;
-        }
-        let mut vsize = [0usize; MAX_VARS];
-        for (v, (_, n)) in self.vars.iter().enumerate() {
-            let Some(x) = resolve(n) else {
-                return false;
-            };
-            vsize[v] = x;
-        }
-        // per variable, its stride in out, lhs, rhs (the sum over the axes
-        // it indexes), after checking each axis has the variable's range
-        let mut st = [[0isize; 3]; MAX_VARS];
-        for (o, op) in [&self.out, &self.lhs, &self.rhs].into_iter().enumerate() {
-            for (a, (&v, d)) in op.axes.iter().zip(&op.dims).enumerate() {
-                let Some(&s) = strides.get(op.stride_at + a) else {
-                    return false;
-                };
-                if resolve(d) != Some(vsize[v]) {
-                    return false;
-                }
-                st[v][o] += s as isize;
-            }
-        }
-        let mut alpha = self.alpha;
-        for &b in &self.alpha_loads {
-            let Some(&ptr) = bufs.get(b) else {
-                return false;
-            };
-            alpha *= *ptr;
-        }
-        if alpha == 0.0 {
-            return false;
-        }
-        let dims = |r: Role, st: &[[isize; 3]; MAX_VARS]| -> Dims {
-            let mut out = Dims::default();
-            for v in 0..nv {
-                if self.vars[v].0 == r {
-                    out.push(Dim {
-                        size: vsize[v],
-                        st: st[v],
-                    });
-                }
-            }
-            out
         };
+        let dims = |r: Role, st: &[[isize; 3]; MAX_VARS]| self.dims(nv, &vsize, r, st);
         let (dm, dn, dk, db) = (
             dims(Role::M, &st),
             dims(Role::N, &st),
@@ -511,6 +205,124 @@ impl Plan {
         } else {
             (dm, dn, dk, db)
         };
+        let Some(product) = Product::of(dm, dn, dk, db, k_empty, alpha) else {
+            return false;
+        };
+        let (dst0, lhs0, rhs0) = match &mut scratch {
+            Some(p) => p.pointers(bufs[self.out.buf], bufs[self.lhs.buf], bufs[self.rhs.buf]),
+            None => (
+                bufs[self.out.buf],
+                bufs[self.lhs.buf] as *const f64,
+                bufs[self.rhs.buf] as *const f64,
+            ),
+        };
+        // SAFETY: as this function's (the scratch copies, when made, are
+        // addressed by their own C-order strides).
+        unsafe { product.calls((dst0, lhs0, rhs0), threads, cancel) };
+        if let Some(p) = scratch {
+            if !cancel.load(Ordering::Relaxed) {
+                // SAFETY: as `Packed::finish`: the output pointer and its
+                // strides address the live output buffer
+                unsafe { p.finish(bufs[self.out.buf]) };
+            }
+        }
+        true
+    }
+
+    /// The call's sizes and strides per variable (in out, lhs, rhs: the
+    /// sum over the axes it indexes, after checking each axis has the
+    /// variable's range) and `α`; `None` when the stage declines.
+    fn bind(&self, bufs: &[*mut f64], strides: &[i64], sizes: &[i64]) -> Option<Bound> {
+        let resolve = |s: &SizeRef| -> Option<usize> {
+            let v = match s {
+                SizeRef::Lit(n) => *n,
+                SizeRef::Named(k) => *sizes.get(*k)?,
+            };
+            usize::try_from(v).ok()
+        };
+        // fixed arrays throughout: a warmed-up call allocates nothing
+        let nv = self.vars.len();
+        if nv > MAX_VARS {
+            return None;
+        }
+        let mut vsize = [0usize; MAX_VARS];
+        for (v, (_, n)) in self.vars.iter().enumerate() {
+            vsize[v] = resolve(n)?;
+        }
+        let mut st = [[0isize; 3]; MAX_VARS];
+        for (o, op) in [&self.out, &self.lhs, &self.rhs].into_iter().enumerate() {
+            for (a, (&v, d)) in op.axes.iter().zip(&op.dims).enumerate() {
+                let &s = strides.get(op.stride_at + a)?;
+                if resolve(d) != Some(vsize[v]) {
+                    return None;
+                }
+                st[v][o] += s as isize;
+            }
+        }
+        let mut alpha = self.alpha;
+        for &b in &self.alpha_loads {
+            let &ptr = bufs.get(b)?;
+            // SAFETY: a scalar load's buffer is a live number (see `run`).
+            alpha *= unsafe { *ptr };
+        }
+        if alpha == 0.0 {
+            return None;
+        }
+        Some(Bound {
+            nv,
+            vsize,
+            st,
+            alpha,
+        })
+    }
+
+    /// The dimensions of role `r`, in variable order.
+    fn dims(
+        &self,
+        nv: usize,
+        vsize: &[usize; MAX_VARS],
+        r: Role,
+        st: &[[isize; 3]; MAX_VARS],
+    ) -> Dims {
+        let mut out = Dims::default();
+        for v in 0..nv {
+            if self.vars[v].0 == r {
+                out.push(Dim {
+                    size: vsize[v],
+                    st: st[v],
+                });
+            }
+        }
+        out
+    }
+}
+
+/// A call's sizes and strides per variable, and `α` ([`GemmPlan::bind`]).
+struct Bound {
+    nv: usize,
+    vsize: [usize; MAX_VARS],
+    st: [[isize; 3]; MAX_VARS],
+    alpha: f64,
+}
+
+/// The product after fusion: one library call of `m×k` by `k×n` per
+/// index of the remaining `loops` (batch axes, unfused M and N axes,
+/// then unfused K axes, accumulated into the destination).
+struct Product {
+    m: Dim,
+    n: Dim,
+    k: Dim,
+    dst_rs: isize,
+    dst_cs: isize,
+    loops: [(Dim, bool); MAX_VARS],
+    nl: usize,
+    alpha: f64,
+}
+
+impl Product {
+    /// The product of the role's dimensions `dm`, `dn`, `dk`, `db`;
+    /// `None` when it degenerates to dot products (`m = n = 1`).
+    fn of(dm: Dims, dn: Dims, dk: Dims, db: Dims, k_empty: bool, alpha: f64) -> Option<Product> {
         let mut fm = fuse(dm, &[0, 1]);
         let mut fn_ = fuse(dn, &[0, 2]);
         let mut fk = if k_empty {
@@ -525,7 +337,7 @@ impl Plan {
         };
         let (m, n, k) = (fm.take_first(), fn_.take_first(), fk.take_first());
         if m.size == 1 && n.size == 1 {
-            return false;
+            return None;
         }
         // the strides of an absent (size-1) dimension of the destination
         // are chosen so the library keeps the orientation of the present one
@@ -551,15 +363,32 @@ impl Plan {
             loops[nl] = (*d, is_k);
             nl += 1;
         }
-        let loops = &loops[..nl];
-        let (dst0, lhs0, rhs0) = match &mut scratch {
-            Some(p) => p.pointers(bufs[self.out.buf], bufs[self.lhs.buf], bufs[self.rhs.buf]),
-            None => (
-                bufs[self.out.buf],
-                bufs[self.lhs.buf] as *const f64,
-                bufs[self.rhs.buf] as *const f64,
-            ),
-        };
+        Some(Product {
+            m,
+            n,
+            k,
+            dst_rs,
+            dst_cs,
+            loops,
+            nl,
+            alpha,
+        })
+    }
+
+    /// Every library call, from the operands' first elements `ptrs`
+    /// (destination, lhs, rhs), checking `cancel` before each.
+    ///
+    /// # Safety
+    /// As [`GemmPlan::run`]: every index stays within its variable's
+    /// range, which is the range of every axis it indexes.
+    unsafe fn calls(
+        &self,
+        (dst0, lhs0, rhs0): (*mut f64, *const f64, *const f64),
+        threads: Threads,
+        cancel: &AtomicBool,
+    ) {
+        let (m, n, k) = (self.m, self.n, self.k);
+        let loops = &self.loops[..self.nl];
         let mut idx = [0usize; MAX_VARS];
         'calls: loop {
             let mut off = [0isize; 3];
@@ -582,8 +411,8 @@ impl Plan {
                     n: n.size,
                     k: k.size,
                     dst: dst0.wrapping_offset(off[0]),
-                    dst_cs,
-                    dst_rs,
+                    dst_cs: self.dst_cs,
+                    dst_rs: self.dst_rs,
                     accumulate,
                     lhs: lhs0.wrapping_offset(off[1]),
                     lhs_cs: k.st[1],
@@ -591,7 +420,7 @@ impl Plan {
                     rhs: rhs0.wrapping_offset(off[2]),
                     rhs_cs: n.st[2],
                     rhs_rs: k.st[2],
-                    alpha,
+                    alpha: self.alpha,
                 }
                 .run(threads, cancel);
             }
@@ -609,18 +438,10 @@ impl Plan {
                 idx[a] = 0;
             }
         }
-        if let Some(p) = scratch {
-            if !cancel.load(Ordering::Relaxed) {
-                // SAFETY: as `Packed::finish`: the output pointer and its
-                // strides address the live output buffer
-                unsafe { p.finish(bufs[self.out.buf]) };
-            }
-        }
-        true
     }
 }
 
-/// A GEMM stage's operands copied into C-order scratch (see [`Plan::run`]):
+/// A GEMM stage's operands copied into C-order scratch (see [`GemmPlan::run`]):
 /// per operand (0 out, 1 lhs, 2 rhs) whether it was copied, its variables
 /// in the copy's order, their sizes and the original strides, and the
 /// scratch vector (taken from the thread's [`SCRATCH`] and given back
@@ -679,7 +500,7 @@ impl Packed {
     /// fit it into scratch and rewrite their strides in `st` (the
     /// output's too when it is to be copied back); `None` (nothing
     /// changed) when the scratch cannot be allocated.
-    fn new(plan: &Plan, size: &[usize], st: &mut [[isize; 3]; MAX_VARS]) -> Option<Packed> {
+    fn new(plan: &GemmPlan, size: &[usize], st: &mut [[isize; 3]; MAX_VARS]) -> Option<Packed> {
         let nv = size.len();
         let of = |r: Role| -> Vec<usize> { (0..nv).filter(|&v| plan.vars[v].0 == r).collect() };
         let by_stride = |mut vs: Vec<usize>, o: usize| {
@@ -771,7 +592,7 @@ impl Packed {
         for o in 1..3 {
             if self.copied[o] {
                 // SAFETY: the operand's strides and its variables' sizes
-                // (checked against the buffer's shape by `Plan::run`)
+                // (checked against the buffer's shape by `GemmPlan::run`)
                 // address the live operand
                 unsafe { self.copy(o, ptr[o], &mut buf[self.at[o]..], false) };
             }
@@ -857,102 +678,12 @@ impl Packed {
     }
 }
 
-/// How a library call with `threads > 1` is split (see [`set_split`]).
-#[doc(hidden)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Split {
-    /// The library's own threading, `Parallelism::Rayon(threads)`.
-    Rayon,
-    /// Output panels on [`super::pool`], `per_thread` panels per thread,
-    /// each a single-threaded library call.
-    Panels {
-        /// Panels per thread (≥ 1; more balance load, each re-packs the
-        /// other operand).
-        per_thread: usize,
-        /// Which side of the output is cut.
-        axis: Axis,
-    },
-}
-
-/// The side of the output [`Split::Panels`] cuts.
-#[doc(hidden)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Axis {
-    /// Rows (M).
-    M,
-    /// Columns (N).
-    N,
-    /// The longer of the two (rows when equal).
-    Longer,
-}
-
-/// The default: one panel per thread along the longer side.
-pub const DEFAULT_SPLIT: Split = Split::Panels {
-    per_thread: 1,
-    axis: Axis::Longer,
-};
-
-const fn encode(s: Split) -> usize {
-    match s {
-        Split::Rayon => 0,
-        Split::Panels { per_thread, axis } => {
-            let p = if per_thread == 0 { 1 } else { per_thread };
-            1 + 3 * p
-                + match axis {
-                    Axis::M => 0,
-                    Axis::N => 1,
-                    Axis::Longer => 2,
-                }
-        }
-    }
-}
-
-/// [`Split`], encoded by [`encode`].
-static SPLIT: AtomicUsize = AtomicUsize::new(encode(DEFAULT_SPLIT));
-
-/// Choose how GEMM stages use more than one thread, process-wide (default
-/// [`DEFAULT_SPLIT`]): a knob for benchmarks (`examples/gemm_threads.rs`)
-/// and tests comparing the strategies in one process; not part of the
-/// stable API.
-#[doc(hidden)]
-pub fn set_split(s: Split) {
-    SPLIT.store(encode(s), Ordering::Relaxed);
-}
-
-/// The current [`Split`].
-#[doc(hidden)]
-pub fn split() -> Split {
-    match SPLIT.load(Ordering::Relaxed) {
-        0 => Split::Rayon,
-        x => Split::Panels {
-            per_thread: (x - 1) / 3,
-            axis: [Axis::M, Axis::N, Axis::Longer][(x - 1) % 3],
-        },
-    }
-}
-
 /// A library call of more multiply-adds than this is cut into panels of
 /// about this much, with a check of the cancellation flag before each
 /// (about 0.1–0.5 s on one core): a long product stops soon after a
 /// cancel. Panels write disjoint parts of the output, each element summed
 /// by one call as before.
 pub const CANCEL_WORK: usize = 1 << 30;
-
-/// Products of fewer multiply-adds than this run on one thread (see the
-/// module doc, "Threads", for how it was measured).
-pub const SPLIT_MIN_WORK: usize = 1 << 24;
-
-/// [`SPLIT_MIN_WORK`], or what [`set_split_min_work`] set.
-static MIN_WORK: AtomicUsize = AtomicUsize::new(SPLIT_MIN_WORK);
-
-/// Set the least work (multiply-adds) a product needs to be split across
-/// threads, process-wide (default [`SPLIT_MIN_WORK`]): a knob for the
-/// threshold sweep (`examples/thread_sweep.rs`) and tests; not part of the
-/// stable API.
-#[doc(hidden)]
-pub fn set_split_min_work(w: usize) {
-    MIN_WORK.store(w, Ordering::Relaxed);
-}
 
 /// The narrowest panel (and the multiple panels are rounded to: a
 /// multiple of the library's register tiles and of a cache line of f64).
@@ -1016,7 +747,7 @@ impl Shared {
 
 impl Call {
     /// # Safety
-    /// As [`Plan::run`]: the pointers and strides address live buffers for
+    /// As [`GemmPlan::run`]: the pointers and strides address live buffers for
     /// every index below `m`, `n`, `k`.
     unsafe fn single(&self, par: gemm::Parallelism) {
         LIBRARY_CALLS.fetch_add(1, Ordering::Relaxed);
@@ -1067,7 +798,12 @@ impl Call {
     ///
     /// # Safety
     /// As [`Call::single`].
-    unsafe fn run(self, threads: usize, cancel: &AtomicBool) {
+    unsafe fn run(self, threads: Threads, cancel: &AtomicBool) {
+        let Threads {
+            threads,
+            split,
+            min_work,
+        } = threads;
         let work = self.m.saturating_mul(self.n).saturating_mul(self.k);
         if work > CANCEL_WORK {
             // panels along the longer side of the output, at least one
@@ -1091,17 +827,17 @@ impl Call {
                 return;
             }
         }
-        if threads <= 1 || work < MIN_WORK.load(Ordering::Relaxed) {
+        if threads <= 1 || work < min_work {
             return unsafe { self.single(gemm::Parallelism::None) };
         }
-        let (per_thread, along_n) = match split() {
-            Split::Rayon => return unsafe { self.single(gemm::Parallelism::Rayon(threads)) },
-            Split::Panels { per_thread, axis } => (
+        let (per_thread, along_n) = match split {
+            GemmSplit::Rayon => return unsafe { self.single(gemm::Parallelism::Rayon(threads)) },
+            GemmSplit::Panels { per_thread, axis } => (
                 per_thread,
                 match axis {
-                    Axis::M => false,
-                    Axis::N => true,
-                    Axis::Longer => self.n > self.m,
+                    GemmAxis::M => false,
+                    GemmAxis::N => true,
+                    GemmAxis::Longer => self.n > self.m,
                 },
             ),
         };
@@ -1119,4 +855,14 @@ impl Call {
             unsafe { c.single(gemm::Parallelism::None) }
         });
     }
+}
+
+/// How a GEMM stage may use threads: `threads` (resolved), and from the
+/// kernel's options how a product is split ([`crate::jit::Options::gemm_split`])
+/// and from what work ([`crate::jit::Options::gemm_split_min_work`]).
+#[derive(Clone, Copy, Debug)]
+pub struct Threads {
+    pub threads: usize,
+    pub split: GemmSplit,
+    pub min_work: usize,
 }

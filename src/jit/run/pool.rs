@@ -13,19 +13,9 @@
 //! for up to [`WORKER_SPIN`] watching for the next one before it sleeps on
 //! the condition variable, and the caller, once its own chunks are done,
 //! for up to [`CALLER_SPIN`] waiting for the workers to leave before it
-//! sleeps ([`set_spin`] changes both, process-wide). Both are zero: in
-//! same-process alternating runs (`examples/thread_sweep.rs`, 2 cores under
-//! load average 4–5), spinning workers (100 µs, caller 200 µs) made a
-//! forced two-thread GEMM slower than the sleeping pool at every size from
-//! n=32 to 256 (n=64: 0.62× against 0.82× of the one-thread time, n=128
-//! 0.70× against 0.93×, n=256 0.93× against 0.96×), and the generated
-//! nests alike; a caller-only spin (200 µs) was no different from none
-//! (n=64 0.78× against 0.74×, n=256 0.94× against 0.94×). At load
-//! average 2 spinning lost too (GEMM n=64 0.45× against 0.75×, n=256 0.87×
-//! against 0.94×; generated matvec n=512 0.69× against 0.95×). On a loaded
-//! machine a spinning thread takes a core another process (or the caller)
-//! needs. Not measured on a quiet machine, where it may pay for small
-//! sizes: `SPIN_US=100,200 cargo run --release --example thread_sweep`.
+//! sleeps ([`set_spin`] changes both, process-wide: the pool is shared by
+//! every kernel). Both are zero: spinning lost in every measurement so far
+//! (`benches/README.md`, "The pool's spinning").
 //! A poster makes the wake-up system call only when some worker is asleep,
 //! and a worker only when the caller is.
 //!
@@ -33,10 +23,14 @@
 //! thread's kernel call, or a kernel called from inside a job) runs its
 //! chunks itself, on its own thread — never a deadlock, never an
 //! oversubscribed machine.
+//!
+//! Owns the worker threads only; it knows nothing of kernels or nests.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
+
+pub use crate::jit::options::{all_cores, MAX_POOL_THREADS as MAX_THREADS};
 
 /// How long an idle worker watches for a new job before it sleeps (see
 /// the module doc: zero, measured).
@@ -82,19 +76,6 @@ fn spin_until(which: usize, done: impl Fn() -> bool) -> bool {
             return done();
         }
     }
-}
-
-/// The most threads a job uses (including the caller's).
-pub const MAX_THREADS: usize = 64;
-
-/// The number of hardware threads (`threads = 0` in `jit::Options`).
-pub fn all_cores() -> usize {
-    static N: OnceLock<usize> = OnceLock::new();
-    *N.get_or_init(|| {
-        std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1)
-    })
 }
 
 static POSTED: AtomicU64 = AtomicU64::new(0);

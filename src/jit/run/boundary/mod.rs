@@ -1,4 +1,7 @@
-//! The call boundary of a kernel without heap allocation: the signature
+//! The call boundary, the one module converting values between the
+//! caller and native code: [`arg`] turns `ndarray` arrays and views (and
+//! [`Value`]s) into kernel arguments and results, and this module checks
+//! them without heap allocation: the signature
 //! with every named size replaced by a slot number ([`Sig`]), checked
 //! against the arguments and the output buffer in place, and the per-call
 //! scratch vectors ([`Workspace`]) a kernel keeps between calls.
@@ -17,11 +20,21 @@
 //! accepts and binds the same sizes; it only answers yes or no. On a no the
 //! kernel calls `interp::bind` itself for the error message, so messages
 //! stay those of the interpreter's call boundary.
+//!
+//! Owns the boundary only: it must not decide how nests run (`schedule`)
+//! nor run native code (`super::kernel`).
 
-use super::codegen::{Entry, Native};
-use super::loopir::LoopProgram;
+pub mod arg;
+pub mod typed;
+
+use crate::error::{Error, Found, OutputProblem, Result};
+use crate::interp;
 use crate::interp::value::{AsOperand, AsOperandMut, Operand, OperandMut};
 use crate::interp::{Boundary, Value};
+use crate::jit::emit::{Entry, Native};
+use crate::jit::ir::{resolve, Buf, BufKind, LoopProgram};
+use crate::jit::run::jit_err;
+use crate::jit::schedule::Step;
 use crate::syntax::ast::{Function, Size};
 use std::sync::Arc;
 
@@ -83,6 +96,34 @@ fn slot_form(b: &Boundary, names: &mut Vec<String>, add: bool) -> SB {
 }
 
 impl Sig {
+    /// Per leaf of the arguments and the output ([`Sig::leaves`]), the
+    /// buffer of `prog` it is the first element of ([`NO_BUF`] for a
+    /// parameter leaf no nest reads); `None` if some parameter or result
+    /// buffer is not a leaf (calls are then never remembered).
+    pub fn leaf_buffers(&self, prog: &LoopProgram) -> Option<Vec<usize>> {
+        let (arg_leaves, out_leaves) = self.leaves();
+        let mut map = vec![NO_BUF; arg_leaves.len() + out_leaves.len()];
+        let mut ok = true;
+        for (k, b) in prog.bufs.iter().enumerate() {
+            let leaf = match &b.kind {
+                BufKind::Param { param, path } => {
+                    arg_leaves.iter().position(|(p, q)| p == param && q == path)
+                }
+                BufKind::Out { path } => out_leaves
+                    .iter()
+                    .position(|q| q == path)
+                    .map(|l| arg_leaves.len() + l),
+                BufKind::Temp => continue,
+            };
+            match leaf {
+                // (each leaf is one buffer at most)
+                Some(l) if map[l] == NO_BUF => map[l] = k,
+                _ => ok = false,
+            }
+        }
+        ok.then_some(map)
+    }
+
     pub fn new(f: &Function, result: &Boundary, prog: &LoopProgram) -> Sig {
         let mut names = Vec::new();
         let params: Vec<SB> = f
@@ -203,7 +244,7 @@ impl Sig {
         matches!(&self.result, SB::Array(d) if d.is_empty())
     }
 
-    pub fn alloc_result(&self, slots: &[usize]) -> crate::Result<Value> {
+    pub fn alloc_result(&self, slots: &[usize]) -> crate::error::Result<Value> {
         alloc(&self.result, slots)
     }
 }
@@ -464,7 +505,7 @@ fn fits<O: AsOperandMut + ?Sized>(b: &SB, v: &mut O, slots: &[usize]) -> bool {
     }
 }
 
-fn alloc(b: &SB, slots: &[usize]) -> crate::Result<Value> {
+fn alloc(b: &SB, slots: &[usize]) -> crate::error::Result<Value> {
     use crate::interp::value::checked_elements;
     use ndarray::{Dimension, IxDyn};
     Ok(match b {
@@ -475,7 +516,7 @@ fn alloc(b: &SB, slots: &[usize]) -> crate::Result<Value> {
             let mut shape = IxDyn::zeros(d.len());
             for (k, x) in d.iter().enumerate() {
                 shape[k] = dim(x, slots).ok_or_else(|| {
-                    crate::Error::Jit("a result size is not fixed by the arguments".into())
+                    crate::error::Error::Jit("a result size is not fixed by the arguments".into())
                 })?;
             }
             checked_elements(shape.slice())?;
@@ -549,27 +590,168 @@ pub enum Mode {
     Chain(Entry),
 }
 
-/// How a call runs one nest, decided once per sizes and layout.
-#[derive(Clone, Copy, Debug)]
-pub struct Step {
-    /// On the GEMM library (its estimated work reached
-    /// `Options::gemm_min_work`); native code if the library declines.
-    pub gemm: bool,
-    /// Split across the thread pool (its work reached
-    /// `Options::parallel_threshold`).
-    pub parallel: bool,
-    /// The trip count of its outermost loop (1 without a `gen`).
-    pub n0: usize,
-    /// Not run: a column sum's nest that this layout does not compute
-    /// ahead (`codegen::Native::skip`).
-    pub skip: bool,
-    /// Rows of the outermost loop run per native call between two checks
-    /// of the cancellation flag: fewer than `n0` for a nest whose
-    /// outermost loop is its only loop (native code polls only at the
-    /// back edges of loops with loops inside) and whose work is large.
-    pub rows: usize,
-}
-
 // SAFETY: the raw pointers are only meaningful during a call, which holds
 // the workspace exclusively; between calls they are dead values.
 unsafe impl Send for Workspace {}
+
+pub(crate) fn leaf<'v, V: AsOperand>(v: &'v V, path: &[u8]) -> Option<&'v V> {
+    let Some(k) = path.first() else {
+        return Some(v);
+    };
+    match v.operand() {
+        Operand::Pair(a, b) => leaf(if *k == 0 { a } else { b }, &path[1..]),
+        _ => None,
+    }
+}
+
+pub(crate) fn leaf_mut<'v, O: AsOperandMut>(v: &'v mut O, path: &[u8]) -> Option<&'v mut O> {
+    let Some(k) = path.first() else {
+        return Some(v);
+    };
+    match v.operand_mut() {
+        OperandMut::Pair(a, b) => leaf_mut(if *k == 0 { a } else { b }, &path[1..]),
+        _ => None,
+    }
+}
+
+pub(crate) fn size_of(s: &Size, sizes: &interp::Sizes) -> Result<usize> {
+    match s {
+        Size::Lit(n) => Ok(*n),
+        Size::Named(x) => sizes
+            .get(x)
+            .copied()
+            .ok_or_else(|| Error::UnboundSize { size: x.clone() }),
+    }
+}
+
+pub(crate) fn check_out<O: AsOperandMut>(
+    b: &Boundary,
+    v: &mut O,
+    sizes: &interp::Sizes,
+    what: &str,
+) -> Result<()> {
+    let v = v.operand_mut();
+    let found = match &v {
+        OperandMut::Pair(..) => Found::Pair,
+        OperandMut::Real(_) => Found::Number,
+        OperandMut::Array { shape, .. } => Found::Array(shape.to_vec()),
+    };
+    let bad = |problem| {
+        Err(Error::Output {
+            buffer: what.to_string(),
+            problem,
+        })
+    };
+    match (b, v) {
+        (Boundary::Pair(a, c), OperandMut::Pair(x, y)) => {
+            check_out(a, x, sizes, &format!("{what}.0"))?;
+            check_out(c, y, sizes, &format!("{what}.1"))
+        }
+        (Boundary::Array(d), OperandMut::Real(_)) if d.is_empty() => Ok(()),
+        (Boundary::Array(d), OperandMut::Array { shape, .. })
+            if d.is_empty() && !shape.is_empty() =>
+        {
+            bad(OutputProblem::NotNumber(found))
+        }
+        (Boundary::Array(d), OperandMut::Array { shape, strides, .. }) => {
+            let want = d
+                .iter()
+                .map(|s| size_of(s, sizes))
+                .collect::<Result<Vec<_>>>()?;
+            if shape != want.as_slice() {
+                return bad(OutputProblem::Shape {
+                    expected: want,
+                    got: shape.to_vec(),
+                });
+            }
+            // (an empty array has no elements to overlap)
+            if !shape.contains(&0) && shape.iter().zip(strides).any(|(n, s)| *n > 1 && *s == 0) {
+                return bad(OutputProblem::Overlap);
+            }
+            Ok(())
+        }
+        (Boundary::Pair(..), _) => bad(OutputProblem::NotPair(found)),
+        (Boundary::Array(d), _) if d.is_empty() => bad(OutputProblem::NotNumber(found)),
+        (Boundary::Array(_), _) => bad(OutputProblem::NotArray(found)),
+    }
+}
+
+/// Push the pointer and strides of the parameter leaf at `path` of `arg`
+/// (buffer `buf`, its dims resolved with `svals`), checked again against
+/// its shape.
+pub(crate) fn bind_param<V: AsOperand>(
+    arg: &V,
+    path: &[u8],
+    buf: &Buf,
+    svals: &[i64],
+    ptrs: &mut Vec<*mut f64>,
+    strides: &mut Vec<i64>,
+) -> Result<()> {
+    let dims = || buf.dims.iter().map(|d| resolve(d, svals));
+    let shape_is = |s: &[usize]| s.len() == buf.dims.len() && dims().eq(s.iter().copied());
+    let v =
+        leaf(arg, path).ok_or_else(|| jit_err(format!("argument `{}` is malformed", buf.name)))?;
+    match v.operand() {
+        Operand::Array {
+            ptr,
+            shape,
+            strides: st,
+        } => {
+            if !shape_is(shape) {
+                return Err(jit_err(format!(
+                    "internal: argument `{}` has shape {:?} after its check, expected {:?}",
+                    buf.name,
+                    shape,
+                    dims().collect::<Vec<_>>()
+                )));
+            }
+            ptrs.push(ptr as *mut f64);
+            strides.extend(st.iter().map(|&s| s as i64));
+        }
+        Operand::Real(x) if buf.dims.is_empty() => ptrs.push(x as *const f64 as *mut f64),
+        _ => {
+            return Err(jit_err(format!(
+                "internal: argument `{}` does not match its type after its check",
+                buf.name
+            )))
+        }
+    }
+    Ok(())
+}
+
+/// Push the pointer and strides of the output leaf at `path` of `out`
+/// (buffer `buf`), its shape checked.
+pub(crate) fn bind_out<O: AsOperandMut>(
+    out: &mut O,
+    path: &[u8],
+    buf: &Buf,
+    svals: &[i64],
+    ptrs: &mut Vec<*mut f64>,
+    strides: &mut Vec<i64>,
+) -> Result<()> {
+    let dims = || buf.dims.iter().map(|d| resolve(d, svals));
+    let shape_is = |s: &[usize]| s.len() == buf.dims.len() && dims().eq(s.iter().copied());
+    let v = leaf_mut(out, path).ok_or_else(|| jit_err("the output does not match the result"))?;
+    match v.operand_mut() {
+        OperandMut::Array {
+            ptr,
+            shape,
+            strides: st,
+        } => {
+            if !shape_is(shape) {
+                return Err(Error::Output {
+                    buffer: "buffer".into(),
+                    problem: OutputProblem::Shape {
+                        expected: dims().collect(),
+                        got: shape.to_vec(),
+                    },
+                });
+            }
+            strides.extend(st.iter().map(|&s| s as i64));
+            ptrs.push(ptr);
+        }
+        OperandMut::Real(x) if buf.dims.is_empty() => ptrs.push(x as *mut f64),
+        _ => return Err(jit_err("the output does not match the result")),
+    }
+    Ok(())
+}

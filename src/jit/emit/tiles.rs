@@ -3,9 +3,9 @@
 //! `o.. * sum(k..) m.. * sum(l..) f1 * f2 * …`) whose factors are loads
 //! with plain indices (no brackets, no padding, no calls) and numbers is
 //! emitted as a scheduled, register-tiled, vectorised (`f64x2`, `fma`) loop
-//! nest instead of the general scalar code of [`super::codegen`].
+//! nest instead of the general scalar code of [`super::loops`].
 //!
-//! [`plan`] decides from the nest and the layout whether this module takes
+//! [`crate::jit::schedule::tiles::plan`] decides from the nest and the layout whether this module takes
 //! the nest, and how: which loop variable the `f64x2` lanes run along (the
 //! one most factors are unit-stride along), whether that is a variable of
 //! the tile level (`Mode::Tile`: the outputs, or for the two-level form the
@@ -25,11 +25,11 @@
 //! output's unit-stride axis if it has one. In `Reduce` mode, brackets of
 //! the inner product that bound the summed variable from above by the row
 //! variable (`[j <= i]`, `[j < 2*i - 1 && j <= i + 3]`) become a loop
-//! domain per row ([`Plan::hi`]): a triangular matvec reads half the
+//! domain per row ([`TilePlan::hi`]): a triangular matvec reads half the
 //! matrix and tests nothing per element. In `Tile` mode, brackets that
 //! bound the summed variable by the lanes' variable from either side
 //! (`gen(j) sum(i) [j <= i] * x[i] * A[i,j]`, the column form) become a
-//! domain per lane ([`Plan::tdom`]): a tile sums over the union of its
+//! domain per lane ([`TilePlan::tdom`]): a tile sums over the union of its
 //! lanes' domains, masking each lane's update only where the domains of
 //! the tile's lanes differ. For the two-level form, [`plan`] also tries
 //! the sums the other way round (`sum(k2) m' * sum(k1) f'`: reduction
@@ -40,9 +40,9 @@
 //! along `v` (`B[j,i]` in the trace of a product `sum(i,j) A[i,j] *
 //! B[j,i]`) makes `v` run in blocks of [`VBLOCK`], each over every value
 //! of the other summed variables, where at call time its rows alias in
-//! the L1 cache or outrun the TLB ([`Plan::vblock`]).
+//! the L1 cache or outrun the TLB ([`TilePlan::vblock`]).
 //! [`emit`] writes the function body (after the entry block of
-//! [`super::codegen::compile`] has been created; it returns from the
+//! [`super::compile`] has been created; it returns from the
 //! function itself).
 //!
 //! Every output element is computed by the same sequence of operations
@@ -51,550 +51,18 @@
 //! running the outermost loop's range `lo..hi` in pieces gives bit-identical
 //! results. Summation order differs from the interpreter (products are
 //! reassociated, sums split into lanes), within rounding.
+//!
+//! Owns the register tiles' code; it follows the [`TilePlan`] (made by
+//! `schedule::tiles`) and must not change it or decide anything it decides.
 
-use super::codegen::{for_blocks, if_blocks_pay, Emits};
-use super::loopir::{Layout, LoopProgram, Nest, SizeRef, P, S};
-use crate::syntax::ast::BinOp;
+use super::common::{add_tree, for_blocks, if_blocks_pay, Emits, EntryParams, Poll};
+use crate::jit::ir::{Layout, LoopProgram, SizeRef};
+use crate::jit::schedule::tiles::{loads, Factor, Mode, TilePlan, VBLOCK};
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{
     types, InstBuilder, MemFlagsData, StackSlot, StackSlotData, StackSlotKind, Type, Value,
 };
 use cranelift_frontend::{FunctionBuilder, Variable};
-
-/// The parameters of a nest's native function (see [`super::codegen`]).
-#[derive(Clone, Copy, Debug)]
-pub struct EntryParams {
-    pub bufs: Value,
-    pub strides: Value,
-    pub sizes: Value,
-    pub lo: Value,
-    pub hi: Value,
-}
-
-/// One load (or the output): its buffer and the loop variable of each axis.
-#[derive(Clone, Debug)]
-struct Access {
-    buf: usize,
-    ix: Vec<usize>,
-}
-
-/// A factor of a product.
-#[derive(Clone, Copy, Debug)]
-enum Item {
-    Num(f64),
-    Load(usize),
-}
-
-/// Where the `f64x2` lanes run (see the module documentation).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Mode {
-    /// Along a variable of the tile level: register tiles of outputs.
-    Tile,
-    /// Along a summed variable: vector accumulators, reduced at the end.
-    Reduce,
-}
-
-/// How a dense nest is emitted.
-#[derive(Clone, Debug)]
-pub struct Plan {
-    /// The output first, then every load.
-    acc: Vec<Access>,
-    /// Factors outside every sum.
-    post: Vec<Item>,
-    /// Two levels: the factors between the outer and the inner sum.
-    mid: Vec<Item>,
-    /// The factors of the innermost sum.
-    inner: Vec<Item>,
-    gens: Vec<(usize, SizeRef)>,
-    /// The tile level's variables other than `v` and `w`, in nest order.
-    around: Vec<(usize, SizeRef)>,
-    /// The innermost sum's loops in execution order (in `Reduce` mode, the
-    /// lanes' variable is last).
-    red: Vec<(usize, SizeRef)>,
-    v_size: SizeRef,
-    w_size: Option<SizeRef>,
-    /// Whether the nest is `o * sum(..) m * sum(..) f` (else `o * sum(..) f`).
-    pub two_level: bool,
-    pub mode: Mode,
-    /// The variable the lanes run along.
-    pub v: usize,
-    /// The variable the tile's rows run along.
-    pub w: Option<usize>,
-    /// 2 (`f64x2`) or 1 (no unit-stride axis to vectorise along).
-    pub lanes: usize,
-    /// Rows of a register tile.
-    pub rows: usize,
-    /// Vectors per row of a register tile (`Tile`), or independent
-    /// accumulators per row (`Reduce`).
-    pub cols: usize,
-    /// `Tile` mode with rows: the tile level runs `v` in panels of this
-    /// many elements, all rows of a panel before the next (so the panel of
-    /// the factors along `v` stays in cache); 0 for none.
-    pub panel: usize,
-    /// `Tile` mode, one level, one summed variable: the reduction runs in
-    /// blocks of this many terms (0: one block), every tile of a panel
-    /// per block, the partial sums kept in the output between blocks, so
-    /// the rows of the second factor a block reads stay in cache (and in
-    /// the TLB) for all the rows of the first; see [`Em::tiles_g`].
-    pub kblock: usize,
-    /// The innermost loop's body is unrolled this many times (the same
-    /// accumulators, so the same sums).
-    pub unroll: usize,
-    /// A loop domain from brackets of the inner product (`Reduce` mode,
-    /// one summed variable `v`, rows along `w`): `v < c * w + k` for each
-    /// `(c, k)`. Terms outside it are strong zeros, so they are skipped
-    /// (the nest then has no factors outside the sum, which could
-    /// otherwise meet a strong-zero sum); see [`Em::tile_r`].
-    pub hi: Vec<(i64, i64)>,
-    /// A loop domain from brackets of the inner product in `Tile` mode
-    /// (one level, one summed variable `k`, nothing outside the sum):
-    /// `(true, c, d)` is `k >= c * v + d`, `(false, c, d)` is
-    /// `k < c * v + d`. A tile runs the sum over the union of its
-    /// outputs' domains, with each lane's update masked outside its own
-    /// (a masked lane keeps its accumulator bit for bit), and unmasked
-    /// where every lane's domain holds; see [`Em::tile`].
-    pub tdom: Vec<(bool, i64, i64)>,
-    /// Packing (see [`Pack`]).
-    pub pack: Option<Pack>,
-    /// `Reduce` mode with no rows and several summed variables: an inner
-    /// load that walks across memory along `v` (`B[j,i]` in
-    /// `sum(i,j) A[i,j] * B[j,i]`, unit-stride along another summed
-    /// variable). The summed axis `v` then runs in blocks of [`VBLOCK`],
-    /// each block over every value of the other summed variables, where at
-    /// call time that load's rows along `v` alias in the L1 cache or are
-    /// more than `schedule::TILE_ROWS` (see [`Em::tile_r`]).
-    pub vblock: Option<usize>,
-}
-
-/// `Tile` mode, one level, one summed variable `k`, rows along `w`, in
-/// k-blocks: the inner product's factor along `(w, k)` (not `v`), `a`,
-/// and its factor along `(v, k)` (not `w`), `b`, are copied into stack
-/// buffers before the register tiles read them (the GotoBLAS scheme).
-/// Per panel of `v` and block of `k`, the full-width column strips of `b`
-/// go to `[strip][k][nr]` (`nr = cols * lanes`; the narrower tail
-/// columns read `b` in place); per row tile and block, `a`'s rows go to
-/// `[k][rows]`. The tiles then read both at unit stride from two
-/// pointers, whatever the layout of the arguments (a power-of-two row
-/// stride no longer thrashes cache sets, and a tile needs no pointer per
-/// row). The values and the order of the operations are the same as
-/// without packing.
-#[derive(Clone, Copy, Debug)]
-pub struct Pack {
-    pub a: usize,
-    pub b: usize,
-}
-
-fn factors<'a>(s: &'a S, out: &mut Vec<&'a S>) {
-    match s {
-        S::Bin(BinOp::Mul, a, b) => {
-            factors(a, out);
-            factors(b, out);
-        }
-        _ => out.push(s),
-    }
-}
-
-type SumChain<'a> = (Vec<(usize, SizeRef)>, &'a S);
-
-/// A product split into its factors and at most one chain of sums; its
-/// brackets go to `brs`.
-fn split<'a>(
-    s: &'a S,
-    acc: &mut Vec<Access>,
-    brs: &mut Vec<P>,
-) -> Option<(Vec<Item>, Option<SumChain<'a>>)> {
-    let mut fs = Vec::new();
-    factors(s, &mut fs);
-    let mut items = Vec::new();
-    let mut sum = None;
-    for f in fs {
-        match f {
-            S::Num(x) => items.push(Item::Num(*x)),
-            S::Bracket(p) => brs.push(p.clone()),
-            S::Load(b, ixs) => {
-                let mut ix = Vec::with_capacity(ixs.len());
-                for i in ixs {
-                    match (i.checked, i.aff.constant, i.aff.terms.as_slice()) {
-                        (false, 0, [(v, 1)]) => ix.push(*v),
-                        _ => return None,
-                    }
-                }
-                acc.push(Access { buf: *b, ix });
-                items.push(Item::Load(acc.len() - 1));
-            }
-            S::Sum(..) => {
-                if sum.is_some() {
-                    return None;
-                }
-                let mut vars = Vec::new();
-                let mut cur = f;
-                while let S::Sum(v, n, b) = cur {
-                    vars.push((*v, n.clone()));
-                    cur = b;
-                }
-                sum = Some((vars, cur));
-            }
-            _ => return None,
-        }
-    }
-    Some((items, sum))
-}
-
-/// The tile-level or summed variable the `f64x2` lanes should run along:
-/// `(score, tile mode, position, variable)` of the best candidate (see
-/// [`plan`]), `None` when no load is unit-stride along any of them.
-fn choose(
-    acc: &[Access],
-    layout: &Layout,
-    tiles: &[(usize, SizeRef)],
-    red: &[(usize, SizeRef)],
-    mid: &[Item],
-    inner: &[Item],
-    two: bool,
-) -> Option<(usize, bool, usize, usize)> {
-    let units = |items: &[Item], v: usize| loads(items).filter(|&a| acc[a].unit(v, layout)).count();
-    // candidates: (score, tile mode, position)
-    let mut best: Option<(usize, bool, usize, usize)> = None;
-    let mut consider = |score: usize, tile: bool, pos: usize, v: usize| {
-        if score == 0 {
-            return;
-        }
-        let key = (score, tile, pos);
-        if best.is_none_or(|(s, t, q, _)| key > (s, t, q)) {
-            best = Some((score, tile, pos, v));
-        }
-    };
-    for (pos, (v, _)) in tiles.iter().enumerate() {
-        let mut score = 2 * units(inner, *v);
-        if two {
-            score += units(mid, *v);
-        } else if acc[0].unit(*v, layout) {
-            score += 1;
-        }
-        consider(score, true, pos, *v);
-    }
-    for (pos, (v, _)) in red.iter().enumerate() {
-        consider(2 * units(inner, *v), false, pos, *v);
-    }
-    best
-}
-
-/// The factors of `sum(outer) mid * sum(red) inner` regrouped for
-/// `sum(red) mid' * sum(outer) inner'`: the inner factors that use no
-/// variable of `outer` move out, `mid` moves in.
-fn swap_items(
-    mid: &[Item],
-    inner: &[Item],
-    outer: &[(usize, SizeRef)],
-    acc: &[Access],
-) -> (Vec<Item>, Vec<Item>) {
-    let uses_outer = |it: &Item| match it {
-        Item::Load(a) => outer.iter().any(|(x, _)| acc[*a].dep(*x)),
-        Item::Num(_) => true,
-    };
-    let mut m2 = Vec::new();
-    let mut i2: Vec<Item> = mid.to_vec();
-    for it in inner {
-        if uses_outer(it) {
-            i2.push(*it);
-        } else {
-            m2.push(*it);
-        }
-    }
-    (m2, i2)
-}
-
-fn loads(items: &[Item]) -> impl Iterator<Item = usize> + '_ {
-    items.iter().filter_map(|i| match i {
-        Item::Load(a) => Some(*a),
-        Item::Num(_) => None,
-    })
-}
-
-impl Access {
-    fn dep(&self, v: usize) -> bool {
-        self.ix.contains(&v)
-    }
-    /// Exactly one axis is indexed by `v`, and it is unit-stride.
-    fn unit(&self, v: usize, layout: &Layout) -> bool {
-        let mut axes = (0..self.ix.len()).filter(|&k| self.ix[k] == v);
-        match (axes.next(), axes.next()) {
-            (Some(k), None) => layout.is_unit(self.buf, k),
-            _ => false,
-        }
-    }
-}
-
-/// Whether some tile-level variable `w` other than `v` has exactly one
-/// inner factor along `(w, k)` (not `v`) and one along `(v, k)` (not `w`),
-/// `k` the only summed variable: the shape [`Pack`] takes.
-fn packable(
-    acc: &[Access],
-    inner: &[Item],
-    tiles: &[(usize, SizeRef)],
-    red: &[(usize, SizeRef)],
-    v: usize,
-) -> bool {
-    let [(k, _)] = red else { return false };
-    let one = |on: usize, off: usize| {
-        loads(inner)
-            .filter(|&a| acc[a].dep(on) && acc[a].dep(*k) && !acc[a].dep(off))
-            .count()
-            == 1
-    };
-    tiles
-        .iter()
-        .any(|(w, _)| *w != v && one(*w, v) && one(v, *w))
-}
-
-/// The plan for `nest`, when it is a dense contraction this module handles.
-pub fn plan(p: &LoopProgram, nest: &Nest, layout: &Layout) -> Option<Plan> {
-    if p.touches_strong_buffers(nest) {
-        return None;
-    }
-    let out = Access {
-        buf: nest.buf,
-        ix: nest.vars.iter().map(|v| v.0).collect(),
-    };
-    if p.bufs.get(nest.buf)?.dims.len() != out.ix.len() {
-        return None;
-    }
-    let mut acc = vec![out];
-    let mut brs = Vec::new();
-    let (post, s1) = split(&nest.body, &mut acc, &mut brs)?;
-    if !brs.is_empty() {
-        return None;
-    }
-    let (k1, b1) = s1?;
-    let (items1, s2) = split(b1, &mut acc, &mut brs)?;
-    let (mid, inner, outer, red, two) = match s2 {
-        None => (vec![], items1, vec![], k1, false),
-        Some((k2, b2)) => {
-            if !brs.is_empty() {
-                return None;
-            }
-            let (inner, s3) = split(b2, &mut acc, &mut brs)?;
-            if s3.is_some() || !brs.is_empty() {
-                return None;
-            }
-            (items1, inner, k1, k2, true)
-        }
-    };
-    // at least one load in the inner product
-    loads(&inner).next()?;
-    let gens = nest.vars.clone();
-    let (mut mid, mut inner, mut outer, mut red) = (mid, inner, outer, red);
-    if two {
-        // reduction interchange: `sum(k1) m * sum(k2) f` as
-        // `sum(k2) m' * sum(k1) f'` when that orientation walks more
-        // unit-stride axes (no brackets or strong-zero buffers reach this
-        // form, so only the summation order changes)
-        let (m2, i2) = swap_items(&mid, &inner, &outer, &acc);
-        if loads(&i2).next().is_some()
-            && choose(&acc, layout, &red, &outer, &m2, &i2, true).map(|b| b.0)
-                > choose(&acc, layout, &outer, &red, &mid, &inner, true).map(|b| b.0)
-        {
-            std::mem::swap(&mut outer, &mut red);
-            (mid, inner) = (m2, i2);
-        }
-    }
-    let tiles: Vec<(usize, SizeRef)> = if two { outer.clone() } else { gens.clone() };
-    let mut best = choose(&acc, layout, &tiles, &red, &mid, &inner, two);
-    // a product that packs (see [`Pack`]) runs on its unit-stride copies
-    // whatever the layout: lanes along the output's unit-stride axis if
-    // it has one (so tiles store whole vectors)
-    let packs = |v: usize| !two && brs.is_empty() && packable(&acc, &inner, &tiles, &red, v);
-    let packed_v = tiles
-        .iter()
-        .map(|(v, _)| *v)
-        .filter(|&v| packs(v))
-        .max_by_key(|&v| acc[0].unit(v, layout));
-    if let Some(v) = packed_v {
-        best = Some((usize::MAX, true, 0, v));
-    }
-    let (mode, v, lanes) = match best {
-        Some((_, true, _, v)) => (Mode::Tile, v, 2),
-        Some((_, false, _, v)) => (Mode::Reduce, v, 2),
-        None => match tiles.last() {
-            Some((v, _)) => (Mode::Tile, *v, 1),
-            None => (Mode::Reduce, red.last()?.0, 1),
-        },
-    };
-    // the rows: the tile-level variable that most factors depend on exactly
-    // one of (it, v): those are the loads shared across rows or columns
-    let mut w: Option<(usize, usize)> = None;
-    for (pos, (x, _)) in tiles.iter().enumerate() {
-        if *x == v {
-            continue;
-        }
-        let score = loads(&inner)
-            .filter(|&a| acc[a].dep(*x) != acc[a].dep(v))
-            .count();
-        if score > 0 && w.is_none_or(|(s, q)| (score, pos) > (s, q)) {
-            w = Some((score, pos));
-        }
-    }
-    let w = w.map(|(_, pos)| tiles[pos].0);
-    let size_of = |x: usize| {
-        gens.iter()
-            .chain(&outer)
-            .chain(&red)
-            .find(|(y, _)| *y == x)
-            .map(|(_, n)| n.clone())
-    };
-    let v_size = size_of(v)?;
-    let w_size = match w {
-        Some(w) => Some(size_of(w)?),
-        None => None,
-    };
-    let around = tiles
-        .iter()
-        .filter(|(x, _)| *x != v && Some(*x) != w)
-        .cloned()
-        .collect();
-    // brackets: bounds of the summed variable, along the rows (`Reduce`:
-    // upper bounds) or along the lanes (`Tile`: either side)
-    let mut hi = Vec::new();
-    let mut tdom = Vec::new();
-    for p in brs {
-        if two || red.len() != 1 || !post.is_empty() {
-            return None;
-        }
-        let k = red[0].0;
-        let mut cs = Vec::new();
-        super::schedule::conjuncts(p, &mut cs);
-        for c in cs {
-            let P::Cmp(op, a, b) = c else { return None };
-            let (l, h) = super::schedule::solve(op, &a, &b, k)?;
-            match mode {
-                Mode::Reduce => {
-                    let w = w?;
-                    let (None, Some(h)) = (l, h) else {
-                        return None;
-                    };
-                    if h.terms.iter().any(|&(x, c)| x != w && c != 0) {
-                        return None;
-                    }
-                    hi.push((super::schedule::coef(&h, w), h.constant));
-                }
-                Mode::Tile => {
-                    // with no unit-stride axis the general code generator's
-                    // exact loop domains do better than masks
-                    if lanes != 2 {
-                        return None;
-                    }
-                    for (is_lo, b) in [(true, l), (false, h)] {
-                        let Some(b) = b else { continue };
-                        if b.terms.iter().any(|&(x, c)| x != v && c != 0) {
-                            return None;
-                        }
-                        tdom.push((is_lo, super::schedule::coef(&b, v), b.constant));
-                    }
-                }
-            }
-        }
-    }
-    if mode == Mode::Reduce {
-        let k = red.iter().position(|(x, _)| *x == v)?;
-        let last = red.remove(k);
-        red.push(last);
-    }
-    // (rows, columns, unrolling of the innermost loop), by measurement
-    // on x86-64 (16 xmm registers: accumulators + loads + a splat)
-    let (rows, cols, unroll) = match (mode, lanes, w.is_some()) {
-        (Mode::Tile, 2, true) => (4, 2, 2),
-        (Mode::Tile, 2, false) => (1, 8, 2),
-        (Mode::Reduce, 2, true) => (4, 2, 2),
-        (Mode::Reduce, 2, false) => (1, 4, 2),
-        (_, _, true) => (2, 4, 1),
-        (_, _, false) => (1, 4, 1),
-    };
-    let panel = if mode == Mode::Tile && w.is_some() && lanes == 2 {
-        64
-    } else {
-        0
-    };
-    let kblock = if mode == Mode::Tile && !two && red.len() == 1 && panel > 0 {
-        KBLOCK
-    } else {
-        0
-    };
-    let mut pack = None;
-    if kblock > 0 && tdom.is_empty() {
-        if let (Some(w), [(k, _)]) = (w, red.as_slice()) {
-            let (k, w) = (*k, w);
-            let find = |on: usize, off: usize| {
-                let mut it =
-                    loads(&inner).filter(|&a| acc[a].dep(on) && acc[a].dep(k) && !acc[a].dep(off));
-                match (it.next(), it.next()) {
-                    (Some(a), None) => Some(a),
-                    _ => None,
-                }
-            };
-            if let (Some(a), Some(b)) = (find(w, v), find(v, w)) {
-                pack = Some(Pack { a, b });
-            }
-        }
-    }
-    // packed: blocks and panels by measurement (matmul, n = 256 and 1024),
-    // the panel a whole number of tiles; the stack buffers take
-    // `PACK_KC * (PACK_PANEL + rows) * 8` bytes (132 KiB)
-    let (panel, kblock) = match pack {
-        Some(_) => (PACK_PANEL / (cols * lanes) * (cols * lanes), PACK_KC),
-        None => (panel, kblock),
-    };
-    let vblock = match (mode, lanes, w) {
-        (Mode::Reduce, 2, None) if hi.is_empty() && !two && red.len() >= 2 => {
-            loads(&inner).find(|&a| {
-                acc[a].dep(v)
-                    && !acc[a].unit(v, layout)
-                    && red.iter().any(|&(x, _)| x != v && acc[a].unit(x, layout))
-            })
-        }
-        _ => None,
-    };
-    Some(Plan {
-        acc,
-        post,
-        mid,
-        inner,
-        gens,
-        around,
-        red,
-        v_size,
-        w_size,
-        two_level: two,
-        mode,
-        v,
-        w,
-        lanes,
-        rows,
-        cols,
-        panel,
-        kblock,
-        unroll,
-        hi,
-        pack,
-        tdom,
-        vblock,
-    })
-}
-
-/// The default [`Plan::kblock`], by measurement (matmul, n = 1024).
-pub const KBLOCK: usize = 256;
-
-/// The block of [`Plan::vblock`], by measurement
-/// (`sum(i,j) A[i,j] * B[j,i]`, 1 thread, in one process against 8, 32,
-/// 64, unblocked, and blocks of 64–256 of the other summed variable
-/// around them, which did not help): 16 was fastest at n = 256, 1024 and
-/// 2048 (2.2–4.4× the unblocked speed), 8 at n = 512 (where 16 still
-/// gives 2×).
-pub const VBLOCK: i64 = 16;
-
-/// [`Plan::kblock`] and (at most) [`Plan::panel`] of a plan that packs
-/// (see [`Pack`]), by measurement (matmul, n = 256 and 1024, 1 thread).
-pub const PACK_KC: usize = 128;
-pub const PACK_PANEL: usize = 128;
 
 /// Pseudo accesses: the packed copies of [`Pack::a`] and [`Pack::b`].
 const PA: usize = usize::MAX - 8;
@@ -602,25 +70,25 @@ const PB: usize = usize::MAX - 9;
 
 /// An address offset: a constant (folded into the load) or a value.
 #[derive(Clone, Copy, Debug)]
-enum Off {
+enum Offset {
     C(i64),
     V(Value),
 }
 
 /// The geometry of a register tile: `rows` along `w`, `cols` groups of
 /// `lanes` along `v`; per access, the offset of each row and each lane.
-struct Geo {
+struct TileGeometry {
     lanes: usize,
     row_slot: Vec<Vec<usize>>,
-    row_off: Vec<Vec<Off>>,
-    col_off: Vec<Vec<Off>>,
+    row_off: Vec<Vec<Offset>>,
+    col_off: Vec<Vec<Offset>>,
 }
 
-/// The rows of a tile (see [`Em::row_geo`]).
+/// The rows of a tile (see [`TileEmitter::row_geo`]).
 #[derive(Clone)]
 struct RowGeo {
     slot: Vec<Vec<usize>>,
-    off: Vec<Vec<Off>>,
+    off: Vec<Vec<Offset>>,
 }
 
 /// Partial products of a tile: `s` per row (factors not along `v`, with
@@ -667,15 +135,15 @@ enum Action {
     },
 }
 
-struct Em<'a, 'b> {
+struct TileEmitter<'a, 'b> {
     b: &'b mut FunctionBuilder<'a>,
-    plan: &'b Plan,
+    plan: &'b TilePlan,
     /// Per access: (variable, stride in bytes, unit).
     /// Per access, per variable: where its strides are in the strides
     /// array (several axes indexed by one variable add up), and whether it
     /// is unit-stride. Strides and sizes are loaded where they are used, so
     /// no value of the entry block stays live across the loops.
-    sb: Vec<Vec<(usize, Vec<usize>, bool)>>,
+    access_strides: Vec<Vec<(usize, Vec<usize>, bool)>>,
     strides: Value,
     sizes: Value,
     /// Scalar accesses: aligned, cannot trap.
@@ -684,20 +152,20 @@ struct Em<'a, 'b> {
     mv: MemFlagsData,
     /// Loads of the factors: as `mf`/`mv`, and also read-only and movable
     /// (the nest writes only its output, which no factor is), so Cranelift
-    /// places each where it is first used (see [`Em::load`]).
+    /// places each where it is first used (see [`TileEmitter::load`]).
     rf: MemFlagsData,
     rv: MemFlagsData,
     lo: Value,
     hi: Value,
-    /// The access each pointer slot belongs to (see [`Em::lp`]).
+    /// The access each pointer slot belongs to (see [`TileEmitter::lp`]).
     owners: Vec<usize>,
     fused: bool,
     /// Whether the tile being emitted is a full one (only those unroll
     /// their innermost loop: edge tiles are rare, code size is not).
     full_tile: bool,
-    /// Inside a block of the reduction ([`Plan::kblock`]): its range, and
+    /// Inside a block of the reduction ([`TilePlan::kblock`]): its range, and
     /// whether it is the first and the last block.
-    kblk: Option<KBlk>,
+    kblk: Option<KBlock>,
     /// Packing (see [`Pack`]): the stack buffers of `a` and `b`; whether
     /// the tiles being emitted read `a`, `b` packed; the rows `a` is
     /// packed for; the packed `b`'s pointer at the panel's origin.
@@ -706,7 +174,7 @@ struct Em<'a, 'b> {
     pb_on: bool,
     mr: usize,
     pb_base: Option<Value>,
-    /// A tile with a loop domain ([`Plan::tdom`]): the range of the
+    /// A tile with a loop domain ([`TilePlan::tdom`]): the range of the
     /// reduction loop being emitted, and per column the lanes' bounds
     /// (`lo`, `hi`) when the updates are masked.
     rrange: Option<(Value, Value)>,
@@ -714,22 +182,22 @@ struct Em<'a, 'b> {
     /// The reduction variable's value in the loop body being emitted.
     cur_k: Option<Value>,
     /// Cancellation polls at the back edges of loops with loops inside
-    /// (see `codegen::Poll`).
-    poll: Option<super::codegen::Poll>,
+    /// (see `emit::common::Poll`).
+    poll: Option<Poll>,
     /// Loops emitted so far.
     loops: usize,
 }
 
-/// The block of the reduction being emitted (see [`Plan::kblock`]).
+/// The block of the reduction being emitted (see [`TilePlan::kblock`]).
 #[derive(Clone, Copy)]
-struct KBlk {
+struct KBlock {
     start: Value,
     end: Value,
     first: Value,
     last: Value,
 }
 
-impl<'a> Emits<'a> for Em<'a, '_> {
+impl<'a> Emits<'a> for TileEmitter<'a, '_> {
     fn fb(&mut self) -> &mut FunctionBuilder<'a> {
         self.b
     }
@@ -740,18 +208,17 @@ impl<'a> Emits<'a> for Em<'a, '_> {
 pub fn emit(
     b: &mut FunctionBuilder,
     p: &LoopProgram,
-    _nest: &Nest,
     layout: &Layout,
     stride_at: &[usize],
     e: EntryParams,
-    plan: &Plan,
+    plan: &TilePlan,
+    poll: bool,
 ) {
     let mf = MemFlagsData::trusted();
-    let poll =
-        super::codegen::polling().then(|| super::codegen::Poll::setup(b, e.sizes, p.sizes.len()));
+    let poll = poll.then(|| Poll::setup(b, e.sizes, p.sizes.len()));
     let mut bases: Vec<Option<Value>> = vec![None; p.bufs.len()];
     let mut ptrs = Vec::with_capacity(plan.acc.len());
-    let mut sb = Vec::with_capacity(plan.acc.len());
+    let mut access_strides = Vec::with_capacity(plan.acc.len());
     for a in &plan.acc {
         let base = match bases[a.buf] {
             Some(v) => v,
@@ -773,12 +240,12 @@ pub fn emit(
                 .collect();
             per.push((v, at, a.unit(v, layout)));
         }
-        sb.push(per);
+        access_strides.push(per);
     }
-    let mut em = Em {
+    let mut em = TileEmitter {
         b,
         plan,
-        sb,
+        access_strides,
         strides: e.strides,
         sizes: e.sizes,
         mf,
@@ -807,7 +274,7 @@ pub fn emit(
     };
     if plan.pack.is_some() {
         let kc = plan.kblock as u32;
-        let mk = |em: &mut Em, n: u32| {
+        let mk = |em: &mut TileEmitter, n: u32| {
             em.b.create_sized_stack_slot(StackSlotData::new(
                 StackSlotKind::ExplicitSlot,
                 kc * n * 8,
@@ -815,8 +282,8 @@ pub fn emit(
             ))
         };
         let sa = mk(&mut em, plan.rows as u32);
-        let sb = mk(&mut em, plan.panel as u32);
-        em.slots = Some((sa, sb));
+        let access_strides = mk(&mut em, plan.panel as u32);
+        em.slots = Some((sa, access_strides));
     }
     if plan.two_level {
         em.two_level(&ptrs);
@@ -833,7 +300,7 @@ fn mul(b: &mut FunctionBuilder, a: Option<Value>, x: Value) -> Option<Value> {
     })
 }
 
-impl Em<'_, '_> {
+impl TileEmitter<'_, '_> {
     fn iconst(&mut self, x: i64) -> Value {
         self.b.ins().iconst(types::I64, x)
     }
@@ -876,7 +343,10 @@ impl Em<'_, '_> {
             };
             return Some((self.iconst(st), unit));
         }
-        let (_, at, unit) = self.sb[a].iter().find(|(x, _, _)| *x == v)?.clone();
+        let (_, at, unit) = self.access_strides[a]
+            .iter()
+            .find(|(x, _, _)| *x == v)?
+            .clone();
         if unit {
             return Some((self.iconst(8), true));
         }
@@ -900,7 +370,7 @@ impl Em<'_, '_> {
         match self.eff(a) {
             PA => Some(v) == self.plan.w,
             PB => v == self.plan.v,
-            a => self.sb[a].iter().any(|(x, _, u)| *x == v && *u),
+            a => self.access_strides[a].iter().any(|(x, _, u)| *x == v && *u),
         }
     }
 
@@ -934,7 +404,7 @@ impl Em<'_, '_> {
         self.lp_u(var, start, end, step, 1, ptrs, body)
     }
 
-    /// [`Em::lp`] with the body unrolled `unroll` times (the loop stops
+    /// [`TileEmitter::lp`] with the body unrolled `unroll` times (the loop stops
     /// with fewer than `step * unroll` elements left; the caller runs the
     /// rest).
     #[allow(clippy::too_many_arguments)]
@@ -1101,11 +571,11 @@ impl Em<'_, '_> {
             match wa.and_then(|x| self.stride(a, x)) {
                 None => {
                     slot.push(vec![a; rows]);
-                    off.push(vec![Off::C(0); rows]);
+                    off.push(vec![Offset::C(0); rows]);
                 }
                 Some((_, true)) => {
                     slot.push(vec![a; rows]);
-                    off.push((0..rows).map(|r| Off::C(8 * r as i64)).collect());
+                    off.push((0..rows).map(|r| Offset::C(8 * r as i64)).collect());
                 }
                 Some((s, false)) => {
                     let mut sl = vec![a];
@@ -1116,7 +586,7 @@ impl Em<'_, '_> {
                         sl.push(xp.len() - 1);
                     }
                     slot.push(sl);
-                    off.push(vec![Off::C(0); rows]);
+                    off.push(vec![Offset::C(0); rows]);
                 }
             }
         }
@@ -1124,26 +594,26 @@ impl Em<'_, '_> {
     }
 
     /// A tile's geometry: its rows, and `cols` groups of `lanes` along `v`.
-    fn geo(&mut self, rg: &RowGeo, cols: usize, lanes: usize) -> Geo {
+    fn geo(&mut self, rg: &RowGeo, cols: usize, lanes: usize) -> TileGeometry {
         let v = self.plan.v;
         let n = cols * lanes;
         let col_off = (0..self.plan.acc.len())
             .map(|a| match self.stride(a, v) {
-                Some(_) if self.eff(a) == PB => (0..n).map(|k| Off::C(8 * k as i64)).collect(),
-                None => vec![Off::C(0); n],
-                Some((_, true)) => (0..n).map(|k| Off::C(8 * k as i64)).collect(),
+                Some(_) if self.eff(a) == PB => (0..n).map(|k| Offset::C(8 * k as i64)).collect(),
+                None => vec![Offset::C(0); n],
+                Some((_, true)) => (0..n).map(|k| Offset::C(8 * k as i64)).collect(),
                 Some((s, false)) => (0..n)
                     .map(|k| {
                         if k == 0 {
-                            Off::C(0)
+                            Offset::C(0)
                         } else {
-                            Off::V(self.b.ins().imul_imm_s(s, k as i64))
+                            Offset::V(self.b.ins().imul_imm_s(s, k as i64))
                         }
                     })
                     .collect(),
             })
             .collect();
-        Geo {
+        TileGeometry {
             lanes,
             row_slot: rg.slot.clone(),
             row_off: rg.off.clone(),
@@ -1151,13 +621,13 @@ impl Em<'_, '_> {
         }
     }
 
-    fn addr(&mut self, base: Value, offs: &[Off]) -> (Value, i32) {
+    fn addr(&mut self, base: Value, offs: &[Offset]) -> (Value, i32) {
         let mut a = base;
         let mut c = 0i64;
         for o in offs {
             match o {
-                Off::C(k) => c += k,
-                Off::V(x) => a = self.b.ins().iadd(a, *x),
+                Offset::C(k) => c += k,
+                Offset::V(x) => a = self.b.ins().iadd(a, *x),
             }
         }
         match i32::try_from(c) {
@@ -1169,20 +639,20 @@ impl Em<'_, '_> {
         }
     }
 
-    fn load_at(&mut self, ty: Type, base: Value, offs: &[Off]) -> Value {
+    fn load_at(&mut self, ty: Type, base: Value, offs: &[Offset]) -> Value {
         let (a, c) = self.addr(base, offs);
         let f = if ty == types::F64 { self.mf } else { self.mv };
         self.b.ins().load(ty, f, a, c)
     }
 
-    /// A load of a factor (read-only during the nest; see [`Em::rf`]).
-    fn load_ro(&mut self, ty: Type, base: Value, offs: &[Off]) -> Value {
+    /// A load of a factor (read-only during the nest; see [`TileEmitter::rf`]).
+    fn load_ro(&mut self, ty: Type, base: Value, offs: &[Offset]) -> Value {
         let (a, c) = self.addr(base, offs);
         let f = if ty == types::F64 { self.rf } else { self.rv };
         self.b.ins().load(ty, f, a, c)
     }
 
-    fn store_at(&mut self, x: Value, base: Value, offs: &[Off]) {
+    fn store_at(&mut self, x: Value, base: Value, offs: &[Offset]) {
         let (a, c) = self.addr(base, offs);
         let f = if self.b.func.dfg.value_type(x) == types::F64 {
             self.mf
@@ -1194,7 +664,7 @@ impl Em<'_, '_> {
 
     /// Access `a` at row `r`, column `c` of the tile: a vector when it runs
     /// along `v` in a two-lane tile, else a number.
-    fn load(&mut self, a: usize, ptrs: &[Value], geo: &Geo, r: usize, c: usize) -> Value {
+    fn load(&mut self, a: usize, ptrs: &[Value], geo: &TileGeometry, r: usize, c: usize) -> Value {
         let base = ptrs[geo.row_slot[a][r]];
         let ro = geo.row_off[a][r];
         let along_v = self.dep(a, Some(self.plan.v));
@@ -1215,19 +685,19 @@ impl Em<'_, '_> {
     }
 
     /// Multiply `items` into the partial products of a tile.
-    fn apply(&mut self, items: &[Item], ptrs: &[Value], geo: &Geo, parts: &mut Parts) {
+    fn apply(&mut self, items: &[Factor], ptrs: &[Value], geo: &TileGeometry, parts: &mut Parts) {
         let (v, w) = (Some(self.plan.v), self.plan.w);
         let mut touched = false;
         for it in items {
             match *it {
-                Item::Num(x) => {
+                Factor::Num(x) => {
                     let k = self.b.ins().f64const(x);
                     for r in 0..parts.s.len() {
                         parts.s[r] = mul(self.b, parts.s[r], k);
                     }
                     touched = true;
                 }
-                Item::Load(a) => match (self.dep(a, v), self.dep(a, w)) {
+                Factor::Load(a) => match (self.dep(a, v), self.dep(a, w)) {
                     (false, false) => {
                         let x = self.load(a, ptrs, geo, 0, 0);
                         for r in 0..parts.s.len() {
@@ -1285,8 +755,8 @@ impl Em<'_, '_> {
         m
     }
 
-    /// The lanes' domains of a tile ([`Plan::tdom`]): the four cut points
-    /// of [`Em::tile`]'s pieces (clamped to the block of the reduction
+    /// The lanes' domains of a tile ([`TilePlan::tdom`]): the four cut points
+    /// of [`TileEmitter::tile`]'s pieces (clamped to the block of the reduction
     /// being emitted), and per column the lanes' bounds (`i64x2` vectors
     /// when `lanes` is 2).
     fn dom_pieces(
@@ -1380,8 +850,8 @@ impl Em<'_, '_> {
         }
     }
 
-    /// [`Em::update`], keeping the accumulator's old value in the lanes
-    /// where `mask` (from [`Em::lane_mask`]) is off.
+    /// [`TileEmitter::update`], keeping the accumulator's old value in the lanes
+    /// where `mask` (from [`TileEmitter::lane_mask`]) is off.
     fn update_m(
         &mut self,
         acc: Variable,
@@ -1457,7 +927,7 @@ impl Em<'_, '_> {
 
     /// The sum of the lanes of `vals` (a pairwise tree), plus `tail`.
     fn hsum(&mut self, vals: Vec<Value>, lanes: usize, tail: Option<Value>) -> Value {
-        let first = super::codegen::add_tree(self.b, vals);
+        let first = add_tree(self.b, vals);
         let mut s = match (first.as_ref(), tail) {
             (None, Some(t)) => return t,
             (None, None) => self.b.ins().f64const(0.0),
@@ -1476,13 +946,13 @@ impl Em<'_, '_> {
 
     /// Items grouped by the depth of the reduction loop they first vary
     /// in: index 0 for none, `d + 1` for `red[d]`.
-    fn by_depth(&self, items: &[Item]) -> Vec<Vec<Item>> {
+    fn by_depth(&self, items: &[Factor]) -> Vec<Vec<Factor>> {
         let red = &self.plan.red;
         let mut out = vec![Vec::new(); red.len() + 1];
         for it in items {
             let d = match it {
-                Item::Num(_) => 0,
-                Item::Load(a) => red
+                Factor::Num(_) => 0,
+                Factor::Load(a) => red
                     .iter()
                     .enumerate()
                     .filter(|(_, (x, _))| self.plan.acc[*a].dep(*x))
@@ -1502,9 +972,9 @@ impl Em<'_, '_> {
         &mut self,
         d: usize,
         upto: usize,
-        groups: &[Vec<Item>],
+        groups: &[Vec<Factor>],
         ptrs: &[Value],
-        geo: &Geo,
+        geo: &TileGeometry,
         parts: &Parts,
         leaf: &mut dyn FnMut(&mut Self, &[Value], &Parts),
     ) {
@@ -1533,7 +1003,7 @@ impl Em<'_, '_> {
 
     /// One register tile in `Tile` mode: `rows × cols` groups of `lanes`
     /// at the pointers' origin (`v_at` along `v`), the whole reduction,
-    /// then `action`. With a loop domain ([`Plan::tdom`]) the reduction
+    /// then `action`. With a loop domain ([`TilePlan::tdom`]) the reduction
     /// runs over the union of the lanes' domains in three pieces: masked
     /// up to the largest lower bound, unmasked up to the smallest upper
     /// one, masked to the largest. Each lane adds exactly the terms of its
@@ -1657,7 +1127,7 @@ impl Em<'_, '_> {
 
     /// The output's value (a vector or a number) at row `r`, column `c` of
     /// a tile (as [`Self::store_tile`] stores it).
-    fn load_tile(&mut self, ptrs: &[Value], geo: &Geo, r: usize, c: usize) -> Value {
+    fn load_tile(&mut self, ptrs: &[Value], geo: &TileGeometry, r: usize, c: usize) -> Value {
         let base = ptrs[geo.row_slot[0][r]];
         let ro = geo.row_off[0][r];
         if geo.lanes == 1 {
@@ -1673,7 +1143,7 @@ impl Em<'_, '_> {
     }
 
     /// Store a tile's value (a vector or a number) at row `r`, column `c`.
-    fn store_tile(&mut self, val: Value, ptrs: &[Value], geo: &Geo, r: usize, c: usize) {
+    fn store_tile(&mut self, val: Value, ptrs: &[Value], geo: &TileGeometry, r: usize, c: usize) {
         let base = ptrs[geo.row_slot[0][r]];
         let ro = geo.row_off[0][r];
         if geo.lanes == 1 {
@@ -1766,7 +1236,7 @@ impl Em<'_, '_> {
                 let end = em.b.ins().smin(full, nk);
                 let first = em.b.ins().icmp_imm_s(IntCC::Equal, ks, 0);
                 let last = em.b.ins().icmp(IntCC::SignedGreaterThanOrEqual, full, nk);
-                let saved = em.kblk.replace(KBlk {
+                let saved = em.kblk.replace(KBlock {
                     start: ks,
                     end,
                     first,
@@ -1905,12 +1375,12 @@ impl Em<'_, '_> {
     }
 
     /// One tile of `rows` outputs in `Reduce` mode (`w_at`: the first
-    /// row's index). With a loop domain ([`Plan::hi`]) the rows share the
+    /// row's index). With a loop domain ([`TilePlan::hi`]) the rows share the
     /// widest vector loop up to the smallest of their bounds, then each
     /// row continues alone to its own: every output is still summed in
     /// the same order whatever tile it falls in.
     /// `pre`: the rows' geometry when `top` already holds their pointers
-    /// (see [`Em::tiles_r`]).
+    /// (see [`TileEmitter::tiles_r`]).
     fn tile_r(
         &mut self,
         top: &[Value],
@@ -1921,14 +1391,7 @@ impl Em<'_, '_> {
     ) {
         let (cols, lanes) = (self.plan.cols, self.plan.lanes);
         let v = self.plan.v;
-        let accs: Vec<Vec<Variable>> = (0..rows)
-            .map(|_| (0..cols).map(|_| self.acc_var(lanes)).collect())
-            .collect();
-        let tails: Vec<Variable> = if lanes == 2 {
-            (0..rows).map(|_| self.acc_var(1)).collect()
-        } else {
-            vec![]
-        };
+        let (accs, tails) = self.r_accumulators(rows, cols, lanes);
         let groups = self.by_depth(&self.plan.inner.clone());
         let (rg, xp, owners) = match pre {
             Some(rg) => (rg.clone(), top.to_vec(), self.owners.clone()),
@@ -1995,18 +1458,7 @@ impl Em<'_, '_> {
                     let all: Vec<usize> = (0..variants.len()).collect();
                     match w_at {
                         Some(w0) if !em.plan.hi.is_empty() => {
-                            let his: Vec<Value> = (0..rows)
-                                .map(|r| {
-                                    let wr = em.b.ins().iadd_imm_s(w0, r as i64);
-                                    let mut h = n;
-                                    for &(c, k) in &em.plan.hi {
-                                        let x = em.b.ins().imul_imm_s(wr, c);
-                                        let x = em.b.ins().iadd_imm_s(x, k);
-                                        h = em.b.ins().smin(h, x);
-                                    }
-                                    em.b.ins().smax(h, z)
-                                })
-                                .collect();
+                            let his = em.row_domains(w0, rows, n, z);
                             let common =
                                 his[1..].iter().fold(his[0], |m, &h| em.b.ins().smin(m, h));
                             let s = run(em, z, common, &[0], None);
@@ -2044,6 +1496,41 @@ impl Em<'_, '_> {
             None => reduce(self, None),
         }
         self.owners = saved;
+        self.finish_r(top, rows, action, &accs, &tails);
+    }
+
+    /// The accumulators of a `Reduce` tile: `cols` per row of `lanes`
+    /// lanes, and with two lanes one scalar per row for the one-lane tail.
+    fn r_accumulators(
+        &mut self,
+        rows: usize,
+        cols: usize,
+        lanes: usize,
+    ) -> (Vec<Vec<Variable>>, Vec<Variable>) {
+        let accs: Vec<Vec<Variable>> = (0..rows)
+            .map(|_| (0..cols).map(|_| self.acc_var(lanes)).collect())
+            .collect();
+        let tails: Vec<Variable> = if lanes == 2 {
+            (0..rows).map(|_| self.acc_var(1)).collect()
+        } else {
+            vec![]
+        };
+        (accs, tails)
+    }
+
+    /// The end of [`TileEmitter::tile_r`]: each row's accumulators summed
+    /// across lanes, then stored times the factors outside the sum, or
+    /// added into the outer sum's scalar accumulator times the middle
+    /// factors.
+    fn finish_r(
+        &mut self,
+        top: &[Value],
+        rows: usize,
+        action: &Action,
+        accs: &[Vec<Variable>],
+        tails: &[Variable],
+    ) {
+        let lanes = self.plan.lanes;
         let sums: Vec<Value> = (0..rows)
             .map(|r| {
                 let vals = accs[r].iter().map(|a| self.b.use_var(*a)).collect();
@@ -2083,6 +1570,24 @@ impl Em<'_, '_> {
         }
     }
 
+    /// Per row `r` of a tile starting at row `w0`, the end of the summed
+    /// variable's domain ([`TilePlan::hi`]): `max(0, min(n, c * (w0 + r)
+    /// + k, …))`.
+    fn row_domains(&mut self, w0: Value, rows: usize, n: Value, z: Value) -> Vec<Value> {
+        (0..rows)
+            .map(|r| {
+                let wr = self.b.ins().iadd_imm_s(w0, r as i64);
+                let mut h = n;
+                for &(c, k) in &self.plan.hi {
+                    let x = self.b.ins().imul_imm_s(wr, c);
+                    let x = self.b.ins().iadd_imm_s(x, k);
+                    h = self.b.ins().smin(h, x);
+                }
+                self.b.ins().smax(h, z)
+            })
+            .collect()
+    }
+
     fn tiles(&mut self, ptrs: &[Value], action: &Action) {
         match self.plan.mode {
             Mode::Tile => self.tiles_g(ptrs, action),
@@ -2119,7 +1624,7 @@ impl Em<'_, '_> {
             let total = em.hsum(vals, lanes, Some(tail));
             let rg = RowGeo {
                 slot: (0..em.plan.acc.len()).map(|a| vec![a]).collect(),
-                off: vec![vec![Off::C(0)]; em.plan.acc.len()],
+                off: vec![vec![Offset::C(0)]; em.plan.acc.len()],
             };
             let geo = em.geo(&rg, 1, 1);
             let mut parts = Parts::new(1, 1);

@@ -1,4 +1,5 @@
-//! Lowering from normal form (`docs/language.md`) to a small loop IR: buffers
+//! Lowering from normal form (`docs/language.md`) to the loop IR
+//! ([`super::ir`]): buffers
 //! (parameter leaves, `let` temporaries, result leaves), loop nests that
 //! write one buffer each, and scalar expressions with accumulation loops,
 //! guards and strided loads. Anything outside normal form is refused with
@@ -13,195 +14,15 @@
 //! buffer at `.1`). An access chain into such a value (`d[i].0`) picks
 //! the leaf by its projections and indexes it by its accesses, in order.
 
+//!
+//! Owns the translation only: it must not schedule, emit or look at
+//! layouts (the later stages do).
+
+use super::ir::walk::may_be_strong;
+use super::ir::{Buf, BufKind, Cond, IndexExpr, LoadIndex, LoopProgram, Nest, Scalar, SizeRef};
 use crate::interp::Boundary;
 use crate::syntax::ast::*;
 use crate::syntax::printer::print_expr;
-
-/// A size: a literal, or the `k`-th named size of the kernel.
-#[derive(Clone, Debug, PartialEq)]
-pub enum SizeRef {
-    Lit(i64),
-    Named(usize),
-}
-
-/// Where a buffer comes from.
-#[derive(Clone, Debug)]
-pub enum BufKind {
-    /// A leaf of parameter `param` (projection path into the boundary form).
-    Param { param: usize, path: Vec<u8> },
-    /// A `let` temporary (C order, allocated by the caller of native code).
-    Temp,
-    /// A leaf of the result (projection path into the boundary form).
-    Out { path: Vec<u8> },
-}
-
-/// A buffer and its axes.
-#[derive(Clone, Debug)]
-pub struct Buf {
-    pub kind: BufKind,
-    pub dims: Vec<SizeRef>,
-    pub name: String,
-    /// For a `let` temporary whose elements may be strong zeros: the
-    /// companion temporary (same dims, C order) holding each element's
-    /// strong-zero flag (1.0 strong, 0.0 not), written by the nest that
-    /// writes this buffer and read wherever this buffer is loaded.
-    pub flag: Option<usize>,
-}
-
-/// An affine index over loop variables.
-#[derive(Clone, Debug)]
-pub struct Aff {
-    pub terms: Vec<(usize, i64)>,
-    pub constant: i64,
-}
-
-/// A predicate over loop variables.
-#[derive(Clone, Debug)]
-pub enum P {
-    Cmp(CmpOp, Aff, Aff),
-    And(Box<P>, Box<P>),
-    Or(Box<P>, Box<P>),
-    Not(Box<P>),
-}
-
-/// One axis of a load: the index, and whether it may leave `0..dim`
-/// (then it is checked and reads 0 outside).
-#[derive(Clone, Debug)]
-pub struct Ix {
-    pub aff: Aff,
-    pub dim: SizeRef,
-    pub checked: bool,
-}
-
-/// Scalar expressions.
-#[derive(Clone, Debug)]
-pub enum S {
-    Num(f64),
-    Load(usize, Vec<Ix>),
-    Bracket(P),
-    Eps(Vec<Aff>),
-    Bin(BinOp, Box<S>, Box<S>),
-    Neg(Box<S>),
-    Call(Func, Vec<S>),
-    Sum(usize, SizeRef, Box<S>),
-}
-
-/// `buf[v0, v1, …] = body` for every value of the loop variables.
-#[derive(Clone, Debug)]
-pub struct Nest {
-    pub buf: usize,
-    pub vars: Vec<(usize, SizeRef)>,
-    pub body: S,
-}
-
-/// What the generated code may assume of the buffers' strides: for every
-/// buffer, for every axis, whether its stride is 1 (then the code uses the
-/// constant 1 and never reads the stride it is passed). `let` temporaries
-/// are C order, so their last axis is always unit-stride. A kernel keeps
-/// native code per layout it has been called with (see `jit::Kernel`).
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct Layout {
-    pub unit: Vec<Vec<bool>>,
-}
-
-impl Layout {
-    /// Nothing known: every stride is read at run time (temporaries still
-    /// have a unit last axis).
-    pub fn generic(p: &LoopProgram) -> Layout {
-        Layout::from_fn(p, |_, _| false)
-    }
-
-    /// C order for every buffer: the last axis is unit-stride.
-    pub fn c_order(p: &LoopProgram) -> Layout {
-        Layout::from_fn(p, |b, a| a + 1 == b.dims.len())
-    }
-
-    /// A layout from a predicate on (buffer, axis); temporaries are always
-    /// C order.
-    pub fn from_fn(p: &LoopProgram, mut unit: impl FnMut(&Buf, usize) -> bool) -> Layout {
-        Layout {
-            unit: p
-                .bufs
-                .iter()
-                .map(|b| {
-                    (0..b.dims.len())
-                        .map(|a| match b.kind {
-                            BufKind::Temp => a + 1 == b.dims.len(),
-                            _ => unit(b, a),
-                        })
-                        .collect()
-                })
-                .collect(),
-        }
-    }
-
-    /// Whether axis `axis` of buffer `buf` is unit-stride.
-    pub fn is_unit(&self, buf: usize, axis: usize) -> bool {
-        self.unit
-            .get(buf)
-            .and_then(|u| u.get(axis))
-            .copied()
-            .unwrap_or(false)
-    }
-}
-
-/// A whole kernel.
-#[derive(Clone, Debug)]
-pub struct LoopProgram {
-    pub bufs: Vec<Buf>,
-    /// In execution order.
-    pub nests: Vec<Nest>,
-    pub n_vars: usize,
-    /// Named sizes, in the order native code receives them.
-    pub sizes: Vec<String>,
-    /// Column sums that native code may compute ahead into a scratch
-    /// vector, per layout (see [`super::schedule::columns`]); empty after
-    /// [`lower`].
-    pub cols: Vec<Col>,
-}
-
-/// A sum `sum(j) f(i, j)` inside the nest writing `consumer` that depends
-/// on one enclosing loop variable `i` only, with its scratch vector: the
-/// `Temp` buffer `buf` (`[n]`, `n` the range of `i`) and the nest writing
-/// it, `buf[i'] = sum(j') f(i', j')` (fresh variables), placed just before
-/// the consumer. Per layout, [`super::schedule::materialise`] decides
-/// whether that nest runs (and the consumer loads `buf[i]` instead of the
-/// sum) or is skipped (and the consumer computes the sum in place).
-#[derive(Clone, Debug)]
-pub struct Col {
-    /// The scratch buffer (written by the nest with `buf` as its output).
-    pub buf: usize,
-    /// The output buffer of the consuming nest.
-    pub consumer: usize,
-    /// The summed variable of the sum in the consumer (names the node).
-    pub sum_var: usize,
-    /// The enclosing loop variable the sum depends on, in the consumer.
-    pub outer: usize,
-    /// The range of `outer` (the scratch vector's length).
-    pub n: SizeRef,
-    /// The scratch nest is a GEMM stage (a matrix-vector product, and the
-    /// kernel runs GEMM stages): computed ahead in every layout.
-    pub lib: bool,
-}
-
-impl LoopProgram {
-    /// Whether `nest` writes or reads a buffer whose elements may be strong
-    /// zeros (a `let` temporary with a flag buffer, [`Buf::flag`]). Only
-    /// the general code generator carries the flags; the dense and GEMM
-    /// stages take no such nest.
-    pub fn touches_strong_buffers(&self, nest: &Nest) -> bool {
-        fn reads(p: &LoopProgram, s: &S) -> bool {
-            match s {
-                S::Load(b, _) => p.bufs.get(*b).is_some_and(|b| b.flag.is_some()),
-                S::Num(_) | S::Bracket(_) | S::Eps(_) => false,
-                S::Bin(_, a, b) => reads(p, a) || reads(p, b),
-                S::Neg(a) | S::Sum(_, _, a) => reads(p, a),
-                S::Call(_, args) => args.iter().any(|a| reads(p, a)),
-            }
-        }
-        self.bufs.get(nest.buf).is_some_and(|b| b.flag.is_some()) || reads(self, &nest.body)
-    }
-}
 
 enum Binding {
     Param(usize, Boundary),
@@ -288,7 +109,7 @@ impl Lower {
         v
     }
 
-    fn aff(&self, a: &Affine) -> Result<Aff, String> {
+    fn aff(&self, a: &Affine) -> Result<IndexExpr, String> {
         let mut terms = Vec::new();
         for (x, c) in &a.terms {
             let v = self
@@ -300,23 +121,23 @@ impl Lower {
                 .ok_or_else(|| format!("unbound index `{x}`"))?;
             terms.push((v, *c));
         }
-        Ok(Aff {
+        Ok(IndexExpr {
             terms,
             constant: a.constant,
         })
     }
 
-    fn pred(&self, p: &Pred) -> Result<P, String> {
+    fn pred(&self, p: &Pred) -> Result<Cond, String> {
         Ok(match p {
-            Pred::Cmp(op, a, b) => P::Cmp(*op, self.aff(a)?, self.aff(b)?),
-            Pred::And(a, b) => P::And(Box::new(self.pred(a)?), Box::new(self.pred(b)?)),
-            Pred::Or(a, b) => P::Or(Box::new(self.pred(a)?), Box::new(self.pred(b)?)),
-            Pred::Not(a) => P::Not(Box::new(self.pred(a)?)),
+            Pred::Cmp(op, a, b) => Cond::Cmp(*op, self.aff(a)?, self.aff(b)?),
+            Pred::And(a, b) => Cond::And(Box::new(self.pred(a)?), Box::new(self.pred(b)?)),
+            Pred::Or(a, b) => Cond::Or(Box::new(self.pred(a)?), Box::new(self.pred(b)?)),
+            Pred::Not(a) => Cond::Not(Box::new(self.pred(a)?)),
         })
     }
 
     /// An access chain `x`, `x.0`, `a[ι]`, … ending in a number.
-    fn chain(&mut self, e: &Expr) -> Result<S, String> {
+    fn chain(&mut self, e: &Expr) -> Result<Scalar, String> {
         let mut ops = Vec::new();
         let mut cur = e;
         loop {
@@ -408,7 +229,7 @@ impl Lower {
         }
         let mut ixs = Vec::new();
         for (a, dim) in idx.into_iter().zip(dims_all) {
-            ixs.push(Ix {
+            ixs.push(LoadIndex {
                 aff: self.aff(a)?,
                 dim,
                 // A plain index has the axis's range (the type checker
@@ -416,20 +237,20 @@ impl Lower {
                 checked: a.as_var().is_none(),
             });
         }
-        Ok(S::Load(buf, ixs))
+        Ok(Scalar::Load(buf, ixs))
     }
 
-    fn scalar(&mut self, e: &Expr) -> Result<S, String> {
+    fn scalar(&mut self, e: &Expr) -> Result<Scalar, String> {
         Ok(match e {
-            Expr::Num(x) => S::Num(*x),
+            Expr::Num(x) => Scalar::Num(*x),
             Expr::Var(_) | Expr::Access(..) | Expr::Proj(..) => self.chain(e)?,
-            Expr::Bracket(p) => S::Bracket(self.pred(p)?),
-            Expr::Eps(v) => S::Eps(v.iter().map(|a| self.aff(a)).collect::<Result<_, _>>()?),
+            Expr::Bracket(p) => Scalar::Bracket(self.pred(p)?),
+            Expr::Eps(v) => Scalar::Eps(v.iter().map(|a| self.aff(a)).collect::<Result<_, _>>()?),
             Expr::Bin(op, a, b) => {
-                S::Bin(*op, Box::new(self.scalar(a)?), Box::new(self.scalar(b)?))
+                Scalar::Bin(*op, Box::new(self.scalar(a)?), Box::new(self.scalar(b)?))
             }
-            Expr::Neg(a) => S::Neg(Box::new(self.scalar(a)?)),
-            Expr::Call(f, args) => S::Call(
+            Expr::Neg(a) => Scalar::Neg(Box::new(self.scalar(a)?)),
+            Expr::Call(f, args) => Scalar::Call(
                 *f,
                 args.iter()
                     .map(|a| self.scalar(a))
@@ -440,7 +261,7 @@ impl Lower {
                 let v = self.fresh_var(i);
                 let body = self.scalar(b);
                 self.idx.pop();
-                S::Sum(v, n, Box::new(body?))
+                Scalar::Sum(v, n, Box::new(body?))
             }
             Expr::Gen(..) => return Err(not_normal("a `gen` inside a number", e)),
             Expr::Let(..) => return Err(not_normal("a `let` inside an expression", e)),
@@ -557,37 +378,6 @@ impl Lower {
             }
             _ => self.output(e),
         }
-    }
-}
-
-/// The number of nodes of `s` (sums and their bodies included) when it is
-/// more than `limit`, else `None`.
-pub fn nodes_beyond(s: &S, limit: usize) -> Option<usize> {
-    fn count(s: &S) -> usize {
-        crate::stack::deep(|| match s {
-            S::Num(_) | S::Load(..) | S::Bracket(_) | S::Eps(_) => 1,
-            S::Bin(_, a, b) => 1 + count(a) + count(b),
-            S::Neg(a) | S::Sum(_, _, a) => 1 + count(a),
-            S::Call(_, args) => 1 + args.iter().map(count).sum::<usize>(),
-        })
-    }
-    let n = count(s);
-    (n > limit).then_some(n)
-}
-
-/// Whether `s` may evaluate to a strong zero (a failed bracket, or an
-/// element of a temporary that may hold one), following the interpreter's
-/// rules: products with a strong factor and quotients with a strong
-/// numerator, negations, and sums/differences of two strong operands.
-pub fn may_be_strong(s: &S, bufs: &[Buf]) -> bool {
-    match s {
-        S::Bracket(_) => true,
-        S::Load(b, _) => bufs[*b].flag.is_some(),
-        S::Neg(a) | S::Sum(_, _, a) => may_be_strong(a, bufs),
-        S::Bin(BinOp::Mul, a, b) => may_be_strong(a, bufs) || may_be_strong(b, bufs),
-        S::Bin(BinOp::Div, a, _) => may_be_strong(a, bufs),
-        S::Bin(BinOp::Add | BinOp::Sub, a, b) => may_be_strong(a, bufs) && may_be_strong(b, bufs),
-        _ => false,
     }
 }
 

@@ -3,16 +3,19 @@
 //! sliced with steps, negative strides), which the kernel reads and writes
 //! in place — no copy, no allocation for the arguments themselves.
 //!
-//! They mirror [`crate::Value`] at the call boundary: a number, an array,
+//! They mirror [`crate::interp::Value`] at the call boundary: a number, an array,
 //! or a pair (a tensor of pairs `[n](R,R)` travels as a pair of arrays).
 //! A 0-dimensional array is accepted wherever a number is (as for
 //! `Value`), which is how a number result is written into a buffer.
+//!
+//! Owns the conversion of caller values into views; it must not check
+//! signatures (`super`) nor run code.
 
 use crate::interp::value::{AsOperand, AsOperandMut, Operand, OperandMut};
 use ndarray::{ArrayViewD, ArrayViewMutD};
 use std::convert::Infallible;
 
-/// A borrowed argument of [`super::Kernel::call_args`]: read in place.
+/// A borrowed argument of [`super::Kernel::call_args`](crate::jit::Kernel::call_args): read in place.
 #[derive(Clone, Debug)]
 pub enum Arg<'a> {
     /// A number (parameter type `R`).
@@ -30,11 +33,11 @@ impl<'a> Arg<'a> {
     }
 }
 
-/// A borrowed output buffer of [`super::Kernel::call_args_into`]: the
+/// A borrowed output buffer of [`super::Kernel::call_args_into`](crate::jit::Kernel::call_args_into): the
 /// result is written into it in place.
 ///
 /// A result of type `R` (a number) goes into a 0-dimensional array view;
-/// use [`super::Kernel::call_args`] to get it back as a value instead.
+/// use [`super::Kernel::call_args`](crate::jit::Kernel::call_args) to get it back as a value instead.
 #[derive(Debug)]
 pub enum ArgMut<'a> {
     /// An array of any layout whose elements do not overlap (no zero
@@ -445,7 +448,7 @@ impl<'a, A: IntoArgMut<'a>, B: IntoArgMut<'a>> IntoArgMut<'a> for (A, B) {
     }
 }
 
-/// A typed result of [`super::Kernel::eval`]: `f64` for a number,
+/// A typed result of [`super::Kernel::eval`](crate::jit::Kernel::eval): `f64` for a number,
 /// `Array<f64, D>` (`Array1<f64>`, `Array2<f64>`, `ArrayD<f64>`, …) for a
 /// tensor, 2-tuples of these for a tuple result, or [`Value`] for any.
 /// The conversion moves the result (no copy); a type that does not match

@@ -1,0 +1,144 @@
+//! Helpers both code generators use ([`super::loops`], [`super::tiles`]):
+//! the entry block's parameters, blocked loops, the run-time test of
+//! whether cache blocking pays, cancellation polls, pairwise sums. They
+//! emit what they are asked to and decide nothing.
+
+use crate::jit::schedule::loops::TILE_ROWS;
+use cranelift_codegen::ir::condcodes::IntCC;
+use cranelift_codegen::ir::{
+    types, InstBuilder, MemFlagsData, StackSlot, StackSlotData, StackSlotKind, Value,
+};
+use cranelift_frontend::FunctionBuilder;
+
+/// The sum of `vals` as a pairwise tree of `fadd`s (scalars or vectors);
+/// `None` for no values.
+pub(crate) fn add_tree(b: &mut FunctionBuilder, vals: Vec<Value>) -> Option<Value> {
+    let mut level = vals;
+    while level.len() > 1 {
+        level = level
+            .chunks(2)
+            .map(|c| {
+                if c.len() == 2 {
+                    b.ins().fadd(c[0], c[1])
+                } else {
+                    c[0]
+                }
+            })
+            .collect();
+    }
+    level.first().copied()
+}
+
+/// Cancellation polls (see the module doc, "cancellation"): the address
+/// of the call's flag, kept in a stack slot (no register is held for it).
+#[derive(Clone, Copy)]
+pub(crate) struct Poll {
+    slot: StackSlot,
+}
+
+impl Poll {
+    /// In the entry block: read the flag's address from `sizes[n_sizes]`
+    /// (the element after the named sizes) into a stack slot.
+    pub(crate) fn setup(b: &mut FunctionBuilder, sizes: Value, n_sizes: usize) -> Poll {
+        let slot = b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 8, 3));
+        let p = b.ins().load(
+            types::I64,
+            MemFlagsData::trusted(),
+            sizes,
+            (n_sizes * 8) as i32,
+        );
+        b.ins().stack_store(types::I64, p, slot, 0);
+        Poll { slot }
+    }
+
+    /// `x`, or `stop` when the call is cancelled (a `select`, no
+    /// branch): a loop's back edge compares its counter with the bound
+    /// this returns, so a cancelled loop leaves by its usual exit, with no
+    /// new block or edge.
+    pub(crate) fn or_stop(self, b: &mut FunctionBuilder, x: Value, stop: Value) -> Value {
+        let p = b.ins().stack_load(types::I64, types::I64, self.slot, 0);
+        let f = b.ins().atomic_load(types::I8, MemFlagsData::trusted(), p);
+        b.ins().select(f, stop, x)
+    }
+}
+
+/// A code generator emitting one function (the general one here and the
+/// dense one of [`super::dense`]), for the helpers both use.
+pub(crate) trait Emits<'f> {
+    fn fb(&mut self) -> &mut FunctionBuilder<'f>;
+}
+
+/// `for x0 in (lo..hi).step_by(t) { body(x0, min(x0 + t, hi)) }`.
+pub(crate) fn for_blocks<'f, C: Emits<'f>>(
+    c: &mut C,
+    lo: Value,
+    hi: Value,
+    t: i64,
+    body: &mut dyn FnMut(&mut C, Value, Value),
+) {
+    let b = c.fb();
+    let x = b.declare_var(types::I64);
+    b.def_var(x, lo);
+    let body_b = b.create_block();
+    let exit = b.create_block();
+    let go = b.ins().icmp(IntCC::SignedLessThan, lo, hi);
+    b.ins().brif(go, body_b, &[], exit, &[]);
+    b.switch_to_block(body_b);
+    let x0 = b.use_var(x);
+    let x1 = b.ins().iadd_imm_s(x0, t);
+    let end = b.ins().smin(x1, hi);
+    body(c, x0, end);
+    let b = c.fb();
+    b.def_var(x, x1);
+    let more = b.ins().icmp(IntCC::SignedLessThan, x1, hi);
+    b.ins().brif(more, body_b, &[], exit, &[]);
+    b.seal_block(body_b);
+    b.seal_block(exit);
+    b.switch_to_block(exit);
+}
+
+/// `if blocks pay { blocked } else { plain }`, decided at call time for a
+/// loop that walks across `rows` rows `stride` bytes apart
+/// (`schedule::tiled`, `TilePlan::vblock`): blocks pay when the rows
+/// are a multiple of 2 KiB apart (they then share a few sets of the L1
+/// cache) or there are more than [`TILE_ROWS`] of them
+/// (beyond the TLB's reach).
+pub(crate) fn if_blocks_pay<'f, C: Emits<'f>>(
+    c: &mut C,
+    stride: Value,
+    rows: Value,
+    blocked: &mut dyn FnMut(&mut C),
+    plain: &mut dyn FnMut(&mut C),
+) {
+    let b = c.fb();
+    let low = b.ins().band_imm_s(stride, 2047);
+    let alias = b.ins().icmp_imm_s(IntCC::Equal, low, 0);
+    let long = b
+        .ins()
+        .icmp_imm_s(IntCC::SignedGreaterThan, rows, TILE_ROWS);
+    let go = b.ins().bor(alias, long);
+    let (yes, no, join) = (b.create_block(), b.create_block(), b.create_block());
+    b.ins().brif(go, yes, &[], no, &[]);
+    b.seal_block(yes);
+    b.seal_block(no);
+    b.switch_to_block(yes);
+    blocked(c);
+    let b = c.fb();
+    b.ins().jump(join, &[]);
+    b.switch_to_block(no);
+    plain(c);
+    let b = c.fb();
+    b.ins().jump(join, &[]);
+    b.seal_block(join);
+    b.switch_to_block(join);
+}
+
+/// The parameters of a nest's native function (see [`super`]).
+#[derive(Clone, Copy, Debug)]
+pub struct EntryParams {
+    pub bufs: Value,
+    pub strides: Value,
+    pub sizes: Value,
+    pub lo: Value,
+    pub hi: Value,
+}

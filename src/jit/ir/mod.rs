@@ -1,0 +1,164 @@
+//! The loop IR: what [`super::lower`] produces and every later stage
+//! reads. Buffers (parameter leaves, `let` temporaries, result leaves),
+//! loop nests that write one buffer each ([`Nest`]), and scalar
+//! expressions ([`Scalar`]) with accumulation loops, guards ([`Cond`]) and
+//! strided loads ([`LoadIndex`], over affine [`IndexExpr`]s); the buffers'
+//! stride [`Layout`]s. Owns these types and pure helpers on them
+//! ([`affine`], [`walk`]); it makes no decision and must not depend on any
+//! later stage (`schedule`, `emit`, `run`).
+//!
+//! **Records.** A value holding pairs — a result or a `let` — is carried
+//! as struct of arrays, as at the call boundary: one buffer and one nest
+//! per leaf, over the `gen`s above that leaf, addressed by the leaf's
+//! projection path (`gen(i:n) (gen(j:m) a, b)` is a `[n,m]` buffer at
+//! `.0` and a `[n]` buffer at `.1`).
+
+pub mod affine;
+pub mod layout;
+pub mod walk;
+
+use crate::syntax::ast::{BinOp, CmpOp, Func};
+pub use layout::Layout;
+pub use walk::{may_be_strong, nodes_beyond};
+
+/// A size: a literal, or the `k`-th named size of the kernel.
+#[derive(Clone, Debug, PartialEq)]
+pub enum SizeRef {
+    Lit(i64),
+    Named(usize),
+}
+
+/// Where a buffer comes from.
+#[derive(Clone, Debug)]
+pub enum BufKind {
+    /// A leaf of parameter `param` (projection path into the boundary form).
+    Param { param: usize, path: Vec<u8> },
+    /// A `let` temporary (C order, allocated by the caller of native code).
+    Temp,
+    /// A leaf of the result (projection path into the boundary form).
+    Out { path: Vec<u8> },
+}
+
+/// A buffer and its axes.
+#[derive(Clone, Debug)]
+pub struct Buf {
+    pub kind: BufKind,
+    pub dims: Vec<SizeRef>,
+    pub name: String,
+    /// For a `let` temporary whose elements may be strong zeros: the
+    /// companion temporary (same dims, C order) holding each element's
+    /// strong-zero flag (1.0 strong, 0.0 not), written by the nest that
+    /// writes this buffer and read wherever this buffer is loaded.
+    pub flag: Option<usize>,
+}
+
+/// An affine index over loop variables.
+#[derive(Clone, Debug)]
+pub struct IndexExpr {
+    pub terms: Vec<(usize, i64)>,
+    pub constant: i64,
+}
+
+/// A predicate over loop variables.
+#[derive(Clone, Debug)]
+pub enum Cond {
+    Cmp(CmpOp, IndexExpr, IndexExpr),
+    And(Box<Cond>, Box<Cond>),
+    Or(Box<Cond>, Box<Cond>),
+    Not(Box<Cond>),
+}
+
+/// One axis of a load: the index, and whether it may leave `0..dim`
+/// (then it is checked and reads 0 outside).
+#[derive(Clone, Debug)]
+pub struct LoadIndex {
+    pub aff: IndexExpr,
+    pub dim: SizeRef,
+    pub checked: bool,
+}
+
+/// Scalar expressions.
+#[derive(Clone, Debug)]
+pub enum Scalar {
+    Num(f64),
+    Load(usize, Vec<LoadIndex>),
+    Bracket(Cond),
+    Eps(Vec<IndexExpr>),
+    Bin(BinOp, Box<Scalar>, Box<Scalar>),
+    Neg(Box<Scalar>),
+    Call(Func, Vec<Scalar>),
+    Sum(usize, SizeRef, Box<Scalar>),
+}
+
+/// `buf[v0, v1, …] = body` for every value of the loop variables.
+#[derive(Clone, Debug)]
+pub struct Nest {
+    pub buf: usize,
+    pub vars: Vec<(usize, SizeRef)>,
+    pub body: Scalar,
+}
+
+/// A whole kernel.
+#[derive(Clone, Debug)]
+pub struct LoopProgram {
+    pub bufs: Vec<Buf>,
+    /// In execution order.
+    pub nests: Vec<Nest>,
+    pub n_vars: usize,
+    /// Named sizes, in the order native code receives them.
+    pub sizes: Vec<String>,
+    /// Column sums that native code may compute ahead into a scratch
+    /// vector, per layout (see `super::schedule::columns`); empty after
+    /// `lower`.
+    pub cols: Vec<Col>,
+}
+
+/// A sum `sum(j) f(i, j)` inside the nest writing `consumer` that depends
+/// on one enclosing loop variable `i` only, with its scratch vector: the
+/// `Temp` buffer `buf` (`[n]`, `n` the range of `i`) and the nest writing
+/// it, `buf[i'] = sum(j') f(i', j')` (fresh variables), placed just before
+/// the consumer. Per layout, `super::schedule::materialise` decides
+/// whether that nest runs (and the consumer loads `buf[i]` instead of the
+/// sum) or is skipped (and the consumer computes the sum in place).
+#[derive(Clone, Debug)]
+pub struct Col {
+    /// The scratch buffer (written by the nest with `buf` as its output).
+    pub buf: usize,
+    /// The output buffer of the consuming nest.
+    pub consumer: usize,
+    /// The summed variable of the sum in the consumer (names the node).
+    pub sum_var: usize,
+    /// The enclosing loop variable the sum depends on, in the consumer.
+    pub outer: usize,
+    /// The range of `outer` (the scratch vector's length).
+    pub n: SizeRef,
+    /// The scratch nest is a GEMM stage (a matrix-vector product, and the
+    /// kernel runs GEMM stages): computed ahead in every layout.
+    pub lib: bool,
+}
+
+impl LoopProgram {
+    /// Whether `nest` writes or reads a buffer whose elements may be strong
+    /// zeros (a `let` temporary with a flag buffer, [`Buf::flag`]). Only
+    /// the general code generator carries the flags; the dense and GEMM
+    /// stages take no such nest.
+    pub fn touches_strong_buffers(&self, nest: &Nest) -> bool {
+        fn reads(p: &LoopProgram, s: &Scalar) -> bool {
+            match s {
+                Scalar::Load(b, _) => p.bufs.get(*b).is_some_and(|b| b.flag.is_some()),
+                Scalar::Num(_) | Scalar::Bracket(_) | Scalar::Eps(_) => false,
+                Scalar::Bin(_, a, b) => reads(p, a) || reads(p, b),
+                Scalar::Neg(a) | Scalar::Sum(_, _, a) => reads(p, a),
+                Scalar::Call(_, args) => args.iter().any(|a| reads(p, a)),
+            }
+        }
+        self.bufs.get(nest.buf).is_some_and(|b| b.flag.is_some()) || reads(self, &nest.body)
+    }
+}
+
+pub fn resolve(s: &SizeRef, sizes: &[i64]) -> usize {
+    match s {
+        SizeRef::Lit(n) => *n as usize,
+        SizeRef::Named(k) => sizes[*k] as usize,
+    }
+}

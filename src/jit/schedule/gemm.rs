@@ -1,0 +1,228 @@
+//! Which nests are GEMM stages ([`plan`]): a (batched) matrix–matrix or
+//! matrix–vector product over plain indices, in any permutation and with
+//! any strides, times an optional scalar, recorded symbolically
+//! ([`GemmPlan`]: which loop variable is an M, N, K or batch axis, and
+//! where it indexes each buffer). The library call itself, at run time,
+//! is `run::gemm`'s. Owns the recognition only; it must not call the library.
+//!
+//! # What is taken
+//!
+//! `buf[g..] = sum(k..) α * X[..] * Y[..]` (sums, products and negations in
+//! any nesting, which is linear in each factor) where `X` and `Y` are the
+//! only two loads with indices, every index is a plain loop variable (a gen
+//! or sum variable, unchecked, of the axis's range), `α` is a product of
+//! number literals and scalar (0-d) loads, every gen variable occurs in `X`
+//! or `Y`, every sum variable in both; gen variables only in `X` form M,
+//! only in `Y` form N, in both the batch; there is at least one sum
+//! variable and at least one M or N variable. Brackets, padding (checked
+//! indices), `ε`, calls, divisions, sums of terms or a third tensor factor
+//! are left to generated code.
+
+use crate::jit::ir::walk::factors;
+use crate::jit::ir::{LoadIndex, LoopProgram, Nest, Scalar, SizeRef};
+
+/// The role of a loop variable in the product.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Role {
+    M,
+    N,
+    K,
+    Batch,
+}
+
+/// A tensor operand: its buffer, and per axis the index (into
+/// [`GemmPlan::vars`]) of the variable that indexes it.
+#[derive(Clone, Debug)]
+pub(crate) struct Operand {
+    pub(crate) buf: usize,
+    /// Where the buffer's strides start in the strides array.
+    pub(crate) stride_at: usize,
+    pub(crate) axes: Vec<usize>,
+    /// The declared dimension of each axis.
+    pub(crate) dims: Vec<SizeRef>,
+}
+
+/// A nest recognised as a GEMM stage.
+#[derive(Clone, Debug)]
+pub struct GemmPlan {
+    /// The loop variables: role and range.
+    pub(crate) vars: Vec<(Role, SizeRef)>,
+    pub(crate) out: Operand,
+    pub(crate) lhs: Operand,
+    pub(crate) rhs: Operand,
+    /// `α`: the literal factor, and the scalar buffers it is multiplied by.
+    pub(crate) alpha: f64,
+    pub(crate) alpha_loads: Vec<usize>,
+    pub(crate) desc: String,
+}
+
+fn stride_starts(p: &LoopProgram) -> Vec<usize> {
+    let mut at = Vec::with_capacity(p.bufs.len());
+    let mut acc = 0;
+    for b in &p.bufs {
+        at.push(acc);
+        acc += b.dims.len();
+    }
+    at
+}
+
+/// The factors of a product: sum variables, the literal, scalar loads,
+/// tensor loads. `None` when the body is not such a product.
+#[derive(Default)]
+struct Factors<'a> {
+    sums: Vec<(usize, SizeRef)>,
+    alpha: f64,
+    scalars: Vec<usize>,
+    tensors: Vec<(usize, &'a [LoadIndex])>,
+}
+
+fn collect<'a>(s: &'a Scalar, f: &mut Factors<'a>) -> Option<()> {
+    let mut fs = Vec::new();
+    factors(s, &mut fs);
+    for x in fs {
+        match x {
+            Scalar::Sum(v, n, b) => {
+                f.sums.push((*v, n.clone()));
+                collect(b, f)?;
+            }
+            Scalar::Neg(a) => {
+                f.alpha = -f.alpha;
+                collect(a, f)?;
+            }
+            Scalar::Num(x) => f.alpha *= x,
+            Scalar::Load(b, ixs) if ixs.is_empty() => f.scalars.push(*b),
+            Scalar::Load(b, ixs) => f.tensors.push((*b, ixs)),
+            _ => return None,
+        }
+    }
+    Some(())
+}
+
+fn size_name(p: &LoopProgram, s: &SizeRef) -> String {
+    match s {
+        SizeRef::Lit(n) => n.to_string(),
+        SizeRef::Named(k) => p.sizes[*k].clone(),
+    }
+}
+
+/// The GEMM plan of `nest`, when it is one.
+pub fn plan(p: &LoopProgram, nest: &Nest) -> Option<GemmPlan> {
+    if p.touches_strong_buffers(nest) {
+        return None;
+    }
+    let mut f = Factors {
+        alpha: 1.0,
+        ..Default::default()
+    };
+    collect(&nest.body, &mut f)?;
+    if f.tensors.len() != 2 || f.sums.is_empty() || f.alpha == 0.0 || !f.alpha.is_finite() {
+        return None;
+    }
+    // the variables: gen variables first (in output order), then sums
+    let mut ids: Vec<usize> = nest.vars.iter().map(|(v, _)| *v).collect();
+    ids.extend(f.sums.iter().map(|(v, _)| *v));
+    let ranges: Vec<SizeRef> = nest
+        .vars
+        .iter()
+        .map(|(_, n)| n.clone())
+        .chain(f.sums.iter().map(|(_, n)| n.clone()))
+        .collect();
+    // each binder is a distinct variable
+    for (k, v) in ids.iter().enumerate() {
+        if ids[..k].contains(v) {
+            return None;
+        }
+    }
+    let starts = stride_starts(p);
+    let operand = |buf: usize, ixs: &[LoadIndex]| -> Option<Operand> {
+        if buf == nest.buf || p.bufs.get(buf)?.dims.len() != ixs.len() {
+            return None;
+        }
+        let mut axes = Vec::with_capacity(ixs.len());
+        let mut dims = Vec::with_capacity(ixs.len());
+        for ix in ixs {
+            if ix.checked || ix.aff.constant != 0 || ix.aff.terms.len() != 1 {
+                return None;
+            }
+            let (v, c) = ix.aff.terms[0];
+            let k = ids.iter().position(|w| *w == v)?;
+            // a plain index has the axis's range
+            if c != 1 || ranges[k] != ix.dim {
+                return None;
+            }
+            axes.push(k);
+            dims.push(ix.dim.clone());
+        }
+        Some(Operand {
+            buf,
+            stride_at: starts[buf],
+            axes,
+            dims,
+        })
+    };
+    let lhs = operand(f.tensors[0].0, f.tensors[0].1)?;
+    let rhs = operand(f.tensors[1].0, f.tensors[1].1)?;
+    if f.scalars.contains(&nest.buf) {
+        return None;
+    }
+    let g = nest.vars.len();
+    let mut vars = Vec::with_capacity(ids.len());
+    for (k, range) in ranges.iter().enumerate() {
+        let (x, y) = (lhs.axes.contains(&k), rhs.axes.contains(&k));
+        let role = match (k < g, x, y) {
+            (true, true, true) => Role::Batch,
+            (true, true, false) => Role::M,
+            (true, false, true) => Role::N,
+            (false, true, true) => Role::K,
+            // a broadcast gen variable, or a sum over one factor only
+            _ => return None,
+        };
+        vars.push((role, range.clone()));
+    }
+    if !vars.iter().any(|(r, _)| matches!(r, Role::M | Role::N)) || vars.len() > MAX_VARS {
+        return None;
+    }
+    let out = Operand {
+        buf: nest.buf,
+        stride_at: starts[nest.buf],
+        axes: (0..g).collect(),
+        dims: nest.vars.iter().map(|(_, n)| n.clone()).collect(),
+    };
+    let dim = |r: Role| {
+        let names: Vec<String> = vars
+            .iter()
+            .filter(|(q, _)| *q == r)
+            .map(|(_, n)| size_name(p, n))
+            .collect();
+        if names.is_empty() {
+            "1".to_string()
+        } else {
+            names.join("·")
+        }
+    };
+    let mut desc = format!("gemm {}×{}×{}", dim(Role::M), dim(Role::N), dim(Role::K));
+    if vars.iter().any(|(r, _)| *r == Role::Batch) {
+        desc.push_str(&format!(" batch {}", dim(Role::Batch)));
+    }
+    Some(GemmPlan {
+        vars,
+        out,
+        lhs,
+        rhs,
+        alpha: f.alpha,
+        alpha_loads: f.scalars,
+        desc,
+    })
+}
+
+/// The most loop variables a GEMM stage takes (so [`GemmPlan::run`] works in
+/// fixed arrays and allocates nothing).
+pub const MAX_VARS: usize = 32;
+
+impl GemmPlan {
+    /// What the stage is, e.g. `gemm n×n×n` (sizes of M×N×K, variables of
+    /// one role joined with `·`, and the batch axes).
+    pub fn describe(&self) -> &str {
+        &self.desc
+    }
+}

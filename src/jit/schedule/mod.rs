@@ -1,0 +1,188 @@
+//! The scheduling stage: every decision about how the loop program runs,
+//! made here and recorded for the later stages, which only follow it.
+//!
+//! - Program-level passes, once per kernel ([`prepare`]): reuse of `let`
+//!   temporaries ([`reuse`]), column sums computed ahead ([`columns`]),
+//!   the temporaries' live ranges ([`storage`]).
+//! - Per nest and layout, one [`NestPlan`] ([`plan_nest`]): the back end
+//!   chosen once ([`choose_backend`]: a GEMM stage ([`gemm`]), register
+//!   tiles ([`tiles`]) or generic loops ([`loops`]: loop order, domains,
+//!   interchange, cache blocking)), whether the code polls for
+//!   cancellation, and the nest as it runs in that layout.
+//! - Per call, once per sizes and layout, one [`Step`] per nest
+//!   ([`step`]): the GEMM library or native code by work, threads, the
+//!   rows run between cancellation checks.
+//!
+//! Owns decisions only: it reads the IR ([`super::ir`]) and the options,
+//! and must not generate code (`emit`) or touch buffers (`run`).
+
+pub mod backend;
+pub mod columns;
+pub mod gemm;
+pub mod loops;
+pub mod reuse;
+pub mod storage;
+pub mod tiles;
+
+use super::ir::{resolve, Layout, LoopProgram, Nest, Scalar};
+use crate::jit::options::Options;
+pub use backend::{choose_backend, gemm_stage, Backend};
+use gemm::GemmPlan;
+use std::borrow::Cow;
+
+/// The program-level passes, in order, before any code is generated:
+/// reuse of temporaries, then column sums (given scratch nests when
+/// `opts.gemm` may run them on the library).
+pub fn prepare(prog: &mut LoopProgram, opts: &Options) {
+    reuse::reuse_temps(prog);
+    columns::columns(prog, opts.gemm);
+}
+
+/// Every decision about one nest in one layout.
+#[derive(Clone, Debug)]
+pub struct NestPlan<'n> {
+    /// The nest as it runs in this layout: column sums computed ahead
+    /// replaced by loads of their scratch vectors (`columns::with_columns`).
+    pub nest: Cow<'n, Nest>,
+    /// The GEMM stage that runs the nest instead of its native code when
+    /// the call's work is large enough (see `step`); layout-independent.
+    pub gemm: Option<GemmPlan>,
+    /// The native code's back end.
+    pub backend: Backend,
+    /// Whether the native code polls for cancellation at the back edges
+    /// of loops that have loops inside ([`Options::poll`]).
+    pub poll: bool,
+}
+
+/// The plan of `nest` (as lowered) in `layout`.
+pub fn plan_nest<'n>(
+    p: &LoopProgram,
+    nest: &'n Nest,
+    layout: &Layout,
+    opts: &Options,
+) -> NestPlan<'n> {
+    let gemm = gemm_stage(p, nest, opts.gemm);
+    let Some(ran) = columns::with_columns(p, nest, layout) else {
+        return NestPlan {
+            nest: Cow::Borrowed(nest),
+            gemm,
+            backend: Backend::Skip,
+            poll: false,
+        };
+    };
+    let backend = choose_backend(p, &ran, layout);
+    let poll = opts.poll
+        && match &backend {
+            Backend::Skip => false,
+            Backend::Tiles(_) => true,
+            Backend::Loops(s) => s.order.len() + loops::sum_depth(&s.body) >= 2,
+        };
+    NestPlan {
+        nest: ran,
+        gemm,
+        backend,
+        poll,
+    }
+}
+
+/// The plans of every nest of `p` in `layout`, in order.
+pub fn plan_program<'p>(p: &'p LoopProgram, layout: &Layout, opts: &Options) -> Vec<NestPlan<'p>> {
+    p.nests
+        .iter()
+        .map(|nest| plan_nest(p, nest, layout, opts))
+        .collect()
+}
+
+/// How a call runs one nest, decided once per sizes and layout.
+#[derive(Clone, Copy, Debug)]
+pub struct Step {
+    /// On the GEMM library (its estimated work reached
+    /// `Options::gemm_min_work`); native code if the library declines.
+    pub gemm: bool,
+    /// Split across the thread pool (its work reached
+    /// `Options::parallel_threshold`).
+    pub parallel: bool,
+    /// The trip count of its outermost loop (1 without a `gen`).
+    pub n0: usize,
+    /// Not run: a column sum's nest that this layout does not compute
+    /// ahead ([`Backend::Skip`]).
+    pub skip: bool,
+    /// Rows of the outermost loop run per native call between two checks
+    /// of the cancellation flag: fewer than `n0` for a nest whose
+    /// outermost loop is its only loop (native code polls only at the
+    /// back edges of loops with loops inside) and whose work is large.
+    pub rows: usize,
+}
+
+/// The step of `nest` for a call with the named sizes `svals` on
+/// `threads` threads: the GEMM stage (`has_gemm`) when its work reaches
+/// [`Options::gemm_min_work`], threads when it reaches
+/// [`Options::parallel_threshold`], and a nest whose outermost loop is
+/// its only loop in pieces of at most [`crate::jit::options::CHECK_WORK`], checking
+/// the cancellation flag between them.
+pub fn step(
+    nest: &Nest,
+    has_gemm: bool,
+    skip: bool,
+    svals: &[i64],
+    threads: usize,
+    opts: &Options,
+) -> Step {
+    let n0 = nest.vars.first().map_or(1, |(_, n)| resolve(n, svals));
+    let work = || nest_work(nest, svals);
+    let gemm = has_gemm && work() >= opts.gemm_min_work;
+    let parallel =
+        threads > 1 && n0 > 1 && !nest.vars.is_empty() && work() >= opts.parallel_threshold;
+    let rows = if !gemm && single_loop(nest) && work() > crate::jit::options::CHECK_WORK {
+        ((n0 as u128 * crate::jit::options::CHECK_WORK as u128 / work() as u128) as usize).max(1)
+    } else {
+        n0
+    };
+    Step {
+        gemm: gemm && !skip,
+        parallel,
+        n0,
+        skip,
+        rows,
+    }
+}
+
+/// Whether the nest's outermost loop is its only loop (its native code
+/// has no loop that polls for cancellation).
+fn single_loop(nest: &Nest) -> bool {
+    fn has_sum(s: &Scalar) -> bool {
+        match s {
+            Scalar::Sum(..) => true,
+            Scalar::Bin(_, a, b) => has_sum(a) || has_sum(b),
+            Scalar::Neg(a) => has_sum(a),
+            Scalar::Call(_, args) => args.iter().any(has_sum),
+            _ => false,
+        }
+    }
+    nest.vars.len() == 1 && !has_sum(&nest.body)
+}
+
+/// The estimated work of one run of `nest` with the named sizes `sizes`:
+/// the product of its `gen` trip counts times the size of its body, where a
+/// `sum` counts its trip count times its body (every node of the scalar
+/// expression counts 1, a scalar function call 20: `exp` costs about as
+/// much as 20 additions). Brackets are not evaluated, so a triangular nest
+/// counts as its bounding box.
+pub fn nest_work(nest: &Nest, sizes: &[i64]) -> u64 {
+    let trips = nest.vars.iter().fold(1u64, |acc, (_, n)| {
+        acc.saturating_mul(resolve(n, sizes) as u64)
+    });
+    trips.saturating_mul(expr_work(&nest.body, sizes).saturating_add(1))
+}
+
+fn expr_work(e: &Scalar, sizes: &[i64]) -> u64 {
+    match e {
+        Scalar::Num(_) | Scalar::Bracket(_) | Scalar::Eps(_) | Scalar::Load(..) => 1,
+        Scalar::Bin(_, a, b) => 1 + expr_work(a, sizes).saturating_add(expr_work(b, sizes)),
+        Scalar::Neg(a) => 1 + expr_work(a, sizes),
+        Scalar::Call(_, args) => args
+            .iter()
+            .fold(20u64, |acc, a| acc.saturating_add(expr_work(a, sizes))),
+        Scalar::Sum(_, n, b) => (resolve(n, sizes) as u64).saturating_mul(expr_work(b, sizes) + 1),
+    }
+}
