@@ -356,6 +356,32 @@ def _check_backend(backend):
         raise OptionError("backend=%r: expected a backend's name (ignored: %s)" % (backend, _IGNORED))
 
 
+def _has_dask(arrays):
+    """Whether any of ``arrays`` is a dask array (without importing dask)."""
+    return any(
+        type(a).__module__.split(".")[0] == "dask" and hasattr(a, "chunks") and hasattr(a, "dask")
+        for a in arrays
+    )
+
+
+def _dask_contract(spec, arrays, out, optimize, memory_limit, threads, fast_math):
+    """A contraction of dask arrays as a lazy dask array, by
+    :func:`einsat.dask.einsum` (opt_einsum's dask backend keeps dask arrays
+    dask arrays too)."""
+    if out is not None:
+        raise OptionError("out= with dask arrays: the result is a lazy dask array; store it with dask")
+    from . import dask as _edask
+
+    return _edask.einsum(
+        spec,
+        *arrays,
+        optimize=optimize,
+        memory_limit=memory_limit,
+        threads=1 if threads is None else threads,
+        fast_math=fast_math,
+    )
+
+
 def contract(
     *operands,
     out=None,
@@ -379,7 +405,10 @@ def contract(
     and ``use_blas=`` are accepted and ignored: einsat compiles its own
     kernels for the whole contraction, and every pairwise product runs on
     its own GEMM stages. ``threads=`` and ``fast_math=`` as
-    :func:`einsum`'s.
+    :func:`einsum`'s. Dask arrays among the operands (as with
+    opt_einsum's dask backend) give a lazy dask array, computed by
+    :func:`einsat.dask.einsum` (so does a :class:`ContractExpression`
+    called on them).
     """
     if kwargs:
         raise TypeError(
@@ -388,6 +417,12 @@ def contract(
     _check_backend(backend)
     if not operands:
         raise ShapeError("contract: no spec and operands given")
+    if isinstance(operands[0], str) and _has_dask(operands[1:]):
+        if dtype not in (None, "float64", "d", float) or order != "K":
+            raise DTypeError("contract: einsat computes in float64 (dtype=None or float64, order='K')")
+        return _dask_contract(
+            operands[0], operands[1:], out, optimize, memory_limit, threads, fast_math
+        )
     return _einsat.einsum(
         *operands,
         out=out,
@@ -463,6 +498,22 @@ class ContractExpression:
                 self._constants[k] if k in self._constants else next(it)
                 for k in range(len(self.shapes))
             ]
+        if _has_dask(arrays):
+            shapes = [tuple(a.shape) for a in arrays]
+            if shapes != [tuple(s) for s in self.shapes]:
+                raise ShapeError(
+                    "contract_expression: compiled for shapes %s, called with %s"
+                    % (self.shapes, shapes)
+                )
+            return _dask_contract(
+                self.contraction,
+                arrays,
+                out,
+                self._kwargs["optimize"],
+                self._kwargs["memory_limit"],
+                self._kwargs.get("threads"),
+                self._kwargs.get("fast_math", False),
+            )
         return self._prepared(*arrays, out=out)
 
     @property

@@ -270,3 +270,26 @@ def test_random_chunkings_agree_with_numpy(client, data):
     else:
         with pytest.raises(ed.ChunkError, match="smallest chunk"):
             ed.map(STENCIL, dU, 0.5)
+
+
+def test_dropin_contract_keeps_dask_arrays_dask(client):
+    # opt_einsum's dask backend returns dask arrays for dask operands; the
+    # drop-in does the same through einsat.dask (opt_einsum's own
+    # test_backends.py::test_dask runs this against einsat in CI)
+    rng = np.random.default_rng(5)
+    a, b, c = rng.standard_normal((6, 5)), rng.standard_normal((5, 7)), rng.standard_normal((7,))
+    want = np.einsum("ij,jk,k->i", a, b, c)
+    views = [da.from_array(x, chunks=2) for x in (a, b, c)]
+    got = einsat.contract("ij,jk,k->i", *views)
+    assert isinstance(got, da.Array)
+    close(got.compute(), want)
+    expr = einsat.contract_expression("ij,jk,k->i", a.shape, b.shape, c.shape)
+    got = expr(*views)
+    assert isinstance(got, da.Array)
+    close(got.compute(), want)
+    # numpy operands still give numpy results
+    assert isinstance(expr(a, b, c), np.ndarray)
+    with pytest.raises(einsat.ShapeError):
+        expr(*[da.from_array(x[:2], chunks=2) for x in (a, b, c)])
+    with pytest.raises(einsat.OptionError):
+        einsat.contract("ij,jk,k->i", *views, out=np.empty(6))

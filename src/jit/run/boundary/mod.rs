@@ -47,9 +47,9 @@ enum Dim {
 
 /// [`Boundary`] with slots for named sizes.
 #[derive(Clone, Debug)]
-enum SB {
+enum SlotForm {
     Array(Vec<Dim>),
-    Pair(Box<SB>, Box<SB>),
+    Pair(Box<SlotForm>, Box<SlotForm>),
 }
 
 /// A leaf of a parameter: the parameter and the projection path in it.
@@ -61,8 +61,8 @@ pub const UNBOUND: usize = usize::MAX;
 /// A kernel's signature in slot form.
 #[derive(Clone, Debug)]
 pub struct Sig {
-    params: Vec<SB>,
-    result: SB,
+    params: Vec<SlotForm>,
+    result: SlotForm,
     /// Slot `k` is the size named `names[k]`.
     pub names: Vec<String>,
     /// For each named size of the loop program: its slot, if the
@@ -70,13 +70,13 @@ pub struct Sig {
     pub prog_slots: Vec<Option<usize>>,
 }
 
-fn slot_form(b: &Boundary, names: &mut Vec<String>, add: bool) -> SB {
+fn slot_form(b: &Boundary, names: &mut Vec<String>, add: bool) -> SlotForm {
     match b {
-        Boundary::Pair(a, c) => SB::Pair(
+        Boundary::Pair(a, c) => SlotForm::Pair(
             Box::new(slot_form(a, names, add)),
             Box::new(slot_form(c, names, add)),
         ),
-        Boundary::Array(dims) => SB::Array(
+        Boundary::Array(dims) => SlotForm::Array(
             dims.iter()
                 .map(|d| match d {
                     Size::Lit(n) => Dim::Lit(*n),
@@ -126,7 +126,7 @@ impl Sig {
 
     pub fn new(f: &Function, result: &Boundary, prog: &LoopProgram) -> Sig {
         let mut names = Vec::new();
-        let params: Vec<SB> = f
+        let params: Vec<SlotForm> = f
             .params
             .iter()
             .map(|p| slot_form(&Boundary::of(&p.ty), &mut names, true))
@@ -241,7 +241,7 @@ impl Sig {
 
     /// Whether the result is a single number (no pair, rank 0).
     pub fn number_result(&self) -> bool {
-        matches!(&self.result, SB::Array(d) if d.is_empty())
+        matches!(&self.result, SlotForm::Array(d) if d.is_empty())
     }
 
     pub fn alloc_result(&self, slots: &[usize]) -> crate::error::Result<Value> {
@@ -249,11 +249,11 @@ impl Sig {
     }
 }
 
-fn bind_value<V: AsOperand + ?Sized>(b: &SB, v: &V, slots: &mut [usize]) -> bool {
+fn bind_value<V: AsOperand + ?Sized>(b: &SlotForm, v: &V, slots: &mut [usize]) -> bool {
     use crate::interp::value::MAX_ELEMENTS;
     match (b, v.operand()) {
-        (SB::Array(s), Operand::Real(_)) => s.is_empty(),
-        (SB::Array(s), Operand::Array { shape, .. }) => {
+        (SlotForm::Array(s), Operand::Real(_)) => s.is_empty(),
+        (SlotForm::Array(s), Operand::Array { shape, .. }) => {
             shape.len() == s.len()
                 // (past the limits — every axis and the whole — as
                 // zero-stride views and empty arrays can be: the full
@@ -273,7 +273,7 @@ fn bind_value<V: AsOperand + ?Sized>(b: &SB, v: &V, slots: &mut [usize]) -> bool
                     }
                 })
         }
-        (SB::Pair(b0, b1), Operand::Pair(v0, v1)) => {
+        (SlotForm::Pair(b0, b1), Operand::Pair(v0, v1)) => {
             bind_value(b0, v0, slots) && bind_value(b1, v1, slots)
         }
         _ => false,
@@ -296,28 +296,32 @@ fn key_array(d: &[Dim], shape: &[usize], strides: &[isize], key: &mut Vec<isize>
     true
 }
 
-fn gather<V: AsOperand + ?Sized>(b: &SB, v: &V, key: &mut Vec<isize>) -> bool {
+fn gather<V: AsOperand + ?Sized>(b: &SlotForm, v: &V, key: &mut Vec<isize>) -> bool {
     match (b, v.operand()) {
-        (SB::Array(d), Operand::Real(_)) if d.is_empty() => {
+        (SlotForm::Array(d), Operand::Real(_)) if d.is_empty() => {
             key.push(KEY_REAL);
             true
         }
-        (SB::Array(d), Operand::Array { shape, strides, .. }) => key_array(d, shape, strides, key),
-        (SB::Pair(b0, b1), Operand::Pair(v0, v1)) => gather(b0, v0, key) && gather(b1, v1, key),
+        (SlotForm::Array(d), Operand::Array { shape, strides, .. }) => {
+            key_array(d, shape, strides, key)
+        }
+        (SlotForm::Pair(b0, b1), Operand::Pair(v0, v1)) => {
+            gather(b0, v0, key) && gather(b1, v1, key)
+        }
         _ => false,
     }
 }
 
-fn gather_mut<O: AsOperandMut + ?Sized>(b: &SB, v: &mut O, key: &mut Vec<isize>) -> bool {
+fn gather_mut<O: AsOperandMut + ?Sized>(b: &SlotForm, v: &mut O, key: &mut Vec<isize>) -> bool {
     match (b, v.operand_mut()) {
-        (SB::Array(d), OperandMut::Real(_)) if d.is_empty() => {
+        (SlotForm::Array(d), OperandMut::Real(_)) if d.is_empty() => {
             key.push(KEY_REAL);
             true
         }
-        (SB::Array(d), OperandMut::Array { shape, strides, .. }) => {
+        (SlotForm::Array(d), OperandMut::Array { shape, strides, .. }) => {
             key_array(d, shape, strides, key)
         }
-        (SB::Pair(b0, b1), OperandMut::Pair(v0, v1)) => {
+        (SlotForm::Pair(b0, b1), OperandMut::Pair(v0, v1)) => {
             gather_mut(b0, v0, key) && gather_mut(b1, v1, key)
         }
         _ => false,
@@ -426,54 +430,58 @@ impl<'k> Matcher<'k> {
 /// Whether leaf or pair `v` matches the key where `m` is (a leaf inline,
 /// pairs through [`same`]).
 #[inline(always)]
-fn same_here<V: AsOperand + ?Sized>(b: &SB, v: &V, m: &mut Matcher) -> bool {
+fn same_here<V: AsOperand + ?Sized>(b: &SlotForm, v: &V, m: &mut Matcher) -> bool {
     match (b, v.operand()) {
-        (SB::Array(d), Operand::Real(x)) if d.is_empty() => m.real(x as *const f64 as *mut f64),
+        (SlotForm::Array(d), Operand::Real(x)) if d.is_empty() => {
+            m.real(x as *const f64 as *mut f64)
+        }
         (
-            SB::Array(d),
+            SlotForm::Array(d),
             Operand::Array {
                 ptr,
                 shape,
                 strides,
             },
         ) if shape.len() == d.len() => m.array(ptr as *mut f64, shape, strides),
-        (SB::Pair(b0, b1), Operand::Pair(v0, v1)) => same(b0, v0, m) && same(b1, v1, m),
+        (SlotForm::Pair(b0, b1), Operand::Pair(v0, v1)) => same(b0, v0, m) && same(b1, v1, m),
         _ => false,
     }
 }
 
 #[inline(never)]
-fn same<V: AsOperand + ?Sized>(b: &SB, v: &V, m: &mut Matcher) -> bool {
+fn same<V: AsOperand + ?Sized>(b: &SlotForm, v: &V, m: &mut Matcher) -> bool {
     same_here(b, v, m)
 }
 
 /// [`same_here`] for output buffers.
 #[inline(always)]
-fn same_mut_here<O: AsOperandMut + ?Sized>(b: &SB, v: &mut O, m: &mut Matcher) -> bool {
+fn same_mut_here<O: AsOperandMut + ?Sized>(b: &SlotForm, v: &mut O, m: &mut Matcher) -> bool {
     match (b, v.operand_mut()) {
-        (SB::Array(d), OperandMut::Real(x)) if d.is_empty() => m.real(x as *mut f64),
+        (SlotForm::Array(d), OperandMut::Real(x)) if d.is_empty() => m.real(x as *mut f64),
         (
-            SB::Array(d),
+            SlotForm::Array(d),
             OperandMut::Array {
                 ptr,
                 shape,
                 strides,
             },
         ) if shape.len() == d.len() => m.array(ptr, shape, strides),
-        (SB::Pair(b0, b1), OperandMut::Pair(v0, v1)) => same_mut(b0, v0, m) && same_mut(b1, v1, m),
+        (SlotForm::Pair(b0, b1), OperandMut::Pair(v0, v1)) => {
+            same_mut(b0, v0, m) && same_mut(b1, v1, m)
+        }
         _ => false,
     }
 }
 
 #[inline(never)]
-fn same_mut<O: AsOperandMut + ?Sized>(b: &SB, v: &mut O, m: &mut Matcher) -> bool {
+fn same_mut<O: AsOperandMut + ?Sized>(b: &SlotForm, v: &mut O, m: &mut Matcher) -> bool {
     same_mut_here(b, v, m)
 }
 
-fn paths(b: &SB, at: &mut Vec<u8>, out: &mut Vec<Vec<u8>>) {
+fn paths(b: &SlotForm, at: &mut Vec<u8>, out: &mut Vec<Vec<u8>>) {
     match b {
-        SB::Array(_) => out.push(at.clone()),
-        SB::Pair(a, c) => {
+        SlotForm::Array(_) => out.push(at.clone()),
+        SlotForm::Pair(a, c) => {
             for (k, x) in [(0u8, a), (1, c)] {
                 at.push(k);
                 paths(x, at, out);
@@ -490,11 +498,11 @@ fn dim(d: &Dim, slots: &[usize]) -> Option<usize> {
     }
 }
 
-fn fits<O: AsOperandMut + ?Sized>(b: &SB, v: &mut O, slots: &[usize]) -> bool {
+fn fits<O: AsOperandMut + ?Sized>(b: &SlotForm, v: &mut O, slots: &[usize]) -> bool {
     match (b, v.operand_mut()) {
-        (SB::Pair(a, c), OperandMut::Pair(x, y)) => fits(a, x, slots) && fits(c, y, slots),
-        (SB::Array(d), OperandMut::Real(_)) => d.is_empty(),
-        (SB::Array(d), OperandMut::Array { shape, strides, .. }) => {
+        (SlotForm::Pair(a, c), OperandMut::Pair(x, y)) => fits(a, x, slots) && fits(c, y, slots),
+        (SlotForm::Array(d), OperandMut::Real(_)) => d.is_empty(),
+        (SlotForm::Array(d), OperandMut::Array { shape, strides, .. }) => {
             shape.len() == d.len()
                 && d.iter()
                     .zip(shape)
@@ -505,13 +513,13 @@ fn fits<O: AsOperandMut + ?Sized>(b: &SB, v: &mut O, slots: &[usize]) -> bool {
     }
 }
 
-fn alloc(b: &SB, slots: &[usize]) -> crate::error::Result<Value> {
+fn alloc(b: &SlotForm, slots: &[usize]) -> crate::error::Result<Value> {
     use crate::interp::value::checked_elements;
     use ndarray::{Dimension, IxDyn};
     Ok(match b {
-        SB::Pair(a, c) => Value::pair(alloc(a, slots)?, alloc(c, slots)?),
-        SB::Array(d) if d.is_empty() => Value::Real(0.0),
-        SB::Array(d) => {
+        SlotForm::Pair(a, c) => Value::pair(alloc(a, slots)?, alloc(c, slots)?),
+        SlotForm::Array(d) if d.is_empty() => Value::Real(0.0),
+        SlotForm::Array(d) => {
             // built in place: an IxDyn of up to 4 axes is inline, no Vec
             let mut shape = IxDyn::zeros(d.len());
             for (k, x) in d.iter().enumerate() {
