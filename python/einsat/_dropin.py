@@ -356,6 +356,12 @@ def _check_backend(backend):
         raise OptionError("backend=%r: expected a backend's name (ignored: %s)" % (backend, _IGNORED))
 
 
+def _float64_only(what, dtype, order):
+    """Refuse a ``dtype=``/``order=`` other than float64 and ``'K'``."""
+    if dtype not in (None, "float64", "d", float) or order != "K":
+        raise DTypeError("%s: einsat computes in float64 (dtype=None or float64, order='K')" % what)
+
+
 def _has_dask(arrays):
     """Whether any of ``arrays`` is a dask array (without importing dask)."""
     return any(
@@ -418,8 +424,7 @@ def contract(
     if not operands:
         raise ShapeError("contract: no spec and operands given")
     if isinstance(operands[0], str) and _has_dask(operands[1:]):
-        if dtype not in (None, "float64", "d", float) or order != "K":
-            raise DTypeError("contract: einsat computes in float64 (dtype=None or float64, order='K')")
+        _float64_only("contract", dtype, order)
         return _dask_contract(
             operands[0], operands[1:], out, optimize, memory_limit, threads, fast_math
         )
@@ -557,8 +562,7 @@ def contract_expression(subscripts, *shapes, constants=None, optimize=True, memo
     kwargs.pop("backend", None)
     if "out" in kwargs:
         raise OptionError("contract_expression: out= is given when the expression is called")
-    if kwargs.pop("dtype", None) not in (None, "float64", "d", float) or kwargs.pop("order", "K") != "K":
-        raise DTypeError("contract_expression: einsat computes in float64 (dtype=None or float64, order='K')")
+    _float64_only("contract_expression", kwargs.pop("dtype", None), kwargs.pop("order", "K"))
     kwargs.pop("casting", None)
     if kwargs:
         raise TypeError(

@@ -185,14 +185,7 @@ pub fn parse_spec(spec: &str) -> Result<Spec> {
         }
         None => {
             // numpy: the indices that appear exactly once, in alphabetical order
-            let all: Vec<char> = inputs.iter().flatten().copied().collect();
-            let mut once: Vec<char> = all
-                .iter()
-                .copied()
-                .filter(|c| all.iter().filter(|d| *d == c).count() == 1)
-                .collect();
-            once.sort();
-            once
+            seen_once(inputs.iter().flatten().copied())
         }
     };
     Ok(Spec { inputs, output })
@@ -389,19 +382,10 @@ pub fn expand_ellipsis(spec: &str, ranks: &[usize]) -> std::result::Result<Expan
         None => {
             // numpy: the axes under `...`, then the letters that appear
             // exactly once, in alphabetical order (upper case first)
-            let all: Vec<char> = parts
-                .iter()
-                .flat_map(|(a, b)| a.iter().chain(b))
-                .copied()
-                .collect();
-            let mut once: Vec<char> = all
-                .iter()
-                .copied()
-                .filter(|c| all.iter().filter(|d| *d == c).count() == 1)
-                .collect();
-            once.sort();
             let mut o = fresh.clone();
-            o.extend(once);
+            o.extend(seen_once(
+                parts.iter().flat_map(|(a, b)| a.iter().chain(b)).copied(),
+            ));
             o
         }
     };
@@ -412,6 +396,19 @@ pub fn expand_ellipsis(spec: &str, ranks: &[usize]) -> std::result::Result<Expan
         text(&output)
     );
     Ok(Expanded { explicit, labels })
+}
+
+/// The letters of `letters` that appear exactly once, sorted: numpy's
+/// implicit output.
+fn seen_once(letters: impl Iterator<Item = char>) -> Vec<char> {
+    let all: Vec<char> = letters.collect();
+    let mut once: Vec<char> = all
+        .iter()
+        .copied()
+        .filter(|c| all.iter().filter(|d| *d == c).count() == 1)
+        .collect();
+    once.sort();
+    once
 }
 
 fn operand_name(k: usize) -> String {
