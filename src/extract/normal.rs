@@ -742,6 +742,17 @@ struct Norm<'a> {
     /// normalised, by key ([`Norm::count_candidates`]); only keys that
     /// occur at least twice.
     shared: BTreeMap<String, usize>,
+    /// Whether matrix products inside scalars become stages of their own
+    /// ([`Norm::gemm_stage`]).
+    gemm_stages: bool,
+    /// Whether the scalar being normalised is a whole `let` value's or the
+    /// result's leaf (set by [`Norm::output`], taken by [`Norm::scalar`]).
+    root: bool,
+    /// Whether the scalar being normalised holds a bracket or `eps`: a
+    /// guard may skip most of a product's elements (`[i = j] * (A B)[i, j]`
+    /// reads a diagonal), so only a product that is a whole nest's value
+    /// becomes a stage there.
+    guarded: bool,
 }
 
 impl Norm<'_> {
@@ -841,7 +852,10 @@ impl Norm<'_> {
                 self.count_candidates(&e, cx, &mut counts);
                 counts.retain(|_, k| *k >= 2);
                 let saved = std::mem::replace(&mut self.shared, counts);
+                self.root = true;
+                let guarded = std::mem::replace(&mut self.guarded, has_guard(&e));
                 let r = self.scalar(e, cx);
+                self.guarded = guarded;
                 self.shared = saved;
                 r
             }
@@ -850,10 +864,19 @@ impl Norm<'_> {
 
     /// Normalise a number-typed expression.
     fn scalar(&mut self, e: Expr, cx: &mut Cx) -> Expr {
+        let root = std::mem::replace(&mut self.root, false);
         match e {
             Expr::Let(x, a, b) => {
                 let b = self.unlet(&x, *a, &b, cx);
+                self.root = root;
                 self.scalar(b, cx)
+            }
+            Expr::Sum(..)
+                if self.gemm_stages
+                    && (root || !self.guarded)
+                    && self.is_matrix_product(&e, cx) =>
+            {
+                self.gemm_stage(e, root, cx)
             }
             Expr::Sum(i, n, b) => {
                 if self.licm && !cx.idx.is_empty() {
@@ -1026,6 +1049,153 @@ impl Norm<'_> {
     }
 }
 
+/// The least work (multiply-adds, by the cost model's trip counts) of a
+/// matrix product that [`Norm::gemm_stage`] makes a stage of its own.
+pub const MIN_GEMM_STAGE_WORK: f64 = 4096.0;
+
+/// Matrix products inside larger expressions (issue 26): a `sum(k…) A * B`
+/// whose factors share the summed indices, with indices of its own on each
+/// side (`M` only in `A`, `N` only in `B`), runs on the GEMM stage when its
+/// nest is exactly `gen(m…, n…) sum(k…) X[…] * Y[…]` over two plain loads.
+/// So, in the normal-form pass:
+///
+/// - a factor that is not such a load (`X[k, i] - mu[i]`, `Q[i, k] / 8`,
+///   a read with a shifted index) is materialised over the indices it uses
+///   (computed once per `(m, k)` instead of once per `(m, n, k)`);
+/// - the product itself, when it is not already the whole value of its
+///   nest (`max(b[j] + sum(l) X[i, l] * W[l, j], 0)`, a product inside
+///   another sum, a nest with indices the product does not use), is
+///   materialised as a `let` of its own and read back where it stood.
+///
+/// Both are the same expressions over the same index ranges, read back
+/// under the same guards, so values are unchanged (as for loop-invariant
+/// code motion above); materialised values are shared by key, so the
+/// product `Q Kᵀ` used twice is computed once.
+impl Norm<'_> {
+    /// Whether `e` (a `sum`) is a matrix product worth a stage.
+    fn is_matrix_product(&self, e: &Expr, cx: &Cx) -> bool {
+        let mut ks: Vec<(&str, &Size)> = Vec::new();
+        let mut body = e;
+        while let Expr::Sum(k, n, b) = body {
+            ks.push((k, n));
+            body = b;
+        }
+        let Expr::Bin(BinOp::Mul, a, b) = body else {
+            return false;
+        };
+        let (fa, fb) = (fv_idx(a), fv_idx(b));
+        let summed = |v: &str| ks.iter().any(|(k, _)| *k == v);
+        let distinct = (1..ks.len()).all(|p| !ks[..p].iter().any(|q| q.0 == ks[p].0));
+        if !distinct || ks.iter().any(|(k, _)| cx.range(k).is_some()) {
+            return false;
+        }
+        if !ks.iter().all(|(k, _)| fa.contains(*k) && fb.contains(*k)) {
+            return false;
+        }
+        if fa
+            .iter()
+            .chain(&fb)
+            .any(|v| !summed(v) && cx.range(v).is_none())
+        {
+            return false;
+        }
+        let own = |f: &BTreeSet<String>, g: &BTreeSet<String>| -> Vec<String> {
+            f.iter()
+                .filter(|v| !summed(v) && !g.contains(*v))
+                .cloned()
+                .collect()
+        };
+        let (m, n) = (own(&fa, &fb), own(&fb, &fa));
+        if m.is_empty() || n.is_empty() {
+            return false;
+        }
+        let model = &self.model;
+        let outer: f64 = fa
+            .union(&fb)
+            .filter(|v| !summed(v))
+            .filter_map(|v| cx.range(v))
+            .map(|s| model.trip(s))
+            .product();
+        let inner: f64 = ks.iter().map(|(_, s)| model.trip(s)).product();
+        outer * inner >= MIN_GEMM_STAGE_WORK
+    }
+
+    /// Make the matrix product `e` ([`Norm::is_matrix_product`]) a stage:
+    /// its factors plain loads, itself the whole value of its nest.
+    fn gemm_stage(&mut self, e: Expr, root: bool, cx: &mut Cx) -> Expr {
+        let mut ks: Vec<(String, Size)> = Vec::new();
+        let mut body = e;
+        while let Expr::Sum(k, n, b) = body {
+            ks.push((k, n));
+            body = *b;
+        }
+        let Expr::Bin(BinOp::Mul, a, b) = body else {
+            unreachable!("checked by is_matrix_product")
+        };
+        let depth = cx.idx.len();
+        cx.idx.extend(ks.iter().cloned());
+        let a = self.factor(*a, cx);
+        let b = self.factor(*b, cx);
+        cx.idx.truncate(depth);
+        let mut s = Expr::bin(BinOp::Mul, a, b);
+        for (k, n) in ks.into_iter().rev() {
+            s = Expr::sum(k, n, s);
+        }
+        let used = fv_idx(&s);
+        let whole_nest = root && cx.idx.iter().all(|(x, _)| used.contains(x));
+        if whole_nest || !self.fits(&s, cx) {
+            s
+        } else {
+            self.materialize(s, cx)
+        }
+    }
+
+    /// A factor of a stage: a plain load stays, anything else is
+    /// materialised (within the memory limit).
+    fn factor(&mut self, f: Expr, cx: &mut Cx) -> Expr {
+        if self.plain_load(&f, cx) || !self.fits(&f, cx) {
+            self.scalar(f, cx)
+        } else {
+            self.materialize(f, cx)
+        }
+    }
+
+    /// Whether `e` is a load the GEMM stage reads as it is: a name's
+    /// element, every index a distinct enclosing index over exactly its
+    /// axis.
+    fn plain_load(&self, e: &Expr, cx: &Cx) -> bool {
+        let mut full = self.cx();
+        full.idx = cx.idx.clone();
+        let mut idx = Vec::new();
+        let mut t = e;
+        while let Expr::Access(x, i) = t {
+            idx.push(i);
+            t = x;
+        }
+        let Expr::Var(name) = t else { return false };
+        let Some(mut ty) = full.val(name).cloned() else {
+            return false;
+        };
+        let mut seen = BTreeSet::new();
+        for i in idx.iter().rev() {
+            let Some(v) = i.as_var() else { return false };
+            let Type::Tensor(n, el) = ty else {
+                return false;
+            };
+            if !seen.insert(v) || full.range(v) != Some(&n) {
+                return false;
+            }
+            ty = *el;
+        }
+        !idx.is_empty() && ty == Type::Real
+    }
+}
+
+/// Whether a bracket or `eps` occurs in `e`.
+fn has_guard(e: &Expr) -> bool {
+    matches!(e, Expr::Bracket(_) | Expr::Eps(_)) || e.children().into_iter().any(has_guard)
+}
+
 /// The positions in `cx.idx` of the enclosing indices `e` uses (the
 /// innermost binding of each name), outermost first.
 fn used_positions(e: &Expr, cx: &Cx) -> Vec<usize> {
@@ -1182,6 +1352,9 @@ pub struct NormalOptions {
     /// (issue 23's memory limit: loops that recompute rather than
     /// materialise). Infinite by default.
     pub memory_limit: f64,
+    /// Matrix products inside larger expressions become GEMM stages of
+    /// their own (`Norm::gemm_stage`). On by default.
+    pub gemm_stages: bool,
 }
 
 impl Default for NormalOptions {
@@ -1191,6 +1364,7 @@ impl Default for NormalOptions {
             term_limit: DEFAULT_TERM_LIMIT,
             model: CostModel::default(),
             memory_limit: f64::INFINITY,
+            gemm_stages: true,
         }
     }
 }
@@ -1231,6 +1405,9 @@ pub fn normalize(f: &Function, opts: &NormalOptions) -> Function {
         memory_limit: opts.memory_limit,
         hoist_calls: true,
         shared: BTreeMap::new(),
+        gemm_stages: opts.gemm_stages,
+        root: false,
+        guarded: false,
     };
     let out = n.output(body, &ret, &mut cx);
     let mut body = out;

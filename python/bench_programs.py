@@ -1,0 +1,301 @@
+"""Fused programs: einsat kernels against jax.jit (XLA on CPU) and numpy.
+
+    python python/bench_programs.py [--reps N] [--quick] [--threads N] [--dtype float64|float32]
+
+The rows are the programs index notation is for: elementwise maps of
+elementary functions, reductions (log-sum-exp, softmax, layer
+normalisation), a contraction inside a larger expression (GELU(X·W), an
+MLP layer, attention, a centred Gram matrix), a 2D stencil and a batched
+small-matrix product. Each row checks einsat's result against numpy's
+first, then times the engines interleaved, round after round, on the same
+arrays, and reports the median time per call and each peer's time divided
+by einsat's (> 1: einsat is faster). The header names the CPU and its
+vector width; the last line gives the median JIT compile time per program.
+
+jax runs with x64 enabled (float64 rows) and is skipped, with a message,
+where it is not installed (`pip install jax jaxlib`). `--threads N` sets
+the threads of every engine: einsat's `threads=`, BLAS's environment
+variables and XLA's intra-op thread pool. float32 rows are computed by
+numpy and jax in float32; einsat's programs compute in float64 (the
+language has no float32 programs yet), so einsat's float32 column reads
+float32 arrays converted to float64 and is marked so.
+"""
+
+import argparse
+import os
+import statistics
+import sys
+import time
+
+_threads = "1"
+for _k, _a in enumerate(sys.argv):
+    if _a == "--threads" and _k + 1 < len(sys.argv):
+        _threads = sys.argv[_k + 1]
+for _v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_v, _threads)
+os.environ.setdefault(
+    "XLA_FLAGS",
+    f"--xla_cpu_multi_thread_eigen={'false' if _threads == '1' else 'true'} "
+    f"intra_op_parallelism_threads={_threads}",
+)
+
+import numpy as np  # noqa: E402
+
+_here = os.path.dirname(os.path.abspath(__file__))
+sys.path = [p for p in sys.path if os.path.abspath(p or ".") != _here]
+import einsat  # noqa: E402
+
+try:
+    import jax
+    import jax.numpy as jnp
+
+    jax.config.update("jax_enable_x64", True)
+except ImportError:
+    jax = None
+
+
+def cpu():
+    """The CPU model and the widest vector unit it has."""
+    model, flags = "unknown CPU", set()
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name") and model == "unknown CPU":
+                    model = line.split(":", 1)[1].strip()
+                elif line.startswith("flags") and not flags:
+                    flags = set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    width = "AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else "SSE"
+    return f"{model}, {os.cpu_count()} cores, {width}"
+
+
+def timeit(f, reps):
+    t0 = time.perf_counter()
+    f()
+    one = max(time.perf_counter() - t0, 1e-7)
+    inner = max(1, int(2e-3 / one))
+    out = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        for _ in range(inner):
+            f()
+        out.append((time.perf_counter() - t0) / inner)
+    return out
+
+
+def fmt(t):
+    for unit, k in (("s", 1), ("ms", 1e3), ("µs", 1e6), ("ns", 1e9)):
+        if t * k >= 1:
+            return f"{t * k:.3g} {unit}"
+    return f"{t * 1e9:.3g} ns"
+
+
+# --------------------------------------------------------------- programs
+# Each: (name, einsat source, numpy function, jax function or None, shapes).
+
+GELU_C = 0.7978845608028654
+
+
+def _np_softmax(X):
+    E = np.exp(X - X.max(axis=1, keepdims=True))
+    return E / E.sum(axis=1, keepdims=True)
+
+
+def _np_gelu(H):
+    return 0.5 * H * (1 + np.tanh(GELU_C * (H + 0.044715 * H * H * H)))
+
+
+def programs(quick):
+    s = 4 if quick else 1
+    big = (1 << 20) // s
+    n512 = 512 // s
+    rows = [
+        ("exp, n = %d" % big, "fn f(x: [n]R) -> [n]R = gen(i:n) exp(x[i])", np.exp, "exp", [(big,)]),
+        ("tanh, n = %d" % big, "fn f(x: [n]R) -> [n]R = gen(i:n) tanh(x[i])", np.tanh, "tanh", [(big,)]),
+        (
+            "log-sum-exp of %d" % big,
+            "fn lse(x: [n]R) -> R = let m = max(i:n) x[i] in m + log(sum(i:n) exp(x[i] - m))",
+            lambda x: (lambda m: m + np.log(np.exp(x - m).sum()))(x.max()),
+            "lse",
+            [(big,)],
+        ),
+        (
+            "row softmax %dx%d" % (n512, n512),
+            "fn sm(X: [n,m]R) -> [n,m]R = gen(i:n) let mx = max(j:m) X[i,j] in "
+            "let z = sum(j:m) exp(X[i,j] - mx) in gen(j:m) exp(X[i,j] - mx) / z",
+            _np_softmax,
+            "softmax",
+            [(n512, n512)],
+        ),
+        (
+            "layer norm %dx%d" % (n512, n512),
+            "fn ln(X: [n,m]R) -> [n,m]R = gen(i:n) let mu = (sum(j:m) X[i,j]) / m in "
+            "let v = (sum(j:m) (X[i,j] - mu) * (X[i,j] - mu)) / m in "
+            "gen(j:m) (X[i,j] - mu) / sqrt(v + 0.00001)",
+            lambda X: (X - X.mean(1, keepdims=True)) / np.sqrt(X.var(1, keepdims=True) + 1e-5),
+            "layernorm",
+            [(n512, n512)],
+        ),
+        (
+            "GELU(X·W) %dx%d·%dx%d" % (256 // s, n512, n512, n512),
+            "fn g(X: [n,k]R, W: [k,m]R) -> [n,m]R = gen(i:n, j:m) let h = sum(l:k) X[i,l] * W[l,j] in "
+            "0.5 * h * (1 + tanh(%r * (h + 0.044715 * h * h * h)))" % GELU_C,
+            lambda X, W: _np_gelu(X @ W),
+            "gelu",
+            [(256 // s, n512), (n512, n512)],
+        ),
+        (
+            "MLP layer max(X·W + b, 0) %dx%d" % (256 // s, n512),
+            "fn mlp(X: [n,k]R, W: [k,m]R, b: [m]R) -> [n,m]R = "
+            "gen(i:n, j:m) max(b[j] + sum(l:k) X[i,l] * W[l,j], 0)",
+            lambda X, W, b: np.maximum(X @ W + b, 0),
+            "mlp",
+            [(256 // s, n512), (n512, n512), (n512,)],
+        ),
+        (
+            "2-layer MLP %dx%d" % (256 // s, n512),
+            "fn mlp2(X: [n,k]R, W1: [k,m]R, b1: [m]R, W2: [m,p]R) -> [n,p]R = "
+            "let H = gen(i:n, j:m) max(b1[j] + sum(l:k) X[i,l] * W1[l,j], 0) in "
+            "gen(i:n, c:p) sum(j:m) H[i,j] * W2[j,c]",
+            lambda X, W1, b1, W2: np.maximum(X @ W1 + b1, 0) @ W2,
+            "mlp2",
+            [(256 // s, n512), (n512, n512), (n512,), (n512, n512)],
+        ),
+    ]
+    for seq in (128, 256, 512, 1024):
+        seq //= s
+        rows.append(
+            (
+                "attention softmax(Q·Kᵀ/8)·V, %dx64" % seq,
+                "fn att(Q: [s,d]R, K: [s,d]R, V: [s,d]R) -> [s,d]R = "
+                "let S = gen(i:s, j:s) (sum(l:d) Q[i,l] * K[j,l]) / 8 in "
+                "let P = gen(i:s) let mx = max(j:s) S[i,j] in let z = sum(j:s) exp(S[i,j] - mx) in "
+                "gen(j:s) exp(S[i,j] - mx) / z in "
+                "gen(i:s, c:d) sum(j:s) P[i,j] * V[j,c]",
+                lambda Q, K, V: _np_softmax(Q @ K.T / 8) @ V,
+                "attention",
+                [(seq, 64)] * 3,
+            )
+        )
+    rows += [
+        (
+            "centred Gram XcᵀXc %dx64 (one expression)" % (4096 // s),
+            "fn gram(X: [n,d]R) -> [d,d]R = gen(a:d, b:d) sum(i:n) "
+            "(X[i,a] - (sum(k:n) X[k,a]) / n) * (X[i,b] - (sum(k:n) X[k,b]) / n)",
+            lambda X: (lambda C: C.T @ C)(X - X.mean(0)),
+            "gram",
+            [(4096 // s, 64)],
+        ),
+        (
+            "2D stencil (5-point) %dx%d" % (n512 * 2, n512 * 2),
+            "fn lap(X: [n,m]R) -> [n,m]R = gen(i:n, j:m) "
+            "X[i-1,j] + X[i+1,j] + X[i,j-1] + X[i,j+1] - 4 * X[i,j]",
+            _np_lap,
+            "stencil",
+            [(n512 * 2, n512 * 2)],
+        ),
+        (
+            "batched 8x8 matmul, batch %d" % (4096 // s),
+            "fn bmm(A: [b,i,j]R, B: [b,j,k]R) -> [b,i,k]R = gen(p:b, q:i, r:k) sum(t:j) A[p,q,t] * B[p,t,r]",
+            lambda A, B: A @ B,
+            "bmm",
+            [(4096 // s, 8, 8)] * 2,
+        ),
+    ]
+    return rows
+
+
+def _np_lap(X):
+    P = np.pad(X, 1)
+    return P[:-2, 1:-1] + P[2:, 1:-1] + P[1:-1, :-2] + P[1:-1, 2:] - 4 * X
+
+
+def jax_fns():
+    """The jax versions, jitted (None without jax)."""
+    if jax is None:
+        return {}
+
+    def softmax(X):
+        E = jnp.exp(X - X.max(axis=1, keepdims=True))
+        return E / E.sum(axis=1, keepdims=True)
+
+    def lap(X):
+        P = jnp.pad(X, 1)
+        return P[:-2, 1:-1] + P[2:, 1:-1] + P[1:-1, :-2] + P[1:-1, 2:] - 4 * X
+
+    fns = {
+        "exp": jnp.exp,
+        "tanh": jnp.tanh,
+        "lse": lambda x: (lambda m: m + jnp.log(jnp.exp(x - m).sum()))(x.max()),
+        "softmax": softmax,
+        "layernorm": lambda X: (X - X.mean(1, keepdims=True)) / jnp.sqrt(X.var(1, keepdims=True) + 1e-5),
+        "gelu": lambda X, W: (lambda H: 0.5 * H * (1 + jnp.tanh(GELU_C * (H + 0.044715 * H * H * H))))(X @ W),
+        "mlp": lambda X, W, b: jnp.maximum(X @ W + b, 0),
+        "mlp2": lambda X, W1, b1, W2: jnp.maximum(X @ W1 + b1, 0) @ W2,
+        "attention": lambda Q, K, V: softmax(Q @ K.T / 8) @ V,
+        "gram": lambda X: (lambda C: C.T @ C)(X - X.mean(0)),
+        "stencil": lap,
+        "bmm": lambda A, B: A @ B,
+    }
+    return {k: jax.jit(f) for k, f in fns.items()}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--reps", type=int, default=7, help="rounds per row (median)")
+    ap.add_argument("--quick", action="store_true", help="small sizes (a smoke test)")
+    ap.add_argument("--threads", type=int, default=1, help="threads of every engine")
+    ap.add_argument("--dtype", default="float64", choices=["float64", "float32"])
+    args = ap.parse_args()
+    dt = np.dtype(args.dtype)
+    rng = np.random.default_rng(0)
+    jfns = jax_fns()
+    print(f"CPU: {cpu()}; {args.threads} thread(s) for every engine; {args.dtype}")
+    if jax is None:
+        print("jax is not installed: its column is skipped (pip install jax jaxlib)")
+    out, compile_ms, failed = [], [], []
+    for name, src, npf, jkey, shapes in programs(args.quick):
+        ops = [rng.standard_normal(sh).astype(dt) for sh in shapes]
+        t0 = time.perf_counter()
+        try:
+            k = einsat.compile(src, threads=args.threads)
+            ops64 = [np.asarray(o, dtype=np.float64) for o in ops]
+            got = k(*ops64)
+        except einsat.Error as e:
+            failed.append((name, str(e).splitlines()[0]))
+            continue
+        compile_ms.append((time.perf_counter() - t0) * 1e3)
+        want = npf(*ops)
+        tol = 1e-8 if dt == np.float64 else 2e-4
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol * max(1.0, float(np.max(np.abs(want)))))
+        engines = {"einsat": lambda: k(*ops64), "numpy": lambda: npf(*ops)}
+        if jkey in jfns:
+            jf, jops = jfns[jkey], [jnp.asarray(o) for o in ops]
+            jgot = np.asarray(jf(*jops))
+            np.testing.assert_allclose(jgot, want, rtol=tol * 10, atol=tol * 10 * max(1.0, float(np.max(np.abs(want)))))
+            engines["jax.jit"] = lambda: jf(*jops).block_until_ready()
+        times = {e: [] for e in engines}
+        for _ in range(args.reps):
+            for e, f in engines.items():
+                times[e].extend(timeit(f, 1))
+        out.append((name, {e: statistics.median(v) for e, v in times.items()}))
+    print("| program | einsat | jax.jit | ratio | numpy | ratio |")
+    print("|---|---|---|---|---|---|")
+    for name, med in out:
+        cells = [name, fmt(med["einsat"])]
+        for e in ("jax.jit", "numpy"):
+            cells += [fmt(med[e]), f"{med[e] / med['einsat']:.2f}×"] if e in med else ["–", "–"]
+        print("| " + " | ".join(cells) + " |")
+    for name, why in failed:
+        print(f"| {name} | not run: {why} | | | | |")
+    if compile_ms:
+        print(f"\nratio = the peer's median time / einsat's (> 1: einsat is faster); same run, interleaved.")
+        print(f"einsat compile (parse, optimise, JIT) per program: median {statistics.median(compile_ms):.1f} ms, "
+              f"max {max(compile_ms):.1f} ms")
+    if dt == np.float32:
+        print("float32: numpy and jax compute in float32; einsat's programs compute in float64.")
+
+
+if __name__ == "__main__":
+    main()
