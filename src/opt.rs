@@ -94,6 +94,13 @@ pub struct Options {
     /// (an einsum's): the program is then contracted in that order, as
     /// written, without saturation.
     pub path: Option<Vec<Vec<usize>>>,
+    /// A matrix product inside a larger expression (a bias and activation
+    /// around it, a product inside another sum, a factor that is not a
+    /// plain load) of at least this many multiply-adds, estimated with
+    /// [`Options::sizes`], becomes a GEMM stage of its own: a `let` the JIT
+    /// runs on the GEMM library (see [`crate::extract::normal`]).
+    /// Infinite: never.
+    pub gemm_stage_min_work: f64,
 }
 
 impl Default for Options {
@@ -115,6 +122,7 @@ impl Default for Options {
             plan: crate::plan::Method::Auto,
             saturate_networks: false,
             path: None,
+            gemm_stage_min_work: crate::extract::normal::MIN_GEMM_STAGE_WORK,
         }
     }
 }
@@ -601,6 +609,7 @@ impl<'a> Setup<'a> {
             .unwrap_or_else(|| default_memory_limit(&fixed, ret, &model));
         let nopts = NormalOptions {
             term_limit: opts.term_limit,
+            gemm_stage_min_work: opts.gemm_stage_min_work,
             model: model.clone(),
             memory_limit,
             ..NormalOptions::default()

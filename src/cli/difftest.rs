@@ -83,6 +83,15 @@ pub struct DiffArgs {
     /// are compared with --rtol.
     #[arg(long)]
     pub fast_math: bool,
+    /// The least work (multiply-adds) of a matrix product inside a larger
+    /// expression that the optimiser makes a GEMM stage of its own (0: every
+    /// one, so that the small random programs exercise the staging)
+    #[arg(long, default_value_t = einsat_default_stage_work())]
+    pub gemm_stage_min_work: f64,
+}
+
+fn einsat_default_stage_work() -> f64 {
+    crate::extract::normal::MIN_GEMM_STAGE_WORK
 }
 
 /// Deepest random programs `--depth` may ask for: the generator's programs
@@ -126,6 +135,13 @@ pub fn difftest(a: &DiffArgs) -> CliResult {
     cfg.tol.rel = a.rtol;
     cfg.opt.time_limit = Duration::from_millis(a.time_limit_ms.max(1));
     cfg.opt.fast_math = a.fast_math;
+    if a.gemm_stage_min_work.is_nan() || a.gemm_stage_min_work < 0.0 {
+        return Err(format!(
+            "error: --gemm-stage-min-work {}: a number of multiply-adds ≥ 0",
+            a.gemm_stage_min_work
+        ));
+    }
+    cfg.opt.gemm_stage_min_work = a.gemm_stage_min_work;
     if let Some(v) = &a.values {
         cfg.values = v
             .split(',')

@@ -742,9 +742,9 @@ struct Norm<'a> {
     /// normalised, by key ([`Norm::count_candidates`]); only keys that
     /// occur at least twice.
     shared: BTreeMap<String, usize>,
-    /// Whether matrix products inside scalars become stages of their own
-    /// ([`Norm::gemm_stage`]).
-    gemm_stages: bool,
+    /// The least work of a matrix product inside a scalar that becomes a
+    /// stage of its own ([`Norm::gemm_stage`]); infinite: none does.
+    gemm_min_work: f64,
     /// Whether the scalar being normalised is a whole `let` value's or the
     /// result's leaf (set by [`Norm::output`], taken by [`Norm::scalar`]).
     root: bool,
@@ -872,7 +872,7 @@ impl Norm<'_> {
                 self.scalar(b, cx)
             }
             Expr::Sum(..)
-                if self.gemm_stages
+                if self.gemm_min_work.is_finite()
                     && (root || !self.guarded)
                     && self.is_matrix_product(&e, cx) =>
             {
@@ -1049,8 +1049,9 @@ impl Norm<'_> {
     }
 }
 
-/// The least work (multiply-adds, by the cost model's trip counts) of a
-/// matrix product that [`Norm::gemm_stage`] makes a stage of its own.
+/// The default least work (multiply-adds, by the cost model's trip
+/// counts) of a matrix product that [`Norm::gemm_stage`] makes a stage of
+/// its own ([`NormalOptions::gemm_stage_min_work`]).
 pub const MIN_GEMM_STAGE_WORK: f64 = 4096.0;
 
 /// Matrix products inside larger expressions (issue 26): a `sum(k…) A * B`
@@ -1117,7 +1118,7 @@ impl Norm<'_> {
             .map(|s| model.trip(s))
             .product();
         let inner: f64 = ks.iter().map(|(_, s)| model.trip(s)).product();
-        outer * inner >= MIN_GEMM_STAGE_WORK
+        outer * inner >= self.gemm_min_work
     }
 
     /// Make the matrix product `e` ([`Norm::is_matrix_product`]) a stage:
@@ -1352,9 +1353,10 @@ pub struct NormalOptions {
     /// (issue 23's memory limit: loops that recompute rather than
     /// materialise). Infinite by default.
     pub memory_limit: f64,
-    /// Matrix products inside larger expressions become GEMM stages of
-    /// their own (`Norm::gemm_stage`). On by default.
-    pub gemm_stages: bool,
+    /// Matrix products inside larger expressions of at least this much
+    /// work become GEMM stages of their own (`Norm::gemm_stage`);
+    /// [`MIN_GEMM_STAGE_WORK`] by default, infinite to turn it off.
+    pub gemm_stage_min_work: f64,
 }
 
 impl Default for NormalOptions {
@@ -1364,7 +1366,7 @@ impl Default for NormalOptions {
             term_limit: DEFAULT_TERM_LIMIT,
             model: CostModel::default(),
             memory_limit: f64::INFINITY,
-            gemm_stages: true,
+            gemm_stage_min_work: MIN_GEMM_STAGE_WORK,
         }
     }
 }
@@ -1405,7 +1407,7 @@ pub fn normalize(f: &Function, opts: &NormalOptions) -> Function {
         memory_limit: opts.memory_limit,
         hoist_calls: true,
         shared: BTreeMap::new(),
-        gemm_stages: opts.gemm_stages,
+        gemm_min_work: opts.gemm_stage_min_work,
         root: false,
         guarded: false,
     };
