@@ -697,10 +697,9 @@ impl Kernel {
         ws.plan.clear();
         for (k, nest) in self.prog.nests.iter().enumerate() {
             let skip = native.skip.get(k).copied().unwrap_or(false);
-            let has_gemm = self.gemm[k].is_some();
             ws.plan.push(schedule::step(
                 nest,
-                has_gemm,
+                self.gemm[k].as_ref(),
                 skip,
                 &ws.svals,
                 self.threads,

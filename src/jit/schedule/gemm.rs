@@ -225,4 +225,15 @@ impl GemmPlan {
     pub fn describe(&self) -> &str {
         &self.desc
     }
+
+    /// How many matrix products the stage is for the named sizes `svals`:
+    /// the product of its batch axes' sizes (1 without batch axes).
+    pub fn batch_count(&self, svals: &[i64]) -> u64 {
+        self.vars
+            .iter()
+            .filter(|(r, _)| *r == Role::Batch)
+            .fold(1u64, |acc, (_, n)| {
+                acc.saturating_mul(crate::jit::ir::resolve(n, svals) as u64)
+            })
+    }
 }
