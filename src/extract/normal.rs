@@ -21,7 +21,12 @@
 //!    alpha-canonical (De Bruijn) form, so equal ones share one `let`; a
 //!    call, division or `sum` that occurs twice in one scalar (a subterm
 //!    the DAG-aware extractor priced once) is materialised when that is
-//!    cheaper, so it is computed once.
+//!    cheaper, so it is computed once;
+//! 6. GEMM stages: a matrix product inside a larger expression (a bias and
+//!    activation around it, inside another sum) becomes a `let` of its own,
+//!    and its factors that are not plain loads (a centred operand, a
+//!    shifted read) are materialised, so that the JIT runs it on the GEMM
+//!    library (`Norm::gemm_stage`, [`NormalOptions::gemm_stage_min_work`]).
 //!
 //! Finally binders are renamed by depth (`i`, `j`, …) and lets `t0`, `t1`, ….
 
@@ -1050,7 +1055,7 @@ impl Norm<'_> {
 }
 
 /// The default least work (multiply-adds, by the cost model's trip
-/// counts) of a matrix product that [`Norm::gemm_stage`] makes a stage of
+/// counts) of a matrix product that the normal-form pass (step 6 above) makes a stage of
 /// its own ([`NormalOptions::gemm_stage_min_work`]).
 pub const MIN_GEMM_STAGE_WORK: f64 = 4096.0;
 
