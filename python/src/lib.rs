@@ -31,6 +31,7 @@
 //! refuses raises `einsat.OutOfMemoryError` (a `MemoryError`).
 
 mod contract;
+mod words;
 
 use einsat::interp::{Boundary, Value};
 use einsat::jit::{Arg, ArgMut};
@@ -472,7 +473,8 @@ fn float64(py: Python<'_>, x: f64) -> PyResult<Py<PyAny>> {
 
 fn value_to_py(py: Python<'_>, v: Value) -> PyResult<Py<PyAny>> {
     Ok(match v {
-        Value::Real(x) => PyFloat::new(py, x).into_any().unbind(),
+        // a numpy float64 (a subclass of float), as numpy returns
+        Value::Real(x) => float64(py, x)?,
         Value::Array(a) => PyArrayDyn::from_owned_array(py, a).into_any().unbind(),
         Value::Pair(a, b) => PyTuple::new(py, [value_to_py(py, *a)?, value_to_py(py, *b)?])?
             .into_any()
@@ -514,6 +516,19 @@ struct Compiled {
     kernel: Arc<jit::Kernel>,
     /// Per operand, the label of each axis (ellipses expanded).
     labels: Vec<Vec<char>>,
+    /// The spec as the user wrote it (for messages in the user's terms).
+    spec: String,
+}
+
+impl Compiled {
+    /// A failure of the kernel's call in the user's terms (operands by
+    /// position and subscripts, indices by letter; see [`words`]).
+    fn reworded(&self, mut f: Failure) -> Failure {
+        if f.raised.is_none() {
+            f.message = words::in_user_terms(&f.message, &self.spec, &self.labels);
+        }
+        f
+    }
 }
 
 /// How an einsum is compiled: its thread count and the optimiser's mode.
@@ -668,6 +683,7 @@ fn compile_einsum(spec: &str, key: &Key, shapes: &[&[usize]]) -> Res<Compiled> {
     Ok(Compiled {
         kernel,
         labels: planned.labels,
+        spec: spec.to_string(),
     })
 }
 
@@ -681,7 +697,7 @@ type LabelSizes = (Vec<(char, usize)>, bool, u128);
 /// Two sizes of one label that are not 1 and differ are a `ShapeError`
 /// naming the label (as numpy's message does).
 fn label_sizes(c: &Compiled, ops: &[Operand<'_>]) -> Res<LabelSizes> {
-    let size = contract::label_sizes_of(&c.labels, ops.iter().map(Operand::shape))?;
+    let size = contract::label_sizes_of(&c.spec, &c.labels, ops.iter().map(Operand::shape))?;
     // a size-1 axis of a label whose size is not 1 is broadcast
     let needed = c.labels.iter().zip(ops).any(|(l, op)| {
         l.iter()
@@ -859,19 +875,23 @@ fn run_einsum<'py>(
             let mut w = arr.try_readwrite().map_err(|e| out_refused(arr, ops, e))?;
             let view = w.as_array_mut();
             let work = (!small).then(|| kernel.work(&args)).flatten();
-            run_call(py, small, work, || call_kernel(kernel, &args, Some(view)))?;
+            run_call(py, small, work, || call_kernel(kernel, &args, Some(view)))
+                .map_err(|f| compiled.reworded(f))?;
             Ok(Ok(o.clone().unbind()))
         }
         _ => {
             let work = (!small).then(|| kernel.work(&args)).flatten();
-            let v = run_call(py, small, work, || call_kernel(kernel, &args, None))?;
+            let v = run_call(py, small, work, || call_kernel(kernel, &args, None))
+                .map_err(|f| compiled.reworded(f))?;
+            let scalar = matches!(v, None | Some(Value::Real(_)));
             let r = match v.unwrap_or(Value::Real(0.0)) {
                 // a numpy float64 (a subclass of float), as numpy returns
                 Value::Real(x) => float64(py, x),
                 v => value_to_py(py, v),
             };
             Ok(match r {
-                Ok(a) if fortran => numpy(py)
+                // a scalar stays a numpy float64 (as numpy's order='F')
+                Ok(a) if fortran && !scalar => numpy(py)
                     .and_then(|np| np.call_method1("asfortranarray", (a,)))
                     .map(|a| a.unbind()),
                 r => r,

@@ -1,0 +1,141 @@
+//! Einsum errors in the user's terms: the binding compiles an einsum into a
+//! function whose parameters are `A`, `B`, … (`T26`, … past 26) and whose
+//! sizes are `ni`, `nj`, … (`nu00D7` for `×`), and fills the axes under
+//! `...` with letters the spec does not use. A message about an einsum
+//! names none of these: it names operands by position with the subscripts
+//! the user wrote (`operand 1 ('jk')`), indices by the user's letters, and
+//! the axes under `...` as such. This module owns those words: the size
+//! mismatch found before a call ([`size_mismatch`]) and the rewording of
+//! the kernel's own call errors ([`in_user_terms`]).
+
+use einsat::frontend::einsum::{index_name, operand_name};
+
+/// The subscripts of each operand as the user wrote them (spaces removed):
+/// `"ij, jk -> ik"` gives `["ij", "jk"]`.
+pub(crate) fn user_terms(spec: &str) -> Vec<String> {
+    let s: String = spec.chars().filter(|&c| c != ' ').collect();
+    let lhs = s.split("->").next().unwrap_or("");
+    lhs.split(',').map(str::to_string).collect()
+}
+
+/// The output subscripts as the user wrote them, when the spec has `->`.
+fn user_output(spec: &str) -> Option<String> {
+    let s: String = spec.chars().filter(|&c| c != ' ').collect();
+    s.split_once("->").map(|(_, r)| r.to_string())
+}
+
+/// `operand K ('subscripts')`.
+pub(crate) fn operand_shown(k: usize, terms: &[String]) -> String {
+    match terms.get(k) {
+        Some(t) => format!("operand {k} ('{}')", einsat::diag::quote(t)),
+        None => format!("operand {k}"),
+    }
+}
+
+/// How axis `axis` of operand `k` (label `lab`) is shown: `axis j` for a
+/// letter the operand has once, `axis 1 (i)` for a letter it repeats, `axis
+/// 0 (under ...)` for an axis the operand's `...` covers.
+fn axis_shown(lab: char, axis: usize, labels: &[char], term: Option<&String>) -> String {
+    let user = term.is_some_and(|t| t.contains(lab));
+    if !user {
+        format!("axis {axis} (under ...)")
+    } else if labels.iter().filter(|&&c| c == lab).count() > 1 {
+        format!("axis {axis} ({lab})")
+    } else {
+        format!("axis {lab}")
+    }
+}
+
+/// The message for two sizes of one label that are not 1 and differ:
+/// axis `axis` of operand `k` has size `n`, but axis `first_axis` of operand
+/// `first_k` gave the label size `first`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn size_mismatch(
+    spec: &str,
+    labels: &[Vec<char>],
+    lab: char,
+    (first_k, first_axis, first): (usize, usize, usize),
+    (k, axis, n): (usize, usize, usize),
+) -> String {
+    let terms = user_terms(spec);
+    let user = terms.get(k).is_some_and(|t| t.contains(lab));
+    let this = format!(
+        "{}: {} has size {n}",
+        operand_shown(k, &terms),
+        axis_shown(lab, axis, &labels[k], terms.get(k))
+    );
+    let whose = if first_k == k {
+        if user {
+            format!("its axis {first_axis} gives {lab} size {first}")
+        } else {
+            format!("its axis {first_axis} (under ...) has size {first}")
+        }
+    } else if user {
+        format!(
+            "{} gives {lab} size {first}",
+            operand_shown(first_k, &terms)
+        )
+    } else {
+        format!(
+            "the same axis of ... in {} has size {first}",
+            operand_shown(first_k, &terms)
+        )
+    };
+    let rule = if user {
+        "an index has one size; only sizes of 1 broadcast"
+    } else {
+        "the axes under ... broadcast from the right; only sizes of 1 broadcast"
+    };
+    format!("einsum: {this} but {whose} ({rule})")
+}
+
+/// A message of the kernel einsum compiled (its call boundary, the
+/// interpreter, the JIT) in the user's terms: `argument `A` ([ni,nj]R)` is
+/// `operand 0 ('ij')`, `size `nj`` the size of index `j`, the output
+/// buffer `out`.
+pub(crate) fn in_user_terms(msg: &str, spec: &str, labels: &[Vec<char>]) -> String {
+    let terms = user_terms(spec);
+    let mut m = msg.to_string();
+    for k in (0..labels.len()).rev() {
+        let name = operand_name(k);
+        let shown = operand_shown(k, &terms);
+        // `argument `A` (<type>)`: the type has no parentheses
+        let head = format!("argument `{name}` (");
+        while let Some(at) = m.find(&head) {
+            let end = m[at + head.len()..]
+                .find(')')
+                .map_or(m.len(), |e| at + head.len() + e + 1);
+            m.replace_range(at..end, &shown);
+        }
+        m = m.replace(&format!("argument `{name}`"), &shown);
+    }
+    let letters: Vec<char> = {
+        let mut v: Vec<char> = labels.iter().flatten().copied().collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    };
+    let all_terms: String = terms.concat();
+    for c in letters {
+        let size = format!("size `n{}`", index_name(c));
+        let user = all_terms.contains(c);
+        let said = if user {
+            format!("the size of index '{c}'")
+        } else {
+            "the size of an axis under ...".to_string()
+        };
+        m = m.replace(&size, &said);
+    }
+    if let Some(rest) = m.strip_prefix("the output buffer") {
+        let result = match user_output(spec) {
+            Some(o) => format!("the result ('{}')", einsat::diag::quote(&o)),
+            None => "the result".to_string(),
+        };
+        m = format!("out{}", rest.replace("the result", &result));
+    }
+    if m.starts_with("einsum") {
+        m
+    } else {
+        format!("einsum: {m}")
+    }
+}
