@@ -76,6 +76,17 @@ Dask
 tasks run einsat kernels on numpy blocks, on any dask scheduler, a
 ``dask.distributed`` cluster included (see that module).
 
+Builder
+-------
+fn(f, name=None, threads=None, fast_math=False) -> Traced
+    A Python function traced into an einsat program in the style of Ein:
+    ``einsat.fn(lambda A, x: einsat.gen(lambda i: einsat.sum(lambda j: A[i, j] * x[j])))``
+    is ``fn f(A: [n,m]R, x: [m]R) -> [n]R = gen(i:n) sum(j:m) A[i,j] * x[j]``,
+    traced and compiled at the first call per signature of argument ranks
+    (``.source`` shows the program). ``gen``, ``sum``, ``exp``, ``log``,
+    ``sqrt``, ``sin``, ``cos``, ``tanh``, ``abs``, ``maximum``, ``minimum``
+    build it; see :mod:`einsat.builder`.
+
 Kernel
 ------
 A compiled function. Call it with numpy arrays (or numbers for ``R``
@@ -178,7 +189,8 @@ class OutOfMemoryError(Error, MemoryError):
     ``MemoryError``; the process stays usable."""
 
 
-from ._einsat import Kernel, check, compile, einsum, optimize  # noqa: E402
+from ._einsat import Kernel, check, compile, optimize  # noqa: E402
+from ._einsat import einsum as _native_einsum  # noqa: E402
 from ._dropin import (  # noqa: E402
     ContractExpression,
     PathInfo,
@@ -188,6 +200,70 @@ from ._dropin import (  # noqa: E402
     einsum_path,
     get_symbol,
 )
+from ._dropin import _reraise_interleaved, _single_view, _view_options  # noqa: E402
+
+
+def einsum(
+    *operands,
+    out=None,
+    threads=None,
+    fast_math=False,
+    optimize=False,
+    memory_limit=None,
+    dtype=None,
+    order="K",
+    casting="safe",
+):
+    if out is None and len(operands) <= 3:
+        # numpy's views: one operand, nothing summed (see _single_view)
+        v = _single_view(operands)
+        if v is not None:
+            if threads is not None or dtype is not None or order != "K" or casting != "safe":
+                _view_options(threads, dtype, order, casting)
+            return v
+    try:
+        return _native_einsum(
+            *operands,
+            out=out,
+            threads=threads,
+            fast_math=fast_math,
+            optimize=optimize,
+            memory_limit=memory_limit,
+            dtype=dtype,
+            order=order,
+            casting=casting,
+        )
+    except Error as e:
+        if operands and not isinstance(operands[0], str):
+            _reraise_interleaved(e, operands)
+        raise
+
+
+from .builder import (  # noqa: E402
+    Traced,
+    TraceError,
+    abs,
+    cos,
+    exp,
+    fn,
+    gen,
+    log,
+    maximum,
+    minimum,
+    sin,
+    sqrt,
+    sum,
+    tanh,
+)
+
+einsum.__doc__ = _native_einsum.__doc__ + """
+
+A one-operand einsum that sums nothing (a relabelling such as ``'ij->ji'``
+or ``'ij'``, or diagonals of repeated indices such as ``'ii->i'`` and
+``'...ii->...i'``) returns a view of the operand, as numpy does: no copy,
+the operand's dtype, writeable when the operand is (``out=`` makes a copy;
+``dtype=``, ``order=`` and ``casting=`` are checked and otherwise ignored,
+as numpy ignores them for views)."""
 
 __all__ = [
     "einsum",
@@ -210,4 +286,10 @@ __all__ = [
     "CompileError",
     "OptionError",
     "OutOfMemoryError",
+    "fn",
+    "Traced",
+    "TraceError",
 ]
+# einsat.gen, einsat.sum, einsat.exp, ..., einsat.abs, einsat.maximum and
+# einsat.minimum are not in __all__: `from einsat import *` would hide
+# Python's sum and abs
