@@ -91,7 +91,7 @@ Kernel
 ------
 A compiled function. Call it with numpy arrays (or numbers for ``R``
 parameters), positionally or by parameter name; a pair parameter takes a
-tuple of two arrays. It returns a numpy array, a float, or a tuple for pair
+tuple of two arrays. It returns a numpy array, a numpy float64, or a tuple for pair
 and tuple results (nested as the type nests: ``(a, (b, c))``). Attributes:
 ``name``, ``params``, ``source`` (the function as parsed), ``optimized`` (the
 program the kernel runs), ``report`` (a dict with the fields of
@@ -203,40 +203,56 @@ from ._dropin import (  # noqa: E402
 from ._dropin import _reraise_interleaved, _single_view, _view_options  # noqa: E402
 
 
-def einsum(
-    *operands,
-    out=None,
-    threads=None,
-    fast_math=False,
-    optimize=False,
-    memory_limit=None,
-    dtype=None,
-    order="K",
-    casting="safe",
-):
-    if out is None and len(operands) <= 3:
-        # numpy's views: one operand, nothing summed (see _single_view)
-        v = _single_view(operands)
-        if v is not None:
-            if threads is not None or dtype is not None or order != "K" or casting != "safe":
-                _view_options(threads, dtype, order, casting)
-            return v
+def einsum(*operands, out=None, **options):
+    if out is None:
+        if len(operands) <= 3:
+            # numpy's views: one operand, nothing summed (see _single_view)
+            v = _single_view(operands)
+            if v is not None:
+                if options:
+                    try:
+                        _view_options(**options)
+                    except _builtins.TypeError as e:
+                        if isinstance(e, Error):
+                            raise
+                        # an unknown keyword
+                        raise _builtins.TypeError(str(e).replace("_view_options()", "einsum()")) from None
+                return v
+        # (the options are passed on only when given: the native einsum's
+        # defaults are its fastest path)
+        call = _native_einsum
+    else:
+        options["out"] = out
+        call = _native_einsum
     try:
-        return _native_einsum(
-            *operands,
-            out=out,
-            threads=threads,
-            fast_math=fast_math,
-            optimize=optimize,
-            memory_limit=memory_limit,
-            dtype=dtype,
-            order=order,
-            casting=casting,
-        )
+        return call(*operands, **options)
     except Error as e:
         if operands and not isinstance(operands[0], str):
             _reraise_interleaved(e, operands)
         raise
+
+
+def _einsum_signature():
+    import inspect
+
+    P = inspect.Parameter
+    kw = [
+        ("out", None),
+        ("threads", None),
+        ("fast_math", False),
+        ("optimize", False),
+        ("memory_limit", None),
+        ("dtype", None),
+        ("order", "K"),
+        ("casting", "safe"),
+    ]
+    return inspect.Signature(
+        [P("spec", P.POSITIONAL_ONLY), P("operands", P.VAR_POSITIONAL)]
+        + [P(name, P.KEYWORD_ONLY, default=d) for name, d in kw]
+    )
+
+
+einsum.__signature__ = _einsum_signature()
 
 
 from .builder import (  # noqa: E402

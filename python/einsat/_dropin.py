@@ -324,10 +324,12 @@ def _shown(x):
 _CASTINGS = ("no", "equiv", "safe", "same_kind", "unsafe")
 
 
-def _view_options(threads, dtype, order, casting):
+def _view_options(
+    threads=None, fast_math=False, optimize=None, memory_limit=None, dtype=None, order=None, casting=None
+):
     """Check the options of an einsum that returns a view (numpy checks
     ``dtype``, ``order`` and ``casting`` and otherwise ignores them for a
-    view)."""
+    view; ``optimize`` and ``memory_limit`` it ignores)."""
     import numpy as np
 
     if threads is not None and (

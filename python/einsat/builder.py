@@ -42,6 +42,7 @@ import inspect
 import keyword
 import math
 import numbers
+import threading
 
 from . import Error, ShapeError, DTypeError
 from . import compile as _compile
@@ -76,16 +77,21 @@ _SIZE_NAMES = ["n", "m", "k", "l", "p", "q", "r", "s", "t", "u", "v", "w"]
 
 # ---------------------------------------------------------------- tracing state
 
-_STATE = []  # the traces under way (innermost last)
+class _Local(threading.local):
+    def __init__(self):
+        self.traces = []  # this thread's traces under way (innermost last)
+
+
+_LOCAL = _Local()
 
 
 def _trace():
-    if not _STATE:
+    if not _LOCAL.traces:
         raise TraceError(
             "einsat.gen, einsat.sum and the scalar functions build programs: call them inside "
             "a function given to einsat.fn"
         )
-    return _STATE[-1]
+    return _LOCAL.traces[-1]
 
 
 class _Class:
@@ -685,11 +691,11 @@ def _source(f, name, shapes):
         for c in reversed(classes):
             ty = ("arr", c, ty)
         args.append(Expr(ty, (lambda n: lambda: n)(pname), 9))
-    _STATE.append(tr)
+    _LOCAL.traces.append(tr)
     try:
         result = _expr_of(f(*args))
     finally:
-        _STATE.pop()
+        _LOCAL.traces.pop()
     names = tr.size_name
     # size names in the order of the parameters' axes
     for c, _ in tr.axes:
@@ -739,7 +745,13 @@ class Traced:
         self._last = k
         return k
 
-    def __call__(self, *args):
+    def __call__(self, *args, **kwargs):
+        if kwargs:
+            # by parameter name, as the Python function takes them
+            try:
+                args = inspect.signature(self.__wrapped__).bind(*args, **kwargs).args
+            except TypeError as e:
+                raise ShapeError("%s: %s" % (self.name, e)) from None
         return self.trace(*args)(*args)
 
     @property

@@ -720,7 +720,7 @@ const SMALL_WORK: u128 = 4096;
 /// ASCII as opt_einsum allows) and its interleaved form
 /// (`einsum(A, [0, 1], B, [1, 2], [0, 2])`), optimised and compiled once
 /// per spec, operand ranks (shapes, for 3 or more operands), thread count
-/// and planning options. Returns a new float64 array, a float for a scalar
+/// and planning options. Returns a new float64 array, a numpy float64 for a scalar
 /// result, or `out` (a float64 array of the result's shape, any strides)
 /// written in place. float64 operands are read in place; bool/int/float
 /// operands are converted to float64; other dtypes raise DTypeError.

@@ -32,24 +32,10 @@ pub(crate) fn operand_shown(k: usize, terms: &[String]) -> String {
     }
 }
 
-/// How axis `axis` of operand `k` (label `lab`) is shown: `axis j` for a
-/// letter the operand has once, `axis 1 (i)` for a letter it repeats, `axis
-/// 0 (under ...)` for an axis the operand's `...` covers.
-fn axis_shown(lab: char, axis: usize, labels: &[char], term: Option<&String>) -> String {
-    let user = term.is_some_and(|t| t.contains(lab));
-    if !user {
-        format!("axis {axis} (under ...)")
-    } else if labels.iter().filter(|&&c| c == lab).count() > 1 {
-        format!("axis {axis} ({lab})")
-    } else {
-        format!("axis {lab}")
-    }
-}
-
 /// The message for two sizes of one label that are not 1 and differ:
 /// axis `axis` of operand `k` has size `n`, but axis `first_axis` of operand
-/// `first_k` gave the label size `first`.
-#[allow(clippy::too_many_arguments)]
+/// `first_k` gave the label size `first`. Index letters are quoted (`'j'`),
+/// as numpy's messages quote them.
 pub(crate) fn size_mismatch(
     spec: &str,
     labels: &[Vec<char>],
@@ -59,34 +45,29 @@ pub(crate) fn size_mismatch(
 ) -> String {
     let terms = user_terms(spec);
     let user = terms.get(k).is_some_and(|t| t.contains(lab));
-    let this = format!(
-        "{}: {} has size {n}",
-        operand_shown(k, &terms),
-        axis_shown(lab, axis, &labels[k], terms.get(k))
-    );
-    let whose = if first_k == k {
-        if user {
-            format!("its axis {first_axis} gives {lab} size {first}")
-        } else {
-            format!("its axis {first_axis} (under ...) has size {first}")
-        }
-    } else if user {
-        format!(
-            "{} gives {lab} size {first}",
+    let op = operand_shown(k, &terms);
+    if !user {
+        // an axis under `...` (never repeated within one operand)
+        return format!(
+            "einsum: {op}: axis {axis} (under ...) has size {n} but the same axis of ... in {} has size {first} (the axes under ... broadcast from the right; only sizes of 1 broadcast)",
             operand_shown(first_k, &terms)
-        )
+        );
+    }
+    if first_k == k {
+        return format!(
+            "einsum: {op}: index '{lab}' has size {n} on axis {axis} but size {first} on axis {first_axis} (a repeated index takes a diagonal: its axes have one size; only sizes of 1 broadcast)"
+        );
+    }
+    let repeated = labels[k].iter().filter(|&&c| c == lab).count() > 1;
+    let which = if repeated {
+        format!(" (axis {axis})")
     } else {
-        format!(
-            "the same axis of ... in {} has size {first}",
-            operand_shown(first_k, &terms)
-        )
+        String::new()
     };
-    let rule = if user {
-        "an index has one size; only sizes of 1 broadcast"
-    } else {
-        "the axes under ... broadcast from the right; only sizes of 1 broadcast"
-    };
-    format!("einsum: {this} but {whose} ({rule})")
+    format!(
+        "einsum: {op}: index '{lab}'{which} has size {n} but {} gives it size {first} (an index has one size; only sizes of 1 broadcast)",
+        operand_shown(first_k, &terms)
+    )
 }
 
 /// A message of the kernel einsum compiled (its call boundary, the

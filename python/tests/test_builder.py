@@ -37,6 +37,8 @@ def test_matvec_lambda_form():
     A2, x2 = rng.random((6, 5)), rng.random(5)
     np.testing.assert_allclose(mv(A2, x2), A2 @ x2, rtol=1e-12)
     assert mv.kernel is k
+    # by parameter name too
+    np.testing.assert_allclose(mv(x=x2, A=A2), A2 @ x2, rtol=1e-12)
 
 
 def test_decorator_form_and_name():

@@ -21,21 +21,22 @@ ENTRY = {
 CASES = [
     # sizes of one index across operands
     ("ij,jk->ik", [(2, 3), (4, 5)], einsat.ShapeError,
-     ["operand 1 ('jk'): axis j has size 4", "operand 0 ('ij') gives j size 3"]),
+     ["operand 1 ('jk'): index 'j' has size 4", "operand 0 ('ij') gives it size 3"]),
     ("ij,jk", [(2, 3), (4, 5)], einsat.ShapeError, ["operand 1 ('jk')", "operand 0 ('ij')"]),
     ("ij,jk,kl->il", [(2, 3), (3, 4), (2, 2)], einsat.ShapeError,
-     ["operand 2 ('kl'): axis k has size 2", "operand 1 ('jk') gives k size 4"]),
+     ["operand 2 ('kl'): index 'k' has size 2", "operand 1 ('jk') gives it size 4"]),
     ("xy,yz,zw,wv->xv", [(2, 3), (3, 4), (4, 5), (6, 2)], einsat.ShapeError,
-     ["operand 3 ('wv'): axis w has size 6", "operand 2 ('zw') gives w size 5"]),
+     ["operand 3 ('wv'): index 'w' has size 6", "operand 2 ('zw') gives it size 5"]),
     # a repeated index within one operand (a diagonal)
-    ("ii->i", [(2, 3)], einsat.ShapeError, ["operand 0 ('ii'): axis 1 (i) has size 3", "its axis 0 gives i size 2"]),
-    ("iij->j", [(2, 3, 4)], einsat.ShapeError, ["operand 0 ('iij')", "axis 1 (i)"]),
+    ("ii->i", [(2, 3)], einsat.ShapeError, ["operand 0 ('ii'): index 'i' has size 3 on axis 1 but size 2 on axis 0"]),
+    ("iij->j", [(2, 3, 4)], einsat.ShapeError, ["operand 0 ('iij'): index 'i' has size 3 on axis 1"]),
+    ("ij,iij->j", [(2, 4), (2, 3, 4)], einsat.ShapeError, ["operand 1 ('iij'): index 'i' (axis 1) has size 3 but operand 0 ('ij') gives it size 2"]),
     # the axes under ...
     ("...i,...i", [(2, 3), (3, 3)], einsat.ShapeError,
      ["operand 1 ('...i'): axis 0 (under ...) has size 3", "operand 0 ('...i') has size 2"]),
     ("...i,...i->...", [(4, 2, 3), (4, 3, 3)], einsat.ShapeError, ["axis 1 (under ...)", "operand 0 ('...i')"]),
     # letters beyond ASCII
-    ("i×,×j->ij", [(2, 3), (4, 3)], einsat.ShapeError, ["operand 1 ('×j'): axis × has size 4"]),
+    ("i×,×j->ij", [(2, 3), (4, 3)], einsat.ShapeError, ["operand 1 ('×j'): index '×' has size 4"]),
     # ranks and counts
     ("ij->ij", [(3,)], einsat.ShapeError, ["operand 0 has 1 axes", "`ij`"]),
     ("ij,j->i", [(2, 3)], einsat.ShapeError, ["the spec has 2 operands but 1 was given"]),
