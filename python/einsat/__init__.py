@@ -189,8 +189,7 @@ class OutOfMemoryError(Error, MemoryError):
     ``MemoryError``; the process stays usable."""
 
 
-from ._einsat import Kernel, check, compile, optimize  # noqa: E402
-from ._einsat import einsum as _native_einsum  # noqa: E402
+from ._einsat import Kernel, check, compile, einsum, optimize  # noqa: E402
 from ._dropin import (  # noqa: E402
     ContractExpression,
     PathInfo,
@@ -200,61 +199,6 @@ from ._dropin import (  # noqa: E402
     einsum_path,
     get_symbol,
 )
-from ._dropin import _reraise_interleaved, _single_view, _view_options  # noqa: E402
-
-
-def einsum(*operands, out=None, **options):
-    if out is None:
-        if len(operands) <= 3:
-            # numpy's views: one operand, nothing summed (see _single_view)
-            v = _single_view(operands)
-            if v is not None:
-                if options:
-                    try:
-                        _view_options(**options)
-                    except _builtins.TypeError as e:
-                        if isinstance(e, Error):
-                            raise
-                        # an unknown keyword
-                        raise _builtins.TypeError(str(e).replace("_view_options()", "einsum()")) from None
-                return v
-        # (the options are passed on only when given: the native einsum's
-        # defaults are its fastest path)
-        call = _native_einsum
-    else:
-        options["out"] = out
-        call = _native_einsum
-    try:
-        return call(*operands, **options)
-    except Error as e:
-        if operands and not isinstance(operands[0], str):
-            _reraise_interleaved(e, operands)
-        raise
-
-
-def _einsum_signature():
-    import inspect
-
-    P = inspect.Parameter
-    kw = [
-        ("out", None),
-        ("threads", None),
-        ("fast_math", False),
-        ("optimize", False),
-        ("memory_limit", None),
-        ("dtype", None),
-        ("order", "K"),
-        ("casting", "safe"),
-    ]
-    return inspect.Signature(
-        [P("spec", P.POSITIONAL_ONLY), P("operands", P.VAR_POSITIONAL)]
-        + [P(name, P.KEYWORD_ONLY, default=d) for name, d in kw]
-    )
-
-
-einsum.__signature__ = _einsum_signature()
-
-
 from .builder import (  # noqa: E402
     Traced,
     TraceError,
@@ -271,15 +215,6 @@ from .builder import (  # noqa: E402
     sum,
     tanh,
 )
-
-einsum.__doc__ = _native_einsum.__doc__ + """
-
-A one-operand einsum that sums nothing (a relabelling such as ``'ij->ji'``
-or ``'ij'``, or diagonals of repeated indices such as ``'ii->i'`` and
-``'...ii->...i'``) returns a view of the operand, as numpy does: no copy,
-the operand's dtype, writeable when the operand is (``out=`` makes a copy;
-``dtype=``, ``order=`` and ``casting=`` are checked and otherwise ignored,
-as numpy ignores them for views)."""
 
 __all__ = [
     "einsum",

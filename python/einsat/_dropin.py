@@ -12,6 +12,8 @@ along that path.
 from decimal import Decimal as _Decimal
 from functools import lru_cache as _lru_cache
 
+import numpy as _np
+
 from . import _einsat
 from . import OptionError, ShapeError, DTypeError
 
@@ -254,7 +256,17 @@ def _view_plan(spec, ndim):
         out_labels = [("...", k) for k in range(ell)] + once
     if any(lab not in out_labels for lab in labels):
         return None  # an index is summed: not a view
-    return tuple(labels), tuple(out_labels)
+    # numpy's diagonal of each repeated index (moved to the last axis),
+    # then the output's order
+    steps = []
+    cur = list(labels)
+    while len(set(cur)) < len(cur):
+        lab = next(c for c in cur if cur.count(c) > 1)
+        p = cur.index(lab)
+        q = cur.index(lab, p + 1)
+        steps.append((p, q))
+        cur = [c for i, c in enumerate(cur) if i not in (p, q)] + [lab]
+    return tuple(steps), tuple(cur.index(lab) for lab in out_labels)
 
 
 def _single_view(operands):
@@ -282,34 +294,26 @@ def _single_view(operands):
         a = ops[0]
     else:
         return None
-    import numpy as np
-
-    if not isinstance(a, np.ndarray) or not isinstance(spec, str) or a.dtype.kind not in "biuf":
+    if not isinstance(a, _np.ndarray) or not isinstance(spec, str) or a.dtype.kind not in "biuf":
         # (einsat refuses complex, object, string, ... operands)
         return None
     plan = _view_plan(spec, a.ndim)
     if plan is None:
         return None
-    labels, out_labels = plan
-    if type(a) is not np.ndarray:
-        a = a.view(np.ndarray)
+    steps, perm = plan
+    if type(a) is not _np.ndarray:
+        a = a.view(_np.ndarray)
     view = a
-    cur = list(labels)
-    while len(set(cur)) < len(cur):
-        # numpy's diagonal of a repeated index, moved to the last axis
-        lab = next(c for c in cur if cur.count(c) > 1)
-        p = cur.index(lab)
-        q = cur.index(lab, p + 1)
+    for p, q in steps:
         if view.shape[p] != view.shape[q]:
             return None
         view = view.diagonal(0, p, q)
-        cur = [c for i, c in enumerate(cur) if i not in (p, q)] + [lab]
-    view = view.transpose([cur.index(lab) for lab in out_labels])
-    if a.flags.writeable and not view.flags.writeable:
+    view = view.transpose(perm)
+    if steps and a.flags.writeable:
         # numpy's diagonals are read-only; einsum's views are writeable
         # whenever the operand is
         view.flags.writeable = True
-    if view.ndim == 0:
+    if not perm:
         return view[()]
     return view
 
@@ -620,26 +624,19 @@ def contract(
         return _dask_contract(
             operands[0], operands[1:], out, optimize, memory_limit, threads, fast_math
         )
-    if out is None and len(operands) <= 3:
-        # a relabelling or diagonal of one operand: a view, as opt_einsum
-        # (numpy's einsum) returns
-        v = _single_view(operands)
-        if v is not None:
-            return v
-    try:
-        return _einsat.einsum(
-            *operands,
-            out=out,
-            dtype=dtype,
-            order=order,
-            casting=casting,
-            optimize=optimize,
-            memory_limit=memory_limit,
-            threads=threads,
-            fast_math=fast_math,
-        )
-    except Exception as e:
-        _reraise_interleaved(e, operands)
+    # (a relabelling or diagonal of one operand is a view, as opt_einsum's
+    # (numpy's einsum's): the native einsum asks _single_view)
+    return _einsat.einsum(
+        *operands,
+        out=out,
+        dtype=dtype,
+        order=order,
+        casting=casting,
+        optimize=optimize,
+        memory_limit=memory_limit,
+        threads=threads,
+        fast_math=fast_math,
+    )
 
 
 def contract_path(*operands, use_blas=True, optimize=True, memory_limit=None, shapes=False, **kwargs):

@@ -139,7 +139,7 @@ pub(crate) fn check_path(path: &[Vec<usize>], n: usize) -> Res<()> {
 }
 
 /// The Python half of the package (`einsat._dropin`).
-fn dropin(py: Python<'_>) -> PyResult<&Bound<'_, PyModule>> {
+pub(crate) fn dropin(py: Python<'_>) -> PyResult<&Bound<'_, PyModule>> {
     static M: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
     M.get_or_try_init(py, || py.import("einsat._dropin").map(|m| m.unbind()))
         .map(|m| m.bind(py))

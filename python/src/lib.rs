@@ -723,7 +723,11 @@ const SMALL_WORK: u128 = 4096;
 /// and planning options. Returns a new float64 array, a numpy float64 for a scalar
 /// result, or `out` (a float64 array of the result's shape, any strides)
 /// written in place. float64 operands are read in place; bool/int/float
-/// operands are converted to float64; other dtypes raise DTypeError.
+/// operands are converted to float64; other dtypes raise DTypeError. As
+/// numpy's, a one-operand einsum that sums nothing (`'ij->ji'`, `'ij'`,
+/// `'ii->i'`, `'...ii->...i'`) returns a view of a numpy array operand
+/// (writeable when it is; `dtype`, `order`, `casting` checked and otherwise
+/// ignored).
 /// `threads`: at most this many threads for the call (default: all cores).
 /// `fast_math`: the optimiser's fast mode (may cancel terms and assume
 /// finite values; see docs/fp-contract.md). `optimize`, `memory_limit`,
@@ -744,6 +748,22 @@ fn einsum<'py>(
     order: Option<&Bound<'py, PyAny>>,
     casting: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Py<PyAny>> {
+    if out.is_none_or(|o| o.is_none()) {
+        // numpy's views of one operand (a relabelling, diagonals)
+        let options = [
+            ("threads", threads),
+            ("optimize", optimize),
+            ("memory_limit", memory_limit),
+            ("dtype", dtype),
+            ("order", order),
+            ("casting", casting),
+        ];
+        match words::single_view(py, operands, &options) {
+            Ok(Some(v)) => return Ok(v),
+            Ok(None) => {}
+            Err(e) => return Err(words::interleaved_error(py, operands, e)),
+        }
+    }
     let run = || -> Res<PyResult<Py<PyAny>>> {
         let spec = operands.get_item(0).map_err(|_| {
             fail(
@@ -775,7 +795,10 @@ fn einsum<'py>(
         let compiled = compiled_for(py, &call.spec, &key, &shapes)?;
         run_einsum(py, &compiled, &ops, out, call.fortran)
     };
-    run().map_err(|f| to_py_err(py, f))?
+    run()
+        .map_err(|f| to_py_err(py, f))
+        .and_then(|r| r)
+        .map_err(|e| words::interleaved_error(py, operands, e))
 }
 
 /// Run a compiled einsum on its operands (into `out` when given; the

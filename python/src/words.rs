@@ -9,6 +9,8 @@
 //! the kernel's own call errors ([`in_user_terms`]).
 
 use einsat::frontend::einsum::{index_name, operand_name};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyString, PyTuple};
 
 /// The subscripts of each operand as the user wrote them (spaces removed):
 /// `"ij, jk -> ik"` gives `["ij", "jk"]`.
@@ -118,5 +120,63 @@ pub(crate) fn in_user_terms(msg: &str, spec: &str, labels: &[Vec<char>]) -> Stri
         m
     } else {
         format!("einsum: {m}")
+    }
+}
+
+/// numpy's view of a one-operand einsum that sums nothing (a relabelling
+/// or diagonals: `einsat._dropin._single_view`), when the call is one
+/// (one operand in the spec form or the interleaved form, no `out`); the
+/// options given are checked as numpy checks them for a view
+/// (`_view_options`). `None`: not a view, the einsum runs. Einsums of two
+/// or more operands do not reach Python here.
+pub(crate) fn single_view<'py>(
+    py: Python<'py>,
+    operands: &Bound<'py, PyTuple>,
+    options: &[(&str, Option<&Bound<'py, PyAny>>)],
+) -> PyResult<Option<Py<PyAny>>> {
+    let n = operands.len();
+    let one = match n {
+        2 => true,
+        3 => !operands.get_item(0)?.is_instance_of::<PyString>(),
+        _ => false,
+    };
+    if !one {
+        return Ok(None);
+    }
+    let m = super::contract::dropin(py)?;
+    let v = m.call_method1("_single_view", (operands,))?;
+    if v.is_none() {
+        return Ok(None);
+    }
+    let given: Vec<_> = options
+        .iter()
+        .filter_map(|(k, v)| v.filter(|v| !v.is_none()).map(|v| (*k, v)))
+        .collect();
+    if !given.is_empty() {
+        let kw = PyDict::new(py);
+        for (k, v) in given {
+            kw.set_item(k, v)?;
+        }
+        m.call_method("_view_options", (), Some(&kw))?;
+    }
+    Ok(Some(v.unbind()))
+}
+
+/// An error of an einsum in numpy's interleaved form, with the letters
+/// its subscripts are written as in the message
+/// (`einsat._dropin._subscripts_note`).
+pub(crate) fn interleaved_error(py: Python<'_>, operands: &Bound<'_, PyTuple>, e: PyErr) -> PyErr {
+    let spec_form = operands
+        .get_item(0)
+        .is_ok_and(|s| s.is_instance_of::<PyString>());
+    if spec_form || operands.is_empty() {
+        return e;
+    }
+    match super::contract::dropin(py)
+        .and_then(|m| m.call_method1("_reraise_interleaved", (e.value(py), operands)))
+    {
+        // it always raises
+        Ok(_) => e,
+        Err(e2) => e2,
     }
 }
