@@ -7,7 +7,9 @@ shapes).
     >>> mv = einsat.fn(lambda A, x: einsat.gen(lambda i: einsat.sum(lambda j: A[i, j] * x[j])))
     >>> y = mv(np.ones((3, 4)), np.ones(4))      # traced and compiled at the first call
     >>> print(mv.source)
-    fn f(A: [n,m]R, x: [m]R) -> [n]R = gen(i:n) sum(j:m) A[i, j] * x[j]
+    fn f(A: [n,m]R, x: [m]R) -> [n]R =
+      gen(i:n) sum(j:m) A[i, j] * x[j]
+    <BLANKLINE>
 
 The traced function is the program the text form gives
 (``fn f(A: [n,m]R, x: [m]R) -> [n]R = gen(i:n) sum(j:m) A[i,j] * x[j]``):

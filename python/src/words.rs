@@ -5,8 +5,15 @@
 //! names none of these: it names operands by position with the subscripts
 //! the user wrote (`operand 1 ('jk')`), indices by the user's letters, and
 //! the axes under `...` as such. This module owns those words: the size
-//! mismatch found before a call ([`size_mismatch`]) and the rewording of
-//! the kernel's own call errors ([`in_user_terms`]).
+//! mismatch found before a call ([`size_mismatch`]), the rewording of
+//! the kernel's own call errors ([`in_user_terms`]), and for numpy's
+//! interleaved form the letters its subscripts stand as
+//! ([`interleaved_error`]).
+//!
+//! It also holds the one other thing the einsum binding asks the Python
+//! half before compiling: whether a one-operand einsum is numpy's view of
+//! its operand (a relabelling or diagonals, [`single_view`]), which no
+//! kernel computes.
 
 use einsat::frontend::einsum::{index_name, operand_name};
 use pyo3::prelude::*;
