@@ -154,3 +154,18 @@ def test_interleaved_form_messages():
         einsat.einsum(a, [0, 1], b, [1, 2], [0, 2])
     m = str(e.value)
     assert "operand 1" in m and "operand 0" in m
+    assert "in the interleaved form's letters: 0 is A, 1 is B, 2 is C" in m
+    for f in (einsat.contract, einsat.einsum_path):
+        with pytest.raises(einsat.ShapeError) as e:
+            f(a, [0, 1], b, [1, 2], [0, 2])
+        assert str(e.value).count("interleaved form's letters") == 1
+    with pytest.raises(einsat.ParseError, match="5 is F"):
+        einsat.einsum(a, [0, 1], [5])
+
+
+def test_contract_expression_messages():
+    e = einsat.contract_expression("ij,jk->ik", (2, 3), (3, 4))
+    with pytest.raises(einsat.ShapeError, match="takes 2 operands but 1 was given"):
+        e(np.ones((2, 3)))
+    with pytest.raises(einsat.ShapeError, match=r"operand 1 has shape \[4, 5\]"):
+        e(np.ones((2, 3)), np.ones((4, 5)))
