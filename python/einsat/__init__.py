@@ -76,11 +76,22 @@ Dask
 tasks run einsat kernels on numpy blocks, on any dask scheduler, a
 ``dask.distributed`` cluster included (see that module).
 
+Builder
+-------
+fn(f, name=None, threads=None, fast_math=False) -> Traced
+    A Python function traced into an einsat program in the style of Ein:
+    ``einsat.fn(lambda A, x: einsat.gen(lambda i: einsat.sum(lambda j: A[i, j] * x[j])))``
+    is ``fn f(A: [n,m]R, x: [m]R) -> [n]R = gen(i:n) sum(j:m) A[i,j] * x[j]``,
+    traced and compiled at the first call per signature of argument ranks
+    (``.source`` shows the program). ``gen``, ``sum``, ``exp``, ``log``,
+    ``sqrt``, ``sin``, ``cos``, ``tanh``, ``abs``, ``maximum``, ``minimum``
+    build it; see :mod:`einsat.builder`.
+
 Kernel
 ------
 A compiled function. Call it with numpy arrays (or numbers for ``R``
 parameters), positionally or by parameter name; a pair parameter takes a
-tuple of two arrays. It returns a numpy array, a float, or a tuple for pair
+tuple of two arrays. It returns a numpy array, a numpy float64, or a tuple for pair
 and tuple results (nested as the type nests: ``(a, (b, c))``). Attributes:
 ``name``, ``params``, ``source`` (the function as parsed), ``optimized`` (the
 program the kernel runs), ``report`` (a dict with the fields of
@@ -188,6 +199,22 @@ from ._dropin import (  # noqa: E402
     einsum_path,
     get_symbol,
 )
+from .builder import (  # noqa: E402
+    Traced,
+    TraceError,
+    abs,
+    cos,
+    exp,
+    fn,
+    gen,
+    log,
+    maximum,
+    minimum,
+    sin,
+    sqrt,
+    sum,
+    tanh,
+)
 
 __all__ = [
     "einsum",
@@ -210,4 +237,10 @@ __all__ = [
     "CompileError",
     "OptionError",
     "OutOfMemoryError",
+    "fn",
+    "Traced",
+    "TraceError",
 ]
+# einsat.gen, einsat.sum, einsat.exp, ..., einsat.abs, einsat.maximum and
+# einsat.minimum are not in __all__: `from einsat import *` would hide
+# Python's sum and abs

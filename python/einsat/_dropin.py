@@ -10,6 +10,9 @@ along that path.
 """
 
 from decimal import Decimal as _Decimal
+from functools import lru_cache as _lru_cache
+
+import numpy as _np
 
 from . import _einsat
 from . import OptionError, ShapeError, DTypeError
@@ -143,6 +146,44 @@ def _interleaved(args):
     return ",".join(terms) + "->" + out_term, operands
 
 
+def _subscripts_note(operands):
+    """For an einsum in numpy's interleaved form, the letters its
+    subscripts are written as in messages: ``" (in the interleaved form's
+    letters: 0 is A, 1 is B)"``; else None."""
+    if not operands or isinstance(operands[0], str):
+        return None
+    try:
+        spec, _ = _interleaved(operands)
+    except Exception:
+        return None
+    seen = {}
+    lhs, _, rhs = spec.partition("->")
+    subs = list(operands[1 : 2 * (len(operands) // 2) : 2])
+    if len(operands) % 2 == 1:
+        subs.append(operands[-1])
+    terms = lhs.split(",") + [rhs]
+    for sub, term in zip(subs, terms):
+        letters = term.replace("...", "")
+        for x, c in zip([x for x in sub if x is not Ellipsis], letters):
+            seen.setdefault(c, x)
+    if not seen:
+        return None
+    return " (in the interleaved form's letters: %s)" % ", ".join(
+        "%r is %s" % (x, c) for c, x in sorted(seen.items(), key=lambda e: e[0])
+    )
+
+
+def _reraise_interleaved(e, operands):
+    """Re-raise the einsat error ``e`` of an einsum of ``operands`` with
+    the letters of the interleaved form's subscripts said."""
+    from . import Error
+
+    note = _subscripts_note(operands) if isinstance(e, Error) else None
+    if note is None:
+        raise e
+    raise type(e)(e.message + note, e.line, e.column, e.diagnostics) from None
+
+
 def _registered_path_fn(name):
     """A path function registered with opt_einsum under ``name``
     (``opt_einsum.paths.register_path_fn``), if opt_einsum is installed and
@@ -162,6 +203,157 @@ def _custom_path(optimizer, spec, sizes, memory_limit):
     limit = None if memory_limit is None else int(memory_limit)
     path = optimizer(inputs, set(out), dict(sizes), limit)
     return [tuple(step) for step in path]
+
+
+# ------------------------------------------------------------ views
+
+
+def _split_term(t):
+    """A term's letters before and after its ``...``, and whether it has
+    one; None when the term is not numpy's grammar (the native einsum
+    reports it)."""
+    before, dots, after = t.partition("...")
+    if "." in before or "." in after:
+        return None
+    for c in before + after:
+        if not (c.isascii() and c.isalpha()) and (c.isascii() or c.isspace() or not c.isprintable()):
+            return None
+    return before, after, bool(dots)
+
+
+@_lru_cache(maxsize=1024)
+def _view_plan(spec, ndim):
+    """For a one-operand ``spec`` on an operand of ``ndim`` axes whose
+    output only relabels and diagonalises: the label of each operand axis
+    and of each output axis (letters; ``('...', k)`` for the axes under
+    ``...``); else None (a sum, or a spec that does not fit)."""
+    s = spec.replace(" ", "")
+    lhs, arrow, rhs = s.partition("->")
+    if "," in lhs or "-" in lhs or ">" in lhs or any(c in rhs for c in ",->"):
+        return None
+    term = _split_term(lhs)
+    if term is None:
+        return None
+    before, after, dots = term
+    named = len(before) + len(after)
+    if named > ndim or (not dots and named != ndim):
+        return None
+    ell = ndim - named
+    labels = list(before) + [("...", k) for k in range(ell)] + list(after)
+    if arrow:
+        out = _split_term(rhs)
+        if out is None:
+            return None
+        ob, oa, odots = out
+        if (ell and not odots) or len(set(ob + oa)) != len(ob + oa):
+            return None
+        if any(c not in lhs for c in ob + oa):
+            return None
+        out_labels = list(ob) + [("...", k) for k in range(ell)] + list(oa)
+    else:
+        letters = before + after
+        once = sorted(c for c in set(letters) if letters.count(c) == 1)
+        out_labels = [("...", k) for k in range(ell)] + once
+    if any(lab not in out_labels for lab in labels):
+        return None  # an index is summed: not a view
+    # numpy's diagonal of each repeated index (moved to the last axis),
+    # then the output's order
+    steps = []
+    cur = list(labels)
+    while len(set(cur)) < len(cur):
+        lab = next(c for c in cur if cur.count(c) > 1)
+        p = cur.index(lab)
+        q = cur.index(lab, p + 1)
+        steps.append((p, q))
+        cur = [c for i, c in enumerate(cur) if i not in (p, q)] + [lab]
+    return tuple(steps), tuple(cur.index(lab) for lab in out_labels)
+
+
+def _single_view(operands):
+    """numpy's view of a one-operand einsum, or None.
+
+    numpy's ``einsum`` (its ``get_single_op_view``) returns a view of the
+    operand, not a copy, when there is one operand, no ``out``, and no
+    index is summed: the output only relabels the operand's axes
+    (``'ij->ji'``, ``'ij'``, ``'...'``) and takes diagonals of repeated
+    indices (``'ii->i'``, ``'iij->ij'``, ``'...ii->...i'``). The view has
+    the operand's dtype, is writeable when the operand is, and its
+    ``base`` is the operand's; a 0-dimensional result is the scalar
+    ``a[()]`` (numpy returns scalars for them). Anything else (a sum, a
+    spec or operand that does not fit, repeated axes of different sizes,
+    an operand that is not a numpy array) gives None: the native einsum
+    computes it or reports the error."""
+    n = len(operands)
+    if n == 2 and isinstance(operands[0], str):
+        spec, a = operands
+    elif n in (2, 3) and not isinstance(operands[0], str) and not isinstance(operands[1], str):
+        try:
+            spec, ops = _interleaved(operands)
+        except Exception:
+            return None
+        a = ops[0]
+    else:
+        return None
+    if not isinstance(a, _np.ndarray) or not isinstance(spec, str) or a.dtype.kind not in "biuf":
+        # (einsat refuses complex, object, string, ... operands)
+        return None
+    plan = _view_plan(spec, a.ndim)
+    if plan is None:
+        return None
+    steps, perm = plan
+    if type(a) is not _np.ndarray:
+        a = a.view(_np.ndarray)
+    view = a
+    for p, q in steps:
+        if view.shape[p] != view.shape[q]:
+            return None
+        view = view.diagonal(0, p, q)
+    view = view.transpose(perm)
+    if steps and a.flags.writeable:
+        # numpy's diagonals are read-only; einsum's views are writeable
+        # whenever the operand is
+        view.flags.writeable = True
+    if not perm:
+        return view[()]
+    return view
+
+
+_ORDERS = ("K", "A", "C", "F", "k", "a", "c", "f")
+
+
+def _shown(x):
+    """``repr(x)``, cut to a bounded excerpt for a message."""
+    r = repr(x)
+    return r if len(r) <= 60 else r[:40] + "... (%d characters)" % len(r)
+_CASTINGS = ("no", "equiv", "safe", "same_kind", "unsafe")
+
+
+def _view_options(
+    threads=None, fast_math=False, optimize=None, memory_limit=None, dtype=None, order=None, casting=None
+):
+    """Check the options of an einsum that returns a view (numpy checks
+    ``dtype``, ``order`` and ``casting`` and otherwise ignores them for a
+    view; ``optimize`` and ``memory_limit`` it ignores)."""
+    import numpy as np
+
+    if threads is not None and (
+        isinstance(threads, bool) or not isinstance(threads, int) or not 1 <= threads <= 1024
+    ):
+        if not (hasattr(threads, "__index__") and 1 <= threads.__index__() <= 1024):
+            raise OptionError(
+                "threads must be None (all cores) or a whole number from 1 to 1024, not %s" % _shown(threads)
+            )
+    if order is not None and order not in _ORDERS:
+        raise OptionError("einsum: order=%s: expected 'K', 'A', 'C' or 'F'" % _shown(order))
+    if casting is not None and casting not in _CASTINGS:
+        raise OptionError(
+            "einsum: casting=%s: expected 'no', 'equiv', 'safe', 'same_kind' or 'unsafe'" % _shown(casting)
+        )
+    if dtype is not None:
+        try:
+            np.dtype(dtype)
+        except TypeError:
+            raise DTypeError("einsum: dtype=%s is not a numpy dtype" % _shown(dtype)) from None
 
 
 # ------------------------------------------------------------ paths
@@ -226,12 +418,16 @@ def _contractions(inputs, output, sizes, path, order):
 
 
 def _plan(operands, optimize, memory_limit):
+    given = operands
     if operands and not isinstance(operands[0], str):
         spec, operands = _interleaved(operands)
         operands = (spec,) + tuple(operands)
     if not operands:
         raise ShapeError("einsum_path: no spec and operands given")
-    return _einsat._plan(*operands, optimize=optimize, memory_limit=memory_limit)
+    try:
+        return _einsat._plan(*operands, optimize=optimize, memory_limit=memory_limit)
+    except Exception as e:
+        _reraise_interleaved(e, given)
 
 
 def einsum_path(*operands, optimize="greedy", memory_limit=None, einsum_call=False):
@@ -428,6 +624,8 @@ def contract(
         return _dask_contract(
             operands[0], operands[1:], out, optimize, memory_limit, threads, fast_math
         )
+    # (a relabelling or diagonal of one operand is a view, as opt_einsum's
+    # (numpy's einsum's): the native einsum asks _single_view)
     return _einsat.einsum(
         *operands,
         out=out,
@@ -496,7 +694,7 @@ class ContractExpression:
             if len(arrays) != self.num_args:
                 raise ShapeError(
                     "contract_expression: the expression takes %d operands (besides "
-                    "its constants) but %d were given" % (self.num_args, len(arrays))
+                    "its constants) but %d %s given" % (self.num_args, len(arrays), "was" if len(arrays) == 1 else "were")
                 )
             it = iter(arrays)
             arrays = [
@@ -519,6 +717,10 @@ class ContractExpression:
                 self._kwargs.get("threads"),
                 self._kwargs.get("fast_math", False),
             )
+        if out is None and len(arrays) == 1 and tuple(_shape_of(arrays[0])) == tuple(self.shapes[0]):
+            v = _single_view((self.contraction, arrays[0]))
+            if v is not None:
+                return v
         return self._prepared(*arrays, out=out)
 
     @property

@@ -139,7 +139,7 @@ pub(crate) fn check_path(path: &[Vec<usize>], n: usize) -> Res<()> {
 }
 
 /// The Python half of the package (`einsat._dropin`).
-fn dropin(py: Python<'_>) -> PyResult<&Bound<'_, PyModule>> {
+pub(crate) fn dropin(py: Python<'_>) -> PyResult<&Bound<'_, PyModule>> {
     static M: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
     M.get_or_try_init(py, || py.import("einsat._dropin").map(|m| m.unbind()))
         .map(|m| m.bind(py))
@@ -428,7 +428,7 @@ impl Call<'_> {
         };
         let ranks: Vec<usize> = shapes.iter().map(|s| s.len()).collect();
         let (explicit, labels) = expand(&self.spec, &ranks)?;
-        let sizes = label_sizes_of(&labels, shapes.iter().copied())?;
+        let sizes = label_sizes_of(&self.spec, &labels, shapes.iter().copied())?;
         let r = dropin(py)
             .and_then(|m| m.call_method1("_custom_path", (f, explicit, sizes, limit)))
             .map_err(raised)?;
@@ -472,23 +472,30 @@ fn memory_of(m: &Bound<'_, PyAny>, shapes: &[&[usize]]) -> Res<Memory> {
 
 /// Per label (in order of first appearance), its size: the axes' size
 /// that is not 1 (numpy's broadcasting). Two sizes of a label that are not
-/// 1 and differ are a `ShapeError` naming the label.
+/// 1 and differ are a `ShapeError` naming both operands with the
+/// subscripts of `spec` (the user's) and the index letter
+/// ([`words::size_mismatch`]).
 pub(crate) fn label_sizes_of<'s>(
+    spec: &str,
     labels: &[Vec<char>],
     shapes: impl IntoIterator<Item = &'s [usize]>,
 ) -> Res<Vec<(char, usize)>> {
-    let mut size: Vec<(char, usize)> = Vec::with_capacity(8);
+    // per label: its size, and the operand and axis that gave it
+    let mut size: Vec<(char, usize, (usize, usize))> = Vec::with_capacity(8);
     for (k, (l, s)) in labels.iter().zip(shapes).enumerate() {
         for (axis, (&lab, &n)) in l.iter().zip(s.iter()).enumerate() {
             match size.iter_mut().find(|e| e.0 == lab) {
-                None => size.push((lab, n)),
-                Some(e) if e.1 == 1 => e.1 = n,
+                None => size.push((lab, n, (k, axis))),
+                Some(e) if e.1 == 1 => *e = (lab, n, (k, axis)),
                 Some(e) if n != 1 && n != e.1 => {
                     return Err(fail(
                         Exc::Shape,
-                        format!(
-                            "einsum: index '{lab}' has size {} in an earlier axis but {n} in operand {k} (axis {axis}), and only sizes of 1 broadcast",
-                            e.1
+                        words::size_mismatch(
+                            spec,
+                            labels,
+                            lab,
+                            (e.2 .0, e.2 .1, e.1),
+                            (k, axis, n),
                         ),
                     ))
                 }
@@ -496,7 +503,7 @@ pub(crate) fn label_sizes_of<'s>(
             }
         }
     }
-    Ok(size)
+    Ok(size.into_iter().map(|e| (e.0, e.1)).collect())
 }
 
 /// An einsum optimised for a key: its explicit spec, labels and the
@@ -521,7 +528,7 @@ fn plan_einsum(spec: &str, key: &Key, shapes: &[&[usize]], with_sizes: bool) -> 
         fast_math: key.how.fast_math,
         ..opt::Options::default()
     };
-    let sizes = label_sizes_of(&labels, shapes.iter().copied())?;
+    let sizes = label_sizes_of(spec, &labels, shapes.iter().copied())?;
     if with_sizes || key.dims.len() > n {
         for (c, s) in sizes {
             opts.sizes.insert(
@@ -546,15 +553,22 @@ fn plan_einsum(spec: &str, key: &Key, shapes: &[&[usize]], with_sizes: bool) -> 
         // einsat plans (a factor taken out, a scalar operand): plan it
         Err(einsat::Error::Plan(_)) if opts.path.is_some() => {
             opts.path = None;
-            opt::optimize(&f, &opts).map_err(|e| from_einsat(e, None))?
+            opt::optimize(&f, &opts).map_err(|e| in_terms(e, spec, &labels))?
         }
-        Err(e) => return Err(from_einsat(e, None)),
+        Err(e) => return Err(in_terms(e, spec, &labels)),
     };
     Ok(Planned {
         explicit,
         labels,
         optimized,
     })
+}
+
+/// An error of the function `spec` compiles to, in the user's terms.
+fn in_terms(e: einsat::Error, spec: &str, labels: &[Vec<char>]) -> Failure {
+    let mut f = from_einsat(e, None);
+    f.message = words::in_user_terms(&f.message, spec, labels);
+    f
 }
 
 /// The operand a planned tensor reads, from its text (`A[i, j]`, `C`,
@@ -679,7 +693,7 @@ fn _plan<'py>(
             .map_err(e)?;
         d.set_item("output", out).map_err(e)?;
         let sizes = PyDict::new(py);
-        for (c, s) in label_sizes_of(&p.labels, sh.iter().copied())? {
+        for (c, s) in label_sizes_of(&call.spec, &p.labels, sh.iter().copied())? {
             sizes.set_item(c.to_string(), s).map_err(e)?;
         }
         d.set_item("sizes", sizes).map_err(e)?;
@@ -777,9 +791,11 @@ impl Prepared {
                 return Err(fail(
                     Exc::Shape,
                     format!(
-                        "contract_expression: the expression takes {} operands but {} were given",
+                        "contract_expression: the expression takes {} operand{} but {} {} given",
                         self.shapes.len(),
-                        operands.len()
+                        if self.shapes.len() == 1 { "" } else { "s" },
+                        operands.len(),
+                        if operands.len() == 1 { "was" } else { "were" }
                     ),
                 ));
             }

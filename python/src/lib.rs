@@ -11,7 +11,9 @@
 //!   datetime and other dtypes are refused;
 //! - **einsum** ([`einsum`]): numpy's grammar with `...` and size-1
 //!   broadcasting, compiled once per spec, operand ranks and thread count
-//!   (sizes stay symbolic) and cached ([`EinsumCache`]);
+//!   (sizes stay symbolic) and cached ([`EinsumCache`]); a one-operand
+//!   einsum that sums nothing is numpy's view of the operand, and errors
+//!   are in the user's terms ([`words`]);
 //! - **programs** ([`compile`], [`Kernel`], [`optimize`], [`check`]); a
 //!   Kernel pickles as its source text and options (the receiver, e.g. a
 //!   dask worker, compiles it again), and [`_function_json`] hands
@@ -31,6 +33,7 @@
 //! refuses raises `einsat.OutOfMemoryError` (a `MemoryError`).
 
 mod contract;
+mod words;
 
 use einsat::interp::{Boundary, Value};
 use einsat::jit::{Arg, ArgMut};
@@ -472,7 +475,8 @@ fn float64(py: Python<'_>, x: f64) -> PyResult<Py<PyAny>> {
 
 fn value_to_py(py: Python<'_>, v: Value) -> PyResult<Py<PyAny>> {
     Ok(match v {
-        Value::Real(x) => PyFloat::new(py, x).into_any().unbind(),
+        // a numpy float64 (a subclass of float), as numpy returns
+        Value::Real(x) => float64(py, x)?,
         Value::Array(a) => PyArrayDyn::from_owned_array(py, a).into_any().unbind(),
         Value::Pair(a, b) => PyTuple::new(py, [value_to_py(py, *a)?, value_to_py(py, *b)?])?
             .into_any()
@@ -514,6 +518,19 @@ struct Compiled {
     kernel: Arc<jit::Kernel>,
     /// Per operand, the label of each axis (ellipses expanded).
     labels: Vec<Vec<char>>,
+    /// The spec as the user wrote it (for messages in the user's terms).
+    spec: String,
+}
+
+impl Compiled {
+    /// A failure of the kernel's call in the user's terms (operands by
+    /// position and subscripts, indices by letter; see [`words`]).
+    fn reworded(&self, mut f: Failure) -> Failure {
+        if f.raised.is_none() {
+            f.message = words::in_user_terms(&f.message, &self.spec, &self.labels);
+        }
+        f
+    }
 }
 
 /// How an einsum is compiled: its thread count and the optimiser's mode.
@@ -668,6 +685,7 @@ fn compile_einsum(spec: &str, key: &Key, shapes: &[&[usize]]) -> Res<Compiled> {
     Ok(Compiled {
         kernel,
         labels: planned.labels,
+        spec: spec.to_string(),
     })
 }
 
@@ -681,7 +699,7 @@ type LabelSizes = (Vec<(char, usize)>, bool, u128);
 /// Two sizes of one label that are not 1 and differ are a `ShapeError`
 /// naming the label (as numpy's message does).
 fn label_sizes(c: &Compiled, ops: &[Operand<'_>]) -> Res<LabelSizes> {
-    let size = contract::label_sizes_of(&c.labels, ops.iter().map(Operand::shape))?;
+    let size = contract::label_sizes_of(&c.spec, &c.labels, ops.iter().map(Operand::shape))?;
     // a size-1 axis of a label whose size is not 1 is broadcast
     let needed = c.labels.iter().zip(ops).any(|(l, op)| {
         l.iter()
@@ -704,10 +722,14 @@ const SMALL_WORK: u128 = 4096;
 /// ASCII as opt_einsum allows) and its interleaved form
 /// (`einsum(A, [0, 1], B, [1, 2], [0, 2])`), optimised and compiled once
 /// per spec, operand ranks (shapes, for 3 or more operands), thread count
-/// and planning options. Returns a new float64 array, a float for a scalar
+/// and planning options. Returns a new float64 array, a numpy float64 for a scalar
 /// result, or `out` (a float64 array of the result's shape, any strides)
 /// written in place. float64 operands are read in place; bool/int/float
-/// operands are converted to float64; other dtypes raise DTypeError.
+/// operands are converted to float64; other dtypes raise DTypeError. As
+/// numpy's, a one-operand einsum that sums nothing (`'ij->ji'`, `'ij'`,
+/// `'ii->i'`, `'...ii->...i'`) returns a view of a numpy array operand
+/// (writeable when it is; `dtype`, `order`, `casting` checked and otherwise
+/// ignored).
 /// `threads`: at most this many threads for the call (default: all cores).
 /// `fast_math`: the optimiser's fast mode (may cancel terms and assume
 /// finite values; see docs/fp-contract.md). `optimize`, `memory_limit`,
@@ -728,6 +750,22 @@ fn einsum<'py>(
     order: Option<&Bound<'py, PyAny>>,
     casting: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Py<PyAny>> {
+    if out.is_none_or(|o| o.is_none()) {
+        // numpy's views of one operand (a relabelling, diagonals)
+        let options = [
+            ("threads", threads),
+            ("optimize", optimize),
+            ("memory_limit", memory_limit),
+            ("dtype", dtype),
+            ("order", order),
+            ("casting", casting),
+        ];
+        match words::single_view(py, operands, &options) {
+            Ok(Some(v)) => return Ok(v),
+            Ok(None) => {}
+            Err(e) => return Err(words::interleaved_error(py, operands, e)),
+        }
+    }
     let run = || -> Res<PyResult<Py<PyAny>>> {
         let spec = operands.get_item(0).map_err(|_| {
             fail(
@@ -759,7 +797,10 @@ fn einsum<'py>(
         let compiled = compiled_for(py, &call.spec, &key, &shapes)?;
         run_einsum(py, &compiled, &ops, out, call.fortran)
     };
-    run().map_err(|f| to_py_err(py, f))?
+    run()
+        .map_err(|f| to_py_err(py, f))
+        .and_then(|r| r)
+        .map_err(|e| words::interleaved_error(py, operands, e))
 }
 
 /// Run a compiled einsum on its operands (into `out` when given; the
@@ -859,19 +900,23 @@ fn run_einsum<'py>(
             let mut w = arr.try_readwrite().map_err(|e| out_refused(arr, ops, e))?;
             let view = w.as_array_mut();
             let work = (!small).then(|| kernel.work(&args)).flatten();
-            run_call(py, small, work, || call_kernel(kernel, &args, Some(view)))?;
+            run_call(py, small, work, || call_kernel(kernel, &args, Some(view)))
+                .map_err(|f| compiled.reworded(f))?;
             Ok(Ok(o.clone().unbind()))
         }
         _ => {
             let work = (!small).then(|| kernel.work(&args)).flatten();
-            let v = run_call(py, small, work, || call_kernel(kernel, &args, None))?;
+            let v = run_call(py, small, work, || call_kernel(kernel, &args, None))
+                .map_err(|f| compiled.reworded(f))?;
+            let scalar = matches!(v, None | Some(Value::Real(_)));
             let r = match v.unwrap_or(Value::Real(0.0)) {
                 // a numpy float64 (a subclass of float), as numpy returns
                 Value::Real(x) => float64(py, x),
                 v => value_to_py(py, v),
             };
             Ok(match r {
-                Ok(a) if fortran => numpy(py)
+                // a scalar stays a numpy float64 (as numpy's order='F')
+                Ok(a) if fortran && !scalar => numpy(py)
                     .and_then(|np| np.call_method1("asfortranarray", (a,)))
                     .map(|a| a.unbind()),
                 r => r,

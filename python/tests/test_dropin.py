@@ -113,9 +113,9 @@ def test_numpy_keywords():
 
 
 def test_size_mismatch_names_the_label():
-    with pytest.raises(einsat.ShapeError, match="'b'"):
+    with pytest.raises(einsat.ShapeError, match=r"operand 0 \('aabcb'\): index 'b' has size 6 on axis 4 but size 4 on axis 2"):
         einsat.einsum("aabcb,abc", np.ones((3, 3, 4, 5, 6)), np.ones((3, 4, 5)))
-    with pytest.raises(einsat.ShapeError, match="'i'"):
+    with pytest.raises(einsat.ShapeError, match=r"operand 0 \('ii'\): index 'i' has size 3 on axis 1"):
         einsat.einsum_path("ii", np.ones((2, 3)))
 
 

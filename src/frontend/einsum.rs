@@ -411,7 +411,9 @@ fn seen_once(letters: impl Iterator<Item = char>) -> Vec<char> {
     once
 }
 
-fn operand_name(k: usize) -> String {
+/// The parameter name of operand `k` in the function [`einsum`] builds:
+/// `A`, `B`, …, `Z`, then `T26`, `T27`, ….
+pub fn operand_name(k: usize) -> String {
     if k < 26 {
         ((b'A' + k as u8) as char).to_string()
     } else {

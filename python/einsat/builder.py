@@ -1,0 +1,794 @@
+"""Programs written in Python, in the style of Ein: a Python function over
+symbolic arguments, traced into a function of the einsat language and
+compiled once per signature of argument ranks (as ``jax.jit`` traces per
+shapes).
+
+    >>> import numpy as np, einsat
+    >>> mv = einsat.fn(lambda A, x: einsat.gen(lambda i: einsat.sum(lambda j: A[i, j] * x[j])))
+    >>> y = mv(np.ones((3, 4)), np.ones(4))      # traced and compiled at the first call
+    >>> print(mv.source)
+    fn f(A: [n,m]R, x: [m]R) -> [n]R =
+      gen(i:n) sum(j:m) A[i, j] * x[j]
+    <BLANKLINE>
+
+The traced function is the program the text form gives
+(``fn f(A: [n,m]R, x: [m]R) -> [n]R = gen(i:n) sum(j:m) A[i,j] * x[j]``):
+
+- ``gen(lambda i: e)`` is ``gen(i:s) e`` and ``sum(lambda j: e)`` is
+  ``sum(j:s) e`` (``lambda i, j:`` binds two indices); the index names are
+  the lambda's parameter names, and the range ``s`` is inferred from the
+  axes the index reads plainly (``A[i, j]``: ``i`` ranges over ``A``'s axis
+  0). An index read only through arithmetic (``x[i+1]``) needs its range
+  given: ``gen(lambda i: x[i+1], 3)`` (a number) or ``gen(lambda i: ...,
+  like=(x, 0))`` (the size of ``x``'s axis 0).
+- The function's parameters are its Python parameters; their ranks come
+  from the arguments of the call being traced (a number is ``R``), and
+  the size names (``n``, ``m``, ``k``, ``l``, ...) from how the indices tie
+  their axes together: two axes read by one index share a size name.
+- Arithmetic ``+ - * /`` and unary ``-`` on numbers (Python numbers on
+  either side), indexing ``A[i, j]``, ``A[i][j]``, ``x[i+1]``, ``x[2*i-1]``,
+  ``x[0]`` (index arithmetic: affine, as the language's), the scalar
+  functions :func:`exp`, :func:`log`, :func:`sqrt`, :func:`sin`,
+  :func:`cos`, :func:`tanh`, :func:`abs`, :func:`maximum`,
+  :func:`minimum`, and pairs: a Python tuple ``(a, b)`` as a result (of the
+  function or of a ``gen`` body) is the pair ``(a, b)``; the call returns
+  a tuple.
+
+The compiled function is an ordinary :class:`einsat.Kernel` (``.kernel``
+of the last call; ``.source`` its text); calls take numpy arrays and
+numbers as every Kernel does.
+"""
+
+import builtins as _builtins
+import inspect
+import keyword
+import math
+import numbers
+import threading
+
+from . import Error, ShapeError, DTypeError
+from . import compile as _compile
+
+__all__ = [
+    "fn",
+    "Traced",
+    "gen",
+    "sum",
+    "exp",
+    "log",
+    "sqrt",
+    "sin",
+    "cos",
+    "tanh",
+    "abs",
+    "maximum",
+    "minimum",
+]
+
+
+class TraceError(Error, ValueError):
+    """A Python function that cannot be traced into an einsat program: a
+    value that is not traceable, an index read on axes of different sizes,
+    an index whose range cannot be inferred, arithmetic on a whole tensor,
+    ..."""
+
+
+_RESERVED = {"fn", "let", "in", "gen", "sum", "eps", "R", "sqrt", "exp", "log", "sin", "cos",
+             "tanh", "abs", "max", "min"}
+_SIZE_NAMES = ["n", "m", "k", "l", "p", "q", "r", "s", "t", "u", "v", "w"]
+
+# ---------------------------------------------------------------- tracing state
+
+class _Local(threading.local):
+    def __init__(self):
+        self.traces = []  # this thread's traces under way (innermost last)
+
+
+_LOCAL = _Local()
+
+
+def _trace():
+    if not _LOCAL.traces:
+        raise TraceError(
+            "einsat.gen, einsat.sum and the scalar functions build programs: call them inside "
+            "a function given to einsat.fn"
+        )
+    return _LOCAL.traces[-1]
+
+
+class _Class:
+    """A size: the set of axes (and index ranges) that share it
+    (union-find), with the size the traced call's arguments give it and
+    where that size was first seen."""
+
+    def __init__(self, size=None, where=None, literal=None):
+        self.parent = self
+        self.size = size
+        self.where = where
+        self.literal = literal
+
+    def find(self):
+        c = self
+        while c.parent is not c:
+            c.parent = c.parent.parent
+            c = c.parent
+        return c
+
+
+def _union(a, b, what):
+    """Merge the sizes of ``a`` (an axis, or a range) and ``b`` (an
+    index's range); ``what`` says which use merges them, for the error
+    when the traced call's arguments give them different sizes."""
+    a, b = a.find(), b.find()
+    if a is b:
+        return a
+    if a.size is not None and b.size is not None and a.size != b.size:
+        raise TraceError(
+            "einsat.fn: %s reads %s, but it also ranges over %s (an index ranges over one size)"
+            % (what, a.where, b.where)
+        )
+    b.parent = a
+    if a.size is None:
+        a.size, a.where = b.size, b.where
+    if a.literal is None:
+        a.literal = b.literal
+    return a
+
+
+# ---------------------------------------------------------------- types
+# ("R",) a number; ("arr", class, element type); ("pair", T, U)
+
+_R = ("R",)
+
+
+def _type_text(t, names):
+    if t[0] == "R":
+        return "R"
+    if t[0] == "pair":
+        return "(%s, %s)" % (_type_text(t[1], names), _type_text(t[2], names))
+    sizes = []
+    while t[0] == "arr":
+        sizes.append(names(t[1]))
+        t = t[2]
+    return "[%s]%s" % (",".join(sizes), "R" if t == _R else _type_text(t, names))
+
+
+def _rank(t):
+    r = 0
+    while t[0] == "arr":
+        r += 1
+        t = t[2]
+    return r
+
+
+# ---------------------------------------------------------------- indices
+
+
+class Index:
+    """An index bound by :func:`gen` or :func:`sum`. Indices combine into
+    affine index expressions (``i + 1``, ``2 * i - j``) that go inside
+    ``[...]``; they are not numbers."""
+
+    def __init__(self, name, cls):
+        self.name = name
+        self.cls = cls
+
+    def _affine(self):
+        return _Affine({self: 1}, 0)
+
+    def __add__(self, o):
+        return self._affine() + o
+
+    __radd__ = __add__
+
+    def __sub__(self, o):
+        return self._affine() - o
+
+    def __rsub__(self, o):
+        return (-self._affine()) + o
+
+    def __mul__(self, o):
+        return self._affine() * o
+
+    __rmul__ = __mul__
+
+    def __neg__(self):
+        return -self._affine()
+
+    def __truediv__(self, o):
+        raise TraceError("einsat.fn: index %s divided: index expressions are affine (+, -, * by a whole number)" % self.name)
+
+    __rtruediv__ = __floordiv__ = __rfloordiv__ = __mod__ = __truediv__
+
+    def __bool__(self):
+        raise TraceError("einsat.fn: index %s has no truth value while tracing" % self.name)
+
+    def __index__(self):
+        raise TraceError(
+            "einsat.fn: index %s used where Python needs a number: indices only go inside [...] of "
+            "the traced arguments" % self.name
+        )
+
+    def __repr__(self):
+        return "<einsat index %s>" % self.name
+
+
+def _whole(x):
+    return isinstance(x, numbers.Integral) and not isinstance(x, bool)
+
+
+class _Affine:
+    """An affine index expression: coefficients per index, and a constant."""
+
+    def __init__(self, coef, const):
+        self.coef = {i: c for i, c in coef.items() if c != 0}
+        self.const = const
+
+    def __add__(self, o):
+        o = _affine_of(o)
+        coef = dict(self.coef)
+        for i, c in o.coef.items():
+            coef[i] = coef.get(i, 0) + c
+        return _Affine(coef, self.const + o.const)
+
+    __radd__ = __add__
+
+    def __neg__(self):
+        return _Affine({i: -c for i, c in self.coef.items()}, -self.const)
+
+    def __sub__(self, o):
+        return self + (-_affine_of(o))
+
+    def __rsub__(self, o):
+        return (-self) + o
+
+    def __mul__(self, o):
+        if isinstance(o, (Index, _Affine)):
+            o = _affine_of(o)
+            if o.coef and self.coef:
+                raise TraceError("einsat.fn: a product of two indices is not an index expression (affine only)")
+            if not o.coef:
+                o = o.const
+            else:
+                return o * self.const
+        if not _whole(o):
+            raise TraceError("einsat.fn: an index times %r: index expressions take whole numbers" % (o,))
+        return _Affine({i: c * o for i, c in self.coef.items()}, self.const * o)
+
+    __rmul__ = __mul__
+
+    def __bool__(self):
+        raise TraceError("einsat.fn: an index expression has no truth value while tracing")
+
+    def plain(self):
+        """The index, when the expression is one index name."""
+        if self.const == 0 and len(self.coef) == 1:
+            (i, c), = self.coef.items()
+            if c == 1:
+                return i
+        return None
+
+    def text(self, name):
+        out = ""
+        for i, c in self.coef.items():
+            term = name(i) if _builtins.abs(c) == 1 else "%d*%s" % (_builtins.abs(c), name(i))
+            if not out:
+                out = ("-" if c < 0 else "") + term
+            else:
+                out += (" - " if c < 0 else " + ") + term
+        if not out:
+            return str(self.const)
+        if self.const:
+            out += (" - %d" if self.const < 0 else " + %d") % _builtins.abs(self.const)
+        return out
+
+
+def _affine_of(x):
+    if isinstance(x, _Affine):
+        return x
+    if isinstance(x, Index):
+        return x._affine()
+    if _whole(x):
+        return _Affine({}, int(x))
+    if isinstance(x, Expr):
+        raise TraceError(
+            "einsat.fn: a number (%s) used as an index: indices are gen/sum indices, their affine "
+            "combinations and whole numbers" % x._text(0)
+        )
+    raise TraceError("einsat.fn: %r used as an index: indices are gen/sum indices, their affine combinations "
+                     "and whole numbers" % (x,))
+
+
+# ---------------------------------------------------------------- expressions
+
+_ADD, _MUL, _NEG, _POST = 1, 2, 3, 4
+
+
+class Expr:
+    """A traced value: a number, a tensor or a pair of the program being
+    built. Numbers combine with ``+ - * /`` (and Python numbers); tensors
+    are indexed (``A[i, j]``); see :mod:`einsat.builder`."""
+
+    def __init__(self, ty, text_fn, prec):
+        self.ty = ty
+        self._text_fn = text_fn
+        self.prec = prec
+
+    def _text(self, prec):
+        t = self._text_fn()
+        return "(%s)" % t if self.prec < prec else t
+
+    # arithmetic -------------------------------------------------
+    def _bin(self, o, op, prec, right=False):
+        o = _expr_of(o)
+        a, b = (o, self) if right else (self, o)
+        for e in (a, b):
+            if e.ty != _R:
+                raise TraceError(
+                    "einsat.fn: `%s` on %s: arithmetic takes numbers; write a whole-tensor "
+                    "operation elementwise with einsat.gen (gen(lambda i: x[i] %s y[i]))"
+                    % (op, _what(e.ty), op)
+                )
+        # left-associative: the right operand of the same level is bracketed
+        return Expr(_R, lambda: "%s %s %s" % (a._text(prec), op, b._text(prec + 1)), prec)
+
+    def __add__(self, o):
+        return self._bin(o, "+", _ADD)
+
+    def __radd__(self, o):
+        return self._bin(o, "+", _ADD, True)
+
+    def __sub__(self, o):
+        return self._bin(o, "-", _ADD)
+
+    def __rsub__(self, o):
+        return self._bin(o, "-", _ADD, True)
+
+    def __mul__(self, o):
+        return self._bin(o, "*", _MUL)
+
+    def __rmul__(self, o):
+        return self._bin(o, "*", _MUL, True)
+
+    def __truediv__(self, o):
+        return self._bin(o, "/", _MUL)
+
+    def __rtruediv__(self, o):
+        return self._bin(o, "/", _MUL, True)
+
+    def __neg__(self):
+        if self.ty != _R:
+            raise TraceError("einsat.fn: `-` on %s: negation takes numbers" % _what(self.ty))
+        return Expr(_R, lambda: "-%s" % self._text(_NEG), _NEG)
+
+    def __pos__(self):
+        return self
+
+    def __pow__(self, o):
+        if _whole(o) and o == 2:
+            return self * self
+        raise TraceError("einsat.fn: `**`: the language has no powers (write x * x, or exp(y * log(x)))")
+
+    def __bool__(self):
+        raise TraceError(
+            "einsat.fn: a traced value has no truth value (an `if`, `and`, `or` or comparison on "
+            "it): the program is traced once, for every value"
+        )
+
+    def __float__(self):
+        raise TraceError("einsat.fn: a traced value converted to a Python number: it has no value while tracing")
+
+    __int__ = __index__ = __float__
+
+    def __array__(self, *a, **k):
+        raise TraceError(
+            "einsat.fn: a traced value given to numpy: write the operation with einsat.gen, "
+            "einsat.sum and einsat's scalar functions (einsat.exp, ...)"
+        )
+
+    def __iter__(self):
+        raise TraceError("einsat.fn: a traced value iterated over: use einsat.gen or einsat.sum")
+
+    # indexing ---------------------------------------------------
+    def __getitem__(self, idx):
+        if not isinstance(idx, tuple):
+            idx = (idx,)
+        tr = _trace()
+        if self.ty[0] == "pair":
+            raise TraceError("einsat.fn: a pair indexed: take its parts as the tuple it was built from")
+        if len(idx) > _rank(self.ty):
+            raise TraceError(
+                "einsat.fn: %s has %d ax%s but is indexed with %d"
+                % (self._text(_POST), _rank(self.ty), "is" if _rank(self.ty) == 1 else "es", len(idx))
+            )
+        t = self.ty
+        parts = []
+        for axis, x in enumerate(idx):
+            a = _affine_of(x)
+            i = a.plain()
+            if i is not None:
+                tr.check_bound(i)
+                _union(t[1], i.cls, "index %s" % i.name)
+            else:
+                for j in a.coef:
+                    tr.check_bound(j)
+            parts.append(a)
+            t = t[2]
+        base = self
+        return Expr(
+            t,
+            lambda: "%s[%s]" % (base._text(_POST), ", ".join(p.text(tr.index_name) for p in parts)),
+            _POST,
+        )
+
+    def __repr__(self):
+        return "<einsat traced %s: %s>" % (_what(self.ty), self._text(0))
+
+
+def _what(t):
+    if t == _R:
+        return "a number"
+    if t[0] == "pair":
+        return "a pair"
+    return "a tensor of %d axes" % _rank(t)
+
+
+def _number(x):
+    x = float(x)
+    if not math.isfinite(x):
+        raise TraceError("einsat.fn: %r: the language has no literal for infinities and NaN (1/0 and 0/0 make them)" % x)
+    if x == int(x) and _builtins.abs(x) < 2**53:
+        text = str(int(x))
+    else:
+        text = repr(x)
+    if x < 0 or text.startswith("-"):
+        return Expr(_R, lambda: text.lstrip("-"), 9).__neg__()
+    return Expr(_R, lambda: text, 9)
+
+
+def _expr_of(x):
+    if isinstance(x, Expr):
+        return x
+    if isinstance(x, tuple):
+        if len(x) != 2:
+            raise TraceError("einsat.fn: a tuple of %d values: pairs have two parts" % len(x))
+        a, b = _expr_of(x[0]), _expr_of(x[1])
+        return Expr(("pair", a.ty, b.ty), lambda: "(%s, %s)" % (a._text(0), b._text(0)), 9)
+    if isinstance(x, (Index, _Affine)):
+        raise TraceError(
+            "einsat.fn: an index used as a number: indices only go inside [...] (A[i, j], x[i+1])"
+        )
+    if isinstance(x, numbers.Real) and not isinstance(x, bool):
+        return _number(x)
+    if isinstance(x, bool):
+        return _number(float(x))
+    if type(x).__module__ == "numpy" and getattr(x, "ndim", None) == 0 and getattr(x, "dtype", None) is not None \
+            and x.dtype.kind in "biuf":
+        return _number(float(x))
+    shape = getattr(x, "shape", None)
+    raise TraceError(
+        "einsat.fn: %s is not traceable: a traced function computes with its arguments, gen/sum "
+        "indices, numbers and einsat's functions (pass arrays as arguments%s)"
+        % (
+            "an array of shape %s" % (tuple(shape),) if shape is not None else "a %s (%s)" % (type(x).__name__, _short(x)),
+            "" if shape is None else ", not from the enclosing scope",
+        )
+    )
+
+
+def _short(x):
+    r = repr(x)
+    return r if len(r) <= 40 else r[:37] + "..."
+
+
+# ---------------------------------------------------------------- binders
+
+
+def _binder(kind, body, size, like):
+    tr = _trace()
+    if not callable(body):
+        raise TraceError("einsat.%s takes a function of the indices, as einsat.%s(lambda i: ...)" % (kind, kind))
+    try:
+        params = list(inspect.signature(body).parameters.values())
+    except (TypeError, ValueError):
+        raise TraceError("einsat.%s: cannot read the parameters of %r" % (kind, body)) from None
+    if not params or any(p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params):
+        raise TraceError(
+            "einsat.%s takes a function of one or more indices (lambda i: ..., lambda i, j: ...)" % kind
+        )
+    indices = []
+    for p in params:
+        cls = _Class()
+        if size is not None:
+            if not _whole(size) or size < 0:
+                raise TraceError("einsat.%s: the range must be a whole number >= 0, not %r" % (kind, size))
+            cls.literal, cls.size, cls.where = int(size), int(size), "the range %d given to it" % size
+        if like is not None:
+            arr, axis = like
+            if not isinstance(arr, Expr) or not _whole(axis) or not 0 <= axis < _rank(arr.ty):
+                raise TraceError("einsat.%s: like= takes (a traced argument, one of its axes)" % kind)
+            t = arr.ty
+            for _ in range(axis):
+                t = t[2]
+            _union(t[1], cls, "like= of index %s" % p.name)
+        indices.append(Index(tr.fresh_index(p.name), cls))
+    tr.bound.extend(indices)
+    try:
+        e = _expr_of(body(*indices))
+    finally:
+        del tr.bound[-len(indices):]
+    for i in indices:
+        if i.cls.find().size is None:
+            raise TraceError(
+                "einsat.fn: the range of index %s cannot be inferred: it reads no axis plainly "
+                "(as A[%s]); give it: einsat.%s(lambda %s: ..., n) or like=(x, axis)"
+                % (i.name, i.name, kind, i.name)
+            )
+    if kind == "sum":
+        if e.ty != _R:
+            raise TraceError("einsat.fn: einsat.sum of %s: a sum adds numbers" % _what(e.ty))
+        ty = _R
+    else:
+        ty = e.ty
+        for i in reversed(indices):
+            ty = ("arr", i.cls, ty)
+
+    def text():
+        b = ", ".join("%s:%s" % (tr.index_name(i), tr.size_name(i.cls)) for i in indices)
+        return "%s(%s) %s" % (kind, b, e._text(0))
+
+    return Expr(ty, text, 0)
+
+
+def gen(body, n=None, like=None):
+    """``gen(i:s) e``: the tensor whose element ``i`` is ``body(i)``
+    (``lambda i, j:`` for ``gen(i:s, j:t)``). The range is inferred from the
+    axes ``i`` reads, or given as ``n`` (a number) or ``like=(x, axis)``."""
+    return _binder("gen", body, n, like)
+
+
+def sum(body, n=None, like=None):
+    """``sum(j:s) e``: the sum of the numbers ``body(j)`` (``lambda j, k:``
+    sums over both). Ranges as :func:`gen`'s."""
+    return _binder("sum", body, n, like)
+
+
+def _scalar_fn(name):
+    def f(x):
+        e = _expr_of(x)
+        if e.ty != _R:
+            raise TraceError("einsat.%s of %s: it takes a number" % (name, _what(e.ty)))
+        return Expr(_R, lambda: "%s(%s)" % (name, e._text(0)), _POST)
+
+    f.__name__ = name
+    f.__doc__ = "``%s(e)`` of a traced number (the language's scalar function)." % name
+    return f
+
+
+exp = _scalar_fn("exp")
+log = _scalar_fn("log")
+sqrt = _scalar_fn("sqrt")
+sin = _scalar_fn("sin")
+cos = _scalar_fn("cos")
+tanh = _scalar_fn("tanh")
+abs = _scalar_fn("abs")
+
+
+def _two(name, doc):
+    def f(a, b):
+        x, y = _expr_of(a), _expr_of(b)
+        for e in (x, y):
+            if e.ty != _R:
+                raise TraceError("einsat.%s of %s: it takes numbers" % (f.__name__, _what(e.ty)))
+        return Expr(_R, lambda: "%s(%s, %s)" % (name, x._text(0), y._text(0)), _POST)
+
+    f.__doc__ = doc
+    return f
+
+
+maximum = _two("max", "``max(a, b)``: the larger of two traced numbers (a NaN and a number give the number).")
+maximum.__name__ = "maximum"
+minimum = _two("min", "``min(a, b)``: the smaller of two traced numbers (a NaN and a number give the number).")
+minimum.__name__ = "minimum"
+
+
+# ---------------------------------------------------------------- the trace
+
+
+class _Trace:
+    def __init__(self):
+        self.bound = []  # the indices in scope
+        self.axes = []  # (class, description) of every parameter axis
+        self.sizes = {}  # class root -> size name
+
+    def fresh_index(self, name):
+        base = name if name.isascii() and name.isidentifier() and name not in _RESERVED else "i"
+        # a name already bound around it gets a suffix (the innermost
+        # binding would hide the outer one)
+        outer = {i.name for i in self.bound}
+        cand, k = base, 1
+        while cand in outer:
+            cand = "%s%d" % (base, k)
+            k += 1
+        return cand
+
+    def index_name(self, i):
+        return i.name
+
+    def check_bound(self, i):
+        if i not in self.bound:
+            raise TraceError(
+                "einsat.fn: index %s used outside the gen/sum that binds it" % i.name
+            )
+
+    def size_name(self, cls):
+        root = cls.find()
+        if root.literal is not None:
+            return str(root.literal)
+        if root not in self.sizes:
+            taken = set(self.sizes.values())
+            name = next((n for n in _SIZE_NAMES if n not in taken), None)
+            k = len(_SIZE_NAMES)
+            while name is None or name in taken:
+                name = "n%d" % k
+                k += 1
+            self.sizes[root] = name
+        return self.sizes[root]
+
+
+def _param_name(name, taken):
+    base = name if name.isascii() and name.isidentifier() and name not in _RESERVED else "arg"
+    cand, k = base, 1
+    while cand in taken:
+        cand = "%s_%d" % (base, k)
+        k += 1
+    return cand
+
+
+def _arg_shape(x):
+    """The shape of an argument of the traced call (a number: ``()``)."""
+    if isinstance(x, tuple):
+        raise TraceError("einsat.fn: a tuple argument: pair parameters are not supported by the builder")
+    if isinstance(x, (numbers.Number,)):
+        return ()
+    shape = getattr(x, "shape", None)
+    if shape is None:
+        import numpy as np
+
+        try:
+            shape = np.shape(x)
+        except Exception:
+            raise DTypeError("einsat.fn: argument %r is not an array or a number" % (x,)) from None
+    return tuple(int(d) for d in shape)
+
+
+def _source(f, name, shapes):
+    """Trace ``f`` on parameters of ``shapes``: the program's text."""
+    tr = _Trace()
+    try:
+        sig = inspect.signature(f)
+    except (TypeError, ValueError):
+        raise TraceError("einsat.fn: cannot read the parameters of %r" % (f,)) from None
+    params = [p for p in sig.parameters.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    if len(params) != len(sig.parameters):
+        raise TraceError("einsat.fn: the function takes positional parameters only (no *args, **kwargs, keyword-only)")
+    if len(shapes) != len(params):
+        raise ShapeError(
+            "%s takes %d argument%s but %d %s given"
+            % (name, len(params), "" if len(params) == 1 else "s", len(shapes), "was" if len(shapes) == 1 else "were")
+        )
+    taken = set()
+    args = []
+    pnames = []
+    for p, shape in zip(params, shapes):
+        pname = _param_name(p.name, taken)
+        taken.add(pname)
+        pnames.append(pname)
+        ty = _R
+        classes = []
+        for axis, d in enumerate(shape):
+            c = _Class(size=d, where="axis %d of %s (size %d)" % (axis, pname, d))
+            classes.append(c)
+            tr.axes.append((c, "axis %d of %s" % (axis, pname)))
+        for c in reversed(classes):
+            ty = ("arr", c, ty)
+        args.append(Expr(ty, (lambda n: lambda: n)(pname), 9))
+    _LOCAL.traces.append(tr)
+    try:
+        result = _expr_of(f(*args))
+    finally:
+        _LOCAL.traces.pop()
+    names = tr.size_name
+    # size names in the order of the parameters' axes
+    for c, _ in tr.axes:
+        names(c)
+    sig_text = ", ".join("%s: %s" % (n, _type_text(a.ty, names)) for n, a in zip(pnames, args))
+    body = result._text(0)
+    ret = _type_text(result.ty, names)
+    return "fn %s(%s) -> %s = %s" % (name, sig_text, ret, body)
+
+
+def _ranks(args):
+    return tuple(len(_arg_shape(a)) for a in args)
+
+
+class Traced:
+    """A Python function traced into an einsat program (see :func:`fn`):
+    call it with numpy arrays and numbers. The first call with a signature
+    of argument ranks traces and compiles; later calls with those ranks
+    reuse the kernel (any sizes). ``source``, ``kernel``: the last call's
+    program text and :class:`einsat.Kernel`; ``trace(*args)`` traces and
+    compiles for such arguments without running."""
+
+    def __init__(self, f, name=None, threads=None, fast_math=False):
+        if not callable(f):
+            raise TraceError("einsat.fn takes a Python function, not %r" % (f,))
+        self.__wrapped__ = f
+        n = name or getattr(f, "__name__", "f")
+        if not (n.isascii() and n.isidentifier()) or n in _RESERVED or n == "<lambda>":
+            n = "f"
+        self.name = n
+        self._threads = threads
+        self._fast_math = fast_math
+        self._kernels = {}
+        self._last = None
+        self.__doc__ = getattr(f, "__doc__", None)
+
+    def trace(self, *args):
+        """The :class:`einsat.Kernel` for arguments like ``args`` (traced
+        and compiled now, or cached)."""
+        shapes = tuple(_arg_shape(a) for a in args)
+        key = tuple(len(s) for s in shapes)
+        k = self._kernels.get(key)
+        if k is None:
+            src = _source(self.__wrapped__, self.name, shapes)
+            k = _compile(src, threads=self._threads, fast_math=self._fast_math)
+            self._kernels[key] = k
+        self._last = k
+        return k
+
+    def __call__(self, *args, **kwargs):
+        if kwargs:
+            # by parameter name, as the Python function takes them
+            try:
+                args = inspect.signature(self.__wrapped__).bind(*args, **kwargs).args
+            except TypeError as e:
+                raise ShapeError("%s: %s" % (self.name, e)) from None
+        return self.trace(*args)(*args)
+
+    @property
+    def kernel(self):
+        """The :class:`einsat.Kernel` of the last call (None before one)."""
+        return self._last
+
+    @property
+    def source(self):
+        """The program of the last call, as source text."""
+        if self._last is None:
+            raise TraceError(
+                "einsat.fn: %s has not been traced yet: call it (or .trace(*args)) first; the "
+                "program depends on the arguments' ranks" % self.name
+            )
+        return self._last.source
+
+    def __repr__(self):
+        return "<einsat.fn %s: %d traced signature%s>" % (
+            self.name,
+            len(self._kernels),
+            "" if len(self._kernels) == 1 else "s",
+        )
+
+
+def fn(f=None, *, name=None, threads=None, fast_math=False):
+    """Trace a Python function into an einsat program, compiled per
+    signature of argument ranks (see :mod:`einsat.builder`):
+
+        mv = einsat.fn(lambda A, x: einsat.gen(lambda i: einsat.sum(lambda j: A[i, j] * x[j])))
+
+    or as a decorator (``@einsat.fn``, ``@einsat.fn(threads=1)``). ``name``:
+    the program's function name (default: the Python function's, ``f``
+    for a lambda); ``threads``, ``fast_math``: as :func:`einsat.compile`'s.
+    """
+    if f is None:
+        return lambda g: Traced(g, name=name, threads=threads, fast_math=fast_math)
+    return Traced(f, name=name, threads=threads, fast_math=fast_math)
