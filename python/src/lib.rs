@@ -31,6 +31,7 @@
 //! refuses raises `einsat.OutOfMemoryError` (a `MemoryError`).
 
 mod contract;
+mod typed;
 
 use einsat::interp::{Boundary, Value};
 use einsat::jit::{Arg, ArgMut};
@@ -728,6 +729,24 @@ fn einsum<'py>(
     order: Option<&Bound<'py, PyAny>>,
     casting: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Py<PyAny>> {
+    if typed::wanted(py, operands, dtype) {
+        // another dtype than float64: numpy's dtype rules, in einsat/_typed.py
+        let fm = pyo3::types::PyBool::new(py, fast_math).to_owned().into_any();
+        return typed::dispatch(
+            py,
+            operands,
+            &[
+                ("out", out),
+                ("threads", threads),
+                ("fast_math", Some(&fm)),
+                ("optimize", optimize),
+                ("memory_limit", memory_limit),
+                ("dtype", dtype),
+                ("order", order),
+                ("casting", casting),
+            ],
+        );
+    }
     let run = || -> Res<PyResult<Py<PyAny>>> {
         let spec = operands.get_item(0).map_err(|_| {
             fail(
@@ -1451,6 +1470,7 @@ fn _einsat(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_einsum_cache_len, m)?)?;
     m.add_function(wrap_pyfunction!(_function_json, m)?)?;
     m.add_function(wrap_pyfunction!(_reads_in_place, m)?)?;
+    m.add_function(wrap_pyfunction!(typed::_typed_einsum, m)?)?;
     m.add_class::<Kernel>()?;
     contract::register(m)?;
     Ok(())
