@@ -731,7 +731,9 @@ fn einsum<'py>(
 ) -> PyResult<Py<PyAny>> {
     if typed::wanted(py, operands, dtype) {
         // another dtype than float64: numpy's dtype rules, in einsat/_typed.py
-        let fm = pyo3::types::PyBool::new(py, fast_math).to_owned().into_any();
+        let fm = pyo3::types::PyBool::new(py, fast_math)
+            .to_owned()
+            .into_any();
         return typed::dispatch(
             py,
             operands,

@@ -10,7 +10,9 @@
 use crate::{contract, expand, fail, from_einsat, native, threads_of, to_py_err, Exc, Res};
 use einsat::typed::{Complex32, Complex64, Options, Scalar};
 use ndarray::ArrayViewD;
-use numpy::{Element, IntoPyArray, PyArrayDyn, PyArrayMethods, PyReadonlyArrayDyn, PyUntypedArrayMethods};
+use numpy::{
+    Element, IntoPyArray, PyArrayDyn, PyArrayMethods, PyReadonlyArrayDyn, PyUntypedArrayMethods,
+};
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 
@@ -54,7 +56,10 @@ pub(crate) fn _typed_einsum<'py>(
             "c16" => typed::<Complex64>(py, spec, operands, &opts),
             "i8" => typed::<i64>(py, spec, operands, &opts),
             "u8" => typed::<u64>(py, spec, operands, &opts),
-            _ => Err(fail(Exc::DType, format!("einsum: no typed einsum of `{kind}`"))),
+            _ => Err(fail(
+                Exc::DType,
+                format!("einsum: no typed einsum of `{kind}`"),
+            )),
         }
     };
     run().map_err(|f| to_py_err(py, f))
@@ -95,7 +100,11 @@ fn typed<'py, T: Scalar + Element>(
 /// dtypes, only Python ints and bools), so that `einsat/_typed.py` decides.
 /// Only float64 arrays and Python floats (numpy float64 scalars among
 /// them), with ints and bools beside them, keep the float64 path here.
-pub(crate) fn wanted(py: Python<'_>, operands: &Bound<'_, PyTuple>, dtype: Option<&Bound<'_, PyAny>>) -> bool {
+pub(crate) fn wanted(
+    py: Python<'_>,
+    operands: &Bound<'_, PyTuple>,
+    dtype: Option<&Bound<'_, PyAny>>,
+) -> bool {
     if let Some(d) = dtype.filter(|d| !d.is_none()) {
         let f64_dtype = crate::numpy(py)
             .and_then(|np| np.call_method1("dtype", (d,)))
@@ -111,7 +120,10 @@ pub(crate) fn wanted(py: Python<'_>, operands: &Bound<'_, PyTuple>, dtype: Optio
         None => return false,
         Some(s) if s.is_instance_of::<pyo3::types::PyString>() => items[1..].iter().collect(),
         // numpy's interleaved form: operand, sublist, operand, ...
-        Some(_) => items[..items.len() - items.len() % 2].iter().step_by(2).collect(),
+        Some(_) => items[..items.len() - items.len() % 2]
+            .iter()
+            .step_by(2)
+            .collect(),
     };
     if ops.is_empty() {
         return false;
@@ -120,7 +132,9 @@ pub(crate) fn wanted(py: Python<'_>, operands: &Bound<'_, PyTuple>, dtype: Optio
     for o in ops {
         if o.cast::<PyArrayDyn<f64>>().is_ok() || o.is_instance_of::<pyo3::types::PyFloat>() {
             float = true;
-        } else if !(o.is_instance_of::<pyo3::types::PyInt>() || o.is_instance_of::<pyo3::types::PyBool>()) {
+        } else if !(o.is_instance_of::<pyo3::types::PyInt>()
+            || o.is_instance_of::<pyo3::types::PyBool>())
+        {
             return true;
         }
     }
