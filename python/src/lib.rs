@@ -11,7 +11,8 @@
 //!   datetime and other dtypes are refused;
 //! - **einsum** ([`einsum`]): numpy's grammar with `...` and size-1
 //!   broadcasting, compiled once per spec, operand ranks and thread count
-//!   (sizes stay symbolic) and cached ([`EinsumCache`]);
+//!   (sizes stay symbolic) and cached ([`EinsumCache`]); einsums of other
+//!   dtypes go to `einsat/_typed.py` and [`typed`];
 //! - **programs** ([`compile`], [`Kernel`], [`optimize`], [`check`]); a
 //!   Kernel pickles as its source text and options (the receiver, e.g. a
 //!   dask worker, compiles it again), and [`_function_json`] hands
