@@ -325,3 +325,19 @@ fn bad_input_is_an_error() {
     .unwrap();
     assert_eq!(r, ArrayD::<f32>::zeros(IxDyn(&[2, 3])));
 }
+
+/// A long f32 sum is summed pairwise (as numpy sums): 2^25 ones (one
+/// element broadcast by a zero stride) sum to 2^25 exactly, where a
+/// running f32 sum stops at 2^24.
+#[test]
+fn long_f32_sums_are_pairwise() {
+    let one = einsat::ndarray::arr1(&[1.0f32]);
+    let n = 1usize << 25;
+    let ones = one.broadcast(n).unwrap().into_dyn();
+    let r = einsum("i->", &[ones.clone()], &Options::default()).unwrap();
+    assert_eq!(r[IxDyn(&[])], n as f32);
+    // a sum over one operand inside a product step too
+    let two = einsat::ndarray::arr1(&[2.0f32]).into_dyn();
+    let r = einsum("i,j->j", &[ones, two.view()], &Options::default()).unwrap();
+    assert_eq!(r[IxDyn(&[0])], 2.0 * n as f32);
+}

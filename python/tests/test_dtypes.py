@@ -101,12 +101,11 @@ def test_bool_is_or_of_ands():
 
 
 def test_float32_is_computed_in_float32():
-    a = np.full(2**25, 1.0, dtype=np.float32)
-    # 2^25 ones summed in float32 stop growing at 2^24 in a strictly
-    # sequential sum; numpy and einsat both stay far from float64's exact
-    # answer only within float32's tolerance
+    a = np.broadcast_to(np.float32(1), (2**25,))
+    # 2^25 ones: a running float32 sum stops at 2^24; numpy and einsat sum
+    # pairwise and get 2^25
     r = einsat.einsum("i->", a)
-    assert isinstance(r, np.float32)
+    assert isinstance(r, np.float32) and r == np.einsum("i->", a) == 2**25
     x, y = values((64, 300), "float32"), values((300, 32), "float32")
     r = einsat.einsum("ij,jk->ik", x, y)
     exact = x.astype(np.float64) @ y.astype(np.float64)
