@@ -334,7 +334,7 @@ fn long_f32_sums_are_pairwise() {
     let one = einsat::ndarray::arr1(&[1.0f32]);
     let n = 1usize << 25;
     let ones = one.broadcast(n).unwrap().into_dyn();
-    let r = einsum("i->", &[ones.clone()], &Options::default()).unwrap();
+    let r = einsum("i->", std::slice::from_ref(&ones), &Options::default()).unwrap();
     assert_eq!(r[IxDyn(&[])], n as f32);
     // a sum over one operand inside a product step too
     let two = einsat::ndarray::arr1(&[2.0f32]).into_dyn();
