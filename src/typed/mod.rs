@@ -12,7 +12,7 @@
 //! path) and runs the plan's steps:
 //!
 //! - a one-operand step (a sum over indices of one tensor, a transpose) is
-//!   a strided loop ([`kernels::Reduce`]);
+//!   a strided loop (`kernels::Reduce`);
 //! - a pairwise step is a batched matrix product: each index is a batch
 //!   (both operands and the result), M (left and result), N (right and
 //!   result) or K (both operands, summed) axis; the axes of one role are
@@ -21,7 +21,7 @@
 //!   one operand only, summed, is summed out of it first). The product is
 //!   the `gemm` crate's for the floating-point and complex types (any
 //!   strides, no copies), plain loops for the integers
-//!   ([`kernels::Scalar::matmul`]).
+//!   ([`Scalar::matmul`]).
 //!
 //! Each step writes a new C-ordered tensor in the order of its indices (the
 //! last step in the output's order). The integers wrap around (numpy's
