@@ -341,3 +341,44 @@ fn long_f32_sums_are_pairwise() {
     let r = einsum("i,j->j", &[ones, two.view()], &Options::default()).unwrap();
     assert_eq!(r[IxDyn(&[0])], 2.0 * n as f32);
 }
+
+/// Many small products (a batch of 64 products of 32 × 32 matrices) split
+/// over threads: the same as one thread and as the naive loop.
+#[test]
+fn batched_products_on_threads() {
+    let (b, n) = (64, 32);
+    let a = ArrayD::from_shape_fn(IxDyn(&[b, n, n]), |i| {
+        ((i[0] * 31 + i[1] * 7 + i[2] * 3) % 17) as i64 - 8
+    });
+    let c = ArrayD::from_shape_fn(IxDyn(&[b, n, n]), |i| {
+        ((i[0] * 5 + i[1] * 11 + i[2]) % 13) as i64 - 6
+    });
+    let want = ArrayD::from_shape_fn(IxDyn(&[b, n, n]), |i| {
+        (0..n)
+            .map(|p| a[[i[0], i[1], p]] * c[[i[0], p, i[2]]])
+            .sum::<i64>()
+    });
+    for threads in [1, 2, 3] {
+        let opts = Options {
+            threads,
+            ..Options::default()
+        };
+        let got = einsum("bij,bjk->bik", &[a.view(), c.view()], &opts).unwrap();
+        assert_eq!(got, want, "{threads} threads");
+        // transposed result and operands: the batch axis inside
+        let got = einsum(
+            "ibj,bjk->kbi",
+            &[a.view().permuted_axes(IxDyn(&[1, 0, 2])), c.view()],
+            &opts,
+        )
+        .unwrap();
+        assert_eq!(
+            got,
+            want.view().permuted_axes(IxDyn(&[2, 0, 1])),
+            "{threads} threads"
+        );
+        let (af, cf) = (a.mapv(|x| x as f64), c.mapv(|x| x as f64));
+        let got = einsum("bij,bjk->bik", &[af.view(), cf.view()], &opts).unwrap();
+        assert_eq!(got, want.mapv(|x| x as f64), "{threads} threads");
+    }
+}

@@ -33,7 +33,7 @@ pub struct MatMul<T> {
 
 /// Products of at least this many multiply-adds use threads (below it a
 /// call takes well under a millisecond on one core).
-const THREADED_WORK: usize = 1 << 21;
+pub(crate) const THREADED_WORK: usize = 1 << 21;
 
 /// An element type einsat contracts: a commutative ring under
 /// [`Scalar::add`] and [`Scalar::mul`] (the integers wrap around, as

@@ -23,6 +23,10 @@
 //!   strides, no copies), plain loops for the integers
 //!   ([`Scalar::matmul`]).
 //!
+//! Threads (`Options::threads`): a product of at least 2^21 multiply-adds
+//! runs on the library's threads; many smaller products of one step (a
+//! batch) split their loop over threads instead, one product per thread.
+//!
 //! Each step writes a new C-ordered tensor in the order of its indices (the
 //! last step in the output's order). The integers wrap around (numpy's
 //! integer einsum computes modulo 2^bits, and so does arithmetic in `i64`
@@ -478,45 +482,110 @@ fn pair<T: Scalar>(
     outer.extend(m);
     outer.extend(n);
     let sums = k;
-    let mut idx = vec![0usize; outer.len()];
-    let mut off = [0isize; 3];
-    loop {
-        let mut sidx = vec![0usize; sums.len()];
-        let mut soff = off;
-        let mut first = true;
-        loop {
-            let call = MatMul {
-                m: md.size,
-                n: nd.size,
-                k: kd.size,
-                // SAFETY (of the offsets): each index is below its size
-                dst: dst.wrapping_offset(soff[0]),
-                dst_rs: md.st[0],
-                dst_cs: nd.st[0],
-                lhs: a.ptr.wrapping_offset(soff[1]),
-                lhs_rs: md.st[1],
-                lhs_cs: kd.st[1],
-                rhs: b.ptr.wrapping_offset(soff[2]),
-                rhs_rs: kd.st[2],
-                rhs_cs: nd.st[2],
-                accumulate: !first,
-                threads,
-            };
-            // SAFETY: the operands are live views over every index below
-            // their sizes; `dst` is `out`'s own buffer, each element at one
-            // index (C order).
-            unsafe { T::matmul(&call) };
-            first = false;
-            if !step(&sums, &mut sidx, &mut soff) {
-                break;
+    let product = Product {
+        md,
+        nd,
+        kd,
+        dst,
+        lhs: a.ptr,
+        rhs: b.ptr,
+        sums,
+        outer,
+    };
+    let count: usize = product.outer.iter().map(|d| d.size).product();
+    let call_work = md.size * nd.size * kd.size;
+    let work = call_work
+        .saturating_mul(count)
+        .saturating_mul(product.sums.iter().map(|d| d.size).product());
+    let parts = threads.min(count);
+    if parts > 1 && call_work < kernels::THREADED_WORK && work >= kernels::THREADED_WORK {
+        // many small products: the loops around them split over threads
+        // (each writes its own part of the result), one thread per call
+        let shared = &product;
+        std::thread::scope(|s| {
+            for p in 1..parts {
+                s.spawn(move || shared.run(count * p / parts, count * (p + 1) / parts, 1));
             }
-        }
-        if !step(&outer, &mut idx, &mut off) {
-            break;
-        }
+            shared.run(0, count / parts, 1);
+        });
+    } else {
+        product.run(0, count, threads);
     }
     drop((a, b));
     Ok(out)
+}
+
+/// A pairwise step's products: the one product (`md`, `nd`, `kd`), the
+/// loops around it writing disjoint parts (`outer`) and summing (`sums`).
+struct Product<T> {
+    md: PDim,
+    nd: PDim,
+    kd: PDim,
+    dst: *mut T,
+    lhs: *const T,
+    rhs: *const T,
+    sums: Vec<PDim>,
+    outer: Vec<PDim>,
+}
+
+// SAFETY: the threads sharing a `Product` write disjoint parts of `dst`
+// (different outer indices) and only read `lhs` and `rhs`; the buffers
+// outlive the scope the threads run in.
+unsafe impl<T: Sync> Sync for Product<T> {}
+
+impl<T: Scalar> Product<T> {
+    /// The products of the outer indices `lo..hi` (in odometer order),
+    /// each with up to `threads` threads.
+    fn run(&self, lo: usize, hi: usize, threads: usize) {
+        if lo >= hi {
+            return;
+        }
+        // the multi-index of `lo`, and its offsets
+        let mut idx = vec![0usize; self.outer.len()];
+        let mut off = [0isize; 3];
+        let mut rest = lo;
+        for (a, d) in self.outer.iter().enumerate().rev() {
+            idx[a] = rest % d.size;
+            rest /= d.size;
+            for (o, s) in off.iter_mut().zip(d.st) {
+                *o += s * idx[a] as isize;
+            }
+        }
+        for _ in lo..hi {
+            let mut sidx = vec![0usize; self.sums.len()];
+            let mut soff = off;
+            let mut first = true;
+            loop {
+                let call = MatMul {
+                    m: self.md.size,
+                    n: self.nd.size,
+                    k: self.kd.size,
+                    // (the offsets: each index is below its size)
+                    dst: self.dst.wrapping_offset(soff[0]),
+                    dst_rs: self.md.st[0],
+                    dst_cs: self.nd.st[0],
+                    lhs: self.lhs.wrapping_offset(soff[1]),
+                    lhs_rs: self.md.st[1],
+                    lhs_cs: self.kd.st[1],
+                    rhs: self.rhs.wrapping_offset(soff[2]),
+                    rhs_rs: self.kd.st[2],
+                    rhs_cs: self.nd.st[2],
+                    accumulate: !first,
+                    threads,
+                };
+                // SAFETY: the operands are live views over every index
+                // below their sizes; `dst` is the step's own buffer, each
+                // element at one index (C order), this outer index's part
+                // written by this thread only.
+                unsafe { T::matmul(&call) };
+                first = false;
+                if !step(&self.sums, &mut sidx, &mut soff) {
+                    break;
+                }
+            }
+            step(&self.outer, &mut idx, &mut off);
+        }
+    }
 }
 
 /// The next index of an odometer over `dims` (last fastest), moving the
