@@ -53,6 +53,11 @@ def cases(quick):
         ("outer then sum 512", "i,j,ij->i", [(n(512),), (n(512),), (n(512), n(512))]),
         ("3-tensor contraction 48", "ijk,jkl->il", [(n(48), n(48), n(48)), (n(48), n(48), n(48))]),
         ("Fortran-order matmul 256", "ij,jk->ik", [(n(256), n(256))] * 2, "F"),
+        # other dtypes: einsat.typed (products on the gemm crate's kernels)
+        ("float32 matmul 1024", "ij,jk->ik", [(n(1024), n(1024))] * 2, "C", "float32"),
+        ("complex128 matmul 512", "ij,jk->ik", [(n(512), n(512))] * 2, "C", "complex128"),
+        ("complex64 batched matmul 32x64", "bij,bjk->bik", [(32, n(64), n(64))] * 2, "C", "complex64"),
+        ("int64 matmul 128", "ij,jk->ik", [(n(128), n(128))] * 2, "C", "int64"),
     ]
 
 
@@ -129,10 +134,22 @@ def main():
     for case in cases(args.quick):
         name, spec, shapes = case[:3]
         order = case[3] if len(case) > 3 else "C"
-        ops = [np.asarray(rng.standard_normal(s), order=order) for s in shapes]
+        dtype = np.dtype(case[4] if len(case) > 4 else "float64")
+
+        def operand(s):
+            if dtype.kind == "i":
+                return np.asarray(rng.integers(-1000, 1000, s), dtype=dtype, order=order)
+            x = rng.standard_normal(s)
+            if dtype.kind == "c":
+                x = x + 1j * rng.standard_normal(s)
+            return np.asarray(x, dtype=dtype, order=order)
+
+        ops = [operand(s) for s in shapes]
         want = np.einsum(spec, *ops, optimize=True)
         got = einsat.einsum(spec, *ops, threads=args.threads)
-        np.testing.assert_allclose(got, want, rtol=1e-8, atol=1e-8 * max(1.0, float(np.max(np.abs(want)))))
+        assert got.dtype == want.dtype, (name, got.dtype, want.dtype)
+        tol = 1e-4 if dtype.char in "fF" else 1e-8
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol * max(1.0, float(np.max(np.abs(want)))))
         engines = {
             "einsat": lambda: einsat.einsum(spec, *ops, threads=args.threads),
             "numpy": lambda: np.einsum(spec, *ops, optimize=True),

@@ -92,6 +92,8 @@
 //! - [`opt`]: the optimiser; [`jit`]: the native engine;
 //! - [`plan`]: contraction planning (the order of pairwise contractions of
 //!   a sum over a product of tensors, with a memory limit and slicing);
+//! - [`typed`]: einsums over `f32`, complex and integer views, computed in
+//!   their own type along a [`plan`];
 //! - [`testing`]: random well-typed programs and inputs (property tests);
 //! - [`cli`]: the `einsat` command line;
 //! - [`diag`] and [`error`]: diagnostics and the crate's error type.
@@ -124,6 +126,7 @@ pub mod stack;
 pub mod syntax;
 #[cfg(feature = "testing")]
 pub mod testing;
+pub mod typed;
 pub mod types;
 
 pub use error::{Error, Result};

@@ -20,10 +20,19 @@ einsum(spec, *operands, out=None, threads=None, fast_math=False, optimize=False,
     once per spec text, operand ranks, thread count and options (sizes stay
     symbolic, so new sizes reuse the kernel); einsums of three or more
     operands are planned with the operands' real sizes and cached per
-    shapes. Returns a new float64 array, a numpy float64 for a scalar
-    result, or ``out`` after writing into it (a float64 array of the
-    result's shape, any strides; an array of another real dtype gets the
-    float64 result cast into it).
+    shapes. Returns a new array of numpy's result dtype (below), a numpy
+    scalar for a scalar result, or ``out`` after writing into it (an array
+    of the result's shape, any strides, the result cast to its dtype).
+
+    dtypes as numpy's: the result dtype is ``np.result_type`` of the
+    operands, or ``dtype=`` (operands cast to it under ``casting=``,
+    ``'safe'`` by default, else :class:`DTypeError`). float64 runs the
+    optimiser and the JIT; float32, complex64 and complex128 are computed
+    in their own type (operands read in place, products on the ``gemm``
+    crate's kernels); integers and bool exactly as numpy (wrap-around;
+    bool is or-of-ands); float16 in float32 and longdouble in float64,
+    widened at the end; object arrays are refused. ``memory_limit=`` and
+    ``fast_math=`` apply to float64 (see docs/python-compat.md).
 
     ``optimize=``: how tensor networks are planned (einsat always
     optimises): ``False``/``True``/``'auto'``/``'auto-hq'`` einsat's
@@ -38,10 +47,8 @@ einsum(spec, *operands, out=None, threads=None, fast_math=False, optimize=False,
     ``ValueError``). ``memory_limit=``: None or -1 (einsat's default: the
     largest operand or result, or 2**27 elements, whichever is larger), a
     number of elements, or ``'max_input'``; intermediates beyond it are
-    recomputed in loops (sliced). ``dtype=``: None or float64 only (einsat
-    computes in float64; else :class:`DTypeError`). ``order='F'``: the
-    result in Fortran order. ``casting='no'``/``'equiv'``: only float64
-    array operands. See docs/python-compat.md.
+    recomputed in loops (sliced). ``order='F'``: the result in Fortran
+    order. See docs/python-compat.md.
 einsum_path(spec, *operands, optimize='greedy', memory_limit=None)
     numpy's ``einsum_path``: ``(['einsum_path', (i, j), ...], report)`` for
     the path einsat's planner chooses (what the optimiser runs), numpy's
@@ -111,7 +118,7 @@ Arguments: the conversion rule
   round to the nearest float64).
 * Every other dtype (complex, object, string, bytes, datetime, timedelta,
   structured) is refused with :class:`DTypeError`.
-* The result is always float64.
+* The result is float64 (``einsum`` follows numpy's dtypes, above).
 
 Errors
 ------

@@ -294,7 +294,7 @@ def _single_view(operands):
         a = ops[0]
     else:
         return None
-    if not isinstance(a, _np.ndarray) or not isinstance(spec, str) or a.dtype.kind not in "biuf":
+    if not isinstance(a, _np.ndarray) or not isinstance(spec, str) or a.dtype.kind not in "biufc":
         # (einsat refuses complex, object, string, ... operands)
         return None
     plan = _view_plan(spec, a.ndim)
@@ -603,7 +603,7 @@ def contract(
 
     ``optimize=`` and ``memory_limit=`` as :func:`einsum`'s (opt_einsum's
     path names, an explicit path, a PathOptimizer). ``dtype``, ``order``,
-    ``casting``: as :func:`einsum`'s (float64 results only). ``backend=``
+    ``casting``: as :func:`einsum`'s (numpy's result dtypes). ``backend=``
     and ``use_blas=`` are accepted and ignored: einsat compiles its own
     kernels for the whole contraction, and every pairwise product runs on
     its own GEMM stages. ``threads=`` and ``fast_math=`` as
@@ -673,6 +673,8 @@ class ContractExpression:
     ``shapes``, ``num_args`` (operands a call takes, constants excluded),
     ``stages`` (how the kernel runs)."""
 
+    _dtype = None  # dtype=: computed in it (numpy's rules), as einsum's
+
     def __init__(self, spec, shapes, constants, kwargs):
         self.contraction = spec
         self._kwargs = kwargs
@@ -721,6 +723,20 @@ class ContractExpression:
             v = _single_view((self.contraction, arrays[0]))
             if v is not None:
                 return v
+        if self._dtype is not None or any(_other_dtype(a) for a in arrays):
+            # numpy's dtypes (einsat/_typed.py), for the shapes compiled for
+            shapes = [tuple(_shape_of(a)) for a in arrays]
+            if shapes != [tuple(s) for s in self.shapes]:
+                raise ShapeError(
+                    "contract_expression: compiled for shapes %s, called with %s"
+                    % (self.shapes, shapes)
+                )
+            k = self._kwargs
+            return _einsat.einsum(
+                self.contraction, *arrays, out=out, dtype=self._dtype, optimize=k["optimize"],
+                memory_limit=k["memory_limit"], threads=k.get("threads"),
+                fast_math=k.get("fast_math", False),
+            )
         return self._prepared(*arrays, out=out)
 
     @property
@@ -747,6 +763,13 @@ class ContractExpression:
         return "<ContractExpression('%s')>" % self.contraction
 
 
+def _other_dtype(a):
+    """Whether ``a`` is an array (or numpy scalar) of a dtype other than
+    float64, which einsum computes in numpy's result dtype."""
+    d = getattr(a, "dtype", None)
+    return d is not None and getattr(d, "char", "d") != "d"
+
+
 def _shape_of(x):
     import numpy as np
 
@@ -764,7 +787,8 @@ def contract_expression(subscripts, *shapes, constants=None, optimize=True, memo
     kwargs.pop("backend", None)
     if "out" in kwargs:
         raise OptionError("contract_expression: out= is given when the expression is called")
-    _float64_only("contract_expression", kwargs.pop("dtype", None), kwargs.pop("order", "K"))
+    dtype = kwargs.pop("dtype", None)
+    _float64_only("contract_expression", None, kwargs.pop("order", "K"))
     kwargs.pop("casting", None)
     if kwargs:
         raise TypeError(
@@ -776,9 +800,11 @@ def contract_expression(subscripts, *shapes, constants=None, optimize=True, memo
     consts = {}
     for k in constants or ():
         consts[k] = shapes[k]
-    return ContractExpression(
+    expr = ContractExpression(
         subscripts,
         shapes,
         consts,
         dict(optimize=optimize, memory_limit=memory_limit, threads=threads, fast_math=fast_math),
     )
+    expr._dtype = None if dtype in (None, "float64", "d", float) else dtype
+    return expr

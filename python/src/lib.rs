@@ -12,8 +12,9 @@
 //! - **einsum** ([`einsum`]): numpy's grammar with `...` and size-1
 //!   broadcasting, compiled once per spec, operand ranks and thread count
 //!   (sizes stay symbolic) and cached ([`EinsumCache`]); a one-operand
-//!   einsum that sums nothing is numpy's view of the operand, and errors
-//!   are in the user's terms ([`words`]);
+//!   einsum that sums nothing is numpy's view of the operand, errors are in
+//!   the user's terms ([`words`]), and einsums of other dtypes go to
+//!   `einsat/_typed.py` and [`typed`];
 //! - **programs** ([`compile`], [`Kernel`], [`optimize`], [`check`]); a
 //!   Kernel pickles as its source text and options (the receiver, e.g. a
 //!   dask worker, compiles it again), and [`_function_json`] hands
@@ -34,6 +35,7 @@
 
 mod contract;
 mod words;
+mod typed;
 
 use einsat::interp::{Boundary, Value};
 use einsat::jit::{Arg, ArgMut};
@@ -766,6 +768,26 @@ fn einsum<'py>(
             Err(e) => return Err(words::interleaved_error(py, operands, e)),
         }
     }
+    if typed::wanted(py, operands, dtype) {
+        // another dtype than float64: numpy's dtype rules, in einsat/_typed.py
+        let fm = pyo3::types::PyBool::new(py, fast_math)
+            .to_owned()
+            .into_any();
+        return typed::dispatch(
+            py,
+            operands,
+            &[
+                ("out", out),
+                ("threads", threads),
+                ("fast_math", Some(&fm)),
+                ("optimize", optimize),
+                ("memory_limit", memory_limit),
+                ("dtype", dtype),
+                ("order", order),
+                ("casting", casting),
+            ],
+        );
+    }
     let run = || -> Res<PyResult<Py<PyAny>>> {
         let spec = operands.get_item(0).map_err(|_| {
             fail(
@@ -1496,6 +1518,7 @@ fn _einsat(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_einsum_cache_len, m)?)?;
     m.add_function(wrap_pyfunction!(_function_json, m)?)?;
     m.add_function(wrap_pyfunction!(_reads_in_place, m)?)?;
+    m.add_function(wrap_pyfunction!(typed::_typed_einsum, m)?)?;
     m.add_class::<Kernel>()?;
     contract::register(m)?;
     Ok(())

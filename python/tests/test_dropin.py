@@ -91,8 +91,12 @@ def test_numpy_keywords():
     f = einsat.einsum("ij,jk->ik", A, B, order="F")
     assert f.flags.f_contiguous
     close(f, A @ B)
-    with pytest.raises(einsat.DTypeError, match="float64 only"):
+    # dtype= as numpy's: the operands must cast to it under casting=
+    with pytest.raises(einsat.DTypeError, match="cannot be cast"):
         einsat.einsum("ij,jk->ik", A, B, dtype=np.float32)
+    x32 = einsat.einsum("ij,jk->ik", A, B, dtype=np.float32, casting="same_kind")
+    assert x32.dtype == np.float32
+    np.testing.assert_allclose(x32, A @ B, rtol=1e-5)
     with pytest.raises(einsat.OptionError):
         einsat.einsum("ij,jk->ik", A, B, order="W")
     with pytest.raises(einsat.OptionError):
