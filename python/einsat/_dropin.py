@@ -295,7 +295,7 @@ def _single_view(operands):
     else:
         return None
     if not isinstance(a, _np.ndarray) or not isinstance(spec, str) or a.dtype.kind not in "biufc":
-        # (einsat refuses complex, object, string, ... operands)
+        # (object, string, date, ... operands: no view)
         return None
     plan = _view_plan(spec, a.ndim)
     if plan is None:
