@@ -137,6 +137,12 @@ def einsum(*operands, out=None, dtype=None, order="K", casting="safe", optimize=
             raise
         except Exception as e:
             raise DTypeError("operand %d: %s" % (k, e)) from None
+    for k, a in enumerate(arrays):
+        if a.dtype.kind not in "biufc":
+            raise DTypeError(
+                "einsum: operand %d: arrays of dtype `%s` are not supported (einsat computes "
+                "bool, integer, float and complex einsums)" % (k, a.dtype.str)
+            )
     try:
         rt = np.dtype(dtype) if dtype is not None else np.result_type(*arrays) if arrays else np.dtype("d")
     except TypeError as e:

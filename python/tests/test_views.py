@@ -158,11 +158,21 @@ def test_views_check_the_options_as_numpy():
 
 
 def test_dtypes_einsat_refuses_are_refused_also_for_views():
-    # complex, object, string, datetime operands: DTypeError, as for every
-    # einsum (no view of what einsat does not compute with)
-    for a in [np.ones((2, 2), complex), np.array([["a", "b"]]), np.array([[None]], dtype=object)]:
+    # object, string, datetime operands: DTypeError, as for every einsum
+    # (no view of what einsat does not compute with)
+    for a in [np.array([["a", "b"]]), np.array([[None]], dtype=object), np.ones((2, 2), "M8[s]")]:
         with pytest.raises(einsat.DTypeError):
             einsat.einsum("ij->ji", a)
+
+
+def test_complex_operands_get_views_too():
+    a = (np.arange(6) + 1j * np.arange(6)).reshape(2, 3)
+    v = einsat.einsum("ij->ji", a)
+    assert v.base is a or v.base is a.base
+    assert v.dtype == a.dtype
+    np.testing.assert_array_equal(v, a.T)
+    d = einsat.einsum("ii->i", np.eye(3, dtype=np.complex64))
+    assert d.dtype == np.complex64 and not d.flags.owndata
 
 
 def test_errors_stay_errors():
