@@ -972,6 +972,12 @@ pub fn subst_var_term(e: &RecExpr<TL>, x: Symbol, v: &RecExpr<TL>) -> RecExpr<TL
                     TL::Sum([s2, b2])
                 })
             }
+            TL::RMax([s, b]) | TL::RMin([s, b]) => {
+                let s2 = copy(e, *s, &mut cx.out, &mut cx.memo);
+                let b2 = go(cx, *b, depth + 1);
+                let op = super::node_red(&e[id]).expect("a reduction").0;
+                cx.out.add(super::red_node(op, s2, b2))
+            }
             n => {
                 let n = n.clone().map_children(|c| go(cx, c, depth));
                 cx.out.add(n)
