@@ -596,6 +596,10 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ),
     ("binding.rules", include_str!("../../rules/binding.rules")),
     ("algebra.rules", include_str!("../../rules/algebra.rules")),
+    (
+        "reductions.rules",
+        include_str!("../../rules/reductions.rules"),
+    ),
 ];
 
 /// All built-in rules.
