@@ -80,9 +80,19 @@ fn three_ways(f: &Function, args: &[Value]) -> (Value, Value, Vec<Value>) {
 /// All three engines give `want`'s bits (NaN canonical).
 fn bit_identical(f: &Function, args: &[Value]) -> Value {
     let (want, opt, jits) = three_ways(f, args);
-    assert_eq!(canon(&want), canon(&opt), "optimised\n{}", print_function(f));
+    assert_eq!(
+        canon(&want),
+        canon(&opt),
+        "optimised\n{}",
+        print_function(f)
+    );
     for j in &jits {
-        assert_eq!(canon(&want), canon(j), "jit {j} vs {want}\n{}", print_function(f));
+        assert_eq!(
+            canon(&want),
+            canon(j),
+            "jit {j} vs {want}\n{}",
+            print_function(f)
+        );
     }
     want
 }
@@ -119,7 +129,10 @@ fn h(x: [n]R) -> R = max(i:n) [i > 0] * x[i-1]
     }
     // parentheses only where needed
     let text = print_function(&p.functions[3]);
-    assert!(text.contains("(max(i:n) x[i]) * 2 - min(i:n) x[i]"), "{text}");
+    assert!(
+        text.contains("(max(i:n) x[i]) * 2 - min(i:n) x[i]"),
+        "{text}"
+    );
     let text = print_function(&p.functions[2]);
     assert!(text.contains("max(i:n, j:m) A[i, j] * 2 + 1"), "{text}");
 }
@@ -128,8 +141,14 @@ fn h(x: [n]R) -> R = max(i:n) [i > 0] * x[i-1]
 fn errors_are_reported_not_panics() {
     let cases = [
         // the body must be a number
-        ("fn f(A: [3,3]R) -> R = max(i:3) A[i]", "`max` reduces numbers"),
-        ("fn f(A: [3,3]R) -> R = min(i:3) (A[i,0], 1)", "`min` reduces numbers"),
+        (
+            "fn f(A: [3,3]R) -> R = max(i:3) A[i]",
+            "`max` reduces numbers",
+        ),
+        (
+            "fn f(A: [3,3]R) -> R = min(i:3) (A[i,0], 1)",
+            "`min` reduces numbers",
+        ),
         // the index is bound only in the body
         ("fn f(x: [3]R) -> R = (max(i:3) x[i]) + x[i]", "i"),
         // a plain index ranges over its axis
@@ -140,7 +159,9 @@ fn errors_are_reported_not_panics() {
         ("fn f(x: [3]R) -> R = max(i:k) 1", "k"),
     ];
     for (src, want) in cases {
-        let e = einsat::load(src).err().unwrap_or_else(|| panic!("{src} loaded"));
+        let e = einsat::load(src)
+            .err()
+            .unwrap_or_else(|| panic!("{src} loaded"));
         assert!(e.to_string().contains(want), "{src}: {e}");
     }
     // binary max keeps its arity check
@@ -160,6 +181,32 @@ fn nan_propagates_unlike_binary_max() {
         x[pos] = f64::NAN;
         assert!(real(&bit_identical(&f, &[vec1(&x)])).is_nan(), "{x:?}");
         assert!(real(&bit_identical(&g, &[vec1(&x)])).is_nan(), "{x:?}");
+    }
+    // in the JIT's vector lanes, its unrolled steps and its scalar tail
+    let k = jit::compile(&normal(&f)).unwrap();
+    let kg = jit::compile(&normal(&g)).unwrap();
+    for n in [1usize, 2, 7, 8, 9, 19] {
+        for pos in 0..n {
+            let mut x: Vec<f64> = (0..n).map(|t| (t as f64 * 1.7).sin()).collect();
+            x[pos] = f64::NAN;
+            assert!(real(&k.call(&[vec1(&x)]).unwrap()).is_nan(), "{x:?}");
+            assert!(real(&kg.call(&[vec1(&x)]).unwrap()).is_nan(), "{x:?}");
+            // the zeros' order in every position
+            let mut z = vec![-0.0; n];
+            z[pos] = 0.0;
+            let m = real(&k.call(&[vec1(&z)]).unwrap());
+            assert!(m == 0.0 && m.is_sign_positive(), "{z:?}");
+            let mut z = vec![0.0; n];
+            z[pos] = -0.0;
+            let m = real(&kg.call(&[vec1(&z)]).unwrap());
+            assert!(m == 0.0 && m.is_sign_negative(), "{z:?}");
+            // the largest and smallest in every position
+            let mut y: Vec<f64> = (0..n).map(|t| t as f64 * 0.5 - 3.0).collect();
+            y[pos] = 1e300;
+            assert_eq!(real(&k.call(&[vec1(&y)]).unwrap()), 1e300);
+            y[pos] = -1e300;
+            assert_eq!(real(&kg.call(&[vec1(&y)]).unwrap()), -1e300);
+        }
     }
     // the binary function ignores a NaN (f64::max), in every engine
     assert_eq!(real(&bit_identical(&b, &[vec1(&[f64::NAN, 3.0])])), 3.0);
@@ -198,8 +245,12 @@ fn empty_range_is_the_identity_and_infinities_are_ordinary() {
 #[test]
 fn offset_data_keeps_every_digit() {
     // max/min are exact: 1e8 + small values come back unrounded
-    let f = load1("fn f(x: [n]R) -> [2]R = gen(k:2) [k = 0] * (max(i:n) x[i]) + [k = 1] * min(i:n) x[i]");
-    let x: Vec<f64> = (0..37).map(|k| 1e8 + (k as f64 * 0.37).sin() * 1e-6).collect();
+    let f = load1(
+        "fn f(x: [n]R) -> [2]R = gen(k:2) [k = 0] * (max(i:n) x[i]) + [k = 1] * min(i:n) x[i]",
+    );
+    let x: Vec<f64> = (0..37)
+        .map(|k| 1e8 + (k as f64 * 0.37).sin() * 1e-6)
+        .collect();
     let hi = x.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     let lo = x.iter().copied().fold(f64::INFINITY, f64::min);
     let r = bit_identical(&f, &[vec1(&x)]);
@@ -213,7 +264,10 @@ fn a_reduction_is_never_a_strong_zero() {
     let s = load1("fn s(x: [3]R) -> R = (sum(i:3) [i = 5]) * (1 / (x[0] - x[0]))");
     let m = load1("fn m(x: [3]R) -> R = (max(i:3) [i = 5]) * (1 / (x[0] - x[0]))");
     let x = vec1(&[4.0, 7.0, 1.0]);
-    assert_eq!(real(&interp::run(&s, std::slice::from_ref(&x)).unwrap()), 0.0);
+    assert_eq!(
+        real(&interp::run(&s, std::slice::from_ref(&x)).unwrap()),
+        0.0
+    );
     assert!(real(&bit_identical(&m, std::slice::from_ref(&x))).is_nan());
     // a strong-zero term counts as 0
     let z = load1("fn z(x: [3]R) -> R = max(i:3) [i = 1] * x[i]");
@@ -228,7 +282,10 @@ fn builder_makes_the_same_program() {
         einsat::frontend::builder::gen("n", |i| max_over("m", |j| a.at2(i, j)))
     })
     .unwrap();
-    assert_eq!(f.body, load1("fn f(A: [n,m]R) -> [n]R = gen(i:n) max(j:m) A[i,j]").body);
+    assert_eq!(
+        f.body,
+        load1("fn f(A: [n,m]R) -> [n]R = gen(i:n) max(j:m) A[i,j]").body
+    );
     let g = func("g", |b| {
         let x = b.param("x", "[n]R");
         min_over("n", |i| x.at(i)) - reduce_auto(RedOp::Max, |i| x.at(i))
@@ -303,7 +360,9 @@ fn generated_programs_hold_reductions() {
         }
         go(e)
     };
-    let n = (0..300u64).filter(|&s| has(&gen_function(s, &cfg).body)).count();
+    let n = (0..300u64)
+        .filter(|&s| has(&gen_function(s, &cfg).body))
+        .count();
     assert!(n >= 20, "only {n} of 300 programs hold a reduction");
     let off = GenConfig {
         reductions: false,
@@ -340,11 +399,17 @@ fn stable_softmax_is_finite_at_large_logits() {
             }
         };
         let naive = run(&get("softmax_naive"));
-        assert!(canon(&naive).iter().all(|b| f64::from_bits(*b).is_nan()), "{naive}");
+        assert!(
+            canon(&naive).iter().all(|b| f64::from_bits(*b).is_nan()),
+            "{naive}"
+        );
         let s = run(&get("softmax"));
         assert!(s.approx_eq(&vec1(&want), 1e-14, 1e-300), "{engine}: {s}");
         let l = real(&run(&get("logsumexp")));
-        assert!((l - want_lse).abs() <= 1e-13 * want_lse, "{engine}: {l} vs {want_lse}");
+        assert!(
+            (l - want_lse).abs() <= 1e-13 * want_lse,
+            "{engine}: {l} vs {want_lse}"
+        );
         let nl = real(&run(&get("logsumexp_naive")));
         assert!(nl.is_infinite(), "{engine}: {nl}");
     }
@@ -361,4 +426,25 @@ fn stable_softmax_is_finite_at_large_logits() {
     let e1 = 1.0 / (1.0 + 1f64.exp());
     let want = Value::Array(arr2(&[[0.5, 0.5], [e1, 1.0 - e1]]).into_dyn());
     assert!(r.approx_eq(&want, 1e-14, 1e-300), "{r}");
+}
+
+#[test]
+fn the_jit_reduces_in_vector_lanes_with_ieee_max_and_min() {
+    // a unit-stride reduction runs on f64x2 fmax/fmin (exact in any order)
+    for (src, op) in [
+        ("fn f(A: [n,m]R) -> [n]R = gen(i:n) max(j:m) A[i,j]", "fmax"),
+        ("fn f(x: [n]R) -> R = min(i:n) x[i] * 2", "fmin"),
+    ] {
+        let f = normal(&load1(src));
+        let text = jit::testing::clif_text(&f, &jit::Options::default())
+            .unwrap()
+            .join("\n");
+        // a vector accumulator (a block parameter of type f64x2) folded
+        // with the IEEE instruction
+        assert!(text.contains("load.f64x2"), "{src}\n{text}");
+        assert!(
+            text.lines().any(|l| l.contains(&format!("= {op} v"))),
+            "{src}\n{text}"
+        );
+    }
 }

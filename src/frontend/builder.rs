@@ -194,12 +194,7 @@ pub fn min_over(n: impl Into<SizeArg>, body: impl FnOnce(Ix) -> E) -> E {
     E(Expr::reduce(RedOp::Min, i, n.into().0, b.0))
 }
 /// [`max_over`] or [`min_over`] with a given index name.
-pub fn reduce_named(
-    op: RedOp,
-    i: &str,
-    n: impl Into<SizeArg>,
-    body: impl FnOnce(Ix) -> E,
-) -> E {
+pub fn reduce_named(op: RedOp, i: &str, n: impl Into<SizeArg>, body: impl FnOnce(Ix) -> E) -> E {
     let (i, b) = with_index(Some(i), body);
     E(Expr::reduce(op, i, n.into().0, b.0))
 }

@@ -604,7 +604,12 @@ impl Parser<'_> {
         }
         // `max(i:n) e`, `min(i:n) e`: a reduction, told from the binary
         // `max(a, b)` by the `index :` after the parenthesis
-        let red = match (self.peek(), self.peek_at(1), self.peek_at(2), self.peek_at(3)) {
+        let red = match (
+            self.peek(),
+            self.peek_at(1),
+            self.peek_at(2),
+            self.peek_at(3),
+        ) {
             (Tok::Ident(s), Tok::Sym("("), Tok::Ident(_), Tok::Sym(":")) => RedOp::from_name(s),
             _ => None,
         };

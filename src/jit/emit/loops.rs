@@ -829,9 +829,7 @@ impl LoopEmitter<'_, '_> {
                 }
             }
             LoopAction::Accum(acc) => self.accum_part(var, lo, hi, body, acc, vector),
-            LoopAction::Reduce(op, acc) => {
-                self.for_range(var, lo, hi, &mut |g| g.reduce_step(op, acc, body));
-            }
+            LoopAction::Reduce(op, acc) => self.reduce_part(var, lo, hi, body, op, acc, vector),
         }
         self.defined[var] = false;
     }
@@ -1201,6 +1199,89 @@ impl LoopEmitter<'_, '_> {
             RedOp::Min => self.b.ins().fmin(a, x),
         };
         self.b.def_var(acc, m);
+    }
+
+    /// The terms `lo..hi` of a max/min reduction into `acc`: on `f64x2`
+    /// vectors ([`VACCS`] vector accumulators, `fmax`/`fmin` lane by lane,
+    /// then one vector, then scalar terms) when the body allows it, as an
+    /// innermost sum's are; else one term at a time. The lanes are combined
+    /// at the end, which is exact whatever the order.
+    #[allow(clippy::too_many_arguments)]
+    fn reduce_part(
+        &mut self,
+        var: usize,
+        lo: Value,
+        hi: Value,
+        body: &SchedExpr,
+        op: RedOp,
+        acc: Variable,
+        vector: bool,
+    ) {
+        if !(vector && self.vec_ok(body, var) && self.copyable(body, VACCS + 2)) {
+            self.for_range(var, lo, hi, &mut |g| g.reduce_step(op, acc, body));
+            return;
+        }
+        let init = self.f64c(op.identity());
+        let vinit = self.splat(init);
+        let vaccs = [(); VACCS].map(|_| {
+            let a = self.take(types::F64X2);
+            self.b.def_var(a, vinit);
+            a
+        });
+        let base = self.take(types::I64);
+        self.b.def_var(base, lo);
+        let saved = self.rows.len();
+        self.vec_rows(body, var);
+        self.strided(base, hi, 2 * VACCS as i64, &mut |g, i| {
+            g.vidx = Some(i);
+            for (u, va) in vaccs.iter().enumerate() {
+                let iu = g.b.ins().iadd_imm_s(i, 2 * u as i64);
+                g.set_var(var, iu);
+                g.voff = 16 * u as i64;
+                g.vreduce_step(op, *va, body, var);
+            }
+            g.voff = 0;
+            g.vidx = None;
+        });
+        self.strided(base, hi, 2, &mut |g, i| {
+            g.vidx = Some(i);
+            g.set_var(var, i);
+            g.vreduce_step(op, vaccs[0], body, var);
+            g.vidx = None;
+        });
+        self.cur[var] = None;
+        self.rows.truncate(saved);
+        self.row_sigs.clear();
+        let pick = |g: &mut Self, a: Value, b: Value| match op {
+            RedOp::Max => g.b.ins().fmax(a, b),
+            RedOp::Min => g.b.ins().fmin(a, b),
+        };
+        let mut v = self.b.use_var(vaccs[0]);
+        for va in &vaccs[1..] {
+            let w = self.b.use_var(*va);
+            v = pick(self, v, w);
+        }
+        let l0 = self.b.ins().extractlane(v, 0);
+        let l1 = self.b.ins().extractlane(v, 1);
+        let a = self.b.use_var(acc);
+        let m = pick(self, a, l0);
+        let m = pick(self, m, l1);
+        self.b.def_var(acc, m);
+        self.give(types::F64X2, &vaccs);
+        let rest = self.b.use_var(base);
+        self.give(types::I64, &[base]);
+        self.for_range(var, rest, hi, &mut |g| g.reduce_step(op, acc, body));
+    }
+
+    /// `vacc = op(vacc, t)` over two lanes.
+    fn vreduce_step(&mut self, op: RedOp, vacc: Variable, t: &SchedExpr, var: usize) {
+        let v = self.vscalar(t, var);
+        let a = self.b.use_var(vacc);
+        let r = match op {
+            RedOp::Max => self.b.ins().fmax(a, v),
+            RedOp::Min => self.b.ins().fmin(a, v),
+        };
+        self.b.def_var(vacc, r);
     }
 
     /// The loop of [`LoopEmitter::sum`] over `lo..hi` (of `0..n`) into `acc`,
