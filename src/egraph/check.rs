@@ -354,9 +354,20 @@ impl Inst {
                 let x = self.real(depth, vals, b);
                 self.st.add(TL::Neg([x]))
             }
-            _ => {
+            _ if self.rng.gen_bool(0.5) => {
                 let x = self.real(depth, vals, b);
                 self.st.add(TL::Sin([x]))
+            }
+            _ => {
+                // a max or min reduction
+                let s = self.size();
+                let x = self.real(depth + 1, vals, b);
+                let op = if self.rng.gen_bool(0.5) {
+                    RedOp::Max
+                } else {
+                    RedOp::Min
+                };
+                self.st.add(red_node(op, s, x))
             }
         }
     }
@@ -402,7 +413,7 @@ impl Inst {
                 let n = self.n;
                 let mut ch = Vec::new();
                 match op {
-                    "gen" | "sum" => {
+                    "gen" | "sum" | "rmax" | "rmin" => {
                         ch.push(self.pattern(&args[0], Sort::Size, depth, vals));
                         let el = match (&expected, op) {
                             (Type::Tensor(_, t), "gen") => (**t).clone(),

@@ -190,6 +190,8 @@ define_language! {
         "iv" = Iv([Id; 1]),
         "eps" = Eps(Box<[Id]>),
         "let" = Let([Id; 3]),
+        "rmax" = RMax([Id; 2]),
+        "rmin" = RMin([Id; 2]),
         Num(NumLeaf),
         Size(SizeLeaf),
         Aff(AffLeaf),
@@ -224,6 +226,8 @@ pub const OPERATORS: &[(&str, Option<usize>)] = &[
     ("iv", Some(1)),
     ("eps", None),
     ("let", Some(3)),
+    ("rmax", Some(2)),
+    ("rmin", Some(2)),
 ];
 
 /// Build an operator node from its name and children.
@@ -261,8 +265,27 @@ pub fn make_op(op: &str, ch: &[Id]) -> Option<TL> {
         "iv" => TL::Iv([a(0)]),
         "eps" => TL::Eps(ch.to_vec().into_boxed_slice()),
         "let" => TL::Let([a(0), a(1), a(2)]),
+        "rmax" => TL::RMax([a(0), a(1)]),
+        "rmin" => TL::RMin([a(0), a(1)]),
         _ => return None,
     })
+}
+
+/// The max/min reduction node `[size, body]` of `op`.
+pub fn red_node(op: RedOp, s: Id, b: Id) -> TL {
+    match op {
+        RedOp::Max => TL::RMax([s, b]),
+        RedOp::Min => TL::RMin([s, b]),
+    }
+}
+
+/// The reduction of a max/min reduction node, with its size and body.
+pub fn node_red(n: &TL) -> Option<(RedOp, Id, Id)> {
+    match n {
+        TL::RMax([s, b]) => Some((RedOp::Max, *s, *b)),
+        TL::RMin([s, b]) => Some((RedOp::Min, *s, *b)),
+        _ => None,
+    }
 }
 
 fn func_node(f: Func, ch: &[Id]) -> TL {
@@ -474,6 +497,7 @@ pub fn node_fv(n: &TL, data: impl Fn(Id) -> u64) -> u64 {
         TL::Pred(p) => pred_bits(&p.0),
         TL::Num(_) | TL::Size(_) | TL::Var(_) => 0,
         TL::Gen([_, b]) | TL::Sum([_, b]) => data(*b) >> 1,
+        TL::RMax([_, b]) | TL::RMin([_, b]) => data(*b) >> 1,
         _ => n.children().iter().fold(0, |acc, c| acc | data(*c)),
     }
 }
@@ -710,6 +734,12 @@ fn map_leaves(e: &RecExpr<TL>, f: &impl Fn(u32, &TL) -> TL) -> RecExpr<TL> {
                     TL::Sum([s2, b2])
                 })
             }
+            TL::RMax([s, b]) | TL::RMin([s, b]) => {
+                let s2 = go(e, *s, depth, f, out, memo);
+                let b2 = go(e, *b, depth + 1, f, out, memo);
+                let op = node_red(n).expect("a reduction").0;
+                out.add(red_node(op, s2, b2))
+            }
             TL::Eps(_) => {
                 // eps reads no tensor: its indices are never loose
                 let n = n.clone().map_children(|c| {
@@ -856,6 +886,14 @@ pub fn expr_to_rec(
                 TL::Sum([s, b])
             })
         }
+        Expr::Reduce(op, i, n, b) => {
+            let s = out.add(TL::Size(SizeLeaf(n.clone())));
+            scope.push(i.clone());
+            let b = expr_to_rec(b, scope, out);
+            scope.pop();
+            let b = b?;
+            out.add(red_node(*op, s, b))
+        }
         Expr::Access(a, idx) => {
             let a = expr_to_rec(a, scope, out)?;
             let k = out.add(TL::Aff(AffLeaf::exact(to_db(idx, scope)?)));
@@ -954,6 +992,18 @@ pub fn rec_to_expr(e: &RecExpr<TL>, id: Id, scope: &mut Vec<String>) -> Expr {
             } else {
                 Expr::sum(name, size, body)
             }
+        }
+        TL::RMax([s, b]) | TL::RMin([s, b]) => {
+            let size = match &e[*s] {
+                TL::Size(s) => s.0.clone(),
+                _ => Size::Lit(1),
+            };
+            let name = index_name(scope.len());
+            scope.push(name.clone());
+            let body = rec_to_expr(e, *b, scope);
+            scope.pop();
+            let op = node_red(n).expect("a reduction").0;
+            Expr::reduce(op, name, size, body)
         }
         TL::Get([t, a]) => {
             let t = rec_to_expr(e, *t, scope);

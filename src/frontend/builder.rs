@@ -181,6 +181,30 @@ pub fn sum_auto(body: impl FnOnce(Ix) -> E) -> E {
     E(Expr::sum(i, auto_size(), b.0))
 }
 
+/// `max(i:n) body`: the largest term, NaN if any term is NaN (IEEE
+/// `maximum`), -inf over an empty range. Not [`max`], the binary function.
+pub fn max_over(n: impl Into<SizeArg>, body: impl FnOnce(Ix) -> E) -> E {
+    let (i, b) = with_index(None, body);
+    E(Expr::reduce(RedOp::Max, i, n.into().0, b.0))
+}
+/// `min(i:n) body`: the smallest term, NaN if any term is NaN (IEEE
+/// `minimum`), +inf over an empty range. Not [`min`], the binary function.
+pub fn min_over(n: impl Into<SizeArg>, body: impl FnOnce(Ix) -> E) -> E {
+    let (i, b) = with_index(None, body);
+    E(Expr::reduce(RedOp::Min, i, n.into().0, b.0))
+}
+/// [`max_over`] or [`min_over`] with a given index name.
+pub fn reduce_named(op: RedOp, i: &str, n: impl Into<SizeArg>, body: impl FnOnce(Ix) -> E) -> E {
+    let (i, b) = with_index(Some(i), body);
+    E(Expr::reduce(op, i, n.into().0, b.0))
+}
+/// [`max_over`] or [`min_over`] whose size is inferred from the axes its
+/// index indexes.
+pub fn reduce_auto(op: RedOp, body: impl FnOnce(Ix) -> E) -> E {
+    let (i, b) = with_index(None, body);
+    E(Expr::reduce(op, i, auto_size(), b.0))
+}
+
 /// `let x = value in body(x)`, with a fresh name `t0`, `t1`, …. The
 /// variable is valid only inside `body`, like an index.
 pub fn let_(value: E, body: impl FnOnce(E) -> E) -> E {
@@ -431,6 +455,7 @@ enum Kind {
     Gen,
     Sum,
     Let,
+    Reduce(RedOp),
 }
 
 impl Kind {
@@ -439,6 +464,7 @@ impl Kind {
             Kind::Gen => "gen",
             Kind::Sum => "sum",
             Kind::Let => "let",
+            Kind::Reduce(op) => op.name(),
         }
     }
 }
@@ -480,11 +506,11 @@ fn survey(e: &Expr, r: &mut Resolver) {
             Expr::Var(x) if parse_placeholder(LET_PREFIX, x).is_none() => {
                 r.taken_val.insert(x.clone());
             }
-            Expr::Gen(i, _, _) | Expr::Sum(i, _, _) => {
-                let kind = if matches!(e, Expr::Gen(..)) {
-                    Kind::Gen
-                } else {
-                    Kind::Sum
+            Expr::Gen(i, _, _) | Expr::Sum(i, _, _) | Expr::Reduce(_, i, _, _) => {
+                let kind = match e {
+                    Expr::Gen(..) => Kind::Gen,
+                    Expr::Reduce(op, ..) => Kind::Reduce(*op),
+                    _ => Kind::Sum,
                 };
                 match parse_placeholder(IX_PREFIX, i) {
                     Some((id, asked)) => {
@@ -684,6 +710,12 @@ impl Resolver {
                     self.idx.pop();
                     Expr::sum(i, n, b?)
                 }
+                Expr::Reduce(op, i, n, b) => {
+                    let i = self.enter(i, Kind::Reduce(op));
+                    let b = self.expr(*b);
+                    self.idx.pop();
+                    Expr::reduce(op, i, n, b?)
+                }
                 Expr::Access(a, ix) => Expr::access(self.expr(*a)?, self.affine(ix)?),
                 Expr::Bracket(p) => Expr::Bracket(self.pred(p)?),
                 Expr::Eps(v) => Expr::Eps(
@@ -781,6 +813,12 @@ fn infer(
                 Some(Type::Real)
             }
         }
+        Expr::Reduce(_, i, n, b) => {
+            idx.push((i.clone(), n.clone()));
+            infer(b, vals, idx, found);
+            idx.pop();
+            Some(Type::Real)
+        }
         Expr::Access(a, ix) => {
             let t = infer(a, vals, idx, found)?;
             match t {
@@ -829,6 +867,12 @@ fn subst_sizes(e: &mut Expr, auto: &str, by: &Size) {
             }
             subst_sizes(b, auto, by);
         }
+        Expr::Reduce(_, _, n, b) => {
+            if matches!(n, Size::Named(m) if m == auto) {
+                *n = by.clone();
+            }
+            subst_sizes(b, auto, by);
+        }
         Expr::Bin(_, a, b) | Expr::Pair(a, b) | Expr::Let(_, a, b) => {
             subst_sizes(a, auto, by);
             subst_sizes(b, auto, by);
@@ -840,7 +884,7 @@ fn subst_sizes(e: &mut Expr, auto: &str, by: &Size) {
 }
 
 fn autos(e: &Expr, out: &mut Vec<(String, String)>) {
-    if let Expr::Gen(i, n, _) | Expr::Sum(i, n, _) = e {
+    if let Expr::Gen(i, n, _) | Expr::Sum(i, n, _) | Expr::Reduce(_, i, n, _) = e {
         if let Size::Named(m) = n {
             if is_auto(n) {
                 out.push((m.clone(), i.clone()));

@@ -96,6 +96,10 @@ fn access_types_inner(e: &Expr, scope: &mut Vec<(String, Type)>, out: &mut Acces
             access_types(a, scope, out);
             Type::Real
         }
+        Expr::Reduce(_, _, _, a) => {
+            access_types(a, scope, out);
+            Type::Real
+        }
         Expr::Call(_, args) => {
             for a in args {
                 access_types(a, scope, out);
@@ -259,6 +263,21 @@ fn eval_inner<D: Domain>(e: &Expr, env: &mut Env<'_, D>) -> V<D::N> {
                 all_strong &= s;
             }
             V::Num(d.sum_end(acc, n), all_strong)
+        }
+        Expr::Reduce(op, i, n, body) => {
+            let n = env.size(n);
+            let mut acc = d.num(op.identity());
+            for k in 0..n {
+                if env.oom.is_some() {
+                    break;
+                }
+                env.indices.push((i.clone(), k as i64));
+                let (x, _) = eval(body, env).num();
+                env.indices.pop();
+                acc = d.reduce(*op, &acc, &x);
+            }
+            // an ordinary number, like a scalar function's result
+            V::Num(acc, false)
         }
         Expr::Access(a, idx) => {
             let k = idx.eval(|v| env.index(v));

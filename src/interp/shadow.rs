@@ -44,7 +44,7 @@
 //!   so the sign of an infinity made by dividing by a zero is not either.
 
 use super::domain::Domain;
-use crate::syntax::ast::{BinOp, Func};
+use crate::syntax::ast::{BinOp, Func, RedOp};
 
 /// Unit roundoff of f64.
 const U: f64 = f64::EPSILON / 2.0;
@@ -503,11 +503,16 @@ impl Shadow {
     }
 
     fn func2(&self, f: Func, a: &Sh, b: &Sh) -> Sh {
-        let v = f.apply(&[a.v, b.v]);
+        self.monotone2(&|x: f64, y: f64| f.apply(&[x, y]), a, b)
+    }
+
+    /// A function of two numbers monotone in both (binary max/min, a step
+    /// of a max/min reduction): the union over the kinds of its arguments.
+    fn monotone2(&self, pick: &dyn Fn(f64, f64) -> f64, a: &Sh, b: &Sh) -> Sh {
+        let v = pick(a.v, b.v);
         if a.is_any() || b.is_any() {
             return Sh::any(v);
         }
-        let pick = |x: f64, y: f64| f.apply(&[x, y]);
         let mut s = Sh::none(v);
         // representatives of each kind: the interval's ends, or the
         // special value; max/min are monotone in both arguments
@@ -680,6 +685,11 @@ impl Domain for Shadow {
 
     fn sum_add(&self, acc: &mut ShAcc, x: &Sh, _strong: bool) {
         acc.add(x);
+    }
+
+    fn reduce(&self, op: RedOp, acc: &Sh, x: &Sh) -> Sh {
+        // exact in IEEE arithmetic and in any order: no widening
+        self.monotone2(&|a: f64, b: f64| op.apply(a, b), acc, x)
     }
 
     fn sum_end(&self, acc: ShAcc, n: usize) -> Sh {

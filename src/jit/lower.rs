@@ -263,6 +263,13 @@ impl Lower {
                 self.idx.pop();
                 Scalar::Sum(v, n, Box::new(body?))
             }
+            Expr::Reduce(op, i, n, b) => {
+                let n = self.size(n);
+                let v = self.fresh_var(i);
+                let body = self.scalar(b);
+                self.idx.pop();
+                Scalar::Reduce(*op, v, n, Box::new(body?))
+            }
             Expr::Gen(..) => return Err(not_normal("a `gen` inside a number", e)),
             Expr::Let(..) => return Err(not_normal("a `let` inside an expression", e)),
             Expr::Pair(..) => return Err(not_normal("a pair inside an expression", e)),

@@ -443,6 +443,67 @@ impl Func {
     }
 }
 
+/// The max/min reductions `max(i:n) e`, `min(i:n) e`.
+///
+/// Unlike the binary [`Func::Max`]/[`Func::Min`] (Rust's `f64::max`, which
+/// ignores a NaN), a reduction is IEEE 754-2019 `maximum`/`minimum`: a NaN
+/// term makes the result NaN, and -0 is below +0. That makes it exactly
+/// associative and commutative, so every evaluation order agrees bit for
+/// bit. Over an empty range it is its identity, -inf for max, +inf for min.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum RedOp {
+    /// `max(i:n) e`
+    Max,
+    /// `min(i:n) e`
+    Min,
+}
+
+impl RedOp {
+    /// Both reductions.
+    pub const ALL: [RedOp; 2] = [RedOp::Max, RedOp::Min];
+    /// The keyword as written.
+    pub fn name(self) -> &'static str {
+        match self {
+            RedOp::Max => "max",
+            RedOp::Min => "min",
+        }
+    }
+    /// The reduction written `s`.
+    pub fn from_name(s: &str) -> Option<RedOp> {
+        RedOp::ALL.iter().copied().find(|r| r.name() == s)
+    }
+    /// The value of the empty reduction: -inf for max, +inf for min.
+    pub fn identity(self) -> f64 {
+        match self {
+            RedOp::Max => f64::NEG_INFINITY,
+            RedOp::Min => f64::INFINITY,
+        }
+    }
+    /// IEEE 754-2019 `maximum(a, b)` / `minimum(a, b)`: NaN if either is
+    /// NaN, and -0 < +0.
+    pub fn apply(self, a: f64, b: f64) -> f64 {
+        if a.is_nan() || b.is_nan() {
+            return f64::NAN;
+        }
+        match self {
+            RedOp::Max => {
+                if a > b || (a == b && b.is_sign_negative()) {
+                    a
+                } else {
+                    b
+                }
+            }
+            RedOp::Min => {
+                if a < b || (a == b && b.is_sign_positive()) {
+                    a
+                } else {
+                    b
+                }
+            }
+        }
+    }
+}
+
 /// An expression of the tensor language.
 ///
 /// Multi-binder forms are nested: `gen(i:n, j:m) e` is
@@ -475,6 +536,9 @@ pub enum Expr {
     Eps(Vec<Affine>),
     /// `let x = e1 in e2`.
     Let(String, Box<Expr>, Box<Expr>),
+    /// `max(i:n) e` or `min(i:n) e`: the IEEE 754-2019 `maximum` or
+    /// `minimum` of the terms (NaN propagates, -0 < +0); empty: -inf / +inf.
+    Reduce(RedOp, String, Size, Box<Expr>),
 }
 
 impl Expr {
@@ -493,6 +557,20 @@ impl Expr {
     /// `sum(i:n) body`.
     pub fn sum(i: impl Into<String>, n: Size, body: Expr) -> Expr {
         Expr::Sum(i.into(), n, Box::new(body))
+    }
+    /// `max(i:n) body` or `min(i:n) body`.
+    pub fn reduce(op: RedOp, i: impl Into<String>, n: Size, body: Expr) -> Expr {
+        Expr::Reduce(op, i.into(), n, Box::new(body))
+    }
+    /// The same kind of binder as `self` (a `gen`, `sum` or max/min
+    /// reduction) over index `i` of range `n`, with body `body`.
+    pub fn rebind(&self, i: String, n: Size, body: Expr) -> Expr {
+        match self {
+            Expr::Gen(..) => Expr::gen(i, n, body),
+            Expr::Reduce(op, ..) => Expr::reduce(*op, i, n, body),
+            Expr::Sum(..) => Expr::sum(i, n, body),
+            _ => unreachable!("rebind is called on binders only"),
+        }
     }
     /// `e[idx]`.
     pub fn access(e: Expr, idx: Affine) -> Expr {
@@ -530,6 +608,7 @@ impl Expr {
             Expr::Neg(a) | Expr::Proj(_, a) | Expr::Gen(_, _, a) | Expr::Sum(_, _, a) => {
                 vec![a]
             }
+            Expr::Reduce(_, _, _, a) => vec![a],
             Expr::Access(a, _) => vec![a],
             Expr::Call(_, args) => args.iter().collect(),
         }
@@ -593,6 +672,7 @@ pub fn drop_iteratively(e: Expr) {
             | Expr::Gen(_, _, a)
             | Expr::Sum(_, _, a)
             | Expr::Access(a, _) => todo.push(std::mem::replace(&mut **a, Expr::Num(0.0))),
+            Expr::Reduce(_, _, _, a) => todo.push(std::mem::replace(&mut **a, Expr::Num(0.0))),
             Expr::Call(_, args) => todo.append(args),
             Expr::Var(_) | Expr::Num(_) | Expr::Bracket(_) | Expr::Eps(_) => {}
         }

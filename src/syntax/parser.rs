@@ -602,9 +602,24 @@ impl Parser<'_> {
             }
             return Ok((e, sp));
         }
-        if self.is_kw("gen") || self.is_kw("sum") {
+        // `max(i:n) e`, `min(i:n) e`: a reduction, told from the binary
+        // `max(a, b)` by the `index :` after the parenthesis
+        let red = match (
+            self.peek(),
+            self.peek_at(1),
+            self.peek_at(2),
+            self.peek_at(3),
+        ) {
+            (Tok::Ident(s), Tok::Sym("("), Tok::Ident(_), Tok::Sym(":")) => RedOp::from_name(s),
+            _ => None,
+        };
+        if self.is_kw("gen") || self.is_kw("sum") || red.is_some() {
             let is_gen = self.is_kw("gen");
-            let kw = if is_gen { "gen" } else { "sum" };
+            let kw = match red {
+                Some(r) => r.name(),
+                None if is_gen => "gen",
+                None => "sum",
+            };
             self.bump();
             let open = self.expect_sym("(", &format!("after `{kw}`"))?;
             let mut binders = Vec::new();
@@ -627,7 +642,9 @@ impl Parser<'_> {
             let end = sp.span.end;
             for (k, (i, n, bstart)) in binders.into_iter().enumerate().rev() {
                 let s = if k == 0 { start } else { bstart };
-                e = if is_gen {
+                e = if let Some(r) = red {
+                    Expr::reduce(r, i, n, e)
+                } else if is_gen {
                     Expr::gen(i, n, e)
                 } else {
                     Expr::sum(i, n, e)

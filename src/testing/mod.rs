@@ -142,6 +142,8 @@ pub struct GenConfig {
     pub let_chain: f64,
     /// The longest such chain.
     pub max_let_chain: usize,
+    /// Max/min reductions `max(i:n) e`, `min(i:n) e`.
+    pub reductions: bool,
 }
 
 impl Default for GenConfig {
@@ -165,12 +167,13 @@ impl Default for GenConfig {
             zero_named: 0.1,
             let_chain: 0.15,
             max_let_chain: 14,
+            reductions: true,
         }
     }
 }
 
 /// The feature names [`GenConfig::with_features`] accepts.
-pub const FEATURES: [&str; 10] = [
+pub const FEATURES: [&str; 11] = [
     "pairs",
     "lets",
     "brackets",
@@ -181,6 +184,7 @@ pub const FEATURES: [&str; 10] = [
     "pair-params",
     "tuples",
     "records",
+    "reductions",
 ];
 
 impl GenConfig {
@@ -196,6 +200,7 @@ impl GenConfig {
             "pair-params" => &mut self.pair_params,
             "tuples" => &mut self.tuple_results,
             "records" => &mut self.records,
+            "reductions" => &mut self.reductions,
             _ => return None,
         })
     }
@@ -686,6 +691,17 @@ impl<R: Rng> Gen<'_, R> {
                 let idx = self.affine_for(&n);
                 Expr::proj(u8::from(!first), Expr::access(Expr::gen(i, n, body), idx))
             }
+            15 if self.cfg.reductions && self.chance(0.5) => {
+                // a max or min reduction
+                let op = if self.chance(0.5) {
+                    RedOp::Max
+                } else {
+                    RedOp::Min
+                };
+                let n = self.size();
+                let (i, body) = self.bind_index(&n, |g, _| g.real(d));
+                Expr::reduce(op, i, n, body)
+            }
             _ => self.read(&Type::Real).unwrap_or_else(|| self.real(d)),
         }
     }
@@ -888,6 +904,7 @@ fn children_mut(e: &mut Expr) -> Vec<&mut Expr> {
         | Expr::Sum(_, _, a)
         | Expr::Access(a, _) => vec![a],
         Expr::Call(_, args) => args.iter_mut().collect(),
+        Expr::Reduce(_, _, _, a) => vec![a],
     }
 }
 
@@ -919,6 +936,7 @@ fn weight(e: &Expr) -> (usize, i64) {
             Expr::Eps(v) => v.iter().map(aff).sum(),
             Expr::Bracket(p) => p.affines().into_iter().map(aff).sum(),
             Expr::Gen(_, Size::Lit(n), _) | Expr::Sum(_, Size::Lit(n), _) => *n as i64,
+            Expr::Reduce(_, _, Size::Lit(n), _) => *n as i64,
             _ => 0,
         };
         e.children()
@@ -956,6 +974,11 @@ fn simpler_in_place(e: &Expr) -> Vec<Expr> {
                     Expr::Gen(..) => Expr::Gen(i.clone(), Size::Lit(m), b.clone()),
                     _ => Expr::Sum(i.clone(), Size::Lit(m), b.clone()),
                 });
+            }
+        }
+        Expr::Reduce(op, i, Size::Lit(n), b) => {
+            for m in [1, 2].into_iter().filter(|m| m < n) {
+                out.push(Expr::Reduce(*op, i.clone(), Size::Lit(m), b.clone()));
             }
         }
         _ => {}

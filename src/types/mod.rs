@@ -219,6 +219,25 @@ impl Checker<'_> {
                     Some(Type::Real)
                 }
             }
+            Expr::Reduce(op, i, n, body) => {
+                self.check_size(n, sp);
+                self.scope.push((i.clone(), Binding::Index(n.clone())));
+                let t = self.expr(body, child(sp, 0));
+                self.scope.pop();
+                if let Some(t) = t {
+                    if t != Type::Real {
+                        self.error(
+                            child(sp, 0),
+                            format!(
+                                "`{}` reduces numbers, but its body has type {}",
+                                op.name(),
+                                ty_str(&t)
+                            ),
+                        );
+                    }
+                }
+                Some(Type::Real)
+            }
             Expr::Access(a, idx) => {
                 let t = self.expr(a, child(sp, 0));
                 self.check_affine(idx, sp);

@@ -17,7 +17,7 @@ pub mod affine;
 pub mod layout;
 pub mod walk;
 
-use crate::syntax::ast::{BinOp, CmpOp, Func};
+use crate::syntax::ast::{BinOp, CmpOp, Func, RedOp};
 pub use layout::Layout;
 pub use walk::{may_be_strong, nodes_beyond};
 
@@ -88,6 +88,9 @@ pub enum Scalar {
     Neg(Box<Scalar>),
     Call(Func, Vec<Scalar>),
     Sum(usize, SizeRef, Box<Scalar>),
+    /// `max(v:n) body` / `min(v:n) body` (IEEE `maximum`/`minimum`,
+    /// identity -inf / +inf; never a strong zero).
+    Reduce(RedOp, usize, SizeRef, Box<Scalar>),
 }
 
 /// `buf[v0, v1, …] = body` for every value of the loop variables.
@@ -149,6 +152,7 @@ impl LoopProgram {
                 Scalar::Num(_) | Scalar::Bracket(_) | Scalar::Eps(_) => false,
                 Scalar::Bin(_, a, b) => reads(p, a) || reads(p, b),
                 Scalar::Neg(a) | Scalar::Sum(_, _, a) => reads(p, a),
+                Scalar::Reduce(_, _, _, a) => reads(p, a),
                 Scalar::Call(_, args) => args.iter().any(|a| reads(p, a)),
             }
         }

@@ -73,7 +73,7 @@
 use crate::jit::ir::affine::{aff_vars, coef, conjuncts, pred_vars, solve};
 use crate::jit::ir::walk::{factors, interchange_factors, Product};
 use crate::jit::ir::{Buf, Cond, IndexExpr, Layout, LoadIndex, LoopProgram, Nest, Scalar, SizeRef};
-use crate::syntax::ast::{BinOp, Func};
+use crate::syntax::ast::{BinOp, Func, RedOp};
 use std::collections::BTreeSet;
 
 /// A loop bound: `aff` (over enclosing loop variables) plus an optional
@@ -114,6 +114,19 @@ pub enum SchedExpr {
     /// The `k`-th value computed before the current loop by the code
     /// generator; the flag says whether it may be a strong zero.
     Hoisted(usize, bool),
+    /// A max/min reduction: a loop of its own over its whole range, never
+    /// a strong zero; no domain, interchange or column is taken from it
+    /// (a term outside a bracket's domain is a 0 that still counts).
+    Reduce(Box<SchedRed>),
+}
+
+/// `max(var:n) body` or `min(var:n) body`.
+#[derive(Clone, Debug)]
+pub struct SchedRed {
+    pub op: RedOp,
+    pub var: usize,
+    pub n: SizeRef,
+    pub body: SchedExpr,
 }
 
 /// `sum(var in dom ∩ 0..n) body`.
@@ -244,6 +257,7 @@ pub(crate) fn size_within(t: &SchedExpr, budget: usize) -> Option<usize> {
             SchedExpr::Neg(a) => walk(a, left),
             SchedExpr::Call(_, args) => args.iter().all(|a| walk(a, left)),
             SchedExpr::Sum(s) => walk(&s.body, left),
+            SchedExpr::Reduce(r) => walk(&r.body, left),
             _ => true,
         }
     }
@@ -255,6 +269,7 @@ pub(crate) fn size_within(t: &SchedExpr, budget: usize) -> Option<usize> {
 pub(crate) fn has_sum(t: &SchedExpr) -> bool {
     match t {
         SchedExpr::Sum(_) => true,
+        SchedExpr::Reduce(_) => true,
         SchedExpr::Bin(_, a, b) => has_sum(a) || has_sum(b),
         SchedExpr::Neg(a) => has_sum(a),
         SchedExpr::Call(_, args) => args.iter().any(has_sum),
@@ -283,6 +298,12 @@ fn of_s(s: &Scalar, bufs: &[Buf]) -> SchedExpr {
             dom: Domain::default(),
             body: of_s(b, bufs),
             dom_strong: false,
+        })),
+        Scalar::Reduce(op, v, n, b) => SchedExpr::Reduce(Box::new(SchedRed {
+            op: *op,
+            var: *v,
+            n: n.clone(),
+            body: of_s(b, bufs),
         })),
     }
 }
@@ -322,6 +343,12 @@ pub fn free_vars(t: &SchedExpr, out: &mut BTreeSet<usize>) {
                 aff_vars(&b.aff, &mut inner);
             }
             inner.remove(&s.var);
+            out.extend(inner);
+        }
+        SchedExpr::Reduce(r) => {
+            let mut inner = BTreeSet::new();
+            free_vars(&r.body, &mut inner);
+            inner.remove(&r.var);
             out.extend(inner);
         }
     }
@@ -424,6 +451,12 @@ fn domains(t: SchedExpr) -> SchedExpr {
         }
         SchedExpr::Neg(a) => SchedExpr::Neg(Box::new(domains(*a))),
         SchedExpr::Call(f, args) => SchedExpr::Call(f, args.into_iter().map(domains).collect()),
+        SchedExpr::Reduce(mut r) => {
+            // the sums inside get their domains; the reduction keeps its
+            // brackets
+            r.body = domains(r.body);
+            SchedExpr::Reduce(r)
+        }
         t => t,
     }
 }
@@ -447,6 +480,7 @@ pub fn unit_score(t: &SchedExpr, v: usize, layout: &Layout) -> usize {
         SchedExpr::Neg(a) => unit_score(a, v, layout),
         SchedExpr::Call(_, args) => args.iter().map(|a| unit_score(a, v, layout)).sum(),
         SchedExpr::Sum(s) => unit_score(&s.body, v, layout),
+        SchedExpr::Reduce(r) => unit_score(&r.body, v, layout),
         _ => 0,
     }
 }
@@ -537,6 +571,10 @@ fn interchange(t: SchedExpr, layout: &Layout) -> SchedExpr {
             f,
             args.into_iter().map(|a| interchange(a, layout)).collect(),
         ),
+        SchedExpr::Reduce(mut r) => {
+            r.body = interchange(r.body, layout);
+            SchedExpr::Reduce(r)
+        }
         t => t,
     }
 }
@@ -571,6 +609,7 @@ fn loop_order(nest: &Nest, body: &SchedExpr, layout: &Layout) -> Vec<usize> {
 pub(crate) fn sum_depth(t: &SchedExpr) -> usize {
     match t {
         SchedExpr::Sum(s) => 1 + sum_depth(&s.body),
+        SchedExpr::Reduce(r) => 1 + sum_depth(&r.body),
         SchedExpr::Bin(_, a, b) => sum_depth(a).max(sum_depth(b)),
         SchedExpr::Neg(a) => sum_depth(a),
         SchedExpr::Call(_, args) => args.iter().map(sum_depth).max().unwrap_or(0),
