@@ -4,6 +4,7 @@
 pub mod ast;
 pub mod parser;
 pub mod printer;
+mod resolve;
 
 pub use ast::*;
 pub use parser::{

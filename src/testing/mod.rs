@@ -888,6 +888,13 @@ fn children_mut(e: &mut Expr) -> Vec<&mut Expr> {
         | Expr::Sum(_, _, a)
         | Expr::Access(a, _) => vec![a],
         Expr::Call(_, args) => args.iter_mut().collect(),
+        Expr::IndexValue(_) | Expr::SizeValue(_) => vec![],
+        Expr::Where(c, a, b) => {
+            let mut v = c.exprs_mut();
+            v.push(&mut **a);
+            v.push(&mut **b);
+            v
+        }
     }
 }
 

@@ -114,6 +114,12 @@ pub enum SchedExpr {
     /// The `k`-th value computed before the current loop by the code
     /// generator; the flag says whether it may be a strong zero.
     Hoisted(usize, bool),
+    /// An index expression as a number ([`crate::jit::ir::Scalar::Index`]).
+    Index(IndexExpr),
+    /// A size as a number.
+    SizeVal(SizeRef),
+    /// `where` ([`crate::jit::ir::Scalar::Select`]).
+    Select(crate::jit::ir::SelCond, Vec<SchedExpr>),
 }
 
 /// `sum(var in dom ∩ 0..n) body`.
@@ -258,6 +264,7 @@ pub(crate) fn has_sum(t: &SchedExpr) -> bool {
         SchedExpr::Bin(_, a, b) => has_sum(a) || has_sum(b),
         SchedExpr::Neg(a) => has_sum(a),
         SchedExpr::Call(_, args) => args.iter().any(has_sum),
+        SchedExpr::Select(_, args) => args.iter().any(has_sum),
         _ => false,
     }
 }
@@ -284,6 +291,11 @@ fn of_s(s: &Scalar, bufs: &[Buf]) -> SchedExpr {
             body: of_s(b, bufs),
             dom_strong: false,
         })),
+        Scalar::Index(a) => SchedExpr::Index(a.clone()),
+        Scalar::SizeVal(n) => SchedExpr::SizeVal(n.clone()),
+        Scalar::Select(c, args) => {
+            SchedExpr::Select(c.clone(), args.iter().map(|a| of_s(a, bufs)).collect())
+        }
     }
 }
 
@@ -315,6 +327,9 @@ pub fn free_vars(t: &SchedExpr, out: &mut BTreeSet<usize>) {
         }
         SchedExpr::Neg(a) => free_vars(a, out),
         SchedExpr::Call(_, args) => args.iter().for_each(|a| free_vars(a, out)),
+        SchedExpr::Index(a) => aff_vars(a, out),
+        SchedExpr::SizeVal(_) => {}
+        SchedExpr::Select(_, args) => args.iter().for_each(|a| free_vars(a, out)),
         SchedExpr::Sum(s) => {
             let mut inner = BTreeSet::new();
             free_vars(&s.body, &mut inner);
