@@ -61,11 +61,13 @@ fn unknown_name() {
 
 #[test]
 fn index_used_as_value() {
+    // an index in scope is a number (tests/values.rs); one out of scope is
+    // an unknown name
     has(
-        "fn f(x: [3]R) -> [3]R = gen(i:3) x[i] * i",
+        "fn f(x: [3]R) -> [3]R = (gen(i:3) x[i]) * i",
         1,
-        41,
-        "`i` is an index, not a value",
+        42,
+        "unknown name `i`",
     );
     has(
         "fn f(x: [3]R, y: R) -> R = x[y]",

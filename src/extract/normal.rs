@@ -1332,6 +1332,12 @@ pub fn pretty_names(f: &Function) -> Function {
         &mut next_let,
         &names,
     );
+    // integer arithmetic on index values as the parser reads it back
+    let body = if values {
+        crate::syntax::fold_index_values(body)
+    } else {
+        body
+    };
     Function { body, ..f.clone() }
 }
 

@@ -469,7 +469,7 @@ pub fn func(name: &str, body: impl FnOnce(&mut FnBuilder) -> E) -> Result<Functi
     if !b.errors.is_empty() {
         return Err(Error::Frontend(b.errors.join("; ")));
     }
-    let body = resolve_names(&b.params, e.0)?;
+    let body = crate::syntax::fold_index_values(resolve_names(&b.params, e.0)?);
     let mut f = Function {
         name: name.to_string(),
         params: b.params,

@@ -660,9 +660,11 @@ impl Expr {
         Expr::Pair(Box::new(a), Box::new(b))
     }
     /// The number an index expression gives: [`Expr::IndexValue`], or a
-    /// [`Expr::Num`] when it is a constant.
+    /// number literal when it is a constant (the negation of one when it is
+    /// negative, as the parser reads `-1`).
     pub fn index_value(a: Affine) -> Expr {
         match a.as_const() {
+            Some(c) if c < 0 => Expr::Neg(Box::new(Expr::Num(c.unsigned_abs() as f64))),
             Some(c) => Expr::Num(c as f64),
             None => Expr::IndexValue(a),
         }

@@ -5,6 +5,7 @@ pub mod ast;
 pub mod parser;
 pub mod printer;
 mod resolve;
+pub use resolve::fold_index_values;
 
 pub use ast::*;
 pub use parser::{

@@ -38,6 +38,7 @@ fn as_int(e: &Expr) -> Option<Affine> {
         Expr::Num(x) if x.fract() == 0.0 && x.abs() <= MAX_INDEX_VALUE as f64 => {
             Some(Affine::constant(*x as i64))
         }
+        Expr::Neg(a) if matches!(**a, Expr::Num(_)) => as_int(a).map(|c| c.scale(-1)),
         _ => None,
     }
 }
@@ -60,6 +61,46 @@ fn fold_bin(op: BinOp, a: &Expr, b: &Expr) -> Option<Expr> {
         BinOp::Div => return None,
     };
     r.in_index_range().then(|| Expr::index_value(r))
+}
+
+/// `e` with integer arithmetic on index values folded as the parser folds
+/// it (`i + 1`, `-i`, `2*i - j`), so that a program built by other means
+/// (the builder, the optimiser, the random generator) prints to text that
+/// parses back to it. The value is the same (the integers are exact).
+pub fn fold_index_values(e: Expr) -> Expr {
+    crate::stack::deep(|| {
+        let f = fold_index_values;
+        let e = match e {
+            Expr::Bin(op, a, b) => Expr::bin(op, f(*a), f(*b)),
+            Expr::Neg(a) => Expr::Neg(Box::new(f(*a))),
+            Expr::Call(g, args) => Expr::Call(g, args.into_iter().map(f).collect()),
+            Expr::Pair(a, b) => Expr::pair(f(*a), f(*b)),
+            Expr::Proj(k, a) => Expr::proj(k, f(*a)),
+            Expr::Gen(i, n, b) => Expr::gen(i, n, f(*b)),
+            Expr::Sum(i, n, b) => Expr::sum(i, n, f(*b)),
+            Expr::Access(a, idx) => Expr::access(f(*a), idx),
+            Expr::Let(x, a, b) => Expr::let_(x, f(*a), f(*b)),
+            Expr::Where(c, a, b) => {
+                let c = c.map_exprs(&mut |x| f(x.clone()));
+                Expr::where_(c, f(*a), f(*b))
+            }
+            e => e,
+        };
+        match e {
+            Expr::Bin(op, a, b) => match fold_bin(op, &a, &b) {
+                Some(f) => f,
+                None => Expr::Bin(op, a, b),
+            },
+            Expr::Neg(a) => match *a {
+                Expr::IndexValue(x) if x.checked_scale(-1).is_some() => {
+                    Expr::index_value(x.scale(-1))
+                }
+                a => Expr::Neg(Box::new(a)),
+            },
+            Expr::IndexValue(a) => Expr::index_value(a),
+            e => e,
+        }
+    })
 }
 
 fn resolve_inner(
