@@ -246,3 +246,40 @@ fn sizes_reach_the_jit_at_run_time() {
         assert_eq!(v, want);
     }
 }
+
+#[test]
+fn where_rules_are_checked_against_ieee_comparisons() {
+    use einsat::rules::{parse_rules, RuleCheck};
+    // the built-in `where` rules are exact
+    let sound = "a [exact]: (where (not ?c) ?a ?b) => (where ?c ?b ?a)\n\
+                 b [exact]: (where ?c ?a ?a) => ?a if (weak ?a)\n";
+    parse_rules("ok.rules", sound).unwrap();
+    // `!(a < b)` is not `b <= a` with a NaN, and `where` of a strong zero
+    // is an ordinary zero: both refused as exact
+    for bad in [
+        "bad [exact]: (where (not (< ?a ?b)) ?x ?y) => (where (<= ?b ?a) ?x ?y)\n",
+        "bad [exact]: (where ?c ?a ?a) => ?a\n",
+    ] {
+        let check = RuleCheck {
+            cases: 300,
+            min_cases: 300,
+            ..RuleCheck::default()
+        };
+        let e = einsat::rules::parse_rules_with("bad.rules", bad, &check).unwrap_err();
+        assert!(e.to_string().contains("is not exact"), "{e}");
+    }
+}
+
+#[test]
+fn loop_invariant_index_values_leave_the_loop() {
+    // `i` does not change along the sum over `j`: the product by it moves
+    // out, and the mean's division by `n` leaves the sum
+    let f = load1("fn f(x: [n]R, y: [n]R) -> [n]R = gen(i:n) sum(j:n) x[j] * i * y[j]");
+    let o = optimize(&f, &Options::default()).unwrap();
+    let text = print_function(&o.program);
+    assert!(o.cost_after < o.cost_before, "{text}");
+    let f = load1("fn f(x: [n]R) -> R = sum(i:n) x[i] / n");
+    let o = optimize(&f, &Options::default()).unwrap();
+    let text = print_function(&o.program);
+    assert!(text.contains("(sum(i:n) x[i]) / n"), "{text}");
+}

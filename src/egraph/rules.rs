@@ -596,6 +596,7 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ),
     ("binding.rules", include_str!("../../rules/binding.rules")),
     ("algebra.rules", include_str!("../../rules/algebra.rules")),
+    ("where.rules", include_str!("../../rules/where.rules")),
 ];
 
 /// All built-in rules.
