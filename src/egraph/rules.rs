@@ -600,6 +600,7 @@ pub const BUILTIN: &[(&str, &str)] = &[
         "reductions.rules",
         include_str!("../../rules/reductions.rules"),
     ),
+    ("where.rules", include_str!("../../rules/where.rules")),
 ];
 
 /// All built-in rules.

@@ -75,6 +75,7 @@ pub fn fv_idx(e: &Expr) -> BTreeSet<String> {
             }
             Expr::Bracket(p) => p.affines().into_iter().for_each(|a| aff(a, bound, out)),
             Expr::Eps(v) => v.iter().for_each(|a| aff(a, bound, out)),
+            Expr::IndexValue(a) => aff(a, bound, out),
             _ => e.children().into_iter().for_each(|c| go(c, bound, out)),
         }
     }
@@ -127,6 +128,7 @@ pub fn subst_idx(e: &Expr, i: &str, by: &Affine, fresh: &mut Fresh) -> Expr {
         Expr::Access(a, idx) => Expr::access(subst_idx(a, i, by, fresh), sa(idx)),
         Expr::Bracket(p) => Expr::Bracket(p.map_affine(&sa)),
         Expr::Eps(v) => Expr::Eps(v.iter().map(sa).collect()),
+        Expr::IndexValue(a) => Expr::index_value(sa(a)),
         _ => map_children(e, &mut |c| subst_idx(c, i, by, fresh)),
     }
 }
@@ -192,6 +194,11 @@ pub fn map_children(e: &Expr, f: &mut impl FnMut(&Expr) -> Expr) -> Expr {
         Expr::Reduce(op, i, n, b) => Expr::reduce(*op, i.clone(), n.clone(), f(b)),
         Expr::Access(a, idx) => Expr::access(f(a), idx.clone()),
         Expr::Let(x, a, b) => Expr::let_(x.clone(), f(a), f(b)),
+        Expr::IndexValue(_) | Expr::SizeValue(_) => e.clone(),
+        Expr::Where(c, a, b) => {
+            let c = c.map_exprs(f);
+            Expr::where_(c, f(a), f(b))
+        }
     }
 }
 
@@ -210,6 +217,11 @@ pub fn map_children_owned(e: Expr, f: &mut impl FnMut(Expr) -> Expr) -> Expr {
         Expr::Reduce(op, i, n, b) => Expr::reduce(op, i, n, f(*b)),
         Expr::Access(a, idx) => Expr::access(f(*a), idx),
         Expr::Let(x, a, b) => Expr::let_(x, f(*a), f(*b)),
+        Expr::IndexValue(_) | Expr::SizeValue(_) => e,
+        Expr::Where(c, a, b) => {
+            let c = c.map_exprs(&mut |x| f(x.clone()));
+            Expr::where_(c, f(*a), f(*b))
+        }
     }
 }
 
@@ -264,6 +276,7 @@ pub fn uniquify(e: &Expr, fresh: &mut Fresh) -> Expr {
             Expr::Access(a, i) => Expr::access(go(a, idx, val, fresh), ren(i, idx)),
             Expr::Bracket(p) => Expr::Bracket(p.map_affine(&|a| ren(a, idx))),
             Expr::Eps(v) => Expr::Eps(v.iter().map(|a| ren(a, idx)).collect()),
+            Expr::IndexValue(a) => Expr::IndexValue(ren(a, idx)),
             _ => map_children(e, &mut |c| go(c, idx, val, fresh)),
         }
     }
@@ -372,6 +385,7 @@ pub fn type_of(e: &Expr, cx: &mut Cx) -> Type {
         | Expr::Bracket(_)
         | Expr::Eps(_) => Type::Real,
         Expr::Reduce(..) => Type::Real,
+        Expr::Eps(_) | Expr::IndexValue(_) | Expr::SizeValue(_) | Expr::Where(..) => Type::Real,
         Expr::Pair(a, b) => Type::pair(type_of(a, cx), type_of(b, cx)),
         Expr::Proj(k, a) => match type_of(a, cx) {
             Type::Pair(x, y) => {
@@ -1438,14 +1452,21 @@ pub fn normalize(f: &Function, opts: &NormalOptions) -> Function {
     pretty_names(&g)
 }
 
+/// Whether `e` uses an index as a number somewhere.
+fn has_index_values(e: &Expr) -> bool {
+    matches!(e, Expr::IndexValue(_)) || e.children().into_iter().any(has_index_values)
+}
+
 /// Rename binders by depth (`i`, `j`, …) and lets `t0`, `t1`, … (skipping
 /// parameter names).
 pub fn pretty_names(f: &Function) -> Function {
     let params: BTreeSet<String> = f.params.iter().map(|p| p.name.clone()).collect();
     let sizes = f.size_names();
+    // an index used as a number must not be read back as a parameter
+    let values = has_index_values(&f.body);
     let names: Vec<String> = (0..64)
         .map(crate::egraph::index_name)
-        .filter(|n| !sizes.contains(n))
+        .filter(|n| !sizes.contains(n) && !(values && params.contains(n)))
         .collect();
     let mut counter = 0usize;
     let mut next_let = || loop {
@@ -1486,6 +1507,7 @@ pub fn pretty_names(f: &Function) -> Function {
             Expr::Access(a, i) => Expr::access(go(a, idx, val, next_let, names), ren(i, idx)),
             Expr::Bracket(p) => Expr::Bracket(p.map_affine(&|a| ren(a, idx))),
             Expr::Eps(v) => Expr::Eps(v.iter().map(|a| ren(a, idx)).collect()),
+            Expr::IndexValue(a) => Expr::IndexValue(ren(a, idx)),
             _ => map_children(e, &mut |c| go(c, idx, val, next_let, names)),
         }
     }
@@ -1496,6 +1518,12 @@ pub fn pretty_names(f: &Function) -> Function {
         &mut next_let,
         &names,
     );
+    // integer arithmetic on index values as the parser reads it back
+    let body = if values {
+        crate::syntax::fold_index_values(body)
+    } else {
+        body
+    };
     Function { body, ..f.clone() }
 }
 
@@ -1518,6 +1546,10 @@ pub fn is_normal(f: &Function) -> bool {
     fn scalar(e: &Expr, cx: &mut Cx) -> bool {
         match e {
             Expr::Num(_) | Expr::Bracket(_) | Expr::Eps(_) => true,
+            Expr::IndexValue(_) | Expr::SizeValue(_) => true,
+            Expr::Where(c, a, b) => {
+                c.exprs().into_iter().all(|x| scalar(x, cx)) && scalar(a, cx) && scalar(b, cx)
+            }
             Expr::Var(_) | Expr::Access(..) | Expr::Proj(..) => {
                 chain_ok(e, cx, false) && type_of(e, cx) == Type::Real
             }

@@ -323,6 +323,65 @@ impl Aff {
     cmp_methods!(eq => Eq, ne => Ne, lt => Lt, le => Le, gt => Gt, ge => Ge);
 }
 
+/// A condition of [`where_`]: comparisons of numbers ([`E::is_lt`], …)
+/// combined with `&`, `|` and `!`.
+#[derive(Clone, Debug)]
+pub struct C(pub Cond);
+
+macro_rules! cond_methods {
+    ($($name:ident => $op:ident),*) => {$(
+        #[doc = concat!("The condition `self ", stringify!($op), " other` on numbers (IEEE: false with a NaN except for `Ne`).")]
+        pub fn $name(&self, o: E) -> C {
+            C(Cond::Cmp(CmpOp::$op, Box::new(self.0.clone()), Box::new(o.0)))
+        }
+    )*};
+}
+impl E {
+    cond_methods!(is_eq => Eq, is_ne => Ne, is_lt => Lt, is_le => Le, is_gt => Gt, is_ge => Ge);
+}
+impl ops::BitAnd for C {
+    type Output = C;
+    fn bitand(self, o: C) -> C {
+        C(Cond::And(Box::new(self.0), Box::new(o.0)))
+    }
+}
+impl ops::BitOr for C {
+    type Output = C;
+    fn bitor(self, o: C) -> C {
+        C(Cond::Or(Box::new(self.0), Box::new(o.0)))
+    }
+}
+impl ops::Not for C {
+    type Output = C;
+    fn not(self) -> C {
+        C(Cond::Not(Box::new(self.0)))
+    }
+}
+
+/// `where(c, a, b)`: `a` where `c` holds, else `b` (only that side is
+/// evaluated).
+pub fn where_(c: C, a: E, b: E) -> E {
+    E(Expr::where_(c.0, a.0, b.0))
+}
+
+/// The run-time value of the size name `n` as a number.
+pub fn size_value(n: &str) -> E {
+    E(Expr::SizeValue(n.to_string()))
+}
+
+impl Ix {
+    /// The index as a number (`gen(i:n) x[i] * i`).
+    pub fn value(self) -> E {
+        Aff::from(self).value()
+    }
+}
+impl Aff {
+    /// The index expression as a number (`i + 1`, `n - 1 - i`'s index part).
+    pub fn value(self) -> E {
+        E(Expr::index_value(self.0))
+    }
+}
+
 impl ops::BitAnd for P {
     type Output = P;
     fn bitand(self, o: P) -> P {
@@ -434,7 +493,7 @@ pub fn func(name: &str, body: impl FnOnce(&mut FnBuilder) -> E) -> Result<Functi
     if !b.errors.is_empty() {
         return Err(Error::Frontend(b.errors.join("; ")));
     }
-    let body = resolve_names(&b.params, e.0)?;
+    let body = crate::syntax::fold_index_values(resolve_names(&b.params, e.0)?);
     let mut f = Function {
         name: name.to_string(),
         params: b.params,
@@ -537,6 +596,7 @@ fn survey(e: &Expr, r: &mut Resolver) {
             },
             Expr::Access(_, a) => aff(a, r),
             Expr::Eps(v) => v.iter().for_each(|a| aff(a, r)),
+            Expr::IndexValue(a) => aff(a, r),
             Expr::Bracket(p) => pred_affines(p, &mut |a| aff(a, r)),
             _ => {}
         }
@@ -730,6 +790,12 @@ impl Resolver {
                     self.lets.pop();
                     Expr::let_(x, a, b?)
                 }
+                Expr::IndexValue(a) => Expr::index_value(self.affine(a)?),
+                Expr::SizeValue(n) => Expr::SizeValue(n),
+                Expr::Where(c, a, b) => {
+                    let c = c.try_map_exprs(&mut |x| self.expr(x.clone()))?;
+                    Expr::where_(c, self.expr(*a)?, self.expr(*b)?)
+                }
             })
         })
     }
@@ -856,6 +922,13 @@ fn infer(
                 }
             }
         }
+        Expr::IndexValue(_) | Expr::SizeValue(_) => Some(Type::Real),
+        Expr::Where(..) => {
+            for c in e.children() {
+                infer(c, vals, idx, found);
+            }
+            Some(Type::Real)
+        }
     }
 }
 
@@ -880,6 +953,12 @@ fn subst_sizes(e: &mut Expr, auto: &str, by: &Size) {
         Expr::Neg(a) | Expr::Proj(_, a) | Expr::Access(a, _) => subst_sizes(a, auto, by),
         Expr::Call(_, args) => args.iter_mut().for_each(|a| subst_sizes(a, auto, by)),
         Expr::Var(_) | Expr::Num(_) | Expr::Bracket(_) | Expr::Eps(_) => {}
+        Expr::IndexValue(_) | Expr::SizeValue(_) => {}
+        Expr::Where(c, a, b) => {
+            c.for_each_expr_mut(&mut |x| subst_sizes(x, auto, by));
+            subst_sizes(a, auto, by);
+            subst_sizes(b, auto, by);
+        }
     }
 }
 

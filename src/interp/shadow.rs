@@ -44,7 +44,7 @@
 //!   so the sign of an infinity made by dividing by a zero is not either.
 
 use super::domain::Domain;
-use crate::syntax::ast::{BinOp, Func, RedOp};
+use crate::syntax::ast::{BinOp, CmpOp, Func, RedOp};
 
 /// Unit roundoff of f64.
 const U: f64 = f64::EPSILON / 2.0;
@@ -704,6 +704,61 @@ impl Domain for Shadow {
         }
         let w = (n as f64 + 1.0) * 2.0 * U * acc.mag + n as f64 * ETA;
         acc.finish(w)
+    }
+
+    fn compare(&self, op: CmpOp, a: &Sh, b: &Sh) -> (bool, bool) {
+        let written = op.holds_f64(a.v, b.v);
+        // each kind as an interval of the extended reals, or NaN
+        let iv = |k: Kind| match k {
+            Kind::Fin(lo, hi) => Some((lo, hi)),
+            Kind::P => Some((f64::INFINITY, f64::INFINITY)),
+            Kind::M => Some((f64::NEG_INFINITY, f64::NEG_INFINITY)),
+            Kind::N => None,
+        };
+        let (mut can_true, mut can_false) = (false, false);
+        for x in a.kinds() {
+            for y in b.kinds() {
+                let (t, f) = match (iv(x), iv(y)) {
+                    (Some((a0, a1)), Some((b0, b1))) => {
+                        let lt = (a0 < b1, a1 >= b0);
+                        let le = (a0 <= b1, a1 > b0);
+                        let gt = (a1 > b0, a0 <= b1);
+                        let ge = (a1 >= b0, a0 < b1);
+                        let overlap = a0 <= b1 && b0 <= a1;
+                        let point = a0 == a1 && b0 == b1 && a0 == b0;
+                        let eq = (overlap, !point);
+                        match op {
+                            CmpOp::Lt => lt,
+                            CmpOp::Le => le,
+                            CmpOp::Gt => gt,
+                            CmpOp::Ge => ge,
+                            CmpOp::Eq => eq,
+                            CmpOp::Ne => (eq.1, eq.0),
+                        }
+                    }
+                    // a comparison with NaN is false, except `!=`
+                    _ => {
+                        let r = op == CmpOp::Ne;
+                        (r, !r)
+                    }
+                };
+                can_true |= t;
+                can_false |= f;
+            }
+        }
+        (written, !(can_true && can_false))
+    }
+
+    fn either(&self, chosen: &Sh, other: &Sh) -> Sh {
+        if chosen.is_any() || other.is_any() {
+            return Sh::any(chosen.v);
+        }
+        let mut s = *chosen;
+        for k in other.kinds() {
+            s.add_kind(k);
+        }
+        s.big = chosen.big.max(other.big);
+        s.settle()
     }
 }
 

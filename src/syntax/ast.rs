@@ -539,6 +539,159 @@ pub enum Expr {
     /// `max(i:n) e` or `min(i:n) e`: the IEEE 754-2019 `maximum` or
     /// `minimum` of the terms (NaN propagates, -0 < +0); empty: -inf / +inf.
     Reduce(RedOp, String, Size, Box<Expr>),
+    /// An index expression used as a number: `i`, `i + 1`, `n - 1 - i`'s
+    /// index part. Its value is the integer the affine expression gives
+    /// (computed in i64; exact as an f64 below 2^53). Never a constant:
+    /// [`Expr::index_value`] makes a constant a [`Expr::Num`].
+    IndexValue(Affine),
+    /// A size name used as a number: its run-time value.
+    SizeValue(String),
+    /// `where(c, a, b)`: `a` where the condition `c` holds, else `b`; only
+    /// the chosen side is evaluated, and the result is an ordinary number.
+    Where(Box<Cond>, Box<Expr>, Box<Expr>),
+}
+
+/// The condition of a `where`: comparisons of numbers (IEEE: every
+/// comparison with a NaN is false except `!=`) combined by `&&`, `||`, `!`.
+/// Booleans exist only here.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Cond {
+    /// `a op b` of two numbers.
+    Cmp(CmpOp, Box<Expr>, Box<Expr>),
+    /// `c && d`.
+    And(Box<Cond>, Box<Cond>),
+    /// `c || d`.
+    Or(Box<Cond>, Box<Cond>),
+    /// `!c`.
+    Not(Box<Cond>),
+}
+
+impl CmpOp {
+    /// Whether `a op b` for two numbers, as IEEE-754 compares them (false
+    /// when either is NaN, except for `!=`).
+    pub fn holds_f64(self, a: f64, b: f64) -> bool {
+        match self {
+            CmpOp::Eq => a == b,
+            CmpOp::Ne => a != b,
+            CmpOp::Lt => a < b,
+            CmpOp::Le => a <= b,
+            CmpOp::Gt => a > b,
+            CmpOp::Ge => a >= b,
+        }
+    }
+}
+
+impl Cond {
+    /// The numbers it compares, left to right (the order of
+    /// [`Expr::children`] for a `where`).
+    pub fn exprs(&self) -> Vec<&Expr> {
+        let mut out = Vec::new();
+        let mut todo = vec![self];
+        while let Some(c) = todo.pop() {
+            match c {
+                Cond::Cmp(_, a, b) => {
+                    out.push(&**a);
+                    out.push(&**b);
+                }
+                Cond::And(a, b) | Cond::Or(a, b) => {
+                    todo.push(b);
+                    todo.push(a);
+                }
+                Cond::Not(a) => todo.push(a),
+            }
+        }
+        out
+    }
+    /// The condition with every compared number mapped by `f` (left to
+    /// right).
+    pub fn map_exprs(&self, f: &mut impl FnMut(&Expr) -> Expr) -> Cond {
+        match self {
+            Cond::Cmp(op, a, b) => {
+                let a = f(a);
+                let b = f(b);
+                Cond::Cmp(*op, Box::new(a), Box::new(b))
+            }
+            Cond::And(a, b) => {
+                let a = a.map_exprs(f);
+                Cond::And(Box::new(a), Box::new(b.map_exprs(f)))
+            }
+            Cond::Or(a, b) => {
+                let a = a.map_exprs(f);
+                Cond::Or(Box::new(a), Box::new(b.map_exprs(f)))
+            }
+            Cond::Not(a) => Cond::Not(Box::new(a.map_exprs(f))),
+        }
+    }
+    /// Like [`Cond::map_exprs`] with a fallible `f`.
+    pub fn try_map_exprs<E>(
+        &self,
+        f: &mut impl FnMut(&Expr) -> Result<Expr, E>,
+    ) -> Result<Cond, E> {
+        Ok(match self {
+            Cond::Cmp(op, a, b) => {
+                let a = f(a)?;
+                let b = f(b)?;
+                Cond::Cmp(*op, Box::new(a), Box::new(b))
+            }
+            Cond::And(a, b) => {
+                let a = a.try_map_exprs(f)?;
+                Cond::And(Box::new(a), Box::new(b.try_map_exprs(f)?))
+            }
+            Cond::Or(a, b) => {
+                let a = a.try_map_exprs(f)?;
+                Cond::Or(Box::new(a), Box::new(b.try_map_exprs(f)?))
+            }
+            Cond::Not(a) => Cond::Not(Box::new(a.try_map_exprs(f)?)),
+        })
+    }
+    /// The compared numbers, mutable, left to right.
+    pub fn exprs_mut(&mut self) -> Vec<&mut Expr> {
+        match self {
+            Cond::Cmp(_, a, b) => vec![&mut **a, &mut **b],
+            Cond::And(a, b) | Cond::Or(a, b) => {
+                let mut v = a.exprs_mut();
+                v.extend(b.exprs_mut());
+                v
+            }
+            Cond::Not(a) => a.exprs_mut(),
+        }
+    }
+    /// Call `f` on every compared number, left to right.
+    pub fn for_each_expr_mut(&mut self, f: &mut impl FnMut(&mut Expr)) {
+        match self {
+            Cond::Cmp(_, a, b) => {
+                f(a);
+                f(b);
+            }
+            Cond::And(a, b) | Cond::Or(a, b) => {
+                a.for_each_expr_mut(f);
+                b.for_each_expr_mut(f);
+            }
+            Cond::Not(a) => a.for_each_expr_mut(f),
+        }
+    }
+    /// Its truth, given the values of the numbers it compares (in the
+    /// order of [`Cond::exprs`]).
+    pub fn eval_with(&self, vals: &mut impl Iterator<Item = f64>) -> bool {
+        match self {
+            Cond::Cmp(op, _, _) => {
+                let a = vals.next().unwrap_or(f64::NAN);
+                let b = vals.next().unwrap_or(f64::NAN);
+                op.holds_f64(a, b)
+            }
+            Cond::And(a, b) => {
+                let x = a.eval_with(vals);
+                let y = b.eval_with(vals);
+                x && y
+            }
+            Cond::Or(a, b) => {
+                let x = a.eval_with(vals);
+                let y = b.eval_with(vals);
+                x || y
+            }
+            Cond::Not(a) => !a.eval_with(vals),
+        }
+    }
 }
 
 impl Expr {
@@ -584,6 +737,20 @@ impl Expr {
     pub fn pair(a: Expr, b: Expr) -> Expr {
         Expr::Pair(Box::new(a), Box::new(b))
     }
+    /// The number an index expression gives: [`Expr::IndexValue`], or a
+    /// number literal when it is a constant (the negation of one when it is
+    /// negative, as the parser reads `-1`).
+    pub fn index_value(a: Affine) -> Expr {
+        match a.as_const() {
+            Some(c) if c < 0 => Expr::Neg(Box::new(Expr::Num(c.unsigned_abs() as f64))),
+            Some(c) => Expr::Num(c as f64),
+            None => Expr::IndexValue(a),
+        }
+    }
+    /// `where(c, a, b)`.
+    pub fn where_(c: Cond, a: Expr, b: Expr) -> Expr {
+        Expr::Where(Box::new(c), Box::new(a), Box::new(b))
+    }
     /// `let x = e1 in e2`.
     pub fn let_(x: impl Into<String>, e1: Expr, e2: Expr) -> Expr {
         Expr::Let(x.into(), Box::new(e1), Box::new(e2))
@@ -611,6 +778,13 @@ impl Expr {
             Expr::Reduce(_, _, _, a) => vec![a],
             Expr::Access(a, _) => vec![a],
             Expr::Call(_, args) => args.iter().collect(),
+            Expr::IndexValue(_) | Expr::SizeValue(_) => vec![],
+            Expr::Where(c, a, b) => {
+                let mut v = c.exprs();
+                v.push(a);
+                v.push(b);
+                v
+            }
         }
     }
     /// Depth of the tree (a leaf has depth 1), counted without recursion.
@@ -675,6 +849,20 @@ pub fn drop_iteratively(e: Expr) {
             Expr::Reduce(_, _, _, a) => todo.push(std::mem::replace(&mut **a, Expr::Num(0.0))),
             Expr::Call(_, args) => todo.append(args),
             Expr::Var(_) | Expr::Num(_) | Expr::Bracket(_) | Expr::Eps(_) => {}
+            Expr::IndexValue(_) | Expr::SizeValue(_) => {}
+            Expr::Where(c, a, b) => {
+                let c = std::mem::replace(
+                    &mut **c,
+                    Cond::Cmp(
+                        CmpOp::Eq,
+                        Box::new(Expr::Num(0.0)),
+                        Box::new(Expr::Num(0.0)),
+                    ),
+                );
+                todo.extend(cond_into_exprs(c));
+                todo.push(std::mem::replace(&mut **a, Expr::Num(0.0)));
+                todo.push(std::mem::replace(&mut **b, Expr::Num(0.0)));
+            }
         }
     }
     let mut todo = Vec::new();
@@ -682,6 +870,27 @@ pub fn drop_iteratively(e: Expr) {
     while let Some(mut e) = todo.pop() {
         take(&mut e, &mut todo);
     }
+}
+
+/// The compared numbers of a condition, taken out of it without deep
+/// recursion (for [`drop_iteratively`]).
+fn cond_into_exprs(c: Cond) -> Vec<Expr> {
+    let mut out = Vec::new();
+    let mut todo = vec![c];
+    while let Some(c) = todo.pop() {
+        match c {
+            Cond::Cmp(_, a, b) => {
+                out.push(*a);
+                out.push(*b);
+            }
+            Cond::And(a, b) | Cond::Or(a, b) => {
+                todo.push(*a);
+                todo.push(*b);
+            }
+            Cond::Not(a) => todo.push(*a),
+        }
+    }
+    out
 }
 
 impl Function {

@@ -4,6 +4,8 @@
 pub mod ast;
 pub mod parser;
 pub mod printer;
+mod resolve;
+pub use resolve::fold_index_values;
 
 pub use ast::*;
 pub use parser::{

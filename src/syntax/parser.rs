@@ -442,6 +442,19 @@ impl Parser<'_> {
         };
         self.expect_sym("=", "before the function body")?;
         let (body, bsp) = self.expr()?;
+        let sizes = Function {
+            name: String::new(),
+            params: params.clone(),
+            ret: None,
+            body: Expr::Num(0.0),
+        }
+        .size_names();
+        let mut scope = super::resolve::Scope {
+            sizes: &sizes,
+            values: params.iter().map(|p| p.name.clone()).collect(),
+            indices: Vec::new(),
+        };
+        let (body, bsp) = super::resolve::resolve(body, bsp, &mut scope)?;
         self.eat_sym(";");
         if !matches!(self.peek(), Tok::Eof) && !self.is_kw("fn") {
             return self.err(format!(
@@ -759,6 +772,23 @@ impl Parser<'_> {
                 }
                 Ok((Expr::Eps(idx), SpanTree::leaf(start.join(close))))
             }
+            Tok::Ident(s) if s == "where" && matches!(self.peek_at(1), Tok::Sym("(")) => {
+                self.bump();
+                let open = self.bump().1;
+                let mut spans = Vec::new();
+                let c = self.cond(&mut spans)?;
+                self.expect_sym(",", "after the condition of `where`")?;
+                let (a, sa) = self.expr()?;
+                self.expect_sym(",", "after the first value of `where`")?;
+                let (b, sb) = self.expr()?;
+                let close = self.expect_close(open, ")", "to close `where(...)`")?;
+                spans.push(sa);
+                spans.push(sb);
+                Ok((
+                    Expr::where_(c, a, b),
+                    SpanTree::node(start.join(close), spans),
+                ))
+            }
             Tok::Ident(s)
                 if Func::from_name(&s).is_some() && matches!(self.peek_at(1), Tok::Sym("(")) =>
             {
@@ -820,6 +850,92 @@ impl Parser<'_> {
             }
             t => self.err(format!("expected an expression, found {}", t.describe())),
         }
+    }
+
+    // ---- conditions of `where` ----
+
+    /// A condition: comparisons of numbers with `&&`, `||`, `!` and
+    /// parentheses, as in a predicate. `spans` receives the spans of the
+    /// compared numbers, left to right.
+    fn cond(&mut self, spans: &mut Vec<SpanTree>) -> PResult<Cond> {
+        self.enter()?;
+        let r = self.cond_or(spans);
+        self.depth -= 1;
+        r
+    }
+
+    fn cond_or(&mut self, spans: &mut Vec<SpanTree>) -> PResult<Cond> {
+        let mut c = self.cond_and(spans)?;
+        let mut terms = 1;
+        while self.eat_sym("||") {
+            terms += 1;
+            self.pred_terms(terms)?;
+            c = Cond::Or(Box::new(c), Box::new(self.cond_and(spans)?));
+        }
+        Ok(c)
+    }
+
+    fn cond_and(&mut self, spans: &mut Vec<SpanTree>) -> PResult<Cond> {
+        let mut c = self.cond_not(spans)?;
+        let mut terms = 1;
+        while self.eat_sym("&&") {
+            terms += 1;
+            self.pred_terms(terms)?;
+            c = Cond::And(Box::new(c), Box::new(self.cond_not(spans)?));
+        }
+        Ok(c)
+    }
+
+    fn cond_not(&mut self, spans: &mut Vec<SpanTree>) -> PResult<Cond> {
+        if self.eat_sym("!") {
+            self.enter()?;
+            let c = self.cond_not(spans);
+            self.depth -= 1;
+            return Ok(Cond::Not(Box::new(c?)));
+        }
+        if self.is_sym("(") {
+            // a parenthesised condition, or a parenthesised number starting
+            // a comparison: try the first, fall back
+            let save = self.pos;
+            let saved = spans.len();
+            self.bump();
+            match self.cond(spans) {
+                Ok(c) => {
+                    if self.eat_sym(")")
+                        && !self.at_cmp()
+                        && !["+", "-", "*", "/", "[", "."]
+                            .iter()
+                            .any(|s| self.is_sym(s))
+                    {
+                        return Ok(c);
+                    }
+                }
+                Err(e) if e.message.contains(TOO_DEEP) => return Err(e),
+                Err(_) => {}
+            }
+            spans.truncate(saved);
+            self.pos = save;
+        }
+        let (a, sa) = self.expr()?;
+        let op = match self.peek() {
+            Tok::Sym("=") | Tok::Sym("==") => CmpOp::Eq,
+            Tok::Sym("!=") => CmpOp::Ne,
+            Tok::Sym("<") => CmpOp::Lt,
+            Tok::Sym("<=") => CmpOp::Le,
+            Tok::Sym(">") => CmpOp::Gt,
+            Tok::Sym(">=") => CmpOp::Ge,
+            t => {
+                return self.err(format!(
+                    "expected a comparison (`=`, `!=`, `<`, `<=`, `>`, `>=`) in the condition of `where`, found {} (a condition compares two numbers)",
+                    t.describe()
+                ))
+            }
+        };
+        self.bump();
+        let (b, sb) = self.expr()?;
+        spans.push(sa);
+        spans.push(sb);
+        Ok(Cond::Cmp(op, Box::new(a), Box::new(b)))
     }
 
     // ---- index expressions and predicates ----
@@ -1161,7 +1277,12 @@ pub fn parse_expr(src: &str) -> Result<(Expr, SpanTree), Diagnostic> {
             p.peek().describe()
         ));
     }
-    Ok(r)
+    let mut scope = super::resolve::Scope {
+        sizes: &[],
+        values: Vec::new(),
+        indices: Vec::new(),
+    };
+    super::resolve::resolve(r.0, r.1, &mut scope)
 }
 
 /// Parse a type such as `[n,3](R,R)`.

@@ -266,7 +266,67 @@ fn pr_inner(e: &Expr, open: bool, out: &mut String) {
             out.push_str(" in ");
             pr(e2, P_BINDER, open, out);
         }
+        Expr::IndexValue(a) => match a.as_var() {
+            Some(i) => out.push_str(i),
+            // the parser folds `(2*i-j+1)` back into this one index value
+            None => {
+                let _ = write!(out, "({})", print_affine(a));
+            }
+        },
+        Expr::SizeValue(n) => out.push_str(n),
+        Expr::Where(c, a, b) => {
+            out.push_str("where(");
+            print_cond_at(c, 0, out);
+            out.push_str(", ");
+            pr(a, P_BINDER, true, out);
+            out.push_str(", ");
+            pr(b, P_BINDER, true, out);
+            out.push(')');
+        }
     }
+}
+
+fn cond_prec(c: &Cond) -> u8 {
+    match c {
+        Cond::Or(..) => 1,
+        Cond::And(..) => 2,
+        _ => 3,
+    }
+}
+
+/// A condition of `where`, as [`print_pred_at`] prints a predicate; a
+/// compared number that is a binder is parenthesised.
+fn print_cond_at(c: &Cond, ctx: u8, out: &mut String) {
+    crate::stack::deep(|| {
+        let parens = cond_prec(c) < ctx;
+        if parens {
+            out.push('(');
+        }
+        match c {
+            Cond::Cmp(op, a, b) => {
+                pr(a, P_ADD, false, out);
+                let _ = write!(out, " {} ", op.symbol());
+                pr(b, P_ADD, false, out);
+            }
+            Cond::Or(a, b) => {
+                print_cond_at(a, 1, out);
+                out.push_str(" || ");
+                print_cond_at(b, 2, out);
+            }
+            Cond::And(a, b) => {
+                print_cond_at(a, 2, out);
+                out.push_str(" && ");
+                print_cond_at(b, 3, out);
+            }
+            Cond::Not(a) => {
+                out.push('!');
+                print_cond_at(a, 4, out);
+            }
+        }
+        if parens {
+            out.push(')');
+        }
+    })
 }
 
 /// Lines of printed programs are laid out to fit this many columns where

@@ -324,6 +324,26 @@ impl Checker<'_> {
                     }
                 }
             }
+            Expr::IndexValue(a) => {
+                self.check_affine(a, sp);
+                Some(Type::Real)
+            }
+            Expr::SizeValue(n) => {
+                self.check_size(&Size::Named(n.clone()), sp);
+                Some(Type::Real)
+            }
+            Expr::Where(c, a, b) => {
+                for (k, x) in c.exprs().into_iter().enumerate() {
+                    let t = self.expr(x, child(sp, k));
+                    self.number(t, "a comparison in `where`", child(sp, k));
+                }
+                let k = c.exprs().len();
+                let ta = self.expr(a, child(sp, k));
+                let tb = self.expr(b, child(sp, k + 1));
+                self.number(ta, "`where`", child(sp, k));
+                self.number(tb, "`where`", child(sp, k + 1));
+                Some(Type::Real)
+            }
         }
     }
 }

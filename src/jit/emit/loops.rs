@@ -115,6 +115,8 @@ fn nest_bufs(p: &LoopProgram, n: &Nest, used: &mut [bool]) {
             Scalar::Neg(a) | Scalar::Sum(_, _, a) => walk(p, a, used),
             Scalar::Reduce(_, _, _, a) => walk(p, a, used),
             Scalar::Call(_, args) => args.iter().for_each(|a| walk(p, a, used)),
+            Scalar::Index(_) | Scalar::SizeVal(_) => {}
+            Scalar::Select(_, args) => args.iter().for_each(|a| walk(p, a, used)),
         }
     }
     used[n.buf] = true;
@@ -614,6 +616,10 @@ impl LoopEmitter<'_, '_> {
                 f,
                 args.into_iter().map(|a| self.hoist(a, blocked)).collect(),
             ),
+            SchedExpr::Select(c, args) => SchedExpr::Select(
+                c,
+                args.into_iter().map(|a| self.hoist(a, blocked)).collect(),
+            ),
             SchedExpr::Sum(s) => {
                 let mut s = *s;
                 let mut inner = blocked.clone();
@@ -1014,6 +1020,64 @@ impl LoopEmitter<'_, '_> {
             SchedExpr::Bin(op, a, b) => self.bin(*op, a, b),
             SchedExpr::Sum(s) => self.sum(s),
             SchedExpr::Reduce(r) => (self.reduce(r), None),
+            SchedExpr::Index(a) => {
+                let k = self.aff(a);
+                (self.b.ins().fcvt_from_sint(types::F64, k), None)
+            }
+            SchedExpr::SizeVal(n) => {
+                let k = self.size(n);
+                (self.b.ins().fcvt_from_sint(types::F64, k), None)
+            }
+            SchedExpr::Select(c, args) => {
+                // both sides are computed and one is selected: neither
+                // traps (loads off the axis are checked), and the other's
+                // value, NaN or not, is dropped
+                let vs: Vec<Value> = args.iter().map(|a| self.scalar(a).0).collect();
+                let mut it = vs.iter().copied();
+                let cv = self.sel_cond(c, &mut it);
+                let x = it.next().expect("a select has two sides");
+                let y = it.next().expect("a select has two sides");
+                (self.b.ins().select(cv, x, y), None)
+            }
+        }
+    }
+
+    /// A `where` condition over the values of its compared numbers, in
+    /// order (an `i8`, IEEE comparisons: ordered except `!=`).
+    fn sel_cond(
+        &mut self,
+        c: &crate::jit::ir::SelCond,
+        vals: &mut impl Iterator<Item = Value>,
+    ) -> Value {
+        use cranelift_codegen::ir::condcodes::FloatCC;
+        match c {
+            crate::jit::ir::SelCond::Cmp(op) => {
+                let x = vals.next().expect("a comparison has two sides");
+                let y = vals.next().expect("a comparison has two sides");
+                let cc = match op {
+                    CmpOp::Eq => FloatCC::Equal,
+                    CmpOp::Ne => FloatCC::NotEqual,
+                    CmpOp::Lt => FloatCC::LessThan,
+                    CmpOp::Le => FloatCC::LessThanOrEqual,
+                    CmpOp::Gt => FloatCC::GreaterThan,
+                    CmpOp::Ge => FloatCC::GreaterThanOrEqual,
+                };
+                self.b.ins().fcmp(cc, x, y)
+            }
+            crate::jit::ir::SelCond::And(a, b) => {
+                let x = self.sel_cond(a, vals);
+                let y = self.sel_cond(b, vals);
+                self.b.ins().band(x, y)
+            }
+            crate::jit::ir::SelCond::Or(a, b) => {
+                let x = self.sel_cond(a, vals);
+                let y = self.sel_cond(b, vals);
+                self.b.ins().bor(x, y)
+            }
+            crate::jit::ir::SelCond::Not(a) => {
+                let x = self.sel_cond(a, vals);
+                self.b.ins().icmp_imm_s(IntCC::Equal, x, 0)
+            }
         }
     }
 
@@ -1496,6 +1560,9 @@ impl LoopEmitter<'_, '_> {
             SchedExpr::Call(_, args) => args.iter().all(|a| self.vec_ok_rec(a, var)),
             SchedExpr::Bracket(_) | SchedExpr::Sum(_) => false,
             SchedExpr::Reduce(_) => false,
+            SchedExpr::Index(_) => !mentions(t, var),
+            SchedExpr::SizeVal(_) => true,
+            SchedExpr::Select(..) => !mentions(t, var),
         }
     }
 
@@ -1580,7 +1647,10 @@ impl LoopEmitter<'_, '_> {
             | SchedExpr::Eps(_)
             | SchedExpr::Bracket(_)
             | SchedExpr::Sum(_)
-            | SchedExpr::Reduce(_) => {
+            | SchedExpr::Reduce(_)
+            | SchedExpr::Index(_)
+            | SchedExpr::SizeVal(_)
+            | SchedExpr::Select(..) => {
                 let x = self.scalar(t).0;
                 self.splat(x)
             }

@@ -118,6 +118,12 @@ pub enum SchedExpr {
     /// a strong zero; no domain, interchange or column is taken from it
     /// (a term outside a bracket's domain is a 0 that still counts).
     Reduce(Box<SchedRed>),
+    /// An index expression as a number ([`crate::jit::ir::Scalar::Index`]).
+    Index(IndexExpr),
+    /// A size as a number.
+    SizeVal(SizeRef),
+    /// `where` ([`crate::jit::ir::Scalar::Select`]).
+    Select(crate::jit::ir::SelCond, Vec<SchedExpr>),
 }
 
 /// `max(var:n) body` or `min(var:n) body`.
@@ -273,6 +279,7 @@ pub(crate) fn has_sum(t: &SchedExpr) -> bool {
         SchedExpr::Bin(_, a, b) => has_sum(a) || has_sum(b),
         SchedExpr::Neg(a) => has_sum(a),
         SchedExpr::Call(_, args) => args.iter().any(has_sum),
+        SchedExpr::Select(_, args) => args.iter().any(has_sum),
         _ => false,
     }
 }
@@ -305,6 +312,11 @@ fn of_s(s: &Scalar, bufs: &[Buf]) -> SchedExpr {
             n: n.clone(),
             body: of_s(b, bufs),
         })),
+        Scalar::Index(a) => SchedExpr::Index(a.clone()),
+        Scalar::SizeVal(n) => SchedExpr::SizeVal(n.clone()),
+        Scalar::Select(c, args) => {
+            SchedExpr::Select(c.clone(), args.iter().map(|a| of_s(a, bufs)).collect())
+        }
     }
 }
 
@@ -336,6 +348,9 @@ pub fn free_vars(t: &SchedExpr, out: &mut BTreeSet<usize>) {
         }
         SchedExpr::Neg(a) => free_vars(a, out),
         SchedExpr::Call(_, args) => args.iter().for_each(|a| free_vars(a, out)),
+        SchedExpr::Index(a) => aff_vars(a, out),
+        SchedExpr::SizeVal(_) => {}
+        SchedExpr::Select(_, args) => args.iter().for_each(|a| free_vars(a, out)),
         SchedExpr::Sum(s) => {
             let mut inner = BTreeSet::new();
             free_vars(&s.body, &mut inner);

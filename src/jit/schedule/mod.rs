@@ -190,5 +190,9 @@ fn expr_work(e: &Scalar, sizes: &[i64]) -> u64 {
         Scalar::Reduce(_, _, n, b) => {
             (resolve(n, sizes) as u64).saturating_mul(expr_work(b, sizes) + 1)
         }
+        Scalar::Index(_) | Scalar::SizeVal(_) => 1,
+        Scalar::Select(_, args) => args
+            .iter()
+            .fold(2u64, |acc, a| acc.saturating_add(expr_work(a, sizes))),
     }
 }
