@@ -4,6 +4,9 @@
 //! data near 1e8), and the optimiser and the JIT against the interpreter.
 #![cfg(feature = "testing")]
 
+mod common;
+use common::agree::agree_in_every_layout;
+
 use einsat::interp::{self, Value};
 use einsat::jit;
 use einsat::opt::{optimize, Options};
@@ -64,7 +67,9 @@ fn names_in_value_position_become_index_and_size_values() {
     assert!(s.contains("IndexValue") && s.contains("SizeValue"), "{s}");
     // integer arithmetic on an index folds into one index value
     let g = load1("fn f(x: [n]R) -> [n]R = gen(i:n) x[i] * (2*i + 1)");
-    assert!(format!("{:?}", g.body).contains("IndexValue(Affine { terms: {\"i\": 2}, constant: 1 })"));
+    assert!(
+        format!("{:?}", g.body).contains("IndexValue(Affine { terms: {\"i\": 2}, constant: 1 })")
+    );
     // a let or a parameter of the same name wins, as before
     let h = load1("fn f(x: [3]R) -> R = sum(i:3) let i = 2 in x[i] * i");
     assert!(!format!("{:?}", h.body).contains("IndexValue"));
@@ -82,7 +87,9 @@ fn print_parse_round_trip() {
     ] {
         let p = parse_program(src).unwrap().program;
         let printed = print_function(&p.functions[0]);
-        let q = parse_program(&printed).unwrap_or_else(|e| panic!("{printed}: {e:?}")).program;
+        let q = parse_program(&printed)
+            .unwrap_or_else(|e| panic!("{printed}: {e:?}"))
+            .program;
         assert_eq!(p, q, "{printed}");
     }
     // random programs with index values and `where`, and their optimised forms
@@ -115,16 +122,25 @@ fn errors_name_line_and_column() {
     let e = err_of("fn f(x: [n]R) -> [n]R =\n  gen(i:n) x[i] * k");
     assert!(e.contains("<input>:2:19: error: unknown name `k`"), "{e}");
     let e = err_of("fn f(x: [n]R) -> [n]R = gen(i:n) where(x[i], 1, 2)");
-    assert!(e.contains("1:44") && e.contains("expected a comparison"), "{e}");
+    assert!(
+        e.contains("1:44") && e.contains("expected a comparison"),
+        "{e}"
+    );
     let e = err_of("fn f(x: [n]R) -> R = where(x > 0, 1, 2)");
     assert!(
         e.contains("1:28") && e.contains("a comparison in `where` needs a number"),
         "{e}"
     );
     let e = err_of("fn f(x: [n]R) -> [n]R = gen(i:n) where(x[i] > 0, x, 2)");
-    assert!(e.contains("1:50") && e.contains("`where` needs a number"), "{e}");
+    assert!(
+        e.contains("1:50") && e.contains("`where` needs a number"),
+        "{e}"
+    );
     let e = err_of("fn f(x: [n]R) -> [n]R = gen(n:n) x[n] * n");
-    assert!(e.contains("1:41") && e.contains("both an index and a size"), "{e}");
+    assert!(
+        e.contains("1:41") && e.contains("both an index and a size"),
+        "{e}"
+    );
     // an index used as a number is still no value to index with
     let e = err_of("fn f(x: [n]R, y: R) -> R = x[y]");
     assert!(e.contains("`y` is a value, not an index"), "{e}");
@@ -135,8 +151,12 @@ fn interpreter_meaning() {
     let run = |src: &str, x: &[f64]| as_vec(&interp::run(&load1(src), &[vec_arg(x)]).unwrap());
     // a mean and a variance, on data near 1e8 (centred: exact here)
     let x = [1e8 + 1.0, 1e8 + 2.0, 1e8 + 3.0, 1e8 + 6.0];
-    assert_eq!(run("fn f(x: [n]R) -> R = sum(i:n) x[i] / n", &x), [1e8 + 3.0]);
-    let var = "fn f(x: [n]R) -> R = let m = sum(i:n) x[i] / n in sum(i:n) (x[i] - m) * (x[i] - m) / n";
+    assert_eq!(
+        run("fn f(x: [n]R) -> R = sum(i:n) x[i] / n", &x),
+        [1e8 + 3.0]
+    );
+    let var =
+        "fn f(x: [n]R) -> R = let m = sum(i:n) x[i] / n in sum(i:n) (x[i] - m) * (x[i] - m) / n";
     assert_eq!(run(var, &x), [3.5]);
     // indices and sizes as numbers
     assert_eq!(
@@ -144,7 +164,10 @@ fn interpreter_meaning() {
         [3.0, 2.0, 1.0, 0.0]
     );
     assert_eq!(
-        run("fn f(x: [n]R) -> [n]R = gen(i:n) x[i] * (2*i + 1)", &[1.0, 1.0, 2.0]),
+        run(
+            "fn f(x: [n]R) -> [n]R = gen(i:n) x[i] * (2*i + 1)",
+            &[1.0, 1.0, 2.0]
+        ),
         [1.0, 3.0, 10.0]
     );
     // only the chosen side is evaluated: no NaN from 1/0 or 0 * inf
@@ -216,8 +239,7 @@ fn random_programs_with_values_agree() {
     for seed in 0..120 {
         let f = gen_function(seed, &cfg);
         let text = format!("{f:?}");
-        if !text.contains("IndexValue") && !text.contains("Where") && !text.contains("SizeValue")
-        {
+        if !text.contains("IndexValue") && !text.contains("Where") && !text.contains("SizeValue") {
             continue;
         }
         let sizes = random_sizes(&f, seed, 4);
@@ -228,8 +250,16 @@ fn random_programs_with_values_agree() {
         let b = interp::run(&o, &args).unwrap();
         let k = jit::compile(&o).unwrap();
         let c = k.call(&args).unwrap();
-        assert!(a.approx_eq(&b, 1e-6, 1e-9), "{}\n{a}\n{b}", print_function(&f));
-        assert!(a.approx_eq(&c, 1e-6, 1e-9), "{}\n{a}\n{c}", print_function(&f));
+        assert!(
+            a.approx_eq(&b, 1e-6, 1e-9),
+            "{}\n{a}\n{b}",
+            print_function(&f)
+        );
+        assert!(
+            a.approx_eq(&c, 1e-6, 1e-9),
+            "{}\n{a}\n{c}",
+            print_function(&f)
+        );
         checked += 1;
     }
     assert!(checked >= 20, "{checked}");
@@ -282,4 +312,26 @@ fn loop_invariant_index_values_leave_the_loop() {
     let o = optimize(&f, &Options::default()).unwrap();
     let text = print_function(&o.program);
     assert!(text.contains("(sum(i:n) x[i]) / n"), "{text}");
+}
+
+#[test]
+fn clamped_stencils_in_the_jit_match_the_interpreter_in_every_layout() {
+    // edge clamping by conditions on indices, 1-D and 2-D, as written and
+    // optimised, over sizes that exercise loop peeling, vector lanes and
+    // threads
+    for src in [
+        "fn f(x: [n]R) -> [n]R = gen(i:n) (where(i > 0, x[i-1], x[i]) + x[i] + where(i < n - 1, x[i+1], x[i])) / 3",
+        "fn f(I: [n,m]R) -> [n,m]R = gen(i:n, j:m) (where(j > 0, I[i, j-1], I[i, j]) + where(j + 1 < m, I[i, j+1], I[i, j]) + where(i > 0 && i < n - 1, I[i-1, j] + I[i+1, j], 2 * I[i, j])) / 4",
+        "fn f(x: [n]R) -> [n]R = gen(i:n) sum(j:n) where(j <= i, x[j] * (i - j + 1), 0)",
+        // sides with loops: the JIT branches instead of computing both
+        "fn f(x: [n]R, A: [n,n]R) -> [n]R = gen(i:n) where(x[i] > 0, sum(j:n) A[i, j] * x[j], where(x[i] = 0, n, -(sum(j:n) A[j, i])))",
+    ] {
+        let f = load1(src);
+        let o = optimize(&f, &Options::default()).unwrap().program;
+        let runs = agree_in_every_layout(&f, &o, 5, &[1, 2, 7, 40], 1e-12, 1e-12);
+        assert!(runs >= 8, "{runs}");
+        if einsat::extract::is_normal(&f) {
+            agree_in_every_layout(&f, &f, 6, &[1, 3, 33], 1e-12, 1e-12);
+        }
+    }
 }

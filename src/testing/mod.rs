@@ -735,7 +735,11 @@ impl<R: Rng> Gen<'_, R> {
         let op = CmpOp::ALL[self.rng.gen_range(0..CmpOp::ALL.len())];
         let c = if self.chance(0.4) && !self.visible_indices().is_empty() {
             let a = self.number_value();
-            Cond::Cmp(op, Box::new(a), Box::new(Expr::Num(self.rng.gen_range(0..3) as f64)))
+            Cond::Cmp(
+                op,
+                Box::new(a),
+                Box::new(Expr::Num(self.rng.gen_range(0..3) as f64)),
+            )
         } else {
             let a = self.real(d / 2);
             let b = if self.chance(0.5) {

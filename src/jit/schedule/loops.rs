@@ -439,6 +439,7 @@ fn domains(t: SchedExpr) -> SchedExpr {
         }
         SchedExpr::Neg(a) => SchedExpr::Neg(Box::new(domains(*a))),
         SchedExpr::Call(f, args) => SchedExpr::Call(f, args.into_iter().map(domains).collect()),
+        SchedExpr::Select(c, args) => SchedExpr::Select(c, args.into_iter().map(domains).collect()),
         t => t,
     }
 }
@@ -552,6 +553,10 @@ fn interchange(t: SchedExpr, layout: &Layout) -> SchedExpr {
             f,
             args.into_iter().map(|a| interchange(a, layout)).collect(),
         ),
+        SchedExpr::Select(c, args) => SchedExpr::Select(
+            c,
+            args.into_iter().map(|a| interchange(a, layout)).collect(),
+        ),
         t => t,
     }
 }
@@ -589,6 +594,7 @@ pub(crate) fn sum_depth(t: &SchedExpr) -> usize {
         SchedExpr::Bin(_, a, b) => sum_depth(a).max(sum_depth(b)),
         SchedExpr::Neg(a) => sum_depth(a),
         SchedExpr::Call(_, args) => args.iter().map(sum_depth).max().unwrap_or(0),
+        SchedExpr::Select(_, args) => args.iter().map(sum_depth).max().unwrap_or(0),
         _ => 0,
     }
 }
