@@ -335,3 +335,20 @@ fn clamped_stencils_in_the_jit_match_the_interpreter_in_every_layout() {
         }
     }
 }
+
+#[test]
+fn the_builder_writes_index_values_and_where() {
+    use einsat::frontend::builder::*;
+    let f = func("f", |b| {
+        let x = b.param("x", "[n]R");
+        gen("n", |i| {
+            where_(i.value().is_gt(num(0.0)), x.at(i - 1), x.at(i))
+                + (i + 1).value() * size_value("n")
+        })
+    })
+    .unwrap();
+    let g = load1("fn f(x: [n]R) -> [n]R = gen(i:n) where(i > 0, x[i-1], x[i]) + (i + 1) * n");
+    assert_eq!(f.body, g.body);
+    let r = interp::run(&f, &[vec_arg(&[1.0, 2.0, 4.0])]).unwrap();
+    assert_eq!(as_vec(&r), [4.0, 7.0, 11.0]);
+}
