@@ -1466,7 +1466,7 @@ pub fn pretty_names(f: &Function) -> Function {
     let values = has_index_values(&f.body);
     let names: Vec<String> = (0..64)
         .map(crate::egraph::index_name)
-        .filter(|n| !sizes.contains(n) && !(values && params.contains(n)))
+        .filter(|n| !(sizes.contains(n) || values && params.contains(n)))
         .collect();
     let mut counter = 0usize;
     let mut next_let = || loop {

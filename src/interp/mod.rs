@@ -359,13 +359,23 @@ fn eval_cond<D: Domain>(c: &Cond, env: &mut Env<'_, D>) -> (bool, bool) {
             let (x, dx) = eval_cond(a, env);
             let (y, dy) = eval_cond(b, env);
             // a side sure to be false decides the conjunction
-            let sure = (dx && dy) || (dx && !x) || (dy && !y);
+            let sure = match (dx, dy) {
+                (true, true) => true,
+                (true, false) => !x,
+                (false, true) => !y,
+                (false, false) => false,
+            };
             (x && y, sure)
         }
         Cond::Or(a, b) => {
             let (x, dx) = eval_cond(a, env);
             let (y, dy) = eval_cond(b, env);
-            let sure = (dx && dy) || (dx && x) || (dy && y);
+            let sure = match (dx, dy) {
+                (true, true) => true,
+                (true, false) => x,
+                (false, true) => y,
+                (false, false) => false,
+            };
             (x || y, sure)
         }
         Cond::Not(a) => {

@@ -2,10 +2,10 @@
 //! the printer back to it ([`printer`]). `parse(print(p)) == p`.
 
 pub mod ast;
+mod fold;
 pub mod parser;
 pub mod printer;
-mod resolve;
-pub use resolve::fold_index_values;
+pub use fold::fold_index_values;
 
 pub use ast::*;
 pub use parser::{

@@ -449,12 +449,12 @@ impl Parser<'_> {
             body: Expr::Num(0.0),
         }
         .size_names();
-        let mut scope = super::resolve::Scope {
+        let mut scope = Scope {
             sizes: &sizes,
             values: params.iter().map(|p| p.name.clone()).collect(),
             indices: Vec::new(),
         };
-        let (body, bsp) = super::resolve::resolve(body, bsp, &mut scope)?;
+        let (body, bsp) = resolve(body, bsp, &mut scope)?;
         self.eat_sym(";");
         if !matches!(self.peek(), Tok::Eof) && !self.is_kw("fn") {
             return self.err(format!(
@@ -1132,6 +1132,161 @@ impl Parser<'_> {
     }
 }
 
+// ---- names in value position ----
+//
+// After a function is parsed, a bare name that is not a value (parameter or
+// `let`) in scope but an index bound by an enclosing `gen`/`sum` becomes an
+// [`Expr::IndexValue`], and one that is a size name of the function an
+// [`Expr::SizeValue`] (`docs/language.md`, "Sizes and indices as numbers");
+// integer arithmetic on index values folds as it is read (`super::fold`).
+
+/// Names in scope while resolving.
+struct Scope<'a> {
+    /// Size names of the function (from its parameters' types).
+    pub sizes: &'a [String],
+    /// Value names (parameters, then `let`s), innermost last.
+    pub values: Vec<String>,
+    /// Index names bound by `gen`/`sum`, innermost last.
+    pub indices: Vec<String>,
+}
+
+/// Resolve the names of `e` (with its span tree `sp`) in `scope`.
+fn resolve(e: Expr, sp: SpanTree, scope: &mut Scope) -> Result<(Expr, SpanTree), Diagnostic> {
+    crate::stack::deep(|| resolve_inner(e, sp, scope))
+}
+
+fn resolve_inner(
+    e: Expr,
+    mut sp: SpanTree,
+    scope: &mut Scope,
+) -> Result<(Expr, SpanTree), Diagnostic> {
+    let mut kids = std::mem::take(&mut sp.children).into_iter();
+    let next = |kids: &mut std::vec::IntoIter<SpanTree>| kids.next().unwrap_or_default();
+    let r = match e {
+        Expr::Var(x) => {
+            if scope.values.contains(&x) {
+                Expr::Var(x)
+            } else if scope.indices.contains(&x) {
+                if scope.sizes.contains(&x) {
+                    return Err(Diagnostic::new(
+                        format!(
+                            "`{x}` is both an index and a size name here, so as a number it is ambiguous: rename the index"
+                        ),
+                        Some(sp.span),
+                    ));
+                }
+                Expr::IndexValue(Affine::var(x))
+            } else if scope.sizes.contains(&x) {
+                Expr::SizeValue(x)
+            } else {
+                Expr::Var(x)
+            }
+        }
+        Expr::Bin(op, a, b) => {
+            let (a, sa) = resolve(*a, next(&mut kids), scope)?;
+            let (b, sb) = resolve(*b, next(&mut kids), scope)?;
+            match super::fold::fold_bin(op, &a, &b) {
+                Some(f) => f,
+                None => {
+                    sp.children = vec![sa, sb];
+                    Expr::bin(op, a, b)
+                }
+            }
+        }
+        Expr::Neg(a) => {
+            let (a, sa) = resolve(*a, next(&mut kids), scope)?;
+            match a {
+                Expr::IndexValue(x) if x.checked_scale(-1).is_some() => {
+                    Expr::index_value(x.scale(-1))
+                }
+                a => {
+                    sp.children = vec![sa];
+                    Expr::Neg(Box::new(a))
+                }
+            }
+        }
+        Expr::Call(f, args) => {
+            let mut out = Vec::new();
+            for a in args {
+                let (a, s) = resolve(a, next(&mut kids), scope)?;
+                out.push(a);
+                sp.children.push(s);
+            }
+            Expr::Call(f, out)
+        }
+        Expr::Pair(a, b) => {
+            let (a, sa) = resolve(*a, next(&mut kids), scope)?;
+            let (b, sb) = resolve(*b, next(&mut kids), scope)?;
+            sp.children = vec![sa, sb];
+            Expr::pair(a, b)
+        }
+        Expr::Proj(k, a) => {
+            let (a, sa) = resolve(*a, next(&mut kids), scope)?;
+            sp.children = vec![sa];
+            Expr::proj(k, a)
+        }
+        Expr::Access(a, idx) => {
+            let (a, sa) = resolve(*a, next(&mut kids), scope)?;
+            sp.children = vec![sa];
+            Expr::access(a, idx)
+        }
+        Expr::Gen(i, n, b) => {
+            scope.indices.push(i.clone());
+            let r = resolve(*b, next(&mut kids), scope);
+            scope.indices.pop();
+            let (b, sb) = r?;
+            sp.children = vec![sb];
+            Expr::gen(i, n, b)
+        }
+        Expr::Sum(i, n, b) => {
+            scope.indices.push(i.clone());
+            let r = resolve(*b, next(&mut kids), scope);
+            scope.indices.pop();
+            let (b, sb) = r?;
+            sp.children = vec![sb];
+            Expr::sum(i, n, b)
+        }
+        Expr::Reduce(op, i, n, b) => {
+            scope.indices.push(i.clone());
+            let r = resolve(*b, next(&mut kids), scope);
+            scope.indices.pop();
+            let (b, sb) = r?;
+            sp.children = vec![sb];
+            Expr::Reduce(op, i, n, Box::new(b))
+        }
+        Expr::Let(x, a, b) => {
+            let (a, sa) = resolve(*a, next(&mut kids), scope)?;
+            scope.values.push(x.clone());
+            let r = resolve(*b, next(&mut kids), scope);
+            scope.values.pop();
+            let (b, sb) = r?;
+            sp.children = vec![sa, sb];
+            Expr::let_(x, a, b)
+        }
+        Expr::Where(c, a, b) => {
+            let mut spans = Vec::new();
+            let c = c.try_map_exprs(&mut |x| {
+                let (x, s) = resolve(x.clone(), next(&mut kids), scope)?;
+                spans.push(s);
+                Ok(x)
+            })?;
+            let (a, sa) = resolve(*a, next(&mut kids), scope)?;
+            let (b, sb) = resolve(*b, next(&mut kids), scope)?;
+            spans.push(sa);
+            spans.push(sb);
+            sp.children = spans;
+            Expr::where_(c, a, b)
+        }
+        e @ (Expr::Num(_)
+        | Expr::Bracket(_)
+        | Expr::Eps(_)
+        | Expr::IndexValue(_)
+        | Expr::SizeValue(_)) => e,
+    };
+    sp.depth = 1 + sp.children.iter().map(|c| c.depth).max().unwrap_or(0);
+    Ok((r, sp))
+}
+
 /// The error for `name(...)` where `name` is not one of the scalar
 /// functions: the closest function's name when it looks misspelt, the
 /// program that computes a common one the language does not have.
@@ -1277,12 +1432,12 @@ pub fn parse_expr(src: &str) -> Result<(Expr, SpanTree), Diagnostic> {
             p.peek().describe()
         ));
     }
-    let mut scope = super::resolve::Scope {
+    let mut scope = Scope {
         sizes: &[],
         values: Vec::new(),
         indices: Vec::new(),
     };
-    super::resolve::resolve(r.0, r.1, &mut scope)
+    resolve(r.0, r.1, &mut scope)
 }
 
 /// Parse a type such as `[n,3](R,R)`.

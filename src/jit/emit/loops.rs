@@ -1028,10 +1028,35 @@ impl LoopEmitter<'_, '_> {
                 let k = self.size(n);
                 (self.b.ins().fcvt_from_sint(types::F64, k), None)
             }
+            SchedExpr::Select(c, args)
+                if args.len() >= 2 && args[args.len() - 2..].iter().any(has_sum) =>
+            {
+                // a side with a loop: branch, so only the chosen side runs
+                let k = args.len() - 2;
+                let vs: Vec<Value> = args[..k].iter().map(|a| self.scalar(a).0).collect();
+                let cv = self.sel_cond(c, &mut vs.into_iter());
+                let then_b = self.b.create_block();
+                let else_b = self.b.create_block();
+                let merge = self.b.create_block();
+                let r = self.b.append_block_param(merge, types::F64);
+                self.b.ins().brif(cv, then_b, &[], else_b, &[]);
+                self.b.seal_block(then_b);
+                self.b.seal_block(else_b);
+                self.b.switch_to_block(then_b);
+                let x = self.scalar(&args[k]).0;
+                self.b.ins().jump(merge, &[x.into()]);
+                self.b.switch_to_block(else_b);
+                let y = self.scalar(&args[k + 1]).0;
+                self.b.ins().jump(merge, &[y.into()]);
+                self.b.seal_block(merge);
+                self.b.switch_to_block(merge);
+                (r, None)
+            }
             SchedExpr::Select(c, args) => {
-                // both sides are computed and one is selected: neither
-                // traps (loads off the axis are checked), and the other's
-                // value, NaN or not, is dropped
+                // cheap sides: both are computed and one is selected
+                // (`fcmp` + `select`); neither traps (loads off the axis
+                // are checked), and the other's value, NaN or not, is
+                // dropped
                 let vs: Vec<Value> = args.iter().map(|a| self.scalar(a).0).collect();
                 let mut it = vs.iter().copied();
                 let cv = self.sel_cond(c, &mut it);

@@ -472,6 +472,7 @@ fn domains(t: SchedExpr) -> SchedExpr {
             r.body = domains(r.body);
             SchedExpr::Reduce(r)
         }
+        SchedExpr::Select(c, args) => SchedExpr::Select(c, args.into_iter().map(domains).collect()),
         t => t,
     }
 }
@@ -590,6 +591,10 @@ fn interchange(t: SchedExpr, layout: &Layout) -> SchedExpr {
             r.body = interchange(r.body, layout);
             SchedExpr::Reduce(r)
         }
+        SchedExpr::Select(c, args) => SchedExpr::Select(
+            c,
+            args.into_iter().map(|a| interchange(a, layout)).collect(),
+        ),
         t => t,
     }
 }
@@ -628,6 +633,7 @@ pub(crate) fn sum_depth(t: &SchedExpr) -> usize {
         SchedExpr::Bin(_, a, b) => sum_depth(a).max(sum_depth(b)),
         SchedExpr::Neg(a) => sum_depth(a),
         SchedExpr::Call(_, args) => args.iter().map(sum_depth).max().unwrap_or(0),
+        SchedExpr::Select(_, args) => args.iter().map(sum_depth).max().unwrap_or(0),
         _ => 0,
     }
 }
