@@ -1041,6 +1041,11 @@ fn optimize_here(f: &Function, opts: &Options) -> Result<Optimized> {
     }
     report.total_seconds = start.elapsed().as_secs_f64();
     report.cpu_seconds = thread_cpu_seconds() - cpu_start;
+    // integer arithmetic on index values as the parser reads it back
+    let program = Function {
+        body: crate::syntax::fold_index_values(program.body),
+        ..program
+    };
     Ok(Optimized {
         program,
         cost_before,

@@ -29,6 +29,7 @@ pub fn flops(e: &Expr, sizes: &Sizes) -> f64 {
         Expr::Call(_, args) => 1.0 + args.iter().map(|a| flops(a, sizes)).sum::<f64>(),
         Expr::Sum(_, s, b) => n(s) * (flops(b, sizes) + 1.0),
         Expr::Gen(_, s, b) => n(s) * flops(b, sizes),
+        Expr::Reduce(_, _, s, b) => n(s) * (flops(b, sizes) + 1.0),
         other => other.children().into_iter().map(|c| flops(c, sizes)).sum(),
     }
 }

@@ -178,6 +178,8 @@ enum Sort {
     Pred,
     Name,
     Term(Type),
+    /// A `where` condition.
+    Cond,
 }
 
 struct Inst {
@@ -272,6 +274,42 @@ impl Inst {
             }
         }
     }
+    /// A random `where` condition: a comparison of two numbers (an index
+    /// value against a small constant now and then), sometimes negated or
+    /// combined.
+    fn cond(&mut self, depth: u32, vals: &[(Symbol, Type)], budget: u32) -> Id {
+        let a = if depth > 0 && self.rng.gen_bool(0.3) {
+            let k = self.leaf_aff(depth);
+            self.st.add(TL::Idx([k]))
+        } else {
+            self.real(depth, vals, budget)
+        };
+        let b = if self.rng.gen_bool(0.4) {
+            let c = [0.0, 1.0, 2.0][self.rng.gen_range(0..3)];
+            self.st.add(TL::Num(NumLeaf(c)))
+        } else {
+            self.real(depth, vals, budget)
+        };
+        let c = match self.rng.gen_range(0..4) {
+            0 => TL::Lt([a, b]),
+            1 => TL::Le([a, b]),
+            2 => TL::Eq([a, b]),
+            _ => TL::Ne([a, b]),
+        };
+        let c = self.st.add(c);
+        match self.rng.gen_range(0..6) {
+            0 => self.st.add(TL::Not([c])),
+            1 if budget > 0 => {
+                let d = self.cond(depth, vals, budget - 1);
+                self.st.add(TL::And([c, d]))
+            }
+            2 if budget > 0 => {
+                let d = self.cond(depth, vals, budget - 1);
+                self.st.add(TL::Or([c, d]))
+            }
+            _ => c,
+        }
+    }
     fn real(&mut self, depth: u32, vals: &[(Symbol, Type)], budget: u32) -> Id {
         let leaf = budget == 0 || self.rng.gen_bool(0.35);
         if leaf {
@@ -354,9 +392,20 @@ impl Inst {
                 let x = self.real(depth, vals, b);
                 self.st.add(TL::Neg([x]))
             }
-            _ => {
+            _ if self.rng.gen_bool(0.5) => {
                 let x = self.real(depth, vals, b);
                 self.st.add(TL::Sin([x]))
+            }
+            _ => {
+                // a max or min reduction
+                let s = self.size();
+                let x = self.real(depth + 1, vals, b);
+                let op = if self.rng.gen_bool(0.5) {
+                    RedOp::Max
+                } else {
+                    RedOp::Min
+                };
+                self.st.add(red_node(op, s, x))
             }
         }
     }
@@ -384,6 +433,10 @@ impl Inst {
                         let budget = self.rng.gen_range(0..4);
                         self.term(&t, depth, vals, budget)
                     }
+                    Sort::Cond => {
+                        let budget = self.rng.gen_range(0..3);
+                        self.cond(depth, vals, budget)
+                    }
                 };
                 self.binds.insert(a.clone(), id);
                 id
@@ -402,7 +455,7 @@ impl Inst {
                 let n = self.n;
                 let mut ch = Vec::new();
                 match op {
-                    "gen" | "sum" => {
+                    "gen" | "sum" | "rmax" | "rmin" => {
                         ch.push(self.pattern(&args[0], Sort::Size, depth, vals));
                         let el = match (&expected, op) {
                             (Type::Tensor(_, t), "gen") => (**t).clone(),
@@ -416,6 +469,19 @@ impl Inst {
                         ch.push(self.pattern(&args[1], Sort::Aff, depth, vals));
                     }
                     "iv" => ch.push(self.pattern(&args[0], Sort::Pred, depth, vals)),
+                    "idx" => ch.push(self.pattern(&args[0], Sort::Aff, depth, vals)),
+                    "sizev" => ch.push(self.pattern(&args[0], Sort::Size, depth, vals)),
+                    "where" => {
+                        ch.push(self.pattern(&args[0], Sort::Cond, depth, vals));
+                        for a in &args[1..] {
+                            ch.push(self.pattern(a, Sort::Term(Type::Real), depth, vals));
+                        }
+                    }
+                    "and" | "or" | "not" => {
+                        for a in args {
+                            ch.push(self.pattern(a, Sort::Cond, depth, vals));
+                        }
+                    }
                     "eps" => {
                         for a in args {
                             ch.push(self.pattern(a, Sort::Aff, depth, vals));

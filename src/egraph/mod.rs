@@ -190,11 +190,23 @@ define_language! {
         "iv" = Iv([Id; 1]),
         "eps" = Eps(Box<[Id]>),
         "let" = Let([Id; 3]),
+        "rmax" = RMax([Id; 2]),
+        "rmin" = RMin([Id; 2]),
         Num(NumLeaf),
         Size(SizeLeaf),
         Aff(AffLeaf),
         Pred(PredLeaf),
         Var(Symbol),
+        "idx" = Idx([Id; 1]),
+        "sizev" = SizeV([Id; 1]),
+        "where" = Where([Id; 3]),
+        "<" = Lt([Id; 2]),
+        "<=" = Le([Id; 2]),
+        "==" = Eq([Id; 2]),
+        "!=" = Ne([Id; 2]),
+        "and" = And([Id; 2]),
+        "or" = Or([Id; 2]),
+        "not" = Not([Id; 1]),
     }
 }
 
@@ -224,6 +236,18 @@ pub const OPERATORS: &[(&str, Option<usize>)] = &[
     ("iv", Some(1)),
     ("eps", None),
     ("let", Some(3)),
+    ("rmax", Some(2)),
+    ("rmin", Some(2)),
+    ("idx", Some(1)),
+    ("sizev", Some(1)),
+    ("where", Some(3)),
+    ("<", Some(2)),
+    ("<=", Some(2)),
+    ("==", Some(2)),
+    ("!=", Some(2)),
+    ("and", Some(2)),
+    ("or", Some(2)),
+    ("not", Some(1)),
 ];
 
 /// Build an operator node from its name and children.
@@ -261,8 +285,37 @@ pub fn make_op(op: &str, ch: &[Id]) -> Option<TL> {
         "iv" => TL::Iv([a(0)]),
         "eps" => TL::Eps(ch.to_vec().into_boxed_slice()),
         "let" => TL::Let([a(0), a(1), a(2)]),
+        "rmax" => TL::RMax([a(0), a(1)]),
+        "rmin" => TL::RMin([a(0), a(1)]),
+        "idx" => TL::Idx([a(0)]),
+        "sizev" => TL::SizeV([a(0)]),
+        "where" => TL::Where([a(0), a(1), a(2)]),
+        "<" => TL::Lt([a(0), a(1)]),
+        "<=" => TL::Le([a(0), a(1)]),
+        "==" => TL::Eq([a(0), a(1)]),
+        "!=" => TL::Ne([a(0), a(1)]),
+        "and" => TL::And([a(0), a(1)]),
+        "or" => TL::Or([a(0), a(1)]),
+        "not" => TL::Not([a(0)]),
         _ => return None,
     })
+}
+
+/// The max/min reduction node `[size, body]` of `op`.
+pub fn red_node(op: RedOp, s: Id, b: Id) -> TL {
+    match op {
+        RedOp::Max => TL::RMax([s, b]),
+        RedOp::Min => TL::RMin([s, b]),
+    }
+}
+
+/// The reduction of a max/min reduction node, with its size and body.
+pub fn node_red(n: &TL) -> Option<(RedOp, Id, Id)> {
+    match n {
+        TL::RMax([s, b]) => Some((RedOp::Max, *s, *b)),
+        TL::RMin([s, b]) => Some((RedOp::Min, *s, *b)),
+        _ => None,
+    }
 }
 
 fn func_node(f: Func, ch: &[Id]) -> TL {
@@ -434,6 +487,8 @@ fn node_ty(eg: &TlGraph, n: &TL) -> Option<Type> {
             _ => None,
         },
         TL::Let([_, _, b]) => t(b),
+        // conditions are no values
+        TL::Lt(_) | TL::Le(_) | TL::Eq(_) | TL::Ne(_) | TL::And(_) | TL::Or(_) | TL::Not(_) => None,
         _ => Some(Type::Real),
     }
 }
@@ -474,6 +529,7 @@ pub fn node_fv(n: &TL, data: impl Fn(Id) -> u64) -> u64 {
         TL::Pred(p) => pred_bits(&p.0),
         TL::Num(_) | TL::Size(_) | TL::Var(_) => 0,
         TL::Gen([_, b]) | TL::Sum([_, b]) => data(*b) >> 1,
+        TL::RMax([_, b]) | TL::RMin([_, b]) => data(*b) >> 1,
         _ => n.children().iter().fold(0, |acc, c| acc | data(*c)),
     }
 }
@@ -530,7 +586,13 @@ impl Analysis<TL> for TlAnalysis {
             .children()
             .iter()
             .fold(1usize, |s, c| s.saturating_add(egraph[*c].data.size));
-        let constant = fold_const(enode, |i| egraph[i].data.constant);
+        let constant = match enode {
+            // an index value whose index became a constant
+            TL::Idx([a]) => aff_of(egraph, *a)
+                .and_then(|a| a.as_const())
+                .map(|c| c as f64),
+            _ => fold_const(enode, |i| egraph[i].data.constant),
+        };
         let ty = node_ty(egraph, enode);
         let vars = node_vars(egraph, enode);
         let strong = node_strong(
@@ -710,6 +772,23 @@ fn map_leaves(e: &RecExpr<TL>, f: &impl Fn(u32, &TL) -> TL) -> RecExpr<TL> {
                     TL::Sum([s2, b2])
                 })
             }
+            TL::RMax([s, b]) | TL::RMin([s, b]) => {
+                let s2 = go(e, *s, depth, f, out, memo);
+                let b2 = go(e, *b, depth + 1, f, out, memo);
+                let op = node_red(n).expect("a reduction").0;
+                out.add(red_node(op, s2, b2))
+            }
+            TL::Idx(_) => {
+                // an index value reads no tensor: its index is never loose
+                let n = n.clone().map_children(|c| {
+                    let k = go(e, c, depth, f, out, memo);
+                    match &out[k] {
+                        TL::Aff(a) if a.1 => out.add(TL::Aff(AffLeaf::exact(a.0.clone()))),
+                        _ => k,
+                    }
+                });
+                out.add(n)
+            }
             TL::Eps(_) => {
                 // eps reads no tensor: its indices are never loose
                 let n = n.clone().map_children(|c| {
@@ -856,6 +935,14 @@ pub fn expr_to_rec(
                 TL::Sum([s, b])
             })
         }
+        Expr::Reduce(op, i, n, b) => {
+            let s = out.add(TL::Size(SizeLeaf(n.clone())));
+            scope.push(i.clone());
+            let b = expr_to_rec(b, scope, out);
+            scope.pop();
+            let b = b?;
+            out.add(red_node(*op, s, b))
+        }
         Expr::Access(a, idx) => {
             let a = expr_to_rec(a, scope, out)?;
             let k = out.add(TL::Aff(AffLeaf::exact(to_db(idx, scope)?)));
@@ -891,7 +978,82 @@ pub fn expr_to_rec(
             let b = expr_to_rec(e2, scope, out)?;
             out.add(TL::Let([n, a, b]))
         }
+        Expr::IndexValue(a) => {
+            let a = to_db(a, scope)?;
+            match a.as_const() {
+                Some(c) => expr_to_rec(&Expr::Num(c as f64), scope, out)?,
+                None => {
+                    let k = out.add(TL::Aff(AffLeaf::exact(a)));
+                    out.add(TL::Idx([k]))
+                }
+            }
+        }
+        Expr::SizeValue(n) => {
+            let k = out.add(TL::Size(SizeLeaf(Size::Named(n.clone()))));
+            out.add(TL::SizeV([k]))
+        }
+        Expr::Where(c, a, b) => {
+            let c = cond_to_rec(c, scope, out)?;
+            let a = expr_to_rec(a, scope, out)?;
+            let b = expr_to_rec(b, scope, out)?;
+            out.add(TL::Where([c, a, b]))
+        }
     })
+}
+
+/// Add a `where` condition to a RecExpr (`>` and `>=` as `<` and `<=` with
+/// the sides exchanged, which IEEE comparison makes the same).
+fn cond_to_rec(c: &Cond, scope: &mut Vec<String>, out: &mut RecExpr<TL>) -> Result<Id, ConvError> {
+    Ok(match c {
+        Cond::Cmp(op, a, b) => {
+            let a = expr_to_rec(a, scope, out)?;
+            let b = expr_to_rec(b, scope, out)?;
+            out.add(match op {
+                CmpOp::Lt => TL::Lt([a, b]),
+                CmpOp::Le => TL::Le([a, b]),
+                CmpOp::Gt => TL::Lt([b, a]),
+                CmpOp::Ge => TL::Le([b, a]),
+                CmpOp::Eq => TL::Eq([a, b]),
+                CmpOp::Ne => TL::Ne([a, b]),
+            })
+        }
+        Cond::And(a, b) => {
+            let a = cond_to_rec(a, scope, out)?;
+            let b = cond_to_rec(b, scope, out)?;
+            out.add(TL::And([a, b]))
+        }
+        Cond::Or(a, b) => {
+            let a = cond_to_rec(a, scope, out)?;
+            let b = cond_to_rec(b, scope, out)?;
+            out.add(TL::Or([a, b]))
+        }
+        Cond::Not(a) => {
+            let a = cond_to_rec(a, scope, out)?;
+            out.add(TL::Not([a]))
+        }
+    })
+}
+
+/// Convert a condition of a TL term back (see [`rec_to_expr`]).
+pub fn rec_to_cond(e: &RecExpr<TL>, id: Id, scope: &mut Vec<String>) -> Cond {
+    let n = &e[id];
+    let x = |k: usize, scope: &mut Vec<String>| Box::new(rec_to_expr(e, n.children()[k], scope));
+    let c = |k: usize, scope: &mut Vec<String>| Box::new(rec_to_cond(e, n.children()[k], scope));
+    match n {
+        TL::Lt(_) => Cond::Cmp(CmpOp::Lt, x(0, scope), x(1, scope)),
+        TL::Le(_) => Cond::Cmp(CmpOp::Le, x(0, scope), x(1, scope)),
+        TL::Eq(_) => Cond::Cmp(CmpOp::Eq, x(0, scope), x(1, scope)),
+        TL::Ne(_) => Cond::Cmp(CmpOp::Ne, x(0, scope), x(1, scope)),
+        TL::And(_) => Cond::And(c(0, scope), c(1, scope)),
+        TL::Or(_) => Cond::Or(c(0, scope), c(1, scope)),
+        TL::Not(_) => Cond::Not(c(0, scope)),
+        // not a condition: never built by the conversions or the rules
+        _ => Cond::Cmp(
+            CmpOp::Ne,
+            Box::new(Expr::Num(0.0)),
+            Box::new(Expr::Num(0.0)),
+        ),
+    }
 }
 
 /// Convert a closed named expression to a TL term.
@@ -955,6 +1117,18 @@ pub fn rec_to_expr(e: &RecExpr<TL>, id: Id, scope: &mut Vec<String>) -> Expr {
                 Expr::sum(name, size, body)
             }
         }
+        TL::RMax([s, b]) | TL::RMin([s, b]) => {
+            let size = match &e[*s] {
+                TL::Size(s) => s.0.clone(),
+                _ => Size::Lit(1),
+            };
+            let name = index_name(scope.len());
+            scope.push(name.clone());
+            let body = rec_to_expr(e, *b, scope);
+            scope.pop();
+            let op = node_red(n).expect("a reduction").0;
+            Expr::reduce(op, name, size, body)
+        }
         TL::Get([t, a]) => {
             let t = rec_to_expr(e, *t, scope);
             let a = match &e[*a] {
@@ -983,6 +1157,23 @@ pub fn rec_to_expr(e: &RecExpr<TL>, id: Id, scope: &mut Vec<String>) -> Expr {
             Expr::let_(name, c(1, scope), c(2, scope))
         }
         TL::Aff(_) | TL::Pred(_) | TL::Size(_) => Expr::Num(0.0),
+        TL::Idx([a]) => match &e[*a] {
+            TL::Aff(a) => Expr::index_value(from_db(&a.0, scope)),
+            _ => Expr::Num(0.0),
+        },
+        TL::SizeV([s]) => match &e[*s] {
+            TL::Size(SizeLeaf(Size::Named(n))) => Expr::SizeValue(n.clone()),
+            TL::Size(SizeLeaf(Size::Lit(k))) => Expr::Num(*k as f64),
+            _ => Expr::Num(0.0),
+        },
+        TL::Where([c, a, b]) => {
+            let c = rec_to_cond(e, *c, scope);
+            let a = rec_to_expr(e, *a, scope);
+            Expr::where_(c, a, rec_to_expr(e, *b, scope))
+        }
+        TL::Lt(_) | TL::Le(_) | TL::Eq(_) | TL::Ne(_) | TL::And(_) | TL::Or(_) | TL::Not(_) => {
+            Expr::Num(0.0)
+        }
         _ => {
             let f = node_func(n).expect("remaining nodes are scalar functions");
             let args = (0..n.children().len()).map(|k| c(k, scope)).collect();

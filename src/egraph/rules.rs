@@ -596,6 +596,11 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ),
     ("binding.rules", include_str!("../../rules/binding.rules")),
     ("algebra.rules", include_str!("../../rules/algebra.rules")),
+    (
+        "reductions.rules",
+        include_str!("../../rules/reductions.rules"),
+    ),
+    ("where.rules", include_str!("../../rules/where.rules")),
 ];
 
 /// All built-in rules.
@@ -971,6 +976,12 @@ pub fn subst_var_term(e: &RecExpr<TL>, x: Symbol, v: &RecExpr<TL>) -> RecExpr<TL
                 } else {
                     TL::Sum([s2, b2])
                 })
+            }
+            TL::RMax([s, b]) | TL::RMin([s, b]) => {
+                let s2 = copy(e, *s, &mut cx.out, &mut cx.memo);
+                let b2 = go(cx, *b, depth + 1);
+                let op = super::node_red(&e[id]).expect("a reduction").0;
+                cx.out.add(super::red_node(op, s2, b2))
             }
             n => {
                 let n = n.clone().map_children(|c| go(cx, c, depth));

@@ -71,7 +71,7 @@ pub struct Loss {
 /// The work of evaluating `e` once, roughly as the interpreter does it.
 fn work(e: &Expr, sizes: &Sizes) -> f64 {
     match e {
-        Expr::Gen(_, n, b) | Expr::Sum(_, n, b) => {
+        Expr::Gen(_, n, b) | Expr::Sum(_, n, b) | Expr::Reduce(_, _, n, b) => {
             let n = match n {
                 Size::Lit(k) => *k as f64,
                 Size::Named(x) => sizes.get(x).copied().unwrap_or(1) as f64,

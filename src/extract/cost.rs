@@ -161,8 +161,11 @@ pub fn ir_cost(e: &Expr, m: &CostModel) -> f64 {
         Expr::Proj(_, a) => ir_cost(a, m),
         Expr::Gen(_, n, b) => m.trip(n) * (ir_cost(b, m) + 1.0),
         Expr::Sum(_, n, b) => m.trip(n) * (ir_cost(b, m) + 1.0),
+        Expr::Reduce(_, _, n, b) => m.trip(n) * (ir_cost(b, m) + 1.0),
         Expr::Access(a, _) => 1.0 + ir_cost(a, m),
         Expr::Let(_, a, b) => ir_cost(a, m) + ir_cost(b, m),
+        Expr::IndexValue(_) | Expr::SizeValue(_) => 1.0,
+        Expr::Where(..) => 1.0 + e.children().into_iter().map(|c| ir_cost(c, m)).sum::<f64>(),
     }
 }
 
@@ -231,6 +234,10 @@ impl CostFunction<TL> for TlCost<'_> {
                 (n * (GEMM_FACTOR * cb + 1.0)).max(cb + 1.0)
             }
             TL::Gen([s, b]) | TL::Sum([s, b]) => {
+                let n = self.model.trip_of(self.egraph, *s);
+                n * (costs(*b) + 1.0)
+            }
+            TL::RMax([s, b]) | TL::RMin([s, b]) => {
                 let n = self.model.trip_of(self.egraph, *s);
                 n * (costs(*b) + 1.0)
             }

@@ -33,7 +33,7 @@
 //! DAG term unavailable, never a hang: the tree term is used.
 
 use super::cost::{CostModel, PolySize, TlCost, CALL_COST, GEMM_FACTOR};
-use crate::egraph::{node_func, TlGraph, TL};
+use crate::egraph::{node_func, node_red, TlGraph, TL};
 use egg::{CostFunction, Id, Language, RecExpr};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -200,7 +200,7 @@ pub fn node_dag_cost<'c>(
 ) -> Option<DagCost> {
     let tl = TlCost { egraph, model };
     let mut kids = DagCost::default();
-    let loop_node = matches!(node, TL::Gen(_) | TL::Sum(_));
+    let loop_node = matches!(node, TL::Gen(_) | TL::Sum(_)) || node_red(node).is_some();
     if !loop_node {
         for ch in node.children() {
             kids.absorb(child(egraph.find(*ch))?);
@@ -214,7 +214,7 @@ pub fn node_dag_cost<'c>(
     };
     Some(match node {
         TL::Num(_) | TL::Var(_) | TL::Size(_) | TL::Aff(_) | TL::Pred(_) => DagCost::default(),
-        TL::Gen([s, b]) | TL::Sum([s, b]) => {
+        TL::Gen([s, b]) | TL::Sum([s, b]) | TL::RMax([s, b]) | TL::RMin([s, b]) => {
             let body = child(egraph.find(*b))?;
             let n = model.trip_of(egraph, *s);
             // values that do not use the loop's index are hoisted out of it

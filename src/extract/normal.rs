@@ -64,7 +64,7 @@ pub fn fv_idx(e: &Expr) -> BTreeSet<String> {
     }
     fn go(e: &Expr, bound: &mut Vec<String>, out: &mut BTreeSet<String>) {
         match e {
-            Expr::Gen(i, _, b) | Expr::Sum(i, _, b) => {
+            Expr::Gen(i, _, b) | Expr::Sum(i, _, b) | Expr::Reduce(_, i, _, b) => {
                 bound.push(i.clone());
                 go(b, bound, out);
                 bound.pop();
@@ -75,6 +75,7 @@ pub fn fv_idx(e: &Expr) -> BTreeSet<String> {
             }
             Expr::Bracket(p) => p.affines().into_iter().for_each(|a| aff(a, bound, out)),
             Expr::Eps(v) => v.iter().for_each(|a| aff(a, bound, out)),
+            Expr::IndexValue(a) => aff(a, bound, out),
             _ => e.children().into_iter().for_each(|c| go(c, bound, out)),
         }
     }
@@ -110,7 +111,7 @@ pub fn fv_val(e: &Expr) -> BTreeSet<String> {
 pub fn subst_idx(e: &Expr, i: &str, by: &Affine, fresh: &mut Fresh) -> Expr {
     let sa = |a: &Affine| a.subst(i, by);
     match e {
-        Expr::Gen(j, n, b) | Expr::Sum(j, n, b) => {
+        Expr::Gen(j, n, b) | Expr::Sum(j, n, b) | Expr::Reduce(_, j, n, b) => {
             if j == i {
                 return e.clone();
             }
@@ -122,15 +123,12 @@ pub fn subst_idx(e: &Expr, i: &str, by: &Affine, fresh: &mut Fresh) -> Expr {
                 (j.clone(), (**b).clone())
             };
             let body = subst_idx(&b2, i, by, fresh);
-            if matches!(e, Expr::Gen(..)) {
-                Expr::gen(j2, n.clone(), body)
-            } else {
-                Expr::sum(j2, n.clone(), body)
-            }
+            e.rebind(j2, n.clone(), body)
         }
         Expr::Access(a, idx) => Expr::access(subst_idx(a, i, by, fresh), sa(idx)),
         Expr::Bracket(p) => Expr::Bracket(p.map_affine(&sa)),
         Expr::Eps(v) => Expr::Eps(v.iter().map(sa).collect()),
+        Expr::IndexValue(a) => Expr::index_value(sa(a)),
         _ => map_children(e, &mut |c| subst_idx(c, i, by, fresh)),
     }
 }
@@ -167,7 +165,7 @@ fn subst_val_with(
             };
             Expr::let_(y2, a2, subst_val_with(&b2, x, v, fvi, fvv, fresh))
         }
-        Expr::Gen(j, n, b) | Expr::Sum(j, n, b) => {
+        Expr::Gen(j, n, b) | Expr::Sum(j, n, b) | Expr::Reduce(_, j, n, b) => {
             let (j2, b2) = if fvi.contains(j) {
                 let k = fresh.next("i");
                 let b = subst_idx(b, j, &Affine::var(k.clone()), fresh);
@@ -176,11 +174,7 @@ fn subst_val_with(
                 (j.clone(), (**b).clone())
             };
             let body = subst_val_with(&b2, x, v, fvi, fvv, fresh);
-            if matches!(e, Expr::Gen(..)) {
-                Expr::gen(j2, n.clone(), body)
-            } else {
-                Expr::sum(j2, n.clone(), body)
-            }
+            e.rebind(j2, n.clone(), body)
         }
         _ => map_children(e, &mut |c| subst_val_with(c, x, v, fvi, fvv, fresh)),
     }
@@ -197,8 +191,14 @@ pub fn map_children(e: &Expr, f: &mut impl FnMut(&Expr) -> Expr) -> Expr {
         Expr::Proj(k, a) => Expr::proj(*k, f(a)),
         Expr::Gen(i, n, b) => Expr::gen(i.clone(), n.clone(), f(b)),
         Expr::Sum(i, n, b) => Expr::sum(i.clone(), n.clone(), f(b)),
+        Expr::Reduce(op, i, n, b) => Expr::reduce(*op, i.clone(), n.clone(), f(b)),
         Expr::Access(a, idx) => Expr::access(f(a), idx.clone()),
         Expr::Let(x, a, b) => Expr::let_(x.clone(), f(a), f(b)),
+        Expr::IndexValue(_) | Expr::SizeValue(_) => e.clone(),
+        Expr::Where(c, a, b) => {
+            let c = c.map_exprs(f);
+            Expr::where_(c, f(a), f(b))
+        }
     }
 }
 
@@ -214,8 +214,14 @@ pub fn map_children_owned(e: Expr, f: &mut impl FnMut(Expr) -> Expr) -> Expr {
         Expr::Proj(k, a) => Expr::proj(k, f(*a)),
         Expr::Gen(i, n, b) => Expr::gen(i, n, f(*b)),
         Expr::Sum(i, n, b) => Expr::sum(i, n, f(*b)),
+        Expr::Reduce(op, i, n, b) => Expr::reduce(op, i, n, f(*b)),
         Expr::Access(a, idx) => Expr::access(f(*a), idx),
         Expr::Let(x, a, b) => Expr::let_(x, f(*a), f(*b)),
+        Expr::IndexValue(_) | Expr::SizeValue(_) => e,
+        Expr::Where(c, a, b) => {
+            let c = c.map_exprs(&mut |x| f(x.clone()));
+            Expr::where_(c, f(*a), f(*b))
+        }
     }
 }
 
@@ -250,18 +256,14 @@ pub fn uniquify(e: &Expr, fresh: &mut Fresh) -> Expr {
         let ren = |a: &Affine, idx: &Vec<(String, String)>| rename_affine(a, idx);
         match e {
             Expr::Var(x) => Expr::Var(renamed(val, x)),
-            Expr::Gen(i, n, b) | Expr::Sum(i, n, b) => {
+            Expr::Gen(i, n, b) | Expr::Sum(i, n, b) | Expr::Reduce(_, i, n, b) => {
                 // the source name stays readable in reports (see
                 // `source_name`)
                 let k = fresh.next(&format!("{}_", source_name(i)));
                 idx.push((i.clone(), k.clone()));
                 let body = go(b, idx, val, fresh);
                 idx.pop();
-                if matches!(e, Expr::Gen(..)) {
-                    Expr::gen(k, n.clone(), body)
-                } else {
-                    Expr::sum(k, n.clone(), body)
-                }
+                e.rebind(k, n.clone(), body)
             }
             Expr::Let(x, a, b) => {
                 let a = go(a, idx, val, fresh);
@@ -274,6 +276,7 @@ pub fn uniquify(e: &Expr, fresh: &mut Fresh) -> Expr {
             Expr::Access(a, i) => Expr::access(go(a, idx, val, fresh), ren(i, idx)),
             Expr::Bracket(p) => Expr::Bracket(p.map_affine(&|a| ren(a, idx))),
             Expr::Eps(v) => Expr::Eps(v.iter().map(|a| ren(a, idx)).collect()),
+            Expr::IndexValue(a) => Expr::IndexValue(ren(a, idx)),
             _ => map_children(e, &mut |c| go(c, idx, val, fresh)),
         }
     }
@@ -381,6 +384,8 @@ pub fn type_of(e: &Expr, cx: &mut Cx) -> Type {
         | Expr::Sum(..)
         | Expr::Bracket(_)
         | Expr::Eps(_) => Type::Real,
+        Expr::Reduce(..) => Type::Real,
+        Expr::Eps(_) | Expr::IndexValue(_) | Expr::SizeValue(_) | Expr::Where(..) => Type::Real,
         Expr::Pair(a, b) => Type::pair(type_of(a, cx), type_of(b, cx)),
         Expr::Proj(k, a) => match type_of(a, cx) {
             Type::Pair(x, y) => {
@@ -454,15 +459,11 @@ pub struct Simp<'a> {
 impl Simp<'_> {
     pub fn simp(&mut self, e: &Expr, cx: &mut Cx) -> Expr {
         match e {
-            Expr::Gen(i, n, b) | Expr::Sum(i, n, b) => {
+            Expr::Gen(i, n, b) | Expr::Sum(i, n, b) | Expr::Reduce(_, i, n, b) => {
                 cx.idx.push((i.clone(), n.clone()));
                 let b = self.simp(b, cx);
                 cx.idx.pop();
-                if matches!(e, Expr::Gen(..)) {
-                    Expr::gen(i.clone(), n.clone(), b)
-                } else {
-                    Expr::sum(i.clone(), n.clone(), b)
-                }
+                e.rebind(i.clone(), n.clone(), b)
             }
             // The lets left by `inline_lets` stay: their value is simplified
             // once, and their body with the name's type in the context.
@@ -643,7 +644,7 @@ pub fn plain_mismatch(e: &Expr, cx: &mut Cx) -> bool {
             }
             plain_mismatch(t, cx)
         }
-        Expr::Gen(i, n, b) | Expr::Sum(i, n, b) => {
+        Expr::Gen(i, n, b) | Expr::Sum(i, n, b) | Expr::Reduce(_, i, n, b) => {
             cx.idx.push((i.clone(), n.clone()));
             let m = plain_mismatch(b, cx);
             cx.idx.pop();
@@ -903,6 +904,27 @@ impl Norm<'_> {
                 let r = self.scalar(*b, cx);
                 cx.idx.pop();
                 Expr::sum(i, n, r)
+            }
+            Expr::Reduce(op, i, n, b) => {
+                // hoisted like a sum (exact: the same value, computed once)
+                let whole = Expr::reduce(op, i, n, *b);
+                if self.licm && !cx.idx.is_empty() {
+                    let fv = fv_idx(&whole);
+                    let missing = cx.idx.iter().any(|(x, _)| !fv.contains(x));
+                    if missing && self.fits(&whole, cx) {
+                        return self.materialize(whole, cx);
+                    }
+                }
+                if self.worth_hoisting(&whole, cx) {
+                    return self.materialize(whole, cx);
+                }
+                let Expr::Reduce(op, i, n, b) = whole else {
+                    unreachable!("rebuilt above")
+                };
+                cx.idx.push((i.clone(), n.clone()));
+                let r = self.scalar(*b, cx);
+                cx.idx.pop();
+                Expr::reduce(op, i, n, r)
             }
             Expr::Access(..) | Expr::Proj(..) | Expr::Var(_) => {
                 let c = self.chain(e, cx);
@@ -1279,13 +1301,13 @@ impl Norm<'_> {
         }
         if matches!(
             e,
-            Expr::Call(..) | Expr::Bin(BinOp::Div, ..) | Expr::Sum(..)
+            Expr::Call(..) | Expr::Bin(BinOp::Div, ..) | Expr::Sum(..) | Expr::Reduce(..)
         ) {
             let chosen = used_positions(e, cx);
             *out.entry(candidate_key(e, cx, &chosen)).or_insert(0) += 1;
         }
         match e {
-            Expr::Sum(i, n, b) | Expr::Gen(i, n, b) => {
+            Expr::Sum(i, n, b) | Expr::Gen(i, n, b) | Expr::Reduce(_, i, n, b) => {
                 cx.idx.push((i.clone(), n.clone()));
                 self.count_candidates(b, cx, out);
                 cx.idx.pop();
@@ -1430,14 +1452,21 @@ pub fn normalize(f: &Function, opts: &NormalOptions) -> Function {
     pretty_names(&g)
 }
 
+/// Whether `e` uses an index as a number somewhere.
+fn has_index_values(e: &Expr) -> bool {
+    matches!(e, Expr::IndexValue(_)) || e.children().into_iter().any(has_index_values)
+}
+
 /// Rename binders by depth (`i`, `j`, …) and lets `t0`, `t1`, … (skipping
 /// parameter names).
 pub fn pretty_names(f: &Function) -> Function {
     let params: BTreeSet<String> = f.params.iter().map(|p| p.name.clone()).collect();
     let sizes = f.size_names();
+    // an index used as a number must not be read back as a parameter
+    let values = has_index_values(&f.body);
     let names: Vec<String> = (0..64)
         .map(crate::egraph::index_name)
-        .filter(|n| !sizes.contains(n))
+        .filter(|n| !(sizes.contains(n) || values && params.contains(n)))
         .collect();
     let mut counter = 0usize;
     let mut next_let = || loop {
@@ -1457,7 +1486,7 @@ pub fn pretty_names(f: &Function) -> Function {
         let ren = |a: &Affine, idx: &Vec<(String, String)>| rename_affine(a, idx);
         match e {
             Expr::Var(x) => Expr::Var(renamed(val, x)),
-            Expr::Gen(i, n, b) | Expr::Sum(i, n, b) => {
+            Expr::Gen(i, n, b) | Expr::Sum(i, n, b) | Expr::Reduce(_, i, n, b) => {
                 let k = names
                     .get(idx.len())
                     .cloned()
@@ -1465,11 +1494,7 @@ pub fn pretty_names(f: &Function) -> Function {
                 idx.push((i.clone(), k.clone()));
                 let body = go(b, idx, val, next_let, names);
                 idx.pop();
-                if matches!(e, Expr::Gen(..)) {
-                    Expr::gen(k, n.clone(), body)
-                } else {
-                    Expr::sum(k, n.clone(), body)
-                }
+                e.rebind(k, n.clone(), body)
             }
             Expr::Let(x, a, b) => {
                 let a = go(a, idx, val, next_let, names);
@@ -1482,6 +1507,7 @@ pub fn pretty_names(f: &Function) -> Function {
             Expr::Access(a, i) => Expr::access(go(a, idx, val, next_let, names), ren(i, idx)),
             Expr::Bracket(p) => Expr::Bracket(p.map_affine(&|a| ren(a, idx))),
             Expr::Eps(v) => Expr::Eps(v.iter().map(|a| ren(a, idx)).collect()),
+            Expr::IndexValue(a) => Expr::IndexValue(ren(a, idx)),
             _ => map_children(e, &mut |c| go(c, idx, val, next_let, names)),
         }
     }
@@ -1492,6 +1518,12 @@ pub fn pretty_names(f: &Function) -> Function {
         &mut next_let,
         &names,
     );
+    // integer arithmetic on index values as the parser reads it back
+    let body = if values {
+        crate::syntax::fold_index_values(body)
+    } else {
+        body
+    };
     Function { body, ..f.clone() }
 }
 
@@ -1514,6 +1546,10 @@ pub fn is_normal(f: &Function) -> bool {
     fn scalar(e: &Expr, cx: &mut Cx) -> bool {
         match e {
             Expr::Num(_) | Expr::Bracket(_) | Expr::Eps(_) => true,
+            Expr::IndexValue(_) | Expr::SizeValue(_) => true,
+            Expr::Where(c, a, b) => {
+                c.exprs().into_iter().all(|x| scalar(x, cx)) && scalar(a, cx) && scalar(b, cx)
+            }
             Expr::Var(_) | Expr::Access(..) | Expr::Proj(..) => {
                 chain_ok(e, cx, false) && type_of(e, cx) == Type::Real
             }
@@ -1521,6 +1557,12 @@ pub fn is_normal(f: &Function) -> bool {
             Expr::Neg(a) => scalar(a, cx),
             Expr::Call(_, args) => args.iter().all(|a| scalar(a, cx)),
             Expr::Sum(i, n, b) => {
+                cx.idx.push((i.clone(), n.clone()));
+                let r = scalar(b, cx);
+                cx.idx.pop();
+                r
+            }
+            Expr::Reduce(_, i, n, b) => {
                 cx.idx.push((i.clone(), n.clone()));
                 let r = scalar(b, cx);
                 cx.idx.pop();

@@ -181,6 +181,30 @@ pub fn sum_auto(body: impl FnOnce(Ix) -> E) -> E {
     E(Expr::sum(i, auto_size(), b.0))
 }
 
+/// `max(i:n) body`: the largest term, NaN if any term is NaN (IEEE
+/// `maximum`), -inf over an empty range. Not [`max`], the binary function.
+pub fn max_over(n: impl Into<SizeArg>, body: impl FnOnce(Ix) -> E) -> E {
+    let (i, b) = with_index(None, body);
+    E(Expr::reduce(RedOp::Max, i, n.into().0, b.0))
+}
+/// `min(i:n) body`: the smallest term, NaN if any term is NaN (IEEE
+/// `minimum`), +inf over an empty range. Not [`min`], the binary function.
+pub fn min_over(n: impl Into<SizeArg>, body: impl FnOnce(Ix) -> E) -> E {
+    let (i, b) = with_index(None, body);
+    E(Expr::reduce(RedOp::Min, i, n.into().0, b.0))
+}
+/// [`max_over`] or [`min_over`] with a given index name.
+pub fn reduce_named(op: RedOp, i: &str, n: impl Into<SizeArg>, body: impl FnOnce(Ix) -> E) -> E {
+    let (i, b) = with_index(Some(i), body);
+    E(Expr::reduce(op, i, n.into().0, b.0))
+}
+/// [`max_over`] or [`min_over`] whose size is inferred from the axes its
+/// index indexes.
+pub fn reduce_auto(op: RedOp, body: impl FnOnce(Ix) -> E) -> E {
+    let (i, b) = with_index(None, body);
+    E(Expr::reduce(op, i, auto_size(), b.0))
+}
+
 /// `let x = value in body(x)`, with a fresh name `t0`, `t1`, …. The
 /// variable is valid only inside `body`, like an index.
 pub fn let_(value: E, body: impl FnOnce(E) -> E) -> E {
@@ -299,6 +323,65 @@ impl Aff {
     cmp_methods!(eq => Eq, ne => Ne, lt => Lt, le => Le, gt => Gt, ge => Ge);
 }
 
+/// A condition of [`where_`]: comparisons of numbers ([`E::is_lt`], …)
+/// combined with `&`, `|` and `!`.
+#[derive(Clone, Debug)]
+pub struct C(pub Cond);
+
+macro_rules! cond_methods {
+    ($($name:ident => $op:ident),*) => {$(
+        #[doc = concat!("The condition `self ", stringify!($op), " other` on numbers (IEEE: false with a NaN except for `Ne`).")]
+        pub fn $name(&self, o: E) -> C {
+            C(Cond::Cmp(CmpOp::$op, Box::new(self.0.clone()), Box::new(o.0)))
+        }
+    )*};
+}
+impl E {
+    cond_methods!(is_eq => Eq, is_ne => Ne, is_lt => Lt, is_le => Le, is_gt => Gt, is_ge => Ge);
+}
+impl ops::BitAnd for C {
+    type Output = C;
+    fn bitand(self, o: C) -> C {
+        C(Cond::And(Box::new(self.0), Box::new(o.0)))
+    }
+}
+impl ops::BitOr for C {
+    type Output = C;
+    fn bitor(self, o: C) -> C {
+        C(Cond::Or(Box::new(self.0), Box::new(o.0)))
+    }
+}
+impl ops::Not for C {
+    type Output = C;
+    fn not(self) -> C {
+        C(Cond::Not(Box::new(self.0)))
+    }
+}
+
+/// `where(c, a, b)`: `a` where `c` holds, else `b` (only that side is
+/// evaluated).
+pub fn where_(c: C, a: E, b: E) -> E {
+    E(Expr::where_(c.0, a.0, b.0))
+}
+
+/// The run-time value of the size name `n` as a number.
+pub fn size_value(n: &str) -> E {
+    E(Expr::SizeValue(n.to_string()))
+}
+
+impl Ix {
+    /// The index as a number (`gen(i:n) x[i] * i`).
+    pub fn value(self) -> E {
+        Aff::from(self).value()
+    }
+}
+impl Aff {
+    /// The index expression as a number (`i + 1`, `n - 1 - i`'s index part).
+    pub fn value(self) -> E {
+        E(Expr::index_value(self.0))
+    }
+}
+
 impl ops::BitAnd for P {
     type Output = P;
     fn bitand(self, o: P) -> P {
@@ -410,7 +493,7 @@ pub fn func(name: &str, body: impl FnOnce(&mut FnBuilder) -> E) -> Result<Functi
     if !b.errors.is_empty() {
         return Err(Error::Frontend(b.errors.join("; ")));
     }
-    let body = resolve_names(&b.params, e.0)?;
+    let body = crate::syntax::fold_index_values(resolve_names(&b.params, e.0)?);
     let mut f = Function {
         name: name.to_string(),
         params: b.params,
@@ -431,6 +514,7 @@ enum Kind {
     Gen,
     Sum,
     Let,
+    Reduce(RedOp),
 }
 
 impl Kind {
@@ -439,6 +523,7 @@ impl Kind {
             Kind::Gen => "gen",
             Kind::Sum => "sum",
             Kind::Let => "let",
+            Kind::Reduce(op) => op.name(),
         }
     }
 }
@@ -480,11 +565,11 @@ fn survey(e: &Expr, r: &mut Resolver) {
             Expr::Var(x) if parse_placeholder(LET_PREFIX, x).is_none() => {
                 r.taken_val.insert(x.clone());
             }
-            Expr::Gen(i, _, _) | Expr::Sum(i, _, _) => {
-                let kind = if matches!(e, Expr::Gen(..)) {
-                    Kind::Gen
-                } else {
-                    Kind::Sum
+            Expr::Gen(i, _, _) | Expr::Sum(i, _, _) | Expr::Reduce(_, i, _, _) => {
+                let kind = match e {
+                    Expr::Gen(..) => Kind::Gen,
+                    Expr::Reduce(op, ..) => Kind::Reduce(*op),
+                    _ => Kind::Sum,
                 };
                 match parse_placeholder(IX_PREFIX, i) {
                     Some((id, asked)) => {
@@ -511,6 +596,7 @@ fn survey(e: &Expr, r: &mut Resolver) {
             },
             Expr::Access(_, a) => aff(a, r),
             Expr::Eps(v) => v.iter().for_each(|a| aff(a, r)),
+            Expr::IndexValue(a) => aff(a, r),
             Expr::Bracket(p) => pred_affines(p, &mut |a| aff(a, r)),
             _ => {}
         }
@@ -684,6 +770,12 @@ impl Resolver {
                     self.idx.pop();
                     Expr::sum(i, n, b?)
                 }
+                Expr::Reduce(op, i, n, b) => {
+                    let i = self.enter(i, Kind::Reduce(op));
+                    let b = self.expr(*b);
+                    self.idx.pop();
+                    Expr::reduce(op, i, n, b?)
+                }
                 Expr::Access(a, ix) => Expr::access(self.expr(*a)?, self.affine(ix)?),
                 Expr::Bracket(p) => Expr::Bracket(self.pred(p)?),
                 Expr::Eps(v) => Expr::Eps(
@@ -697,6 +789,12 @@ impl Resolver {
                     let b = self.expr(*b);
                     self.lets.pop();
                     Expr::let_(x, a, b?)
+                }
+                Expr::IndexValue(a) => Expr::index_value(self.affine(a)?),
+                Expr::SizeValue(n) => Expr::SizeValue(n),
+                Expr::Where(c, a, b) => {
+                    let c = c.try_map_exprs(&mut |x| self.expr(x.clone()))?;
+                    Expr::where_(c, self.expr(*a)?, self.expr(*b)?)
                 }
             })
         })
@@ -781,6 +879,12 @@ fn infer(
                 Some(Type::Real)
             }
         }
+        Expr::Reduce(_, i, n, b) => {
+            idx.push((i.clone(), n.clone()));
+            infer(b, vals, idx, found);
+            idx.pop();
+            Some(Type::Real)
+        }
         Expr::Access(a, ix) => {
             let t = infer(a, vals, idx, found)?;
             match t {
@@ -818,12 +922,25 @@ fn infer(
                 }
             }
         }
+        Expr::IndexValue(_) | Expr::SizeValue(_) => Some(Type::Real),
+        Expr::Where(..) => {
+            for c in e.children() {
+                infer(c, vals, idx, found);
+            }
+            Some(Type::Real)
+        }
     }
 }
 
 fn subst_sizes(e: &mut Expr, auto: &str, by: &Size) {
     match e {
         Expr::Gen(_, n, b) | Expr::Sum(_, n, b) => {
+            if matches!(n, Size::Named(m) if m == auto) {
+                *n = by.clone();
+            }
+            subst_sizes(b, auto, by);
+        }
+        Expr::Reduce(_, _, n, b) => {
             if matches!(n, Size::Named(m) if m == auto) {
                 *n = by.clone();
             }
@@ -836,11 +953,17 @@ fn subst_sizes(e: &mut Expr, auto: &str, by: &Size) {
         Expr::Neg(a) | Expr::Proj(_, a) | Expr::Access(a, _) => subst_sizes(a, auto, by),
         Expr::Call(_, args) => args.iter_mut().for_each(|a| subst_sizes(a, auto, by)),
         Expr::Var(_) | Expr::Num(_) | Expr::Bracket(_) | Expr::Eps(_) => {}
+        Expr::IndexValue(_) | Expr::SizeValue(_) => {}
+        Expr::Where(c, a, b) => {
+            c.for_each_expr_mut(&mut |x| subst_sizes(x, auto, by));
+            subst_sizes(a, auto, by);
+            subst_sizes(b, auto, by);
+        }
     }
 }
 
 fn autos(e: &Expr, out: &mut Vec<(String, String)>) {
-    if let Expr::Gen(i, n, _) | Expr::Sum(i, n, _) = e {
+    if let Expr::Gen(i, n, _) | Expr::Sum(i, n, _) | Expr::Reduce(_, i, n, _) = e {
         if let Size::Named(m) = n {
             if is_auto(n) {
                 out.push((m.clone(), i.clone()));

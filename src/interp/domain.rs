@@ -14,7 +14,7 @@
 //!   (`docs/fp-contract.md`); the oracle of differential testing and of the
 //!   rule checker.
 
-use crate::syntax::ast::{BinOp, Func};
+use crate::syntax::ast::{BinOp, CmpOp, Func, RedOp};
 use twofloat::TwoFloat;
 
 /// A number domain the interpreter evaluates in. Strong zeros are handled
@@ -40,6 +40,17 @@ pub trait Domain {
     fn sum_add(&self, acc: &mut Self::Acc, x: &Self::N, strong: bool);
     /// The sum of the `n` terms added.
     fn sum_end(&self, acc: Self::Acc, n: usize) -> Self::N;
+    /// One step of `max(i:n) e` / `min(i:n) e`: `op` of the value so far
+    /// and the next term (IEEE 754-2019 `maximum`/`minimum`, exact).
+    fn reduce(&self, op: RedOp, acc: &Self::N, x: &Self::N) -> Self::N;
+    /// `a op b` as the written program compares (IEEE), and whether every
+    /// value the domain allows for `a` and `b` gives that same answer.
+    fn compare(&self, op: CmpOp, a: &Self::N, b: &Self::N) -> (bool, bool);
+    /// The value of a `where` whose condition the domain could not decide:
+    /// the chosen side's value, widened by the other side's.
+    fn either(&self, chosen: &Self::N, _other: &Self::N) -> Self::N {
+        chosen.clone()
+    }
 }
 
 /// IEEE-754 doubles in the written order: the language's meaning.
@@ -69,6 +80,12 @@ impl Domain for F64 {
     }
     fn sum_end(&self, acc: f64, _n: usize) -> f64 {
         acc
+    }
+    fn reduce(&self, op: RedOp, acc: &f64, x: &f64) -> f64 {
+        op.apply(*acc, *x)
+    }
+    fn compare(&self, op: CmpOp, a: &f64, b: &f64) -> (bool, bool) {
+        (op.holds_f64(*a, *b), true)
     }
 }
 
@@ -161,6 +178,38 @@ impl Domain for Dd {
     }
     fn sum_end(&self, acc: TwoFloat, _n: usize) -> TwoFloat {
         acc
+    }
+    fn reduce(&self, op: RedOp, acc: &TwoFloat, x: &TwoFloat) -> TwoFloat {
+        let (a, b) = (*acc, *x);
+        if a.hi().is_nan() || b.hi().is_nan() {
+            return TwoFloat::from(f64::NAN);
+        }
+        let a_wins = match op {
+            RedOp::Max => a > b,
+            RedOp::Min => a < b,
+        };
+        if a_wins {
+            a
+        } else if a == b {
+            // equal: the sign of a zero decides, as in f64
+            let h = op.apply(a.hi(), b.hi());
+            if h.to_bits() == a.hi().to_bits() {
+                a
+            } else {
+                b
+            }
+        } else {
+            b
+        }
+    }
+
+    fn compare(&self, op: CmpOp, a: &TwoFloat, b: &TwoFloat) -> (bool, bool) {
+        let (x, y) = (a.hi(), b.hi());
+        if x.is_nan() || y.is_nan() || x != y {
+            (op.holds_f64(x, y), true)
+        } else {
+            (op.holds_f64(a.lo(), b.lo()), true)
+        }
     }
 }
 

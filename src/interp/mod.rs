@@ -96,6 +96,10 @@ fn access_types_inner(e: &Expr, scope: &mut Vec<(String, Type)>, out: &mut Acces
             access_types(a, scope, out);
             Type::Real
         }
+        Expr::Reduce(_, _, _, a) => {
+            access_types(a, scope, out);
+            Type::Real
+        }
         Expr::Call(_, args) => {
             for a in args {
                 access_types(a, scope, out);
@@ -121,6 +125,13 @@ fn access_types_inner(e: &Expr, scope: &mut Vec<(String, Type)>, out: &mut Acces
             let t = access_types(e2, scope, out);
             scope.pop();
             t
+        }
+        Expr::IndexValue(_) | Expr::SizeValue(_) => Type::Real,
+        Expr::Where(..) => {
+            for c in e.children() {
+                access_types(c, scope, out);
+            }
+            Type::Real
         }
     }
 }
@@ -260,6 +271,21 @@ fn eval_inner<D: Domain>(e: &Expr, env: &mut Env<'_, D>) -> V<D::N> {
             }
             V::Num(d.sum_end(acc, n), all_strong)
         }
+        Expr::Reduce(op, i, n, body) => {
+            let n = env.size(n);
+            let mut acc = d.num(op.identity());
+            for k in 0..n {
+                if env.oom.is_some() {
+                    break;
+                }
+                env.indices.push((i.clone(), k as i64));
+                let (x, _) = eval(body, env).num();
+                env.indices.pop();
+                acc = d.reduce(*op, &acc, &x);
+            }
+            // an ordinary number, like a scalar function's result
+            V::Num(acc, false)
+        }
         Expr::Access(a, idx) => {
             let k = idx.eval(|v| env.index(v));
             match eval(a, env) {
@@ -304,7 +330,59 @@ fn eval_inner<D: Domain>(e: &Expr, env: &mut Env<'_, D>) -> V<D::N> {
             env.values.pop();
             r
         }
+        Expr::IndexValue(a) => V::Num(d.num(a.eval(|v| env.index(v)) as f64), false),
+        Expr::SizeValue(n) => V::Num(d.num(env.size(&Size::Named(n.clone())) as f64), false),
+        Expr::Where(c, a, b) => {
+            let (holds, decided) = eval_cond(c, env);
+            let (chosen, other) = if holds { (a, b) } else { (b, a) };
+            let x = eval(chosen, env).num().0;
+            if decided {
+                V::Num(x, false)
+            } else {
+                let y = eval(other, env).num().0;
+                V::Num(d.either(&x, &y), false)
+            }
+        }
     }
+}
+
+/// A `where` condition: whether it holds in the written program, and
+/// whether the domain is sure of it (always, for plain `f64`).
+fn eval_cond<D: Domain>(c: &Cond, env: &mut Env<'_, D>) -> (bool, bool) {
+    stack::deep(|| match c {
+        Cond::Cmp(op, a, b) => {
+            let x = eval(a, env).num().0;
+            let y = eval(b, env).num().0;
+            env.d.compare(*op, &x, &y)
+        }
+        Cond::And(a, b) => {
+            let (x, dx) = eval_cond(a, env);
+            let (y, dy) = eval_cond(b, env);
+            // a side sure to be false decides the conjunction
+            let sure = match (dx, dy) {
+                (true, true) => true,
+                (true, false) => !x,
+                (false, true) => !y,
+                (false, false) => false,
+            };
+            (x && y, sure)
+        }
+        Cond::Or(a, b) => {
+            let (x, dx) = eval_cond(a, env);
+            let (y, dy) = eval_cond(b, env);
+            let sure = match (dx, dy) {
+                (true, true) => true,
+                (true, false) => x,
+                (false, true) => y,
+                (false, false) => false,
+            };
+            (x || y, sure)
+        }
+        Cond::Not(a) => {
+            let (x, dx) = eval_cond(a, env);
+            (!x, dx)
+        }
+    })
 }
 
 /// The `k`-th element along the first axis, borrowed.

@@ -44,7 +44,7 @@
 //!   so the sign of an infinity made by dividing by a zero is not either.
 
 use super::domain::Domain;
-use crate::syntax::ast::{BinOp, Func};
+use crate::syntax::ast::{BinOp, CmpOp, Func, RedOp};
 
 /// Unit roundoff of f64.
 const U: f64 = f64::EPSILON / 2.0;
@@ -503,11 +503,16 @@ impl Shadow {
     }
 
     fn func2(&self, f: Func, a: &Sh, b: &Sh) -> Sh {
-        let v = f.apply(&[a.v, b.v]);
+        self.monotone2(&|x: f64, y: f64| f.apply(&[x, y]), a, b)
+    }
+
+    /// A function of two numbers monotone in both (binary max/min, a step
+    /// of a max/min reduction): the union over the kinds of its arguments.
+    fn monotone2(&self, pick: &dyn Fn(f64, f64) -> f64, a: &Sh, b: &Sh) -> Sh {
+        let v = pick(a.v, b.v);
         if a.is_any() || b.is_any() {
             return Sh::any(v);
         }
-        let pick = |x: f64, y: f64| f.apply(&[x, y]);
         let mut s = Sh::none(v);
         // representatives of each kind: the interval's ends, or the
         // special value; max/min are monotone in both arguments
@@ -682,6 +687,11 @@ impl Domain for Shadow {
         acc.add(x);
     }
 
+    fn reduce(&self, op: RedOp, acc: &Sh, x: &Sh) -> Sh {
+        // exact in IEEE arithmetic and in any order: no widening
+        self.monotone2(&|a: f64, b: f64| op.apply(a, b), acc, x)
+    }
+
     fn sum_end(&self, acc: ShAcc, n: usize) -> Sh {
         if n == 0 {
             let mut s = Sh::exact(0.0);
@@ -694,6 +704,61 @@ impl Domain for Shadow {
         }
         let w = (n as f64 + 1.0) * 2.0 * U * acc.mag + n as f64 * ETA;
         acc.finish(w)
+    }
+
+    fn compare(&self, op: CmpOp, a: &Sh, b: &Sh) -> (bool, bool) {
+        let written = op.holds_f64(a.v, b.v);
+        // each kind as an interval of the extended reals, or NaN
+        let iv = |k: Kind| match k {
+            Kind::Fin(lo, hi) => Some((lo, hi)),
+            Kind::P => Some((f64::INFINITY, f64::INFINITY)),
+            Kind::M => Some((f64::NEG_INFINITY, f64::NEG_INFINITY)),
+            Kind::N => None,
+        };
+        let (mut can_true, mut can_false) = (false, false);
+        for x in a.kinds() {
+            for y in b.kinds() {
+                let (t, f) = match (iv(x), iv(y)) {
+                    (Some((a0, a1)), Some((b0, b1))) => {
+                        let lt = (a0 < b1, a1 >= b0);
+                        let le = (a0 <= b1, a1 > b0);
+                        let gt = (a1 > b0, a0 <= b1);
+                        let ge = (a1 >= b0, a0 < b1);
+                        let overlap = a0 <= b1 && b0 <= a1;
+                        let point = a0 == a1 && b0 == b1 && a0 == b0;
+                        let eq = (overlap, !point);
+                        match op {
+                            CmpOp::Lt => lt,
+                            CmpOp::Le => le,
+                            CmpOp::Gt => gt,
+                            CmpOp::Ge => ge,
+                            CmpOp::Eq => eq,
+                            CmpOp::Ne => (eq.1, eq.0),
+                        }
+                    }
+                    // a comparison with NaN is false, except `!=`
+                    _ => {
+                        let r = op == CmpOp::Ne;
+                        (r, !r)
+                    }
+                };
+                can_true |= t;
+                can_false |= f;
+            }
+        }
+        (written, !(can_true && can_false))
+    }
+
+    fn either(&self, chosen: &Sh, other: &Sh) -> Sh {
+        if chosen.is_any() || other.is_any() {
+            return Sh::any(chosen.v);
+        }
+        let mut s = *chosen;
+        for k in other.kinds() {
+            s.add_kind(k);
+        }
+        s.big = chosen.big.max(other.big);
+        s.settle()
     }
 }
 

@@ -67,6 +67,18 @@ fn leaves<'e>(
     }
 }
 
+/// The shape of a `where` condition (its numbers become arguments).
+fn sel_cond(c: &crate::syntax::ast::Cond) -> super::ir::SelCond {
+    use super::ir::SelCond as S;
+    use crate::syntax::ast::Cond as C;
+    match c {
+        C::Cmp(op, _, _) => S::Cmp(*op),
+        C::And(a, b) => S::And(Box::new(sel_cond(a)), Box::new(sel_cond(b))),
+        C::Or(a, b) => S::Or(Box::new(sel_cond(a)), Box::new(sel_cond(b))),
+        C::Not(a) => S::Not(Box::new(sel_cond(a))),
+    }
+}
+
 fn path_name(x: &str, path: &[u8]) -> String {
     let mut name = x.to_string();
     for k in path {
@@ -263,9 +275,27 @@ impl Lower {
                 self.idx.pop();
                 Scalar::Sum(v, n, Box::new(body?))
             }
+            Expr::Reduce(op, i, n, b) => {
+                let n = self.size(n);
+                let v = self.fresh_var(i);
+                let body = self.scalar(b);
+                self.idx.pop();
+                Scalar::Reduce(*op, v, n, Box::new(body?))
+            }
             Expr::Gen(..) => return Err(not_normal("a `gen` inside a number", e)),
             Expr::Let(..) => return Err(not_normal("a `let` inside an expression", e)),
             Expr::Pair(..) => return Err(not_normal("a pair inside an expression", e)),
+            Expr::IndexValue(a) => Scalar::Index(self.aff(a)?),
+            Expr::SizeValue(n) => Scalar::SizeVal(self.size(&Size::Named(n.clone()))),
+            Expr::Where(c, a, b) => {
+                let mut args = Vec::new();
+                for x in c.exprs() {
+                    args.push(self.scalar(x)?);
+                }
+                args.push(self.scalar(a)?);
+                args.push(self.scalar(b)?);
+                Scalar::Select(sel_cond(c), args)
+            }
         })
     }
 

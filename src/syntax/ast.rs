@@ -443,6 +443,67 @@ impl Func {
     }
 }
 
+/// The max/min reductions `max(i:n) e`, `min(i:n) e`.
+///
+/// Unlike the binary [`Func::Max`]/[`Func::Min`] (Rust's `f64::max`, which
+/// ignores a NaN), a reduction is IEEE 754-2019 `maximum`/`minimum`: a NaN
+/// term makes the result NaN, and -0 is below +0. That makes it exactly
+/// associative and commutative, so every evaluation order agrees bit for
+/// bit. Over an empty range it is its identity, -inf for max, +inf for min.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum RedOp {
+    /// `max(i:n) e`
+    Max,
+    /// `min(i:n) e`
+    Min,
+}
+
+impl RedOp {
+    /// Both reductions.
+    pub const ALL: [RedOp; 2] = [RedOp::Max, RedOp::Min];
+    /// The keyword as written.
+    pub fn name(self) -> &'static str {
+        match self {
+            RedOp::Max => "max",
+            RedOp::Min => "min",
+        }
+    }
+    /// The reduction written `s`.
+    pub fn from_name(s: &str) -> Option<RedOp> {
+        RedOp::ALL.iter().copied().find(|r| r.name() == s)
+    }
+    /// The value of the empty reduction: -inf for max, +inf for min.
+    pub fn identity(self) -> f64 {
+        match self {
+            RedOp::Max => f64::NEG_INFINITY,
+            RedOp::Min => f64::INFINITY,
+        }
+    }
+    /// IEEE 754-2019 `maximum(a, b)` / `minimum(a, b)`: NaN if either is
+    /// NaN, and -0 < +0.
+    pub fn apply(self, a: f64, b: f64) -> f64 {
+        if a.is_nan() || b.is_nan() {
+            return f64::NAN;
+        }
+        match self {
+            RedOp::Max => {
+                if a > b || (a == b && b.is_sign_negative()) {
+                    a
+                } else {
+                    b
+                }
+            }
+            RedOp::Min => {
+                if a < b || (a == b && b.is_sign_positive()) {
+                    a
+                } else {
+                    b
+                }
+            }
+        }
+    }
+}
+
 /// An expression of the tensor language.
 ///
 /// Multi-binder forms are nested: `gen(i:n, j:m) e` is
@@ -475,6 +536,162 @@ pub enum Expr {
     Eps(Vec<Affine>),
     /// `let x = e1 in e2`.
     Let(String, Box<Expr>, Box<Expr>),
+    /// `max(i:n) e` or `min(i:n) e`: the IEEE 754-2019 `maximum` or
+    /// `minimum` of the terms (NaN propagates, -0 < +0); empty: -inf / +inf.
+    Reduce(RedOp, String, Size, Box<Expr>),
+    /// An index expression used as a number: `i`, `i + 1`, `n - 1 - i`'s
+    /// index part. Its value is the integer the affine expression gives
+    /// (computed in i64; exact as an f64 below 2^53). Never a constant:
+    /// [`Expr::index_value`] makes a constant a [`Expr::Num`].
+    IndexValue(Affine),
+    /// A size name used as a number: its run-time value.
+    SizeValue(String),
+    /// `where(c, a, b)`: `a` where the condition `c` holds, else `b`; only
+    /// the chosen side is evaluated, and the result is an ordinary number.
+    Where(Box<Cond>, Box<Expr>, Box<Expr>),
+}
+
+/// The condition of a `where`: comparisons of numbers (IEEE: every
+/// comparison with a NaN is false except `!=`) combined by `&&`, `||`, `!`.
+/// Booleans exist only here.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Cond {
+    /// `a op b` of two numbers.
+    Cmp(CmpOp, Box<Expr>, Box<Expr>),
+    /// `c && d`.
+    And(Box<Cond>, Box<Cond>),
+    /// `c || d`.
+    Or(Box<Cond>, Box<Cond>),
+    /// `!c`.
+    Not(Box<Cond>),
+}
+
+impl CmpOp {
+    /// Whether `a op b` for two numbers, as IEEE-754 compares them (false
+    /// when either is NaN, except for `!=`).
+    pub fn holds_f64(self, a: f64, b: f64) -> bool {
+        match self {
+            CmpOp::Eq => a == b,
+            CmpOp::Ne => a != b,
+            CmpOp::Lt => a < b,
+            CmpOp::Le => a <= b,
+            CmpOp::Gt => a > b,
+            CmpOp::Ge => a >= b,
+        }
+    }
+}
+
+impl Cond {
+    /// The numbers it compares, left to right (the order of
+    /// [`Expr::children`] for a `where`).
+    pub fn exprs(&self) -> Vec<&Expr> {
+        let mut out = Vec::new();
+        let mut todo = vec![self];
+        while let Some(c) = todo.pop() {
+            match c {
+                Cond::Cmp(_, a, b) => {
+                    out.push(&**a);
+                    out.push(&**b);
+                }
+                Cond::And(a, b) | Cond::Or(a, b) => {
+                    todo.push(b);
+                    todo.push(a);
+                }
+                Cond::Not(a) => todo.push(a),
+            }
+        }
+        out
+    }
+    /// The condition with every compared number mapped by `f` (left to
+    /// right).
+    pub fn map_exprs(&self, f: &mut impl FnMut(&Expr) -> Expr) -> Cond {
+        match self {
+            Cond::Cmp(op, a, b) => {
+                let a = f(a);
+                let b = f(b);
+                Cond::Cmp(*op, Box::new(a), Box::new(b))
+            }
+            Cond::And(a, b) => {
+                let a = a.map_exprs(f);
+                Cond::And(Box::new(a), Box::new(b.map_exprs(f)))
+            }
+            Cond::Or(a, b) => {
+                let a = a.map_exprs(f);
+                Cond::Or(Box::new(a), Box::new(b.map_exprs(f)))
+            }
+            Cond::Not(a) => Cond::Not(Box::new(a.map_exprs(f))),
+        }
+    }
+    /// Like [`Cond::map_exprs`] with a fallible `f`.
+    pub fn try_map_exprs<E>(
+        &self,
+        f: &mut impl FnMut(&Expr) -> Result<Expr, E>,
+    ) -> Result<Cond, E> {
+        Ok(match self {
+            Cond::Cmp(op, a, b) => {
+                let a = f(a)?;
+                let b = f(b)?;
+                Cond::Cmp(*op, Box::new(a), Box::new(b))
+            }
+            Cond::And(a, b) => {
+                let a = a.try_map_exprs(f)?;
+                Cond::And(Box::new(a), Box::new(b.try_map_exprs(f)?))
+            }
+            Cond::Or(a, b) => {
+                let a = a.try_map_exprs(f)?;
+                Cond::Or(Box::new(a), Box::new(b.try_map_exprs(f)?))
+            }
+            Cond::Not(a) => Cond::Not(Box::new(a.try_map_exprs(f)?)),
+        })
+    }
+    /// The compared numbers, mutable, left to right.
+    pub fn exprs_mut(&mut self) -> Vec<&mut Expr> {
+        match self {
+            Cond::Cmp(_, a, b) => vec![&mut **a, &mut **b],
+            Cond::And(a, b) | Cond::Or(a, b) => {
+                let mut v = a.exprs_mut();
+                v.extend(b.exprs_mut());
+                v
+            }
+            Cond::Not(a) => a.exprs_mut(),
+        }
+    }
+    /// Call `f` on every compared number, left to right.
+    pub fn for_each_expr_mut(&mut self, f: &mut impl FnMut(&mut Expr)) {
+        match self {
+            Cond::Cmp(_, a, b) => {
+                f(a);
+                f(b);
+            }
+            Cond::And(a, b) | Cond::Or(a, b) => {
+                a.for_each_expr_mut(f);
+                b.for_each_expr_mut(f);
+            }
+            Cond::Not(a) => a.for_each_expr_mut(f),
+        }
+    }
+    /// Its truth, given the values of the numbers it compares (in the
+    /// order of [`Cond::exprs`]).
+    pub fn eval_with(&self, vals: &mut impl Iterator<Item = f64>) -> bool {
+        match self {
+            Cond::Cmp(op, _, _) => {
+                let a = vals.next().unwrap_or(f64::NAN);
+                let b = vals.next().unwrap_or(f64::NAN);
+                op.holds_f64(a, b)
+            }
+            Cond::And(a, b) => {
+                let x = a.eval_with(vals);
+                let y = b.eval_with(vals);
+                x && y
+            }
+            Cond::Or(a, b) => {
+                let x = a.eval_with(vals);
+                let y = b.eval_with(vals);
+                x || y
+            }
+            Cond::Not(a) => !a.eval_with(vals),
+        }
+    }
 }
 
 impl Expr {
@@ -494,6 +711,20 @@ impl Expr {
     pub fn sum(i: impl Into<String>, n: Size, body: Expr) -> Expr {
         Expr::Sum(i.into(), n, Box::new(body))
     }
+    /// `max(i:n) body` or `min(i:n) body`.
+    pub fn reduce(op: RedOp, i: impl Into<String>, n: Size, body: Expr) -> Expr {
+        Expr::Reduce(op, i.into(), n, Box::new(body))
+    }
+    /// The same kind of binder as `self` (a `gen`, `sum` or max/min
+    /// reduction) over index `i` of range `n`, with body `body`.
+    pub fn rebind(&self, i: String, n: Size, body: Expr) -> Expr {
+        match self {
+            Expr::Gen(..) => Expr::gen(i, n, body),
+            Expr::Reduce(op, ..) => Expr::reduce(*op, i, n, body),
+            Expr::Sum(..) => Expr::sum(i, n, body),
+            _ => unreachable!("rebind is called on binders only"),
+        }
+    }
     /// `e[idx]`.
     pub fn access(e: Expr, idx: Affine) -> Expr {
         Expr::Access(Box::new(e), idx)
@@ -505,6 +736,20 @@ impl Expr {
     /// `(a, b)`.
     pub fn pair(a: Expr, b: Expr) -> Expr {
         Expr::Pair(Box::new(a), Box::new(b))
+    }
+    /// The number an index expression gives: [`Expr::IndexValue`], or a
+    /// number literal when it is a constant (the negation of one when it is
+    /// negative, as the parser reads `-1`).
+    pub fn index_value(a: Affine) -> Expr {
+        match a.as_const() {
+            Some(c) if c < 0 => Expr::Neg(Box::new(Expr::Num(c.unsigned_abs() as f64))),
+            Some(c) => Expr::Num(c as f64),
+            None => Expr::IndexValue(a),
+        }
+    }
+    /// `where(c, a, b)`.
+    pub fn where_(c: Cond, a: Expr, b: Expr) -> Expr {
+        Expr::Where(Box::new(c), Box::new(a), Box::new(b))
     }
     /// `let x = e1 in e2`.
     pub fn let_(x: impl Into<String>, e1: Expr, e2: Expr) -> Expr {
@@ -530,8 +775,16 @@ impl Expr {
             Expr::Neg(a) | Expr::Proj(_, a) | Expr::Gen(_, _, a) | Expr::Sum(_, _, a) => {
                 vec![a]
             }
+            Expr::Reduce(_, _, _, a) => vec![a],
             Expr::Access(a, _) => vec![a],
             Expr::Call(_, args) => args.iter().collect(),
+            Expr::IndexValue(_) | Expr::SizeValue(_) => vec![],
+            Expr::Where(c, a, b) => {
+                let mut v = c.exprs();
+                v.push(a);
+                v.push(b);
+                v
+            }
         }
     }
     /// Depth of the tree (a leaf has depth 1), counted without recursion.
@@ -593,8 +846,23 @@ pub fn drop_iteratively(e: Expr) {
             | Expr::Gen(_, _, a)
             | Expr::Sum(_, _, a)
             | Expr::Access(a, _) => todo.push(std::mem::replace(&mut **a, Expr::Num(0.0))),
+            Expr::Reduce(_, _, _, a) => todo.push(std::mem::replace(&mut **a, Expr::Num(0.0))),
             Expr::Call(_, args) => todo.append(args),
             Expr::Var(_) | Expr::Num(_) | Expr::Bracket(_) | Expr::Eps(_) => {}
+            Expr::IndexValue(_) | Expr::SizeValue(_) => {}
+            Expr::Where(c, a, b) => {
+                let c = std::mem::replace(
+                    &mut **c,
+                    Cond::Cmp(
+                        CmpOp::Eq,
+                        Box::new(Expr::Num(0.0)),
+                        Box::new(Expr::Num(0.0)),
+                    ),
+                );
+                todo.extend(cond_into_exprs(c));
+                todo.push(std::mem::replace(&mut **a, Expr::Num(0.0)));
+                todo.push(std::mem::replace(&mut **b, Expr::Num(0.0)));
+            }
         }
     }
     let mut todo = Vec::new();
@@ -602,6 +870,27 @@ pub fn drop_iteratively(e: Expr) {
     while let Some(mut e) = todo.pop() {
         take(&mut e, &mut todo);
     }
+}
+
+/// The compared numbers of a condition, taken out of it without deep
+/// recursion (for [`drop_iteratively`]).
+fn cond_into_exprs(c: Cond) -> Vec<Expr> {
+    let mut out = Vec::new();
+    let mut todo = vec![c];
+    while let Some(c) = todo.pop() {
+        match c {
+            Cond::Cmp(_, a, b) => {
+                out.push(*a);
+                out.push(*b);
+            }
+            Cond::And(a, b) | Cond::Or(a, b) => {
+                todo.push(*a);
+                todo.push(*b);
+            }
+            Cond::Not(a) => todo.push(*a),
+        }
+    }
+    out
 }
 
 impl Function {

@@ -2,8 +2,10 @@
 //! the printer back to it ([`printer`]). `parse(print(p)) == p`.
 
 pub mod ast;
+mod fold;
 pub mod parser;
 pub mod printer;
+pub use fold::fold_index_values;
 
 pub use ast::*;
 pub use parser::{

@@ -442,6 +442,19 @@ impl Parser<'_> {
         };
         self.expect_sym("=", "before the function body")?;
         let (body, bsp) = self.expr()?;
+        let sizes = Function {
+            name: String::new(),
+            params: params.clone(),
+            ret: None,
+            body: Expr::Num(0.0),
+        }
+        .size_names();
+        let mut scope = Scope {
+            sizes: &sizes,
+            values: params.iter().map(|p| p.name.clone()).collect(),
+            indices: Vec::new(),
+        };
+        let (body, bsp) = resolve(body, bsp, &mut scope)?;
         self.eat_sym(";");
         if !matches!(self.peek(), Tok::Eof) && !self.is_kw("fn") {
             return self.err(format!(
@@ -602,9 +615,24 @@ impl Parser<'_> {
             }
             return Ok((e, sp));
         }
-        if self.is_kw("gen") || self.is_kw("sum") {
+        // `max(i:n) e`, `min(i:n) e`: a reduction, told from the binary
+        // `max(a, b)` by the `index :` after the parenthesis
+        let red = match (
+            self.peek(),
+            self.peek_at(1),
+            self.peek_at(2),
+            self.peek_at(3),
+        ) {
+            (Tok::Ident(s), Tok::Sym("("), Tok::Ident(_), Tok::Sym(":")) => RedOp::from_name(s),
+            _ => None,
+        };
+        if self.is_kw("gen") || self.is_kw("sum") || red.is_some() {
             let is_gen = self.is_kw("gen");
-            let kw = if is_gen { "gen" } else { "sum" };
+            let kw = match red {
+                Some(r) => r.name(),
+                None if is_gen => "gen",
+                None => "sum",
+            };
             self.bump();
             let open = self.expect_sym("(", &format!("after `{kw}`"))?;
             let mut binders = Vec::new();
@@ -627,7 +655,9 @@ impl Parser<'_> {
             let end = sp.span.end;
             for (k, (i, n, bstart)) in binders.into_iter().enumerate().rev() {
                 let s = if k == 0 { start } else { bstart };
-                e = if is_gen {
+                e = if let Some(r) = red {
+                    Expr::reduce(r, i, n, e)
+                } else if is_gen {
                     Expr::gen(i, n, e)
                 } else {
                     Expr::sum(i, n, e)
@@ -742,6 +772,23 @@ impl Parser<'_> {
                 }
                 Ok((Expr::Eps(idx), SpanTree::leaf(start.join(close))))
             }
+            Tok::Ident(s) if s == "where" && matches!(self.peek_at(1), Tok::Sym("(")) => {
+                self.bump();
+                let open = self.bump().1;
+                let mut spans = Vec::new();
+                let c = self.cond(&mut spans)?;
+                self.expect_sym(",", "after the condition of `where`")?;
+                let (a, sa) = self.expr()?;
+                self.expect_sym(",", "after the first value of `where`")?;
+                let (b, sb) = self.expr()?;
+                let close = self.expect_close(open, ")", "to close `where(...)`")?;
+                spans.push(sa);
+                spans.push(sb);
+                Ok((
+                    Expr::where_(c, a, b),
+                    SpanTree::node(start.join(close), spans),
+                ))
+            }
             Tok::Ident(s)
                 if Func::from_name(&s).is_some() && matches!(self.peek_at(1), Tok::Sym("(")) =>
             {
@@ -803,6 +850,92 @@ impl Parser<'_> {
             }
             t => self.err(format!("expected an expression, found {}", t.describe())),
         }
+    }
+
+    // ---- conditions of `where` ----
+
+    /// A condition: comparisons of numbers with `&&`, `||`, `!` and
+    /// parentheses, as in a predicate. `spans` receives the spans of the
+    /// compared numbers, left to right.
+    fn cond(&mut self, spans: &mut Vec<SpanTree>) -> PResult<Cond> {
+        self.enter()?;
+        let r = self.cond_or(spans);
+        self.depth -= 1;
+        r
+    }
+
+    fn cond_or(&mut self, spans: &mut Vec<SpanTree>) -> PResult<Cond> {
+        let mut c = self.cond_and(spans)?;
+        let mut terms = 1;
+        while self.eat_sym("||") {
+            terms += 1;
+            self.pred_terms(terms)?;
+            c = Cond::Or(Box::new(c), Box::new(self.cond_and(spans)?));
+        }
+        Ok(c)
+    }
+
+    fn cond_and(&mut self, spans: &mut Vec<SpanTree>) -> PResult<Cond> {
+        let mut c = self.cond_not(spans)?;
+        let mut terms = 1;
+        while self.eat_sym("&&") {
+            terms += 1;
+            self.pred_terms(terms)?;
+            c = Cond::And(Box::new(c), Box::new(self.cond_not(spans)?));
+        }
+        Ok(c)
+    }
+
+    fn cond_not(&mut self, spans: &mut Vec<SpanTree>) -> PResult<Cond> {
+        if self.eat_sym("!") {
+            self.enter()?;
+            let c = self.cond_not(spans);
+            self.depth -= 1;
+            return Ok(Cond::Not(Box::new(c?)));
+        }
+        if self.is_sym("(") {
+            // a parenthesised condition, or a parenthesised number starting
+            // a comparison: try the first, fall back
+            let save = self.pos;
+            let saved = spans.len();
+            self.bump();
+            match self.cond(spans) {
+                Ok(c) => {
+                    if self.eat_sym(")")
+                        && !self.at_cmp()
+                        && !["+", "-", "*", "/", "[", "."]
+                            .iter()
+                            .any(|s| self.is_sym(s))
+                    {
+                        return Ok(c);
+                    }
+                }
+                Err(e) if e.message.contains(TOO_DEEP) => return Err(e),
+                Err(_) => {}
+            }
+            spans.truncate(saved);
+            self.pos = save;
+        }
+        let (a, sa) = self.expr()?;
+        let op = match self.peek() {
+            Tok::Sym("=") | Tok::Sym("==") => CmpOp::Eq,
+            Tok::Sym("!=") => CmpOp::Ne,
+            Tok::Sym("<") => CmpOp::Lt,
+            Tok::Sym("<=") => CmpOp::Le,
+            Tok::Sym(">") => CmpOp::Gt,
+            Tok::Sym(">=") => CmpOp::Ge,
+            t => {
+                return self.err(format!(
+                    "expected a comparison (`=`, `!=`, `<`, `<=`, `>`, `>=`) in the condition of `where`, found {} (a condition compares two numbers)",
+                    t.describe()
+                ))
+            }
+        };
+        self.bump();
+        let (b, sb) = self.expr()?;
+        spans.push(sa);
+        spans.push(sb);
+        Ok(Cond::Cmp(op, Box::new(a), Box::new(b)))
     }
 
     // ---- index expressions and predicates ----
@@ -999,6 +1132,161 @@ impl Parser<'_> {
     }
 }
 
+// ---- names in value position ----
+//
+// After a function is parsed, a bare name that is not a value (parameter or
+// `let`) in scope but an index bound by an enclosing `gen`/`sum` becomes an
+// [`Expr::IndexValue`], and one that is a size name of the function an
+// [`Expr::SizeValue`] (`docs/language.md`, "Sizes and indices as numbers");
+// integer arithmetic on index values folds as it is read (`super::fold`).
+
+/// Names in scope while resolving.
+struct Scope<'a> {
+    /// Size names of the function (from its parameters' types).
+    pub sizes: &'a [String],
+    /// Value names (parameters, then `let`s), innermost last.
+    pub values: Vec<String>,
+    /// Index names bound by `gen`/`sum`, innermost last.
+    pub indices: Vec<String>,
+}
+
+/// Resolve the names of `e` (with its span tree `sp`) in `scope`.
+fn resolve(e: Expr, sp: SpanTree, scope: &mut Scope) -> Result<(Expr, SpanTree), Diagnostic> {
+    crate::stack::deep(|| resolve_inner(e, sp, scope))
+}
+
+fn resolve_inner(
+    e: Expr,
+    mut sp: SpanTree,
+    scope: &mut Scope,
+) -> Result<(Expr, SpanTree), Diagnostic> {
+    let mut kids = std::mem::take(&mut sp.children).into_iter();
+    let next = |kids: &mut std::vec::IntoIter<SpanTree>| kids.next().unwrap_or_default();
+    let r = match e {
+        Expr::Var(x) => {
+            if scope.values.contains(&x) {
+                Expr::Var(x)
+            } else if scope.indices.contains(&x) {
+                if scope.sizes.contains(&x) {
+                    return Err(Diagnostic::new(
+                        format!(
+                            "`{x}` is both an index and a size name here, so as a number it is ambiguous: rename the index"
+                        ),
+                        Some(sp.span),
+                    ));
+                }
+                Expr::IndexValue(Affine::var(x))
+            } else if scope.sizes.contains(&x) {
+                Expr::SizeValue(x)
+            } else {
+                Expr::Var(x)
+            }
+        }
+        Expr::Bin(op, a, b) => {
+            let (a, sa) = resolve(*a, next(&mut kids), scope)?;
+            let (b, sb) = resolve(*b, next(&mut kids), scope)?;
+            match super::fold::fold_bin(op, &a, &b) {
+                Some(f) => f,
+                None => {
+                    sp.children = vec![sa, sb];
+                    Expr::bin(op, a, b)
+                }
+            }
+        }
+        Expr::Neg(a) => {
+            let (a, sa) = resolve(*a, next(&mut kids), scope)?;
+            match a {
+                Expr::IndexValue(x) if x.checked_scale(-1).is_some() => {
+                    Expr::index_value(x.scale(-1))
+                }
+                a => {
+                    sp.children = vec![sa];
+                    Expr::Neg(Box::new(a))
+                }
+            }
+        }
+        Expr::Call(f, args) => {
+            let mut out = Vec::new();
+            for a in args {
+                let (a, s) = resolve(a, next(&mut kids), scope)?;
+                out.push(a);
+                sp.children.push(s);
+            }
+            Expr::Call(f, out)
+        }
+        Expr::Pair(a, b) => {
+            let (a, sa) = resolve(*a, next(&mut kids), scope)?;
+            let (b, sb) = resolve(*b, next(&mut kids), scope)?;
+            sp.children = vec![sa, sb];
+            Expr::pair(a, b)
+        }
+        Expr::Proj(k, a) => {
+            let (a, sa) = resolve(*a, next(&mut kids), scope)?;
+            sp.children = vec![sa];
+            Expr::proj(k, a)
+        }
+        Expr::Access(a, idx) => {
+            let (a, sa) = resolve(*a, next(&mut kids), scope)?;
+            sp.children = vec![sa];
+            Expr::access(a, idx)
+        }
+        Expr::Gen(i, n, b) => {
+            scope.indices.push(i.clone());
+            let r = resolve(*b, next(&mut kids), scope);
+            scope.indices.pop();
+            let (b, sb) = r?;
+            sp.children = vec![sb];
+            Expr::gen(i, n, b)
+        }
+        Expr::Sum(i, n, b) => {
+            scope.indices.push(i.clone());
+            let r = resolve(*b, next(&mut kids), scope);
+            scope.indices.pop();
+            let (b, sb) = r?;
+            sp.children = vec![sb];
+            Expr::sum(i, n, b)
+        }
+        Expr::Reduce(op, i, n, b) => {
+            scope.indices.push(i.clone());
+            let r = resolve(*b, next(&mut kids), scope);
+            scope.indices.pop();
+            let (b, sb) = r?;
+            sp.children = vec![sb];
+            Expr::Reduce(op, i, n, Box::new(b))
+        }
+        Expr::Let(x, a, b) => {
+            let (a, sa) = resolve(*a, next(&mut kids), scope)?;
+            scope.values.push(x.clone());
+            let r = resolve(*b, next(&mut kids), scope);
+            scope.values.pop();
+            let (b, sb) = r?;
+            sp.children = vec![sa, sb];
+            Expr::let_(x, a, b)
+        }
+        Expr::Where(c, a, b) => {
+            let mut spans = Vec::new();
+            let c = c.try_map_exprs(&mut |x| {
+                let (x, s) = resolve(x.clone(), next(&mut kids), scope)?;
+                spans.push(s);
+                Ok(x)
+            })?;
+            let (a, sa) = resolve(*a, next(&mut kids), scope)?;
+            let (b, sb) = resolve(*b, next(&mut kids), scope)?;
+            spans.push(sa);
+            spans.push(sb);
+            sp.children = spans;
+            Expr::where_(c, a, b)
+        }
+        e @ (Expr::Num(_)
+        | Expr::Bracket(_)
+        | Expr::Eps(_)
+        | Expr::IndexValue(_)
+        | Expr::SizeValue(_)) => e,
+    };
+    sp.depth = 1 + sp.children.iter().map(|c| c.depth).max().unwrap_or(0);
+    Ok((r, sp))
+}
+
 /// The error for `name(...)` where `name` is not one of the scalar
 /// functions: the closest function's name when it looks misspelt, the
 /// program that computes a common one the language does not have.
@@ -1144,7 +1432,12 @@ pub fn parse_expr(src: &str) -> Result<(Expr, SpanTree), Diagnostic> {
             p.peek().describe()
         ));
     }
-    Ok(r)
+    let mut scope = Scope {
+        sizes: &[],
+        values: Vec::new(),
+        indices: Vec::new(),
+    };
+    resolve(r.0, r.1, &mut scope)
 }
 
 /// Parse a type such as `[n,3](R,R)`.

@@ -17,6 +17,7 @@ const P_POSTFIX: u8 = 4;
 fn prec(e: &Expr) -> u8 {
     match e {
         Expr::Let(..) | Expr::Gen(..) | Expr::Sum(..) => P_BINDER,
+        Expr::Reduce(..) => P_BINDER,
         Expr::Bin(BinOp::Add | BinOp::Sub, ..) => P_ADD,
         Expr::Bin(BinOp::Mul | BinOp::Div, ..) => P_MUL,
         Expr::Neg(_) => P_NEG,
@@ -142,19 +143,26 @@ pub fn print_type(t: &Type) -> String {
 /// Write the binders of a run of `gen`s (or of `sum`s) as one head,
 /// `gen(i:n, j:m)`, and return the body below them.
 fn binder_head<'e>(e: &'e Expr, out: &mut String) -> &'e Expr {
-    let is_gen = matches!(e, Expr::Gen(..));
+    // the keyword of a binder node, its index, range and body
+    fn binder(e: &Expr) -> Option<(&'static str, &str, &Size, &Expr)> {
+        match e {
+            Expr::Gen(i, n, b) => Some(("gen", i, n, b)),
+            Expr::Sum(i, n, b) => Some(("sum", i, n, b)),
+            Expr::Reduce(op, i, n, b) => Some((op.name(), i, n, b)),
+            _ => None,
+        }
+    }
+    let kw = binder(e).map_or("gen", |b| b.0);
     let mut binders = Vec::new();
     let mut body = e;
-    while let (Expr::Gen(i, n, b), true) | (Expr::Sum(i, n, b), false) = (body, is_gen) {
+    while let Some((k, i, n, b)) = binder(body) {
+        if k != kw {
+            break;
+        }
         binders.push(format!("{i}:{n}"));
         body = b;
     }
-    let _ = write!(
-        out,
-        "{}({})",
-        if is_gen { "gen" } else { "sum" },
-        binders.join(", ")
-    );
+    let _ = write!(out, "{kw}({})", binders.join(", "));
     body
 }
 
@@ -247,7 +255,7 @@ fn pr_inner(e: &Expr, open: bool, out: &mut String) {
             let v: Vec<String> = idx.iter().map(print_affine).collect();
             let _ = write!(out, "eps[{}]", v.join(", "));
         }
-        Expr::Gen(..) | Expr::Sum(..) => {
+        Expr::Gen(..) | Expr::Sum(..) | Expr::Reduce(..) => {
             let body = binder_head(e, out);
             out.push(' ');
             pr(body, P_BINDER, open, out);
@@ -258,7 +266,67 @@ fn pr_inner(e: &Expr, open: bool, out: &mut String) {
             out.push_str(" in ");
             pr(e2, P_BINDER, open, out);
         }
+        Expr::IndexValue(a) => match a.as_var() {
+            Some(i) => out.push_str(i),
+            // the parser folds `(2*i-j+1)` back into this one index value
+            None => {
+                let _ = write!(out, "({})", print_affine(a));
+            }
+        },
+        Expr::SizeValue(n) => out.push_str(n),
+        Expr::Where(c, a, b) => {
+            out.push_str("where(");
+            print_cond_at(c, 0, out);
+            out.push_str(", ");
+            pr(a, P_BINDER, true, out);
+            out.push_str(", ");
+            pr(b, P_BINDER, true, out);
+            out.push(')');
+        }
     }
+}
+
+fn cond_prec(c: &Cond) -> u8 {
+    match c {
+        Cond::Or(..) => 1,
+        Cond::And(..) => 2,
+        _ => 3,
+    }
+}
+
+/// A condition of `where`, as [`print_pred_at`] prints a predicate; a
+/// compared number that is a binder is parenthesised.
+fn print_cond_at(c: &Cond, ctx: u8, out: &mut String) {
+    crate::stack::deep(|| {
+        let parens = cond_prec(c) < ctx;
+        if parens {
+            out.push('(');
+        }
+        match c {
+            Cond::Cmp(op, a, b) => {
+                pr(a, P_ADD, false, out);
+                let _ = write!(out, " {} ", op.symbol());
+                pr(b, P_ADD, false, out);
+            }
+            Cond::Or(a, b) => {
+                print_cond_at(a, 1, out);
+                out.push_str(" || ");
+                print_cond_at(b, 2, out);
+            }
+            Cond::And(a, b) => {
+                print_cond_at(a, 2, out);
+                out.push_str(" && ");
+                print_cond_at(b, 3, out);
+            }
+            Cond::Not(a) => {
+                out.push('!');
+                print_cond_at(a, 4, out);
+            }
+        }
+        if parens {
+            out.push(')');
+        }
+    })
 }
 
 /// Lines of printed programs are laid out to fit this many columns where
@@ -322,6 +390,7 @@ fn lay_at(e: &Expr, ctx: u8, open: bool, indent: usize, out: &mut String) {
     let column = out.len() - out.rfind('\n').map_or(0, |k| k + 1);
     let text = flat(e, ctx, open);
     let breakable = matches!(e, Expr::Let(..) | Expr::Gen(..) | Expr::Sum(..))
+        || matches!(e, Expr::Reduce(..))
         || matches!(e, Expr::Bin(BinOp::Add | BinOp::Sub, ..));
     if column + text.len() <= LINE_WIDTH || !breakable {
         out.push_str(&text);
@@ -347,7 +416,7 @@ fn lay_inner(e: &Expr, open: bool, indent: usize, out: &mut String) {
             let _ = write!(out, "{} ", op.symbol());
             lay(b, p + 1, open, indent + 2, out);
         }
-        Expr::Gen(..) | Expr::Sum(..) => {
+        Expr::Gen(..) | Expr::Sum(..) | Expr::Reduce(..) => {
             let body = binder_head(e, out);
             newline(indent + 2, out);
             lay(body, P_BINDER, open, indent + 2, out);

@@ -293,7 +293,7 @@ pub fn inputs_with_zero(
 /// interpreter does it: one per node, loops multiplied out.
 pub fn work(e: &Expr, sizes: &Sizes) -> f64 {
     match e {
-        Expr::Gen(_, n, b) | Expr::Sum(_, n, b) => {
+        Expr::Gen(_, n, b) | Expr::Sum(_, n, b) | Expr::Reduce(_, _, n, b) => {
             let n = match n {
                 Size::Lit(k) => *k as f64,
                 Size::Named(x) => sizes.get(x).copied().unwrap_or(1) as f64,

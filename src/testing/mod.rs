@@ -142,6 +142,11 @@ pub struct GenConfig {
     pub let_chain: f64,
     /// The longest such chain.
     pub max_let_chain: usize,
+    /// Max/min reductions `max(i:n) e`, `min(i:n) e`.
+    pub reductions: bool,
+    /// Indices and sizes as numbers (`i`, `i + 1`, `n`) and
+    /// `where(c, a, b)`.
+    pub values: bool,
 }
 
 impl Default for GenConfig {
@@ -165,12 +170,14 @@ impl Default for GenConfig {
             zero_named: 0.1,
             let_chain: 0.15,
             max_let_chain: 14,
+            reductions: true,
+            values: true,
         }
     }
 }
 
 /// The feature names [`GenConfig::with_features`] accepts.
-pub const FEATURES: [&str; 10] = [
+pub const FEATURES: [&str; 12] = [
     "pairs",
     "lets",
     "brackets",
@@ -181,6 +188,8 @@ pub const FEATURES: [&str; 10] = [
     "pair-params",
     "tuples",
     "records",
+    "reductions",
+    "values",
 ];
 
 impl GenConfig {
@@ -196,6 +205,8 @@ impl GenConfig {
             "pair-params" => &mut self.pair_params,
             "tuples" => &mut self.tuple_results,
             "records" => &mut self.records,
+            "reductions" => &mut self.reductions,
+            "values" => &mut self.values,
             _ => return None,
         })
     }
@@ -609,6 +620,7 @@ impl<R: Rng> Gen<'_, R> {
                         .collect();
                     Expr::Eps(v)
                 }
+                4 if self.cfg.values => self.number_value(),
                 _ => self.read(&Type::Real).unwrap_or_else(|| self.num()),
             };
         }
@@ -686,7 +698,78 @@ impl<R: Rng> Gen<'_, R> {
                 let idx = self.affine_for(&n);
                 Expr::proj(u8::from(!first), Expr::access(Expr::gen(i, n, body), idx))
             }
+            15 if self.cfg.reductions && self.chance(0.5) => {
+                // a max or min reduction
+                let op = if self.chance(0.5) {
+                    RedOp::Max
+                } else {
+                    RedOp::Min
+                };
+                let n = self.size();
+                let (i, body) = self.bind_index(&n, |g, _| g.real(d));
+                Expr::reduce(op, i, n, body)
+            }
+            15 if self.cfg.values => {
+                let c = self.cond(d);
+                let a = self.real(d);
+                let b = self.real(d);
+                Expr::where_(c, a, b)
+            }
             _ => self.read(&Type::Real).unwrap_or_else(|| self.real(d)),
+        }
+    }
+    /// An index or a size as a number: `i`, `2*i - j + 1`, `n`, or a
+    /// literal when neither is in scope.
+    fn number_value(&mut self) -> Expr {
+        let idx = self.visible_indices();
+        let named: Vec<String> = self
+            .sizes
+            .iter()
+            .filter_map(|s| match s {
+                Size::Named(n) => Some(n.clone()),
+                _ => None,
+            })
+            .collect();
+        if !idx.is_empty() && (named.is_empty() || self.chance(0.7)) {
+            let (i, _) = idx[self.rng.gen_range(0..idx.len())].clone();
+            let mut a = Affine::var(i).scale([1, 1, 1, -1, 2][self.rng.gen_range(0..5)]);
+            if idx.len() > 1 && self.chance(0.3) {
+                let (j, _) = idx[self.rng.gen_range(0..idx.len())].clone();
+                a = a.add(&Affine::var(j));
+            }
+            a.constant = self.rng.gen_range(-1..=1);
+            Expr::index_value(a)
+        } else if !named.is_empty() {
+            Expr::SizeValue(named[self.rng.gen_range(0..named.len())].clone())
+        } else {
+            self.num()
+        }
+    }
+    /// A `where` condition: comparisons of numbers (often an index with a
+    /// small constant, as in edge clamping), sometimes combined.
+    fn cond(&mut self, d: u32) -> Cond {
+        let op = CmpOp::ALL[self.rng.gen_range(0..CmpOp::ALL.len())];
+        let c = if self.chance(0.4) && !self.visible_indices().is_empty() {
+            let a = self.number_value();
+            Cond::Cmp(
+                op,
+                Box::new(a),
+                Box::new(Expr::Num(self.rng.gen_range(0..3) as f64)),
+            )
+        } else {
+            let a = self.real(d / 2);
+            let b = if self.chance(0.5) {
+                Expr::Num(0.0)
+            } else {
+                self.real(d / 2)
+            };
+            Cond::Cmp(op, Box::new(a), Box::new(b))
+        };
+        match self.rng.gen_range(0..8) {
+            0 if d > 0 => Cond::And(Box::new(c), Box::new(self.cond(d - 1))),
+            1 if d > 0 => Cond::Or(Box::new(c), Box::new(self.cond(d - 1))),
+            2 => Cond::Not(Box::new(c)),
+            _ => c,
         }
     }
     fn call(&mut self, d: u32) -> Expr {
@@ -780,7 +863,7 @@ pub fn gen_function_with<R: Rng>(mut rng: R, cfg: &GenConfig) -> Function {
     } else {
         g.ty(1, false)
     };
-    let body = g.expr(&ret, cfg.max_depth);
+    let body = crate::syntax::fold_index_values(g.expr(&ret, cfg.max_depth));
     Function {
         name: "f".into(),
         params,
@@ -888,6 +971,14 @@ fn children_mut(e: &mut Expr) -> Vec<&mut Expr> {
         | Expr::Sum(_, _, a)
         | Expr::Access(a, _) => vec![a],
         Expr::Call(_, args) => args.iter_mut().collect(),
+        Expr::Reduce(_, _, _, a) => vec![a],
+        Expr::IndexValue(_) | Expr::SizeValue(_) => vec![],
+        Expr::Where(c, a, b) => {
+            let mut v = c.exprs_mut();
+            v.push(&mut **a);
+            v.push(&mut **b);
+            v
+        }
     }
 }
 
@@ -919,6 +1010,7 @@ fn weight(e: &Expr) -> (usize, i64) {
             Expr::Eps(v) => v.iter().map(aff).sum(),
             Expr::Bracket(p) => p.affines().into_iter().map(aff).sum(),
             Expr::Gen(_, Size::Lit(n), _) | Expr::Sum(_, Size::Lit(n), _) => *n as i64,
+            Expr::Reduce(_, _, Size::Lit(n), _) => *n as i64,
             _ => 0,
         };
         e.children()
@@ -956,6 +1048,11 @@ fn simpler_in_place(e: &Expr) -> Vec<Expr> {
                     Expr::Gen(..) => Expr::Gen(i.clone(), Size::Lit(m), b.clone()),
                     _ => Expr::Sum(i.clone(), Size::Lit(m), b.clone()),
                 });
+            }
+        }
+        Expr::Reduce(op, i, Size::Lit(n), b) => {
+            for m in [1, 2].into_iter().filter(|m| m < n) {
+                out.push(Expr::Reduce(*op, i.clone(), Size::Lit(m), b.clone()));
             }
         }
         _ => {}

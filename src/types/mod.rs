@@ -219,6 +219,25 @@ impl Checker<'_> {
                     Some(Type::Real)
                 }
             }
+            Expr::Reduce(op, i, n, body) => {
+                self.check_size(n, sp);
+                self.scope.push((i.clone(), Binding::Index(n.clone())));
+                let t = self.expr(body, child(sp, 0));
+                self.scope.pop();
+                if let Some(t) = t {
+                    if t != Type::Real {
+                        self.error(
+                            child(sp, 0),
+                            format!(
+                                "`{}` reduces numbers, but its body has type {}",
+                                op.name(),
+                                ty_str(&t)
+                            ),
+                        );
+                    }
+                }
+                Some(Type::Real)
+            }
             Expr::Access(a, idx) => {
                 let t = self.expr(a, child(sp, 0));
                 self.check_affine(idx, sp);
@@ -304,6 +323,26 @@ impl Checker<'_> {
                         None
                     }
                 }
+            }
+            Expr::IndexValue(a) => {
+                self.check_affine(a, sp);
+                Some(Type::Real)
+            }
+            Expr::SizeValue(n) => {
+                self.check_size(&Size::Named(n.clone()), sp);
+                Some(Type::Real)
+            }
+            Expr::Where(c, a, b) => {
+                for (k, x) in c.exprs().into_iter().enumerate() {
+                    let t = self.expr(x, child(sp, k));
+                    self.number(t, "a comparison in `where`", child(sp, k));
+                }
+                let k = c.exprs().len();
+                let ta = self.expr(a, child(sp, k));
+                let tb = self.expr(b, child(sp, k + 1));
+                self.number(ta, "`where`", child(sp, k));
+                self.number(tb, "`where`", child(sp, k + 1));
+                Some(Type::Real)
             }
         }
     }

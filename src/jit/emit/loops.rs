@@ -79,10 +79,10 @@ use super::common::{add_tree, for_blocks, if_blocks_pay, Emits, EntryParams, Pol
 use crate::jit::ir::affine::{coef, scale, without};
 use crate::jit::ir::{Cond, IndexExpr, Layout, LoadIndex, LoopProgram, Nest, Scalar, SizeRef};
 use crate::jit::schedule::loops::{
-    free_vars, has_sum, mentions, size_within, strong, Bound, LoopSchedule, SchedExpr, SchedSum,
-    TILE,
+    free_vars, has_sum, mentions, size_within, strong, Bound, LoopSchedule, SchedExpr, SchedRed,
+    SchedSum, TILE,
 };
-use crate::syntax::ast::{BinOp, CmpOp, Func};
+use crate::syntax::ast::{BinOp, CmpOp, Func, RedOp};
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{types, InstBuilder, MemFlagsData, Value};
 use cranelift_frontend::{FunctionBuilder, Variable};
@@ -113,7 +113,10 @@ fn nest_bufs(p: &LoopProgram, n: &Nest, used: &mut [bool]) {
                 walk(p, b, used);
             }
             Scalar::Neg(a) | Scalar::Sum(_, _, a) => walk(p, a, used),
+            Scalar::Reduce(_, _, _, a) => walk(p, a, used),
             Scalar::Call(_, args) => args.iter().for_each(|a| walk(p, a, used)),
+            Scalar::Index(_) | Scalar::SizeVal(_) => {}
+            Scalar::Select(_, args) => args.iter().for_each(|a| walk(p, a, used)),
         }
     }
     used[n.buf] = true;
@@ -298,6 +301,8 @@ enum LoopAction<'n> {
     Store(&'n Nest),
     /// Add the body to an accumulator.
     Accum(Accumulators),
+    /// Reduce the body into a max/min accumulator.
+    Reduce(RedOp, Variable),
 }
 
 #[derive(Clone, Copy)]
@@ -611,12 +616,23 @@ impl LoopEmitter<'_, '_> {
                 f,
                 args.into_iter().map(|a| self.hoist(a, blocked)).collect(),
             ),
+            SchedExpr::Select(c, args) => SchedExpr::Select(
+                c,
+                args.into_iter().map(|a| self.hoist(a, blocked)).collect(),
+            ),
             SchedExpr::Sum(s) => {
                 let mut s = *s;
                 let mut inner = blocked.clone();
                 inner.insert(s.var);
                 s.body = self.hoist(s.body, &inner);
                 SchedExpr::Sum(Box::new(s))
+            }
+            SchedExpr::Reduce(r) => {
+                let mut r = *r;
+                let mut inner = blocked.clone();
+                inner.insert(r.var);
+                r.body = self.hoist(r.body, &inner);
+                SchedExpr::Reduce(Box::new(r))
             }
             t => t,
         }
@@ -679,6 +695,7 @@ impl LoopEmitter<'_, '_> {
             SchedExpr::Neg(a) => self.peel_bounds(a, var, lo, hi),
             SchedExpr::Call(_, args) => args.iter().for_each(|a| self.peel_bounds(a, var, lo, hi)),
             SchedExpr::Sum(s) => self.peel_bounds(&s.body, var, lo, hi),
+            SchedExpr::Reduce(r) => self.peel_bounds(&r.body, var, lo, hi),
             _ => {}
         }
     }
@@ -710,6 +727,11 @@ impl LoopEmitter<'_, '_> {
                 let mut s2 = (**s).clone();
                 s2.body = self.uncheck(&s.body, var);
                 SchedExpr::Sum(Box::new(s2))
+            }
+            SchedExpr::Reduce(r) => {
+                let mut r2 = (**r).clone();
+                r2.body = self.uncheck(&r.body, var);
+                SchedExpr::Reduce(Box::new(r2))
             }
             t => t.clone(),
         }
@@ -813,6 +835,7 @@ impl LoopEmitter<'_, '_> {
                 }
             }
             LoopAction::Accum(acc) => self.accum_part(var, lo, hi, body, acc, vector),
+            LoopAction::Reduce(op, acc) => self.reduce_part(var, lo, hi, body, op, acc, vector),
         }
         self.defined[var] = false;
     }
@@ -996,6 +1019,90 @@ impl LoopEmitter<'_, '_> {
             }
             SchedExpr::Bin(op, a, b) => self.bin(*op, a, b),
             SchedExpr::Sum(s) => self.sum(s),
+            SchedExpr::Reduce(r) => (self.reduce(r), None),
+            SchedExpr::Index(a) => {
+                let k = self.aff(a);
+                (self.b.ins().fcvt_from_sint(types::F64, k), None)
+            }
+            SchedExpr::SizeVal(n) => {
+                let k = self.size(n);
+                (self.b.ins().fcvt_from_sint(types::F64, k), None)
+            }
+            SchedExpr::Select(c, args)
+                if args.len() >= 2 && args[args.len() - 2..].iter().any(has_sum) =>
+            {
+                // a side with a loop: branch, so only the chosen side runs
+                let k = args.len() - 2;
+                let vs: Vec<Value> = args[..k].iter().map(|a| self.scalar(a).0).collect();
+                let cv = self.sel_cond(c, &mut vs.into_iter());
+                let then_b = self.b.create_block();
+                let else_b = self.b.create_block();
+                let merge = self.b.create_block();
+                let r = self.b.append_block_param(merge, types::F64);
+                self.b.ins().brif(cv, then_b, &[], else_b, &[]);
+                self.b.seal_block(then_b);
+                self.b.seal_block(else_b);
+                self.b.switch_to_block(then_b);
+                let x = self.scalar(&args[k]).0;
+                self.b.ins().jump(merge, &[x.into()]);
+                self.b.switch_to_block(else_b);
+                let y = self.scalar(&args[k + 1]).0;
+                self.b.ins().jump(merge, &[y.into()]);
+                self.b.seal_block(merge);
+                self.b.switch_to_block(merge);
+                (r, None)
+            }
+            SchedExpr::Select(c, args) => {
+                // cheap sides: both are computed and one is selected
+                // (`fcmp` + `select`); neither traps (loads off the axis
+                // are checked), and the other's value, NaN or not, is
+                // dropped
+                let vs: Vec<Value> = args.iter().map(|a| self.scalar(a).0).collect();
+                let mut it = vs.iter().copied();
+                let cv = self.sel_cond(c, &mut it);
+                let x = it.next().expect("a select has two sides");
+                let y = it.next().expect("a select has two sides");
+                (self.b.ins().select(cv, x, y), None)
+            }
+        }
+    }
+
+    /// A `where` condition over the values of its compared numbers, in
+    /// order (an `i8`, IEEE comparisons: ordered except `!=`).
+    fn sel_cond(
+        &mut self,
+        c: &crate::jit::ir::SelCond,
+        vals: &mut impl Iterator<Item = Value>,
+    ) -> Value {
+        use cranelift_codegen::ir::condcodes::FloatCC;
+        match c {
+            crate::jit::ir::SelCond::Cmp(op) => {
+                let x = vals.next().expect("a comparison has two sides");
+                let y = vals.next().expect("a comparison has two sides");
+                let cc = match op {
+                    CmpOp::Eq => FloatCC::Equal,
+                    CmpOp::Ne => FloatCC::NotEqual,
+                    CmpOp::Lt => FloatCC::LessThan,
+                    CmpOp::Le => FloatCC::LessThanOrEqual,
+                    CmpOp::Gt => FloatCC::GreaterThan,
+                    CmpOp::Ge => FloatCC::GreaterThanOrEqual,
+                };
+                self.b.ins().fcmp(cc, x, y)
+            }
+            crate::jit::ir::SelCond::And(a, b) => {
+                let x = self.sel_cond(a, vals);
+                let y = self.sel_cond(b, vals);
+                self.b.ins().band(x, y)
+            }
+            crate::jit::ir::SelCond::Or(a, b) => {
+                let x = self.sel_cond(a, vals);
+                let y = self.sel_cond(b, vals);
+                self.b.ins().bor(x, y)
+            }
+            crate::jit::ir::SelCond::Not(a) => {
+                let x = self.sel_cond(a, vals);
+                self.b.ins().icmp_imm_s(IntCC::Equal, x, 0)
+            }
         }
     }
 
@@ -1149,6 +1256,121 @@ impl LoopEmitter<'_, '_> {
             self.give(types::I8, &[v]);
         }
         (r, flag)
+    }
+
+    /// `max(var:n) body` / `min(var:n) body`: one accumulator from the
+    /// identity (-inf / +inf), `fmax` / `fmin` per term (IEEE 754-2019
+    /// `maximum` / `minimum`: NaN propagates, -0 < +0, so the result does
+    /// not depend on the order of the terms). A term that is a strong zero
+    /// counts as 0. Loop-invariant parts of the body are hoisted and
+    /// checked indices peeled as in a sum's loop.
+    fn reduce(&mut self, r: &SchedRed) -> Value {
+        let n = self.size(&r.n);
+        let lo = self.b.ins().iconst(types::I64, 0);
+        let mut blocked = BTreeSet::new();
+        blocked.insert(r.var);
+        let body = self.hoist(r.body.clone(), &blocked);
+        let acc = self.take(types::F64);
+        let init = self.f64c(r.op.identity());
+        self.b.def_var(acc, init);
+        self.run_loop(r.var, lo, n, body, LoopAction::Reduce(r.op, acc));
+        let v = self.b.use_var(acc);
+        self.give(types::F64, &[acc]);
+        v
+    }
+
+    /// `acc = op(acc, body)` for one term of a max/min reduction.
+    fn reduce_step(&mut self, op: RedOp, acc: Variable, body: &SchedExpr) {
+        let a = self.b.use_var(acc);
+        let x = self.scalar(body).0;
+        let m = match op {
+            RedOp::Max => self.b.ins().fmax(a, x),
+            RedOp::Min => self.b.ins().fmin(a, x),
+        };
+        self.b.def_var(acc, m);
+    }
+
+    /// The terms `lo..hi` of a max/min reduction into `acc`: on `f64x2`
+    /// vectors ([`VACCS`] vector accumulators, `fmax`/`fmin` lane by lane,
+    /// then one vector, then scalar terms) when the body allows it, as an
+    /// innermost sum's are; else one term at a time. The lanes are combined
+    /// at the end, which is exact whatever the order.
+    #[allow(clippy::too_many_arguments)]
+    fn reduce_part(
+        &mut self,
+        var: usize,
+        lo: Value,
+        hi: Value,
+        body: &SchedExpr,
+        op: RedOp,
+        acc: Variable,
+        vector: bool,
+    ) {
+        if !(vector && self.vec_ok(body, var) && self.copyable(body, VACCS + 2)) {
+            self.for_range(var, lo, hi, &mut |g| g.reduce_step(op, acc, body));
+            return;
+        }
+        let init = self.f64c(op.identity());
+        let vinit = self.splat(init);
+        let vaccs = [(); VACCS].map(|_| {
+            let a = self.take(types::F64X2);
+            self.b.def_var(a, vinit);
+            a
+        });
+        let base = self.take(types::I64);
+        self.b.def_var(base, lo);
+        let saved = self.rows.len();
+        self.vec_rows(body, var);
+        self.strided(base, hi, 2 * VACCS as i64, &mut |g, i| {
+            g.vidx = Some(i);
+            for (u, va) in vaccs.iter().enumerate() {
+                let iu = g.b.ins().iadd_imm_s(i, 2 * u as i64);
+                g.set_var(var, iu);
+                g.voff = 16 * u as i64;
+                g.vreduce_step(op, *va, body, var);
+            }
+            g.voff = 0;
+            g.vidx = None;
+        });
+        self.strided(base, hi, 2, &mut |g, i| {
+            g.vidx = Some(i);
+            g.set_var(var, i);
+            g.vreduce_step(op, vaccs[0], body, var);
+            g.vidx = None;
+        });
+        self.cur[var] = None;
+        self.rows.truncate(saved);
+        self.row_sigs.clear();
+        let pick = |g: &mut Self, a: Value, b: Value| match op {
+            RedOp::Max => g.b.ins().fmax(a, b),
+            RedOp::Min => g.b.ins().fmin(a, b),
+        };
+        let mut v = self.b.use_var(vaccs[0]);
+        for va in &vaccs[1..] {
+            let w = self.b.use_var(*va);
+            v = pick(self, v, w);
+        }
+        let l0 = self.b.ins().extractlane(v, 0);
+        let l1 = self.b.ins().extractlane(v, 1);
+        let a = self.b.use_var(acc);
+        let m = pick(self, a, l0);
+        let m = pick(self, m, l1);
+        self.b.def_var(acc, m);
+        self.give(types::F64X2, &vaccs);
+        let rest = self.b.use_var(base);
+        self.give(types::I64, &[base]);
+        self.for_range(var, rest, hi, &mut |g| g.reduce_step(op, acc, body));
+    }
+
+    /// `vacc = op(vacc, t)` over two lanes.
+    fn vreduce_step(&mut self, op: RedOp, vacc: Variable, t: &SchedExpr, var: usize) {
+        let v = self.vscalar(t, var);
+        let a = self.b.use_var(vacc);
+        let r = match op {
+            RedOp::Max => self.b.ins().fmax(a, v),
+            RedOp::Min => self.b.ins().fmin(a, v),
+        };
+        self.b.def_var(vacc, r);
     }
 
     /// The loop of [`LoopEmitter::sum`] over `lo..hi` (of `0..n`) into `acc`,
@@ -1362,6 +1584,10 @@ impl LoopEmitter<'_, '_> {
             SchedExpr::Neg(a) => self.vec_ok_rec(a, var),
             SchedExpr::Call(_, args) => args.iter().all(|a| self.vec_ok_rec(a, var)),
             SchedExpr::Bracket(_) | SchedExpr::Sum(_) => false,
+            SchedExpr::Reduce(_) => false,
+            SchedExpr::Index(_) => !mentions(t, var),
+            SchedExpr::SizeVal(_) => true,
+            SchedExpr::Select(..) => !mentions(t, var),
         }
     }
 
@@ -1445,7 +1671,11 @@ impl LoopEmitter<'_, '_> {
             SchedExpr::Load { .. }
             | SchedExpr::Eps(_)
             | SchedExpr::Bracket(_)
-            | SchedExpr::Sum(_) => {
+            | SchedExpr::Sum(_)
+            | SchedExpr::Reduce(_)
+            | SchedExpr::Index(_)
+            | SchedExpr::SizeVal(_)
+            | SchedExpr::Select(..) => {
                 let x = self.scalar(t).0;
                 self.splat(x)
             }

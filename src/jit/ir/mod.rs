@@ -17,7 +17,7 @@ pub mod affine;
 pub mod layout;
 pub mod walk;
 
-use crate::syntax::ast::{BinOp, CmpOp, Func};
+use crate::syntax::ast::{BinOp, CmpOp, Func, RedOp};
 pub use layout::Layout;
 pub use walk::{may_be_strong, nodes_beyond};
 
@@ -88,6 +88,29 @@ pub enum Scalar {
     Neg(Box<Scalar>),
     Call(Func, Vec<Scalar>),
     Sum(usize, SizeRef, Box<Scalar>),
+    /// `max(v:n) body` / `min(v:n) body` (IEEE `maximum`/`minimum`,
+    /// identity -inf / +inf; never a strong zero).
+    Reduce(RedOp, usize, SizeRef, Box<Scalar>),
+    /// An index expression as a number (`i`, `i + 1`): the loop counters'
+    /// integer value converted to f64.
+    Index(IndexExpr),
+    /// A size as a number: its run-time value converted to f64.
+    SizeVal(SizeRef),
+    /// `where(c, a, b)`: the arguments are the compared numbers of `c`
+    /// (left to right), then `a`, then `b`; the result is an ordinary
+    /// number (never a strong zero).
+    Select(SelCond, Vec<Scalar>),
+}
+
+/// The shape of a `where` condition: each `Cmp` compares the next two
+/// arguments of its [`Scalar::Select`] (IEEE: false with a NaN, except
+/// `!=`).
+#[derive(Clone, Debug, PartialEq)]
+pub enum SelCond {
+    Cmp(CmpOp),
+    And(Box<SelCond>, Box<SelCond>),
+    Or(Box<SelCond>, Box<SelCond>),
+    Not(Box<SelCond>),
 }
 
 /// `buf[v0, v1, …] = body` for every value of the loop variables.
@@ -149,7 +172,10 @@ impl LoopProgram {
                 Scalar::Num(_) | Scalar::Bracket(_) | Scalar::Eps(_) => false,
                 Scalar::Bin(_, a, b) => reads(p, a) || reads(p, b),
                 Scalar::Neg(a) | Scalar::Sum(_, _, a) => reads(p, a),
+                Scalar::Reduce(_, _, _, a) => reads(p, a),
                 Scalar::Call(_, args) => args.iter().any(|a| reads(p, a)),
+                Scalar::Index(_) | Scalar::SizeVal(_) => false,
+                Scalar::Select(_, args) => args.iter().any(|a| reads(p, a)),
             }
         }
         self.bufs.get(nest.buf).is_some_and(|b| b.flag.is_some()) || reads(self, &nest.body)

@@ -25,6 +25,15 @@ pub fn s_free(s: &Scalar, out: &mut BTreeSet<usize>) {
             inner.remove(v);
             out.extend(inner);
         }
+        Scalar::Reduce(_, v, _, b) => {
+            let mut inner = BTreeSet::new();
+            s_free(b, &mut inner);
+            inner.remove(v);
+            out.extend(inner);
+        }
+        Scalar::Index(a) => aff_vars(a, out),
+        Scalar::SizeVal(_) => {}
+        Scalar::Select(_, args) => args.iter().for_each(|a| s_free(a, out)),
     }
 }
 
@@ -34,7 +43,9 @@ pub fn s_any(s: &Scalar, pick: &dyn Fn(&Scalar) -> bool) -> bool {
         || match s {
             Scalar::Bin(_, a, b) => s_any(a, pick) || s_any(b, pick),
             Scalar::Neg(a) | Scalar::Sum(_, _, a) => s_any(a, pick),
+            Scalar::Reduce(_, _, _, a) => s_any(a, pick),
             Scalar::Call(_, args) => args.iter().any(|a| s_any(a, pick)),
+            Scalar::Select(_, args) => args.iter().any(|a| s_any(a, pick)),
             _ => false,
         }
 }
@@ -65,6 +76,17 @@ pub fn rename(s: &Scalar, map: &[(usize, usize)]) -> Scalar {
             n.clone(),
             Box::new(rename(b, map)),
         ),
+        Scalar::Reduce(op, v, n, b) => Scalar::Reduce(
+            *op,
+            map.iter().find(|(f, _)| f == v).map_or(*v, |m| m.1),
+            n.clone(),
+            Box::new(rename(b, map)),
+        ),
+        Scalar::Index(a) => Scalar::Index(rename_aff(a, map)),
+        Scalar::SizeVal(n) => Scalar::SizeVal(n.clone()),
+        Scalar::Select(c, args) => {
+            Scalar::Select(c.clone(), args.iter().map(|a| rename(a, map)).collect())
+        }
     }
 }
 
@@ -76,7 +98,10 @@ pub fn nodes_beyond(s: &Scalar, limit: usize) -> Option<usize> {
             Scalar::Num(_) | Scalar::Load(..) | Scalar::Bracket(_) | Scalar::Eps(_) => 1,
             Scalar::Bin(_, a, b) => 1 + count(a) + count(b),
             Scalar::Neg(a) | Scalar::Sum(_, _, a) => 1 + count(a),
+            Scalar::Reduce(_, _, _, a) => 1 + count(a),
             Scalar::Call(_, args) => 1 + args.iter().map(count).sum::<usize>(),
+            Scalar::Index(_) | Scalar::SizeVal(_) => 1,
+            Scalar::Select(_, args) => 1 + args.iter().map(count).sum::<usize>(),
         })
     }
     let n = count(s);

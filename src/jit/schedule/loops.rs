@@ -73,7 +73,7 @@
 use crate::jit::ir::affine::{aff_vars, coef, conjuncts, pred_vars, solve};
 use crate::jit::ir::walk::{factors, interchange_factors, Product};
 use crate::jit::ir::{Buf, Cond, IndexExpr, Layout, LoadIndex, LoopProgram, Nest, Scalar, SizeRef};
-use crate::syntax::ast::{BinOp, Func};
+use crate::syntax::ast::{BinOp, Func, RedOp};
 use std::collections::BTreeSet;
 
 /// A loop bound: `aff` (over enclosing loop variables) plus an optional
@@ -114,6 +114,25 @@ pub enum SchedExpr {
     /// The `k`-th value computed before the current loop by the code
     /// generator; the flag says whether it may be a strong zero.
     Hoisted(usize, bool),
+    /// A max/min reduction: a loop of its own over its whole range, never
+    /// a strong zero; no domain, interchange or column is taken from it
+    /// (a term outside a bracket's domain is a 0 that still counts).
+    Reduce(Box<SchedRed>),
+    /// An index expression as a number ([`crate::jit::ir::Scalar::Index`]).
+    Index(IndexExpr),
+    /// A size as a number.
+    SizeVal(SizeRef),
+    /// `where` ([`crate::jit::ir::Scalar::Select`]).
+    Select(crate::jit::ir::SelCond, Vec<SchedExpr>),
+}
+
+/// `max(var:n) body` or `min(var:n) body`.
+#[derive(Clone, Debug)]
+pub struct SchedRed {
+    pub op: RedOp,
+    pub var: usize,
+    pub n: SizeRef,
+    pub body: SchedExpr,
 }
 
 /// `sum(var in dom ∩ 0..n) body`.
@@ -244,6 +263,7 @@ pub(crate) fn size_within(t: &SchedExpr, budget: usize) -> Option<usize> {
             SchedExpr::Neg(a) => walk(a, left),
             SchedExpr::Call(_, args) => args.iter().all(|a| walk(a, left)),
             SchedExpr::Sum(s) => walk(&s.body, left),
+            SchedExpr::Reduce(r) => walk(&r.body, left),
             _ => true,
         }
     }
@@ -255,9 +275,11 @@ pub(crate) fn size_within(t: &SchedExpr, budget: usize) -> Option<usize> {
 pub(crate) fn has_sum(t: &SchedExpr) -> bool {
     match t {
         SchedExpr::Sum(_) => true,
+        SchedExpr::Reduce(_) => true,
         SchedExpr::Bin(_, a, b) => has_sum(a) || has_sum(b),
         SchedExpr::Neg(a) => has_sum(a),
         SchedExpr::Call(_, args) => args.iter().any(has_sum),
+        SchedExpr::Select(_, args) => args.iter().any(has_sum),
         _ => false,
     }
 }
@@ -284,6 +306,17 @@ fn of_s(s: &Scalar, bufs: &[Buf]) -> SchedExpr {
             body: of_s(b, bufs),
             dom_strong: false,
         })),
+        Scalar::Reduce(op, v, n, b) => SchedExpr::Reduce(Box::new(SchedRed {
+            op: *op,
+            var: *v,
+            n: n.clone(),
+            body: of_s(b, bufs),
+        })),
+        Scalar::Index(a) => SchedExpr::Index(a.clone()),
+        Scalar::SizeVal(n) => SchedExpr::SizeVal(n.clone()),
+        Scalar::Select(c, args) => {
+            SchedExpr::Select(c.clone(), args.iter().map(|a| of_s(a, bufs)).collect())
+        }
     }
 }
 
@@ -315,6 +348,9 @@ pub fn free_vars(t: &SchedExpr, out: &mut BTreeSet<usize>) {
         }
         SchedExpr::Neg(a) => free_vars(a, out),
         SchedExpr::Call(_, args) => args.iter().for_each(|a| free_vars(a, out)),
+        SchedExpr::Index(a) => aff_vars(a, out),
+        SchedExpr::SizeVal(_) => {}
+        SchedExpr::Select(_, args) => args.iter().for_each(|a| free_vars(a, out)),
         SchedExpr::Sum(s) => {
             let mut inner = BTreeSet::new();
             free_vars(&s.body, &mut inner);
@@ -322,6 +358,12 @@ pub fn free_vars(t: &SchedExpr, out: &mut BTreeSet<usize>) {
                 aff_vars(&b.aff, &mut inner);
             }
             inner.remove(&s.var);
+            out.extend(inner);
+        }
+        SchedExpr::Reduce(r) => {
+            let mut inner = BTreeSet::new();
+            free_vars(&r.body, &mut inner);
+            inner.remove(&r.var);
             out.extend(inner);
         }
     }
@@ -424,6 +466,13 @@ fn domains(t: SchedExpr) -> SchedExpr {
         }
         SchedExpr::Neg(a) => SchedExpr::Neg(Box::new(domains(*a))),
         SchedExpr::Call(f, args) => SchedExpr::Call(f, args.into_iter().map(domains).collect()),
+        SchedExpr::Reduce(mut r) => {
+            // the sums inside get their domains; the reduction keeps its
+            // brackets
+            r.body = domains(r.body);
+            SchedExpr::Reduce(r)
+        }
+        SchedExpr::Select(c, args) => SchedExpr::Select(c, args.into_iter().map(domains).collect()),
         t => t,
     }
 }
@@ -447,6 +496,7 @@ pub fn unit_score(t: &SchedExpr, v: usize, layout: &Layout) -> usize {
         SchedExpr::Neg(a) => unit_score(a, v, layout),
         SchedExpr::Call(_, args) => args.iter().map(|a| unit_score(a, v, layout)).sum(),
         SchedExpr::Sum(s) => unit_score(&s.body, v, layout),
+        SchedExpr::Reduce(r) => unit_score(&r.body, v, layout),
         _ => 0,
     }
 }
@@ -537,6 +587,14 @@ fn interchange(t: SchedExpr, layout: &Layout) -> SchedExpr {
             f,
             args.into_iter().map(|a| interchange(a, layout)).collect(),
         ),
+        SchedExpr::Reduce(mut r) => {
+            r.body = interchange(r.body, layout);
+            SchedExpr::Reduce(r)
+        }
+        SchedExpr::Select(c, args) => SchedExpr::Select(
+            c,
+            args.into_iter().map(|a| interchange(a, layout)).collect(),
+        ),
         t => t,
     }
 }
@@ -571,9 +629,11 @@ fn loop_order(nest: &Nest, body: &SchedExpr, layout: &Layout) -> Vec<usize> {
 pub(crate) fn sum_depth(t: &SchedExpr) -> usize {
     match t {
         SchedExpr::Sum(s) => 1 + sum_depth(&s.body),
+        SchedExpr::Reduce(r) => 1 + sum_depth(&r.body),
         SchedExpr::Bin(_, a, b) => sum_depth(a).max(sum_depth(b)),
         SchedExpr::Neg(a) => sum_depth(a),
         SchedExpr::Call(_, args) => args.iter().map(sum_depth).max().unwrap_or(0),
+        SchedExpr::Select(_, args) => args.iter().map(sum_depth).max().unwrap_or(0),
         _ => 0,
     }
 }

@@ -155,6 +155,7 @@ fn single_loop(nest: &Nest) -> bool {
     fn has_sum(s: &Scalar) -> bool {
         match s {
             Scalar::Sum(..) => true,
+            Scalar::Reduce(..) => true,
             Scalar::Bin(_, a, b) => has_sum(a) || has_sum(b),
             Scalar::Neg(a) => has_sum(a),
             Scalar::Call(_, args) => args.iter().any(has_sum),
@@ -186,5 +187,12 @@ fn expr_work(e: &Scalar, sizes: &[i64]) -> u64 {
             .iter()
             .fold(20u64, |acc, a| acc.saturating_add(expr_work(a, sizes))),
         Scalar::Sum(_, n, b) => (resolve(n, sizes) as u64).saturating_mul(expr_work(b, sizes) + 1),
+        Scalar::Reduce(_, _, n, b) => {
+            (resolve(n, sizes) as u64).saturating_mul(expr_work(b, sizes) + 1)
+        }
+        Scalar::Index(_) | Scalar::SizeVal(_) => 1,
+        Scalar::Select(_, args) => args
+            .iter()
+            .fold(2u64, |acc, a| acc.saturating_add(expr_work(a, sizes))),
     }
 }

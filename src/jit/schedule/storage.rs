@@ -30,7 +30,10 @@ pub fn temp_liveness(p: &LoopProgram) -> Vec<(usize, (usize, usize))> {
                 visit(b, k, r);
             }
             Scalar::Neg(a) | Scalar::Sum(_, _, a) => visit(a, k, r),
+            Scalar::Reduce(_, _, _, a) => visit(a, k, r),
             Scalar::Call(_, args) => args.iter().for_each(|a| visit(a, k, r)),
+            Scalar::Index(_) | Scalar::SizeVal(_) => {}
+            Scalar::Select(_, args) => args.iter().for_each(|a| visit(a, k, r)),
         }
     }
     fn touch(r: &mut [Option<(usize, usize)>], b: usize, k: usize) {
