@@ -34,8 +34,8 @@
 //! refuses raises `einsat.OutOfMemoryError` (a `MemoryError`).
 
 mod contract;
-mod words;
 mod typed;
+mod words;
 
 use einsat::interp::{Boundary, Value};
 use einsat::jit::{Arg, ArgMut};

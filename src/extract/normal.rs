@@ -385,7 +385,7 @@ pub fn type_of(e: &Expr, cx: &mut Cx) -> Type {
         | Expr::Bracket(_)
         | Expr::Eps(_) => Type::Real,
         Expr::Reduce(..) => Type::Real,
-        Expr::Eps(_) | Expr::IndexValue(_) | Expr::SizeValue(_) | Expr::Where(..) => Type::Real,
+        Expr::IndexValue(_) | Expr::SizeValue(_) | Expr::Where(..) => Type::Real,
         Expr::Pair(a, b) => Type::pair(type_of(a, cx), type_of(b, cx)),
         Expr::Proj(k, a) => match type_of(a, cx) {
             Type::Pair(x, y) => {
