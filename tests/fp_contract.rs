@@ -321,3 +321,31 @@ fn an_empty_sum_regrouped_with_an_overflowing_factor_may_be_nan() {
         }
     }
 }
+
+/// A factor is not moved into an empty sum: `(sum(j:0) 1) * a` is `0 * a`,
+/// NaN for an infinite or NaN `a`, and stays so (moved in, it was the empty
+/// sum's 0). Found by difftest (`--features none,reductions,lets,brackets
+/// --seed 9`, case 1921).
+#[test]
+fn a_nan_is_not_lost_in_an_empty_sum() {
+    for src in [
+        "fn f(a: [3]R) -> R = (sum(j:0) 1) * a[0]",
+        "fn f(a: [3]R) -> R = (sum(j:0) a[1]) / a[0]",
+    ] {
+        let f = func(src);
+        for x in [f64::INFINITY, f64::NAN, 0.0] {
+            let args = [vector(&[x, 0.0, 2.0])];
+            let (want, got, jit) = three(&f, &args);
+            if x.is_nan() {
+                assert!(
+                    want.is_nan(),
+                    "{src} at {x}: the written program gives {want}"
+                );
+            }
+            assert!(
+                same(want, got) && same(want, jit),
+                "{src} at {x}: {want} {got} {jit}"
+            );
+        }
+    }
+}
