@@ -42,6 +42,30 @@ fn gemm_count(stages: &[String]) -> usize {
     stages.iter().filter(|s| s.starts_with("gemm")).count()
 }
 
+/// Whether `f` on inputs drawn with `rng` (named sizes up to `max`, some of
+/// them 0, values of `class`, a random layout) agrees with the contract's
+/// oracle through the optimiser and the JIT; the disagreement otherwise.
+fn contract_check(
+    f: &Function,
+    max: usize,
+    class: ValueClass,
+    cfg: &DiffConfig,
+    rng: &mut rand::rngs::StdRng,
+) -> Result<(), String> {
+    let (sizes, args, layout) = inputs_with_zero(f, max, 0.1, true, class, rng).unwrap();
+    let case = Case {
+        function: f.clone(),
+        sizes,
+        args,
+        layout,
+        class,
+    };
+    match check(&case, cfg) {
+        Verdict::Disagree(d) => Err(format!("{d:?}")),
+        Verdict::Agree { .. } => Ok(()),
+    }
+}
+
 /// `src` agrees with the interpreter (the contract's oracle in the default
 /// mode) for every value class and a few sizes, through the optimiser and
 /// the JIT, and the JIT with the library at every size agrees within a
@@ -52,17 +76,8 @@ fn agrees(src: &str) {
     for (seed, class) in ValueClass::ALL.into_iter().enumerate() {
         for max in [1usize, 3, 9] {
             let mut rng = rand::rngs::StdRng::seed_from_u64(seed as u64 * 31 + max as u64);
-            let (sizes, args, layout) =
-                inputs_with_zero(&f, max, 0.1, true, class, &mut rng).unwrap();
-            let case = Case {
-                function: f.clone(),
-                sizes,
-                args,
-                layout,
-                class,
-            };
-            if let Verdict::Disagree(d) = check(&case, &cfg) {
-                panic!("{src}\n{class:?} max size {max}: {d:?}");
+            if let Err(d) = contract_check(&f, max, class, &cfg, &mut rng) {
+                panic!("{src}\n{class:?} max size {max}: {d}");
             }
         }
     }
@@ -236,19 +251,10 @@ fn random_products_in_random_surroundings_agree() {
         staged_programs += usize::from(print_function(&o.program).contains("let"));
         let class = ValueClass::ALL[case_no as usize % ValueClass::ALL.len()];
         for max in [2usize, 5] {
-            let (sizes, args, layout) =
-                inputs_with_zero(&f, max, 0.1, true, class, &mut rng).unwrap();
-            let case = Case {
-                function: f.clone(),
-                sizes,
-                args,
-                layout,
-                class,
-            };
-            if let Verdict::Disagree(d) = check(&case, &cfg) {
+            if let Err(d) = contract_check(&f, max, class, &cfg, &mut rng) {
                 panic!(
                     "{src}
-{class:?}: {d:?}"
+{class:?}: {d}"
                 );
             }
         }
