@@ -182,7 +182,24 @@ def _rank(t):
 # ---------------------------------------------------------------- indices
 
 
-class Index:
+class _Ordered:
+    """``<``, ``<=``, ``>``, ``>=`` of traced numbers or of index
+    expressions: a condition (:class:`Cond`)."""
+
+    def __lt__(self, o):
+        return _compare(self, o, "<")
+
+    def __le__(self, o):
+        return _compare(self, o, "<=")
+
+    def __gt__(self, o):
+        return _compare(self, o, ">")
+
+    def __ge__(self, o):
+        return _compare(self, o, ">=")
+
+
+class Index(_Ordered):
     """An index bound by :func:`gen` or :func:`sum`. Indices combine into
     affine index expressions (``i + 1``, ``2 * i - j``) that go inside
     ``[...]``; they are not numbers."""
@@ -218,18 +235,6 @@ class Index:
 
     __rtruediv__ = __floordiv__ = __rfloordiv__ = __mod__ = __truediv__
 
-    def __lt__(self, o):
-        return _compare(self, o, "<")
-
-    def __le__(self, o):
-        return _compare(self, o, "<=")
-
-    def __gt__(self, o):
-        return _compare(self, o, ">")
-
-    def __ge__(self, o):
-        return _compare(self, o, ">=")
-
     def __bool__(self):
         raise TraceError("einsat.fn: index %s has no truth value while tracing" % self.name)
 
@@ -247,7 +252,7 @@ def _whole(x):
     return isinstance(x, numbers.Integral) and not isinstance(x, bool)
 
 
-class _Affine:
+class _Affine(_Ordered):
     """An affine index expression: coefficients per index, and a constant."""
 
     def __init__(self, coef, const):
@@ -286,8 +291,6 @@ class _Affine:
         return _Affine({i: c * o for i, c in self.coef.items()}, self.const * o)
 
     __rmul__ = __mul__
-
-    __lt__, __le__, __gt__, __ge__ = Index.__lt__, Index.__le__, Index.__gt__, Index.__ge__
 
     def __bool__(self):
         raise TraceError("einsat.fn: an index expression has no truth value while tracing")
@@ -336,7 +339,7 @@ def _affine_of(x):
 _ADD, _MUL, _NEG, _POST = 1, 2, 3, 4
 
 
-class Expr:
+class Expr(_Ordered):
     """A traced value: a number, a tensor or a pair of the program being
     built. Numbers combine with ``+ - * /`` (and Python numbers); tensors
     are indexed (``A[i, j]``); see :mod:`einsat.builder`."""
@@ -396,19 +399,7 @@ class Expr:
     def __pos__(self):
         return self
 
-    # comparisons: conditions for `where`
-    def __lt__(self, o):
-        return _compare(self, o, "<")
-
-    def __le__(self, o):
-        return _compare(self, o, "<=")
-
-    def __gt__(self, o):
-        return _compare(self, o, ">")
-
-    def __ge__(self, o):
-        return _compare(self, o, ">=")
-
+    # comparisons (conditions for `where`): `<` ... `>=` from _Ordered
     def __eq__(self, o):
         return _compare(self, o, "=")
 
