@@ -29,6 +29,10 @@
 //!
 //! Owns these kernels and their dispatch; it knows nothing of programs.
 
+// The polynomial and splitting constants are quoted as fdlibm publishes
+// them (more digits than an f64 holds).
+#![allow(clippy::excessive_precision)]
+
 use crate::syntax::ast::Func;
 use std::sync::atomic::{AtomicU8, Ordering};
 
@@ -386,8 +390,9 @@ fn tanh_lane(x: f64) -> f64 {
     f64::from_bits(v.to_bits() | (x.to_bits() & (1 << 63)))
 }
 
-/// One function over a slice, in chunks: every lane by the kernel, then
-/// the lanes outside the core domain again by the library function.
+/// One function over a slice, in chunks: a chunk whose lanes are all in
+/// the core domain by the kernel (vectorised), any other chunk lane by
+/// lane, by the kernel or the library function.
 #[inline(always)]
 fn run_chunks(
     xs: &mut [f64],
@@ -395,20 +400,16 @@ fn run_chunks(
     core: impl Fn(f64) -> bool,
     lib: impl Fn(f64) -> f64,
 ) {
-    const CH: usize = 64;
-    let mut tmp = [0.0f64; CH];
+    const CH: usize = 256;
     for ch in xs.chunks_mut(CH) {
-        let t = &mut tmp[..ch.len()];
-        t.copy_from_slice(ch);
-        for (d, &x) in ch.iter_mut().zip(t.iter()) {
-            *d = lane(x);
-        }
-        let all = t.iter().fold(true, |a, &x| a & core(x));
-        if !all {
-            for (d, &x) in ch.iter_mut().zip(t.iter()) {
-                if !core(x) {
-                    *d = lib(x);
-                }
+        let all = ch.iter().fold(true, |a, &x| a & core(x));
+        if all {
+            for x in ch.iter_mut() {
+                *x = lane(*x);
+            }
+        } else {
+            for x in ch.iter_mut() {
+                *x = if core(*x) { lane(*x) } else { lib(*x) };
             }
         }
     }

@@ -54,7 +54,7 @@ fn lib(f: Func, x: f64) -> f64 {
 /// `exp` is several ulps off, e.g. at `y = -2`).
 fn exp_dd(y: twofloat::TwoFloat) -> twofloat::TwoFloat {
     use twofloat::TwoFloat;
-    let ln2 = TwoFloat::new_add(0.6931471805599453, 2.3190468138462996e-17);
+    let ln2 = TwoFloat::new_add(std::f64::consts::LN_2, 2.3190468138462996e-17);
     let k = (y.hi() / ln2.hi()).round();
     let r = (y - ln2 * k) / 256.0;
     let mut term = TwoFloat::from(1.0);
@@ -133,7 +133,7 @@ fn specials() -> Vec<f64> {
         3.725290298461914e-9,
         9.332636185032189e-302,
         0.3465735902799726,
-        0.6931471805599453,
+        std::f64::consts::LN_2,
     ] {
         for s in [1.0, -1.0] {
             let x: f64 = s * t;

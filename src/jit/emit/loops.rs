@@ -41,6 +41,15 @@
 //!   mode, so a step advances one register. Other innermost sums without
 //!   strong zeros are unrolled by [`UNROLL`] with independent scalar
 //!   accumulators (`fma` into each).
+//! - **staged calls**: an innermost gen or sum loop (its interior, where
+//!   borders are peeled) whose body, without strong zeros, applies `exp`,
+//!   `log`, `sin`, `cos` or `tanh` to an argument that moves with the
+//!   loop (and has no loop of its own) runs in blocks of [`STAGE_BLOCK`]
+//!   iterations: each such argument for the block into a stack buffer
+//!   (`f64x2` where the argument allows), one call of the function's slice
+//!   kernel ([`crate::vmath`]: AVX-512/AVX2 chosen at run time), then the
+//!   body with the calls replaced by unit-stride loads of the buffers
+//!   (vectorised as above). At most [`MAX_STAGED`] calls per body.
 //! - **loops** are rotated (one test before the loop, then one at the
 //!   bottom of each iteration), and a flag-free load on the left of `+` or
 //!   `*` is evaluated last and swapped to the right (both are exactly
