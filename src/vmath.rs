@@ -100,7 +100,14 @@ pub fn has_kernel(f: Func) -> bool {
 
 /// `xs[i] = f(xs[i])` for a one-argument `f`, at the best level.
 pub fn apply(f: Func, xs: &mut [f64]) {
-    apply_at(f, best(), xs)
+    match best() {
+        #[cfg(target_arch = "x86_64")]
+        l @ (Level::Avx2 | Level::Avx512) if has_kernel(f) => {
+            // SAFETY: `best` detected the level's features on this CPU.
+            unsafe { x86::run(f, l == Level::Avx512, xs) }
+        }
+        _ => apply_at(f, Level::Scalar, xs),
+    }
 }
 
 /// `xs[i] = f(xs[i])` at `level`, which must be one of [`levels`] (a
