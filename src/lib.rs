@@ -128,6 +128,7 @@ pub mod syntax;
 pub mod testing;
 pub mod typed;
 pub mod types;
+pub mod vmath;
 
 pub use error::{Error, Result};
 pub use interp::Value;

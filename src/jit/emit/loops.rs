@@ -41,6 +41,15 @@
 //!   mode, so a step advances one register. Other innermost sums without
 //!   strong zeros are unrolled by [`UNROLL`] with independent scalar
 //!   accumulators (`fma` into each).
+//! - **staged calls**: an innermost gen or sum loop (its interior, where
+//!   borders are peeled) whose body, without strong zeros, applies `exp`,
+//!   `log`, `sin`, `cos` or `tanh` to an argument that moves with the
+//!   loop (and has no loop of its own) runs in blocks of [`STAGE_BLOCK`]
+//!   iterations: each such argument for the block into a stack buffer
+//!   (`f64x2` where the argument allows), one call of the function's slice
+//!   kernel ([`crate::vmath`]: AVX-512/AVX2 chosen at run time), then the
+//!   body with the calls replaced by unit-stride loads of the buffers
+//!   (vectorised as above). At most [`MAX_STAGED`] calls per body.
 //! - **loops** are rotated (one test before the loop, then one at the
 //!   bottom of each iteration), and a flag-free load on the left of `+` or
 //!   `*` is evaluated last and swapped to the right (both are exactly
@@ -86,7 +95,9 @@ use crate::jit::schedule::loops::{
 };
 use crate::syntax::ast::{BinOp, CmpOp, Func, RedOp};
 use cranelift_codegen::ir::condcodes::IntCC;
-use cranelift_codegen::ir::{types, InstBuilder, MemFlagsData, Value};
+use cranelift_codegen::ir::{
+    types, InstBuilder, MemFlagsData, StackSlotData, StackSlotKind, Value,
+};
 use cranelift_frontend::{FunctionBuilder, Variable};
 use std::collections::BTreeSet;
 
@@ -97,6 +108,72 @@ pub const UNROLL: usize = 4;
 /// unrolled completely: no loop, no accumulators to combine (the 3-term
 /// sums of `eps` contractions; see the module documentation).
 pub const UNROLL_SHORT: usize = 4;
+
+/// Iterations per block of a loop with staged calls
+/// ([`LoopEmitter::stage`]).
+pub const STAGE_BLOCK: usize = 256;
+
+/// Most staged calls in one loop body.
+pub const MAX_STAGED: usize = 4;
+
+/// `t` with its stageable calls (see [`LoopEmitter::stage`]) replaced by
+/// loads of buffers `first`, `first + 1`, … at index `var`; the calls, in
+/// that order, go to `calls`.
+fn staged_calls(
+    t: &SchedExpr,
+    var: usize,
+    first: usize,
+    calls: &mut Vec<(Func, SchedExpr)>,
+) -> SchedExpr {
+    match t {
+        SchedExpr::Call(f, args)
+            if args.len() == 1
+                && crate::vmath::has_kernel(*f)
+                && calls.len() < MAX_STAGED
+                && mentions(&args[0], var)
+                && !has_loop(&args[0]) =>
+        {
+            let buf = first + calls.len();
+            calls.push((*f, args[0].clone()));
+            SchedExpr::Load {
+                buf,
+                ixs: vec![LoadIndex {
+                    aff: IndexExpr {
+                        terms: vec![(var, 1)],
+                        constant: 0,
+                    },
+                    dim: SizeRef::Lit(STAGE_BLOCK as i64),
+                    checked: false,
+                }],
+                flag: None,
+            }
+        }
+        SchedExpr::Bin(op, a, b) => SchedExpr::Bin(
+            *op,
+            Box::new(staged_calls(a, var, first, calls)),
+            Box::new(staged_calls(b, var, first, calls)),
+        ),
+        SchedExpr::Neg(a) => SchedExpr::Neg(Box::new(staged_calls(a, var, first, calls))),
+        SchedExpr::Call(f, args) => SchedExpr::Call(
+            *f,
+            args.iter()
+                .map(|a| staged_calls(a, var, first, calls))
+                .collect(),
+        ),
+        _ => t.clone(),
+    }
+}
+
+/// Whether `t` has a loop of its own (a sum or a max/min reduction).
+fn has_loop(t: &SchedExpr) -> bool {
+    match t {
+        SchedExpr::Sum(_) | SchedExpr::Reduce(_) => true,
+        SchedExpr::Bin(_, a, b) => has_loop(a) || has_loop(b),
+        SchedExpr::Neg(a) => has_loop(a),
+        SchedExpr::Call(_, args) | SchedExpr::Select(_, args) => args.iter().any(has_loop),
+        _ => false,
+    }
+}
 
 /// Mark the buffers a nest reads or writes (with their strong-zero flag
 /// buffers).
@@ -159,6 +236,9 @@ pub(crate) struct At<'l> {
     pub entry: EntryParams,
     pub funcs: Vec<(Func, cranelift_codegen::ir::FuncRef)>,
     pub copy_nodes: usize,
+    /// The slice kernels of [`crate::vmath`] (`p[0..n] = f(p[0..n])`), for
+    /// staged calls.
+    pub vfuncs: Vec<(Func, cranelift_codegen::ir::FuncRef)>,
 }
 
 /// Emit `nest` as generic loops following `sched`, return included, in
@@ -180,6 +260,7 @@ pub(crate) fn emit<'a>(
         entry: e,
         funcs,
         copy_nodes,
+        vfuncs,
     } = at;
     let mf = MemFlagsData::trusted();
     let mut used = vec![false; p.bufs.len()];
@@ -209,8 +290,13 @@ pub(crate) fn emit<'a>(
         .collect();
     // loops inside loops: the outer ones poll for cancellation
     let poll = poll.then(|| Poll::setup(&mut b, e.sizes, p.sizes.len()));
+    let n_bufs = bases.len();
     let mut g = LoopEmitter {
         b,
+        ptr,
+        vfuncs,
+        n_bufs,
+        staging: false,
         bases,
         strides,
         sizes,
@@ -241,6 +327,16 @@ pub(crate) fn emit<'a>(
 
 struct LoopEmitter<'a, 'l> {
     b: FunctionBuilder<'a>,
+    /// The pointer type.
+    ptr: types::Type,
+    /// The slice kernels of [`crate::vmath`] ([`At::vfuncs`]).
+    vfuncs: Vec<(Func, cranelift_codegen::ir::FuncRef)>,
+    /// The buffers of the program; `bases`/`strides` entries beyond are
+    /// the stack buffers of staged calls ([`LoopEmitter::stage`]),
+    /// unit-stride.
+    n_bufs: usize,
+    /// Emitting the second phase of a staged loop (no staging inside).
+    staging: bool,
     /// Base pointers of the buffers the nest uses.
     bases: Vec<Option<Value>>,
     strides: Vec<Vec<Value>>,
@@ -779,6 +875,14 @@ impl LoopEmitter<'_, '_> {
         vector: bool,
     ) {
         self.defined[var] = true;
+        if vector
+            && !self.staging
+            && matches!(act, LoopAction::Store(_) | LoopAction::Accum(_))
+            && self.stage(var, lo, hi, body, act)
+        {
+            self.defined[var] = false;
+            return;
+        }
         match act {
             LoopAction::Level(n, ns, k) => {
                 self.for_range(var, lo, hi, &mut |g| g.levels(n, ns, k, body.clone()));
@@ -840,6 +944,104 @@ impl LoopEmitter<'_, '_> {
             LoopAction::Reduce(op, acc) => self.reduce_part(var, lo, hi, body, op, acc, vector),
         }
         self.defined[var] = false;
+    }
+
+    /// Staged calls: a loop whose body applies `exp`, `log`, `sin`, `cos`
+    /// or `tanh` to an argument that moves with the loop runs in blocks
+    /// of [`STAGE_BLOCK`] iterations: first each such argument for the
+    /// whole block into a stack buffer, then one call of the function's
+    /// slice kernel ([`crate::vmath`], vectorised for the CPU) on the
+    /// buffer, then the body with those calls replaced by loads of the
+    /// buffer (on `f64x2` where the body allows). Only for bodies without
+    /// strong zeros, arguments without loops of their own, and at most
+    /// [`MAX_STAGED`] calls; returns whether it emitted the loop.
+    fn stage(
+        &mut self,
+        var: usize,
+        lo: Value,
+        hi: Value,
+        body: &SchedExpr,
+        act: LoopAction,
+    ) -> bool {
+        if strong(body) || self.vfuncs.is_empty() {
+            return false;
+        }
+        let first = self.bases.len();
+        let mut calls = Vec::new();
+        let staged = staged_calls(body, var, first, &mut calls);
+        if calls.is_empty() || !self.copyable(body, 2) {
+            return false;
+        }
+        let mut kernels = Vec::with_capacity(calls.len());
+        for (f, _) in &calls {
+            match self.vfuncs.iter().find(|(g, _)| g == f) {
+                Some((_, r)) => kernels.push(*r),
+                None => return false,
+            }
+        }
+        let slots: Vec<_> = calls
+            .iter()
+            .map(|_| {
+                self.b.create_sized_stack_slot(StackSlotData::new(
+                    StackSlotKind::ExplicitSlot,
+                    (STAGE_BLOCK * 8) as u32,
+                    4,
+                ))
+            })
+            .collect();
+        let ptr = self.ptr;
+        for_blocks(self, lo, hi, STAGE_BLOCK as i64, &mut |g, b0, b1| {
+            // the buffers' element `var` is at `addr + 8 * (var - b0)`
+            let off0 = g.b.ins().ishl_imm_s(b0, 3);
+            let n = g.b.ins().isub(b1, b0);
+            let mut bases = Vec::with_capacity(calls.len());
+            for (c, (_, arg)) in calls.iter().enumerate() {
+                let addr = g.b.ins().stack_addr(ptr, slots[c], 0);
+                let base = g.b.ins().isub(addr, off0);
+                let mut from = b0;
+                if g.vec_ok(arg, var) {
+                    // two arguments per step, then the odd one
+                    let saved = g.rows.len();
+                    g.vec_rows(arg, var);
+                    let bv = g.take(types::I64);
+                    g.b.def_var(bv, b0);
+                    g.strided(bv, b1, 2, &mut |g, i| {
+                        g.vidx = Some(i);
+                        g.set_var(var, i);
+                        let v = g.vscalar(arg, var);
+                        let bytes = g.b.ins().ishl_imm_s(i, 3);
+                        let a = g.b.ins().iadd(base, bytes);
+                        g.b.ins().store(g.vmf, v, a, 0);
+                        g.vidx = None;
+                    });
+                    g.cur[var] = None;
+                    g.rows.truncate(saved);
+                    g.row_sigs.clear();
+                    from = g.b.use_var(bv);
+                    g.give(types::I64, &[bv]);
+                }
+                g.for_range(var, from, b1, &mut |g| {
+                    let (v, _) = g.scalar(arg);
+                    let i = g.var(var);
+                    let bytes = g.b.ins().ishl_imm_s(i, 3);
+                    let a = g.b.ins().iadd(base, bytes);
+                    g.b.ins().store(g.mf, v, a, 0);
+                });
+                g.b.ins().call(kernels[c], &[addr, n]);
+                bases.push(base);
+            }
+            for base in bases {
+                g.bases.push(Some(base));
+                let one = g.b.ins().iconst(types::I64, 1);
+                g.strides.push(vec![one]);
+            }
+            g.staging = true;
+            g.part(var, b0, b1, &staged, act, true);
+            g.staging = false;
+            g.bases.truncate(first);
+            g.strides.truncate(first);
+        });
+        true
     }
 
     // ------------------------------------------------------------ scalars
@@ -1621,7 +1823,7 @@ impl LoopEmitter<'_, '_> {
                 on.is_empty()
                     || (on.len() == 1
                         && coef(&ixs[on[0]].aff, var) == 1
-                        && self.layout.is_unit(*buf, on[0])
+                        && (*buf >= self.n_bufs || self.layout.is_unit(*buf, on[0]))
                         && ixs.iter().all(|ix| !ix.checked))
             }
             SchedExpr::Eps(_) => !mentions(t, var),

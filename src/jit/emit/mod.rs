@@ -90,6 +90,16 @@ const CALLS: &[(&str, Func, usize)] = &[
     ("einsat_min", Func::Min, 2),
 ];
 
+/// The slice kernels of [`crate::vmath`] (`p[0..n] = f(p[0..n])`), called
+/// by staged loops ([`loops`]).
+const VCALLS: &[(&str, Func)] = &[
+    ("einsat_vexp", Func::Exp),
+    ("einsat_vlog", Func::Log),
+    ("einsat_vsin", Func::Sin),
+    ("einsat_vcos", Func::Cos),
+    ("einsat_vtanh", Func::Tanh),
+];
+
 /// Compiled code; the module owns the executable memory and lives as long
 /// as the kernel.
 pub struct Native {
@@ -182,7 +192,8 @@ fn host_isa() -> Result<cranelift_codegen::isa::OwnedTargetIsa, String> {
 
 /// A JIT module for the host with the scalar functions' symbols, and
 /// their declarations (imported by the generic loops' code).
-fn new_module() -> Result<(JITModule, Vec<(Func, FuncId)>), String> {
+#[allow(clippy::type_complexity)]
+fn new_module() -> Result<(JITModule, Vec<(Func, FuncId)>, Vec<(Func, FuncId)>), String> {
     let isa = host_isa()?;
     let mut jb = JITBuilder::with_isa(isa, cranelift_module::default_libcall_names());
     jb.symbol("einsat_exp", f_exp as *const u8);
@@ -192,6 +203,11 @@ fn new_module() -> Result<(JITModule, Vec<(Func, FuncId)>), String> {
     jb.symbol("einsat_tanh", f_tanh as *const u8);
     jb.symbol("einsat_max", f_max as *const u8);
     jb.symbol("einsat_min", f_min as *const u8);
+    jb.symbol("einsat_vexp", crate::vmath::einsat_vexp as *const u8);
+    jb.symbol("einsat_vlog", crate::vmath::einsat_vlog as *const u8);
+    jb.symbol("einsat_vsin", crate::vmath::einsat_vsin as *const u8);
+    jb.symbol("einsat_vcos", crate::vmath::einsat_vcos as *const u8);
+    jb.symbol("einsat_vtanh", crate::vmath::einsat_vtanh as *const u8);
     let mut module = JITModule::new(jb);
     let mut calls: Vec<(Func, FuncId)> = Vec::new();
     for (name, f, arity) in CALLS {
@@ -205,7 +221,18 @@ fn new_module() -> Result<(JITModule, Vec<(Func, FuncId)>), String> {
             .map_err(|e| e.to_string())?;
         calls.push((*f, id));
     }
-    Ok((module, calls))
+    let ptr = module.target_config().pointer_type();
+    let mut vcalls: Vec<(Func, FuncId)> = Vec::new();
+    for (name, f) in VCALLS {
+        let mut sig = module.make_signature();
+        sig.params.push(AbiParam::new(ptr));
+        sig.params.push(AbiParam::new(types::I64));
+        let id = module
+            .declare_function(name, Linkage::Import, &sig)
+            .map_err(|e| e.to_string())?;
+        vcalls.push((*f, id));
+    }
+    Ok((module, calls, vcalls))
 }
 
 /// Where each buffer's strides start in the strides array.
@@ -239,7 +266,7 @@ pub fn compile(
     layout: &Layout,
     opts: &Options,
 ) -> Result<Native, String> {
-    let (mut module, calls) = new_module()?;
+    let (mut module, calls, vcalls) = new_module()?;
     let tcfg = module.target_config();
     let ptr = tcfg.pointer_type();
     let stride_at = stride_starts(p);
@@ -279,6 +306,10 @@ pub fn compile(
                     for (f, id) in &calls {
                         funcs.push((*f, module.declare_func_in_func(*id, b.func)));
                     }
+                    let mut vfuncs = Vec::new();
+                    for (f, id) in &vcalls {
+                        vfuncs.push((*f, module.declare_func_in_func(*id, b.func)));
+                    }
                     let at = loops::At {
                         ptr,
                         layout,
@@ -286,6 +317,7 @@ pub fn compile(
                         entry: e,
                         funcs,
                         copy_nodes: opts.copy_nodes,
+                        vfuncs,
                     };
                     b = loops::emit(b, p, &plan.nest, sched, at, plan.poll);
                 }
