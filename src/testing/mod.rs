@@ -979,6 +979,7 @@ fn children_mut(e: &mut Expr) -> Vec<&mut Expr> {
             v.push(&mut **b);
             v
         }
+        Expr::Fold(_, _, _, a, b) => vec![a, b],
     }
 }
 
