@@ -843,6 +843,9 @@ struct Norm<'a> {
     /// reads a diagonal), so only a product that is a whole nest's value
     /// becomes a stage there.
     guarded: bool,
+    /// The accumulators of the folds around the scalar being normalised:
+    /// a value that reads one cannot be materialised.
+    accs: Vec<String>,
 }
 
 impl Norm<'_> {
@@ -1011,6 +1014,12 @@ impl Norm<'_> {
                 Expr::reduce(op, i, n, r)
             }
             Expr::Fold(..) => self.fold(e, cx),
+            Expr::Access(..) | Expr::Proj(..)
+                if matches!(chain_root(&e), Expr::Gen(..))
+                    && fv_val(chain_root(&e)).iter().any(|x| self.accs.contains(x)) =>
+            {
+                self.unchain(e, cx)
+            }
             Expr::Access(..) | Expr::Proj(..) | Expr::Var(_) => {
                 let c = self.chain(e, cx);
                 self.fix_ranges(c, cx)
@@ -1092,7 +1101,9 @@ impl Norm<'_> {
         let shared = std::mem::take(&mut self.shared);
         cx.idx.push((i.clone(), n.clone()));
         cx.vals.push((acc.clone(), ty.clone()));
+        self.accs.push(acc.clone());
         let body = self.fold_value(*body, &ty, cx);
+        self.accs.pop();
         cx.vals.pop();
         cx.idx.pop();
         self.licm = licm;
@@ -1100,6 +1111,61 @@ impl Norm<'_> {
         self.gemm_min_work = gemm;
         self.shared = shared;
         Expr::fold(i, n, acc, init, body)
+    }
+
+    /// A number read out of a `gen` that reads a fold's accumulator (so it
+    /// cannot be materialised), `(gen(k:n) e)[ι]…`, as the guarded sum
+    /// `sum(k:n) [k = ι] * e…`: the one term where `ι` is in range is the
+    /// element read (a strong zero if it is one), the others strong zeros
+    /// that add nothing. Out of range the sum is a strong zero where the
+    /// padded read is a plain 0; over a literal size `+ [ι out of range] *
+    /// 0` makes it plain (over a named size it stays strong).
+    fn unchain(&mut self, e: Expr, cx: &mut Cx) -> Expr {
+        let mut ops = Vec::new();
+        let mut cur = e;
+        loop {
+            match cur {
+                Expr::Access(a, idx) => {
+                    ops.push(Err(idx));
+                    cur = *a;
+                }
+                Expr::Proj(k, a) => {
+                    ops.push(Ok(k));
+                    cur = *a;
+                }
+                other => {
+                    cur = other;
+                    break;
+                }
+            }
+        }
+        let (Expr::Gen(k, n, body), Some(Err(idx))) = (cur, ops.pop()) else {
+            unreachable!("called on an access chain rooted at a gen")
+        };
+        let k2 = self.fresh.next("i");
+        let mut x = subst_idx(&body, &k, &Affine::var(k2.clone()), self.fresh);
+        for op in ops.into_iter().rev() {
+            x = match op {
+                Ok(p) => Expr::proj(p, x),
+                Err(a) => Expr::access(x, a),
+            };
+        }
+        let guard = Expr::Bracket(Pred::Cmp(CmpOp::Eq, Affine::var(k2.clone()), idx.clone()));
+        let mut r = Expr::sum(k2, n.clone(), Expr::bin(BinOp::Mul, guard, x));
+        if let Size::Lit(m) = n {
+            let inside = Pred::And(
+                Box::new(Pred::Cmp(CmpOp::Le, Affine::constant(0), idx.clone())),
+                Box::new(Pred::Cmp(CmpOp::Lt, idx, Affine::constant(m as i64))),
+            );
+            let outside = Expr::Bracket(Pred::Not(Box::new(inside)));
+            r = Expr::bin(
+                BinOp::Add,
+                r,
+                Expr::bin(BinOp::Mul, outside, Expr::Num(0.0)),
+            );
+        }
+        let r = self.simp(&r, cx);
+        self.scalar(r, cx)
     }
 
     /// A value of an accumulator's type `ty` (a number or pairs of them)
@@ -1574,6 +1640,7 @@ pub fn normalize(f: &Function, opts: &NormalOptions) -> Function {
         gemm_min_work: opts.gemm_stage_min_work,
         root: false,
         guarded: false,
+        accs: Vec::new(),
     };
     let out = n.output(body, &ret, &mut cx);
     let mut body = out;
