@@ -352,7 +352,7 @@ fn names_shadow_and_nest() {
     for i in 0..3 {
         let mut inner = i as f64;
         for v in x {
-            inner = inner + v * i as f64;
+            inner += v * i as f64;
         }
         want += inner;
     }
