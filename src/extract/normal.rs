@@ -1118,8 +1118,11 @@ impl Norm<'_> {
     /// `sum(k:n) [k = ι] * e…`: the one term where `ι` is in range is the
     /// element read (a strong zero if it is one), the others strong zeros
     /// that add nothing. Out of range the sum is a strong zero where the
-    /// padded read is a plain 0; over a literal size `+ [ι out of range] *
-    /// 0` makes it plain (over a named size it stays strong).
+    /// padded read is a plain 0: when no element can be a strong zero (no
+    /// bracket or `eps` in it) a `where` on the range gives the plain 0
+    /// there; else over a literal size `+ [ι out of range] * 0` makes it
+    /// plain (over a named size it stays strong: the one case where the
+    /// value may differ, by a strong zero's absorbing an infinity).
     fn unchain(&mut self, e: Expr, cx: &mut Cx) -> Expr {
         let mut ops = Vec::new();
         let mut cur = e;
@@ -1150,9 +1153,23 @@ impl Norm<'_> {
                 Err(a) => Expr::access(x, a),
             };
         }
+        let strong = has_guard(&x);
         let guard = Expr::Bracket(Pred::Cmp(CmpOp::Eq, Affine::var(k2.clone()), idx.clone()));
         let mut r = Expr::sum(k2, n.clone(), Expr::bin(BinOp::Mul, guard, x));
-        if let Size::Lit(m) = n {
+        if !strong {
+            // no element is a strong zero: outside the range the read is
+            // the padding's plain 0
+            let i = || Box::new(Expr::index_value(idx.clone()));
+            let size = match &n {
+                Size::Lit(m) => Expr::Num(*m as f64),
+                Size::Named(m) => Expr::SizeValue(m.clone()),
+            };
+            let inside = Cond::And(
+                Box::new(Cond::Cmp(CmpOp::Ge, i(), Box::new(Expr::Num(0.0)))),
+                Box::new(Cond::Cmp(CmpOp::Lt, i(), Box::new(size))),
+            );
+            r = Expr::where_(inside, r, Expr::Num(0.0));
+        } else if let Size::Lit(m) = n {
             let inside = Pred::And(
                 Box::new(Pred::Cmp(CmpOp::Le, Affine::constant(0), idx.clone())),
                 Box::new(Pred::Cmp(CmpOp::Lt, idx, Affine::constant(m as i64))),
