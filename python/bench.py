@@ -1,13 +1,21 @@
 """Time einsat.einsum against numpy.einsum(optimize=True) and
 opt_einsum.contract on a handful of contractions and fused programs.
 
-    python python/bench.py [--reps N] [--quick]
+    python python/bench.py [--reps N] [--quick] [--threads N] [--no-programs]
 
 Each row runs the three engines interleaved, round after round, on the same
 arrays and reports the median time per call and the ratio of each peer's
 time to einsat's (> 1: einsat is faster). The first row is the per-call
 overhead on 3x3 arrays. Kernels are compiled before timing (the cache);
-results are checked against numpy.
+results are checked against numpy. The header names the CPU.
+
+Then the fused programs of `bench_programs.py` (exp, tanh, log-sum-exp,
+softmax, layer normalisation, GELU, an MLP layer and a 2-layer MLP,
+attention at sequence lengths 128-1024, a centred Gram matrix, a 2D
+stencil, a batched small-matrix product) against jax.jit and numpy, in
+float64 and float32, with the median compile time; jax's column is
+skipped, with a message, where jax is not installed. `--no-programs`
+leaves them out.
 """
 
 import argparse
@@ -128,7 +136,11 @@ def main():
     ap.add_argument("--reps", type=int, default=9, help="rounds per row (median)")
     ap.add_argument("--quick", action="store_true", help="small sizes (a smoke test)")
     ap.add_argument("--threads", type=int, default=1, help="threads of every engine (BLAS too)")
+    ap.add_argument("--no-programs", action="store_true", help="leave out the fused programs against jax.jit")
     args = ap.parse_args()
+    programs = None if args.no_programs else _bench_programs()
+    if programs is not None:
+        print(f"CPU: {programs.cpu()}\n")
     rng = np.random.default_rng(0)
     rows = []
     for case in cases(args.quick):
@@ -189,6 +201,20 @@ def main():
         f"\nratio = the peer's median time / einsat's (> 1: einsat is faster); same run, "
         f"interleaved; {args.threads} thread(s) for every engine."
     )
+    if programs is not None:
+        for dtype in ("float64", "float32"):
+            programs.run_table(reps=max(1, args.reps // 2), quick=args.quick, threads=args.threads, dtype=dtype)
+
+
+def _bench_programs():
+    """bench_programs.py beside this file (it sets XLA's threads from
+    --threads before importing jax)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_programs", os.path.join(_here, "bench_programs.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
 
 
 if __name__ == "__main__":

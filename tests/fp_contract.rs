@@ -349,3 +349,44 @@ fn a_nan_is_not_lost_in_an_empty_sum() {
         }
     }
 }
+
+/// The contract lets an infinity times a zero change kind when a factor
+/// moves out of a sum (docs/fp-contract.md, "Infinities and NaN made by
+/// arithmetic"): the empty `min` is +inf, the written program multiplies it
+/// by the padded `v[-1] = 0` (NaN), the optimised one by the sum (inf). The
+/// oracle accepts either (and -inf: the sign of a zero is not promised) and
+/// still refuses a finite result; a NaN input stays
+/// NaN. CI's property test of the JIT once drew this case.
+#[test]
+fn an_infinity_times_a_padded_zero_may_change_kind_but_not_become_finite() {
+    use einsat::testing::difftest::contract_judge;
+    let f = func("fn f(v: [n]R, w: [0]R) -> R = sum(i:n) (min(j:0) w[j]) * v[i-1]");
+    let o = opt(&f, false);
+    assert!(
+        print_function(&o.program).contains("* sum(i:n)"),
+        "the factor is expected to move out: {}",
+        print_function(&o.program)
+    );
+    let empty = vector(&[]);
+    let args = [vector(&[1.0, 2.0, 3.0]), empty.clone()];
+    let (want, got, jit) = three(&f, &args);
+    assert!(want.is_nan(), "{want}");
+    assert_eq!((got, jit), (f64::INFINITY, f64::INFINITY));
+    for ok in [f64::INFINITY, f64::NAN] {
+        assert_eq!(contract_judge(&f, &args, &Value::Real(ok)).unwrap(), None);
+    }
+    for bad in [0.0, 6.0, f64::MAX] {
+        assert!(
+            contract_judge(&f, &args, &Value::Real(bad))
+                .unwrap()
+                .is_some(),
+            "{bad} accepted"
+        );
+    }
+    let args = [vector(&[1.0, f64::NAN, 3.0]), empty];
+    let (want, got, jit) = three(&f, &args);
+    assert!(
+        want.is_nan() && got.is_nan() && jit.is_nan(),
+        "{want} {got} {jit}"
+    );
+}

@@ -50,11 +50,6 @@ EXPECTED = {
             "einsum_path(optimize=False) shows einsat's plan (einsat always plans); numpy "
             "shows one step of all operands",
         ),
-        (
-            "test_einsum_chunking_precision",
-            "the test expects numpy's pairwise summation of a long sum to 15 decimals; "
-            "einsat sums in its own order (relative error 1e-12 here)",
-        ),
     ],
     "opt_einsum": [
         ("test_object_arrays_backend*", _DTYPES),

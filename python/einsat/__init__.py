@@ -207,20 +207,27 @@ from ._dropin import (  # noqa: E402
     get_symbol,
 )
 from .builder import (  # noqa: E402
+    Cond,
     Traced,
     TraceError,
     abs,
+    bracket,
     cos,
+    eq,
     exp,
     fn,
     gen,
     log,
+    max_over,
     maximum,
+    min_over,
     minimum,
+    ne,
     sin,
     sqrt,
     sum,
     tanh,
+    where,
 )
 
 __all__ = [

@@ -33,6 +33,17 @@ The traced function is the program the text form gives
   :func:`minimum`, and pairs: a Python tuple ``(a, b)`` as a result (of the
   function or of a ``gen`` body) is the pair ``(a, b)``; the call returns
   a tuple.
+- ``max_over(lambda j: e)`` and ``min_over(lambda j: e)`` are the
+  reductions ``max(j:s) e`` and ``min(j:s) e`` (a stable softmax:
+  ``m = max_over(lambda j: x[j])``, then ``exp(x[i] - m)``).
+- Conditions: comparisons ``<  <=  >  >=  ==  !=`` of traced numbers
+  (``x[i] > 0``) or of index expressions (``i <= j``, ``i > 0``; for
+  indices ``==`` and ``!=`` are :func:`eq` and :func:`ne`, as indices are
+  Python objects compared by identity), combined with ``&`` (and), ``|``
+  (or) and ``~`` (not). ``where(c, a, b)`` is the language's ``where(c,
+  a, b)`` (only the chosen side is evaluated), and ``bracket(c)`` of an
+  index condition is the bracket ``[c]`` (1 where it holds, else a strong
+  zero: ``bracket(j <= i) * A[i, j]`` is the lower triangle).
 
 The compiled function is an ordinary :class:`einsat.Kernel` (``.kernel``
 of the last call; ``.source`` its text); calls take numpy arrays and
@@ -63,6 +74,13 @@ __all__ = [
     "abs",
     "maximum",
     "minimum",
+    "max_over",
+    "min_over",
+    "where",
+    "bracket",
+    "eq",
+    "ne",
+    "Cond",
 ]
 
 
@@ -164,7 +182,24 @@ def _rank(t):
 # ---------------------------------------------------------------- indices
 
 
-class Index:
+class _Ordered:
+    """``<``, ``<=``, ``>``, ``>=`` of traced numbers or of index
+    expressions: a condition (:class:`Cond`)."""
+
+    def __lt__(self, o):
+        return _compare(self, o, "<")
+
+    def __le__(self, o):
+        return _compare(self, o, "<=")
+
+    def __gt__(self, o):
+        return _compare(self, o, ">")
+
+    def __ge__(self, o):
+        return _compare(self, o, ">=")
+
+
+class Index(_Ordered):
     """An index bound by :func:`gen` or :func:`sum`. Indices combine into
     affine index expressions (``i + 1``, ``2 * i - j``) that go inside
     ``[...]``; they are not numbers."""
@@ -217,7 +252,7 @@ def _whole(x):
     return isinstance(x, numbers.Integral) and not isinstance(x, bool)
 
 
-class _Affine:
+class _Affine(_Ordered):
     """An affine index expression: coefficients per index, and a constant."""
 
     def __init__(self, coef, const):
@@ -304,7 +339,7 @@ def _affine_of(x):
 _ADD, _MUL, _NEG, _POST = 1, 2, 3, 4
 
 
-class Expr:
+class Expr(_Ordered):
     """A traced value: a number, a tensor or a pair of the program being
     built. Numbers combine with ``+ - * /`` (and Python numbers); tensors
     are indexed (``A[i, j]``); see :mod:`einsat.builder`."""
@@ -363,6 +398,15 @@ class Expr:
 
     def __pos__(self):
         return self
+
+    # comparisons (conditions for `where`): `<` ... `>=` from _Ordered
+    def __eq__(self, o):
+        return _compare(self, o, "=")
+
+    def __ne__(self, o):
+        return _compare(self, o, "!=")
+
+    __hash__ = object.__hash__
 
     def __pow__(self, o):
         if _whole(o) and o == 2:
@@ -481,32 +525,149 @@ def _short(x):
     return r if len(r) <= 40 else r[:37] + "..."
 
 
+# ---------------------------------------------------------------- conditions
+
+_OR, _AND, _NOT, _CMP = 1, 2, 3, 4
+
+
+class Cond:
+    """A traced condition: a comparison of numbers or of index expressions,
+    combined with ``&``, ``|`` and ``~`` (Python's ``and``, ``or`` and
+    ``not`` would need its truth value, which it has not while tracing).
+    ``indices`` is true when every comparison in it is of indices (such a
+    condition may also stand in a bracket)."""
+
+    def __init__(self, text_fn, prec, indices):
+        self._text_fn = text_fn
+        self.prec = prec
+        self.indices = indices
+
+    def _text(self, prec):
+        t = self._text_fn()
+        return "(%s)" % t if self.prec < prec else t
+
+    def __and__(self, o):
+        o = _cond_of(o, "&")
+        # `&&` binds tighter than `||`: an `||` operand is bracketed
+        return Cond(lambda: "%s && %s" % (self._text(_AND), o._text(_AND)), _AND, self.indices and o.indices)
+
+    def __or__(self, o):
+        o = _cond_of(o, "|")
+        return Cond(lambda: "%s || %s" % (self._text(_OR), o._text(_OR)), _OR, self.indices and o.indices)
+
+    def __invert__(self):
+        return Cond(lambda: "!%s" % self._text(_CMP), _NOT, self.indices)
+
+    __rand__ = __and__
+    __ror__ = __or__
+
+    def __bool__(self):
+        raise TraceError(
+            "einsat.fn: a condition has no truth value while tracing: combine conditions with "
+            "& | ~ (not and/or/not), and choose with einsat.where(c, a, b)"
+        )
+
+    def __repr__(self):
+        return "<einsat traced condition: %s>" % self._text(0)
+
+
+def _cond_of(c, op):
+    if isinstance(c, Cond):
+        return c
+    raise TraceError(
+        "einsat.fn: `%s` combines conditions (comparisons such as x[i] > 0 or i <= j), not %s"
+        % (op, _short(c))
+    )
+
+
+def _is_index(x):
+    return isinstance(x, (Index, _Affine)) or _whole(x)
+
+
+def _compare(a, b, op):
+    """``a op b``: of index expressions (a whole number on one side at
+    most) or of numbers."""
+    if _is_index(a) and _is_index(b) and not (_whole(a) and _whole(b)):
+        tr = _trace()
+        x, y = _affine_of(a), _affine_of(b)
+        for i in list(x.coef) + list(y.coef):
+            tr.check_bound(i)
+        return Cond(lambda: "%s %s %s" % (x.text(tr.index_name), op, y.text(tr.index_name)), _CMP, True)
+    if isinstance(a, (Index, _Affine)) or isinstance(b, (Index, _Affine)):
+        raise TraceError(
+            "einsat.fn: an index compared with a number (%s %s %s): compare indices with indices "
+            "and whole numbers (i <= j, i > 0), numbers with numbers (x[i] > 0)"
+            % (_short(a), op, _short(b))
+        )
+    x, y = _expr_of(a), _expr_of(b)
+    for e in (x, y):
+        if e.ty != _R:
+            raise TraceError("einsat.fn: `%s` on %s: comparisons take numbers" % (op, _what(e.ty)))
+    return Cond(lambda: "%s %s %s" % (x._text(_ADD), op, y._text(_ADD)), _CMP, False)
+
+
+def eq(a, b):
+    """``a = b``: equality of index expressions or of traced numbers."""
+    return _compare(a, b, "=")
+
+
+def ne(a, b):
+    """``a != b``: inequality of index expressions or of traced numbers."""
+    return _compare(a, b, "!=")
+
+
+def where(c, a, b):
+    """``where(c, a, b)``: the number ``a`` where the condition ``c`` holds,
+    else ``b``; only the chosen side is evaluated (``where(x[i] != 0,
+    1 / x[i], 0)`` is never NaN from a division by zero)."""
+    c = _cond_of(c, "where")
+    x, y = _expr_of(a), _expr_of(b)
+    for e in (x, y):
+        if e.ty != _R:
+            raise TraceError("einsat.where of %s: its sides are numbers" % _what(e.ty))
+    return Expr(_R, lambda: "where(%s, %s, %s)" % (c._text(0), x._text(0), y._text(0)), _POST)
+
+
+def bracket(c):
+    """``[c]`` of an index condition: 1 where it holds, else a strong zero
+    (``bracket(j <= i) * A[i, j]`` is the lower triangle, and a strong zero
+    times an infinity is 0)."""
+    c = _cond_of(c, "bracket")
+    if not c.indices:
+        raise TraceError(
+            "einsat.bracket takes a condition on indices (j <= i, i > 0); choose between numbers "
+            "with einsat.where(c, a, b)"
+        )
+    return Expr(_R, lambda: "[%s]" % c._text(0), _POST)
+
+
 # ---------------------------------------------------------------- binders
 
 
 def _binder(kind, body, size, like):
     tr = _trace()
+    api = {"max": "max_over", "min": "min_over"}.get(kind, kind)
     if not callable(body):
-        raise TraceError("einsat.%s takes a function of the indices, as einsat.%s(lambda i: ...)" % (kind, kind))
+        raise TraceError("einsat.%s takes a function of the indices, as einsat.%s(lambda i: ...)" % (api, api))
     try:
         params = list(inspect.signature(body).parameters.values())
     except (TypeError, ValueError):
-        raise TraceError("einsat.%s: cannot read the parameters of %r" % (kind, body)) from None
+        raise TraceError("einsat.%s: cannot read the parameters of %r" % (api, body)) from None
     if not params or any(p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params):
         raise TraceError(
-            "einsat.%s takes a function of one or more indices (lambda i: ..., lambda i, j: ...)" % kind
+            "einsat.%s takes a function of one or more indices (lambda i: ..., lambda i, j: ...)" % api
         )
     indices = []
     for p in params:
         cls = _Class()
         if size is not None:
             if not _whole(size) or size < 0:
-                raise TraceError("einsat.%s: the range must be a whole number >= 0, not %r" % (kind, size))
+                raise TraceError("einsat.%s: the range must be a whole number >= 0, not %r" % (api, size))
             cls.literal, cls.size, cls.where = int(size), int(size), "the range %d given to it" % size
         if like is not None:
             arr, axis = like
             if not isinstance(arr, Expr) or not _whole(axis) or not 0 <= axis < _rank(arr.ty):
-                raise TraceError("einsat.%s: like= takes (a traced argument, one of its axes)" % kind)
+                raise TraceError("einsat.%s: like= takes (a traced argument, one of its axes)" % api)
             t = arr.ty
             for _ in range(axis):
                 t = t[2]
@@ -522,11 +683,14 @@ def _binder(kind, body, size, like):
             raise TraceError(
                 "einsat.fn: the range of index %s cannot be inferred: it reads no axis plainly "
                 "(as A[%s]); give it: einsat.%s(lambda %s: ..., n) or like=(x, axis)"
-                % (i.name, i.name, kind, i.name)
+                % (i.name, i.name, api, i.name)
             )
-    if kind == "sum":
+    if kind in ("sum", "max", "min"):
         if e.ty != _R:
-            raise TraceError("einsat.fn: einsat.sum of %s: a sum adds numbers" % _what(e.ty))
+            raise TraceError(
+                "einsat.fn: einsat.%s of %s: a %s %s numbers"
+                % (api, _what(e.ty), kind, "adds" if kind == "sum" else "reduces")
+            )
         ty = _R
     else:
         ty = e.ty
@@ -551,6 +715,19 @@ def sum(body, n=None, like=None):
     """``sum(j:s) e``: the sum of the numbers ``body(j)`` (``lambda j, k:``
     sums over both). Ranges as :func:`gen`'s."""
     return _binder("sum", body, n, like)
+
+
+def max_over(body, n=None, like=None):
+    """``max(j:s) e``: the largest of the numbers ``body(j)`` (IEEE
+    maximum: a NaN wins, and an empty range gives -inf). Ranges as
+    :func:`gen`'s."""
+    return _binder("max", body, n, like)
+
+
+def min_over(body, n=None, like=None):
+    """``min(j:s) e``: the smallest of the numbers ``body(j)`` (a NaN wins,
+    an empty range gives +inf). Ranges as :func:`gen`'s."""
+    return _binder("min", body, n, like)
 
 
 def _scalar_fn(name):

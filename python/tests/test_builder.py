@@ -201,3 +201,103 @@ def test_other_errors():
         einsat.fn(lambda x: x).source
     with pytest.raises(einsat.TraceError, match="no literal for infinities"):
         einsat.fn(lambda x: x * float("inf"))(1.0)
+
+
+# ------------------------------------------------ reductions and conditions
+
+
+def test_stable_softmax_with_max_over():
+    from einsat import max_over
+
+    def softmax(x):
+        m = max_over(lambda j: x[j])
+        z = sum(lambda j: exp(x[j] - m))
+        return gen(lambda i: exp(x[i] - m) / z)
+
+    f = einsat.fn(softmax)
+    x = np.array([1000.0, 1001.0, 999.5, -3.0])
+    got = same_as_text(
+        f,
+        "fn softmax(x: [n]R) -> [n]R = gen(i:n) exp(x[i] - max(j:n) x[j]) / "
+        "sum(j:n) exp(x[j] - max(j:n) x[j])",
+        x,
+    )
+    e = np.exp(x - x.max())
+    np.testing.assert_allclose(got, e / e.sum(), rtol=1e-13)
+    assert np.all(np.isfinite(got))
+
+
+def test_min_over_of_an_empty_range_and_nan():
+    from einsat import min_over, max_over
+
+    f = einsat.fn(lambda x: (min_over(lambda j: x[j]), max_over(lambda j: x[j])))
+    lo, hi = f(np.array([3.0, -2.0, 5.0]))
+    assert (lo, hi) == (-2.0, 5.0)
+    lo, hi = f(np.zeros(0))
+    assert lo == np.inf and hi == -np.inf
+    lo, hi = f(np.array([1.0, np.nan, 2.0]))
+    assert np.isnan(lo) and np.isnan(hi)
+
+
+def test_where_guards_a_division():
+    from einsat import where
+
+    f = einsat.fn(lambda x: gen(lambda i: where(x[i] != 0, 1 / x[i], 0)))
+    x = np.array([2.0, 0.0, -4.0, np.inf])
+    got = same_as_text(f, "fn f(x: [n]R) -> [n]R = gen(i:n) where(x[i] != 0, 1 / x[i], 0)", x)
+    np.testing.assert_array_equal(got, [0.5, 0.0, -0.25, 0.0])
+
+
+def test_conditions_combine_with_and_or_not():
+    from einsat import where
+
+    f = einsat.fn(
+        lambda x: gen(lambda i: where((x[i] > 0) & ~(x[i] >= 10) | (x[i] == -1), x[i], 0))
+    )
+    x = np.array([-1.0, -2.0, 3.0, 10.0, 12.0, 0.0])
+    got = same_as_text(
+        f,
+        "fn f(x: [n]R) -> [n]R = gen(i:n) where(x[i] > 0 && !(x[i] >= 10) || x[i] = -1, x[i], 0)",
+        x,
+    )
+    np.testing.assert_array_equal(got, [-1.0, 0.0, 3.0, 0.0, 0.0, 0.0])
+
+
+def test_index_conditions_in_where_and_brackets():
+    from einsat import where, bracket, eq, ne
+
+    # a stencil clamped at its left edge, and a lower triangle
+    clamp = einsat.fn(lambda x: gen(lambda i: where(i > 0, x[i - 1], x[i])))
+    x = rng.random(5)
+    got = same_as_text(clamp, "fn f(x: [n]R) -> [n]R = gen(i:n) where(i > 0, x[i - 1], x[i])", x)
+    np.testing.assert_allclose(got, np.concatenate([[x[0]], x[:-1]]), rtol=0)
+    tril = einsat.fn(lambda A, x: gen(lambda i: sum(lambda j: bracket(j <= i) * A[i, j] * x[j])))
+    A, v = rng.random((4, 4)), rng.random(4)
+    got = same_as_text(
+        tril, "fn f(A: [n,m]R, x: [m]R) -> [n]R = gen(i:n) sum(j:m) [j <= i] * A[i,j] * x[j]", A, v
+    )
+    np.testing.assert_allclose(got, np.tril(A) @ v, rtol=1e-12)
+    # a bracket's zero is strong: it absorbs the infinities above the diagonal
+    A[0, 3] = np.inf
+    assert np.all(np.isfinite(tril(A, v)))
+    off = einsat.fn(lambda A: sum(lambda i, j: bracket(ne(i, j) & (eq(i + 1, j) | eq(j + 1, i))) * A[i, j]))
+    B = rng.random((5, 5))
+    want = np.trace(B, 1) + np.trace(B, -1)
+    np.testing.assert_allclose(off(B), want, rtol=1e-12)
+
+
+def test_condition_errors_are_clear():
+    from einsat import where, bracket, max_over
+
+    with pytest.raises(einsat.TraceError, match="no truth value"):
+        einsat.fn(lambda x: gen(lambda i: x[i] if x[i] > 0 else 0))(np.ones(3))
+    with pytest.raises(einsat.TraceError, match="no truth value"):
+        einsat.fn(lambda x: gen(lambda i: where((x[i] > 0) and (x[i] < 1), 1, 0)))(np.ones(3))
+    with pytest.raises(einsat.TraceError, match="condition on indices"):
+        einsat.fn(lambda x: gen(lambda i: bracket(x[i] > 0) * x[i]))(np.ones(3))
+    with pytest.raises(einsat.TraceError, match="index compared with a number"):
+        einsat.fn(lambda x: gen(lambda i: where(x[i] > i, 1, 0)))(np.ones(3))
+    with pytest.raises(einsat.TraceError, match="combines conditions"):
+        einsat.fn(lambda x: gen(lambda i: where((x[i] > 0) & 1, 1, 0)))(np.ones(3))
+    with pytest.raises(einsat.TraceError, match="max_over of a tensor of 1 axes: a max reduces numbers"):
+        einsat.fn(lambda A: max_over(lambda i: A[i]))(np.ones((2, 2)))

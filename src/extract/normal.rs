@@ -805,18 +805,20 @@ pub fn decide_in(p: &Pred, cx: &Cx) -> Option<bool> {
     }
 }
 
-/// The key under which a closed value is shared: its De Bruijn form.
-fn key_of(e: &Expr) -> String {
-    match crate::egraph::to_rec(e) {
-        Ok(r) => r.to_string(),
-        Err(_) => format!("{e:?}"),
-    }
+/// The key under which a closed value is shared: its De Bruijn form (the
+/// term itself, compared node by node, not its text: formatting every
+/// candidate was a tenth of the optimiser's time), or for a term the
+/// e-graph cannot hold, its debug text.
+type Key = Result<egg::RecExpr<crate::egraph::TL>, String>;
+
+fn key_of(e: &Expr) -> Key {
+    crate::egraph::to_rec(e).map_err(|_| format!("{e:?}"))
 }
 
 struct Norm<'a> {
     fresh: &'a mut Fresh,
     lets: Vec<(String, Expr)>,
-    keys: BTreeMap<String, String>,
+    keys: BTreeMap<Key, String>,
     params: BTreeSet<String>,
     param_types: Vec<(String, Type)>,
     licm: bool,
@@ -831,7 +833,7 @@ struct Norm<'a> {
     /// Occurrences of each hoisting candidate in the scalar being
     /// normalised, by key ([`Norm::count_candidates`]); only keys that
     /// occur at least twice.
-    shared: BTreeMap<String, usize>,
+    shared: BTreeMap<Key, usize>,
     /// The least work of a matrix product inside a scalar that becomes a
     /// stage of its own ([`Norm::gemm_stage`]); infinite: none does.
     gemm_min_work: f64,
@@ -1515,7 +1517,7 @@ impl Norm<'_> {
 
     /// Count, by [`candidate_key`], the hoisting candidates (calls,
     /// divisions, sums) of the scalar `e` in the loops of `cx`.
-    fn count_candidates(&self, e: &Expr, cx: &mut Cx, out: &mut BTreeMap<String, usize>) {
+    fn count_candidates(&self, e: &Expr, cx: &mut Cx, out: &mut BTreeMap<Key, usize>) {
         if !self.licm {
             return;
         }
@@ -1545,7 +1547,7 @@ impl Norm<'_> {
 /// The key under which occurrences of a hoisting candidate `e` are the
 /// same value: the De Bruijn form of `gen(…) e` over the enclosing indices
 /// it uses (what [`Norm::materialize`] would compute).
-fn candidate_key(e: &Expr, cx: &Cx, chosen: &[usize]) -> String {
+fn candidate_key(e: &Expr, cx: &Cx, chosen: &[usize]) -> Key {
     let mut whole = e.clone();
     for &p in chosen.iter().rev() {
         let (n, s) = cx.idx[p].clone();

@@ -481,6 +481,14 @@ pub fn contract_oracle(f: &Function, args: &[Value]) -> Result<Vec<Sh>> {
         .collect())
 }
 
+/// `None` when `got` is a result the floating-point contract (value-safe
+/// mode) accepts for `f` on `args`, else why not: the property tests of the
+/// optimiser and the JIT judge their results by this, as difftest does.
+pub fn contract_judge(f: &Function, args: &[Value], got: &Value) -> Result<Option<String>> {
+    let want = interp::run(f, args)?;
+    Ok(Reference::Contract(contract_oracle(f, args)?).judge(&want, got))
+}
+
 /// Run one case through the three engines and compare with the reference.
 pub fn check(case: &Case, cfg: &DiffConfig) -> Verdict {
     let f = &case.function;

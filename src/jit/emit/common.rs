@@ -8,7 +8,7 @@ use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{
     types, InstBuilder, MemFlagsData, StackSlot, StackSlotData, StackSlotKind, Value,
 };
-use cranelift_frontend::FunctionBuilder;
+use cranelift_frontend::{FunctionBuilder, Variable};
 
 /// The sum of `vals` as a pairwise tree of `fadd`s (scalars or vectors);
 /// `None` for no values.
@@ -66,6 +66,79 @@ impl Poll {
 /// dense one of [`super::dense`]), for the helpers both use.
 pub(crate) trait Emits<'f> {
     fn fb(&mut self) -> &mut FunctionBuilder<'f>;
+}
+
+/// The terms of a long sum added on one set of accumulators before their
+/// total goes to the next level of a [`Levels`] (512 per lane of the
+/// eight vector lanes of the general loops).
+pub(crate) const SUM_BLOCK: i64 = 4096;
+
+/// Block sums added one after another before the next level.
+const SUM_MID: i64 = 64;
+
+/// Two levels above the accumulators of a long sum that runs in blocks of
+/// [`SUM_BLOCK`] terms (one total per output): each block's sum goes to a
+/// middle total, and every [`SUM_MID`] blocks the middle one to the outer
+/// one. No partial sum then adds more than a few hundred terms one after
+/// another, so a long sum is about as accurate as numpy's pairwise
+/// summation (10^7 equal terms keep 15 digits, where one running sum per
+/// lane loses four).
+pub(crate) struct Levels {
+    outer: Vec<Variable>,
+    mid: Vec<Variable>,
+    count: Variable,
+}
+
+impl Levels {
+    /// `k` totals, all 0, defined where the blocks' loop starts.
+    pub(crate) fn new(b: &mut FunctionBuilder, k: usize) -> Levels {
+        let zero = b.ins().f64const(0.0);
+        let var = |b: &mut FunctionBuilder| {
+            let v = b.declare_var(types::F64);
+            b.def_var(v, zero);
+            v
+        };
+        let outer = (0..k).map(|_| var(b)).collect();
+        let mid = (0..k).map(|_| var(b)).collect();
+        let count = b.declare_var(types::I64);
+        let c0 = b.ins().iconst(types::I64, 0);
+        b.def_var(count, c0);
+        Levels { outer, mid, count }
+    }
+
+    /// Add one block's sums (one per total).
+    pub(crate) fn add(&self, b: &mut FunctionBuilder, sums: &[Value]) {
+        let c = b.use_var(self.count);
+        let c = b.ins().iadd_imm_s(c, 1);
+        let full = b.ins().icmp_imm_s(IntCC::Equal, c, SUM_MID);
+        let zero = b.ins().f64const(0.0);
+        for ((&o, &m), &x) in self.outer.iter().zip(&self.mid).zip(sums) {
+            let mv = b.use_var(m);
+            let mv = b.ins().fadd(mv, x);
+            let ov = b.use_var(o);
+            let sum = b.ins().fadd(ov, mv);
+            let ov = b.ins().select(full, sum, ov);
+            b.def_var(o, ov);
+            let mv = b.ins().select(full, zero, mv);
+            b.def_var(m, mv);
+        }
+        let c0 = b.ins().iconst(types::I64, 0);
+        let c = b.ins().select(full, c0, c);
+        b.def_var(self.count, c);
+    }
+
+    /// The totals, after the blocks' loop.
+    pub(crate) fn totals(&self, b: &mut FunctionBuilder) -> Vec<Value> {
+        self.outer
+            .iter()
+            .zip(&self.mid)
+            .map(|(&o, &m)| {
+                let o = b.use_var(o);
+                let m = b.use_var(m);
+                b.ins().fadd(o, m)
+            })
+            .collect()
+    }
 }
 
 /// `for x0 in (lo..hi).step_by(t) { body(x0, min(x0 + t, hi)) }`.

@@ -75,7 +75,9 @@
 //! Owns the generic loops' code; it follows the [`LoopSchedule`] and the
 //! nest's plan and must not decide anything the schedule decides.
 
-use super::common::{add_tree, for_blocks, if_blocks_pay, Emits, EntryParams, Poll};
+use super::common::{
+    add_tree, for_blocks, if_blocks_pay, Emits, EntryParams, Levels, Poll, SUM_BLOCK,
+};
 use crate::jit::ir::affine::{coef, scale, without};
 use crate::jit::ir::{Cond, IndexExpr, Layout, LoadIndex, LoopProgram, Nest, Scalar, SizeRef};
 use crate::jit::schedule::loops::{
@@ -1433,7 +1435,11 @@ impl LoopEmitter<'_, '_> {
         body: SchedExpr,
         acc: Accumulators,
     ) -> (Value, Option<Value>) {
-        let Accumulators { accs, vaccs, all } = acc;
+        let Accumulators {
+            accs,
+            vaccs: _,
+            all,
+        } = acc;
         let strong = all.is_some();
         // a short sum of literal size without a domain is unrolled: one
         // accumulator, terms in order, the index a constant in each copy
@@ -1469,21 +1475,12 @@ impl LoopEmitter<'_, '_> {
                 return (r, flag);
             }
         }
-        self.run_loop(s.var, lo, hi, body, LoopAction::Accum(acc));
-        let r = match vaccs {
-            None => self.b.use_var(accs[0]),
-            Some(vaccs) => {
-                // combine: vector accumulators pairwise, then their lanes, then
-                // the scalar accumulators
-                let vs: Vec<Value> = vaccs.iter().map(|a| self.b.use_var(*a)).collect();
-                let v = add_tree(&mut self.b, vs).expect("a vector sum has accumulators");
-                let l0 = self.b.ins().extractlane(v, 0);
-                let l1 = self.b.ins().extractlane(v, 1);
-                let mut level: Vec<Value> = accs.iter().map(|a| self.b.use_var(*a)).collect();
-                level.push(l0);
-                level.push(l1);
-                add_tree(&mut self.b, level).expect("two lanes at least")
-            }
+        let short = matches!(s.n, SizeRef::Lit(k) if k <= SUM_BLOCK);
+        let r = if short {
+            self.run_loop(s.var, lo, hi, body, LoopAction::Accum(acc));
+            self.combine(&acc)
+        } else {
+            self.blocked_sum(s.var, lo, hi, body, acc)
         };
         let flag = if strong || s.dom_strong {
             let pos = self.b.ins().icmp_imm_s(IntCC::SignedGreaterThan, n, 0);
@@ -1496,6 +1493,54 @@ impl LoopEmitter<'_, '_> {
             None
         };
         (r, flag)
+    }
+
+    /// The value of a sum's accumulators: vector accumulators pairwise,
+    /// then their lanes, then the scalar accumulators.
+    fn combine(&mut self, acc: &Accumulators) -> Value {
+        match acc.vaccs {
+            None => self.b.use_var(acc.accs[0]),
+            Some(vaccs) => {
+                let vs: Vec<Value> = vaccs.iter().map(|a| self.b.use_var(*a)).collect();
+                let v = add_tree(&mut self.b, vs).expect("a vector sum has accumulators");
+                let l0 = self.b.ins().extractlane(v, 0);
+                let l1 = self.b.ins().extractlane(v, 1);
+                let mut level: Vec<Value> = acc.accs.iter().map(|a| self.b.use_var(*a)).collect();
+                level.push(l0);
+                level.push(l1);
+                add_tree(&mut self.b, level).expect("two lanes at least")
+            }
+        }
+    }
+
+    /// A sum whose length is not known to be at most [`SUM_BLOCK`]: in
+    /// blocks of that many terms, each on fresh accumulators, its total
+    /// kept by [`Levels`]. The strong-zero flag runs across the blocks.
+    fn blocked_sum(
+        &mut self,
+        var: usize,
+        lo: Value,
+        hi: Value,
+        body: SchedExpr,
+        acc: Accumulators,
+    ) -> Value {
+        let levels = Levels::new(&mut self.b, 1);
+        for_blocks(self, lo, hi, SUM_BLOCK, &mut |g, b0, b1| {
+            let zero = g.f64c(0.0);
+            for a in acc.accs {
+                g.b.def_var(a, zero);
+            }
+            if let Some(vaccs) = acc.vaccs {
+                let vzero = g.b.ins().splat(types::F64X2, zero);
+                for a in vaccs {
+                    g.b.def_var(a, vzero);
+                }
+            }
+            g.run_loop(var, b0, b1, body.clone(), LoopAction::Accum(acc));
+            let r = g.combine(&acc);
+            levels.add(&mut g.b, &[r]);
+        });
+        levels.totals(&mut self.b)[0]
     }
 
     /// `acc + body` (one `fma` when the body is a product without strong

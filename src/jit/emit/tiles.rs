@@ -55,7 +55,9 @@
 //! Owns the register tiles' code; it follows the [`TilePlan`] (made by
 //! `schedule::tiles`) and must not change it or decide anything it decides.
 
-use super::common::{add_tree, for_blocks, if_blocks_pay, Emits, EntryParams, Poll};
+use super::common::{
+    add_tree, for_blocks, if_blocks_pay, Emits, EntryParams, Levels, Poll, SUM_BLOCK,
+};
 use crate::jit::ir::{Layout, LoopProgram, SizeRef};
 use crate::jit::schedule::tiles::{loads, Factor, Mode, TilePlan, VBLOCK};
 use cranelift_codegen::ir::condcodes::IntCC;
@@ -1493,10 +1495,44 @@ impl TileEmitter<'_, '_> {
                     &mut |em| reduce(em, None),
                 );
             }
+            None if self.plan.hi.is_empty() => {
+                // blocks of `SUM_BLOCK` terms on fresh accumulators, their
+                // sums kept by `Levels` (the accuracy of a long sum)
+                let levels = Levels::new(self.b, rows);
+                let nv = self.size(&vn);
+                let z = self.iconst(0);
+                for_blocks(self, z, nv, SUM_BLOCK, &mut |em, a0, a1| {
+                    for &a in accs.iter().flatten().chain(&tails) {
+                        let lanes = if tails.contains(&a) { 1 } else { lanes };
+                        let zero = em.zero(lanes);
+                        em.b.def_var(a, zero);
+                    }
+                    reduce(em, Some((a0, a1)));
+                    let sums = em.row_sums(&accs, &tails);
+                    levels.add(em.b, &sums);
+                });
+                let sums = levels.totals(self.b);
+                self.owners = saved;
+                self.finish_r(top, rows, action, sums);
+                return;
+            }
             None => reduce(self, None),
         }
         self.owners = saved;
-        self.finish_r(top, rows, action, &accs, &tails);
+        let sums = self.row_sums(&accs, &tails);
+        self.finish_r(top, rows, action, sums);
+    }
+
+    /// Each row's accumulators summed across lanes.
+    fn row_sums(&mut self, accs: &[Vec<Variable>], tails: &[Variable]) -> Vec<Value> {
+        let lanes = self.plan.lanes;
+        (0..accs.len())
+            .map(|r| {
+                let vals = accs[r].iter().map(|a| self.b.use_var(*a)).collect();
+                let tail = tails.get(r).map(|t| self.b.use_var(*t));
+                self.hsum(vals, lanes, tail)
+            })
+            .collect()
     }
 
     /// The accumulators of a `Reduce` tile: `cols` per row of `lanes`
@@ -1518,26 +1554,11 @@ impl TileEmitter<'_, '_> {
         (accs, tails)
     }
 
-    /// The end of [`TileEmitter::tile_r`]: each row's accumulators summed
-    /// across lanes, then stored times the factors outside the sum, or
+    /// The end of [`TileEmitter::tile_r`]: each row's sum (its
+    /// accumulators summed across lanes) stored times the factors outside the sum, or
     /// added into the outer sum's scalar accumulator times the middle
     /// factors.
-    fn finish_r(
-        &mut self,
-        top: &[Value],
-        rows: usize,
-        action: &Action,
-        accs: &[Vec<Variable>],
-        tails: &[Variable],
-    ) {
-        let lanes = self.plan.lanes;
-        let sums: Vec<Value> = (0..rows)
-            .map(|r| {
-                let vals = accs[r].iter().map(|a| self.b.use_var(*a)).collect();
-                let tail = tails.get(r).map(|t| self.b.use_var(*t));
-                self.hsum(vals, lanes, tail)
-            })
-            .collect();
+    fn finish_r(&mut self, top: &[Value], rows: usize, action: &Action, sums: Vec<Value>) {
         let (rg, xp, _) = self.row_geo(rows, top, false);
         let ptrs = &xp[..];
         let geo = self.geo(&rg, 1, 1);
