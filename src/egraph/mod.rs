@@ -207,6 +207,10 @@ define_language! {
         "and" = And([Id; 2]),
         "or" = Or([Id; 2]),
         "not" = Not([Id; 1]),
+        // `fold(i:n, acc = init) body`: `[size, acc name, init, body]`;
+        // the body is under one index binder (`#0` is the fold's index),
+        // `init` is not
+        "fold" = Fold([Id; 4]),
     }
 }
 
@@ -487,6 +491,7 @@ fn node_ty(eg: &TlGraph, n: &TL) -> Option<Type> {
             _ => None,
         },
         TL::Let([_, _, b]) => t(b),
+        TL::Fold([_, _, a, _]) => t(a),
         // conditions are no values
         TL::Lt(_) | TL::Le(_) | TL::Eq(_) | TL::Ne(_) | TL::And(_) | TL::Or(_) | TL::Not(_) => None,
         _ => Some(Type::Real),
@@ -496,7 +501,7 @@ fn node_ty(eg: &TlGraph, n: &TL) -> Option<Type> {
 fn node_vars(eg: &TlGraph, n: &TL) -> std::collections::BTreeSet<Symbol> {
     match n {
         TL::Var(x) => std::iter::once(*x).collect(),
-        TL::Let([x, a, b]) => {
+        TL::Let([x, a, b]) | TL::Fold([_, x, a, b]) => {
             let name = eg[*x].nodes.iter().find_map(|n| match n {
                 TL::Var(s) => Some(*s),
                 _ => None,
@@ -530,6 +535,7 @@ pub fn node_fv(n: &TL, data: impl Fn(Id) -> u64) -> u64 {
         TL::Num(_) | TL::Size(_) | TL::Var(_) => 0,
         TL::Gen([_, b]) | TL::Sum([_, b]) => data(*b) >> 1,
         TL::RMax([_, b]) | TL::RMin([_, b]) => data(*b) >> 1,
+        TL::Fold([_, _, a, b]) => data(*a) | (data(*b) >> 1),
         _ => n.children().iter().fold(0, |acc, c| acc | data(*c)),
     }
 }
@@ -778,6 +784,13 @@ fn map_leaves(e: &RecExpr<TL>, f: &impl Fn(u32, &TL) -> TL) -> RecExpr<TL> {
                 let op = node_red(n).expect("a reduction").0;
                 out.add(red_node(op, s2, b2))
             }
+            TL::Fold([s, x, a, b]) => {
+                let s2 = go(e, *s, depth, f, out, memo);
+                let x2 = go(e, *x, depth, f, out, memo);
+                let a2 = go(e, *a, depth, f, out, memo);
+                let b2 = go(e, *b, depth + 1, f, out, memo);
+                out.add(TL::Fold([s2, x2, a2, b2]))
+            }
             TL::Idx(_) => {
                 // an index value reads no tensor: its index is never loose
                 let n = n.clone().map_children(|c| {
@@ -998,6 +1011,16 @@ pub fn expr_to_rec(
             let b = expr_to_rec(b, scope, out)?;
             out.add(TL::Where([c, a, b]))
         }
+        Expr::Fold(i, n, acc, a, b) => {
+            let s = out.add(TL::Size(SizeLeaf(n.clone())));
+            let x = out.add(TL::Var(Symbol::from(acc.as_str())));
+            let a = expr_to_rec(a, scope, out)?;
+            scope.push(i.clone());
+            let b = expr_to_rec(b, scope, out);
+            scope.pop();
+            let b = b?;
+            out.add(TL::Fold([s, x, a, b]))
+        }
     })
 }
 
@@ -1173,6 +1196,22 @@ pub fn rec_to_expr(e: &RecExpr<TL>, id: Id, scope: &mut Vec<String>) -> Expr {
         }
         TL::Lt(_) | TL::Le(_) | TL::Eq(_) | TL::Ne(_) | TL::And(_) | TL::Or(_) | TL::Not(_) => {
             Expr::Num(0.0)
+        }
+        TL::Fold([s, x, a, b]) => {
+            let size = match &e[*s] {
+                TL::Size(s) => s.0.clone(),
+                _ => Size::Lit(1),
+            };
+            let acc = match &e[*x] {
+                TL::Var(s) => s.to_string(),
+                _ => "acc".into(),
+            };
+            let init = rec_to_expr(e, *a, scope);
+            let name = index_name(scope.len());
+            scope.push(name.clone());
+            let body = rec_to_expr(e, *b, scope);
+            scope.pop();
+            Expr::fold(name, size, acc, init, body)
         }
         _ => {
             let f = node_func(n).expect("remaining nodes are scalar functions");

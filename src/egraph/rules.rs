@@ -983,6 +983,19 @@ pub fn subst_var_term(e: &RecExpr<TL>, x: Symbol, v: &RecExpr<TL>) -> RecExpr<TL
                 let op = super::node_red(&e[id]).expect("a reduction").0;
                 cx.out.add(super::red_node(op, s2, b2))
             }
+            TL::Fold([s, n, a, b]) => {
+                // the accumulator of the same name stops the substitution
+                // in the body (as a `let` does), which is one binder deeper
+                let s2 = copy(e, *s, &mut cx.out, &mut cx.memo);
+                let n2 = copy(e, *n, &mut cx.out, &mut cx.memo);
+                let a2 = go(cx, *a, depth);
+                let b2 = if matches!(&e[*n], TL::Var(y) if *y == cx.x) {
+                    copy(e, *b, &mut cx.out, &mut cx.memo)
+                } else {
+                    go(cx, *b, depth + 1)
+                };
+                cx.out.add(TL::Fold([s2, n2, a2, b2]))
+            }
             n => {
                 let n = n.clone().map_children(|c| go(cx, c, depth));
                 cx.out.add(n)

@@ -166,6 +166,7 @@ pub fn ir_cost(e: &Expr, m: &CostModel) -> f64 {
         Expr::Let(_, a, b) => ir_cost(a, m) + ir_cost(b, m),
         Expr::IndexValue(_) | Expr::SizeValue(_) => 1.0,
         Expr::Where(..) => 1.0 + e.children().into_iter().map(|c| ir_cost(c, m)).sum::<f64>(),
+        Expr::Fold(_, n, _, a, b) => ir_cost(a, m) + m.trip(n) * (ir_cost(b, m) + 1.0),
     }
 }
 
@@ -240,6 +241,10 @@ impl CostFunction<TL> for TlCost<'_> {
             TL::RMax([s, b]) | TL::RMin([s, b]) => {
                 let n = self.model.trip_of(self.egraph, *s);
                 n * (costs(*b) + 1.0)
+            }
+            TL::Fold([s, _, a, b]) => {
+                let n = self.model.trip_of(self.egraph, *s);
+                costs(*a) + n * (costs(*b) + 1.0)
             }
             TL::Iv(_) | TL::Eps(_) => 1.0 + kids(&mut costs),
             TL::Pair(_) | TL::Fst(_) | TL::Snd(_) | TL::Let(_) => kids(&mut costs),

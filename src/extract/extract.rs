@@ -200,7 +200,8 @@ pub fn node_dag_cost<'c>(
 ) -> Option<DagCost> {
     let tl = TlCost { egraph, model };
     let mut kids = DagCost::default();
-    let loop_node = matches!(node, TL::Gen(_) | TL::Sum(_)) || node_red(node).is_some();
+    let loop_node =
+        matches!(node, TL::Gen(_) | TL::Sum(_) | TL::Fold(_)) || node_red(node).is_some();
     if !loop_node {
         for ch in node.children() {
             kids.absorb(child(egraph.find(*ch))?);
@@ -234,6 +235,16 @@ pub fn node_dag_cost<'c>(
             };
             let mut r = DagCost::default();
             r.shared.insert(class, cost + invariant);
+            r
+        }
+        TL::Fold([s, _, a, b]) => {
+            // nothing is hoisted out of a fold's body (it may read the
+            // accumulator): every step pays all of it
+            let body = child(egraph.find(*b))?;
+            let mut r = child(egraph.find(*a))?.clone();
+            let n = model.trip_of(egraph, *s);
+            let step = body.private + body.shared.values().sum::<f64>();
+            r.shared.insert(class, n * (step + 1.0));
             r
         }
         n if node_func(n).is_some() => shared_op(CALL_COST, kids),

@@ -76,6 +76,12 @@ pub fn fv_idx(e: &Expr) -> BTreeSet<String> {
             Expr::Bracket(p) => p.affines().into_iter().for_each(|a| aff(a, bound, out)),
             Expr::Eps(v) => v.iter().for_each(|a| aff(a, bound, out)),
             Expr::IndexValue(a) => aff(a, bound, out),
+            Expr::Fold(i, _, _, a, b) => {
+                go(a, bound, out);
+                bound.push(i.clone());
+                go(b, bound, out);
+                bound.pop();
+            }
             _ => e.children().into_iter().for_each(|c| go(c, bound, out)),
         }
     }
@@ -93,7 +99,7 @@ pub fn fv_val(e: &Expr) -> BTreeSet<String> {
                     out.insert(x.clone());
                 }
             }
-            Expr::Let(x, a, b) => {
+            Expr::Let(x, a, b) | Expr::Fold(_, _, x, a, b) => {
                 go(a, bound, out);
                 bound.push(x.clone());
                 go(b, bound, out);
@@ -129,6 +135,21 @@ pub fn subst_idx(e: &Expr, i: &str, by: &Affine, fresh: &mut Fresh) -> Expr {
         Expr::Bracket(p) => Expr::Bracket(p.map_affine(&sa)),
         Expr::Eps(v) => Expr::Eps(v.iter().map(sa).collect()),
         Expr::IndexValue(a) => Expr::index_value(sa(a)),
+        Expr::Fold(j, n, acc, a, b) => {
+            let a2 = subst_idx(a, i, by, fresh);
+            if j == i {
+                return Expr::fold(j.clone(), n.clone(), acc.clone(), a2, (**b).clone());
+            }
+            let (j2, b2) = if by.vars().any(|v| v == j) {
+                let k = fresh.next("i");
+                let b = subst_idx(b, j, &Affine::var(k.clone()), fresh);
+                (k, b)
+            } else {
+                (j.clone(), (**b).clone())
+            };
+            let body = subst_idx(&b2, i, by, fresh);
+            Expr::fold(j2, n.clone(), acc.clone(), a2, body)
+        }
         _ => map_children(e, &mut |c| subst_idx(c, i, by, fresh)),
     }
 }
@@ -176,6 +197,28 @@ fn subst_val_with(
             let body = subst_val_with(&b2, x, v, fvi, fvv, fresh);
             e.rebind(j2, n.clone(), body)
         }
+        Expr::Fold(j, n, acc, a, b) => {
+            let a2 = subst_val_with(a, x, v, fvi, fvv, fresh);
+            if acc == x {
+                return Expr::fold(j.clone(), n.clone(), acc.clone(), a2, (**b).clone());
+            }
+            let (acc2, b2) = if fvv.contains(acc) {
+                let k = fresh.next("acc");
+                let b = subst_val(b, acc, &Expr::Var(k.clone()), fresh);
+                (k, b)
+            } else {
+                (acc.clone(), (**b).clone())
+            };
+            let (j2, b2) = if fvi.contains(j) {
+                let k = fresh.next("i");
+                let b = subst_idx(&b2, j, &Affine::var(k.clone()), fresh);
+                (k, b)
+            } else {
+                (j.clone(), b2)
+            };
+            let body = subst_val_with(&b2, x, v, fvi, fvv, fresh);
+            Expr::fold(j2, n.clone(), acc2, a2, body)
+        }
         _ => map_children(e, &mut |c| subst_val_with(c, x, v, fvi, fvv, fresh)),
     }
 }
@@ -199,6 +242,7 @@ pub fn map_children(e: &Expr, f: &mut impl FnMut(&Expr) -> Expr) -> Expr {
             let c = c.map_exprs(f);
             Expr::where_(c, f(a), f(b))
         }
+        Expr::Fold(i, n, acc, a, b) => Expr::fold(i.clone(), n.clone(), acc.clone(), f(a), f(b)),
     }
 }
 
@@ -221,6 +265,10 @@ pub fn map_children_owned(e: Expr, f: &mut impl FnMut(Expr) -> Expr) -> Expr {
         Expr::Where(c, a, b) => {
             let c = c.map_exprs(&mut |x| f(x.clone()));
             Expr::where_(c, f(*a), f(*b))
+        }
+        Expr::Fold(i, n, acc, a, b) => {
+            let a = f(*a);
+            Expr::fold(i, n, acc, a, f(*b))
         }
     }
 }
@@ -273,6 +321,17 @@ pub fn uniquify(e: &Expr, fresh: &mut Fresh) -> Expr {
                 val.pop();
                 Expr::let_(k, a, b)
             }
+            Expr::Fold(i, n, acc, a, b) => {
+                let a = go(a, idx, val, fresh);
+                let k = fresh.next(&format!("{}_", source_name(i)));
+                let t = fresh.next("acc");
+                idx.push((i.clone(), k.clone()));
+                val.push((acc.clone(), t.clone()));
+                let b = go(b, idx, val, fresh);
+                val.pop();
+                idx.pop();
+                Expr::fold(k, n.clone(), t, a, b)
+            }
             Expr::Access(a, i) => Expr::access(go(a, idx, val, fresh), ren(i, idx)),
             Expr::Bracket(p) => Expr::Bracket(p.map_affine(&|a| ren(a, idx))),
             Expr::Eps(v) => Expr::Eps(v.iter().map(|a| ren(a, idx)).collect()),
@@ -293,7 +352,9 @@ pub const DEFAULT_TERM_LIMIT: usize = 5000;
 pub fn uses_of(e: &Expr, x: &str) -> usize {
     match e {
         Expr::Var(y) => usize::from(y == x),
-        Expr::Let(y, a, b) => uses_of(a, x) + if y == x { 0 } else { uses_of(b, x) },
+        Expr::Let(y, a, b) | Expr::Fold(_, _, y, a, b) => {
+            uses_of(a, x) + if y == x { 0 } else { uses_of(b, x) }
+        }
         _ => e.children().into_iter().map(|c| uses_of(c, x)).sum(),
     }
 }
@@ -414,6 +475,7 @@ pub fn type_of(e: &Expr, cx: &mut Cx) -> Type {
             cx.vals.pop();
             t
         }
+        Expr::Fold(_, _, _, a, _) => type_of(a, cx),
     }
 }
 
@@ -482,6 +544,16 @@ impl Simp<'_> {
             Expr::Access(a, idx) => {
                 let a = self.simp(a, cx);
                 self.access(a, idx, cx)
+            }
+            Expr::Fold(i, n, acc, a, b) => {
+                let a = self.simp(a, cx);
+                let t = type_of(&a, cx);
+                cx.idx.push((i.clone(), n.clone()));
+                cx.vals.push((acc.clone(), t));
+                let b = self.simp(b, cx);
+                cx.vals.pop();
+                cx.idx.pop();
+                Expr::fold(i.clone(), n.clone(), acc.clone(), a, b)
             }
             _ => map_children(e, &mut |c| self.simp(c, cx)),
         }
@@ -660,6 +732,18 @@ pub fn plain_mismatch(e: &Expr, cx: &mut Cx) -> bool {
             cx.vals.pop();
             m
         }
+        Expr::Fold(i, n, acc, a, b) => {
+            if plain_mismatch(a, cx) {
+                return true;
+            }
+            let ta = type_of(a, cx);
+            cx.idx.push((i.clone(), n.clone()));
+            cx.vals.push((acc.clone(), ta));
+            let m = plain_mismatch(b, cx);
+            cx.vals.pop();
+            cx.idx.pop();
+            m
+        }
         _ => e.children().into_iter().any(|c| plain_mismatch(c, cx)),
     }
 }
@@ -761,6 +845,9 @@ struct Norm<'a> {
     /// reads a diagonal), so only a product that is a whole nest's value
     /// becomes a stage there.
     guarded: bool,
+    /// The accumulators of the folds around the scalar being normalised:
+    /// a value that reads one cannot be materialised.
+    accs: Vec<String>,
 }
 
 impl Norm<'_> {
@@ -928,6 +1015,13 @@ impl Norm<'_> {
                 cx.idx.pop();
                 Expr::reduce(op, i, n, r)
             }
+            Expr::Fold(..) => self.fold(e, cx),
+            Expr::Access(..) | Expr::Proj(..)
+                if matches!(chain_root(&e), Expr::Gen(..))
+                    && fv_val(chain_root(&e)).iter().any(|x| self.accs.contains(x)) =>
+            {
+                self.unchain(e, cx)
+            }
             Expr::Access(..) | Expr::Proj(..) | Expr::Var(_) => {
                 let c = self.chain(e, cx);
                 self.fix_ranges(c, cx)
@@ -987,7 +1081,133 @@ impl Norm<'_> {
                 Expr::proj(k, a)
             }
             Expr::Gen(..) => self.materialize(e, cx),
+            Expr::Fold(..) => self.fold(e, cx),
             _ => e,
+        }
+    }
+
+    /// A `fold` in a scalar (or under projections): its initial value
+    /// and body as trees of pairs over normal scalars. Nothing in the
+    /// body is hoisted or shared out of the loop (it may read the
+    /// accumulator, which changes every step); the fold as a whole is
+    /// hoisted like any other scalar around it.
+    fn fold(&mut self, e: Expr, cx: &mut Cx) -> Expr {
+        let Expr::Fold(i, n, acc, init, body) = e else {
+            return e;
+        };
+        let ty = type_of(&init, cx);
+        let init = self.fold_value(*init, &ty, cx);
+        let licm = std::mem::replace(&mut self.licm, false);
+        let calls = std::mem::replace(&mut self.hoist_calls, false);
+        let gemm = std::mem::replace(&mut self.gemm_min_work, f64::INFINITY);
+        let shared = std::mem::take(&mut self.shared);
+        cx.idx.push((i.clone(), n.clone()));
+        cx.vals.push((acc.clone(), ty.clone()));
+        self.accs.push(acc.clone());
+        let body = self.fold_value(*body, &ty, cx);
+        self.accs.pop();
+        cx.vals.pop();
+        cx.idx.pop();
+        self.licm = licm;
+        self.hoist_calls = calls;
+        self.gemm_min_work = gemm;
+        self.shared = shared;
+        Expr::fold(i, n, acc, init, body)
+    }
+
+    /// A number read out of a `gen` that reads a fold's accumulator (so it
+    /// cannot be materialised), `(gen(k:n) e)[ι]…`, as the guarded sum
+    /// `sum(k:n) [k = ι] * e…`: the one term where `ι` is in range is the
+    /// element read (a strong zero if it is one), the others strong zeros
+    /// that add nothing. Out of range the sum is a strong zero where the
+    /// padded read is a plain 0: when no element can be a strong zero (no
+    /// bracket or `eps` in it) a `where` on the range gives the plain 0
+    /// there; else over a literal size `+ [ι out of range] * 0` makes it
+    /// plain (over a named size it stays strong: the one case where the
+    /// value may differ, by a strong zero's absorbing an infinity).
+    fn unchain(&mut self, e: Expr, cx: &mut Cx) -> Expr {
+        let mut ops = Vec::new();
+        let mut cur = e;
+        loop {
+            match cur {
+                Expr::Access(a, idx) => {
+                    ops.push(Err(idx));
+                    cur = *a;
+                }
+                Expr::Proj(k, a) => {
+                    ops.push(Ok(k));
+                    cur = *a;
+                }
+                other => {
+                    cur = other;
+                    break;
+                }
+            }
+        }
+        let (Expr::Gen(k, n, body), Some(Err(idx))) = (cur, ops.pop()) else {
+            unreachable!("called on an access chain rooted at a gen")
+        };
+        let k2 = self.fresh.next("i");
+        let mut x = subst_idx(&body, &k, &Affine::var(k2.clone()), self.fresh);
+        for op in ops.into_iter().rev() {
+            x = match op {
+                Ok(p) => Expr::proj(p, x),
+                Err(a) => Expr::access(x, a),
+            };
+        }
+        let strong = has_guard(&x);
+        let guard = Expr::Bracket(Pred::Cmp(CmpOp::Eq, Affine::var(k2.clone()), idx.clone()));
+        let mut r = Expr::sum(k2, n.clone(), Expr::bin(BinOp::Mul, guard, x));
+        if !strong {
+            // no element is a strong zero: outside the range the read is
+            // the padding's plain 0
+            let i = || Box::new(Expr::index_value(idx.clone()));
+            let size = match &n {
+                Size::Lit(m) => Expr::Num(*m as f64),
+                Size::Named(m) => Expr::SizeValue(m.clone()),
+            };
+            let inside = Cond::And(
+                Box::new(Cond::Cmp(CmpOp::Ge, i(), Box::new(Expr::Num(0.0)))),
+                Box::new(Cond::Cmp(CmpOp::Lt, i(), Box::new(size))),
+            );
+            r = Expr::where_(inside, r, Expr::Num(0.0));
+        } else if let Size::Lit(m) = n {
+            let inside = Pred::And(
+                Box::new(Pred::Cmp(CmpOp::Le, Affine::constant(0), idx.clone())),
+                Box::new(Pred::Cmp(CmpOp::Lt, idx, Affine::constant(m as i64))),
+            );
+            let outside = Expr::Bracket(Pred::Not(Box::new(inside)));
+            r = Expr::bin(
+                BinOp::Add,
+                r,
+                Expr::bin(BinOp::Mul, outside, Expr::Num(0.0)),
+            );
+        }
+        let r = self.simp(&r, cx);
+        self.scalar(r, cx)
+    }
+
+    /// A value of an accumulator's type `ty` (a number or pairs of them)
+    /// as a tree of pairs over normal scalars.
+    fn fold_value(&mut self, e: Expr, ty: &Type, cx: &mut Cx) -> Expr {
+        if let Expr::Let(x, a, b) = e {
+            // inlined, not materialised: the value may read an accumulator
+            let b = subst_val(&b, &x, &a, self.fresh);
+            let b = self.simp(&b, cx);
+            return self.fold_value(b, ty, cx);
+        }
+        match ty {
+            Type::Pair(ta, tb) => {
+                let e0 = Simp { fresh: self.fresh }.proj(0, e.clone(), cx);
+                let e1 = Simp { fresh: self.fresh }.proj(1, e, cx);
+                let v0 = self.fold_value(e0, ta, cx);
+                let v1 = self.fold_value(e1, tb, cx);
+                Expr::pair(v0, v1)
+            }
+            _ => {
+                self.root = false;
+                self.scalar(e, cx)
+            }
         }
     }
 
@@ -1314,7 +1534,7 @@ impl Norm<'_> {
                 self.count_candidates(b, cx, out);
                 cx.idx.pop();
             }
-            Expr::Let(..) => {}
+            Expr::Let(..) | Expr::Fold(..) => {}
             _ => {
                 for c in e.children() {
                     self.count_candidates(c, cx, out);
@@ -1439,6 +1659,7 @@ pub fn normalize(f: &Function, opts: &NormalOptions) -> Function {
         gemm_min_work: opts.gemm_stage_min_work,
         root: false,
         guarded: false,
+        accs: Vec::new(),
     };
     let out = n.output(body, &ret, &mut cx);
     let mut body = out;
@@ -1471,9 +1692,15 @@ pub fn pretty_names(f: &Function) -> Function {
         .filter(|n| !(sizes.contains(n) || values && params.contains(n)))
         .collect();
     let mut counter = 0usize;
-    let mut next_let = || loop {
-        let n = format!("t{counter}");
-        counter += 1;
+    let mut accs = 0usize;
+    let mut next_let = |acc: bool| loop {
+        let n = if acc {
+            accs += 1;
+            format!("acc{}", accs - 1)
+        } else {
+            counter += 1;
+            format!("t{}", counter - 1)
+        };
         if !params.contains(&n) {
             return n;
         }
@@ -1482,7 +1709,7 @@ pub fn pretty_names(f: &Function) -> Function {
         e: &Expr,
         idx: &mut Vec<(String, String)>,
         val: &mut Vec<(String, String)>,
-        next_let: &mut dyn FnMut() -> String,
+        next_let: &mut dyn FnMut(bool) -> String,
         names: &[String],
     ) -> Expr {
         let ren = |a: &Affine, idx: &Vec<(String, String)>| rename_affine(a, idx);
@@ -1500,11 +1727,25 @@ pub fn pretty_names(f: &Function) -> Function {
             }
             Expr::Let(x, a, b) => {
                 let a = go(a, idx, val, next_let, names);
-                let k = next_let();
+                let k = next_let(false);
                 val.push((x.clone(), k.clone()));
                 let b = go(b, idx, val, next_let, names);
                 val.pop();
                 Expr::let_(k, a, b)
+            }
+            Expr::Fold(i, n, acc, a, b) => {
+                let a = go(a, idx, val, next_let, names);
+                let k = names
+                    .get(idx.len())
+                    .cloned()
+                    .unwrap_or_else(|| format!("i{}", idx.len()));
+                let t = next_let(true);
+                idx.push((i.clone(), k.clone()));
+                val.push((acc.clone(), t.clone()));
+                let b = go(b, idx, val, next_let, names);
+                val.pop();
+                idx.pop();
+                Expr::fold(k, n.clone(), t, a, b)
             }
             Expr::Access(a, i) => Expr::access(go(a, idx, val, next_let, names), ren(i, idx)),
             Expr::Bracket(p) => Expr::Bracket(p.map_affine(&|a| ren(a, idx))),
@@ -1552,6 +1793,14 @@ pub fn is_normal(f: &Function) -> bool {
             Expr::Where(c, a, b) => {
                 c.exprs().into_iter().all(|x| scalar(x, cx)) && scalar(a, cx) && scalar(b, cx)
             }
+            Expr::Proj(..) if matches!(chain_root(e), Expr::Fold(..)) => {
+                // projections of a fold of pairs (no access in between)
+                let mut r = e;
+                while let Expr::Proj(_, a) = r {
+                    r = a;
+                }
+                matches!(r, Expr::Fold(..)) && type_of(e, cx) == Type::Real && fold_ok(r, cx)
+            }
             Expr::Var(_) | Expr::Access(..) | Expr::Proj(..) => {
                 chain_ok(e, cx, false) && type_of(e, cx) == Type::Real
             }
@@ -1570,8 +1819,31 @@ pub fn is_normal(f: &Function) -> bool {
                 cx.idx.pop();
                 r
             }
+            Expr::Fold(..) => type_of(e, cx) == Type::Real && fold_ok(e, cx),
             _ => false,
         }
+    }
+    /// `fold(i:n, acc = v) v` with `v` a tree of pairs over scalars.
+    fn fold_ok(e: &Expr, cx: &mut Cx) -> bool {
+        fn value(e: &Expr, cx: &mut Cx) -> bool {
+            match e {
+                Expr::Pair(a, b) => value(a, cx) && value(b, cx),
+                _ => scalar(e, cx),
+            }
+        }
+        let Expr::Fold(i, n, acc, a, b) = e else {
+            return false;
+        };
+        if !value(a, cx) {
+            return false;
+        }
+        let t = type_of(a, cx);
+        cx.idx.push((i.clone(), n.clone()));
+        cx.vals.push((acc.clone(), t));
+        let r = value(b, cx);
+        cx.vals.pop();
+        cx.idx.pop();
+        r
     }
     fn g(e: &Expr, cx: &mut Cx) -> bool {
         match e {

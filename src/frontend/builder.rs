@@ -205,6 +205,45 @@ pub fn reduce_auto(op: RedOp, body: impl FnOnce(Ix) -> E) -> E {
     E(Expr::reduce(op, i, auto_size(), b.0))
 }
 
+/// `fold(i:n, acc = init) body(i, acc)`: `acc = init`, then for `i` in
+/// `0..n` in order `acc = body(i, acc)`; the final `acc`. The accumulator
+/// is a number or a pair (of pairs) of numbers, and `body` gives a value
+/// of the same type (Horner: `fold(n, num(0.0), |i, acc| acc * x +
+/// c.at(...))`). The index and the accumulator are valid only inside
+/// `body`.
+pub fn fold(n: impl Into<SizeArg>, init: E, body: impl FnOnce(Ix, E) -> E) -> E {
+    fold_impl(None, n, init, body)
+}
+/// [`fold`] with given names for the index and the accumulator.
+pub fn fold_named(
+    i: &str,
+    acc: &str,
+    n: impl Into<SizeArg>,
+    init: E,
+    body: impl FnOnce(Ix, E) -> E,
+) -> E {
+    fold_impl(Some((i, acc)), n, init, body)
+}
+
+fn fold_impl(
+    names: Option<(&str, &str)>,
+    n: impl Into<SizeArg>,
+    init: E,
+    body: impl FnOnce(Ix, E) -> E,
+) -> E {
+    let acc = fresh_id();
+    let (i, b) = with_index(names.map(|x| x.0), |i| {
+        body(i, E(Expr::var(placeholder(LET_PREFIX, acc))))
+    });
+    E(Expr::fold(
+        i,
+        n.into().0,
+        binder_placeholder(LET_PREFIX, acc, names.map(|x| x.1)),
+        init.0,
+        b.0,
+    ))
+}
+
 /// `let x = value in body(x)`, with a fresh name `t0`, `t1`, …. The
 /// variable is valid only inside `body`, like an index.
 pub fn let_(value: E, body: impl FnOnce(E) -> E) -> E {
@@ -515,6 +554,7 @@ enum Kind {
     Sum,
     Let,
     Reduce(RedOp),
+    Fold,
 }
 
 impl Kind {
@@ -524,6 +564,7 @@ impl Kind {
             Kind::Sum => "sum",
             Kind::Let => "let",
             Kind::Reduce(op) => op.name(),
+            Kind::Fold => "fold",
         }
     }
 }
@@ -580,6 +621,24 @@ fn survey(e: &Expr, r: &mut Resolver) {
                     }
                     None => {
                         r.taken_idx.insert(i.clone());
+                    }
+                }
+            }
+            Expr::Fold(i, _, x, _, _) => {
+                for (name, prefix, kind, taken) in [
+                    (i, IX_PREFIX, Kind::Fold, &mut r.taken_idx),
+                    (x, LET_PREFIX, Kind::Let, &mut r.taken_val),
+                ] {
+                    match parse_placeholder(prefix, name) {
+                        Some((id, asked)) => {
+                            r.binders.insert(id, (kind, None));
+                            if let Some(n) = asked {
+                                taken.insert(n.to_string());
+                            }
+                        }
+                        None => {
+                            taken.insert(name.clone());
+                        }
                     }
                 }
             }
@@ -796,6 +855,15 @@ impl Resolver {
                     let c = c.try_map_exprs(&mut |x| self.expr(x.clone()))?;
                     Expr::where_(c, self.expr(*a)?, self.expr(*b)?)
                 }
+                Expr::Fold(i, n, x, a, b) => {
+                    let a = self.expr(*a)?;
+                    let i = self.enter(i, Kind::Fold);
+                    let x = self.enter(x, Kind::Let);
+                    let b = self.expr(*b);
+                    self.lets.pop();
+                    self.idx.pop();
+                    Expr::fold(i, n, x, a, b?)
+                }
             })
         })
     }
@@ -929,6 +997,19 @@ fn infer(
             }
             Some(Type::Real)
         }
+        Expr::Fold(i, n, x, a, b) => {
+            let t = infer(a, vals, idx, found);
+            idx.push((i.clone(), n.clone()));
+            if let Some(t) = &t {
+                vals.push((x.clone(), t.clone()));
+            }
+            infer(b, vals, idx, found);
+            if t.is_some() {
+                vals.pop();
+            }
+            idx.pop();
+            t
+        }
     }
 }
 
@@ -956,6 +1037,13 @@ fn subst_sizes(e: &mut Expr, auto: &str, by: &Size) {
         Expr::IndexValue(_) | Expr::SizeValue(_) => {}
         Expr::Where(c, a, b) => {
             c.for_each_expr_mut(&mut |x| subst_sizes(x, auto, by));
+            subst_sizes(a, auto, by);
+            subst_sizes(b, auto, by);
+        }
+        Expr::Fold(_, n, _, a, b) => {
+            if matches!(n, Size::Named(m) if m == auto) {
+                *n = by.clone();
+            }
             subst_sizes(a, auto, by);
             subst_sizes(b, auto, by);
         }

@@ -133,6 +133,23 @@ fn access_types_inner(e: &Expr, scope: &mut Vec<(String, Type)>, out: &mut Acces
             }
             Type::Real
         }
+        Expr::Fold(_, _, acc, init, body) => {
+            let t = access_types(init, scope, out);
+            scope.push((acc.clone(), t.clone()));
+            access_types(body, scope, out);
+            scope.pop();
+            t
+        }
+    }
+}
+
+/// The value an accumulator of `fold` holds: `v` with every strong zero
+/// made a plain 0 (an accumulator is a number or a pair of them).
+fn plain<N: Clone>(v: V<N>) -> V<N> {
+    match v {
+        V::Num(x, _) => V::Num(x, false),
+        V::Pair(p) => V::Pair(Rc::new((plain(p.0.clone()), plain(p.1.clone())))),
+        t => t,
     }
 }
 
@@ -342,6 +359,22 @@ fn eval_inner<D: Domain>(e: &Expr, env: &mut Env<'_, D>) -> V<D::N> {
                 let y = eval(other, env).num().0;
                 V::Num(d.either(&x, &y), false)
             }
+        }
+        Expr::Fold(i, n, acc, init, body) => {
+            let n = env.size(n);
+            let mut a = plain(eval(init, env));
+            for k in 0..n {
+                if env.oom.is_some() {
+                    break;
+                }
+                env.indices.push((i.clone(), k as i64));
+                env.values.push((acc.clone(), a));
+                let r = eval(body, env);
+                env.values.pop();
+                env.indices.pop();
+                a = plain(r);
+            }
+            a
         }
     }
 }

@@ -28,6 +28,33 @@ enum Binding {
     Param(usize, Boundary),
     /// A `let` temporary: its buffers, one per leaf of its pairs.
     Temp(Tree),
+    /// The accumulator of an enclosing `fold`: its slots, one per leaf.
+    Acc(Tree),
+}
+
+/// The leaves of a fold's value `v ::= (v, v) | e`, with their paths.
+fn pair_leaves<'e>(e: &'e Expr, path: &mut Vec<u8>, out: &mut Vec<(Vec<u8>, &'e Expr)>) {
+    match e {
+        Expr::Pair(a, b) => {
+            for (k, c) in [(0u8, a), (1, b)] {
+                path.push(k);
+                pair_leaves(c, path, out);
+                path.pop();
+            }
+        }
+        _ => out.push((path.clone(), e)),
+    }
+}
+
+/// The tree of `e`'s pairs with the next of `slots` at each leaf.
+fn slot_tree(e: &Expr, slots: &mut impl Iterator<Item = usize>) -> Tree {
+    match e {
+        Expr::Pair(a, b) => {
+            let ta = slot_tree(a, slots);
+            Tree::Pair(Box::new(ta), Box::new(slot_tree(b, slots)))
+        }
+        _ => Tree::Leaf(slots.next().unwrap_or(0)),
+    }
 }
 
 /// The buffers of a value holding pairs, by projection path (struct of
@@ -77,6 +104,19 @@ fn sel_cond(c: &crate::syntax::ast::Cond) -> super::ir::SelCond {
         C::Or(a, b) => S::Or(Box::new(sel_cond(a)), Box::new(sel_cond(b))),
         C::Not(a) => S::Not(Box::new(sel_cond(a))),
     }
+}
+
+/// The fold under the projections of `e`, with the projections' path
+/// (outermost first), when `e` is projections of a fold.
+fn fold_root(e: &Expr) -> Option<(&Expr, Vec<u8>)> {
+    let mut path = Vec::new();
+    let mut cur = e;
+    while let Expr::Proj(k, a) = cur {
+        path.push(*k);
+        cur = a;
+    }
+    path.reverse();
+    matches!(cur, Expr::Fold(..)).then_some((cur, path))
 }
 
 fn path_name(x: &str, path: &[u8]) -> String {
@@ -174,6 +214,25 @@ impl Lower {
             .rposition(|(n, _)| n == x)
             .ok_or_else(|| format!("unknown name `{x}`"))?;
         let (buf, dims_all) = match &self.vals[pos].1 {
+            Binding::Acc(t) => {
+                let mut t = t;
+                for op in &ops {
+                    t = match (t, op) {
+                        (Tree::Pair(a, b), Ok(k)) => {
+                            if *k == 0 {
+                                a
+                            } else {
+                                b
+                            }
+                        }
+                        _ => return Err(not_normal("an accumulator that is not a number", e)),
+                    };
+                }
+                let Tree::Leaf(k) = t else {
+                    return Err(not_normal("a pair where a number is expected", e));
+                };
+                return Ok(Scalar::Acc(*k));
+            }
             Binding::Temp(t) => {
                 let mut t = t;
                 for k in ops.iter().flatten() {
@@ -255,6 +314,11 @@ impl Lower {
     fn scalar(&mut self, e: &Expr) -> Result<Scalar, String> {
         Ok(match e {
             Expr::Num(x) => Scalar::Num(*x),
+            Expr::Fold(..) => self.fold(e, &[])?,
+            Expr::Proj(..) if matches!(fold_root(e), Some((Expr::Fold(..), _))) => {
+                let (root, path) = fold_root(e).expect("checked");
+                self.fold(root, &path)?
+            }
             Expr::Var(_) | Expr::Access(..) | Expr::Proj(..) => self.chain(e)?,
             Expr::Bracket(p) => Scalar::Bracket(self.pred(p)?),
             Expr::Eps(v) => Scalar::Eps(v.iter().map(|a| self.aff(a)).collect::<Result<_, _>>()?),
@@ -297,6 +361,55 @@ impl Lower {
                 Scalar::Select(sel_cond(c), args)
             }
         })
+    }
+
+    /// Leaf `path` of `fold(i:n, acc = init) body` (a tree of pairs over
+    /// numbers in normal form).
+    fn fold(&mut self, e: &Expr, path: &[u8]) -> Result<Scalar, String> {
+        let Expr::Fold(i, n, acc, init, body) = e else {
+            return Err(not_normal("a fold expected", e));
+        };
+        let (mut li, mut lb) = (Vec::new(), Vec::new());
+        pair_leaves(init, &mut Vec::new(), &mut li);
+        pair_leaves(body, &mut Vec::new(), &mut lb);
+        if li.len() != lb.len() || li.iter().zip(&lb).any(|(a, b)| a.0 != b.0) {
+            return Err(not_normal(
+                "a fold whose body is not a tree of pairs like its initial value",
+                e,
+            ));
+        }
+        let pick = li
+            .iter()
+            .position(|(p, _)| p == path)
+            .ok_or_else(|| not_normal("a projection of a fold that is not a number", e))?;
+        let init_s = li
+            .iter()
+            .map(|(_, x)| self.scalar(x))
+            .collect::<Result<Vec<_>, _>>()?;
+        let n = self.size(n);
+        let slots: Vec<usize> = (0..li.len())
+            .map(|_| {
+                self.prog.n_vars += 1;
+                self.prog.n_vars - 1
+            })
+            .collect();
+        let v = self.fresh_var(i);
+        let tree = slot_tree(init, &mut slots.iter().copied());
+        self.vals.push((acc.clone(), Binding::Acc(tree)));
+        let body_s = lb
+            .iter()
+            .map(|(_, x)| self.scalar(x))
+            .collect::<Result<Vec<_>, _>>();
+        self.vals.pop();
+        self.idx.pop();
+        Ok(Scalar::Fold(Box::new(super::ir::FoldLoop {
+            var: v,
+            n,
+            slots,
+            init: init_s,
+            body: body_s?,
+            pick,
+        })))
     }
 
     /// The nest writing the leaf `body` under `gens` into `buf`; returns

@@ -549,6 +549,14 @@ pub enum Expr {
     /// `where(c, a, b)`: `a` where the condition `c` holds, else `b`; only
     /// the chosen side is evaluated, and the result is an ordinary number.
     Where(Box<Cond>, Box<Expr>, Box<Expr>),
+    /// `fold(i:n, acc = init) body`: `acc = init; for i in 0..n { acc =
+    /// body }`, sequentially; its value is the final `acc`. Fields: the
+    /// index `i`, its range `n`, the accumulator's name, `init` (evaluated
+    /// outside the loop: neither `i` nor `acc` is bound in it) and `body`
+    /// (both bound). The accumulator is a number or a pair (of pairs) of
+    /// numbers; it holds ordinary numbers (a strong zero stored in it is a
+    /// plain 0).
+    Fold(String, Size, String, Box<Expr>, Box<Expr>),
 }
 
 /// The condition of a `where`: comparisons of numbers (IEEE: every
@@ -751,6 +759,16 @@ impl Expr {
     pub fn where_(c: Cond, a: Expr, b: Expr) -> Expr {
         Expr::Where(Box::new(c), Box::new(a), Box::new(b))
     }
+    /// `fold(i:n, acc = init) body`.
+    pub fn fold(
+        i: impl Into<String>,
+        n: Size,
+        acc: impl Into<String>,
+        init: Expr,
+        body: Expr,
+    ) -> Expr {
+        Expr::Fold(i.into(), n, acc.into(), Box::new(init), Box::new(body))
+    }
     /// `let x = e1 in e2`.
     pub fn let_(x: impl Into<String>, e1: Expr, e2: Expr) -> Expr {
         Expr::Let(x.into(), Box::new(e1), Box::new(e2))
@@ -764,6 +782,7 @@ impl Expr {
         match self {
             Expr::Var(y) => y == x,
             Expr::Let(y, a, b) => a.uses_var(x) || (y != x && b.uses_var(x)),
+            Expr::Fold(_, _, y, a, b) => a.uses_var(x) || (y != x && b.uses_var(x)),
             e => e.children().into_iter().any(|c| c.uses_var(x)),
         }
     }
@@ -785,6 +804,7 @@ impl Expr {
                 v.push(b);
                 v
             }
+            Expr::Fold(_, _, _, a, b) => vec![a, b],
         }
     }
     /// Depth of the tree (a leaf has depth 1), counted without recursion.
@@ -860,6 +880,10 @@ pub fn drop_iteratively(e: Expr) {
                     ),
                 );
                 todo.extend(cond_into_exprs(c));
+                todo.push(std::mem::replace(&mut **a, Expr::Num(0.0)));
+                todo.push(std::mem::replace(&mut **b, Expr::Num(0.0)));
+            }
+            Expr::Fold(_, _, _, a, b) => {
                 todo.push(std::mem::replace(&mut **a, Expr::Num(0.0)));
                 todo.push(std::mem::replace(&mut **b, Expr::Num(0.0)));
             }

@@ -62,6 +62,7 @@ pub fn fold_index_values(e: Expr) -> Expr {
                 let c = c.map_exprs(&mut |x| f(x.clone()));
                 Expr::where_(c, f(*a), f(*b))
             }
+            Expr::Fold(i, n, acc, a, b) => Expr::fold(i, n, acc, f(*a), f(*b)),
             e => e,
         };
         match e {

@@ -615,6 +615,9 @@ impl Parser<'_> {
             }
             return Ok((e, sp));
         }
+        if self.is_kw("fold") && matches!(self.peek_at(1), Tok::Sym("(")) {
+            return self.fold(start);
+        }
         // `max(i:n) e`, `min(i:n) e`: a reduction, told from the binary
         // `max(a, b)` by the `index :` after the parenthesis
         let red = match (
@@ -667,6 +670,37 @@ impl Parser<'_> {
             return Ok((e, sp));
         }
         self.postfix()
+    }
+
+    /// `fold(i:n, acc = init) body` (at `fold`, which `start` spans).
+    fn fold(&mut self, start: Span) -> PResult<(Expr, SpanTree)> {
+        const FORM: &str = "(a fold is written `fold(i:n, acc = init) body`)";
+        self.bump();
+        let open = self.bump().1;
+        self.grow()?;
+        let (i, _) = self.ident(&format!("an index name after `fold(` {FORM}"))?;
+        self.expect_sym(":", &format!("between the index name and its range {FORM}"))?;
+        let n = self.size()?;
+        self.expect_sym(",", &format!("after the range of `fold` {FORM}"))?;
+        let (acc, acc_sp) = self.ident(&format!("the accumulator's name {FORM}"))?;
+        self.expect_sym("=", &format!("after the accumulator's name {FORM}"))?;
+        let (init, s_init) = self.expr()?;
+        self.expect_close(open, ")", "to close the head of `fold`")?;
+        if matches!(self.peek(), Tok::Eof) || self.is_kw("fn") {
+            return self.err("`fold` has no body");
+        }
+        if acc == i {
+            return Err(Diagnostic::new(
+                format!("the accumulator of `fold` has the name of its index, `{i}`: rename one"),
+                Some(acc_sp),
+            ));
+        }
+        let (body, s_body) = self.expr()?;
+        let span = Span::new(start.start, s_body.span.end);
+        Ok((
+            Expr::fold(i, n, acc, init, body),
+            SpanTree::node(span, vec![s_init, s_body]),
+        ))
     }
 
     fn postfix(&mut self) -> PResult<(Expr, SpanTree)> {
@@ -1262,6 +1296,17 @@ fn resolve_inner(
             let (b, sb) = r?;
             sp.children = vec![sa, sb];
             Expr::let_(x, a, b)
+        }
+        Expr::Fold(i, n, acc, a, b) => {
+            let (a, sa) = resolve(*a, next(&mut kids), scope)?;
+            scope.indices.push(i.clone());
+            scope.values.push(acc.clone());
+            let r = resolve(*b, next(&mut kids), scope);
+            scope.values.pop();
+            scope.indices.pop();
+            let (b, sb) = r?;
+            sp.children = vec![sa, sb];
+            Expr::fold(i, n, acc, a, b)
         }
         Expr::Where(c, a, b) => {
             let mut spans = Vec::new();

@@ -18,6 +18,7 @@ fn prec(e: &Expr) -> u8 {
     match e {
         Expr::Let(..) | Expr::Gen(..) | Expr::Sum(..) => P_BINDER,
         Expr::Reduce(..) => P_BINDER,
+        Expr::Fold(..) => P_BINDER,
         Expr::Bin(BinOp::Add | BinOp::Sub, ..) => P_ADD,
         Expr::Bin(BinOp::Mul | BinOp::Div, ..) => P_MUL,
         Expr::Neg(_) => P_NEG,
@@ -282,6 +283,12 @@ fn pr_inner(e: &Expr, open: bool, out: &mut String) {
             out.push_str(", ");
             pr(b, P_BINDER, true, out);
             out.push(')');
+        }
+        Expr::Fold(i, n, acc, a, b) => {
+            let _ = write!(out, "fold({i}:{n}, {acc} = ");
+            pr(a, P_BINDER, true, out);
+            out.push_str(") ");
+            pr(b, P_BINDER, open, out);
         }
     }
 }

@@ -147,6 +147,9 @@ pub struct GenConfig {
     /// Indices and sizes as numbers (`i`, `i + 1`, `n`) and
     /// `where(c, a, b)`.
     pub values: bool,
+    /// Indexed folds `fold(i:n, acc = init) body` with a number or a pair
+    /// (of pairs) of numbers as the accumulator.
+    pub folds: bool,
 }
 
 impl Default for GenConfig {
@@ -172,12 +175,13 @@ impl Default for GenConfig {
             max_let_chain: 14,
             reductions: true,
             values: true,
+            folds: true,
         }
     }
 }
 
 /// The feature names [`GenConfig::with_features`] accepts.
-pub const FEATURES: [&str; 12] = [
+pub const FEATURES: [&str; 13] = [
     "pairs",
     "lets",
     "brackets",
@@ -190,6 +194,7 @@ pub const FEATURES: [&str; 12] = [
     "records",
     "reductions",
     "values",
+    "folds",
 ];
 
 impl GenConfig {
@@ -207,6 +212,7 @@ impl GenConfig {
             "records" => &mut self.records,
             "reductions" => &mut self.reductions,
             "values" => &mut self.values,
+            "folds" => &mut self.folds,
             _ => return None,
         })
     }
@@ -698,6 +704,7 @@ impl<R: Rng> Gen<'_, R> {
                 let idx = self.affine_for(&n);
                 Expr::proj(u8::from(!first), Expr::access(Expr::gen(i, n, body), idx))
             }
+            15 if self.cfg.folds && self.chance(0.3) => self.fold(d),
             15 if self.cfg.reductions && self.chance(0.5) => {
                 // a max or min reduction
                 let op = if self.chance(0.5) {
@@ -716,6 +723,62 @@ impl<R: Rng> Gen<'_, R> {
                 Expr::where_(c, a, b)
             }
             _ => self.read(&Type::Real).unwrap_or_else(|| self.real(d)),
+        }
+    }
+    /// A number from a fold: `fold(i:n, acc = init) body` with a number
+    /// accumulator, or a component of one with a pair (of pairs).
+    fn fold(&mut self, d: u32) -> Expr {
+        let n = self.size();
+        let t = match self.rng.gen_range(0..10) {
+            0..=2 if self.cfg.pairs => Type::pair(Type::Real, Type::Real),
+            3 if self.cfg.pairs => Type::pair(Type::pair(Type::Real, Type::Real), Type::Real),
+            _ => Type::Real,
+        };
+        let init = self.expr(&t, d.saturating_sub(1));
+        let acc = self.value_name();
+        let (i, body) = self.bind_index(&n, |g, _| {
+            g.values.push((acc.clone(), t.clone()));
+            let b = g.fold_body(&acc, &t, &t, d);
+            g.values.pop();
+            b
+        });
+        let mut e = Expr::fold(i, n, acc, init, body);
+        let mut t = t;
+        while let Type::Pair(a, b) = t {
+            let k = u8::from(self.chance(0.5));
+            e = Expr::proj(k, e);
+            t = if k == 0 { *a } else { *b };
+        }
+        e
+    }
+    /// A fold's next accumulator (of type `part`, inside the accumulator
+    /// `acc` of type `whole`): mostly a step from a component of the
+    /// accumulator (kept from growing without bound: a sum, a damped
+    /// step, a guarded update, a swap of components), sometimes anything.
+    fn fold_body(&mut self, acc: &str, whole: &Type, part: &Type, d: u32) -> Expr {
+        if let Type::Pair(a, b) = part {
+            let ea = self.fold_body(acc, whole, a, d);
+            let eb = self.fold_body(acc, whole, b, d);
+            return Expr::pair(ea, eb);
+        }
+        let a = self
+            .path_to(Expr::var(acc), whole, &Type::Real, 4)
+            .unwrap_or(Expr::Num(0.0));
+        let d1 = d.saturating_sub(1);
+        match self.rng.gen_range(0..6) {
+            0 | 1 => Expr::bin(BinOp::Add, a, self.real(d1)),
+            2 => Expr::bin(
+                BinOp::Add,
+                Expr::bin(BinOp::Mul, Expr::Num(0.5), a),
+                self.real(d1),
+            ),
+            3 if self.cfg.values => {
+                let c = self.cond(d1);
+                let x = Expr::bin(BinOp::Sub, a.clone(), self.real(d1));
+                Expr::where_(c, x, a)
+            }
+            4 => a,
+            _ => self.real(d1),
         }
     }
     /// An index or a size as a number: `i`, `2*i - j + 1`, `n`, or a
@@ -979,6 +1042,7 @@ fn children_mut(e: &mut Expr) -> Vec<&mut Expr> {
             v.push(&mut **b);
             v
         }
+        Expr::Fold(_, _, _, a, b) => vec![a, b],
     }
 }
 

@@ -344,7 +344,76 @@ impl Checker<'_> {
                 self.number(tb, "`where`", child(sp, k + 1));
                 Some(Type::Real)
             }
+            Expr::Fold(i, n, acc, init, body) => {
+                self.check_size(n, sp);
+                if acc == i {
+                    self.error(
+                        sp,
+                        format!("the accumulator of `fold` has the name of its index, `{i}`: rename one"),
+                    );
+                }
+                let t0 = self.expr(init, child(sp, 0));
+                if let Some(t) = &t0 {
+                    if !accumulator_type(t) {
+                        self.error(
+                            child(sp, 0),
+                            format!(
+                                "the accumulator `{acc}` of `fold` must be a number or a pair of numbers (like (R, R), pairs may nest), but its initial value has type {}",
+                                ty_str(t)
+                            ),
+                        );
+                    }
+                }
+                self.scope.push((i.clone(), Binding::Index(n.clone())));
+                let before = self.errors.len();
+                let tb = match &t0 {
+                    Some(t) => {
+                        self.scope.push((acc.clone(), Binding::Value(t.clone())));
+                        let tb = self.expr(body, child(sp, 1));
+                        self.scope.pop();
+                        tb
+                    }
+                    None => {
+                        // keep checking the body, but silence errors about `acc`
+                        let _ = self.expr(body, child(sp, 1));
+                        let needle = format!("unknown name `{acc}`");
+                        let mut k = before;
+                        while k < self.errors.len() {
+                            if self.errors[k].message.starts_with(&needle) {
+                                self.errors.remove(k);
+                            } else {
+                                k += 1;
+                            }
+                        }
+                        None
+                    }
+                };
+                self.scope.pop();
+                if let (Some(t0), Some(tb)) = (&t0, &tb) {
+                    if t0 != tb {
+                        self.error(
+                            child(sp, 1),
+                            format!(
+                                "the body of `fold` gives the next value of its accumulator `{acc}`, so it must have the accumulator's type {}, but it has type {}",
+                                ty_str(t0),
+                                ty_str(tb)
+                            ),
+                        );
+                    }
+                }
+                t0
+            }
         }
+    }
+}
+
+/// Whether `t` may be the accumulator of a `fold`: a number, or a pair
+/// whose sides may be.
+pub fn accumulator_type(t: &Type) -> bool {
+    match t {
+        Type::Real => true,
+        Type::Pair(a, b) => accumulator_type(a) && accumulator_type(b),
+        Type::Tensor(..) => false,
     }
 }
 

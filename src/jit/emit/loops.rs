@@ -90,8 +90,8 @@ use super::common::{
 use crate::jit::ir::affine::{coef, scale, without};
 use crate::jit::ir::{Cond, IndexExpr, Layout, LoadIndex, LoopProgram, Nest, Scalar, SizeRef};
 use crate::jit::schedule::loops::{
-    free_vars, has_sum, mentions, size_within, strong, Bound, LoopSchedule, SchedExpr, SchedRed,
-    SchedSum, TILE,
+    free_vars, has_sum, mentions, size_within, strong, Bound, LoopSchedule, SchedExpr, SchedFold,
+    SchedRed, SchedSum, TILE,
 };
 use crate::syntax::ast::{BinOp, CmpOp, Func, RedOp};
 use cranelift_codegen::ir::condcodes::IntCC;
@@ -196,6 +196,8 @@ fn nest_bufs(p: &LoopProgram, n: &Nest, used: &mut [bool]) {
             Scalar::Call(_, args) => args.iter().for_each(|a| walk(p, a, used)),
             Scalar::Index(_) | Scalar::SizeVal(_) => {}
             Scalar::Select(_, args) => args.iter().for_each(|a| walk(p, a, used)),
+            Scalar::Fold(f) => f.init.iter().chain(&f.body).for_each(|a| walk(p, a, used)),
+            Scalar::Acc(_) => {}
         }
     }
     used[n.buf] = true;
@@ -1224,6 +1226,11 @@ impl LoopEmitter<'_, '_> {
             SchedExpr::Bin(op, a, b) => self.bin(*op, a, b),
             SchedExpr::Sum(s) => self.sum(s),
             SchedExpr::Reduce(r) => (self.reduce(r), None),
+            SchedExpr::Fold(f) => (self.fold(f), None),
+            SchedExpr::Acc(k) => (
+                self.cur[*k].expect("an accumulator is read only inside its fold"),
+                None,
+            ),
             SchedExpr::Index(a) => {
                 let k = self.aff(a);
                 (self.b.ins().fcvt_from_sint(types::F64, k), None)
@@ -1481,6 +1488,48 @@ impl LoopEmitter<'_, '_> {
         let v = self.b.use_var(acc);
         self.give(types::F64, &[acc]);
         v
+    }
+
+    /// `fold(var:n, acc = init) body`: one Cranelift variable per leaf of
+    /// the accumulator, set from `init` before the loop; each step
+    /// computes every leaf of the body from the accumulator's values at
+    /// the start of the step, then sets them all (as the interpreter
+    /// binds `acc` to the whole previous value). One loop, in order; the
+    /// parts of the body that read neither the index nor the accumulator
+    /// are computed once before it. Returns leaf `pick` of the result.
+    fn fold(&mut self, f: &SchedFold) -> Value {
+        let inits: Vec<Value> = f.init.iter().map(|t| self.scalar(t).0).collect();
+        let mut blocked = BTreeSet::new();
+        blocked.insert(f.var);
+        blocked.extend(f.slots.iter().copied());
+        let body: Vec<SchedExpr> = f
+            .body
+            .iter()
+            .map(|t| self.hoist(t.clone(), &blocked))
+            .collect();
+        let accs: Vec<Variable> = f.slots.iter().map(|_| self.take(types::F64)).collect();
+        for (v, x) in accs.iter().zip(&inits) {
+            self.b.def_var(*v, *x);
+        }
+        let n = self.size(&f.n);
+        let lo = self.b.ins().iconst(types::I64, 0);
+        self.defined[f.var] = true;
+        self.for_range(f.var, lo, n, &mut |me| {
+            for (k, v) in f.slots.iter().zip(&accs) {
+                me.cur[*k] = Some(me.b.use_var(*v));
+            }
+            let next: Vec<Value> = body.iter().map(|t| me.scalar(t).0).collect();
+            for (v, x) in accs.iter().zip(next) {
+                me.b.def_var(*v, x);
+            }
+            for k in &f.slots {
+                me.cur[*k] = None;
+            }
+        });
+        self.defined[f.var] = false;
+        let out: Vec<Value> = accs.iter().map(|v| self.b.use_var(*v)).collect();
+        self.give(types::F64, &accs);
+        out[f.pick]
     }
 
     /// `acc = op(acc, body)` for one term of a max/min reduction.
@@ -1831,7 +1880,8 @@ impl LoopEmitter<'_, '_> {
             SchedExpr::Neg(a) => self.vec_ok_rec(a, var),
             SchedExpr::Call(_, args) => args.iter().all(|a| self.vec_ok_rec(a, var)),
             SchedExpr::Bracket(_) | SchedExpr::Sum(_) => false,
-            SchedExpr::Reduce(_) => false,
+            SchedExpr::Reduce(_) | SchedExpr::Fold(_) => false,
+            SchedExpr::Acc(_) => true,
             SchedExpr::Index(_) => !mentions(t, var),
             SchedExpr::SizeVal(_) => true,
             SchedExpr::Select(..) => !mentions(t, var),
@@ -1920,6 +1970,8 @@ impl LoopEmitter<'_, '_> {
             | SchedExpr::Bracket(_)
             | SchedExpr::Sum(_)
             | SchedExpr::Reduce(_)
+            | SchedExpr::Fold(_)
+            | SchedExpr::Acc(_)
             | SchedExpr::Index(_)
             | SchedExpr::SizeVal(_)
             | SchedExpr::Select(..) => {

@@ -100,6 +100,27 @@ pub enum Scalar {
     /// (left to right), then `a`, then `b`; the result is an ordinary
     /// number (never a strong zero).
     Select(SelCond, Vec<Scalar>),
+    /// `fold(var:n, acc = init) body`, sequential (see [`FoldLoop`]).
+    Fold(Box<FoldLoop>),
+    /// The current value of an accumulator slot of an enclosing fold.
+    Acc(usize),
+}
+
+/// `fold(var:n, acc = init) body` with the accumulator (a number or a
+/// tree of pairs of numbers) flattened to its leaves, in path order: one
+/// slot, one initial value and one body per leaf. Slots are numbered as
+/// loop variables are (they are never a loop's), so that a value that
+/// reads one counts as depending on it wherever loops are hoisted out of.
+/// Its value is leaf `pick` of the final accumulator; every leaf is an
+/// ordinary number (never a strong zero).
+#[derive(Clone, Debug)]
+pub struct FoldLoop {
+    pub var: usize,
+    pub n: SizeRef,
+    pub slots: Vec<usize>,
+    pub init: Vec<Scalar>,
+    pub body: Vec<Scalar>,
+    pub pick: usize,
 }
 
 /// The shape of a `where` condition: each `Cmp` compares the next two
@@ -176,6 +197,8 @@ impl LoopProgram {
                 Scalar::Call(_, args) => args.iter().any(|a| reads(p, a)),
                 Scalar::Index(_) | Scalar::SizeVal(_) => false,
                 Scalar::Select(_, args) => args.iter().any(|a| reads(p, a)),
+                Scalar::Fold(f) => f.init.iter().chain(&f.body).any(|a| reads(p, a)),
+                Scalar::Acc(_) => false,
             }
         }
         self.bufs.get(nest.buf).is_some_and(|b| b.flag.is_some()) || reads(self, &nest.body)

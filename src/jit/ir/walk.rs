@@ -34,6 +34,19 @@ pub fn s_free(s: &Scalar, out: &mut BTreeSet<usize>) {
         Scalar::Index(a) => aff_vars(a, out),
         Scalar::SizeVal(_) => {}
         Scalar::Select(_, args) => args.iter().for_each(|a| s_free(a, out)),
+        Scalar::Fold(f) => {
+            f.init.iter().for_each(|a| s_free(a, out));
+            let mut inner = BTreeSet::new();
+            f.body.iter().for_each(|a| s_free(a, &mut inner));
+            inner.remove(&f.var);
+            for k in &f.slots {
+                inner.remove(k);
+            }
+            out.extend(inner);
+        }
+        Scalar::Acc(k) => {
+            out.insert(*k);
+        }
     }
 }
 
@@ -46,6 +59,7 @@ pub fn s_any(s: &Scalar, pick: &dyn Fn(&Scalar) -> bool) -> bool {
             Scalar::Reduce(_, _, _, a) => s_any(a, pick),
             Scalar::Call(_, args) => args.iter().any(|a| s_any(a, pick)),
             Scalar::Select(_, args) => args.iter().any(|a| s_any(a, pick)),
+            Scalar::Fold(f) => f.init.iter().chain(&f.body).any(|a| s_any(a, pick)),
             _ => false,
         }
 }
@@ -87,6 +101,18 @@ pub fn rename(s: &Scalar, map: &[(usize, usize)]) -> Scalar {
         Scalar::Select(c, args) => {
             Scalar::Select(c.clone(), args.iter().map(|a| rename(a, map)).collect())
         }
+        Scalar::Fold(f) => {
+            let r = |v: &usize| map.iter().find(|(f, _)| f == v).map_or(*v, |m| m.1);
+            Scalar::Fold(Box::new(super::FoldLoop {
+                var: r(&f.var),
+                n: f.n.clone(),
+                slots: f.slots.iter().map(r).collect(),
+                init: f.init.iter().map(|a| rename(a, map)).collect(),
+                body: f.body.iter().map(|a| rename(a, map)).collect(),
+                pick: f.pick,
+            }))
+        }
+        Scalar::Acc(k) => Scalar::Acc(map.iter().find(|(f, _)| f == k).map_or(*k, |m| m.1)),
     }
 }
 
@@ -102,6 +128,8 @@ pub fn nodes_beyond(s: &Scalar, limit: usize) -> Option<usize> {
             Scalar::Call(_, args) => 1 + args.iter().map(count).sum::<usize>(),
             Scalar::Index(_) | Scalar::SizeVal(_) => 1,
             Scalar::Select(_, args) => 1 + args.iter().map(count).sum::<usize>(),
+            Scalar::Fold(f) => 1 + f.init.iter().chain(&f.body).map(count).sum::<usize>(),
+            Scalar::Acc(_) => 1,
         })
     }
     let n = count(s);

@@ -124,6 +124,24 @@ pub enum SchedExpr {
     SizeVal(SizeRef),
     /// `where` ([`crate::jit::ir::Scalar::Select`]).
     Select(crate::jit::ir::SelCond, Vec<SchedExpr>),
+    /// A fold ([`crate::jit::ir::FoldLoop`]): a sequential loop of its
+    /// own, never a strong zero; no domain, interchange or column is
+    /// taken from it or from inside it.
+    Fold(Box<SchedFold>),
+    /// An accumulator slot of an enclosing fold.
+    Acc(usize),
+}
+
+/// A fold's loop: the loop IR's [`crate::jit::ir::FoldLoop`] with its
+/// values scheduled.
+#[derive(Clone, Debug)]
+pub struct SchedFold {
+    pub var: usize,
+    pub n: SizeRef,
+    pub slots: Vec<usize>,
+    pub init: Vec<SchedExpr>,
+    pub body: Vec<SchedExpr>,
+    pub pick: usize,
 }
 
 /// `max(var:n) body` or `min(var:n) body`.
@@ -264,6 +282,7 @@ pub(crate) fn size_within(t: &SchedExpr, budget: usize) -> Option<usize> {
             SchedExpr::Call(_, args) => args.iter().all(|a| walk(a, left)),
             SchedExpr::Sum(s) => walk(&s.body, left),
             SchedExpr::Reduce(r) => walk(&r.body, left),
+            SchedExpr::Fold(f) => f.init.iter().chain(&f.body).all(|a| walk(a, left)),
             _ => true,
         }
     }
@@ -275,7 +294,7 @@ pub(crate) fn size_within(t: &SchedExpr, budget: usize) -> Option<usize> {
 pub(crate) fn has_sum(t: &SchedExpr) -> bool {
     match t {
         SchedExpr::Sum(_) => true,
-        SchedExpr::Reduce(_) => true,
+        SchedExpr::Reduce(_) | SchedExpr::Fold(_) => true,
         SchedExpr::Bin(_, a, b) => has_sum(a) || has_sum(b),
         SchedExpr::Neg(a) => has_sum(a),
         SchedExpr::Call(_, args) => args.iter().any(has_sum),
@@ -317,6 +336,15 @@ fn of_s(s: &Scalar, bufs: &[Buf]) -> SchedExpr {
         Scalar::Select(c, args) => {
             SchedExpr::Select(c.clone(), args.iter().map(|a| of_s(a, bufs)).collect())
         }
+        Scalar::Fold(f) => SchedExpr::Fold(Box::new(SchedFold {
+            var: f.var,
+            n: f.n.clone(),
+            slots: f.slots.clone(),
+            init: f.init.iter().map(|a| of_s(a, bufs)).collect(),
+            body: f.body.iter().map(|a| of_s(a, bufs)).collect(),
+            pick: f.pick,
+        })),
+        Scalar::Acc(k) => SchedExpr::Acc(*k),
     }
 }
 
@@ -365,6 +393,19 @@ pub fn free_vars(t: &SchedExpr, out: &mut BTreeSet<usize>) {
             free_vars(&r.body, &mut inner);
             inner.remove(&r.var);
             out.extend(inner);
+        }
+        SchedExpr::Fold(f) => {
+            f.init.iter().for_each(|a| free_vars(a, out));
+            let mut inner = BTreeSet::new();
+            f.body.iter().for_each(|a| free_vars(a, &mut inner));
+            inner.remove(&f.var);
+            for k in &f.slots {
+                inner.remove(k);
+            }
+            out.extend(inner);
+        }
+        SchedExpr::Acc(k) => {
+            out.insert(*k);
         }
     }
 }
@@ -471,6 +512,12 @@ fn domains(t: SchedExpr) -> SchedExpr {
             // brackets
             r.body = domains(r.body);
             SchedExpr::Reduce(r)
+        }
+        SchedExpr::Fold(mut f) => {
+            // likewise the sums inside a fold
+            f.init = f.init.into_iter().map(domains).collect();
+            f.body = f.body.into_iter().map(domains).collect();
+            SchedExpr::Fold(f)
         }
         SchedExpr::Select(c, args) => SchedExpr::Select(c, args.into_iter().map(domains).collect()),
         t => t,
@@ -630,6 +677,10 @@ pub(crate) fn sum_depth(t: &SchedExpr) -> usize {
     match t {
         SchedExpr::Sum(s) => 1 + sum_depth(&s.body),
         SchedExpr::Reduce(r) => 1 + sum_depth(&r.body),
+        SchedExpr::Fold(f) => {
+            let body = f.body.iter().map(sum_depth).max().unwrap_or(0);
+            (1 + body).max(f.init.iter().map(sum_depth).max().unwrap_or(0))
+        }
         SchedExpr::Bin(_, a, b) => sum_depth(a).max(sum_depth(b)),
         SchedExpr::Neg(a) => sum_depth(a),
         SchedExpr::Call(_, args) => args.iter().map(sum_depth).max().unwrap_or(0),

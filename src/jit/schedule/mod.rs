@@ -155,7 +155,7 @@ fn single_loop(nest: &Nest) -> bool {
     fn has_sum(s: &Scalar) -> bool {
         match s {
             Scalar::Sum(..) => true,
-            Scalar::Reduce(..) => true,
+            Scalar::Reduce(..) | Scalar::Fold(..) => true,
             Scalar::Bin(_, a, b) => has_sum(a) || has_sum(b),
             Scalar::Neg(a) => has_sum(a),
             Scalar::Call(_, args) => args.iter().any(has_sum),
@@ -194,5 +194,16 @@ fn expr_work(e: &Scalar, sizes: &[i64]) -> u64 {
         Scalar::Select(_, args) => args
             .iter()
             .fold(2u64, |acc, a| acc.saturating_add(expr_work(a, sizes))),
+        Scalar::Fold(f) => {
+            let step = f
+                .body
+                .iter()
+                .fold(1u64, |acc, a| acc.saturating_add(expr_work(a, sizes)));
+            f.init.iter().fold(
+                (resolve(&f.n, sizes) as u64).saturating_mul(step),
+                |acc, a| acc.saturating_add(expr_work(a, sizes)),
+            )
+        }
+        Scalar::Acc(_) => 1,
     }
 }

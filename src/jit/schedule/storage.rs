@@ -34,6 +34,8 @@ pub fn temp_liveness(p: &LoopProgram) -> Vec<(usize, (usize, usize))> {
             Scalar::Call(_, args) => args.iter().for_each(|a| visit(a, k, r)),
             Scalar::Index(_) | Scalar::SizeVal(_) => {}
             Scalar::Select(_, args) => args.iter().for_each(|a| visit(a, k, r)),
+            Scalar::Fold(f) => f.init.iter().chain(&f.body).for_each(|a| visit(a, k, r)),
+            Scalar::Acc(_) => {}
         }
     }
     fn touch(r: &mut [Option<(usize, usize)>], b: usize, k: usize) {
