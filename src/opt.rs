@@ -302,12 +302,24 @@ fn has_brackets(e: &Expr) -> bool {
     matches!(e, Expr::Bracket(_) | Expr::Eps(_)) || e.children().into_iter().any(has_brackets)
 }
 
+/// Whether the body holds a gather (`E[tok[i]]`).
+fn has_gather(e: &Expr) -> bool {
+    let mut todo = vec![e];
+    while let Some(e) = todo.pop() {
+        if matches!(e, Expr::Gather(..)) {
+            return true;
+        }
+        todo.extend(e.children());
+    }
+    false
+}
+
 /// The default memory limit: the largest argument or result, or 2^27
 /// elements, whichever is larger (sizes estimated with `model`).
 fn default_memory_limit(f: &Function, ret: &Type, model: &CostModel) -> f64 {
     fn elements(t: &Type, model: &CostModel) -> f64 {
         match t {
-            Type::Real => 1.0,
+            Type::Real | Type::Int => 1.0,
             Type::Tensor(n, e) => model.trip(n) * elements(e, model),
             Type::Pair(a, b) => elements(a, model).max(elements(b, model)),
         }
@@ -1012,7 +1024,13 @@ fn optimize_here(f: &Function, opts: &Options) -> Result<Optimized> {
             "not saturated: a network of {largest_network} tensors is contracted as planned"
         );
     }
-    if opts.saturate && !planned_only {
+    // a gather's index is not affine: the e-graph does not take it (the
+    // post-pass' program, or the input, is the result)
+    let gathers = has_gather(&pre);
+    if opts.saturate && gathers {
+        report.stop_reason = "not saturated: the program has a gather".to_string();
+    }
+    if opts.saturate && !planned_only && !gathers {
         let planned_body = planned.as_ref().map(|(b, _)| b);
         s.saturation_rounds(
             f,
@@ -1025,6 +1043,16 @@ fn optimize_here(f: &Function, opts: &Options) -> Result<Optimized> {
         )?;
     }
     let (cost_after, program, chosen) = match best {
+        // every gather of the input must stay (the call's check of the
+        // integer arrays follows the program's gathers, so interpreter and
+        // JIT refuse the same calls); the input when a rewrite dropped one
+        Some((_, _, g, _))
+            if gathers
+                && crate::interp::gather::sites(&g) != crate::interp::gather::sites(&s.fixed)
+                && crate::extract::is_normal(&s.fixed) =>
+        {
+            (cost_before, s.fixed, "input")
+        }
         Some((_, c, g, how)) => (c, g, how),
         None => (cost_before, s.fixed, "input"),
     };

@@ -777,6 +777,7 @@ impl Resolver {
                     Expr::reduce(op, i, n, b?)
                 }
                 Expr::Access(a, ix) => Expr::access(self.expr(*a)?, self.affine(ix)?),
+                Expr::Gather(a, g, c) => Expr::gather(self.expr(*a)?, self.expr(*g)?, c),
                 Expr::Bracket(p) => Expr::Bracket(self.pred(p)?),
                 Expr::Eps(v) => Expr::Eps(
                     v.into_iter()
@@ -827,7 +828,7 @@ type Found = Vec<(String, Vec<(Size, String)>)>;
 fn root_name(e: &Expr) -> String {
     match e {
         Expr::Var(x) => format!("`{x}`"),
-        Expr::Access(b, _) | Expr::Proj(_, b) => root_name(b),
+        Expr::Access(b, _) | Expr::Proj(_, b) | Expr::Gather(b, _, _) => root_name(b),
         _ => "an expression".into(),
     }
 }
@@ -923,6 +924,13 @@ fn infer(
             }
         }
         Expr::IndexValue(_) | Expr::SizeValue(_) => Some(Type::Real),
+        Expr::Gather(a, g, _) => {
+            infer(g, vals, idx, found);
+            match infer(a, vals, idx, found)? {
+                Type::Tensor(_, el) => Some(*el),
+                _ => None,
+            }
+        }
         Expr::Where(..) => {
             for c in e.children() {
                 infer(c, vals, idx, found);
@@ -951,6 +959,10 @@ fn subst_sizes(e: &mut Expr, auto: &str, by: &Size) {
             subst_sizes(b, auto, by);
         }
         Expr::Neg(a) | Expr::Proj(_, a) | Expr::Access(a, _) => subst_sizes(a, auto, by),
+        Expr::Gather(a, g, _) => {
+            subst_sizes(a, auto, by);
+            subst_sizes(g, auto, by);
+        }
         Expr::Call(_, args) => args.iter_mut().for_each(|a| subst_sizes(a, auto, by)),
         Expr::Var(_) | Expr::Num(_) | Expr::Bracket(_) | Expr::Eps(_) => {}
         Expr::IndexValue(_) | Expr::SizeValue(_) => {}

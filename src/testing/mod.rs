@@ -464,7 +464,7 @@ impl<R: Rng> Gen<'_, R> {
             return None;
         }
         match t {
-            Type::Real => None,
+            Type::Real | Type::Int => None,
             Type::Tensor(n, el) => {
                 let idx = self.affine_for(n);
                 self.path_to(Expr::access(e, idx), el, want, fuel - 1)
@@ -497,7 +497,7 @@ impl<R: Rng> Gen<'_, R> {
             }
         }
         match want {
-            Type::Real => self.real(depth),
+            Type::Real | Type::Int => self.real(depth),
             Type::Tensor(n, el) => {
                 if self.cfg.lets && depth > 1 && self.chance(0.1) {
                     return self.let_(want, depth);
@@ -972,6 +972,7 @@ fn children_mut(e: &mut Expr) -> Vec<&mut Expr> {
         | Expr::Access(a, _) => vec![a],
         Expr::Call(_, args) => args.iter_mut().collect(),
         Expr::Reduce(_, _, _, a) => vec![a],
+        Expr::Gather(a, g, _) => vec![a, g],
         Expr::IndexValue(_) | Expr::SizeValue(_) => vec![],
         Expr::Where(c, a, b) => {
             let mut v = c.exprs_mut();

@@ -100,6 +100,12 @@ pub enum Scalar {
     /// (left to right), then `a`, then `b`; the result is an ordinary
     /// number (never a strong zero).
     Select(SelCond, Vec<Scalar>),
+    /// A load of a parameter buffer where some axes are gathers: each
+    /// `(axis, g, c)` replaces that axis' [`LoadIndex`] (kept for its
+    /// `dim`) by the integer `g + c`, `g` an integer array's element read
+    /// as an f64. The call's check keeps every such index on its axis; the
+    /// load is guarded anyway (0 outside), so it never reads out of bounds.
+    Gather(usize, Vec<LoadIndex>, Vec<(usize, Box<Scalar>, i64)>),
 }
 
 /// The shape of a `where` condition: each `Cmp` compares the next two
@@ -176,6 +182,10 @@ impl LoopProgram {
                 Scalar::Call(_, args) => args.iter().any(|a| reads(p, a)),
                 Scalar::Index(_) | Scalar::SizeVal(_) => false,
                 Scalar::Select(_, args) => args.iter().any(|a| reads(p, a)),
+                Scalar::Gather(b, _, dyns) => {
+                    p.bufs.get(*b).is_some_and(|b| b.flag.is_some())
+                        || dyns.iter().any(|(_, g, _)| reads(p, g))
+                }
             }
         }
         self.bufs.get(nest.buf).is_some_and(|b| b.flag.is_some()) || reads(self, &nest.body)

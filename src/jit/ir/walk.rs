@@ -34,6 +34,10 @@ pub fn s_free(s: &Scalar, out: &mut BTreeSet<usize>) {
         Scalar::Index(a) => aff_vars(a, out),
         Scalar::SizeVal(_) => {}
         Scalar::Select(_, args) => args.iter().for_each(|a| s_free(a, out)),
+        Scalar::Gather(_, ixs, dyns) => {
+            ixs.iter().for_each(|ix| aff_vars(&ix.aff, out));
+            dyns.iter().for_each(|(_, g, _)| s_free(g, out));
+        }
     }
 }
 
@@ -46,6 +50,7 @@ pub fn s_any(s: &Scalar, pick: &dyn Fn(&Scalar) -> bool) -> bool {
             Scalar::Reduce(_, _, _, a) => s_any(a, pick),
             Scalar::Call(_, args) => args.iter().any(|a| s_any(a, pick)),
             Scalar::Select(_, args) => args.iter().any(|a| s_any(a, pick)),
+            Scalar::Gather(_, _, dyns) => dyns.iter().any(|(_, g, _)| s_any(g, pick)),
             _ => false,
         }
 }
@@ -87,6 +92,19 @@ pub fn rename(s: &Scalar, map: &[(usize, usize)]) -> Scalar {
         Scalar::Select(c, args) => {
             Scalar::Select(c.clone(), args.iter().map(|a| rename(a, map)).collect())
         }
+        Scalar::Gather(b, ixs, dyns) => Scalar::Gather(
+            *b,
+            ixs.iter()
+                .map(|ix| LoadIndex {
+                    aff: rename_aff(&ix.aff, map),
+                    dim: ix.dim.clone(),
+                    checked: ix.checked,
+                })
+                .collect(),
+            dyns.iter()
+                .map(|(a, g, c)| (*a, Box::new(rename(g, map)), *c))
+                .collect(),
+        ),
     }
 }
 
@@ -102,6 +120,7 @@ pub fn nodes_beyond(s: &Scalar, limit: usize) -> Option<usize> {
             Scalar::Call(_, args) => 1 + args.iter().map(count).sum::<usize>(),
             Scalar::Index(_) | Scalar::SizeVal(_) => 1,
             Scalar::Select(_, args) => 1 + args.iter().map(count).sum::<usize>(),
+            Scalar::Gather(_, _, dyns) => 1 + dyns.iter().map(|(_, g, _)| count(g)).sum::<usize>(),
         })
     }
     let n = count(s);

@@ -124,6 +124,12 @@ pub enum SchedExpr {
     SizeVal(SizeRef),
     /// `where` ([`crate::jit::ir::Scalar::Select`]).
     Select(crate::jit::ir::SelCond, Vec<SchedExpr>),
+    /// A load with gathered axes ([`crate::jit::ir::Scalar::Gather`]).
+    Gather {
+        buf: usize,
+        ixs: Vec<LoadIndex>,
+        dyns: Vec<(usize, Box<SchedExpr>, i64)>,
+    },
 }
 
 /// `max(var:n) body` or `min(var:n) body`.
@@ -317,6 +323,14 @@ fn of_s(s: &Scalar, bufs: &[Buf]) -> SchedExpr {
         Scalar::Select(c, args) => {
             SchedExpr::Select(c.clone(), args.iter().map(|a| of_s(a, bufs)).collect())
         }
+        Scalar::Gather(b, ixs, dyns) => SchedExpr::Gather {
+            buf: *b,
+            ixs: ixs.clone(),
+            dyns: dyns
+                .iter()
+                .map(|(a, g, c)| (*a, Box::new(of_s(g, bufs)), *c))
+                .collect(),
+        },
     }
 }
 
@@ -340,6 +354,10 @@ pub fn free_vars(t: &SchedExpr, out: &mut BTreeSet<usize>) {
     match t {
         SchedExpr::Num(_) | SchedExpr::Hoisted(..) => {}
         SchedExpr::Load { ixs, .. } => ixs.iter().for_each(|ix| aff_vars(&ix.aff, out)),
+        SchedExpr::Gather { ixs, dyns, .. } => {
+            ixs.iter().for_each(|ix| aff_vars(&ix.aff, out));
+            dyns.iter().for_each(|(_, g, _)| free_vars(g, out));
+        }
         SchedExpr::Bracket(p) => pred_vars(p, out),
         SchedExpr::Eps(v) => v.iter().for_each(|a| aff_vars(a, out)),
         SchedExpr::Bin(_, a, b) => {

@@ -194,5 +194,8 @@ fn expr_work(e: &Scalar, sizes: &[i64]) -> u64 {
         Scalar::Select(_, args) => args
             .iter()
             .fold(2u64, |acc, a| acc.saturating_add(expr_work(a, sizes))),
+        Scalar::Gather(_, _, dyns) => dyns.iter().fold(4u64, |acc, (_, g, _)| {
+            acc.saturating_add(expr_work(g, sizes))
+        }),
     }
 }

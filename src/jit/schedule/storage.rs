@@ -34,6 +34,10 @@ pub fn temp_liveness(p: &LoopProgram) -> Vec<(usize, (usize, usize))> {
             Scalar::Call(_, args) => args.iter().for_each(|a| visit(a, k, r)),
             Scalar::Index(_) | Scalar::SizeVal(_) => {}
             Scalar::Select(_, args) => args.iter().for_each(|a| visit(a, k, r)),
+            Scalar::Gather(b, _, dyns) => {
+                touch(r, *b, k);
+                dyns.iter().for_each(|(_, g, _)| visit(g, k, r));
+            }
         }
     }
     fn touch(r: &mut [Option<(usize, usize)>], b: usize, k: usize) {
