@@ -147,7 +147,7 @@ pub(crate) fn check<V: AsOperand>(f: &Function, args: &[V], sizes: &Sizes) -> Re
                 format!("{}[{}]", p.name, ks.join(", "))
             };
             if !(t.is_finite() && t.fract() == 0.0) {
-                bad = Some(Error::Call(format!(
+                bad = Some(Error::Gather(format!(
                     "{} = {t} is not an integer (`{}` is an integer array, {})",
                     at(),
                     p.name,
@@ -163,7 +163,7 @@ pub(crate) fn check<V: AsOperand>(f: &Function, args: &[V], sizes: &Sizes) -> Re
                         c if c > 0 => format!(" + {c} = {k}"),
                         c => format!(" - {} = {k}", c.unsigned_abs()),
                     };
-                    bad = Some(Error::Call(format!(
+                    bad = Some(Error::Gather(format!(
                         "{} = {t}{plus} is outside 0..{n} ({}, a gather index)",
                         at(),
                         s.target

@@ -162,7 +162,7 @@ pub fn random_inputs_of(
         .iter()
         .map(|p| {
             if p.ty.is_int_array() {
-                random_ints(f, &p.name, &p.ty, sizes, rng)
+                random_ints(f, &p.name, &p.ty, sizes, class, rng)
             } else {
                 random_boundary(&Boundary::of(&p.ty), sizes, class, off, rng)
             }
@@ -172,12 +172,15 @@ pub fn random_inputs_of(
 
 /// Integers for the integer array `name`, uniform over the indices every
 /// gather reading it accepts ([`super::gather::accepted`]; 0 when none
-/// is).
+/// is). With [`ValueClass::Special`], three times in ten one element is
+/// refused instead (one past the accepted range, below it, or 0.5), so
+/// that the engines' refusals are compared too.
 fn random_ints(
     f: &Function,
     name: &str,
     ty: &crate::syntax::ast::Type,
     sizes: &Sizes,
+    class: ValueClass,
     rng: &mut impl Rng,
 ) -> Result<Value> {
     let Boundary::Array(s) = Boundary::of(ty) else {
@@ -188,7 +191,7 @@ fn random_ints(
     let (lo, hi) = super::gather::accepted(f, name, sizes)?;
     // an array no gather reads: small integers
     let hi = if hi == i64::MAX { lo + 8 } else { hi };
-    let data: Vec<f64> = (0..len)
+    let mut data: Vec<f64> = (0..len)
         .map(|_| {
             if lo < hi {
                 rng.gen_range(lo..hi) as f64
@@ -197,6 +200,14 @@ fn random_ints(
             }
         })
         .collect();
+    if class == ValueClass::Special && len > 0 && rng.gen_bool(0.3) {
+        let k = rng.gen_range(0..len);
+        data[k] = match rng.gen_range(0..3) {
+            0 => hi as f64,
+            1 => lo as f64 - 1.0,
+            _ => 0.5,
+        };
+    }
     Ok(Value::Array(
         ArrayD::from_shape_vec(IxDyn(&shape), data).expect("length matches shape"),
     ))

@@ -147,6 +147,11 @@ pub struct GenConfig {
     /// Indices and sizes as numbers (`i`, `i + 1`, `n`) and
     /// `where(c, a, b)`.
     pub values: bool,
+    /// Gathers `E[tok[i] + c, j]` from an integer array parameter `tok`
+    /// (off in [`GenConfig::default`], so the programs of the other
+    /// property tests stay as they were; on with the feature `gathers`
+    /// or `all`).
+    pub gathers: bool,
 }
 
 impl Default for GenConfig {
@@ -172,12 +177,13 @@ impl Default for GenConfig {
             max_let_chain: 14,
             reductions: true,
             values: true,
+            gathers: false,
         }
     }
 }
 
 /// The feature names [`GenConfig::with_features`] accepts.
-pub const FEATURES: [&str; 12] = [
+pub const FEATURES: [&str; 13] = [
     "pairs",
     "lets",
     "brackets",
@@ -190,6 +196,7 @@ pub const FEATURES: [&str; 12] = [
     "records",
     "reductions",
     "values",
+    "gathers",
 ];
 
 impl GenConfig {
@@ -207,6 +214,7 @@ impl GenConfig {
             "records" => &mut self.records,
             "reductions" => &mut self.reductions,
             "values" => &mut self.values,
+            "gathers" => &mut self.gathers,
             _ => return None,
         })
     }
@@ -265,6 +273,9 @@ struct Gen<'a, R: Rng> {
     values: Vec<(String, Type)>,
     indices: Vec<(String, Size)>,
     fresh: usize,
+    /// The parameters (gathers index them) and the integer arrays.
+    params: Vec<(String, Type)>,
+    ints: Vec<(String, Type)>,
 }
 
 const INDEX_NAMES: [&str; 6] = ["i", "j", "k", "l", "p", "q"];
@@ -621,6 +632,7 @@ impl<R: Rng> Gen<'_, R> {
                     Expr::Eps(v)
                 }
                 4 if self.cfg.values => self.number_value(),
+                5 if self.cfg.gathers => self.gather().unwrap_or_else(|| self.num()),
                 _ => self.read(&Type::Real).unwrap_or_else(|| self.num()),
             };
         }
@@ -698,6 +710,10 @@ impl<R: Rng> Gen<'_, R> {
                 let idx = self.affine_for(&n);
                 Expr::proj(u8::from(!first), Expr::access(Expr::gen(i, n, body), idx))
             }
+            15 if self.cfg.gathers && self.chance(0.3) => {
+                let g = self.gather();
+                g.unwrap_or_else(|| self.real(d))
+            }
             15 if self.cfg.reductions && self.chance(0.5) => {
                 // a max or min reduction
                 let op = if self.chance(0.5) {
@@ -717,6 +733,56 @@ impl<R: Rng> Gen<'_, R> {
             }
             _ => self.read(&Type::Real).unwrap_or_else(|| self.real(d)),
         }
+    }
+    /// A gather `E[tok[ι] + c, ι']` (or on `E`'s second axis) from a
+    /// parameter of type `[s]R` or `[s,t]R` and an integer array, when
+    /// the function has both.
+    fn gather(&mut self) -> Option<Expr> {
+        if self.ints.is_empty() {
+            return None;
+        }
+        let targets: Vec<(String, Vec<Size>)> = self
+            .params
+            .iter()
+            .filter_map(|(x, t)| match t {
+                Type::Tensor(s, e) => match &**e {
+                    Type::Real => Some((x.clone(), vec![s.clone()])),
+                    Type::Tensor(u, r) if **r == Type::Real => {
+                        Some((x.clone(), vec![s.clone(), u.clone()]))
+                    }
+                    _ => None,
+                },
+                _ => None,
+            })
+            .collect();
+        if targets.is_empty() {
+            return None;
+        }
+        let (x, dims) = targets[self.rng.gen_range(0..targets.len())].clone();
+        let (tok, tt) = self.ints[self.rng.gen_range(0..self.ints.len())].clone();
+        let mut read = Expr::var(tok);
+        let mut t = &tt;
+        while let Type::Tensor(s, e) = t {
+            let a = self.affine_for(s);
+            read = Expr::access(read, a);
+            t = e;
+        }
+        let c = match self.rng.gen_range(0..10) {
+            0 => 1,
+            1 => -1,
+            _ => 0,
+        };
+        let at = self.rng.gen_range(0..dims.len());
+        let mut e = Expr::var(x);
+        for (k, s) in dims.iter().enumerate() {
+            e = if k == at {
+                Expr::gather(e, read.clone(), c)
+            } else {
+                let a = self.affine_for(s);
+                Expr::access(e, a)
+            };
+        }
+        Some(e)
     }
     /// An index or a size as a number: `i`, `2*i - j + 1`, `n`, or a
     /// literal when neither is in scope.
@@ -819,6 +885,8 @@ pub fn gen_function_with<R: Rng>(mut rng: R, cfg: &GenConfig) -> Function {
         values: Vec::new(),
         indices: Vec::new(),
         fresh: 0,
+        params: Vec::new(),
+        ints: Vec::new(),
     };
     let nparams = g.rng.gen_range(1..=4);
     let mut params = Vec::new();
@@ -850,10 +918,26 @@ pub fn gen_function_with<R: Rng>(mut rng: R, cfg: &GenConfig) -> Function {
             }
         }
     }
-    g.values = params
+    if cfg.gathers && g.chance(0.6) {
+        let s = g.size();
+        let ty = if g.chance(0.3) {
+            let u = g.size();
+            Type::tensor(s, Type::tensor(u, Type::Int))
+        } else {
+            Type::tensor(s, Type::Int)
+        };
+        g.ints.push(("tok".into(), ty.clone()));
+        params.push(Param {
+            name: "tok".into(),
+            ty,
+        });
+    }
+    g.params = params
         .iter()
+        .filter(|p| !p.ty.is_int_array())
         .map(|p| (p.name.clone(), p.ty.clone()))
         .collect();
+    g.values = g.params.clone();
     let ret = if cfg.records && g.chance(0.15) {
         g.record_ty()
     } else if cfg.tuple_results && g.chance(0.15) {
