@@ -278,6 +278,14 @@ impl E {
     pub fn at3(&self, i: impl Into<Aff>, j: impl Into<Aff>, k: impl Into<Aff>) -> E {
         self.at(i).at(j).at(k)
     }
+    /// `e[g + c]`, a gather: `g` reads an integer array parameter at
+    /// every axis (`tok.at(i)`, for `tok: [n]Z`), and `c` is added to it;
+    /// `e` is a parameter or an access chain from one. An embedding
+    /// lookup `gen(i:n, j:d) E[tok[i], j]` is
+    /// `gen("n", |i| gen("d", |j| e.gather(tok.at(i), 0).at(j)))`.
+    pub fn gather(&self, g: E, c: i64) -> E {
+        E(Expr::gather(self.0.clone(), g.0, c))
+    }
     /// `e.k`.
     pub fn proj(&self, k: u8) -> E {
         E(Expr::proj(k, self.0.clone()))

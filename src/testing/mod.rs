@@ -619,6 +619,9 @@ impl<R: Rng> Gen<'_, R> {
         if depth == 0 {
             let idx = self.visible_indices();
             return match self.rng.gen_range(0..6) {
+                0 | 1 if self.cfg.gathers && !self.ints.is_empty() && self.chance(0.4) => {
+                    self.gather().unwrap_or_else(|| self.num())
+                }
                 0 | 1 => self.read(&Type::Real).unwrap_or_else(|| self.num()),
                 2 if self.cfg.brackets && !idx.is_empty() => Expr::Bracket(self.pred(0)),
                 3 if self.cfg.eps && !idx.is_empty() => {
@@ -918,7 +921,7 @@ pub fn gen_function_with<R: Rng>(mut rng: R, cfg: &GenConfig) -> Function {
             }
         }
     }
-    if cfg.gathers && g.chance(0.6) {
+    if cfg.gathers && g.chance(0.8) {
         let s = g.size();
         let ty = if g.chance(0.3) {
             let u = g.size();
