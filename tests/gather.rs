@@ -327,3 +327,32 @@ fn random_programs_with_gathers_agree() {
         ))
     );
 }
+
+mod props {
+    use einsat::syntax::{parse_program, print_function};
+    use einsat::testing::{arb_function, GenConfig};
+    use proptest::prelude::*;
+
+    fn all() -> GenConfig {
+        GenConfig::default().with_features("all").unwrap()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(1000))]
+
+        /// Random programs with gathers type-check, print → parse is the
+        /// identity, and serde JSON round-trips.
+        #[test]
+        fn gather_programs_type_check_and_round_trip(f in arb_function(all())) {
+            let sig = einsat::types::check(&f);
+            prop_assert!(sig.is_ok(), "{}\n{:?}", print_function(&f), sig);
+            let text = print_function(&f);
+            let parsed = parse_program(&text);
+            prop_assert!(parsed.is_ok(), "{}\n{:?}", text, parsed.err());
+            prop_assert_eq!(&parsed.unwrap().program.functions[0], &f, "{}", text);
+            let json = serde_json::to_string(&f).unwrap();
+            let back: einsat::Function = serde_json::from_str(&json).unwrap();
+            prop_assert_eq!(back, f);
+        }
+    }
+}
