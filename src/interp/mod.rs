@@ -644,6 +644,7 @@ fn collect_leaves<N: Clone>(
 fn run_in<D: Domain>(f: &Function, args: &[Value], d: &D) -> Result<(V<D::N>, Sizes)> {
     let sig = crate::types::check(f).map_err(Error::types)?;
     let sizes = bind(f, args)?;
+    gather::check(f, args, &sizes)?;
     // refuse absurd result sizes before computing anything
     if let Some(shape) = result_shapes(&sig.ret, &sizes)? {
         for s in shape {

@@ -388,7 +388,6 @@ pub(crate) fn bind_operands<V: AsOperand>(f: &Function, args: &[V]) -> Result<Si
             &mut origin,
         )?;
     }
-    super::gather::check(f, args, &sizes)?;
     Ok(sizes)
 }
 

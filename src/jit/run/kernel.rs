@@ -403,13 +403,15 @@ impl Kernel {
             if crate::interp::gather::has_int_params(&self.func) {
                 // integer arrays: every element an integer on the axes it
                 // gathers from (the interpreter's check and words)
-                interp::value::bind_operands(&self.func, args)?;
+                let sizes = interp::value::bind_operands(&self.func, args)?;
+                interp::gather::check(&self.func, args, &sizes)?;
             }
             return Ok(());
         }
         // refused (or a case the fast check does not know): the
         // interpreter's check decides and words the error
         let sizes = interp::value::bind_operands(&self.func, args)?;
+        interp::gather::check(&self.func, args, &sizes)?;
         for (slot, name) in ws.slots.iter_mut().zip(&self.sig.names) {
             *slot = sizes.get(name).copied().unwrap_or(call::UNBOUND);
         }
