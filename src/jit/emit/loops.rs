@@ -641,6 +641,15 @@ impl LoopEmitter<'_, '_> {
                 r.body = self.hoist(r.body, &inner);
                 SchedExpr::Reduce(Box::new(r))
             }
+            // a gather's integer (`tok[i]` in a loop of `j`) is read once
+            SchedExpr::Gather { buf, ixs, dyns } => SchedExpr::Gather {
+                buf,
+                ixs,
+                dyns: dyns
+                    .into_iter()
+                    .map(|(a, g, c)| (a, Box::new(self.hoist(*g, blocked)), c))
+                    .collect(),
+            },
             t => t,
         }
     }
