@@ -31,7 +31,7 @@ const BILINEAR: &str =
 
 fn elems(t: &Type, n: usize) -> usize {
     match t {
-        Type::Real => 1,
+        Type::Real | Type::Int => 1,
         Type::Tensor(s, e) => {
             let k = match s {
                 Size::Lit(k) => *k,

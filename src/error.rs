@@ -376,6 +376,13 @@ pub enum Error {
         /// What they were for.
         what: String,
     },
+    /// An integer array argument that a gather (`E[tok[i], j]`) refuses:
+    /// an element that is not an exact integer, or one (plus the gather's
+    /// offset) outside the axis it indexes (`tok[3] = 7 is outside 0..5
+    /// (axis 0 of E, a gather index)`). Checked when the call starts, in
+    /// the interpreter and the JIT alike.
+    #[error("{0}")]
+    Gather(String),
 }
 
 /// With a source: the rendered diagnostics (`file:line:col: error: …` and
@@ -426,7 +433,7 @@ impl Error {
     /// [`Error::NotPair`], [`Error::Shape`], [`Error::SizeName`],
     /// [`Error::UnboundSize`], [`Error::TooLarge`], [`Error::Output`],
     /// [`Error::MissingArgument`], [`Error::UnknownArgument`],
-    /// [`Error::Call`]).
+    /// [`Error::Call`], [`Error::Gather`]).
     pub fn is_call(&self) -> bool {
         matches!(
             self,
@@ -441,6 +448,7 @@ impl Error {
                 | Error::MissingArgument { .. }
                 | Error::UnknownArgument { .. }
                 | Error::Call(_)
+                | Error::Gather(_)
         )
     }
 

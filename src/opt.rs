@@ -302,12 +302,126 @@ fn has_brackets(e: &Expr) -> bool {
     matches!(e, Expr::Bracket(_) | Expr::Eps(_)) || e.children().into_iter().any(has_brackets)
 }
 
+/// `g` (optimised from `f`) with the gathers of `f` it lost (dead code
+/// removed, a false bracket's factor dropped) put back in a `let` of its
+/// own, unused: `let keep0 = gen(i:n) E[tok[i], 0] in …`. The call checks
+/// the integer arrays against every gather of the program it runs
+/// ([`crate::interp::gather`]), so a lost gather would let the optimised
+/// program accept a call the written one refuses. `g` itself when nothing
+/// was lost (or the `let` would not type-check).
+fn keep_gathers(f: &Function, g: Function) -> Function {
+    use crate::extract::normal::{fv_idx, type_of, Cx};
+    use crate::interp::gather::sites;
+    let have = sites(&g);
+    if sites(f).iter().all(|s| have.contains(s)) {
+        return g;
+    }
+    // the access chains holding a gather, with the ranges of the indices
+    // in scope
+    fn chains(
+        e: &Expr,
+        scope: &mut Vec<(String, Size)>,
+        out: &mut Vec<(Expr, Vec<(String, Size)>)>,
+    ) {
+        match e {
+            Expr::Gen(i, n, b) | Expr::Sum(i, n, b) | Expr::Reduce(_, i, n, b) => {
+                scope.push((i.clone(), n.clone()));
+                chains(b, scope, out);
+                scope.pop();
+            }
+            Expr::Access(..) | Expr::Gather(..) | Expr::Proj(..) => {
+                let mut c = e;
+                loop {
+                    match c {
+                        Expr::Gather(..) => {
+                            out.push((e.clone(), scope.clone()));
+                            return;
+                        }
+                        Expr::Access(b, _) | Expr::Proj(_, b) => c = b,
+                        _ => break,
+                    }
+                }
+                e.children().into_iter().for_each(|c| chains(c, scope, out));
+            }
+            _ => e.children().into_iter().for_each(|c| chains(c, scope, out)),
+        }
+    }
+    let mut found = Vec::new();
+    chains(&f.body, &mut Vec::new(), &mut found);
+    let mut body = g.body.clone();
+    let mut k = 0;
+    for (chain, scope) in found {
+        let one = Function {
+            body: chain.clone(),
+            ..f.clone()
+        };
+        if sites(&one).iter().all(|s| have.contains(s)) {
+            continue;
+        }
+        // a number: the chain at fresh indices over its remaining axes
+        // (the first component of a pair)
+        let mut e = chain;
+        let mut gens: Vec<(String, Size)> = Vec::new();
+        for _ in 0..64 {
+            let mut cx = Cx::of(f);
+            cx.idx = scope.clone();
+            match type_of(&e, &mut cx) {
+                Type::Tensor(n, _) => {
+                    let q = format!("keep_i{}", gens.len());
+                    e = Expr::access(e, Affine::var(q.clone()));
+                    gens.push((q, n));
+                }
+                Type::Pair(..) => e = Expr::proj(0, e),
+                _ => break,
+            }
+        }
+        let free = fv_idx(&e);
+        for (q, n) in gens.into_iter().rev() {
+            e = Expr::gen(q, n, e);
+        }
+        // the free indices, outermost first, each at its innermost range
+        let mut seen = Vec::new();
+        for (i, n) in scope.iter().rev() {
+            if free.contains(i) && !seen.contains(i) {
+                seen.push(i.clone());
+                e = Expr::gen(i.clone(), n.clone(), e);
+            }
+        }
+        let name = loop {
+            let x = format!("keep{k}");
+            k += 1;
+            if !f.params.iter().any(|p| p.name == x) {
+                break x;
+            }
+        };
+        body = Expr::let_(name, e, body);
+    }
+    let kept = Function { body, ..g.clone() };
+    if types::check(&kept).is_ok() && crate::extract::is_normal(&kept) {
+        kept
+    } else {
+        g
+    }
+}
+
+/// Whether the body holds a gather (`E[tok[i]]`).
+fn has_gather(e: &Expr) -> bool {
+    let mut todo = vec![e];
+    while let Some(e) = todo.pop() {
+        if matches!(e, Expr::Gather(..)) {
+            return true;
+        }
+        todo.extend(e.children());
+    }
+    false
+}
+
 /// The default memory limit: the largest argument or result, or 2^27
 /// elements, whichever is larger (sizes estimated with `model`).
 fn default_memory_limit(f: &Function, ret: &Type, model: &CostModel) -> f64 {
     fn elements(t: &Type, model: &CostModel) -> f64 {
         match t {
-            Type::Real => 1.0,
+            Type::Real | Type::Int => 1.0,
             Type::Tensor(n, e) => model.trip(n) * elements(e, model),
             Type::Pair(a, b) => elements(a, model).max(elements(b, model)),
         }
@@ -1012,7 +1126,13 @@ fn optimize_here(f: &Function, opts: &Options) -> Result<Optimized> {
             "not saturated: a network of {largest_network} tensors is contracted as planned"
         );
     }
-    if opts.saturate && !planned_only {
+    // a gather's index is not affine: the e-graph does not take it (the
+    // post-pass' program, or the input, is the result)
+    let gathers = has_gather(&pre);
+    if opts.saturate && gathers {
+        report.stop_reason = "not saturated: the program has a gather".to_string();
+    }
+    if opts.saturate && !planned_only && !gathers {
         let planned_body = planned.as_ref().map(|(b, _)| b);
         s.saturation_rounds(
             f,
@@ -1025,6 +1145,11 @@ fn optimize_here(f: &Function, opts: &Options) -> Result<Optimized> {
         )?;
     }
     let (cost_after, program, chosen) = match best {
+        // every gather of the input must stay: the call's check of the
+        // integer arrays follows the program's gathers, so that the
+        // interpreter on the input and the JIT on the result refuse the
+        // same calls
+        Some((_, c, g, how)) if has_gather(&s.fixed.body) => (c, keep_gathers(&s.fixed, g), how),
         Some((_, c, g, how)) => (c, g, how),
         None => (cost_before, s.fixed, "input"),
     };

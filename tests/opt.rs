@@ -370,7 +370,7 @@ fn pair_free_boundary(f: &Function) -> bool {
             }
             tup(a) && tup(b)
         }
-        einsat::Type::Real => true,
+        einsat::Type::Real | einsat::Type::Int => true,
     };
     f.params.iter().all(|p| ok(&p.ty)) && f.ret.as_ref().is_none_or(ok)
 }

@@ -198,7 +198,7 @@ fn records_inside_an_expression_are_still_refused_by_the_jit() {
 fn has_record(f: &Function) -> bool {
     fn record(t: &Type) -> bool {
         match t {
-            Type::Real => false,
+            Type::Real | Type::Int => false,
             Type::Tensor(_, e) => !e.is_pair_free() || record(e),
             Type::Pair(a, b) => record(a) || record(b),
         }

@@ -145,6 +145,7 @@ fn source_failure(exc: Exc, d: &[einsat::diag::Diagnostic], src: Option<&str>) -
 /// arity, rank, shapes, size names, outputs, …): wrong arguments.
 const ARGUMENT_ERRORS: &[&str] = &[
     "Call",
+    "Gather",
     "Arity",
     "Rank",
     "NotPair",

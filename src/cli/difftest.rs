@@ -24,7 +24,8 @@ pub struct DiffArgs {
     pub seed: u64,
     /// Program features: a comma list of all, none, NAME or -NAME, e.g.
     /// "all,-eps" or "lets,affine" (names: pairs, lets, brackets, eps,
-    /// funcs, affine, named, pair-params, tuples, records, reductions, values, folds).
+    /// funcs, affine, named, pair-params, tuples, records, reductions,
+    /// values, folds, gathers).
     #[arg(long, default_value = "all")]
     pub features: String,
     /// Maximum expression depth of the random programs (at most 8).

@@ -236,7 +236,7 @@ impl Inst {
     }
     fn term(&mut self, ty: &Type, depth: u32, vals: &[(Symbol, Type)], budget: u32) -> Id {
         match ty {
-            Type::Real => self.real(depth, vals, budget),
+            Type::Real | Type::Int => self.real(depth, vals, budget),
             Type::Tensor(_, e) => {
                 let opts: Vec<Symbol> = vals
                     .iter()

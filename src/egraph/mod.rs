@@ -897,6 +897,13 @@ pub fn expr_to_rec(
     out: &mut RecExpr<TL>,
 ) -> Result<Id, ConvError> {
     Ok(match e {
+        // a gather's index is no affine index: the e-graph does not take
+        // programs with gathers (the optimiser keeps them as written)
+        Expr::Gather(..) => {
+            return Err(ConvError(
+                "a gather (an index read from an integer array)".into(),
+            ))
+        }
         Expr::Var(x) => out.add(TL::Var(Symbol::from(x.as_str()))),
         Expr::Num(x) => {
             if *x < 0.0 {

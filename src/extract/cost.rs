@@ -163,6 +163,7 @@ pub fn ir_cost(e: &Expr, m: &CostModel) -> f64 {
         Expr::Sum(_, n, b) => m.trip(n) * (ir_cost(b, m) + 1.0),
         Expr::Reduce(_, _, n, b) => m.trip(n) * (ir_cost(b, m) + 1.0),
         Expr::Access(a, _) => 1.0 + ir_cost(a, m),
+        Expr::Gather(a, g, _) => 3.0 + ir_cost(a, m) + ir_cost(g, m),
         Expr::Let(_, a, b) => ir_cost(a, m) + ir_cost(b, m),
         Expr::IndexValue(_) | Expr::SizeValue(_) => 1.0,
         Expr::Where(..) => 1.0 + e.children().into_iter().map(|c| ir_cost(c, m)).sum::<f64>(),

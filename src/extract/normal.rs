@@ -243,6 +243,7 @@ pub fn map_children(e: &Expr, f: &mut impl FnMut(&Expr) -> Expr) -> Expr {
             Expr::where_(c, f(a), f(b))
         }
         Expr::Fold(i, n, acc, a, b) => Expr::fold(i.clone(), n.clone(), acc.clone(), f(a), f(b)),
+        Expr::Gather(a, g, c) => Expr::gather(f(a), f(g), *c),
     }
 }
 
@@ -270,6 +271,7 @@ pub fn map_children_owned(e: Expr, f: &mut impl FnMut(Expr) -> Expr) -> Expr {
             let a = f(*a);
             Expr::fold(i, n, acc, a, f(*b))
         }
+        Expr::Gather(a, g, c) => Expr::gather(f(*a), f(*g), c),
     }
 }
 
@@ -464,7 +466,7 @@ pub fn type_of(e: &Expr, cx: &mut Cx) -> Type {
             cx.idx.pop();
             Type::tensor(n.clone(), t)
         }
-        Expr::Access(a, _) => match type_of(a, cx) {
+        Expr::Access(a, _) | Expr::Gather(a, _, _) => match type_of(a, cx) {
             Type::Tensor(_, t) => *t,
             _ => Type::Real,
         },
@@ -481,7 +483,7 @@ pub fn type_of(e: &Expr, cx: &mut Cx) -> Type {
 
 fn zero_of(t: &Type, fresh: &mut Fresh) -> Expr {
     match t {
-        Type::Real => Expr::Num(0.0),
+        Type::Real | Type::Int => Expr::Num(0.0),
         Type::Tensor(n, t) => Expr::gen(fresh.next("i"), n.clone(), zero_of(t, fresh)),
         Type::Pair(a, b) => Expr::pair(zero_of(a, fresh), zero_of(b, fresh)),
     }
@@ -490,7 +492,7 @@ fn zero_of(t: &Type, fresh: &mut Fresh) -> Expr {
 /// Root of an access/projection chain.
 fn chain_root(e: &Expr) -> &Expr {
     match e {
-        Expr::Access(a, _) | Expr::Proj(_, a) => chain_root(a),
+        Expr::Access(a, _) | Expr::Proj(_, a) | Expr::Gather(a, _, _) => chain_root(a),
         _ => e,
     }
 }
@@ -942,7 +944,7 @@ impl Norm<'_> {
                     Expr::gen(j, n.clone(), r)
                 }
             },
-            Type::Real => {
+            Type::Real | Type::Int => {
                 let mut counts = BTreeMap::new();
                 self.count_candidates(&e, cx, &mut counts);
                 counts.retain(|_, k| *k >= 2);
@@ -1782,6 +1784,11 @@ pub fn is_normal(f: &Function) -> bool {
         match e {
             Expr::Var(x) => !has_proj || cx.val(x).is_some(),
             Expr::Access(a, _) => chain_ok(a, cx, has_proj),
+            Expr::Gather(a, g, _) => {
+                chain_ok(a, cx, has_proj)
+                    && matches!(&**g, Expr::Access(..))
+                    && crate::interp::gather::array_of(g).is_some()
+            }
             Expr::Proj(_, a) => chain_ok(a, cx, true),
             _ => false,
         }
@@ -1801,7 +1808,7 @@ pub fn is_normal(f: &Function) -> bool {
                 }
                 matches!(r, Expr::Fold(..)) && type_of(e, cx) == Type::Real && fold_ok(r, cx)
             }
-            Expr::Var(_) | Expr::Access(..) | Expr::Proj(..) => {
+            Expr::Var(_) | Expr::Access(..) | Expr::Proj(..) | Expr::Gather(..) => {
                 chain_ok(e, cx, false) && type_of(e, cx) == Type::Real
             }
             Expr::Bin(_, a, b) => scalar(a, cx) && scalar(b, cx),

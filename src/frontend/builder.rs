@@ -317,6 +317,14 @@ impl E {
     pub fn at3(&self, i: impl Into<Aff>, j: impl Into<Aff>, k: impl Into<Aff>) -> E {
         self.at(i).at(j).at(k)
     }
+    /// `e[g + c]`, a gather: `g` reads an integer array parameter at
+    /// every axis (`tok.at(i)`, for `tok: [n]Z`), and `c` is added to it;
+    /// `e` is a parameter or an access chain from one. An embedding
+    /// lookup `gen(i:n, j:d) E[tok[i], j]` is
+    /// `gen("n", |i| gen("d", |j| e.gather(tok.at(i), 0).at(j)))`.
+    pub fn gather(&self, g: E, c: i64) -> E {
+        E(Expr::gather(self.0.clone(), g.0, c))
+    }
     /// `e.k`.
     pub fn proj(&self, k: u8) -> E {
         E(Expr::proj(k, self.0.clone()))
@@ -836,6 +844,7 @@ impl Resolver {
                     Expr::reduce(op, i, n, b?)
                 }
                 Expr::Access(a, ix) => Expr::access(self.expr(*a)?, self.affine(ix)?),
+                Expr::Gather(a, g, c) => Expr::gather(self.expr(*a)?, self.expr(*g)?, c),
                 Expr::Bracket(p) => Expr::Bracket(self.pred(p)?),
                 Expr::Eps(v) => Expr::Eps(
                     v.into_iter()
@@ -895,7 +904,7 @@ type Found = Vec<(String, Vec<(Size, String)>)>;
 fn root_name(e: &Expr) -> String {
     match e {
         Expr::Var(x) => format!("`{x}`"),
-        Expr::Access(b, _) | Expr::Proj(_, b) => root_name(b),
+        Expr::Access(b, _) | Expr::Proj(_, b) | Expr::Gather(b, _, _) => root_name(b),
         _ => "an expression".into(),
     }
 }
@@ -991,6 +1000,13 @@ fn infer(
             }
         }
         Expr::IndexValue(_) | Expr::SizeValue(_) => Some(Type::Real),
+        Expr::Gather(a, g, _) => {
+            infer(g, vals, idx, found);
+            match infer(a, vals, idx, found)? {
+                Type::Tensor(_, el) => Some(*el),
+                _ => None,
+            }
+        }
         Expr::Where(..) => {
             for c in e.children() {
                 infer(c, vals, idx, found);
@@ -1032,6 +1048,10 @@ fn subst_sizes(e: &mut Expr, auto: &str, by: &Size) {
             subst_sizes(b, auto, by);
         }
         Expr::Neg(a) | Expr::Proj(_, a) | Expr::Access(a, _) => subst_sizes(a, auto, by),
+        Expr::Gather(a, g, _) => {
+            subst_sizes(a, auto, by);
+            subst_sizes(g, auto, by);
+        }
         Expr::Call(_, args) => args.iter_mut().for_each(|a| subst_sizes(a, auto, by)),
         Expr::Var(_) | Expr::Num(_) | Expr::Bracket(_) | Expr::Eps(_) => {}
         Expr::IndexValue(_) | Expr::SizeValue(_) => {}

@@ -14,6 +14,7 @@
 //! strong. Everywhere else a strong zero is plain `0.0`.
 
 pub mod domain;
+pub mod gather;
 pub mod random;
 pub mod shadow;
 pub mod value;
@@ -51,7 +52,7 @@ impl<N: Clone> V<N> {
 /// another element, so an empty tensor pads like any other.
 fn zero_of<D: Domain>(t: &Type, sizes: &Sizes, d: &D) -> Result<V<D::N>> {
     Ok(match t {
-        Type::Real => V::Num(d.num(0.0), false),
+        Type::Real | Type::Int => V::Num(d.num(0.0), false),
         Type::Tensor(n, e) => {
             let n = value::resolve(n, sizes).expect("sizes are bound at the boundary");
             let z = zero_of(e, sizes, d)?;
@@ -140,6 +141,13 @@ fn access_types_inner(e: &Expr, scope: &mut Vec<(String, Type)>, out: &mut Acces
             scope.pop();
             t
         }
+        Expr::Gather(a, _, _) => match access_types(a, scope, out) {
+            Type::Tensor(_, elem) => {
+                out.insert(e as *const Expr, (*elem).clone());
+                *elem
+            }
+            _ => unreachable!("a well-typed program only indexes tensors"),
+        },
     }
 }
 
@@ -164,6 +172,8 @@ struct Env<'d, D: Domain> {
     /// An allocation refused during the run: the run stops (every loop
     /// ends early) and fails with it.
     oom: Option<Error>,
+    /// The integer array arguments, as passed (read by gathers).
+    ints: Vec<(String, Value)>,
 }
 
 impl<D: Domain> Env<'_, D> {
@@ -303,8 +313,15 @@ fn eval_inner<D: Domain>(e: &Expr, env: &mut Env<'_, D>) -> V<D::N> {
             // an ordinary number, like a scalar function's result
             V::Num(acc, false)
         }
-        Expr::Access(a, idx) => {
-            let k = idx.eval(|v| env.index(v));
+        Expr::Access(..) | Expr::Gather(..) => {
+            let k = match e {
+                Expr::Access(_, idx) => idx.eval(|v| env.index(v)),
+                Expr::Gather(_, g, c) => gather_index(g, *c, env),
+                _ => unreachable!("an access or a gather"),
+            };
+            let (Expr::Access(a, _) | Expr::Gather(a, _, _)) = e else {
+                unreachable!("an access or a gather")
+            };
             match eval(a, env) {
                 V::Tensor(items) if k >= 0 && (k as usize) < items.len() => {
                     items[k as usize].clone()
@@ -376,6 +393,43 @@ fn eval_inner<D: Domain>(e: &Expr, env: &mut Env<'_, D>) -> V<D::N> {
             }
             a
         }
+    }
+}
+
+/// The index a gather reads: the integer array's element at the affine
+/// positions of `g` (0 off its axes), plus `c`. The call's check
+/// ([`gather::check`]) made every element an integer on the axis; a
+/// value that is not (never, after the check) reads off the axis, as a
+/// zero-padding read.
+fn gather_index<D: Domain>(g: &Expr, c: i64, env: &Env<'_, D>) -> i64 {
+    let Some(x) = gather::array_of(g) else {
+        return -1;
+    };
+    let pos: Vec<i64> = gather::positions_of(g)
+        .iter()
+        .map(|a| a.eval(|v| env.index(v)))
+        .collect();
+    let t = match env.ints.iter().rev().find(|(n, _)| n == x) {
+        Some((_, Value::Array(a))) => {
+            let shape = a.shape();
+            if pos.len() == shape.len()
+                && pos
+                    .iter()
+                    .zip(shape)
+                    .all(|(&k, &n)| k >= 0 && (k as usize) < n)
+            {
+                let ix: Vec<usize> = pos.iter().map(|&k| k as usize).collect();
+                a[IxDyn(&ix)]
+            } else {
+                0.0
+            }
+        }
+        _ => return -1,
+    };
+    if t.is_finite() && t.fract() == 0.0 && t.abs() <= MAX_INDEX_MAGNITUDE as f64 {
+        (t as i64).saturating_add(c)
+    } else {
+        -1
     }
 }
 
@@ -460,7 +514,7 @@ fn outer_len(v: &Slice) -> usize {
 /// row; the tensors' element vectors allocated fallibly).
 fn to_internal<D: Domain>(v: &Slice, t: &Type, d: &D) -> Result<V<D::N>> {
     Ok(match t {
-        Type::Real => match v {
+        Type::Real | Type::Int => match v {
             Slice::Real(x) => V::Num(d.num(*x), false),
             Slice::Array(a) => V::Num(d.num(a[IxDyn(&[])]), false),
             Slice::Pair(..) => unreachable!("bound values match their types"),
@@ -489,7 +543,7 @@ fn boundary_shape(b: &Boundary, sizes: &Sizes) -> Result<Vec<usize>> {
 
 fn to_boundary(v: &V<f64>, t: &Type, sizes: &Sizes) -> Result<Value> {
     match t {
-        Type::Real => Ok(Value::Real(v.num().0)),
+        Type::Real | Type::Int => Ok(Value::Real(v.num().0)),
         Type::Pair(ta, tb) => match v {
             V::Pair(p) => Ok(Value::pair(
                 to_boundary(&p.0, ta, sizes)?,
@@ -564,7 +618,7 @@ fn component_type(t: &Type, k: usize) -> Type {
             }
         }
         Type::Tensor(n, e) => Type::tensor(n.clone(), component_type(e, k)),
-        Type::Real => unreachable!("components are taken of pairs only"),
+        Type::Real | Type::Int => unreachable!("components are taken of pairs only"),
     }
 }
 
@@ -623,6 +677,7 @@ fn collect_leaves<N: Clone>(
 fn run_in<D: Domain>(f: &Function, args: &[Value], d: &D) -> Result<(V<D::N>, Sizes)> {
     let sig = crate::types::check(f).map_err(Error::types)?;
     let sizes = bind(f, args)?;
+    gather::check(f, args, &sizes)?;
     // refuse absurd result sizes before computing anything
     if let Some(shape) = result_shapes(&sig.ret, &sizes)? {
         for s in shape {
@@ -645,6 +700,13 @@ fn run_in<D: Domain>(f: &Function, args: &[Value], d: &D) -> Result<(V<D::N>, Si
         access_types: types,
         zeros: HashMap::new(),
         oom: None,
+        ints: f
+            .params
+            .iter()
+            .zip(args)
+            .filter(|(p, _)| p.ty.is_int_array())
+            .map(|(p, v)| (p.name.clone(), v.clone()))
+            .collect(),
     };
     for (p, v) in f.params.iter().zip(args) {
         env.values
@@ -695,7 +757,7 @@ impl Shape {
     /// The exact shape of a value of type `t`.
     fn of(t: &Type, sizes: &Sizes) -> Result<Rc<Shape>> {
         Ok(match t {
-            Type::Real => Shape::num(),
+            Type::Real | Type::Int => Shape::num(),
             Type::Tensor(n, e) => {
                 Shape::tensor(value::resolve(n, sizes)? as u128, Shape::of(e, sizes)?)
             }
@@ -772,7 +834,7 @@ fn shape_of_inner(
                 _ => s,
             }
         }
-        Expr::Access(a, _) => {
+        Expr::Access(a, _) | Expr::Gather(a, _, _) => {
             let s = shape_of(a, sizes, scope)?;
             match &s.kind {
                 ShapeKind::Tensor(elem) => elem.clone(),

@@ -160,6 +160,55 @@ pub fn random_inputs_of(
     let off = class.offset(rng);
     f.params
         .iter()
-        .map(|p| random_boundary(&Boundary::of(&p.ty), sizes, class, off, rng))
+        .map(|p| {
+            if p.ty.is_int_array() {
+                random_ints(f, &p.name, &p.ty, sizes, class, rng)
+            } else {
+                random_boundary(&Boundary::of(&p.ty), sizes, class, off, rng)
+            }
+        })
         .collect()
+}
+
+/// Integers for the integer array `name`, uniform over the indices every
+/// gather reading it accepts ([`super::gather::accepted`]; 0 when none
+/// is). With [`ValueClass::Special`], three times in ten one element is
+/// refused instead (one past the accepted range, below it, or 0.5), so
+/// that the engines' refusals are compared too.
+fn random_ints(
+    f: &Function,
+    name: &str,
+    ty: &crate::syntax::ast::Type,
+    sizes: &Sizes,
+    class: ValueClass,
+    rng: &mut impl Rng,
+) -> Result<Value> {
+    let Boundary::Array(s) = Boundary::of(ty) else {
+        unreachable!("an integer array is an array")
+    };
+    let shape: Vec<usize> = s.iter().map(|n| resolve(n, sizes)).collect::<Result<_>>()?;
+    let len = checked_elements(&shape)?;
+    let (lo, hi) = super::gather::accepted(f, name, sizes)?;
+    // an array no gather reads: small integers
+    let hi = if hi == i64::MAX { lo + 8 } else { hi };
+    let mut data: Vec<f64> = (0..len)
+        .map(|_| {
+            if lo < hi {
+                rng.gen_range(lo..hi) as f64
+            } else {
+                0.0
+            }
+        })
+        .collect();
+    if class == ValueClass::Special && len > 0 && rng.gen_bool(0.3) {
+        let k = rng.gen_range(0..len);
+        data[k] = match rng.gen_range(0..3) {
+            0 => hi as f64,
+            1 => lo as f64 - 1.0,
+            _ => 0.5,
+        };
+    }
+    Ok(Value::Array(
+        ArrayD::from_shape_vec(IxDyn(&shape), data).expect("length matches shape"),
+    ))
 }

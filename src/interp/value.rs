@@ -162,7 +162,7 @@ impl Boundary {
     /// The boundary form of a type: tensors of pairs become pairs of tensors.
     pub fn of(t: &Type) -> Boundary {
         match t {
-            Type::Real => Boundary::Array(vec![]),
+            Type::Real | Type::Int => Boundary::Array(vec![]),
             Type::Pair(a, b) => {
                 Boundary::Pair(Box::new(Boundary::of(a)), Box::new(Boundary::of(b)))
             }

@@ -118,6 +118,11 @@ fn fold_root(e: &Expr) -> Option<(&Expr, Vec<u8>)> {
     path.reverse();
     matches!(cur, Expr::Fold(..)).then_some((cur, path))
 }
+/// The placeholder index of a gathered axis (see [`Scalar::Gather`]).
+static ZERO: Affine = Affine {
+    terms: std::collections::BTreeMap::new(),
+    constant: 0,
+};
 
 fn path_name(x: &str, path: &[u8]) -> String {
     let mut name = x.to_string();
@@ -191,11 +196,21 @@ impl Lower {
     /// An access chain `x`, `x.0`, `a[ι]`, … ending in a number.
     fn chain(&mut self, e: &Expr) -> Result<Scalar, String> {
         let mut ops = Vec::new();
+        let mut gathers: Vec<(usize, &Expr, i64)> = Vec::new();
+        let mut axes_from_end = 0usize;
         let mut cur = e;
         loop {
             match cur {
                 Expr::Access(a, i) => {
                     ops.push(Err(i));
+                    axes_from_end += 1;
+                    cur = a;
+                }
+                Expr::Gather(a, g, c) => {
+                    // the axis' index is replaced below (0 until then)
+                    ops.push(Err(&ZERO));
+                    gathers.push((axes_from_end, g, *c));
+                    axes_from_end += 1;
                     cur = a;
                 }
                 Expr::Proj(k, a) => {
@@ -308,7 +323,16 @@ impl Lower {
                 checked: a.as_var().is_none(),
             });
         }
-        Ok(Scalar::Load(buf, ixs))
+        if gathers.is_empty() {
+            return Ok(Scalar::Load(buf, ixs));
+        }
+        let n = ixs.len();
+        let mut dyns = Vec::new();
+        for (from_end, g, c) in gathers {
+            dyns.push((n - 1 - from_end, Box::new(self.chain(g)?), c));
+        }
+        dyns.sort_by_key(|d| d.0);
+        Ok(Scalar::Gather(buf, ixs, dyns))
     }
 
     fn scalar(&mut self, e: &Expr) -> Result<Scalar, String> {
@@ -319,7 +343,7 @@ impl Lower {
                 let (root, path) = fold_root(e).expect("checked");
                 self.fold(root, &path)?
             }
-            Expr::Var(_) | Expr::Access(..) | Expr::Proj(..) => self.chain(e)?,
+            Expr::Var(_) | Expr::Access(..) | Expr::Proj(..) | Expr::Gather(..) => self.chain(e)?,
             Expr::Bracket(p) => Scalar::Bracket(self.pred(p)?),
             Expr::Eps(v) => Scalar::Eps(v.iter().map(|a| self.aff(a)).collect::<Result<_, _>>()?),
             Expr::Bin(op, a, b) => {

@@ -39,6 +39,11 @@ pub enum Type {
     Tensor(Size, Box<Type>),
     /// A pair `(A, B)`.
     Pair(Box<Type>, Box<Type>),
+    /// An integer (`Z`): only the element type of a parameter's tensor,
+    /// `[n]Z`, an integer array read inside an index (a gather,
+    /// [`Expr::Gather`]). At the call boundary its elements are f64 values
+    /// that must be exact integers.
+    Int,
 }
 
 impl Type {
@@ -61,7 +66,7 @@ impl Type {
     /// Every size name that occurs in this type, in order of first occurrence.
     pub fn size_names(&self, out: &mut Vec<String>) {
         match self {
-            Type::Real => {}
+            Type::Real | Type::Int => {}
             Type::Tensor(s, t) => {
                 if let Size::Named(n) = s {
                     if !out.contains(n) {
@@ -76,10 +81,17 @@ impl Type {
             }
         }
     }
+    /// Whether this is an integer array `[n, ...]Z`.
+    pub fn is_int_array(&self) -> bool {
+        match self {
+            Type::Tensor(_, t) => matches!(**t, Type::Int) || t.is_int_array(),
+            _ => false,
+        }
+    }
     /// True when no pair occurs anywhere inside the type.
     pub fn is_pair_free(&self) -> bool {
         match self {
-            Type::Real => true,
+            Type::Real | Type::Int => true,
             Type::Tensor(_, t) => t.is_pair_free(),
             Type::Pair(..) => false,
         }
@@ -557,6 +569,15 @@ pub enum Expr {
     /// numbers; it holds ordinary numbers (a strong zero stored in it is a
     /// plain 0).
     Fold(String, Size, String, Box<Expr>, Box<Expr>),
+    /// A gather `e[g + c]`: the element of `e`'s outermost axis at the
+    /// integer `g + c`, where `g` reads an integer array parameter at affine
+    /// indices (`tok[i]`, `tok[i, k]`: [`Expr::Var`] under
+    /// [`Expr::Access`]es) and `c` is a constant. `e` is an access chain
+    /// from a parameter. Every element of the integer array, plus `c`, must
+    /// lie on the axis: that is checked when a call starts
+    /// ([`crate::interp::gather`]); a read of `g` off its own axes is 0, so
+    /// the index is then `c` (off the axis: a zero-padding read).
+    Gather(Box<Expr>, Box<Expr>, i64),
 }
 
 /// The condition of a `where`: comparisons of numbers (IEEE: every
@@ -769,6 +790,10 @@ impl Expr {
     ) -> Expr {
         Expr::Fold(i.into(), n, acc.into(), Box::new(init), Box::new(body))
     }
+    /// `e[g + c]`, a gather (see [`Expr::Gather`]).
+    pub fn gather(e: Expr, g: Expr, c: i64) -> Expr {
+        Expr::Gather(Box::new(e), Box::new(g), c)
+    }
     /// `let x = e1 in e2`.
     pub fn let_(x: impl Into<String>, e1: Expr, e2: Expr) -> Expr {
         Expr::Let(x.into(), Box::new(e1), Box::new(e2))
@@ -805,6 +830,7 @@ impl Expr {
                 v
             }
             Expr::Fold(_, _, _, a, b) => vec![a, b],
+            Expr::Gather(a, g, _) => vec![a, g],
         }
     }
     /// Depth of the tree (a leaf has depth 1), counted without recursion.
@@ -886,6 +912,10 @@ pub fn drop_iteratively(e: Expr) {
             Expr::Fold(_, _, _, a, b) => {
                 todo.push(std::mem::replace(&mut **a, Expr::Num(0.0)));
                 todo.push(std::mem::replace(&mut **b, Expr::Num(0.0)));
+            }
+            Expr::Gather(a, g, _) => {
+                todo.push(std::mem::replace(&mut **a, Expr::Num(0.0)));
+                todo.push(std::mem::replace(&mut **g, Expr::Num(0.0)));
             }
         }
     }

@@ -507,6 +507,10 @@ impl Parser<'_> {
             self.bump();
             return Ok(Type::Real);
         }
+        if self.is_kw("Z") {
+            self.bump();
+            return Ok(Type::Int);
+        }
         if self.is_sym("[") {
             let open = self.bump().1;
             let mut sizes = vec![self.size()?];
@@ -514,7 +518,8 @@ impl Parser<'_> {
                 sizes.push(self.size()?);
             }
             self.expect_close(open, "]", "to close the sizes of a tensor type")?;
-            let elem = if self.is_kw("R") || self.is_sym("[") || self.is_sym("(") {
+            let elem = if self.is_kw("R") || self.is_kw("Z") || self.is_sym("[") || self.is_sym("(")
+            {
                 self.ty()?
             } else {
                 Type::Real
@@ -725,6 +730,16 @@ impl Parser<'_> {
             if self.is_sym("[") {
                 let open = self.bump().1;
                 loop {
+                    if self.at_gather() {
+                        let (g, gsp, c) = self.gather_index()?;
+                        let span = Span::new(sp.span.start, self.prev_end());
+                        *e = Expr::gather(std::mem::replace(e, Expr::Num(0.0)), g, c);
+                        *sp = SpanTree::node(span, vec![std::mem::take(sp), gsp]);
+                        if !self.eat_sym(",") {
+                            break;
+                        }
+                        continue;
+                    }
                     let idx = self.affine()?;
                     let span = Span::new(sp.span.start, self.prev_end());
                     *e = Expr::access(std::mem::replace(e, Expr::Num(0.0)), idx);
@@ -973,6 +988,76 @@ impl Parser<'_> {
     }
 
     // ---- index expressions and predicates ----
+
+    /// Whether an index starts with a name followed by `[`: a gather,
+    /// `x[tok[i]]`.
+    fn at_gather(&self) -> bool {
+        matches!(self.peek(), Tok::Ident(s) if !KEYWORDS.contains(&s.as_str()))
+            && matches!(self.peek_at(1), Tok::Sym("["))
+    }
+
+    /// A gather index `tok[a, ...]`, `tok[a] + c` or `tok[a] - c` (an
+    /// integer array read at affine indices, plus or minus an integer).
+    fn gather_index(&mut self) -> PResult<(Expr, SpanTree, i64)> {
+        let start = self.span();
+        let (name, nsp) = self.ident("an integer array")?;
+        let mut g = Expr::Var(name);
+        let mut gsp = SpanTree::leaf(nsp);
+        let open = self.expect_sym("[", "after an integer array's name")?;
+        loop {
+            if self.at_gather() {
+                return self.err(
+                    "a gather's index may not itself hold a gather (write `tok[i]` with affine indices inside)",
+                );
+            }
+            let idx = self.affine()?;
+            let span = Span::new(start.start, self.prev_end());
+            g = Expr::access(g, idx);
+            gsp = SpanTree::node(span, vec![gsp]);
+            if !self.eat_sym(",") {
+                break;
+            }
+        }
+        let close = self.expect_close(open, "]", "to close an integer array's index")?;
+        gsp.span.end = close.end;
+        let mut c: i64 = 0;
+        loop {
+            let neg = if self.is_sym("+") {
+                false
+            } else if self.is_sym("-") {
+                true
+            } else {
+                break;
+            };
+            let at = self.span();
+            self.bump();
+            let k = match self.peek().clone() {
+                Tok::Int(n) if n <= MAX_INDEX_MAGNITUDE as u64 => n as i64,
+                t => {
+                    return self.err(format!(
+                        "a gather's index is an integer array read plus or minus an integer, found {} after `{}`",
+                        t.describe(),
+                        if neg { "-" } else { "+" }
+                    ))
+                }
+            };
+            self.bump();
+            c = if neg {
+                c.checked_sub(k)
+            } else {
+                c.checked_add(k)
+            }
+            .filter(|c| c.unsigned_abs() <= MAX_INDEX_MAGNITUDE as u64)
+            .ok_or_else(|| self.range_err(at))?;
+        }
+        if !(self.is_sym(",") || self.is_sym("]")) {
+            return self.err(format!(
+                "a gather's index is an integer array read plus or minus an integer (`tok[i] + 1`), found {}",
+                self.peek().describe()
+            ));
+        }
+        Ok((g, gsp, c))
+    }
 
     fn affine(&mut self) -> PResult<Affine> {
         self.enter()?;
@@ -1263,6 +1348,13 @@ fn resolve_inner(
             let (a, sa) = resolve(*a, next(&mut kids), scope)?;
             sp.children = vec![sa];
             Expr::access(a, idx)
+        }
+        Expr::Gather(a, g, c) => {
+            let (a, sa) = resolve(*a, next(&mut kids), scope)?;
+            // the integer array is a parameter: never an index or size
+            let (g, sg) = resolve(*g, next(&mut kids), scope)?;
+            sp.children = vec![sa, sg];
+            Expr::gather(a, g, c)
         }
         Expr::Gen(i, n, b) => {
             scope.indices.push(i.clone());

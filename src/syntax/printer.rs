@@ -128,6 +128,7 @@ pub fn print_pred(p: &Pred) -> String {
 pub fn print_type(t: &Type) -> String {
     match t {
         Type::Real => "R".into(),
+        Type::Int => "Z".into(),
         Type::Pair(a, b) => format!("({}, {})", print_type(a), print_type(b)),
         Type::Tensor(..) => {
             let mut sizes = Vec::new();
@@ -238,12 +239,21 @@ fn pr_inner(e: &Expr, open: bool, out: &mut String) {
             }
             let _ = write!(out, ".{k}");
         }
-        Expr::Access(..) => {
+        Expr::Access(..) | Expr::Gather(..) => {
             let mut idx = Vec::new();
             let mut base = e;
-            while let Expr::Access(b, i) = base {
-                idx.push(print_affine(i));
-                base = b;
+            loop {
+                match base {
+                    Expr::Access(b, i) => {
+                        idx.push(print_affine(i));
+                        base = b;
+                    }
+                    Expr::Gather(b, g, c) => {
+                        idx.push(print_gather_index(g, *c));
+                        base = b;
+                    }
+                    _ => break,
+                }
             }
             idx.reverse();
             pr(base, P_POSTFIX, false, out);
@@ -291,6 +301,22 @@ fn pr_inner(e: &Expr, open: bool, out: &mut String) {
             pr(b, P_BINDER, open, out);
         }
     }
+}
+
+/// The index of a gather, `tok[i]`, `tok[i, k] + 1`, `tok[i] - 2`.
+fn print_gather_index(g: &Expr, c: i64) -> String {
+    let mut s = String::new();
+    pr(g, P_POSTFIX, false, &mut s);
+    match c {
+        0 => {}
+        c if c > 0 => {
+            let _ = write!(s, " + {c}");
+        }
+        c => {
+            let _ = write!(s, " - {}", c.unsigned_abs());
+        }
+    }
+    s
 }
 
 fn cond_prec(c: &Cond) -> u8 {

@@ -492,8 +492,20 @@ pub fn contract_judge(f: &Function, args: &[Value], got: &Value) -> Result<Optio
 /// Run one case through the three engines and compare with the reference.
 pub fn check(case: &Case, cfg: &DiffConfig) -> Verdict {
     let f = &case.function;
-    let want = match guarded(|| interp::run(f, &case.args)) {
+    let mut refused = None;
+    let want = match guarded(|| {
+        interp::run(f, &case.args).inspect_err(|e| {
+            if let crate::Error::Gather(m) = e {
+                refused = Some(m.clone());
+            }
+        })
+    }) {
         Ok(v) => v,
+        // integer arrays a gather refuses: every engine refuses the call
+        // with the same words
+        Err(_) if refused.is_some() => {
+            return same_refusal(f, case, cfg, refused.as_deref().unwrap_or_default())
+        }
         Err(m) => return fail(Stage::Interp, m, None),
     };
     let reference = if cfg.opt.fast_math {
@@ -568,6 +580,41 @@ pub fn check(case: &Case, cfg: &DiffConfig) -> Verdict {
             ),
         },
         Err(m) => fail(Stage::OptJit, m, Some(g)),
+    }
+}
+
+/// A case whose integer arrays a gather refuses (`want`, the interpreter's
+/// error): the optimised program in the interpreter and on the JIT must
+/// refuse it with the same error.
+fn same_refusal(f: &Function, case: &Case, cfg: &DiffConfig, want: &str) -> Verdict {
+    let g = match guarded(|| optimize(f, &cfg.opt)) {
+        Ok(o) => o.program,
+        Err(m) => return fail(Stage::Optimizer, m, None),
+    };
+    let want = format!("error: {want}");
+    match guarded(|| interp::run(&g, &case.args)) {
+        Err(m) if m == want => {}
+        Err(m) => return fail(Stage::OptInterp, format!("{m} (expected {want})"), Some(&g)),
+        Ok(v) => {
+            return mismatch(
+                Stage::OptInterp,
+                format!("{want} expected, got {v}"),
+                Some(&g),
+            )
+        }
+    }
+    if !cfg.jit {
+        return Verdict::Agree { jit: false };
+    }
+    let laid: Vec<Value> = case
+        .args
+        .iter()
+        .map(|v| relayout_value(v, case.layout))
+        .collect();
+    match guarded(|| jit::compile_uncached(&g)?.call(&laid)) {
+        Err(m) if m == want => Verdict::Agree { jit: true },
+        Err(m) => fail(Stage::OptJit, format!("{m} (expected {want})"), Some(&g)),
+        Ok(v) => mismatch(Stage::OptJit, format!("{want} expected, got {v}"), Some(&g)),
     }
 }
 

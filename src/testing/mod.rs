@@ -150,6 +150,11 @@ pub struct GenConfig {
     /// Indexed folds `fold(i:n, acc = init) body` with a number or a pair
     /// (of pairs) of numbers as the accumulator.
     pub folds: bool,
+    /// Gathers `E[tok[i] + c, j]` from an integer array parameter `tok`
+    /// (off in [`GenConfig::default`], so the programs of the other
+    /// property tests stay as they were; on with the feature `gathers`
+    /// or `all`).
+    pub gathers: bool,
 }
 
 impl Default for GenConfig {
@@ -176,12 +181,13 @@ impl Default for GenConfig {
             reductions: true,
             values: true,
             folds: true,
+            gathers: false,
         }
     }
 }
 
 /// The feature names [`GenConfig::with_features`] accepts.
-pub const FEATURES: [&str; 13] = [
+pub const FEATURES: [&str; 14] = [
     "pairs",
     "lets",
     "brackets",
@@ -195,6 +201,7 @@ pub const FEATURES: [&str; 13] = [
     "reductions",
     "values",
     "folds",
+    "gathers",
 ];
 
 impl GenConfig {
@@ -213,6 +220,7 @@ impl GenConfig {
             "reductions" => &mut self.reductions,
             "values" => &mut self.values,
             "folds" => &mut self.folds,
+            "gathers" => &mut self.gathers,
             _ => return None,
         })
     }
@@ -271,6 +279,9 @@ struct Gen<'a, R: Rng> {
     values: Vec<(String, Type)>,
     indices: Vec<(String, Size)>,
     fresh: usize,
+    /// The parameters (gathers index them) and the integer arrays.
+    params: Vec<(String, Type)>,
+    ints: Vec<(String, Type)>,
 }
 
 const INDEX_NAMES: [&str; 6] = ["i", "j", "k", "l", "p", "q"];
@@ -470,7 +481,7 @@ impl<R: Rng> Gen<'_, R> {
             return None;
         }
         match t {
-            Type::Real => None,
+            Type::Real | Type::Int => None,
             Type::Tensor(n, el) => {
                 let idx = self.affine_for(n);
                 self.path_to(Expr::access(e, idx), el, want, fuel - 1)
@@ -503,7 +514,7 @@ impl<R: Rng> Gen<'_, R> {
             }
         }
         match want {
-            Type::Real => self.real(depth),
+            Type::Real | Type::Int => self.real(depth),
             Type::Tensor(n, el) => {
                 if self.cfg.lets && depth > 1 && self.chance(0.1) {
                     return self.let_(want, depth);
@@ -614,6 +625,9 @@ impl<R: Rng> Gen<'_, R> {
         if depth == 0 {
             let idx = self.visible_indices();
             return match self.rng.gen_range(0..6) {
+                0 | 1 if self.cfg.gathers && !self.ints.is_empty() && self.chance(0.4) => {
+                    self.gather().unwrap_or_else(|| self.num())
+                }
                 0 | 1 => self.read(&Type::Real).unwrap_or_else(|| self.num()),
                 2 if self.cfg.brackets && !idx.is_empty() => Expr::Bracket(self.pred(0)),
                 3 if self.cfg.eps && !idx.is_empty() => {
@@ -627,6 +641,7 @@ impl<R: Rng> Gen<'_, R> {
                     Expr::Eps(v)
                 }
                 4 if self.cfg.values => self.number_value(),
+                5 if self.cfg.gathers => self.gather().unwrap_or_else(|| self.num()),
                 _ => self.read(&Type::Real).unwrap_or_else(|| self.num()),
             };
         }
@@ -705,6 +720,10 @@ impl<R: Rng> Gen<'_, R> {
                 Expr::proj(u8::from(!first), Expr::access(Expr::gen(i, n, body), idx))
             }
             15 if self.cfg.folds && self.chance(0.3) => self.fold(d),
+            15 if self.cfg.gathers && self.chance(0.3) => {
+                let g = self.gather();
+                g.unwrap_or_else(|| self.real(d))
+            }
             15 if self.cfg.reductions && self.chance(0.5) => {
                 // a max or min reduction
                 let op = if self.chance(0.5) {
@@ -780,6 +799,56 @@ impl<R: Rng> Gen<'_, R> {
             4 => a,
             _ => self.real(d1),
         }
+    }
+    /// A gather `E[tok[ι] + c, ι']` (or on `E`'s second axis) from a
+    /// parameter of type `[s]R` or `[s,t]R` and an integer array, when
+    /// the function has both.
+    fn gather(&mut self) -> Option<Expr> {
+        if self.ints.is_empty() {
+            return None;
+        }
+        let targets: Vec<(String, Vec<Size>)> = self
+            .params
+            .iter()
+            .filter_map(|(x, t)| match t {
+                Type::Tensor(s, e) => match &**e {
+                    Type::Real => Some((x.clone(), vec![s.clone()])),
+                    Type::Tensor(u, r) if **r == Type::Real => {
+                        Some((x.clone(), vec![s.clone(), u.clone()]))
+                    }
+                    _ => None,
+                },
+                _ => None,
+            })
+            .collect();
+        if targets.is_empty() {
+            return None;
+        }
+        let (x, dims) = targets[self.rng.gen_range(0..targets.len())].clone();
+        let (tok, tt) = self.ints[self.rng.gen_range(0..self.ints.len())].clone();
+        let mut read = Expr::var(tok);
+        let mut t = &tt;
+        while let Type::Tensor(s, e) = t {
+            let a = self.affine_for(s);
+            read = Expr::access(read, a);
+            t = e;
+        }
+        let c = match self.rng.gen_range(0..10) {
+            0 => 1,
+            1 => -1,
+            _ => 0,
+        };
+        let at = self.rng.gen_range(0..dims.len());
+        let mut e = Expr::var(x);
+        for (k, s) in dims.iter().enumerate() {
+            e = if k == at {
+                Expr::gather(e, read.clone(), c)
+            } else {
+                let a = self.affine_for(s);
+                Expr::access(e, a)
+            };
+        }
+        Some(e)
     }
     /// An index or a size as a number: `i`, `2*i - j + 1`, `n`, or a
     /// literal when neither is in scope.
@@ -882,6 +951,8 @@ pub fn gen_function_with<R: Rng>(mut rng: R, cfg: &GenConfig) -> Function {
         values: Vec::new(),
         indices: Vec::new(),
         fresh: 0,
+        params: Vec::new(),
+        ints: Vec::new(),
     };
     let nparams = g.rng.gen_range(1..=4);
     let mut params = Vec::new();
@@ -913,10 +984,26 @@ pub fn gen_function_with<R: Rng>(mut rng: R, cfg: &GenConfig) -> Function {
             }
         }
     }
-    g.values = params
+    if cfg.gathers && g.chance(0.8) {
+        let s = g.size();
+        let ty = if g.chance(0.3) {
+            let u = g.size();
+            Type::tensor(s, Type::tensor(u, Type::Int))
+        } else {
+            Type::tensor(s, Type::Int)
+        };
+        g.ints.push(("tok".into(), ty.clone()));
+        params.push(Param {
+            name: "tok".into(),
+            ty,
+        });
+    }
+    g.params = params
         .iter()
+        .filter(|p| !p.ty.is_int_array())
         .map(|p| (p.name.clone(), p.ty.clone()))
         .collect();
+    g.values = g.params.clone();
     let ret = if cfg.records && g.chance(0.15) {
         g.record_ty()
     } else if cfg.tuple_results && g.chance(0.15) {
@@ -1035,6 +1122,7 @@ fn children_mut(e: &mut Expr) -> Vec<&mut Expr> {
         | Expr::Access(a, _) => vec![a],
         Expr::Call(_, args) => args.iter_mut().collect(),
         Expr::Reduce(_, _, _, a) => vec![a],
+        Expr::Gather(a, g, _) => vec![a, g],
         Expr::IndexValue(_) | Expr::SizeValue(_) => vec![],
         Expr::Where(c, a, b) => {
             let mut v = c.exprs_mut();

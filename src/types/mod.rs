@@ -48,6 +48,10 @@ struct Checker<'a> {
     sizes: Vec<String>,
     errors: Vec<Diagnostic>,
     fspans: Option<&'a FunctionSpans>,
+    /// The first this many entries of `scope` are the parameters.
+    n_params: usize,
+    /// Inside the index of a gather (where an integer array may be read).
+    in_gather: bool,
 }
 
 fn child(sp: Option<&SpanTree>, k: usize) -> Option<&SpanTree> {
@@ -148,6 +152,13 @@ impl Checker<'_> {
         match e {
             Expr::Var(x) => {
                 if let Some(t) = self.lookup_value(x) {
+                    if t.is_int_array() && !self.in_gather {
+                        self.error(
+                            sp,
+                            format!("`{x}` is an integer array: it may only be read inside an index, as in `E[{x}[i], j]`"),
+                        );
+                        return None;
+                    }
                     return Some(t.clone());
                 }
                 let msg = if self.lookup_index(x).is_some() {
@@ -332,6 +343,7 @@ impl Checker<'_> {
                 self.check_size(&Size::Named(n.clone()), sp);
                 Some(Type::Real)
             }
+            Expr::Gather(a, g, c) => self.gather(a, g, *c, sp),
             Expr::Where(c, a, b) => {
                 for (k, x) in c.exprs().into_iter().enumerate() {
                     let t = self.expr(x, child(sp, k));
@@ -414,6 +426,92 @@ pub fn accumulator_type(t: &Type) -> bool {
         Type::Real => true,
         Type::Pair(a, b) => accumulator_type(a) && accumulator_type(b),
         Type::Tensor(..) => false,
+        Type::Int => false,
+    }
+}
+
+impl Checker<'_> {
+    /// `a[g + c]`: `a` an access chain from a parameter, `g` an integer
+    /// array read at every axis.
+    fn gather(&mut self, a: &Expr, g: &Expr, c: i64, sp: Option<&SpanTree>) -> Option<Type> {
+        if c.unsigned_abs() > MAX_INDEX_MAGNITUDE as u64 {
+            self.error(
+                sp,
+                format!("a gather's offset {c} is out of the index range (at most 2^62)"),
+            );
+        }
+        let t = self.expr(a, child(sp, 0));
+        let was = std::mem::replace(&mut self.in_gather, true);
+        let tg = self.expr(g, child(sp, 1));
+        self.in_gather = was;
+        let (_, root) = access_root(a);
+        let from_param = root.is_some_and(|x| {
+            self.scope
+                .iter()
+                .rposition(|(n, b)| n == x && matches!(b, Binding::Value(_)))
+                .is_some_and(|k| k < self.n_params)
+        });
+        if !from_param && !chain_has_error(a) {
+            self.error(
+                child(sp, 0),
+                "a gather (an index read from an integer array) indexes a parameter or an access chain from one, as in `E[tok[i], j]`".to_string(),
+            );
+        }
+        let mut root_g = g;
+        while let Expr::Access(b, _) = root_g {
+            root_g = b;
+        }
+        let plain = matches!(root_g, Expr::Var(_)) && !matches!(g, Expr::Var(_));
+        match tg {
+            Some(Type::Int) if plain => {}
+            None => {}
+            Some(t) => {
+                let what = if matches!(t, Type::Tensor(..)) && t.is_int_array() {
+                    "an integer array read at fewer indices than it has axes".to_string()
+                } else {
+                    format!("type {}", ty_str(&t))
+                };
+                self.error(
+                    child(sp, 1),
+                    format!("a gather's index must read one integer of an integer array (`tok[i]`, `tok[i, k] + 1`), but this is {what}"),
+                );
+            }
+        }
+        match t? {
+            Type::Tensor(_, elem) => Some(*elem),
+            t => {
+                self.error(
+                    sp,
+                    format!(
+                        "a gather indexes a tensor, but the expression has type {}",
+                        ty_str(&t)
+                    ),
+                );
+                None
+            }
+        }
+    }
+}
+
+/// Whether an access chain's root is not a name (then its own error says so).
+fn chain_has_error(a: &Expr) -> bool {
+    let mut e = a;
+    loop {
+        match e {
+            Expr::Access(b, _) | Expr::Proj(_, b) | Expr::Gather(b, _, _) => e = b,
+            Expr::Var(_) => return false,
+            _ => return false,
+        }
+    }
+}
+
+/// Whether a type holds `Z` anywhere.
+fn has_int(t: &Type) -> bool {
+    match t {
+        Type::Int => true,
+        Type::Real => false,
+        Type::Tensor(_, e) => has_int(e),
+        Type::Pair(a, b) => has_int(a) || has_int(b),
     }
 }
 
@@ -446,7 +544,7 @@ fn access_root(mut e: &Expr) -> (usize, Option<&str>) {
     let mut axis = 0;
     loop {
         match e {
-            Expr::Access(b, _) => {
+            Expr::Access(b, _) | Expr::Gather(b, _, _) => {
                 axis += 1;
                 e = b;
             }
@@ -468,6 +566,8 @@ pub fn check_function(
         sizes: f.size_names(),
         errors: Vec::new(),
         fspans: spans,
+        n_params: f.params.len(),
+        in_gather: false,
     };
     let name_sp = spans.map(|s| SpanTree::leaf(s.name));
     let mut seen = std::collections::HashSet::new();
@@ -479,7 +579,27 @@ pub fn check_function(
                 sp,
             ));
         }
+        if has_int(&p.ty) && !p.ty.is_int_array() {
+            let sp = c.fspans.and_then(|s| s.params.get(k)).copied();
+            c.errors.push(Diagnostic::new(
+                format!(
+                    "parameter `{}` has type {}: `Z` is only the element type of an integer array, `[n]Z` or `[n, m]Z`",
+                    p.name,
+                    ty_str(&p.ty)
+                ),
+                sp,
+            ));
+        }
         c.scope.push((p.name.clone(), Binding::Value(p.ty.clone())));
+    }
+    if let Some(t) = f.ret.as_ref().filter(|t| has_int(t)) {
+        c.errors.push(Diagnostic::new(
+            format!(
+                "the result type {} holds `Z`: integer arrays are parameters only",
+                ty_str(t)
+            ),
+            spans.and_then(|s| s.ret),
+        ));
     }
     if let Some(t) = &f.ret {
         let mut names = Vec::new();

@@ -198,6 +198,13 @@ fn nest_bufs(p: &LoopProgram, n: &Nest, used: &mut [bool]) {
             Scalar::Select(_, args) => args.iter().for_each(|a| walk(p, a, used)),
             Scalar::Fold(f) => f.init.iter().chain(&f.body).for_each(|a| walk(p, a, used)),
             Scalar::Acc(_) => {}
+            Scalar::Gather(b, _, dyns) => {
+                used[*b] = true;
+                if let Some(f) = p.bufs[*b].flag {
+                    used[f] = true;
+                }
+                dyns.iter().for_each(|(_, g, _)| walk(p, g, used));
+            }
         }
     }
     used[n.buf] = true;
@@ -734,6 +741,15 @@ impl LoopEmitter<'_, '_> {
                 r.body = self.hoist(r.body, &inner);
                 SchedExpr::Reduce(Box::new(r))
             }
+            // a gather's integer (`tok[i]` in a loop of `j`) is read once
+            SchedExpr::Gather { buf, ixs, dyns } => SchedExpr::Gather {
+                buf,
+                ixs,
+                dyns: dyns
+                    .into_iter()
+                    .map(|(a, g, c)| (a, Box::new(self.hoist(*g, blocked)), c))
+                    .collect(),
+            },
             t => t,
         }
     }
@@ -1141,6 +1157,54 @@ impl LoopEmitter<'_, '_> {
         }
     }
 
+    /// A load with gathered axes: each gathered index is the integer of
+    /// its scalar (saturating: NaN is 0, never a trap) plus its constant;
+    /// every index outside its axis (none, after the call's check, except
+    /// where the integer array was read off its own axes) reads 0, never
+    /// memory.
+    fn gather(
+        &mut self,
+        buf: usize,
+        ixs: &[LoadIndex],
+        dyns: &[(usize, Box<SchedExpr>, i64)],
+    ) -> Value {
+        let mut off = self.b.ins().iconst(types::I64, 0);
+        let mut ok = self.b.ins().iconst(types::I8, 1);
+        for (a, ix) in ixs.iter().enumerate() {
+            let i = match dyns.iter().find(|d| d.0 == a) {
+                Some((_, g, c)) => {
+                    let x = self.scalar(g).0;
+                    let k = self.b.ins().fcvt_to_sint_sat(types::I64, x);
+                    let c = self.b.ins().iconst(types::I64, *c);
+                    self.b.ins().iadd(k, c)
+                }
+                None => self.aff(&ix.aff),
+            };
+            if ix.checked || dyns.iter().any(|d| d.0 == a) {
+                let d = self.size(&ix.dim);
+                let c = self.b.ins().icmp(IntCC::UnsignedLessThan, i, d);
+                ok = self.b.ins().band(ok, c);
+            }
+            let t = self.b.ins().imul(i, self.strides[buf][a]);
+            off = self.b.ins().iadd(off, t);
+        }
+        let base = self.base(buf);
+        let inb = self.b.create_block();
+        let merge = self.b.create_block();
+        let r = self.b.append_block_param(merge, types::F64);
+        let zero = self.f64c(0.0);
+        self.b.ins().brif(ok, inb, &[], merge, &[zero.into()]);
+        self.b.seal_block(inb);
+        self.b.switch_to_block(inb);
+        let bytes = self.b.ins().ishl_imm_s(off, 3);
+        let addr = self.b.ins().iadd(base, bytes);
+        let x = self.b.ins().load(types::F64, self.mf, addr, 0);
+        self.b.ins().jump(merge, &[x.into()]);
+        self.b.seal_block(merge);
+        self.b.switch_to_block(merge);
+        r
+    }
+
     fn eps(&mut self, ks: &[IndexExpr]) -> Value {
         let vals: Vec<Value> = ks.iter().map(|a| self.aff(a)).collect();
         let n = vals.len() as i64;
@@ -1224,6 +1288,7 @@ impl LoopEmitter<'_, '_> {
                 (self.call(*func, &vs), None)
             }
             SchedExpr::Bin(op, a, b) => self.bin(*op, a, b),
+            SchedExpr::Gather { buf, ixs, dyns } => (self.gather(*buf, ixs, dyns), None),
             SchedExpr::Sum(s) => self.sum(s),
             SchedExpr::Reduce(r) => (self.reduce(r), None),
             SchedExpr::Fold(f) => (self.fold(f), None),
@@ -1885,6 +1950,7 @@ impl LoopEmitter<'_, '_> {
             SchedExpr::Index(_) => !mentions(t, var),
             SchedExpr::SizeVal(_) => true,
             SchedExpr::Select(..) => !mentions(t, var),
+            SchedExpr::Gather { .. } => !mentions(t, var),
         }
     }
 
@@ -1974,7 +2040,8 @@ impl LoopEmitter<'_, '_> {
             | SchedExpr::Acc(_)
             | SchedExpr::Index(_)
             | SchedExpr::SizeVal(_)
-            | SchedExpr::Select(..) => {
+            | SchedExpr::Select(..)
+            | SchedExpr::Gather { .. } => {
                 let x = self.scalar(t).0;
                 self.splat(x)
             }

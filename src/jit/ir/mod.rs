@@ -104,6 +104,12 @@ pub enum Scalar {
     Fold(Box<FoldLoop>),
     /// The current value of an accumulator slot of an enclosing fold.
     Acc(usize),
+    /// A load of a parameter buffer where some axes are gathers: each
+    /// `(axis, g, c)` replaces that axis' [`LoadIndex`] (kept for its
+    /// `dim`) by the integer `g + c`, `g` an integer array's element read
+    /// as an f64. The call's check keeps every such index on its axis; the
+    /// load is guarded anyway (0 outside), so it never reads out of bounds.
+    Gather(usize, Vec<LoadIndex>, Vec<(usize, Box<Scalar>, i64)>),
 }
 
 /// `fold(var:n, acc = init) body` with the accumulator (a number or a
@@ -199,6 +205,10 @@ impl LoopProgram {
                 Scalar::Select(_, args) => args.iter().any(|a| reads(p, a)),
                 Scalar::Fold(f) => f.init.iter().chain(&f.body).any(|a| reads(p, a)),
                 Scalar::Acc(_) => false,
+                Scalar::Gather(b, _, dyns) => {
+                    p.bufs.get(*b).is_some_and(|b| b.flag.is_some())
+                        || dyns.iter().any(|(_, g, _)| reads(p, g))
+                }
             }
         }
         self.bufs.get(nest.buf).is_some_and(|b| b.flag.is_some()) || reads(self, &nest.body)

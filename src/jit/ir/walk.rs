@@ -47,6 +47,10 @@ pub fn s_free(s: &Scalar, out: &mut BTreeSet<usize>) {
         Scalar::Acc(k) => {
             out.insert(*k);
         }
+        Scalar::Gather(_, ixs, dyns) => {
+            ixs.iter().for_each(|ix| aff_vars(&ix.aff, out));
+            dyns.iter().for_each(|(_, g, _)| s_free(g, out));
+        }
     }
 }
 
@@ -60,6 +64,7 @@ pub fn s_any(s: &Scalar, pick: &dyn Fn(&Scalar) -> bool) -> bool {
             Scalar::Call(_, args) => args.iter().any(|a| s_any(a, pick)),
             Scalar::Select(_, args) => args.iter().any(|a| s_any(a, pick)),
             Scalar::Fold(f) => f.init.iter().chain(&f.body).any(|a| s_any(a, pick)),
+            Scalar::Gather(_, _, dyns) => dyns.iter().any(|(_, g, _)| s_any(g, pick)),
             _ => false,
         }
 }
@@ -113,6 +118,19 @@ pub fn rename(s: &Scalar, map: &[(usize, usize)]) -> Scalar {
             }))
         }
         Scalar::Acc(k) => Scalar::Acc(map.iter().find(|(f, _)| f == k).map_or(*k, |m| m.1)),
+        Scalar::Gather(b, ixs, dyns) => Scalar::Gather(
+            *b,
+            ixs.iter()
+                .map(|ix| LoadIndex {
+                    aff: rename_aff(&ix.aff, map),
+                    dim: ix.dim.clone(),
+                    checked: ix.checked,
+                })
+                .collect(),
+            dyns.iter()
+                .map(|(a, g, c)| (*a, Box::new(rename(g, map)), *c))
+                .collect(),
+        ),
     }
 }
 
@@ -130,6 +148,7 @@ pub fn nodes_beyond(s: &Scalar, limit: usize) -> Option<usize> {
             Scalar::Select(_, args) => 1 + args.iter().map(count).sum::<usize>(),
             Scalar::Fold(f) => 1 + f.init.iter().chain(&f.body).map(count).sum::<usize>(),
             Scalar::Acc(_) => 1,
+            Scalar::Gather(_, _, dyns) => 1 + dyns.iter().map(|(_, g, _)| count(g)).sum::<usize>(),
         })
     }
     let n = count(s);

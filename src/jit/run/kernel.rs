@@ -400,11 +400,18 @@ impl Kernel {
         ws.slots.clear();
         ws.slots.resize(self.sig.names.len(), call::UNBOUND);
         if self.sig.bind(args, &mut ws.slots) {
+            if crate::interp::gather::has_int_params(&self.func) {
+                // integer arrays: every element an integer on the axes it
+                // gathers from (the interpreter's check and words)
+                let sizes = interp::value::bind_operands(&self.func, args)?;
+                interp::gather::check(&self.func, args, &sizes)?;
+            }
             return Ok(());
         }
         // refused (or a case the fast check does not know): the
         // interpreter's check decides and words the error
         let sizes = interp::value::bind_operands(&self.func, args)?;
+        interp::gather::check(&self.func, args, &sizes)?;
         for (slot, name) in ws.slots.iter_mut().zip(&self.sig.names) {
             *slot = sizes.get(name).copied().unwrap_or(call::UNBOUND);
         }
@@ -615,7 +622,8 @@ impl Kernel {
         ws: &mut call::Workspace,
     ) -> Option<(usize, usize)> {
         let leaf_buf = self.leaf_buf.as_deref()?;
-        if !ws.valid {
+        // integer arrays are checked at every call, not remembered
+        if !ws.valid || crate::interp::gather::has_int_params(&self.func) {
             return None;
         }
         let mut m = call::Matcher::new(&ws.key, 0, 0, leaf_buf, &mut ws.ptrs);

@@ -130,6 +130,12 @@ pub enum SchedExpr {
     Fold(Box<SchedFold>),
     /// An accumulator slot of an enclosing fold.
     Acc(usize),
+    /// A load with gathered axes ([`crate::jit::ir::Scalar::Gather`]).
+    Gather {
+        buf: usize,
+        ixs: Vec<LoadIndex>,
+        dyns: Vec<(usize, Box<SchedExpr>, i64)>,
+    },
 }
 
 /// A fold's loop: the loop IR's [`crate::jit::ir::FoldLoop`] with its
@@ -345,6 +351,14 @@ fn of_s(s: &Scalar, bufs: &[Buf]) -> SchedExpr {
             pick: f.pick,
         })),
         Scalar::Acc(k) => SchedExpr::Acc(*k),
+        Scalar::Gather(b, ixs, dyns) => SchedExpr::Gather {
+            buf: *b,
+            ixs: ixs.clone(),
+            dyns: dyns
+                .iter()
+                .map(|(a, g, c)| (*a, Box::new(of_s(g, bufs)), *c))
+                .collect(),
+        },
     }
 }
 
@@ -368,6 +382,10 @@ pub fn free_vars(t: &SchedExpr, out: &mut BTreeSet<usize>) {
     match t {
         SchedExpr::Num(_) | SchedExpr::Hoisted(..) => {}
         SchedExpr::Load { ixs, .. } => ixs.iter().for_each(|ix| aff_vars(&ix.aff, out)),
+        SchedExpr::Gather { ixs, dyns, .. } => {
+            ixs.iter().for_each(|ix| aff_vars(&ix.aff, out));
+            dyns.iter().for_each(|(_, g, _)| free_vars(g, out));
+        }
         SchedExpr::Bracket(p) => pred_vars(p, out),
         SchedExpr::Eps(v) => v.iter().for_each(|a| aff_vars(a, out)),
         SchedExpr::Bin(_, a, b) => {

@@ -205,5 +205,8 @@ fn expr_work(e: &Scalar, sizes: &[i64]) -> u64 {
             )
         }
         Scalar::Acc(_) => 1,
+        Scalar::Gather(_, _, dyns) => dyns.iter().fold(4u64, |acc, (_, g, _)| {
+            acc.saturating_add(expr_work(g, sizes))
+        }),
     }
 }

@@ -36,6 +36,10 @@ pub fn temp_liveness(p: &LoopProgram) -> Vec<(usize, (usize, usize))> {
             Scalar::Select(_, args) => args.iter().for_each(|a| visit(a, k, r)),
             Scalar::Fold(f) => f.init.iter().chain(&f.body).for_each(|a| visit(a, k, r)),
             Scalar::Acc(_) => {}
+            Scalar::Gather(b, _, dyns) => {
+                touch(r, *b, k);
+                dyns.iter().for_each(|(_, g, _)| visit(g, k, r));
+            }
         }
     }
     fn touch(r: &mut [Option<(usize, usize)>], b: usize, k: usize) {
