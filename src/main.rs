@@ -6,11 +6,6 @@
 //! action (Rust ignores it, which turns the closed pipe into an error that
 //! `println!` reports by panicking).
 
-/// The optimiser builds and drops many small terms; mimalloc serves them
-/// faster than the system allocator.
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 fn main() {
     #[cfg(unix)]
     // SAFETY: called first thing, before any other thread exists; it only

@@ -33,13 +33,6 @@
 //! einsat allocates for a call is allocated fallibly: memory the system
 //! refuses raises `einsat.OutOfMemoryError` (a `MemoryError`).
 
-/// The optimiser builds and drops many small terms; mimalloc serves them
-/// faster than the system allocator (a third less work per compile).
-/// Everything Rust allocates here is freed by Rust (arrays handed to numpy
-/// keep their owner), so the allocator is never mixed.
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 mod contract;
 mod typed;
 mod words;
