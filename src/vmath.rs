@@ -440,7 +440,8 @@ fn run_func(f: Func, xs: &mut [f64]) {
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
-    use super::{run_func, Func};
+    use crate::syntax::ast::Func;
+    use crate::vmath::run_func;
 
     #[target_feature(enable = "avx2,fma")]
     unsafe fn avx2(f: Func, xs: &mut [f64]) {

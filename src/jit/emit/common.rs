@@ -141,12 +141,16 @@ impl Levels {
     }
 }
 
-/// `for x0 in (lo..hi).step_by(t) { body(x0, min(x0 + t, hi)) }`.
+/// `for x0 in (lo..hi).step_by(t) { body(x0, min(x0 + t, hi)) }`; with
+/// `poll`, the loop also stops after the block under way when the call is
+/// cancelled (a long sum in blocks, [`Levels`], would otherwise start its
+/// next block, and each level of nested sums one more).
 pub(crate) fn for_blocks<'f, C: Emits<'f>>(
     c: &mut C,
     lo: Value,
     hi: Value,
     t: i64,
+    poll: Option<Poll>,
     body: &mut dyn FnMut(&mut C, Value, Value),
 ) {
     let b = c.fb();
@@ -163,7 +167,11 @@ pub(crate) fn for_blocks<'f, C: Emits<'f>>(
     body(c, x0, end);
     let b = c.fb();
     b.def_var(x, x1);
-    let more = b.ins().icmp(IntCC::SignedLessThan, x1, hi);
+    let bound = match poll {
+        Some(p) => p.or_stop(b, hi, x1),
+        None => hi,
+    };
+    let more = b.ins().icmp(IntCC::SignedLessThan, x1, bound);
     b.ins().brif(more, body_b, &[], exit, &[]);
     b.seal_block(body_b);
     b.seal_block(exit);

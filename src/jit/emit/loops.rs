@@ -628,8 +628,8 @@ impl LoopEmitter<'_, '_> {
                 bytes,
                 span,
                 &mut |g| {
-                    for_blocks(g, lo, hi, ta, &mut |g, a0, a1| {
-                        for_blocks(g, blo, bhi, tb, &mut |g, b0, b1| {
+                    for_blocks(g, lo, hi, ta, None, &mut |g, a0, a1| {
+                        for_blocks(g, blo, bhi, tb, None, &mut |g, b0, b1| {
                             let saved = g.block.replace((b0, b1));
                             g.run_loop(var, a0, a1, body.clone(), act);
                             g.block = saved;
@@ -1008,57 +1008,64 @@ impl LoopEmitter<'_, '_> {
             })
             .collect();
         let ptr = self.ptr;
-        for_blocks(self, lo, hi, STAGE_BLOCK as i64, &mut |g, b0, b1| {
-            // the buffers' element `var` is at `addr + 8 * (var - b0)`
-            let off0 = g.b.ins().ishl_imm_s(b0, 3);
-            let n = g.b.ins().isub(b1, b0);
-            let mut bases = Vec::with_capacity(calls.len());
-            for (c, (_, arg)) in calls.iter().enumerate() {
-                let addr = g.b.ins().stack_addr(ptr, slots[c], 0);
-                let base = g.b.ins().isub(addr, off0);
-                let mut from = b0;
-                if g.vec_ok(arg, var) {
-                    // two arguments per step, then the odd one
-                    let saved = g.rows.len();
-                    g.vec_rows(arg, var);
-                    let bv = g.take(types::I64);
-                    g.b.def_var(bv, b0);
-                    g.strided(bv, b1, 2, &mut |g, i| {
-                        g.vidx = Some(i);
-                        g.set_var(var, i);
-                        let v = g.vscalar(arg, var);
+        for_blocks(
+            self,
+            lo,
+            hi,
+            STAGE_BLOCK as i64,
+            self.poll,
+            &mut |g, b0, b1| {
+                // the buffers' element `var` is at `addr + 8 * (var - b0)`
+                let off0 = g.b.ins().ishl_imm_s(b0, 3);
+                let n = g.b.ins().isub(b1, b0);
+                let mut bases = Vec::with_capacity(calls.len());
+                for (c, (_, arg)) in calls.iter().enumerate() {
+                    let addr = g.b.ins().stack_addr(ptr, slots[c], 0);
+                    let base = g.b.ins().isub(addr, off0);
+                    let mut from = b0;
+                    if g.vec_ok(arg, var) {
+                        // two arguments per step, then the odd one
+                        let saved = g.rows.len();
+                        g.vec_rows(arg, var);
+                        let bv = g.take(types::I64);
+                        g.b.def_var(bv, b0);
+                        g.strided(bv, b1, 2, &mut |g, i| {
+                            g.vidx = Some(i);
+                            g.set_var(var, i);
+                            let v = g.vscalar(arg, var);
+                            let bytes = g.b.ins().ishl_imm_s(i, 3);
+                            let a = g.b.ins().iadd(base, bytes);
+                            g.b.ins().store(g.vmf, v, a, 0);
+                            g.vidx = None;
+                        });
+                        g.cur[var] = None;
+                        g.rows.truncate(saved);
+                        g.row_sigs.clear();
+                        from = g.b.use_var(bv);
+                        g.give(types::I64, &[bv]);
+                    }
+                    g.for_range(var, from, b1, &mut |g| {
+                        let (v, _) = g.scalar(arg);
+                        let i = g.var(var);
                         let bytes = g.b.ins().ishl_imm_s(i, 3);
                         let a = g.b.ins().iadd(base, bytes);
-                        g.b.ins().store(g.vmf, v, a, 0);
-                        g.vidx = None;
+                        g.b.ins().store(g.mf, v, a, 0);
                     });
-                    g.cur[var] = None;
-                    g.rows.truncate(saved);
-                    g.row_sigs.clear();
-                    from = g.b.use_var(bv);
-                    g.give(types::I64, &[bv]);
+                    g.b.ins().call(kernels[c], &[addr, n]);
+                    bases.push(base);
                 }
-                g.for_range(var, from, b1, &mut |g| {
-                    let (v, _) = g.scalar(arg);
-                    let i = g.var(var);
-                    let bytes = g.b.ins().ishl_imm_s(i, 3);
-                    let a = g.b.ins().iadd(base, bytes);
-                    g.b.ins().store(g.mf, v, a, 0);
-                });
-                g.b.ins().call(kernels[c], &[addr, n]);
-                bases.push(base);
-            }
-            for base in bases {
-                g.bases.push(Some(base));
-                let one = g.b.ins().iconst(types::I64, 1);
-                g.strides.push(vec![one]);
-            }
-            g.staging = true;
-            g.part(var, b0, b1, &staged, act, true);
-            g.staging = false;
-            g.bases.truncate(first);
-            g.strides.truncate(first);
-        });
+                for base in bases {
+                    g.bases.push(Some(base));
+                    let one = g.b.ins().iconst(types::I64, 1);
+                    g.strides.push(vec![one]);
+                }
+                g.staging = true;
+                g.part(var, b0, b1, &staged, act, true);
+                g.staging = false;
+                g.bases.truncate(first);
+                g.strides.truncate(first);
+            },
+        );
         true
     }
 
@@ -1792,7 +1799,7 @@ impl LoopEmitter<'_, '_> {
         acc: Accumulators,
     ) -> Value {
         let levels = Levels::new(&mut self.b, 1);
-        for_blocks(self, lo, hi, SUM_BLOCK, &mut |g, b0, b1| {
+        for_blocks(self, lo, hi, SUM_BLOCK, self.poll, &mut |g, b0, b1| {
             let zero = g.f64c(0.0);
             for a in acc.accs {
                 g.b.def_var(a, zero);

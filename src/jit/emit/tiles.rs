@@ -1488,7 +1488,7 @@ impl TileEmitter<'_, '_> {
                     nv,
                     &mut |em| {
                         let z = em.iconst(0);
-                        for_blocks(em, z, nv, VBLOCK, &mut |em, a0, a1| {
+                        for_blocks(em, z, nv, VBLOCK, None, &mut |em, a0, a1| {
                             reduce(em, Some((a0, a1)))
                         });
                     },
@@ -1501,7 +1501,7 @@ impl TileEmitter<'_, '_> {
                 let levels = Levels::new(self.b, rows);
                 let nv = self.size(&vn);
                 let z = self.iconst(0);
-                for_blocks(self, z, nv, SUM_BLOCK, &mut |em, a0, a1| {
+                for_blocks(self, z, nv, SUM_BLOCK, self.poll, &mut |em, a0, a1| {
                     for &a in accs.iter().flatten().chain(&tails) {
                         let lanes = if tails.contains(&a) { 1 } else { lanes };
                         let zero = em.zero(lanes);
