@@ -1749,7 +1749,11 @@ impl LoopEmitter<'_, '_> {
                 return (r, flag);
             }
         }
-        let short = matches!(s.n, SizeRef::Lit(k) if k <= SUM_BLOCK);
+        // blocks for a long innermost sum (a sum with sums inside runs
+        // as written: its terms are long computations already, and the
+        // levels' variables, live across every inner loop, would make the
+        // register allocator's work grow faster than the nesting)
+        let short = matches!(s.n, SizeRef::Lit(k) if k <= SUM_BLOCK) || acc.vaccs.is_none();
         let r = if short {
             self.run_loop(s.var, lo, hi, body, LoopAction::Accum(acc));
             self.combine(&acc)
@@ -1787,7 +1791,7 @@ impl LoopEmitter<'_, '_> {
         }
     }
 
-    /// A sum whose length is not known to be at most [`SUM_BLOCK`]: in
+    /// An innermost sum whose length is not known to be at most [`SUM_BLOCK`]: in
     /// blocks of that many terms, each on fresh accumulators, its total
     /// kept by [`Levels`]. The strong-zero flag runs across the blocks.
     fn blocked_sum(
