@@ -329,6 +329,14 @@ fn keep_gathers(f: &Function, g: Function) -> Function {
                 chains(b, scope, out);
                 scope.pop();
             }
+            // a fold's index is in scope in its body (a gather there reads
+            // at it), not in its initial value
+            Expr::Fold(i, n, _, init, b) => {
+                chains(init, scope, out);
+                scope.push((i.clone(), n.clone()));
+                chains(b, scope, out);
+                scope.pop();
+            }
             Expr::Access(..) | Expr::Gather(..) | Expr::Proj(..) => {
                 let mut c = e;
                 loop {

@@ -154,6 +154,16 @@ fn an_index_outside_the_axis_is_an_error_in_both_engines() {
     let (a, b) = both_errors(&h, &[emb(), tok]);
     assert_eq!(a, b);
     assert!(a.contains("tok[0] = 9 is outside 0..5"), "{a}");
+    // a gather inside a fold whose value is never used: the optimiser
+    // drops the fold and keeps the gather, at the fold's index (CI's
+    // difftest, seed 20261123 case 2053)
+    let k = load1(
+        "fn k(E: [v,d]R, tok: [n]Z) -> [v,d]R = let t = fold(i:1, a = 0) E[0, tok[2*i] + 1] in E",
+    );
+    let tok = arr(arr1(&[4.0]).into_dyn());
+    let (a, b) = both_errors(&k, &[emb(), tok]);
+    assert_eq!(a, b);
+    assert!(a.contains("tok[0] = 4 + 1 = 5 is outside 0..3"), "{a}");
 }
 
 #[test]
