@@ -552,11 +552,7 @@ pub fn check(case: &Case, cfg: &DiffConfig) -> Verdict {
     if !cfg.jit {
         return Verdict::Agree { jit: false };
     }
-    let laid: Vec<Value> = case
-        .args
-        .iter()
-        .map(|v| relayout_value(v, case.layout))
-        .collect();
+    let laid = laid_out(case);
     let opts = jit::Options {
         threads: cfg.jit_threads.max(1),
         parallel_threshold: 0,
@@ -606,11 +602,7 @@ fn same_refusal(f: &Function, case: &Case, cfg: &DiffConfig, want: &str) -> Verd
     if !cfg.jit {
         return Verdict::Agree { jit: false };
     }
-    let laid: Vec<Value> = case
-        .args
-        .iter()
-        .map(|v| relayout_value(v, case.layout))
-        .collect();
+    let laid = laid_out(case);
     match guarded(|| jit::compile_uncached(&g)?.call(&laid)) {
         Err(m) if m == want => Verdict::Agree { jit: true },
         Err(m) => fail(Stage::OptJit, format!("{m} (expected {want})"), Some(&g)),
@@ -643,6 +635,14 @@ fn restrict(v: &Value, b: &Boundary, name: &str, k: usize) -> Value {
         }
         _ => v.clone(),
     }
+}
+
+/// The case's arguments in its memory layout (what the JIT is called on).
+fn laid_out(case: &Case) -> Vec<Value> {
+    case.args
+        .iter()
+        .map(|v| relayout_value(v, case.layout))
+        .collect()
 }
 
 /// The numbers of a value, in order (arrays in logical order).

@@ -322,15 +322,7 @@ impl Checker<'_> {
                         // keep checking the body, but silence errors about `x`
                         let before = self.errors.len();
                         let _ = self.expr(e2, child(sp, 1));
-                        let needle = format!("unknown name `{x}`");
-                        let mut k = before;
-                        while k < self.errors.len() {
-                            if self.errors[k].message.starts_with(&needle) {
-                                self.errors.remove(k);
-                            } else {
-                                k += 1;
-                            }
-                        }
+                        self.forget_unknown(before, x);
                         None
                     }
                 }
@@ -388,15 +380,7 @@ impl Checker<'_> {
                     None => {
                         // keep checking the body, but silence errors about `acc`
                         let _ = self.expr(body, child(sp, 1));
-                        let needle = format!("unknown name `{acc}`");
-                        let mut k = before;
-                        while k < self.errors.len() {
-                            if self.errors[k].message.starts_with(&needle) {
-                                self.errors.remove(k);
-                            } else {
-                                k += 1;
-                            }
-                        }
+                        self.forget_unknown(before, acc);
                         None
                     }
                 };
@@ -431,6 +415,21 @@ pub fn accumulator_type(t: &Type) -> bool {
 }
 
 impl Checker<'_> {
+    /// Drop the "unknown name `x`" errors reported since error `before`:
+    /// `x` is bound by a binder whose value failed to check (its own error
+    /// is reported), so uses of it in the body are not errors of their own.
+    fn forget_unknown(&mut self, before: usize, x: &str) {
+        let needle = format!("unknown name `{x}`");
+        let mut k = before;
+        while k < self.errors.len() {
+            if self.errors[k].message.starts_with(&needle) {
+                self.errors.remove(k);
+            } else {
+                k += 1;
+            }
+        }
+    }
+
     /// `a[g + c]`: `a` an access chain from a parameter, `g` an integer
     /// array read at every axis.
     fn gather(&mut self, a: &Expr, g: &Expr, c: i64, sp: Option<&SpanTree>) -> Option<Type> {

@@ -1145,23 +1145,27 @@ impl LoopEmitter<'_, '_> {
                 let addr = self.b.ins().iadd(base, bytes);
                 self.b.ins().load(types::F64, self.mf, addr, 0)
             }
-            Some(c) => {
-                let inb = self.b.create_block();
-                let merge = self.b.create_block();
-                let r = self.b.append_block_param(merge, types::F64);
-                let zero = self.f64c(0.0);
-                self.b.ins().brif(c, inb, &[], merge, &[zero.into()]);
-                self.b.seal_block(inb);
-                self.b.switch_to_block(inb);
-                let bytes = self.b.ins().ishl_imm_s(off, 3);
-                let addr = self.b.ins().iadd(base, bytes);
-                let x = self.b.ins().load(types::F64, self.mf, addr, 0);
-                self.b.ins().jump(merge, &[x.into()]);
-                self.b.seal_block(merge);
-                self.b.switch_to_block(merge);
-                r
-            }
+            Some(c) => self.guarded_load(base, off, c),
         }
+    }
+
+    /// The element `off` of the buffer at `base` where `ok` holds, else 0
+    /// (a branch around the load: memory outside the buffer is never read).
+    fn guarded_load(&mut self, base: Value, off: Value, ok: Value) -> Value {
+        let inb = self.b.create_block();
+        let merge = self.b.create_block();
+        let r = self.b.append_block_param(merge, types::F64);
+        let zero = self.f64c(0.0);
+        self.b.ins().brif(ok, inb, &[], merge, &[zero.into()]);
+        self.b.seal_block(inb);
+        self.b.switch_to_block(inb);
+        let bytes = self.b.ins().ishl_imm_s(off, 3);
+        let addr = self.b.ins().iadd(base, bytes);
+        let x = self.b.ins().load(types::F64, self.mf, addr, 0);
+        self.b.ins().jump(merge, &[x.into()]);
+        self.b.seal_block(merge);
+        self.b.switch_to_block(merge);
+        r
     }
 
     /// A load with gathered axes: each gathered index is the integer of
@@ -1196,20 +1200,7 @@ impl LoopEmitter<'_, '_> {
             off = self.b.ins().iadd(off, t);
         }
         let base = self.base(buf);
-        let inb = self.b.create_block();
-        let merge = self.b.create_block();
-        let r = self.b.append_block_param(merge, types::F64);
-        let zero = self.f64c(0.0);
-        self.b.ins().brif(ok, inb, &[], merge, &[zero.into()]);
-        self.b.seal_block(inb);
-        self.b.switch_to_block(inb);
-        let bytes = self.b.ins().ishl_imm_s(off, 3);
-        let addr = self.b.ins().iadd(base, bytes);
-        let x = self.b.ins().load(types::F64, self.mf, addr, 0);
-        self.b.ins().jump(merge, &[x.into()]);
-        self.b.seal_block(merge);
-        self.b.switch_to_block(merge);
-        r
+        self.guarded_load(base, off, ok)
     }
 
     fn eps(&mut self, ks: &[IndexExpr]) -> Value {

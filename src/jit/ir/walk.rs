@@ -70,19 +70,26 @@ pub fn s_any(s: &Scalar, pick: &dyn Fn(&Scalar) -> bool) -> bool {
 }
 
 /// `s` with its variables renamed by `map` (`(from, to)` pairs).
+/// Variable `v` under `map` (itself where the map does not name it).
+fn renamed(v: usize, map: &[(usize, usize)]) -> usize {
+    map.iter().find(|(f, _)| *f == v).map_or(v, |m| m.1)
+}
+
+/// A load's indices with their variables renamed by `map`.
+fn rename_ixs(ixs: &[LoadIndex], map: &[(usize, usize)]) -> Vec<LoadIndex> {
+    ixs.iter()
+        .map(|ix| LoadIndex {
+            aff: rename_aff(&ix.aff, map),
+            dim: ix.dim.clone(),
+            checked: ix.checked,
+        })
+        .collect()
+}
+
 pub fn rename(s: &Scalar, map: &[(usize, usize)]) -> Scalar {
     match s {
         Scalar::Num(x) => Scalar::Num(*x),
-        Scalar::Load(b, ixs) => Scalar::Load(
-            *b,
-            ixs.iter()
-                .map(|ix| LoadIndex {
-                    aff: rename_aff(&ix.aff, map),
-                    dim: ix.dim.clone(),
-                    checked: ix.checked,
-                })
-                .collect(),
-        ),
+        Scalar::Load(b, ixs) => Scalar::Load(*b, rename_ixs(ixs, map)),
         Scalar::Bracket(p) => Scalar::Bracket(rename_pred(p, map)),
         Scalar::Eps(v) => Scalar::Eps(v.iter().map(|a| rename_aff(a, map)).collect()),
         Scalar::Bin(op, a, b) => {
@@ -90,24 +97,17 @@ pub fn rename(s: &Scalar, map: &[(usize, usize)]) -> Scalar {
         }
         Scalar::Neg(a) => Scalar::Neg(Box::new(rename(a, map))),
         Scalar::Call(f, args) => Scalar::Call(*f, args.iter().map(|a| rename(a, map)).collect()),
-        Scalar::Sum(v, n, b) => Scalar::Sum(
-            map.iter().find(|(f, _)| f == v).map_or(*v, |m| m.1),
-            n.clone(),
-            Box::new(rename(b, map)),
-        ),
-        Scalar::Reduce(op, v, n, b) => Scalar::Reduce(
-            *op,
-            map.iter().find(|(f, _)| f == v).map_or(*v, |m| m.1),
-            n.clone(),
-            Box::new(rename(b, map)),
-        ),
+        Scalar::Sum(v, n, b) => Scalar::Sum(renamed(*v, map), n.clone(), Box::new(rename(b, map))),
+        Scalar::Reduce(op, v, n, b) => {
+            Scalar::Reduce(*op, renamed(*v, map), n.clone(), Box::new(rename(b, map)))
+        }
         Scalar::Index(a) => Scalar::Index(rename_aff(a, map)),
         Scalar::SizeVal(n) => Scalar::SizeVal(n.clone()),
         Scalar::Select(c, args) => {
             Scalar::Select(c.clone(), args.iter().map(|a| rename(a, map)).collect())
         }
         Scalar::Fold(f) => {
-            let r = |v: &usize| map.iter().find(|(f, _)| f == v).map_or(*v, |m| m.1);
+            let r = |v: &usize| renamed(*v, map);
             Scalar::Fold(Box::new(super::FoldLoop {
                 var: r(&f.var),
                 n: f.n.clone(),
@@ -117,16 +117,10 @@ pub fn rename(s: &Scalar, map: &[(usize, usize)]) -> Scalar {
                 pick: f.pick,
             }))
         }
-        Scalar::Acc(k) => Scalar::Acc(map.iter().find(|(f, _)| f == k).map_or(*k, |m| m.1)),
+        Scalar::Acc(k) => Scalar::Acc(renamed(*k, map)),
         Scalar::Gather(b, ixs, dyns) => Scalar::Gather(
             *b,
-            ixs.iter()
-                .map(|ix| LoadIndex {
-                    aff: rename_aff(&ix.aff, map),
-                    dim: ix.dim.clone(),
-                    checked: ix.checked,
-                })
-                .collect(),
+            rename_ixs(ixs, map),
             dyns.iter()
                 .map(|(a, g, c)| (*a, Box::new(rename(g, map)), *c))
                 .collect(),
