@@ -104,6 +104,7 @@
 // tests, benches, examples, fuzz targets and the `einsat` binary; they are
 // hidden from the docs and may change in any release.
 
+pub mod cancel;
 #[cfg(feature = "cli")]
 #[doc(hidden)]
 pub mod cli;

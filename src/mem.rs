@@ -39,24 +39,43 @@ pub fn with_capacity<T>(n: usize, what: impl FnOnce() -> String) -> Result<Vec<T
     Ok(v)
 }
 
+/// Element types whose all-zero bit pattern is their zero, so that a
+/// buffer of them can come zeroed from the allocator ([`zeros`]).
+///
+/// # Safety
+/// Zero bits must be a valid value of the type (and its zero).
+pub unsafe trait ZeroBits: Copy {}
+
+// SAFETY: IEEE 0.0 and the integer 0 are all zero bits; a complex number
+// is two floats.
+unsafe impl ZeroBits for f32 {}
+unsafe impl ZeroBits for f64 {}
+unsafe impl ZeroBits for i64 {}
+unsafe impl ZeroBits for u64 {}
+unsafe impl ZeroBits for num_complex::Complex32 {}
+unsafe impl ZeroBits for num_complex::Complex64 {}
+
 /// `n` zeros, allocated zeroed (the system's zero pages: memory is
-/// committed only where it is written, as with `vec![0.0; n]`).
-pub fn zeros(n: usize, what: impl FnOnce() -> String) -> Result<Vec<f64>> {
-    if n == 0 {
+/// committed only where it is written, as with `vec![0.0; n]`, and a
+/// huge buffer costs nothing before it is written).
+pub fn zeros<T: ZeroBits>(n: usize, what: impl FnOnce() -> String) -> Result<Vec<T>> {
+    let size = std::mem::size_of::<T>();
+    if n == 0 || size == 0 {
         return Ok(Vec::new());
     }
-    let fail = |what: String| oom(n as u128 * 8, what);
-    let layout = match std::alloc::Layout::array::<f64>(n) {
+    let fail = |what: String| oom(n as u128 * size as u128, what);
+    let layout = match std::alloc::Layout::array::<T>(n) {
         Ok(l) => l,
         Err(_) => return Err(fail(what())),
     };
-    // SAFETY: `layout` has a non-zero size (n > 0).
-    let p = unsafe { std::alloc::alloc_zeroed(layout) } as *mut f64;
+    // SAFETY: `layout` has a non-zero size (n > 0, a sized element).
+    let p = unsafe { std::alloc::alloc_zeroed(layout) } as *mut T;
     if p.is_null() {
         return Err(fail(what()));
     }
     // SAFETY: `p` was allocated by the global allocator with the layout of
-    // `n` f64s, all of them initialised (zero bits are 0.0).
+    // `n` elements of `T`, all of them initialised (zero bits are a `T`,
+    // `ZeroBits` promises).
     Ok(unsafe { Vec::from_raw_parts(p, n, n) })
 }
 
@@ -70,7 +89,7 @@ pub fn array_zeros(shape: IxDyn, what: impl FnOnce() -> String) -> Result<ArrayD
     else {
         return Err(oom(u128::MAX, what()));
     };
-    let data = zeros(n, what)?;
+    let data = zeros::<f64>(n, what)?;
     ArrayD::from_shape_vec(shape, data)
         .map_err(|e| Error::Call(format!("internal shape mismatch: {e}")))
 }

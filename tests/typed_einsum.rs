@@ -382,3 +382,109 @@ fn batched_products_on_threads() {
         assert_eq!(got, want.mapv(|x| x as f64), "{threads} threads");
     }
 }
+
+/// The product `a·b` of `m×k` and `k×n` integer matrices, by plain loops.
+fn naive_product(a: &ArrayD<i64>, b: &ArrayD<i64>) -> ArrayD<i64> {
+    let (m, k, n) = (a.shape()[0], a.shape()[1], b.shape()[1]);
+    ArrayD::from_shape_fn(IxDyn(&[m, n]), |i| {
+        (0..k).fold(0i64, |s, p| {
+            s.wrapping_add(a[[i[0], p]].wrapping_mul(b[[p, i[1]]]))
+        })
+    })
+}
+
+#[test]
+fn large_products_run_in_panels_with_the_same_result() {
+    // over the integers' panel size (2^26 multiply-adds): rows split into
+    // panels of 559 and 141; then a wide one, in panels of 64 and 6 rows
+    // by 512, 512 and 76 columns
+    for (m, k, n) in [(700, 400, 300), (70, 2048, 1100)] {
+        let a = ArrayD::from_shape_fn(IxDyn(&[m, k]), |i| {
+            ((i[0] * 31 + i[1] * 7) % 1001) as i64 * 1_000_003 - 500
+        });
+        let b = ArrayD::from_shape_fn(IxDyn(&[k, n]), |i| {
+            ((i[0] * 13 + i[1] * 5) % 997) as i64 * 999_983 - 400
+        });
+        let want = naive_product(&a, &b);
+        for threads in [1, 2] {
+            let opts = Options {
+                threads,
+                ..Options::default()
+            };
+            let got = einsum("ik,kj->ij", &[a.view(), b.view()], &opts).unwrap();
+            assert_eq!(got, want, "{m}x{k}x{n} on {threads} threads");
+            // transposed result: the panels' destination strides
+            let got_t = einsum("ik,kj->ji", &[a.view(), b.view()], &opts).unwrap();
+            assert_eq!(got_t, want.t().to_owned(), "{m}x{k}x{n} transposed");
+        }
+    }
+}
+
+#[test]
+fn a_cancelled_call_is_interrupted_in_every_type() {
+    let cancel = einsat::jit::Cancel::new();
+    cancel.cancel();
+    let a = ArrayD::from_shape_fn(IxDyn(&[5, 6]), |i| (i[0] + 2 * i[1]) as f64);
+    let b = ArrayD::from_shape_fn(IxDyn(&[6, 4]), |i| (3 * i[0] + i[1]) as f64 - 7.0);
+    let opts = Options::default();
+    fn check<T: Scalar>(
+        cancel: &einsat::jit::Cancel,
+        a: &ArrayD<T>,
+        b: &ArrayD<T>,
+        opts: &Options,
+    ) -> ArrayD<T> {
+        for spec in ["ij,jk->ik", "ij->j", "ij,jk->"] {
+            let r = cancel.run(|| {
+                einsum(
+                    spec,
+                    &[a.view(), b.view()][..spec.matches(',').count() + 1],
+                    opts,
+                )
+            });
+            assert!(
+                matches!(r, Err(einsat::Error::Interrupted)),
+                "{spec} in {}: {r:?}",
+                std::any::type_name::<T>()
+            );
+        }
+        // outside the token's run, the same call completes
+        einsum("ij,jk->ik", &[a.view(), b.view()], opts).unwrap()
+    }
+    let want = check(&cancel, &a, &b, &opts);
+    let f32s = check(&cancel, &a.mapv(|x| x as f32), &b.mapv(|x| x as f32), &opts);
+    assert_eq!(f32s, want.mapv(|x| x as f32));
+    let ints = check(&cancel, &a.mapv(|x| x as i64), &b.mapv(|x| x as i64), &opts);
+    assert_eq!(ints, want.mapv(|x| x as i64));
+    let cs = check(
+        &cancel,
+        &a.mapv(|x| Complex32::new(x as f32, 1.0)),
+        &b.mapv(|x| Complex32::new(0.0, x as f32)),
+        &opts,
+    );
+    assert_eq!(cs.shape(), &[5, 4]);
+    // a reset token lets calls through again
+    cancel.reset();
+    let again = cancel.run(|| einsum("ij,jk->ik", &[a.view(), b.view()], &opts));
+    assert_eq!(again.unwrap(), want);
+}
+
+#[test]
+fn a_long_product_stops_soon_after_a_cancel() {
+    // 2^33 multiply-adds on plain integer loops: many seconds of work,
+    // stopped at the next panel (2^26) once cancelled
+    let n = 2048;
+    let a = ArrayD::from_shape_fn(IxDyn(&[n, n]), |i| (i[0] ^ i[1]) as i64);
+    let cancel = einsat::jit::Cancel::new();
+    let c = cancel.clone();
+    let worker = std::thread::spawn(move || {
+        c.run(|| einsum("ij,jk->ik", &[a.view(), a.view()], &Options::default()))
+    });
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    cancel.cancel();
+    let r = worker.join().unwrap();
+    assert!(
+        matches!(r, Err(einsat::Error::Interrupted)),
+        "{:?}",
+        r.map(|a| a.len())
+    );
+}

@@ -322,7 +322,7 @@ fn interruptible<T: Send>(py: Python<'_>, f: impl FnOnce() -> Res<T> + Send) -> 
 /// Run a kernel call: with the GIL held when `small` (einsum's tiny
 /// contractions), with it released on this thread when its estimated work
 /// is moderate, else [`interruptible`].
-fn run_call<T: Send>(
+pub(crate) fn run_call<T: Send>(
     py: Python<'_>,
     small: bool,
     work: Option<u64>,

@@ -5,9 +5,10 @@
 //! that type (`float32`, `complex64`, `complex128`, `float64`, and `int64`
 //! or `uint64` for every integer and bool dtype, which Python truncates to
 //! the result's dtype afterwards). Owns only the crossing: the spec's `...`
-//! expanded, the operands borrowed, the GIL released, errors mapped.
+//! expanded, the operands borrowed, the GIL released (a long call runs
+//! where Ctrl-C stops it, as the float64 einsum's do), errors mapped.
 
-use crate::{contract, expand, fail, from_einsat, native, threads_of, to_py_err, Exc, Res};
+use crate::{contract, expand, fail, from_einsat, run_call, threads_of, to_py_err, Exc, Res};
 use einsat::typed::{Complex32, Complex64, Options, Scalar};
 use ndarray::ArrayViewD;
 use numpy::{
@@ -89,10 +90,29 @@ fn typed<'py, T: Scalar + Element>(
     let ranks: Vec<usize> = arrays.iter().map(|a| a.ndim()).collect();
     let (explicit, _) = expand(spec, &ranks)?;
     let views: Vec<ArrayViewD<'_, T>> = arrays.iter().map(|a| a.as_array()).collect();
-    let r = native(py, || {
+    let work = naive_work(&explicit, &views);
+    let r = run_call(py, false, Some(work), || {
         einsat::typed::einsum(&explicit, &views, opts).map_err(|e| from_einsat(e, None))
     })?;
     Ok(r.into_pyarray(py).into_any().unbind())
+}
+
+/// An upper bound of an einsum's work: the product of the sizes of its
+/// distinct labels (what the unplanned loop nest would do), which decides
+/// whether the call runs where Ctrl-C can stop it (`run_call`).
+fn naive_work<T>(explicit: &str, views: &[ArrayViewD<'_, T>]) -> u64 {
+    let inputs = explicit.split("->").next().unwrap_or("");
+    let mut seen: Vec<(char, usize)> = Vec::new();
+    for (subs, v) in inputs.split(',').zip(views) {
+        for (c, &n) in subs.chars().zip(v.shape()) {
+            match seen.iter_mut().find(|(d, _)| *d == c) {
+                Some((_, m)) => *m = (*m).max(n),
+                None => seen.push((c, n)),
+            }
+        }
+    }
+    seen.iter()
+        .fold(1u64, |w, &(_, n)| w.saturating_mul(n as u64))
 }
 
 /// Whether `einsat.einsum(*operands, dtype=dtype)` computes in a dtype

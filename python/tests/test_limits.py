@@ -191,3 +191,19 @@ def test_ctrl_c_stops_a_long_einsum_on_the_gemm_library():
         "einsat.einsum('ij,jk,ki->', A, A, A)",
     )
     assert "finished" not in out, out
+
+
+@pytest.mark.skipif(not LINUX, reason="POSIX signals")
+@pytest.mark.parametrize(
+    "dtype,side",
+    [("float32", 2**14), ("complex64", 2**13), ("int64", 2**12)],
+)
+def test_ctrl_c_stops_a_long_einsum_of_another_dtype(dtype, side):
+    # the einsum of dtypes other than float64 (einsat::typed): a product of
+    # minutes, stopped between panels of the GEMM library's (floats,
+    # complex) or the exact loops' (integers) product
+    out = interrupt(
+        f"A = np.broadcast_to(np.ones((), dtype=np.{dtype}), ({side}, {side}))",
+        "einsat.einsum('ij,jk,ki->', A, A, A)",
+    )
+    assert "finished" not in out, out

@@ -45,6 +45,7 @@ pub(crate) mod run;
 #[doc(hidden)]
 pub(crate) mod schedule;
 
+pub use crate::cancel::Cancel;
 use crate::error::Result;
 use crate::interp::Value;
 use crate::syntax::ast::Function;
@@ -55,7 +56,6 @@ pub use options::{
 pub use run::boundary::arg::{Arg, ArgMut, FromValue, IntoArg, IntoArgMut, IntoArgs};
 pub use run::boundary::typed::{ArgFor, ArgsFor, ParamType, ParamTypes, Shape, TypedKernel};
 pub use run::cache::{cache_len, clear_cache, CACHE_CAPACITY};
-pub use run::cancel::Cancel;
 pub use run::compile::{cache_key, compile, compile_uncached, compile_uncached_with, compile_with};
 pub use run::kernel::Kernel;
 pub use schedule::nest_work;

@@ -7,6 +7,7 @@
 //! plans or steps.
 
 use num_complex::{Complex32, Complex64};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// A strided matrix product `dst (+)= lhs · rhs` of an `m × k` and a
 /// `k × n` matrix: pointers and strides (in elements, any sign) of the
@@ -31,6 +32,53 @@ pub struct MatMul<T> {
     pub threads: usize,
 }
 
+/// About how many elements or multiply-adds a kernel does between two
+/// reads of the cancellation flag (a millisecond or less of work).
+pub(crate) const POLL_WORK: usize = 1 << 16;
+
+/// `p` run as panels of about [`Scalar::PANEL_WORK`] multiply-adds (rows,
+/// and for very wide products columns too), stopping between two panels
+/// once `stop` is set (the rest of `dst` unwritten). Each element of the
+/// result is still one product's, summed over the whole `k` as the unsplit
+/// product sums it.
+///
+/// # Safety
+/// As [`Scalar::matmul`].
+pub(crate) unsafe fn matmul_panels<T: Scalar>(p: &MatMul<T>, stop: &AtomicBool) {
+    let work = T::PANEL_WORK;
+    let nk = p.n.saturating_mul(p.k).max(1);
+    if p.m.saturating_mul(nk) <= work {
+        // SAFETY: as the caller promises.
+        return unsafe { T::matmul(p) };
+    }
+    let rows = (work / nk).clamp(64, p.m.max(1));
+    let cols = if rows.saturating_mul(nk) > 2 * work {
+        (work / rows.saturating_mul(p.k).max(1)).clamp(256, p.n.max(1))
+    } else {
+        p.n.max(1)
+    };
+    for i in (0..p.m).step_by(rows) {
+        for j in (0..p.n).step_by(cols) {
+            if stop.load(Ordering::Relaxed) {
+                return;
+            }
+            let (ii, jj) = (i as isize, j as isize);
+            let panel = MatMul {
+                m: rows.min(p.m - i),
+                n: cols.min(p.n - j),
+                dst: p.dst.wrapping_offset(ii * p.dst_rs + jj * p.dst_cs),
+                lhs: p.lhs.wrapping_offset(ii * p.lhs_rs),
+                rhs: p.rhs.wrapping_offset(jj * p.rhs_cs),
+                ..*p
+            };
+            // SAFETY: the panel's rows and columns are a part of the
+            // product's (below m and n), each element of `dst` in one
+            // panel only.
+            unsafe { T::matmul(&panel) };
+        }
+    }
+}
+
 /// Products of at least this many multiply-adds use threads (below it a
 /// call takes well under a millisecond on one core).
 pub(crate) const THREADED_WORK: usize = 1 << 21;
@@ -38,13 +86,21 @@ pub(crate) const THREADED_WORK: usize = 1 << 21;
 /// An element type einsat contracts: a commutative ring under
 /// [`Scalar::add`] and [`Scalar::mul`] (the integers wrap around, as
 /// numpy's do), with the matrix product of its kind.
-pub trait Scalar: Copy + PartialEq + Send + Sync + std::fmt::Debug + 'static {
+pub trait Scalar:
+    Copy + PartialEq + Send + Sync + std::fmt::Debug + crate::mem::ZeroBits + 'static
+{
     /// The additive identity.
     const ZERO: Self;
     /// `self + other` (wrapping for integers).
     fn add(self, other: Self) -> Self;
     /// `self · other` (wrapping for integers).
     fn mul(self, other: Self) -> Self;
+
+    /// The multiply-adds of one panel of a large product
+    /// ([`matmul_panels`]): a fraction of a second of [`Scalar::matmul`]
+    /// (plain loops by default; the `gemm` types take more).
+    #[doc(hidden)]
+    const PANEL_WORK: usize = 1 << 26;
 
     /// `p.dst (+)= p.lhs · p.rhs`, summing each element over `k` in order
     /// (the default, for the integers) or in the `gemm` crate's order.
@@ -106,6 +162,7 @@ macro_rules! gemm_scalar {
     ($t:ty, $zero:expr, $one:expr) => {
         impl Scalar for $t {
             const ZERO: Self = $zero;
+            const PANEL_WORK: usize = 1 << 30;
             fn add(self, other: Self) -> Self {
                 self + other
             }
@@ -216,11 +273,13 @@ pub(crate) struct Reduce<T> {
 impl<T: Scalar> Reduce<T> {
     /// Run it: the innermost loop over the axis with the smallest source
     /// stride, sums kept in a register along a summed innermost axis.
+    /// Stops early (`dst` incomplete) once `stop` is set: it is read
+    /// every [`POLL_WORK`] elements or so.
     ///
     /// # Safety
     /// The pointers and strides address live buffers for every index
     /// below the sizes; `dst` is written by no one else meanwhile.
-    pub(crate) unsafe fn run(mut self) {
+    pub(crate) unsafe fn run(mut self, stop: &AtomicBool) {
         self.axes.retain(|a| a.size != 1);
         if self.axes.iter().any(|a| a.size == 0) {
             return;
@@ -236,7 +295,15 @@ impl<T: Scalar> Reduce<T> {
         let outer = &self.axes;
         let mut idx = vec![0usize; outer.len()];
         let (mut so, mut d_o) = (0isize, 0isize);
+        let mut since_poll = 0usize;
         loop {
+            since_poll += inner.size;
+            if since_poll >= POLL_WORK {
+                since_poll = 0;
+                if stop.load(Ordering::Relaxed) {
+                    return;
+                }
+            }
             unsafe {
                 let s = self.src.offset(so);
                 let d = self.dst.offset(d_o);

@@ -34,6 +34,13 @@
 //! slicing are not applied: intermediates are as large as the plan's
 //! steps make them.
 //!
+//! Cancellation: a call made inside [`crate::jit::Cancel::run`] stops soon
+//! after the token is cancelled, with [`Error::Interrupted`]: the flag is
+//! read between steps, between the products of a step, between panels of
+//! a large product (about 2^30 multiply-adds each) and every 2^16 elements
+//! of a one-operand sum. Buffers come zeroed from the system, so a huge
+//! result costs nothing before it is written.
+//!
 //! Owns the execution of a plan over typed views; it must not plan
 //! (`plan` does) and knows nothing of the IR, the optimiser or the JIT.
 
@@ -42,10 +49,12 @@ mod kernels;
 pub use kernels::Scalar;
 pub use num_complex::{Complex32, Complex64};
 
+use crate::cancel::{current_flag, stopped};
 use crate::plan::{self, Method, Network};
 use crate::{Error, Result};
-use kernels::{Axis, MatMul, Reduce};
+use kernels::{matmul_panels, Axis, MatMul, Reduce};
 use ndarray::{ArrayD, ArrayViewD, IxDyn};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// How [`einsum`] plans and runs.
 #[derive(Clone, Debug)]
@@ -146,7 +155,8 @@ fn parse(spec: &str, n: usize) -> Result<(Vec<Vec<char>>, Vec<char>)> {
 /// `T` (see the module doc). Errors: a spec that does not fit the
 /// operands (their number, ranks, sizes of one label that differ and are
 /// not 1), a path that does not contract the operands, memory for a
-/// result or an intermediate that the system refuses.
+/// result or an intermediate that the system refuses; a cancelled call
+/// (see the module doc, "Cancellation").
 pub fn einsum<T: Scalar>(
     spec: &str,
     operands: &[ArrayViewD<'_, T>],
@@ -256,8 +266,10 @@ pub fn einsum<T: Scalar>(
     }
     .map_err(|e| Error::Plan(format!("einsum: {e}")))?;
     let threads = opts.threads.max(1);
+    let stop = current_flag();
     let nsteps = p.steps.len();
     for (s, step) in p.steps.iter().enumerate() {
+        stopped(stop)?;
         let mut order = step.kept.clone();
         if s + 1 == nsteps && same_set(&order, &output) {
             order = output.clone();
@@ -265,12 +277,12 @@ pub fn einsum<T: Scalar>(
         let made = match step.operands[..] {
             [a] => {
                 let t = take(&mut tensors, a)?;
-                reduce(&t, &order, &sizes)?
+                reduce(&t, &order, &sizes, stop)?
             }
             [a, b] => {
                 let ta = take(&mut tensors, a)?;
                 let tb = take(&mut tensors, b)?;
-                pair(ta, tb, &order, &sizes, threads)?
+                pair(ta, tb, &order, &sizes, threads, stop)?
             }
             _ => return Err(Error::Plan("einsum: a plan step of 0 or 3 operands".into())),
         };
@@ -284,8 +296,10 @@ pub fn einsum<T: Scalar>(
     let last = if last.owned.is_some() && last.labels() == output {
         last
     } else {
-        reduce(&last, &output, &sizes)?
+        reduce(&last, &output, &sizes, stop)?
     };
+    // (a step may have stopped with its result incomplete)
+    stopped(stop)?;
     let data = last.owned.unwrap_or_default();
     ArrayD::from_shape_vec(IxDyn(&out_shape), data)
         .map_err(|e| Error::Plan(format!("einsum: result: {e}")))
@@ -301,11 +315,9 @@ fn take<T>(ts: &mut [Option<Tensor<T>>], k: usize) -> Result<Tensor<T>> {
         .ok_or_else(|| Error::Plan(format!("einsum: the plan uses tensor {k} twice")))
 }
 
-/// `n` zeros, the allocation fallible.
+/// `n` zeros, the allocation fallible (zeroed by the system).
 fn zeros<T: Scalar>(n: usize) -> Result<Vec<T>> {
-    let mut v = crate::mem::with_capacity(n, || format!("a tensor of {n} elements"))?;
-    v.resize(n, T::ZERO);
-    Ok(v)
+    crate::mem::zeros(n, || format!("a tensor of {n} elements"))
 }
 
 fn zeros_array<T: Scalar>(shape: &[usize]) -> Result<ArrayD<T>> {
@@ -346,8 +358,13 @@ fn fresh<T: Scalar>(labels: &[usize], sizes: &[usize]) -> Result<Tensor<T>> {
 }
 
 /// `src` summed over the labels not in `keep`, as a new tensor of `keep`
-/// in that order.
-fn reduce<T: Scalar>(src: &Tensor<T>, keep: &[usize], sizes: &[usize]) -> Result<Tensor<T>> {
+/// in that order (incomplete if `stop` is set meanwhile).
+fn reduce<T: Scalar>(
+    src: &Tensor<T>,
+    keep: &[usize],
+    sizes: &[usize],
+    stop: &AtomicBool,
+) -> Result<Tensor<T>> {
     let mut out = fresh::<T>(keep, sizes)?;
     let dst = out
         .owned
@@ -371,7 +388,7 @@ fn reduce<T: Scalar>(src: &Tensor<T>, keep: &[usize], sizes: &[usize]) -> Result
             dst,
             axes,
         }
-        .run()
+        .run(stop)
     };
     Ok(out)
 }
@@ -409,13 +426,15 @@ fn fuse(mut dims: Vec<PDim>, ops: &[usize]) -> Vec<PDim> {
 }
 
 /// The pairwise step: `a · b` summed over their common labels not in
-/// `order`, as a new tensor of `order`.
+/// `order`, as a new tensor of `order` (incomplete if `stop` is set
+/// meanwhile).
 fn pair<T: Scalar>(
     a: Tensor<T>,
     b: Tensor<T>,
     order: &[usize],
     sizes: &[usize],
     threads: usize,
+    stop: &'static AtomicBool,
 ) -> Result<Tensor<T>> {
     // labels in one operand only and not kept are summed out of it first
     let own = |x: &Tensor<T>, y: &Tensor<T>| -> Vec<usize> {
@@ -426,12 +445,12 @@ fn pair<T: Scalar>(
     };
     let (ka, kb) = (own(&a, &b), own(&b, &a));
     let a = if ka.len() < a.dims.len() {
-        reduce(&a, &ka, sizes)?
+        reduce(&a, &ka, sizes, stop)?
     } else {
         a
     };
     let b = if kb.len() < b.dims.len() {
-        reduce(&b, &kb, sizes)?
+        reduce(&b, &kb, sizes, stop)?
     } else {
         b
     };
@@ -491,6 +510,7 @@ fn pair<T: Scalar>(
         rhs: b.ptr,
         sums,
         outer,
+        stop,
     };
     let count: usize = product.outer.iter().map(|d| d.size).product();
     let call_work = md.size * nd.size * kd.size;
@@ -526,6 +546,8 @@ struct Product<T> {
     rhs: *const T,
     sums: Vec<PDim>,
     outer: Vec<PDim>,
+    /// The cancellation flag, read before each product.
+    stop: &'static AtomicBool,
 }
 
 // SAFETY: the threads sharing a `Product` write disjoint parts of `dst`
@@ -535,7 +557,7 @@ unsafe impl<T: Sync> Sync for Product<T> {}
 
 impl<T: Scalar> Product<T> {
     /// The products of the outer indices `lo..hi` (in odometer order),
-    /// each with up to `threads` threads.
+    /// each with up to `threads` threads; none after `stop` is set.
     fn run(&self, lo: usize, hi: usize, threads: usize) {
         if lo >= hi {
             return;
@@ -556,6 +578,9 @@ impl<T: Scalar> Product<T> {
             let mut soff = off;
             let mut first = true;
             loop {
+                if self.stop.load(Ordering::Relaxed) {
+                    return;
+                }
                 let call = MatMul {
                     m: self.md.size,
                     n: self.nd.size,
@@ -577,7 +602,7 @@ impl<T: Scalar> Product<T> {
                 // below their sizes; `dst` is the step's own buffer, each
                 // element at one index (C order), this outer index's part
                 // written by this thread only.
-                unsafe { T::matmul(&call) };
+                unsafe { matmul_panels(&call, self.stop) };
                 first = false;
                 if !step(&self.sums, &mut sidx, &mut soff) {
                     break;

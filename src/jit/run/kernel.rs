@@ -62,10 +62,10 @@
 //! (`schedule`).
 
 use super::boundary::{self as call, check_out, Sig};
-use super::cancel::{current_flag, stopped};
 use super::gemm::Threads;
 use super::jit_err;
 use super::pool;
+use crate::cancel::{current_flag, stopped};
 use crate::error::{Error, Result};
 use crate::interp::value::{AsOperand, AsOperandMut};
 use crate::interp::{self, Boundary, Value};

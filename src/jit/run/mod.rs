@@ -3,12 +3,12 @@
 //! boundary ([`boundary`]: the one module converting values between
 //! callers and native code), running the nests as their steps say
 //! ([`kernel`]), the GEMM library calls ([`gemm`]), the thread pool
-//! ([`pool`]) and cancellation ([`cancel`]). Must not generate code nor
+//! ([`pool`]); cancellation tokens live in [`crate::cancel`], shared with
+//! [`crate::typed`]. Must not generate code nor
 //! make scheduling decisions (it asks `schedule`).
 
 pub mod boundary;
 pub mod cache;
-pub mod cancel;
 pub mod compile;
 pub mod gemm;
 pub mod kernel;

@@ -1,5 +1,8 @@
-//! Cancellation tokens ([`Cancel`]) and the per-thread flag a call reads
-//! (the native code polls it where its plan says). Owns the flag only; it must not run or stop code itself.
+//! Cancellation tokens ([`Cancel`], re-exported as `jit::Cancel`) and the
+//! per-thread flag a call reads: the JIT's native code polls it where its
+//! plan says, the typed einsum ([`crate::typed`]) between its steps and
+//! inside its kernels. Owns the flag only; it must not run or stop code
+//! itself.
 
 use crate::error::{Error, Result};
 use std::cell::Cell;
