@@ -390,3 +390,69 @@ fn an_infinity_times_a_padded_zero_may_change_kind_but_not_become_finite() {
         "{want} {got} {jit}"
     );
 }
+
+/// Every element of an array value, bit for bit against `want`.
+fn same_elements(got: &Value, want: &Value) -> bool {
+    match (got, want) {
+        (Value::Array(g), Value::Array(w)) => {
+            g.shape() == w.shape() && g.iter().zip(w.iter()).all(|(&a, &b)| same(a, b))
+        }
+        _ => false,
+    }
+}
+
+#[test]
+fn a_written_multiply_add_keeps_both_roundings_in_every_engine() {
+    // `-(y*y) + x*x` with x = y is exactly 0 as written; a fused
+    // multiply-add would give the rounding error of y*y (negative for some
+    // x), and its square root NaN. Arrays long enough for the vector loops
+    // (contiguous) and the scalar ones (every other element, a strided
+    // view), run as written (no optimiser to reorder the terms) and
+    // optimised.
+    let f = func("fn f(x: [n]R, y: [n]R) -> [n]R = gen(i:n) sqrt(-(y[i] * y[i]) + x[i] * x[i])");
+    let g = func("fn g(a: [n]R, b: [n]R, c: [n]R) -> [n]R = gen(i:n) a[i] + b[i] * c[i]");
+    let xs: Vec<f64> = (0..203).map(|k| 0.1 + k as f64 / 7.0).collect();
+    let x = ndarray::Array1::from(xs.clone());
+    let strided = ndarray::Array1::from_iter(xs.iter().flat_map(|&v| [v, -1.0]));
+    let views = [x.clone(), strided.slice_move(ndarray::s![..;2])];
+    for (layout, xv) in ["contiguous", "strided"].iter().zip(&views) {
+        let args = [
+            Value::Array(xv.clone().into_dyn()),
+            Value::Array(xv.clone().into_dyn()),
+        ];
+        let zeros = Value::Array(ndarray::Array1::<f64>::zeros(xs.len()).into_dyn());
+        assert!(same_elements(&interp::run(&f, &args).unwrap(), &zeros));
+        for program in [f.clone(), opt(&f, false).program] {
+            let k = einsat::jit::compile_uncached_with(&program, &einsat::jit::Options::default())
+                .unwrap();
+            let got = k.call(&args).unwrap();
+            assert!(
+                same_elements(&got, &zeros),
+                "{layout}: {}\ngave {got}",
+                print_function(&program)
+            );
+        }
+        // a + b*c: the product rounded, then the sum, bit for bit
+        let (b, c): (Vec<f64>, Vec<f64>) = (
+            xs.iter().map(|v| v * 1e8 + 1.0 / 3.0).collect(),
+            xs.iter().map(|v| 1.0 / (v + 0.7)).collect(),
+        );
+        let gargs = [
+            Value::Array(xv.mapv(|v| -v * 1e8).into_dyn()),
+            vector(&b),
+            vector(&c),
+        ];
+        let want = interp::run(&g, &gargs).unwrap();
+        for program in [g.clone(), opt(&g, false).program] {
+            let got =
+                einsat::jit::compile_uncached_with(&program, &einsat::jit::Options::default())
+                    .unwrap()
+                    .call(&gargs)
+                    .unwrap();
+            assert!(
+                same_elements(&got, &want),
+                "{layout}: a + b*c gave {got}, want {want}"
+            );
+        }
+    }
+}

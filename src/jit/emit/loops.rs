@@ -31,7 +31,8 @@
 //!   body);
 //! - **vectors**: an innermost loop whose body has no strong zeros or sums
 //!   and whose moving loads walk unit-stride axes unchecked runs on `f64x2`
-//!   (`fma` for multiply-add, calls other than `sqrt`/`abs` lane by lane)
+//!   (`fma` only for a sum's accumulation, calls other than `sqrt`/`abs`
+//!   lane by lane)
 //!   with a scalar tail: stores of a gen loop whose output axis is
 //!   unit-stride ([`VSTORE_UNROLL`] vectors per step, then one), or a sum
 //!   into [`VACCS`] vector accumulators. Every moving load and the store
@@ -1400,15 +1401,9 @@ impl LoopEmitter<'_, '_> {
     }
 
     fn bin(&mut self, op: BinOp, a: &SchedExpr, b: &SchedExpr) -> (Value, Option<Value>) {
-        // a + b*c with no strong zeros about: one fused multiply-add
-        if op == BinOp::Add && !strong(a) && !strong(b) {
-            if let SchedExpr::Bin(BinOp::Mul, x, y) = b {
-                let va = self.scalar(a).0;
-                let vx = self.scalar(x).0;
-                let vy = self.scalar(y).0;
-                return (self.b.ins().fma(vx, vy, va), None);
-            }
-        }
+        // (`a + b*c` is not fused into one multiply-add: the product's
+        // rounding is the program's, as in the interpreter and numpy; see
+        // docs/fp-contract.md. Only a sum's accumulation fuses.)
         if Self::swapped(op, a) {
             let (y, fy) = self.scalar(b);
             let x = self.scalar(a).0;
@@ -2048,14 +2043,6 @@ impl LoopEmitter<'_, '_> {
                 self.splat(x)
             }
             SchedExpr::Bin(op, a, b) => {
-                if *op == BinOp::Add {
-                    if let SchedExpr::Bin(BinOp::Mul, x, y) = &**b {
-                        let va = self.vscalar(a, var);
-                        let vx = self.vscalar(x, var);
-                        let vy = self.vscalar(y, var);
-                        return self.b.ins().fma(vx, vy, va);
-                    }
-                }
                 if Self::swapped(*op, a) {
                     let y = self.vscalar(b, var);
                     let x = self.vscalar(a, var);
