@@ -766,10 +766,13 @@ impl Kernel {
         for (s, &want) in slot_want.iter().enumerate() {
             let t = &mut temps[s];
             // every element of a temporary is written by its nest before
-            // any later nest reads it: no need to clear
+            // any later nest reads it: no need to keep or clear what it
+            // held, so a larger one is a fresh buffer from the system's
+            // zero pages (a huge temporary costs nothing before its nest
+            // writes it, where the call can be cancelled)
             if want > t.len() {
-                crate::mem::reserve(t, want - t.len(), || self.temps_held(s, slot_of, svals))?;
-                t.resize(want, 0.0);
+                *t = Vec::new();
+                *t = crate::mem::zeros(want, || self.temps_held(s, slot_of, svals))?;
             }
         }
         Ok(())
