@@ -182,12 +182,13 @@ def test_ctrl_c_stops_a_long_kernel():
 
 @pytest.mark.skipif(not LINUX, reason="POSIX signals")
 def test_ctrl_c_stops_a_long_einsum_on_the_gemm_library():
-    # a 2^14-cubed product of zero-stride views: GEMM panels, minutes of
-    # work. (At 2^15 the 8 GiB intermediate is zeroed before the product
-    # starts, which a machine with a full page cache took over 20 s to do,
-    # Ctrl-C waiting for it: noted, not yet fixed.)
+    # a 2^15-cubed product of zero-stride views: GEMM panels, hours of
+    # work, into an 8 GiB intermediate. (That intermediate used to be
+    # zeroed element by element before the product started, which took
+    # over 20 s on a machine with a full page cache, Ctrl-C waiting for it;
+    # it now comes from the system's zero pages, written by the product.)
     out = interrupt(
-        "A = np.broadcast_to(np.float64(0.5), (2**14, 2**14))",
+        "A = np.broadcast_to(np.float64(0.5), (2**15, 2**15))",
         "einsat.einsum('ij,jk,ki->', A, A, A)",
     )
     assert "finished" not in out, out
