@@ -682,3 +682,81 @@ def test_gather_errors():
     f = einsat.fn(embed)
     with pytest.raises(einsat.Error, match=r"tok\[1\] = 9 is outside 0\.\.4"):
         f(E, np.array([0, 9]))
+
+
+# ------------------------------------- properties: odd data, bit for bit
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+from hypothesis.extra import numpy as hnp  # noqa: E402
+
+# wide magnitudes, offsets, signed zeros, infinities and NaN
+ODD = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.floats(-1e3, 1e3).map(lambda v: v + 1e9),
+    st.sampled_from([0.0, -0.0, 1e-308, 5e-324, 1e308, -1e308]),
+)
+TRACED = {f.__name__: einsat.fn(f) for f in (polyval, cumsum, ema, argmax, embed)}
+PROPS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@PROPS
+@given(
+    c=hnp.arrays(np.float64, st.integers(0, 8), elements=st.one_of(ODD, st.floats(-1e3, 1e3))),
+    x=st.one_of(ODD, st.floats(-2, 2)),
+)
+def test_fold_polyval_is_horners_rule(c, x):
+    # numpy's polyval runs y = y * x + c[i] from y = 0, the fold's order;
+    # the JIT may fuse each step's multiply-add (one rounding fewer), so
+    # finite results agree within Horner's error bound, NaN with NaN
+    with np.errstate(all="ignore"):
+        want = np.polyval(c, np.array([x]))[0] if len(c) else 0.0
+        bound = 4 * (len(c) + 1) * np.finfo(float).eps * np.polyval(np.abs(c), np.array([abs(x)]))[0] if len(c) else 0.0
+    got = TRACED["polyval"](c, x)
+    if len(c) and (np.isnan(x) or np.isnan(c).any()):
+        assert np.isnan(got)  # a NaN reaches the result
+    elif np.isfinite(bound) and np.isfinite(want):
+        assert abs(got - want) <= bound, (got, want, bound)
+
+
+@PROPS
+@given(x=hnp.arrays(np.float64, st.integers(0, 12), elements=ODD))
+def test_fold_cumsum_is_sequential_bit_for_bit(x):
+    with np.errstate(all="ignore"):
+        want = np.cumsum(x)
+    np.testing.assert_array_equal(TRACED["cumsum"](x), want)
+
+
+@PROPS
+@given(x=hnp.arrays(np.float64, st.integers(1, 12), elements=ODD))
+def test_fold_argmax_follows_the_loop_bit_for_bit(x):
+    best, pos = x[0], 0.0
+    for i, v in enumerate(x):
+        if v > best:
+            best, pos = v, float(i)
+    np.testing.assert_array_equal(TRACED["argmax"](x), (best, pos))
+
+
+@PROPS
+@given(
+    x=hnp.arrays(np.float64, st.integers(1, 12), elements=st.floats(-1e3, 1e3).map(lambda v: v + 1e9)),
+    a=st.floats(0, 1),
+)
+def test_fold_ema_follows_the_loop(x, a):
+    # a contraction for a in [0, 1]: each step's error stays within a few
+    # ulps of the data (the JIT may fuse the multiply-add)
+    acc = x[0]
+    for v in x:
+        acc = acc + a * (v - acc)
+    got = TRACED["ema"](x, a)
+    assert abs(got - acc) <= 4 * len(x) * np.finfo(float).eps * np.max(np.abs(x))
+
+
+@PROPS
+@given(
+    E=hnp.arrays(np.float64, st.tuples(st.integers(1, 6), st.integers(0, 4)), elements=ODD),
+    data=st.data(),
+)
+def test_gather_is_numpys_fancy_indexing(E, data):
+    tok = data.draw(hnp.arrays(np.int64, st.integers(0, 8), elements=st.integers(0, E.shape[0] - 1)))
+    np.testing.assert_array_equal(TRACED["embed"](E, tok), E[tok])
