@@ -698,7 +698,7 @@ class Expr(_Ordered):
                 "einsat.fn: the integer array %s has %d axes and is read at %d: an integer array is "
                 "read at every axis (%s[%s])"
                 % (self.chain, _rank(self.ty), len(idx), self.chain,
-                   ", ".join(_SIZE_NAMES[8 + a] for a in range(_rank(self.ty))))
+                   ", ".join("ijklmn"[a % 6] for a in range(_rank(self.ty))))
             )
         base = self
 
@@ -1228,9 +1228,10 @@ class _Trace:
         if root not in self.sizes:
             # a size name is not an index used as a number (the name
             # would be both there), nor, when sizes are numbers, a value
+            # or an index (the name would be the value's, or both)
             taken = set(self.sizes.values()) | {i.name for i in self.index_values}
             if self.size_values:
-                taken |= self.values
+                taken |= self.values | self.indices
             name = next((n for n in _SIZE_NAMES if n not in taken), None)
             k = len(_SIZE_NAMES)
             while name is None or name in taken:

@@ -338,6 +338,27 @@ def test_sizes_as_numbers():
 
     same_as_text(scaled, "fn scaled(x: [m]R, n: R) -> [m]R = gen(i:m) x[i] * n / m", x, 3.0)
     np.testing.assert_allclose(scaled(x, 3.0), x * 3.0 / 7, rtol=1e-12)
+    # an index named like a size, where sizes are numbers: the size is renamed
+    @einsat.fn
+    def per_col(A, B):
+        return gen(lambda i, k: A[i, k] * B[k, i] / B.shape[0])
+
+    A = rng.random((3, 4))
+    same_as_text(
+        per_col, "fn per_col(A: [n,m]R, B: [m,n]R) -> [n,m]R = gen(i:n, k:m) A[i, k] * B[k, i] / m", A, A.T.copy()
+    )
+    @einsat.fn
+    def three(A, B):
+        return gen(lambda i, k: sum(lambda j: A[i, j] * B[j, k]) / B.shape[1])
+
+    B = rng.random((4, 5))
+    same_as_text(
+        three,
+        "fn three(A: [n,m]R, B: [m,l]R) -> [n,l]R = gen(i:n, k:l) (sum(j:m) A[i, j] * B[j, k]) / l",
+        A,
+        B,
+    )
+    np.testing.assert_allclose(three(A, B), A @ B / 5, rtol=1e-12)
     # an index named like a parameter is renamed where it is a number
     @einsat.fn
     def weigh(x, i):
