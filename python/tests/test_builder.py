@@ -660,6 +660,20 @@ def test_gather_offsets_and_inner_axes():
     np.testing.assert_allclose(got, (F[:, tok + 1, 0] + F[:, tok - 1, 1]).T, rtol=1e-12)
 
 
+def test_gathers_inside_a_fold_and_a_let():
+    # a running sum of looked-up values, in token order, and a looked-up
+    # row named once
+    f = einsat.fn(lambda E, tok: einsat.fold(0, lambda i, acc: acc + E[tok[i], 0] * E[tok[i], 1]))
+    E, tok = rng.random((6, 2)) + 1e3, np.array([4, 0, 0, 3])
+    got = same_as_text(
+        f, "fn f(E: [n,m]R, tok: [k]Z) -> R = fold(i:k, acc = 0) acc + E[tok[i], 0] * E[tok[i], 1]", E, tok
+    )
+    assert got == pytest.approx((E[tok, 0] * E[tok, 1]).sum(), rel=1e-12)
+    g = einsat.fn(lambda E, tok: einsat.let(E[tok[0] + 1], lambda r: gen(lambda j: r[j] * r[j])))
+    got = same_as_text(g, "fn f(E: [n,m]R, tok: [k]Z) -> [m]R = let r = E[tok[0] + 1] in gen(j:m) r[j] * r[j]", E, tok)
+    np.testing.assert_allclose(got, E[tok[0] + 1] ** 2, rtol=1e-12)
+
+
 def test_integer_and_float_arrays_trace_separately():
     total = einsat.fn(lambda x, tok: sum(lambda i: x[tok[i]]))
     x = rng.random(5)
