@@ -430,6 +430,11 @@ def _affine_of(x):
             "position of [...] (E[tok[i], j], E[tok[i] + 1, j]), not part of an index expression "
             "or of eps[...]" % x.text()
         )
+    if isinstance(x, Expr) and _elem(x.ty) == _Z:
+        raise TraceError(
+            "einsat.fn: the integer array %s inside an index is read at every axis: E[%s[i], j]"
+            % (x.chain, x.chain)
+        )
     if isinstance(x, Expr):
         raise TraceError(
             "einsat.fn: a number (%s) used as an index: indices are gen/sum indices, their affine "
@@ -928,17 +933,17 @@ def bracket(c):
 
 def _params(api, body, what, count=None):
     """The parameters of the Python function ``body`` given to
-    ``einsat.<api>`` (``count`` of them, when given)."""
+    ``einsat.<api>`` (``count`` of them, when given); ``what``: (what they
+    are, the call's form)."""
     if not callable(body):
-        raise TraceError("einsat.%s takes a function of %s, as einsat.%s(lambda %s: ...)"
-                         % (api, what[0], api, what[1]))
+        raise TraceError("einsat.%s takes a function of %s, as %s" % (api, what[0], what[1]))
     try:
         params = list(inspect.signature(body).parameters.values())
     except (TypeError, ValueError):
         raise TraceError("einsat.%s: cannot read the parameters of %r" % (api, body)) from None
     if not params or any(p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params) \
             or (count is not None and len(params) != count):
-        raise TraceError("einsat.%s takes a function of %s (lambda %s: ...)" % (api, what[0], what[1]))
+        raise TraceError("einsat.%s takes a function of %s, as %s" % (api, what[0], what[1]))
     return params
 
 
@@ -976,7 +981,7 @@ def _check_inferred(api, indices, form=None):
 def _binder(kind, body, size, like):
     tr = _trace()
     api = {"max": "max_over", "min": "min_over"}.get(kind, kind)
-    params = _params(api, body, ("one or more indices", "i"))
+    params = _params(api, body, ("one or more indices", "einsat.%s(lambda i: ...) or (lambda i, j: ...)" % api))
     indices = [_new_index(tr, api, p.name, size, like) for p in params]
     tr.bound.extend(indices)
     try:
@@ -1056,13 +1061,13 @@ def fold(init, body, n=None, like=None):
         polyval = einsat.fn(lambda c, x: einsat.fold(0, lambda i, acc: acc * x + c[i]))
     """
     tr = _trace()
-    params = _params("fold", body, ("an index and the accumulator", "i, acc"), 2)
+    params = _params("fold", body, ("an index and the accumulator", "einsat.fold(init, lambda i, acc: ...)"), 2)
     e0 = _expr_of(init)
     if not _acc_type(e0.ty):
         _not_number(e0, "the accumulator of einsat.fold")
         raise TraceError(
             "einsat.fold: the accumulator is %s: it must be a number or a pair (a tuple) of numbers "
-            "or such pairs" % _what(e0.ty)
+            "or such pairs" % _type_words(e0.ty)
         )
     i = _new_index(tr, "fold", params[0].name, n, like)
     acc = _Var(tr.fresh_value(params[1].name), "the accumulator of a fold")
@@ -1093,7 +1098,7 @@ def let(value, body):
     lambda's parameter's (``einsat.let(sum(lambda j: x[j]), lambda s:
     gen(lambda i: x[i] / s))``). ``v`` is valid only inside ``body``."""
     tr = _trace()
-    params = _params("let", body, ("the bound value", "v"), 1)
+    params = _params("let", body, ("the bound value", "einsat.let(value, lambda v: ...)"), 1)
     v = _expr_of(value)
     if _elem(v.ty) == _Z:
         _not_number(v, "einsat.let")

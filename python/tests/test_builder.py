@@ -565,6 +565,14 @@ def test_fold_errors():
         einsat.fn(lambda x: fold(x, lambda i, acc: acc + 1))(1.0)
     with pytest.raises(einsat.TraceError, match="takes a function of an index and the accumulator"):
         einsat.fn(lambda x: fold(0, lambda i: x[i]))(np.ones(2))
+    with pytest.raises(einsat.TraceError, match=r"as einsat.fold\(init, lambda i, acc: ...\)"):
+        einsat.fn(lambda x: fold(0, 3))(np.ones(2))
+    with pytest.raises(einsat.TraceError, match=r"accumulator is \(a tensor of 1 axes, R\)"):
+        einsat.fn(lambda x: fold((x, 0), lambda i, acc: acc, 2))(np.ones(2))
+    with pytest.raises(einsat.TraceError, match="like= takes"):
+        einsat.fn(lambda x: fold(0, lambda i, acc: acc, like=x))(np.ones(2))
+    with pytest.raises(einsat.TraceError, match="the range must be a whole number >= 0, not -1"):
+        einsat.fn(lambda x: fold(0, lambda i, acc: acc, -1))(np.ones(2))
     with pytest.raises(einsat.TraceError, match="a pair is indexed with 0 or 1"):
         einsat.fn(lambda x: fold((0, 0), lambda i, acc: (acc[2], x[i])))(np.ones(2))
     with pytest.raises(einsat.TraceError, match="a number .* indexed"):
@@ -699,6 +707,8 @@ def test_gather_errors():
         einsat.fn(lambda tok: sum(lambda i: tok, 3))(tok)
     with pytest.raises(einsat.TraceError, match="integer array tok given to the function's result"):
         einsat.fn(lambda tok: tok)(tok)
+    with pytest.raises(einsat.TraceError, match=r"the integer array tok inside an index is read at every axis"):
+        einsat.fn(lambda E, tok: gen(lambda j: E[tok, j], 2))(E, tok)
     with pytest.raises(einsat.TraceError, match="gathers do not nest"):
         einsat.fn(lambda x, t: gen(lambda i: x[t[t[i]]]))(np.ones(3), np.zeros(3, dtype=int))
     with pytest.raises(einsat.TraceError, match=r"tok\[i\] with `\+ <einsat index j>`"):
