@@ -1,10 +1,15 @@
 """einsat.fn: Python functions traced into einsat programs (the Ein-style
 builder, einsat/builder.py). Each case is compared with the text form: the
 same printed program (the Kernel's `source`, printed from the parsed
-function) and the same results."""
+function) and the same results; every function of examples/fold.tl and
+examples/gather.tl is written with the builder; folds and gathers are
+also checked on odd data (hypothesis) against numpy or the loop."""
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
 
 import einsat
 from einsat import gen, sum, exp, log, sqrt, sin, cos, tanh, maximum, minimum
@@ -730,10 +735,6 @@ def test_gather_errors():
 
 
 # ------------------------------------- properties: odd data, bit for bit
-
-from hypothesis import HealthCheck, given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
-from hypothesis.extra import numpy as hnp  # noqa: E402
 
 # wide magnitudes, offsets, signed zeros, infinities and NaN
 ODD = st.one_of(
