@@ -91,8 +91,10 @@ fn(f, name=None, threads=None, fast_math=False) -> Traced
     is ``fn f(A: [n,m]R, x: [m]R) -> [n]R = gen(i:n) sum(j:m) A[i,j] * x[j]``,
     traced and compiled at the first call per signature of argument ranks
     (``.source`` shows the program). ``gen``, ``sum``, ``exp``, ``log``,
-    ``sqrt``, ``sin``, ``cos``, ``tanh``, ``abs``, ``maximum``, ``minimum``
-    build it; see :mod:`einsat.builder`.
+    ``sqrt``, ``sin``, ``cos``, ``tanh``, ``abs``, ``maximum``, ``minimum``,
+    ``max_over``, ``min_over``, ``where``, ``bracket``, ``fold``, ``let``
+    and ``eps`` build it (an integer numpy array is an integer array
+    ``[n]Z``, read inside an index: a gather); see :mod:`einsat.builder`.
 
 Kernel
 ------
@@ -214,9 +216,12 @@ from .builder import (  # noqa: E402
     bracket,
     cos,
     eq,
+    eps,
     exp,
     fn,
+    fold,
     gen,
+    let,
     log,
     max_over,
     maximum,

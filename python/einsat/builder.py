@@ -1,7 +1,7 @@
 """Programs written in Python, in the style of Ein: a Python function over
 symbolic arguments, traced into a function of the einsat language and
-compiled once per signature of argument ranks (as ``jax.jit`` traces per
-shapes).
+compiled once per signature of argument ranks (and which arguments are
+integer arrays), as ``jax.jit`` traces per shapes.
 
     >>> import numpy as np, einsat
     >>> mv = einsat.fn(lambda A, x: einsat.gen(lambda i: einsat.sum(lambda j: A[i, j] * x[j])))
@@ -44,6 +44,30 @@ The traced function is the program the text form gives
   a, b)`` (only the chosen side is evaluated), and ``bracket(c)`` of an
   index condition is the bracket ``[c]`` (1 where it holds, else a strong
   zero: ``bracket(j <= i) * A[i, j]`` is the lower triangle).
+- Indices and sizes as numbers: an index beside a traced number, a
+  fraction, or divided is its value (``x[i] * i``, ``i / 2``, ``x[i] >
+  i``); ``x.shape[0]`` is the size of ``x``'s axis 0 as a number
+  (``sum(lambda i: x[i]) / x.shape[0]`` is ``(sum(i:n) x[i]) / n``).
+- ``fold(init, lambda i, acc: e)`` is ``fold(i:s, acc = init) e``: the
+  sequential loop, in the written order; the accumulator is a number or
+  a pair (a Python tuple, nested for more), read as ``acc[0]``,
+  ``acc[1]`` or unpacked (``s, c = acc``), and a pair result is
+  projected the same way (``fold(...)[0]`` is ``(fold ...).0``). The
+  range as ``gen``'s: inferred, or ``fold(init, body, n)``,
+  ``like=(x, 0)``. Horner: ``fold(0, lambda i, acc: acc * x + c[i])``.
+- ``let(value, lambda v: e)`` is ``let v = value in e`` (a shared
+  subterm computed once), and ``eps[i, j, k]`` (``eps[i, j]``) the
+  Levi-Civita symbol.
+- Gathers: an integer numpy array argument (of one or more axes) is an
+  integer array parameter ``tok: [n]Z``, read only inside an index:
+  ``E[tok[i], j]``, ``E[tok[i] + 1, j]`` (an embedding lookup). Its
+  elements are checked when a call starts (every element on the axis it
+  indexes); an integer array used as a number, or a float array inside
+  an index, is a :class:`TraceError` (pass ``tok.astype(float)`` to
+  compute with the values).
+
+A value kept from inside a binder's function and used after it (an
+index, a ``let`` value, a fold's accumulator) is a :class:`TraceError`.
 
 The compiled function is an ordinary :class:`einsat.Kernel` (``.kernel``
 of the last call; ``.source`` its text); calls take numpy arrays and
@@ -78,6 +102,9 @@ __all__ = [
     "min_over",
     "where",
     "bracket",
+    "fold",
+    "let",
+    "eps",
     "eq",
     "ne",
     "Cond",
@@ -91,8 +118,8 @@ class TraceError(Error, ValueError):
     ..."""
 
 
-_RESERVED = {"fn", "let", "in", "gen", "sum", "eps", "R", "sqrt", "exp", "log", "sin", "cos",
-             "tanh", "abs", "max", "min"}
+_RESERVED = {"fn", "let", "in", "gen", "sum", "eps", "R", "Z", "sqrt", "exp", "log", "sin", "cos",
+             "tanh", "abs", "max", "min", "fold", "where"}
 _SIZE_NAMES = ["n", "m", "k", "l", "p", "q", "r", "s", "t", "u", "v", "w"]
 
 # ---------------------------------------------------------------- tracing state
@@ -154,9 +181,32 @@ def _union(a, b, what):
 
 
 # ---------------------------------------------------------------- types
-# ("R",) a number; ("arr", class, element type); ("pair", T, U)
+# ("R",) a number; ("arr", class, element type); ("pair", T, U); ("Z",)
+# the element type of an integer array parameter (read only inside an index)
 
 _R = ("R",)
+_Z = ("Z",)
+_NOFREE = frozenset()
+
+
+def _free(*xs):
+    """The binders (indices, let values, fold accumulators) the traced
+    values ``xs`` use: a value that still uses one when the function's
+    result is built escaped the binder's body (see ``_source``)."""
+    out = _NOFREE
+    for x in xs:
+        f = getattr(x, "free", None)
+        if f:
+            out = out | f
+    return out
+
+
+class _Var:
+    """A value bound by :func:`let` or :func:`fold` (its accumulator)."""
+
+    def __init__(self, name, kind):
+        self.name = name
+        self.kind = kind
 
 
 def _type_text(t, names):
@@ -168,7 +218,8 @@ def _type_text(t, names):
     while t[0] == "arr":
         sizes.append(names(t[1]))
         t = t[2]
-    return "[%s]%s" % (",".join(sizes), "R" if t == _R else _type_text(t, names))
+    elem = {_R: "R", _Z: "Z"}.get(t) or _type_text(t, names)
+    return "[%s]%s" % (",".join(sizes), elem)
 
 
 def _rank(t):
@@ -199,10 +250,19 @@ class _Ordered:
         return _compare(self, o, ">=")
 
 
+def _as_number(x, o):
+    """Whether the index expression ``x`` combined with ``o`` is
+    arithmetic on numbers (``o`` a traced number or a Python number that
+    is not whole) rather than index arithmetic."""
+    return isinstance(o, Expr) or (isinstance(o, numbers.Real) and not isinstance(o, bool) and not _whole(o))
+
+
 class Index(_Ordered):
-    """An index bound by :func:`gen` or :func:`sum`. Indices combine into
-    affine index expressions (``i + 1``, ``2 * i - j``) that go inside
-    ``[...]``; they are not numbers."""
+    """An index bound by :func:`gen`, :func:`sum`, the reductions or
+    :func:`fold`. Indices combine into affine index expressions (``i + 1``,
+    ``2 * i - j``) that go inside ``[...]``; combined with a traced number
+    or a fraction, or divided, an index is its value as a number
+    (``x[i] * i``, ``i / 2``)."""
 
     def __init__(self, name, cls):
         self.name = name
@@ -214,26 +274,37 @@ class Index(_Ordered):
     def __add__(self, o):
         return self._affine() + o
 
-    __radd__ = __add__
+    def __radd__(self, o):
+        return self._affine().__radd__(o)
 
     def __sub__(self, o):
         return self._affine() - o
 
     def __rsub__(self, o):
-        return (-self._affine()) + o
+        return self._affine().__rsub__(o)
 
     def __mul__(self, o):
         return self._affine() * o
 
-    __rmul__ = __mul__
+    def __rmul__(self, o):
+        return self._affine().__rmul__(o)
 
     def __neg__(self):
         return -self._affine()
 
     def __truediv__(self, o):
-        raise TraceError("einsat.fn: index %s divided: index expressions are affine (+, -, * by a whole number)" % self.name)
+        return self._affine() / o
 
-    __rtruediv__ = __floordiv__ = __rfloordiv__ = __mod__ = __truediv__
+    def __rtruediv__(self, o):
+        return self._affine().__rtruediv__(o)
+
+    def __floordiv__(self, o):
+        raise TraceError(
+            "einsat.fn: index %s with // or %%: index expressions are affine (+, -, * by a whole "
+            "number), and as numbers indices take + - * /" % self.name
+        )
+
+    __rfloordiv__ = __mod__ = __rmod__ = __floordiv__
 
     def __bool__(self):
         raise TraceError("einsat.fn: index %s has no truth value while tracing" % self.name)
@@ -260,24 +331,54 @@ class _Affine(_Ordered):
         self.const = const
 
     def __add__(self, o):
+        if _as_number(self, o):
+            return _expr_of(self) + o
         o = _affine_of(o)
         coef = dict(self.coef)
         for i, c in o.coef.items():
             coef[i] = coef.get(i, 0) + c
         return _Affine(coef, self.const + o.const)
 
-    __radd__ = __add__
+    def __radd__(self, o):
+        if _as_number(self, o):
+            return o + _expr_of(self)
+        return self + o
 
     def __neg__(self):
         return _Affine({i: -c for i, c in self.coef.items()}, -self.const)
 
     def __sub__(self, o):
+        if _as_number(self, o):
+            return _expr_of(self) - o
         return self + (-_affine_of(o))
 
     def __rsub__(self, o):
+        if _as_number(self, o):
+            return o - _expr_of(self)
         return (-self) + o
 
+    def __truediv__(self, o):
+        return _expr_of(self) / _expr_of(o)
+
+    def __rtruediv__(self, o):
+        return _expr_of(o) / _expr_of(self)
+
+    def __floordiv__(self, o):
+        raise TraceError(
+            "einsat.fn: an index expression with // or %: index expressions are affine (+, -, * by "
+            "a whole number), and as numbers indices take + - * /"
+        )
+
+    __rfloordiv__ = __mod__ = __rmod__ = __floordiv__
+
+    def __rmul__(self, o):
+        if _as_number(self, o):
+            return o * _expr_of(self)
+        return self * o
+
     def __mul__(self, o):
+        if _as_number(self, o):
+            return _expr_of(self) * o
         if isinstance(o, (Index, _Affine)):
             o = _affine_of(o)
             if o.coef and self.coef:
@@ -289,8 +390,6 @@ class _Affine(_Ordered):
         if not _whole(o):
             raise TraceError("einsat.fn: an index times %r: index expressions take whole numbers" % (o,))
         return _Affine({i: c * o for i, c in self.coef.items()}, self.const * o)
-
-    __rmul__ = __mul__
 
     def __bool__(self):
         raise TraceError("einsat.fn: an index expression has no truth value while tracing")
@@ -325,13 +424,97 @@ def _affine_of(x):
         return x._affine()
     if _whole(x):
         return _Affine({}, int(x))
+    if isinstance(x, _GatherIndex):
+        raise TraceError(
+            "einsat.fn: %s, an element of an integer array, is a gather index: alone at a "
+            "position of [...] (E[tok[i], j], E[tok[i] + 1, j]), not part of an index expression "
+            "or of eps[...]" % x.text()
+        )
+    if isinstance(x, Expr) and _elem(x.ty) == _Z:
+        raise TraceError(
+            "einsat.fn: the integer array %s inside an index is read at every axis: E[%s[i], j]"
+            % (x.chain, x.chain)
+        )
     if isinstance(x, Expr):
         raise TraceError(
             "einsat.fn: a number (%s) used as an index: indices are gen/sum indices, their affine "
-            "combinations and whole numbers" % x._text(0)
+            "combinations and whole numbers, and elements of integer arrays (an integer numpy "
+            "array argument is an integer array [n]Z: E[tok[i], j])" % x._text(0)
         )
     raise TraceError("einsat.fn: %r used as an index: indices are gen/sum indices, their affine combinations "
                      "and whole numbers" % (x,))
+
+
+class _GatherIndex:
+    """An element of an integer array (``tok[i]``, of an integer numpy
+    argument: a parameter ``tok: [n]Z``), plus a whole constant: it only
+    stands at a position of ``[...]``, where it is a gather
+    (``E[tok[i] + 1, j]``)."""
+
+    def __init__(self, tr, array, parts, const, free):
+        self.tr = tr
+        self.array = array  # the integer array's parameter name
+        self.parts = parts
+        self.const = const
+        self.free = free
+
+    def text(self):
+        t = "%s[%s]" % (self.array, ", ".join(p.text(self.tr.index_name) for p in self.parts))
+        if self.const:
+            t += (" - %d" if self.const < 0 else " + %d") % _builtins.abs(self.const)
+        return t
+
+    def _misuse(self, what):
+        raise TraceError(
+            "einsat.fn: %s %s: it is an element of the integer array %s, which may only be read "
+            "inside an index (E[%s, j]), plus or minus a whole number (E[%s + 1, j]); pass the "
+            "array as floats (%s.astype(float)) to compute with its values"
+            % (self.text(), what, self.array, self.text(), self.text(), self.array)
+        )
+
+    def __add__(self, o):
+        if not _whole(o):
+            self._misuse("with `+ %s`" % _short(o))
+        return _GatherIndex(self.tr, self.array, self.parts, self.const + int(o), self.free)
+
+    __radd__ = __add__
+
+    def __sub__(self, o):
+        if not _whole(o):
+            self._misuse("with `- %s`" % _short(o))
+        return _GatherIndex(self.tr, self.array, self.parts, self.const - int(o), self.free)
+
+    def __rsub__(self, o):
+        self._misuse("subtracted from %s" % _short(o))
+
+    def __mul__(self, o):
+        self._misuse("multiplied")
+
+    __rmul__ = __truediv__ = __rtruediv__ = __floordiv__ = __rfloordiv__ = __mod__ = __mul__
+    __pow__ = __rpow__ = __mul__
+
+    def __neg__(self):
+        self._misuse("negated")
+
+    def __lt__(self, o):
+        self._misuse("compared")
+
+    __le__ = __gt__ = __ge__ = __eq__ = __ne__ = __lt__
+    __hash__ = object.__hash__
+
+    def __getitem__(self, idx):
+        self._misuse("indexed (gathers do not nest)")
+
+    def __bool__(self):
+        self._misuse("given a truth value")
+
+    def __float__(self):
+        self._misuse("converted to a Python number")
+
+    __int__ = __index__ = __float__
+
+    def __repr__(self):
+        return "<einsat gather index %s>" % self.text()
 
 
 # ---------------------------------------------------------------- expressions
@@ -342,12 +525,16 @@ _ADD, _MUL, _NEG, _POST = 1, 2, 3, 4
 class Expr(_Ordered):
     """A traced value: a number, a tensor or a pair of the program being
     built. Numbers combine with ``+ - * /`` (and Python numbers); tensors
-    are indexed (``A[i, j]``); see :mod:`einsat.builder`."""
+    are indexed (``A[i, j]``), pairs projected (``p[0]``, ``a, b = p``);
+    ``x.shape`` are the sizes of a tensor's axes as numbers; see
+    :mod:`einsat.builder`."""
 
-    def __init__(self, ty, text_fn, prec):
+    def __init__(self, ty, text_fn, prec, free=_NOFREE, chain=None):
         self.ty = ty
         self._text_fn = text_fn
         self.prec = prec
+        self.free = free  # the binders it uses (see _free)
+        self.chain = chain  # the parameter it is an access chain from (E, E[i], P.0), else None
 
     def _text(self, prec):
         t = self._text_fn()
@@ -359,13 +546,14 @@ class Expr(_Ordered):
         a, b = (o, self) if right else (self, o)
         for e in (a, b):
             if e.ty != _R:
+                _not_number(e, "`%s`" % op)
                 raise TraceError(
                     "einsat.fn: `%s` on %s: arithmetic takes numbers; write a whole-tensor "
                     "operation elementwise with einsat.gen (gen(lambda i: x[i] %s y[i]))"
                     % (op, _what(e.ty), op)
                 )
         # left-associative: the right operand of the same level is bracketed
-        return Expr(_R, lambda: "%s %s %s" % (a._text(prec), op, b._text(prec + 1)), prec)
+        return Expr(_R, lambda: "%s %s %s" % (a._text(prec), op, b._text(prec + 1)), prec, _free(a, b))
 
     def __add__(self, o):
         return self._bin(o, "+", _ADD)
@@ -393,8 +581,9 @@ class Expr(_Ordered):
 
     def __neg__(self):
         if self.ty != _R:
+            _not_number(self, "`-`")
             raise TraceError("einsat.fn: `-` on %s: negation takes numbers" % _what(self.ty))
-        return Expr(_R, lambda: "-%s" % self._text(_NEG), _NEG)
+        return Expr(_R, lambda: "-%s" % self._text(_NEG), _NEG, self.free)
 
     def __pos__(self):
         return self
@@ -431,15 +620,48 @@ class Expr(_Ordered):
         )
 
     def __iter__(self):
+        if self.ty[0] == "pair":
+            return iter((self[0], self[1]))
         raise TraceError("einsat.fn: a traced value iterated over: use einsat.gen or einsat.sum")
+
+    def __len__(self):
+        raise TraceError(
+            "einsat.fn: len() of a traced value: its sizes are symbolic; x.shape[0] is the size of "
+            "x's axis 0 as a traced number"
+        )
+
+    @property
+    def shape(self):
+        """The sizes of the tensor's axes, as traced numbers (``sum(lambda
+        i: x[i]) / x.shape[0]`` is a mean; the size name ``n`` in the
+        text)."""
+        tr = _trace()
+        out = []
+        t = self.ty
+        while t[0] == "arr":
+            cls = t[1]
+            tr.size_values = True
+            out.append(Expr(_R, (lambda c: lambda: tr.size_name(c))(cls), 9))
+            t = t[2]
+        return tuple(out)
 
     # indexing ---------------------------------------------------
     def __getitem__(self, idx):
-        if not isinstance(idx, tuple):
-            idx = (idx,)
         tr = _trace()
         if self.ty[0] == "pair":
-            raise TraceError("einsat.fn: a pair indexed: take its parts as the tuple it was built from")
+            if not (_whole(idx) and idx in (0, 1)):
+                raise TraceError(
+                    "einsat.fn: a pair is indexed with 0 or 1 (p[0], p[1]: the language's p.0, p.1), "
+                    "not %s" % _short(idx)
+                )
+            k = int(idx)
+            base = self
+            chain = self.chain
+            return Expr(self.ty[1 + k], lambda: "%s.%d" % (base._text(_POST), k), _POST, self.free, chain)
+        if not isinstance(idx, tuple):
+            idx = (idx,)
+        if self.ty == _R:
+            raise TraceError("einsat.fn: a number (%s) indexed" % self._text(_POST))
         if len(idx) > _rank(self.ty):
             raise TraceError(
                 "einsat.fn: %s has %d ax%s but is indexed with %d"
@@ -447,7 +669,21 @@ class Expr(_Ordered):
             )
         t = self.ty
         parts = []
+        free = self.free
         for axis, x in enumerate(idx):
+            if isinstance(x, _GatherIndex):
+                if _elem(self.ty) == _Z:
+                    x._misuse("indexes the integer array %s (gathers do not nest)" % self.chain)
+                if self.chain is None:
+                    raise TraceError(
+                        "einsat.fn: a gather (%s inside [...]) reads a parameter or an access "
+                        "chain from one (E[tok[i], j], F[j][tok[i]]), not %s"
+                        % (x.text(), _short(self._text(0)))
+                    )
+                parts.append(x)
+                free = free | x.free
+                t = t[2]
+                continue
             a = _affine_of(x)
             i = a.plain()
             if i is not None:
@@ -457,13 +693,27 @@ class Expr(_Ordered):
                 for j in a.coef:
                     tr.check_bound(j)
             parts.append(a)
+            free = free | frozenset(a.coef)
             t = t[2]
+        if t == _Z:
+            # an element of an integer array: a gather index
+            return _GatherIndex(tr, self.chain, parts, 0, free)
+        if _elem(self.ty) == _Z:
+            raise TraceError(
+                "einsat.fn: the integer array %s has %d axes and is read at %d: an integer array is "
+                "read at every axis (%s[%s])"
+                % (self.chain, _rank(self.ty), len(idx), self.chain,
+                   ", ".join("ijklmn"[a % 6] for a in range(_rank(self.ty))))
+            )
         base = self
-        return Expr(
-            t,
-            lambda: "%s[%s]" % (base._text(_POST), ", ".join(p.text(tr.index_name) for p in parts)),
-            _POST,
-        )
+
+        def text():
+            return "%s[%s]" % (
+                base._text(_POST),
+                ", ".join(p.text() if isinstance(p, _GatherIndex) else p.text(tr.index_name) for p in parts),
+            )
+
+        return Expr(t, text, _POST, free, self.chain)
 
     def __repr__(self):
         return "<einsat traced %s: %s>" % (_what(self.ty), self._text(0))
@@ -474,7 +724,25 @@ def _what(t):
         return "a number"
     if t[0] == "pair":
         return "a pair"
+    if _elem(t) == _Z:
+        return "an integer array of %d ax%s" % (_rank(t), "is" if _rank(t) == 1 else "es")
     return "a tensor of %d axes" % _rank(t)
+
+
+def _elem(t):
+    while t[0] == "arr":
+        t = t[2]
+    return t
+
+
+def _not_number(e, what):
+    """The error for an integer array where a number is needed."""
+    if _elem(e.ty) == _Z:
+        raise TraceError(
+            "einsat.fn: the integer array %s given to %s: an integer array (an integer numpy "
+            "argument, a parameter [n]Z) may only be read inside an index (E[%s[i], j]); pass it "
+            "as floats (%s.astype(float)) to compute with its values" % (e.chain, what, e.chain, e.chain)
+        )
 
 
 def _number(x):
@@ -497,11 +765,14 @@ def _expr_of(x):
         if len(x) != 2:
             raise TraceError("einsat.fn: a tuple of %d values: pairs have two parts" % len(x))
         a, b = _expr_of(x[0]), _expr_of(x[1])
-        return Expr(("pair", a.ty, b.ty), lambda: "(%s, %s)" % (a._text(0), b._text(0)), 9)
+        for e in (a, b):
+            if _elem(e.ty) == _Z:
+                _not_number(e, "a pair")
+        return Expr(("pair", a.ty, b.ty), lambda: "(%s, %s)" % (a._text(0), b._text(0)), 9, _free(a, b))
     if isinstance(x, (Index, _Affine)):
-        raise TraceError(
-            "einsat.fn: an index used as a number: indices only go inside [...] (A[i, j], x[i+1])"
-        )
+        return _index_value(_affine_of(x))
+    if isinstance(x, _GatherIndex):
+        x._misuse("used as a number")
     if isinstance(x, numbers.Real) and not isinstance(x, bool):
         return _number(x)
     if isinstance(x, bool):
@@ -518,6 +789,21 @@ def _expr_of(x):
             "" if shape is None else ", not from the enclosing scope",
         )
     )
+
+
+def _index_value(a):
+    """An index expression as a number (``x[i] * i``: the language's
+    index values)."""
+    if not a.coef:
+        return _number(a.const)
+    tr = _trace()
+    for i in a.coef:
+        tr.check_bound(i)
+        tr.index_values.add(i)
+    i = a.plain()
+    if i is not None:
+        return Expr(_R, lambda: tr.index_name(i), 9, frozenset([i]))
+    return Expr(_R, lambda: "(%s)" % a.text(tr.index_name), 9, frozenset(a.coef))
 
 
 def _short(x):
@@ -537,10 +823,11 @@ class Cond:
     ``indices`` is true when every comparison in it is of indices (such a
     condition may also stand in a bracket)."""
 
-    def __init__(self, text_fn, prec, indices):
+    def __init__(self, text_fn, prec, indices, free=_NOFREE):
         self._text_fn = text_fn
         self.prec = prec
         self.indices = indices
+        self.free = free
 
     def _text(self, prec):
         t = self._text_fn()
@@ -549,14 +836,16 @@ class Cond:
     def __and__(self, o):
         o = _cond_of(o, "&")
         # `&&` binds tighter than `||`: an `||` operand is bracketed
-        return Cond(lambda: "%s && %s" % (self._text(_AND), o._text(_AND)), _AND, self.indices and o.indices)
+        return Cond(lambda: "%s && %s" % (self._text(_AND), o._text(_AND)), _AND, self.indices and o.indices,
+                    _free(self, o))
 
     def __or__(self, o):
         o = _cond_of(o, "|")
-        return Cond(lambda: "%s || %s" % (self._text(_OR), o._text(_OR)), _OR, self.indices and o.indices)
+        return Cond(lambda: "%s || %s" % (self._text(_OR), o._text(_OR)), _OR, self.indices and o.indices,
+                    _free(self, o))
 
     def __invert__(self):
-        return Cond(lambda: "!%s" % self._text(_CMP), _NOT, self.indices)
+        return Cond(lambda: "!%s" % self._text(_CMP), _NOT, self.indices, self.free)
 
     __rand__ = __and__
     __ror__ = __or__
@@ -586,24 +875,21 @@ def _is_index(x):
 
 def _compare(a, b, op):
     """``a op b``: of index expressions (a whole number on one side at
-    most) or of numbers."""
+    most) or of numbers (an index with a number: the index's value)."""
     if _is_index(a) and _is_index(b) and not (_whole(a) and _whole(b)):
         tr = _trace()
         x, y = _affine_of(a), _affine_of(b)
         for i in list(x.coef) + list(y.coef):
             tr.check_bound(i)
-        return Cond(lambda: "%s %s %s" % (x.text(tr.index_name), op, y.text(tr.index_name)), _CMP, True)
-    if isinstance(a, (Index, _Affine)) or isinstance(b, (Index, _Affine)):
-        raise TraceError(
-            "einsat.fn: an index compared with a number (%s %s %s): compare indices with indices "
-            "and whole numbers (i <= j, i > 0), numbers with numbers (x[i] > 0)"
-            % (_short(a), op, _short(b))
-        )
+        return Cond(lambda: "%s %s %s" % (x.text(tr.index_name), op, y.text(tr.index_name)), _CMP, True,
+                    frozenset(x.coef) | frozenset(y.coef))
+    # numbers (an index compared with a number is its value)
     x, y = _expr_of(a), _expr_of(b)
     for e in (x, y):
         if e.ty != _R:
+            _not_number(e, "`%s`" % op)
             raise TraceError("einsat.fn: `%s` on %s: comparisons take numbers" % (op, _what(e.ty)))
-    return Cond(lambda: "%s %s %s" % (x._text(_ADD), op, y._text(_ADD)), _CMP, False)
+    return Cond(lambda: "%s %s %s" % (x._text(_ADD), op, y._text(_ADD)), _CMP, False, _free(x, y))
 
 
 def eq(a, b):
@@ -624,8 +910,9 @@ def where(c, a, b):
     x, y = _expr_of(a), _expr_of(b)
     for e in (x, y):
         if e.ty != _R:
+            _not_number(e, "einsat.where")
             raise TraceError("einsat.where of %s: its sides are numbers" % _what(e.ty))
-    return Expr(_R, lambda: "where(%s, %s, %s)" % (c._text(0), x._text(0), y._text(0)), _POST)
+    return Expr(_R, lambda: "where(%s, %s, %s)" % (c._text(0), x._text(0), y._text(0)), _POST, _free(c, x, y))
 
 
 def bracket(c):
@@ -638,61 +925,81 @@ def bracket(c):
             "einsat.bracket takes a condition on indices (j <= i, i > 0); choose between numbers "
             "with einsat.where(c, a, b)"
         )
-    return Expr(_R, lambda: "[%s]" % c._text(0), _POST)
+    return Expr(_R, lambda: "[%s]" % c._text(0), _POST, c.free)
 
 
 # ---------------------------------------------------------------- binders
 
 
-def _binder(kind, body, size, like):
-    tr = _trace()
-    api = {"max": "max_over", "min": "min_over"}.get(kind, kind)
+def _params(api, body, what, count=None):
+    """The parameters of the Python function ``body`` given to
+    ``einsat.<api>`` (``count`` of them, when given); ``what``: (what they
+    are, the call's form)."""
     if not callable(body):
-        raise TraceError("einsat.%s takes a function of the indices, as einsat.%s(lambda i: ...)" % (api, api))
+        raise TraceError("einsat.%s takes a function of %s, as %s" % (api, what[0], what[1]))
     try:
         params = list(inspect.signature(body).parameters.values())
     except (TypeError, ValueError):
         raise TraceError("einsat.%s: cannot read the parameters of %r" % (api, body)) from None
-    if not params or any(p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params):
-        raise TraceError(
-            "einsat.%s takes a function of one or more indices (lambda i: ..., lambda i, j: ...)" % api
-        )
-    indices = []
-    for p in params:
-        cls = _Class()
-        if size is not None:
-            if not _whole(size) or size < 0:
-                raise TraceError("einsat.%s: the range must be a whole number >= 0, not %r" % (api, size))
-            cls.literal, cls.size, cls.where = int(size), int(size), "the range %d given to it" % size
-        if like is not None:
-            arr, axis = like
-            if not isinstance(arr, Expr) or not _whole(axis) or not 0 <= axis < _rank(arr.ty):
-                raise TraceError("einsat.%s: like= takes (a traced argument, one of its axes)" % api)
-            t = arr.ty
-            for _ in range(axis):
-                t = t[2]
-            _union(t[1], cls, "like= of index %s" % p.name)
-        indices.append(Index(tr.fresh_index(p.name), cls))
+    if not params or any(p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params) \
+            or (count is not None and len(params) != count):
+        raise TraceError("einsat.%s takes a function of %s, as %s" % (api, what[0], what[1]))
+    return params
+
+
+def _new_index(tr, api, name, size, like):
+    """An index named after ``name`` for ``einsat.<api>``, its range given
+    (``size``, ``like``) or left to be inferred."""
+    cls = _Class()
+    if size is not None:
+        if not _whole(size) or size < 0:
+            raise TraceError("einsat.%s: the range must be a whole number >= 0, not %r" % (api, size))
+        cls.literal, cls.size, cls.where = int(size), int(size), "the range %d given to it" % size
+    if like is not None:
+        if not (isinstance(like, tuple) and len(like) == 2):
+            raise TraceError("einsat.%s: like= takes (a traced argument, one of its axes)" % api)
+        arr, axis = like
+        if not isinstance(arr, Expr) or not _whole(axis) or not 0 <= axis < _rank(arr.ty):
+            raise TraceError("einsat.%s: like= takes (a traced argument, one of its axes)" % api)
+        t = arr.ty
+        for _ in range(axis):
+            t = t[2]
+        _union(t[1], cls, "like= of index %s" % name)
+    return Index(tr.fresh_index(name), cls)
+
+
+def _check_inferred(api, indices, form=None):
+    for i in indices:
+        if i.cls.find().size is None:
+            raise TraceError(
+                "einsat.fn: the range of index %s cannot be inferred: it reads no axis plainly "
+                "(as A[%s]); give it: %s or like=(x, axis)"
+                % (i.name, i.name, form or "einsat.%s(lambda %s: ..., n)" % (api, i.name))
+            )
+
+
+def _binder(kind, body, size, like):
+    tr = _trace()
+    api = {"max": "max_over", "min": "min_over"}.get(kind, kind)
+    params = _params(api, body, ("one or more indices", "einsat.%s(lambda i: ...) or (lambda i, j: ...)" % api))
+    indices = [_new_index(tr, api, p.name, size, like) for p in params]
     tr.bound.extend(indices)
     try:
         e = _expr_of(body(*indices))
     finally:
         del tr.bound[-len(indices):]
-    for i in indices:
-        if i.cls.find().size is None:
-            raise TraceError(
-                "einsat.fn: the range of index %s cannot be inferred: it reads no axis plainly "
-                "(as A[%s]); give it: einsat.%s(lambda %s: ..., n) or like=(x, axis)"
-                % (i.name, i.name, api, i.name)
-            )
+    _check_inferred(api, indices)
     if kind in ("sum", "max", "min"):
         if e.ty != _R:
+            _not_number(e, "einsat.%s" % api)
             raise TraceError(
                 "einsat.fn: einsat.%s of %s: a %s %s numbers"
                 % (api, _what(e.ty), kind, "adds" if kind == "sum" else "reduces")
             )
         ty = _R
     else:
+        if _elem(e.ty) == _Z:
+            _not_number(e, "einsat.gen")
         ty = e.ty
         for i in reversed(indices):
             ty = ("arr", i.cls, ty)
@@ -701,7 +1008,7 @@ def _binder(kind, body, size, like):
         b = ", ".join("%s:%s" % (tr.index_name(i), tr.size_name(i.cls)) for i in indices)
         return "%s(%s) %s" % (kind, b, e._text(0))
 
-    return Expr(ty, text, 0)
+    return Expr(ty, text, 0, e.free - frozenset(indices))
 
 
 def gen(body, n=None, like=None):
@@ -730,12 +1037,114 @@ def min_over(body, n=None, like=None):
     return _binder("min", body, n, like)
 
 
+def _acc_type(t):
+    return t == _R or (t[0] == "pair" and _acc_type(t[1]) and _acc_type(t[2]))
+
+
+def _type_words(t):
+    if t == _R:
+        return "R"
+    if t[0] == "pair":
+        return "(%s, %s)" % (_type_words(t[1]), _type_words(t[2]))
+    return _what(t)
+
+
+def fold(init, body, n=None, like=None):
+    """``fold(i:s, acc = init) e``: ``acc = init``, then for ``i`` = 0, 1,
+    ..., s-1 in that order ``acc = body(i, acc)``; the final ``acc``. The
+    accumulator is a number or a pair (a Python tuple, nested for more
+    numbers: ``(a, (b, c))``), read inside the body as ``acc[0]``,
+    ``acc[1]`` or ``a, b = acc``, and ``body`` gives a value of the same
+    shape. The range is inferred from the axes ``i`` reads (``c[i]``), or
+    given as ``n`` or ``like=(x, axis)``, as for :func:`gen`. Horner::
+
+        polyval = einsat.fn(lambda c, x: einsat.fold(0, lambda i, acc: acc * x + c[i]))
+    """
+    tr = _trace()
+    params = _params("fold", body, ("an index and the accumulator", "einsat.fold(init, lambda i, acc: ...)"), 2)
+    e0 = _expr_of(init)
+    if not _acc_type(e0.ty):
+        _not_number(e0, "the accumulator of einsat.fold")
+        raise TraceError(
+            "einsat.fold: the accumulator is %s: it must be a number or a pair (a tuple) of numbers "
+            "or such pairs" % _type_words(e0.ty)
+        )
+    i = _new_index(tr, "fold", params[0].name, n, like)
+    acc = _Var(tr.fresh_value(params[1].name), "the accumulator of a fold")
+    accx = Expr(e0.ty, lambda: acc.name, 9, frozenset([acc]))
+    tr.bound.append(i)
+    try:
+        e = _expr_of(body(i, accx))
+    finally:
+        tr.bound.pop()
+    _check_inferred("fold", [i], "einsat.fold(init, lambda %s, %s: ..., n)" % (i.name, acc.name))
+    if e.ty != e0.ty:
+        raise TraceError(
+            "einsat.fold: the body gives the next value of the accumulator %s, so it must have the "
+            "accumulator's shape %s, but it gives %s"
+            % (params[1].name, _type_words(e0.ty), _type_words(e.ty))
+        )
+
+    def text():
+        return "fold(%s:%s, %s = %s) %s" % (
+            tr.index_name(i), tr.size_name(i.cls), acc.name, e0._text(0), e._text(0))
+
+    return Expr(e0.ty, text, 0, e0.free | (e.free - frozenset([i, acc])))
+
+
+def let(value, body):
+    """``let v = value in body(v)``: names a value once (a shared subterm,
+    a tensor computed once and indexed in the body); the name is the
+    lambda's parameter's (``einsat.let(sum(lambda j: x[j]), lambda s:
+    gen(lambda i: x[i] / s))``). ``v`` is valid only inside ``body``."""
+    tr = _trace()
+    params = _params("let", body, ("the bound value", "einsat.let(value, lambda v: ...)"), 1)
+    v = _expr_of(value)
+    if _elem(v.ty) == _Z:
+        _not_number(v, "einsat.let")
+    var = _Var(tr.fresh_value(params[0].name), "a let value")
+    e = _expr_of(body(Expr(v.ty, lambda: var.name, 9, frozenset([var]))))
+
+    def text():
+        return "let %s = %s in %s" % (var.name, v._text(0), e._text(0))
+
+    return Expr(e.ty, text, 0, v.free | (e.free - frozenset([var])))
+
+
+class _Eps:
+    """``eps[i, j, k]`` (and ``eps[i, j]``): the Levi-Civita symbol of
+    index expressions, a number: 1 for an even permutation of 0, 1, 2
+    (0, 1), -1 for an odd one, else 0 (a cross product: ``gen(lambda i:
+    sum(lambda j, k: eps[i, j, k] * a[j] * b[k]))``)."""
+
+    def __getitem__(self, idx):
+        tr = _trace()
+        if not isinstance(idx, tuple) or len(idx) not in (2, 3):
+            raise TraceError("einsat.eps takes 2 or 3 index expressions: eps[i, j] or eps[i, j, k]")
+        parts = [_affine_of(x) for x in idx]
+        for a in parts:
+            for j in a.coef:
+                tr.check_bound(j)
+        free = frozenset(j for a in parts for j in a.coef)
+        return Expr(_R, lambda: "eps[%s]" % ", ".join(a.text(tr.index_name) for a in parts), _POST, free)
+
+    def __call__(self, *idx):
+        return self[idx]
+
+    def __repr__(self):
+        return "einsat.eps"
+
+
+eps = _Eps()
+
+
 def _scalar_fn(name):
     def f(x):
         e = _expr_of(x)
         if e.ty != _R:
+            _not_number(e, "einsat.%s" % name)
             raise TraceError("einsat.%s of %s: it takes a number" % (name, _what(e.ty)))
-        return Expr(_R, lambda: "%s(%s)" % (name, e._text(0)), _POST)
+        return Expr(_R, lambda: "%s(%s)" % (name, e._text(0)), _POST, e.free)
 
     f.__name__ = name
     f.__doc__ = "``%s(e)`` of a traced number (the language's scalar function)." % name
@@ -756,8 +1165,9 @@ def _two(name, doc):
         x, y = _expr_of(a), _expr_of(b)
         for e in (x, y):
             if e.ty != _R:
+                _not_number(e, "einsat.%s" % f.__name__)
                 raise TraceError("einsat.%s of %s: it takes numbers" % (f.__name__, _what(e.ty)))
-        return Expr(_R, lambda: "%s(%s, %s)" % (name, x._text(0), y._text(0)), _POST)
+        return Expr(_R, lambda: "%s(%s, %s)" % (name, x._text(0), y._text(0)), _POST, _free(x, y))
 
     f.__doc__ = doc
     return f
@@ -777,16 +1187,34 @@ class _Trace:
         self.bound = []  # the indices in scope
         self.axes = []  # (class, description) of every parameter axis
         self.sizes = {}  # class root -> size name
+        self.values = set()  # the names of values: parameters, let values, fold accumulators
+        self.indices = set()  # the names of every index bound
+        self.index_values = set()  # the indices used as numbers
+        self.size_values = False  # whether a size is used as a number (x.shape)
 
     def fresh_index(self, name):
         base = name if name.isascii() and name.isidentifier() and name not in _RESERVED else "i"
         # a name already bound around it gets a suffix (the innermost
-        # binding would hide the outer one)
-        outer = {i.name for i in self.bound}
+        # binding would hide the outer one), and so does the name of a
+        # value (as a number, a name is the value's before the index's)
+        outer = {i.name for i in self.bound} | self.values
         cand, k = base, 1
         while cand in outer:
             cand = "%s%d" % (base, k)
             k += 1
+        self.indices.add(cand)
+        return cand
+
+    def fresh_value(self, name):
+        """A name for a let value or a fold accumulator, unique in the
+        function (no value, index or size name)."""
+        base = name if name.isascii() and name.isidentifier() and name not in _RESERVED else "v"
+        taken = self.values | self.indices
+        cand, k = base, 1
+        while cand in taken:
+            cand = "%s%d" % (base, k)
+            k += 1
+        self.values.add(cand)
         return cand
 
     def index_name(self, i):
@@ -803,7 +1231,12 @@ class _Trace:
         if root.literal is not None:
             return str(root.literal)
         if root not in self.sizes:
-            taken = set(self.sizes.values())
+            # a size name is not an index used as a number (the name
+            # would be both there), nor, when sizes are numbers, a value
+            # or an index (the name would be the value's, or both)
+            taken = set(self.sizes.values()) | {i.name for i in self.index_values}
+            if self.size_values:
+                taken |= self.values | self.indices
             name = next((n for n in _SIZE_NAMES if n not in taken), None)
             k = len(_SIZE_NAMES)
             while name is None or name in taken:
@@ -839,8 +1272,19 @@ def _arg_shape(x):
     return tuple(int(d) for d in shape)
 
 
+def _arg_sig(x):
+    """The shape of an argument of the traced call, and whether it is an
+    integer array (an integer numpy array of one or more axes: a
+    parameter ``[n]Z``, read only inside an index)."""
+    shape = _arg_shape(x)
+    dtype = getattr(x, "dtype", None)
+    integer = bool(shape) and getattr(dtype, "kind", None) in ("i", "u")
+    return shape, integer
+
+
 def _source(f, name, shapes):
-    """Trace ``f`` on parameters of ``shapes``: the program's text."""
+    """Trace ``f`` on parameters of ``shapes`` (pairs (shape, whether an
+    integer array)): the program's text."""
     tr = _Trace()
     try:
         sig = inspect.signature(f)
@@ -857,11 +1301,12 @@ def _source(f, name, shapes):
     taken = set()
     args = []
     pnames = []
-    for p, shape in zip(params, shapes):
+    for p, (shape, integer) in zip(params, shapes):
         pname = _param_name(p.name, taken)
         taken.add(pname)
+        tr.values.add(pname)
         pnames.append(pname)
-        ty = _R
+        ty = _Z if integer else _R
         classes = []
         for axis, d in enumerate(shape):
             c = _Class(size=d, where="axis %d of %s (size %d)" % (axis, pname, d))
@@ -869,12 +1314,25 @@ def _source(f, name, shapes):
             tr.axes.append((c, "axis %d of %s" % (axis, pname)))
         for c in reversed(classes):
             ty = ("arr", c, ty)
-        args.append(Expr(ty, (lambda n: lambda: n)(pname), 9))
+        args.append(Expr(ty, (lambda n: lambda: n)(pname), 9, chain=pname))
     _LOCAL.traces.append(tr)
     try:
         result = _expr_of(f(*args))
+        if _elem(result.ty) == _Z:
+            _not_number(result, "the function's result")
     finally:
         _LOCAL.traces.pop()
+    for b in sorted(result.free, key=lambda b: b.name):
+        if isinstance(b, Index):
+            raise TraceError(
+                "einsat.fn: index %s used outside the binder (gen, sum, max_over, min_over, fold) "
+                "that binds it: a value computed inside a binder's function was kept and used "
+                "after it" % b.name
+            )
+        raise TraceError(
+            "einsat.fn: %s (%s) used outside the %s that binds it: a value computed inside its "
+            "function was kept and used after it" % (b.kind, b.name, "fold" if "fold" in b.kind else "let")
+        )
     names = tr.size_name
     # size names in the order of the parameters' axes
     for c, _ in tr.axes:
@@ -885,15 +1343,12 @@ def _source(f, name, shapes):
     return "fn %s(%s) -> %s = %s" % (name, sig_text, ret, body)
 
 
-def _ranks(args):
-    return tuple(len(_arg_shape(a)) for a in args)
-
-
 class Traced:
     """A Python function traced into an einsat program (see :func:`fn`):
     call it with numpy arrays and numbers. The first call with a signature
-    of argument ranks traces and compiles; later calls with those ranks
-    reuse the kernel (any sizes). ``source``, ``kernel``: the last call's
+    of argument ranks (and of which arguments are integer arrays) traces
+    and compiles; later calls with that signature reuse the kernel (any
+    sizes). ``source``, ``kernel``: the last call's
     program text and :class:`einsat.Kernel`; ``trace(*args)`` traces and
     compiles for such arguments without running."""
 
@@ -914,8 +1369,8 @@ class Traced:
     def trace(self, *args):
         """The :class:`einsat.Kernel` for arguments like ``args`` (traced
         and compiled now, or cached)."""
-        shapes = tuple(_arg_shape(a) for a in args)
-        key = tuple(len(s) for s in shapes)
+        shapes = tuple(_arg_sig(a) for a in args)
+        key = tuple((len(s), integer) for s, integer in shapes)
         k = self._kernels.get(key)
         if k is None:
             src = _source(self.__wrapped__, self.name, shapes)

@@ -53,4 +53,18 @@ except einsat.ShapeError as e:
 # %% 6. drop-in for opt_einsum: contract and contract_expression
 expr = einsat.contract_expression("ij,jk,k->i", A.shape, B.shape, x.shape)
 assert np.allclose(expr(A, B, x), y)
+
+# %% 7. Python functions traced into programs (einsat.fn): sizes from the arguments
+from einsat import fold, gen, sum  # noqa: E402 (a cell of its own)
+
+matvec = einsat.fn(lambda A, x: gen(lambda i: sum(lambda j: A[i, j] * x[j])))
+assert np.allclose(matvec(B, x), B @ x)
+print(matvec.source)  # fn f(A: [n,m]R, x: [m]R) -> [n]R = gen(i:n) sum(j:m) A[i, j] * x[j]
+
+polyval = einsat.fn(lambda c, t: fold(0, lambda i, acc: acc * t + c[i]))  # Horner, in order
+assert np.isclose(polyval(x[:5], 0.5), np.polyval(x[:5], 0.5))
+
+embed = einsat.fn(lambda E, tok: gen(lambda i, j: E[tok[i], j]))  # tok: integers, a gather
+tok = np.array([3, 0, 3])
+assert np.array_equal(embed(A, tok), A[tok])
 print("quickstart: every cell ran")
