@@ -62,8 +62,10 @@ The traced function is the program the text form gives
   integer array parameter ``tok: [n]Z``, read only inside an index:
   ``E[tok[i], j]``, ``E[tok[i] + 1, j]`` (an embedding lookup). Its
   elements are checked when a call starts (every element on the axis it
-  indexes); an integer array used as a number, or a float array inside
-  an index, is a :class:`TraceError` (pass ``tok.astype(float)`` to
+  indexes). An integer array the function computes with is traced as a
+  float array instead (numpy's conversion); one used both inside an index
+  and as a number, or a float array inside an index, is a
+  :class:`TraceError` (pass ``tok.astype(float)`` as a second argument to
   compute with the values).
 
 A value kept from inside a binder's function and used after it (an
@@ -78,6 +80,7 @@ import builtins as _builtins
 import inspect
 import keyword
 import math
+import re
 import numbers
 import threading
 
@@ -464,8 +467,8 @@ class _GatherIndex:
             t += (" - %d" if self.const < 0 else " + %d") % _builtins.abs(self.const)
         return t
 
-    def _misuse(self, what):
-        raise TraceError(
+    def _misuse(self, what, number=True):
+        raise (_IntegerAsNumber(self.array) if number else TraceError)(
             "einsat.fn: %s %s: it is an element of the integer array %s, which may only be read "
             "inside an index (E[%s, j]), plus or minus a whole number (E[%s + 1, j]); pass the "
             "array as floats (%s.astype(float)) to compute with its values"
@@ -503,7 +506,7 @@ class _GatherIndex:
     __hash__ = object.__hash__
 
     def __getitem__(self, idx):
-        self._misuse("indexed (gathers do not nest)")
+        self._misuse("indexed (gathers do not nest)", number=False)
 
     def __bool__(self):
         self._misuse("given a truth value")
@@ -673,7 +676,7 @@ class Expr(_Ordered):
         for axis, x in enumerate(idx):
             if isinstance(x, _GatherIndex):
                 if _elem(self.ty) == _Z:
-                    x._misuse("indexes the integer array %s (gathers do not nest)" % self.chain)
+                    x._misuse("indexes the integer array %s (gathers do not nest)" % self.chain, number=False)
                 if self.chain is None:
                     raise TraceError(
                         "einsat.fn: a gather (%s inside [...]) reads a parameter or an access "
@@ -735,10 +738,32 @@ def _elem(t):
     return t
 
 
+class IntegerArrayAsNumber(TraceError):
+    """An integer array used as a number: ``param`` names the parameter
+    (the trace is tried again with it as a float array, see
+    :func:`_source`)."""
+
+    param = None
+
+
+def _IntegerAsNumber(chain):
+    """What makes the error (from its message) for the integer array
+    ``chain`` (a parameter's name, or an expression starting with it) used
+    as a number."""
+    m = re.match(r"[A-Za-z_][A-Za-z0-9_]*", chain or "")
+
+    def make(message):
+        e = IntegerArrayAsNumber(message)
+        e.param = m.group(0) if m else None
+        return e
+
+    return make
+
+
 def _not_number(e, what):
     """The error for an integer array where a number is needed."""
     if _elem(e.ty) == _Z:
-        raise TraceError(
+        raise _IntegerAsNumber(e.chain)(
             "einsat.fn: the integer array %s given to %s: an integer array (an integer numpy "
             "argument, a parameter [n]Z) may only be read inside an index (E[%s[i], j]); pass it "
             "as floats (%s.astype(float)) to compute with its values" % (e.chain, what, e.chain, e.chain)
@@ -1284,7 +1309,31 @@ def _arg_sig(x):
 
 def _source(f, name, shapes):
     """Trace ``f`` on parameters of ``shapes`` (pairs (shape, whether an
-    integer array)): the program's text."""
+    integer array)): the program's text. An integer array is a ``[n]Z``
+    parameter when the function reads it only inside indices (gathers);
+    one it computes with is traced again as a float array (numpy's
+    conversion, as the text form's ``R`` parameters take integer arrays).
+    An integer array used both ways is the first trace's error."""
+    shapes = list(shapes)
+    first = None
+    while True:
+        try:
+            return _source_once(f, name, shapes)
+        except IntegerArrayAsNumber as e:
+            k = getattr(e, "index", None)
+            if k is None or not shapes[k][1]:
+                raise (first or e) from None
+            first = first or e
+            shapes[k] = (shapes[k][0], False)
+        except TraceError:
+            if first is not None:
+                raise first from None
+            raise
+
+
+def _source_once(f, name, shapes):
+    """One trace of :func:`_source`: an integer array used as a number is
+    an :class:`IntegerArrayAsNumber` whose ``index`` is its position."""
     tr = _Trace()
     try:
         sig = inspect.signature(f)
@@ -1320,6 +1369,9 @@ def _source(f, name, shapes):
         result = _expr_of(f(*args))
         if _elem(result.ty) == _Z:
             _not_number(result, "the function's result")
+    except IntegerArrayAsNumber as e:
+        e.index = pnames.index(e.param) if e.param in pnames else None
+        raise
     finally:
         _LOCAL.traces.pop()
     for b in sorted(result.free, key=lambda b: b.name):
