@@ -7,7 +7,7 @@
 //! within f32's tolerance.
 
 use einsat::ndarray::{ArrayD, ArrayViewD, Axis, IxDyn};
-use einsat::plan::Method;
+use einsat::plan::{MemoryLimit, Method};
 use einsat::typed::{einsum, Complex32, Complex64, Options, Scalar};
 use proptest::prelude::*;
 
@@ -182,10 +182,20 @@ fn laid_out<T: Scalar>(c: &Case, ops: &[ArrayD<T>]) -> Vec<ArrayD<T>> {
 }
 
 fn run<T: Scalar>(c: &Case, ops: &[ArrayD<T>], method: Method) -> ArrayD<T> {
+    run_within(c, ops, method, MemoryLimit::Default)
+}
+
+fn run_within<T: Scalar>(
+    c: &Case,
+    ops: &[ArrayD<T>],
+    method: Method,
+    memory_limit: MemoryLimit,
+) -> ArrayD<T> {
     let views: Vec<ArrayViewD<'_, T>> = ops.iter().map(|a| a.view()).collect();
     let opts = Options {
         method,
         threads: 2,
+        memory_limit,
         ..Options::default()
     };
     einsum(&c.spec(), &views, &opts).unwrap_or_else(|e| panic!("{}: {e}", c.spec()))
@@ -251,6 +261,81 @@ proptest! {
             prop_assert!((g - w).norm() <= 1e-5 * s.max(1.0), "{}: {} vs {}", c.spec(), g, w);
         }
     }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    /// Under a memory limit of 2 elements most plans slice: each slice's
+    /// steps run on the operands fixed at its values, its result added
+    /// into its place (output indices) or summed (summed indices).
+    #[test]
+    fn sliced_runs_match_the_naive_sum(c in case()) {
+        let ops = operands(&c, |r| (r as i64) >> (r % 3 * 20));
+        let want = naive(&c, &ops);
+        for method in [Method::Auto, Method::Greedy] {
+            let got = run_within(&c, &laid_out(&c, &ops), method, MemoryLimit::Elements(2.0));
+            prop_assert_eq!(&got, &want, "{} ({:?})", c.spec(), method);
+        }
+        let unit = |r: u64| (r >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0;
+        let ops64: Vec<ArrayD<Complex64>> =
+            operands(&c, |r| Complex64::new(unit(r), unit(r.rotate_left(29))));
+        let want = naive(&c, &ops64);
+        let abs: Vec<ArrayD<f64>> = ops64.iter().map(|a| a.mapv(|z| z.norm())).collect();
+        let scale = naive(&c, &abs);
+        let got = run_within(&c, &laid_out(&c, &ops64), Method::Auto, MemoryLimit::Elements(2.0));
+        for ((g, w), s) in got.iter().zip(&want).zip(&scale) {
+            prop_assert!((g - w).norm() <= 1e-13 * s.max(1.0), "{}: {} vs {}", c.spec(), g, w);
+        }
+    }
+}
+
+#[test]
+fn a_network_over_its_memory_limit_is_sliced_and_exact() {
+    // a chain whose every order makes a 64x64 intermediate, under a limit
+    // of 100 elements: the plan slices, and the result is the unsliced one
+    let spec = "ab,bc,cd,da->ac";
+    let ops: Vec<ArrayD<i64>> = (0..4)
+        .map(|k| {
+            ArrayD::from_shape_fn(IxDyn(&[64, 64]), |i| {
+                ((i[0] * 7 + i[1] * (k + 3)) % 19) as i64 - 9
+            })
+        })
+        .collect();
+    let views: Vec<ArrayViewD<'_, i64>> = ops.iter().map(|a| a.view()).collect();
+    let whole = einsum(spec, &views, &Options::default()).unwrap();
+    let net = einsat::plan::Network::new(
+        vec![vec![0, 1], vec![1, 2], vec![2, 3], vec![3, 0]],
+        vec![0, 2],
+        vec![64; 4],
+    )
+    .unwrap();
+    let limit = MemoryLimit::Elements(100.0);
+    let p = einsat::plan::plan(
+        &net,
+        &einsat::plan::Options {
+            memory_limit: limit,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert!(!p.sliced.is_empty(), "the plan should slice: {p:?}");
+    for threads in [1, 2] {
+        let opts = Options {
+            threads,
+            memory_limit: limit,
+            ..Options::default()
+        };
+        assert_eq!(einsum(spec, &views, &opts).unwrap(), whole);
+    }
+    let f32s: Vec<ArrayD<f32>> = ops.iter().map(|a| a.mapv(|x| x as f32)).collect();
+    let v32: Vec<ArrayViewD<'_, f32>> = f32s.iter().map(|a| a.view()).collect();
+    let opts = Options {
+        memory_limit: limit,
+        ..Options::default()
+    };
+    // small integers: exact in f32 as well
+    assert_eq!(einsum(spec, &v32, &opts).unwrap(), whole.mapv(|x| x as f32));
 }
 
 /// Larger products run on the library's kernels with threads; transposed

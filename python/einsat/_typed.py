@@ -26,8 +26,9 @@ default, as numpy). The computation:
 ``out=`` receives the result cast to its dtype, which the result's dtype
 must cast to under ``casting=`` (as numpy's). ``optimize=``: a method
 name, or an explicit path; other optimizers (opt_einsum's objects) plan
-with einsat's ``Auto``. ``memory_limit=`` and ``fast_math=`` apply to the
-float64 path only (the typed path keeps every intermediate whole).
+with einsat's ``Auto``. ``memory_limit=`` bounds intermediates as on the
+float64 path (over it, the plan slices indices and the run loops over
+them); ``fast_math=`` applies to the float64 path only.
 """
 
 import numpy as np
@@ -108,7 +109,7 @@ def _compute(spec, arrays, rt, comp, optimize, memory_limit, threads, fast_math)
             a = a.copy()
         conv.append(a)
     method, path = _plan_of(optimize)
-    return _einsat._typed_einsum(spec, tuple(conv), comp, method, path, threads)
+    return _einsat._typed_einsum(spec, tuple(conv), comp, method, path, threads, memory_limit)
 
 
 def einsum(*operands, out=None, dtype=None, order="K", casting="safe", optimize=None,

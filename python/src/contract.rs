@@ -441,7 +441,7 @@ impl Call<'_> {
 /// `memory_limit=` (opt_einsum's): `None` or `-1` einsat's default, a
 /// whole number of elements ≥ 1, or `'max_input'` (the largest operand's
 /// elements).
-fn memory_of(m: &Bound<'_, PyAny>, shapes: &[&[usize]]) -> Res<Memory> {
+pub(crate) fn memory_of(m: &Bound<'_, PyAny>, shapes: &[&[usize]]) -> Res<Memory> {
     if m.is_none() {
         return Ok(Memory::Default);
     }

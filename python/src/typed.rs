@@ -21,9 +21,11 @@ use pyo3::types::PyTuple;
 /// (numpy arrays, all of the dtype `kind` names: `f4`, `f8`, `c8`, `c16`,
 /// `i8`, `u8`), computed in that type; returns a new C-ordered array of
 /// it. `method`: an `optimize=` name of the planner; `path`: an explicit
-/// path (numpy's linear form) instead.
+/// path (numpy's linear form) instead; `memory_limit`: as the float64
+/// einsum's (intermediates over it are sliced).
 #[pyfunction]
-#[pyo3(signature = (spec, operands, kind, method=None, path=None, threads=None))]
+#[allow(clippy::too_many_arguments)] // (the Python function's keywords)
+#[pyo3(signature = (spec, operands, kind, method=None, path=None, threads=None, memory_limit=None))]
 pub(crate) fn _typed_einsum<'py>(
     py: Python<'py>,
     spec: &str,
@@ -32,6 +34,7 @@ pub(crate) fn _typed_einsum<'py>(
     method: Option<&str>,
     path: Option<Vec<Vec<usize>>>,
     threads: Option<&Bound<'py, PyAny>>,
+    memory_limit: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Py<PyAny>> {
     let run = || -> Res<Py<PyAny>> {
         let threads = match threads_of(threads)? {
@@ -45,18 +48,20 @@ pub(crate) fn _typed_einsum<'py>(
         if let Some(p) = &path {
             contract::check_path(p, operands.len())?;
         }
-        let opts = Options {
+        let mut opts = Options {
             method,
             path,
             threads,
+            ..Options::default()
         };
+        let m = memory_limit;
         match kind {
-            "f4" => typed::<f32>(py, spec, operands, &opts),
-            "f8" => typed::<f64>(py, spec, operands, &opts),
-            "c8" => typed::<Complex32>(py, spec, operands, &opts),
-            "c16" => typed::<Complex64>(py, spec, operands, &opts),
-            "i8" => typed::<i64>(py, spec, operands, &opts),
-            "u8" => typed::<u64>(py, spec, operands, &opts),
+            "f4" => typed::<f32>(py, spec, operands, &mut opts, m),
+            "f8" => typed::<f64>(py, spec, operands, &mut opts, m),
+            "c8" => typed::<Complex32>(py, spec, operands, &mut opts, m),
+            "c16" => typed::<Complex64>(py, spec, operands, &mut opts, m),
+            "i8" => typed::<i64>(py, spec, operands, &mut opts, m),
+            "u8" => typed::<u64>(py, spec, operands, &mut opts, m),
             _ => Err(fail(
                 Exc::DType,
                 format!("einsum: no typed einsum of `{kind}`"),
@@ -70,7 +75,8 @@ fn typed<'py, T: Scalar + Element>(
     py: Python<'py>,
     spec: &str,
     operands: &Bound<'py, PyTuple>,
-    opts: &Options,
+    opts: &mut Options,
+    memory_limit: Option<&Bound<'py, PyAny>>,
 ) -> Res<Py<PyAny>> {
     let mut arrays: Vec<PyReadonlyArrayDyn<'py, T>> = Vec::with_capacity(operands.len());
     for (k, o) in operands.iter().enumerate() {
@@ -86,6 +92,13 @@ fn typed<'py, T: Scalar + Element>(
                 format!("operand {k}: the array cannot be read ({e}): it is being written by another call"),
             )
         })?);
+    }
+    if let Some(m) = memory_limit {
+        let shapes: Vec<&[usize]> = arrays.iter().map(|a| a.shape()).collect();
+        opts.memory_limit = match contract::memory_of(m, &shapes)? {
+            contract::Memory::Default => einsat::plan::MemoryLimit::Default,
+            contract::Memory::Elements(e) => einsat::plan::MemoryLimit::Elements(e),
+        };
     }
     let ranks: Vec<usize> = arrays.iter().map(|a| a.ndim()).collect();
     let (explicit, _) = expand(spec, &ranks)?;

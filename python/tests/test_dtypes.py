@@ -190,3 +190,25 @@ def test_empty_axes_and_scalars():
     same(einsat.einsum("ij,jk->ik", z, np.ones((3, 2), np.float32)), np.einsum("ij,jk->ik", z, np.ones((3, 2), np.float32)))
     same(einsat.einsum("ij->", z), np.einsum("ij->", z))
     same(einsat.einsum("", np.int8(3)), np.einsum("", np.int8(3)))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "complex64", "complex128", "int64", "int16"])
+def test_memory_limit_slices_other_dtypes(dtype):
+    # a ring whose every order makes a 40x40 intermediate: under a limit
+    # of 64 elements the plan slices indices; the result is numpy's
+    rng = np.random.default_rng(7)
+    ops = [(rng.standard_normal((40, 40)) * 4).astype(dtype) for _ in range(4)]
+    if np.dtype(dtype).kind == "c":
+        ops = [o + 1j * o[::-1] for o in ops]
+    spec = "ab,bc,cd,da->ac"
+    want = np.einsum(spec, *ops, optimize=True)
+    got = einsat.einsum(spec, *ops, memory_limit=64)
+    assert got.dtype == want.dtype
+    if np.dtype(dtype).kind in "iu":
+        np.testing.assert_array_equal(got, want)
+    else:
+        tol = 1e-4 if np.dtype(dtype).itemsize <= 8 and dtype != "complex128" else 1e-12
+        scale = np.einsum(spec, *[np.abs(o).astype(float) for o in ops])
+        assert np.all(np.abs(got - want) <= tol * np.maximum(scale, 1)), dtype
+    with pytest.raises(einsat.OptionError, match="memory_limit"):
+        einsat.einsum(spec, *ops, memory_limit="lots")

@@ -30,9 +30,14 @@
 //! Each step writes a new C-ordered tensor in the order of its indices (the
 //! last step in the output's order). The integers wrap around (numpy's
 //! integer einsum computes modulo 2^bits, and so does arithmetic in `i64`
-//! or `u64` truncated to the narrower type afterwards). Memory limits and
-//! slicing are not applied: intermediates are as large as the plan's
-//! steps make them.
+//! or `u64` truncated to the narrower type afterwards).
+//!
+//! Memory (`Options::memory_limit`): where the plan slices indices to keep
+//! its intermediates within the limit, the steps run once per value of the
+//! sliced indices (each operand read at that value, in place), and each
+//! slice's result is added into its place in the whole result (a sliced
+//! index of the output: its own part; a summed one: a sum over slices,
+//! which reorders the sum as any plan may).
 //!
 //! Cancellation: a call made inside [`crate::jit::Cancel::run`] stops soon
 //! after the token is cancelled, with [`Error::Interrupted`]: the flag is
@@ -66,6 +71,11 @@ pub struct Options {
     pub path: Option<Vec<Vec<usize>>>,
     /// Threads a matrix product may use (at least 1).
     pub threads: usize,
+    /// The bound on intermediates (default: the float64 path's, the
+    /// largest operand or result or 2^27 elements, whichever is larger):
+    /// where no contraction order keeps within it, the plan slices
+    /// indices and the run loops over them (see the module doc).
+    pub memory_limit: plan::MemoryLimit,
 }
 
 impl Default for Options {
@@ -74,6 +84,7 @@ impl Default for Options {
             method: Method::Auto,
             path: None,
             threads: 1,
+            memory_limit: plan::MemoryLimit::Default,
         }
     }
 }
@@ -95,6 +106,25 @@ struct Tensor<T> {
 }
 
 impl<T> Tensor<T> {
+    /// This view with the labels `sliced` fixed at the values `at` (its
+    /// axes of them dropped, the pointer moved to them).
+    fn fixed(&self, sliced: &[usize], at: &[usize]) -> Tensor<T> {
+        let mut off = 0isize;
+        let mut dims = Vec::with_capacity(self.dims.len());
+        for d in &self.dims {
+            match sliced.iter().position(|&l| l == d.label) {
+                Some(k) => off += d.stride * at[k] as isize,
+                None => dims.push(*d),
+            }
+        }
+        Tensor {
+            // (each fixed value is below its axis's size)
+            ptr: self.ptr.wrapping_offset(off),
+            dims,
+            owned: None,
+        }
+    }
+
     fn labels(&self) -> Vec<usize> {
         self.dims.iter().map(|d| d.label).collect()
     }
@@ -257,7 +287,7 @@ pub fn einsum<T: Scalar>(
     .map_err(|e| Error::Plan(format!("einsum: {e}")))?;
     let popts = plan::Options {
         method: opts.method,
-        memory_limit: plan::MemoryLimit::Unlimited,
+        memory_limit: opts.memory_limit,
         ..plan::Options::default()
     };
     let p = match &opts.path {
@@ -265,44 +295,140 @@ pub fn einsum<T: Scalar>(
         None => plan::plan(&net, &popts),
     }
     .map_err(|e| Error::Plan(format!("einsum: {e}")))?;
-    let threads = opts.threads.max(1);
-    let stop = current_flag();
-    let nsteps = p.steps.len();
-    for (s, step) in p.steps.iter().enumerate() {
-        stopped(stop)?;
-        let mut order = step.kept.clone();
-        if s + 1 == nsteps && same_set(&order, &output) {
-            order = output.clone();
-        }
-        let made = match step.operands[..] {
-            [a] => {
-                let t = take(&mut tensors, a)?;
-                reduce(&t, &order, &sizes, stop)?
-            }
-            [a, b] => {
-                let ta = take(&mut tensors, a)?;
-                let tb = take(&mut tensors, b)?;
-                pair(ta, tb, &order, &sizes, threads, stop)?
-            }
-            _ => return Err(Error::Plan("einsum: a plan step of 0 or 3 operands".into())),
-        };
-        tensors.push(Some(made));
-    }
-    let last = tensors
-        .iter_mut()
-        .rev()
-        .find_map(Option::take)
-        .ok_or_else(|| Error::Plan("einsum: the plan left no tensor".into()))?;
-    let last = if last.owned.is_some() && last.labels() == output {
-        last
-    } else {
-        reduce(&last, &output, &sizes, stop)?
+    let run = Run {
+        steps: &p.steps,
+        sizes: &sizes,
+        threads: opts.threads.max(1),
+        stop: current_flag(),
     };
-    // (a step may have stopped with its result incomplete)
-    stopped(stop)?;
-    let data = last.owned.unwrap_or_default();
-    ArrayD::from_shape_vec(IxDyn(&out_shape), data)
-        .map_err(|e| Error::Plan(format!("einsum: result: {e}")))
+    if p.sliced.is_empty() {
+        let last = run.steps(tensors, &output)?;
+        let data = last.owned.unwrap_or_default();
+        return ArrayD::from_shape_vec(IxDyn(&out_shape), data)
+            .map_err(|e| Error::Plan(format!("einsum: result: {e}")));
+    }
+    // sliced: each slice's result added into its place in the whole
+    let sliced = &p.sliced;
+    let part_labels: Vec<usize> = output
+        .iter()
+        .copied()
+        .filter(|l| !sliced.contains(l))
+        .collect();
+    let mut whole = fresh::<T>(&output, &sizes)?;
+    let dst = whole
+        .owned
+        .as_mut()
+        .map_or(std::ptr::null_mut(), |v| v.as_mut_ptr());
+    let mut at = vec![0usize; sliced.len()];
+    loop {
+        let part: Vec<Option<Tensor<T>>> = tensors
+            .iter()
+            .map(|t| t.as_ref().map(|t| t.fixed(sliced, &at)))
+            .collect();
+        let r = run.steps(part, &part_labels)?;
+        let off: isize = sliced
+            .iter()
+            .zip(&at)
+            .map(|(&l, &x)| whole.stride_of(l).map_or(0, |st| st * x as isize))
+            .sum();
+        let axes = r
+            .dims
+            .iter()
+            .map(|d| Axis {
+                size: d.size,
+                src: d.stride,
+                dst: whole.stride_of(d.label).unwrap_or(0),
+            })
+            .collect();
+        // SAFETY: `r` is a buffer of its sizes; `dst` plus `off` addresses,
+        // along `r`'s axes (labels of the output), elements of `whole`'s
+        // own buffer (the sliced labels fixed below their sizes).
+        unsafe {
+            Reduce {
+                src: r.ptr,
+                dst: dst.wrapping_offset(off),
+                axes,
+            }
+            .run(run.stop)
+        };
+        stopped(run.stop)?;
+        // the next slice (odometer, last fastest)
+        let mut a = sliced.len();
+        loop {
+            if a == 0 {
+                let data = whole.owned.take().unwrap_or_default();
+                return ArrayD::from_shape_vec(IxDyn(&out_shape), data)
+                    .map_err(|e| Error::Plan(format!("einsum: result: {e}")));
+            }
+            a -= 1;
+            at[a] += 1;
+            if at[a] < sizes[sliced[a]] {
+                break;
+            }
+            at[a] = 0;
+        }
+    }
+}
+
+/// What runs a plan's steps: the steps, the labels' sizes, the threads
+/// and the cancellation flag.
+struct Run<'a> {
+    steps: &'a [plan::Step],
+    sizes: &'a [usize],
+    threads: usize,
+    stop: &'static AtomicBool,
+}
+
+impl Run<'_> {
+    /// The steps over `tensors` (the operands, sliced indices fixed): a new
+    /// C-ordered tensor of `output` (the output's labels not sliced).
+    fn steps<T: Scalar>(
+        &self,
+        mut tensors: Vec<Option<Tensor<T>>>,
+        output: &[usize],
+    ) -> Result<Tensor<T>> {
+        let (sizes, stop) = (self.sizes, self.stop);
+        let nsteps = self.steps.len();
+        for (s, step) in self.steps.iter().enumerate() {
+            stopped(stop)?;
+            // (a sliced label is fixed: no tensor has it)
+            let mut order: Vec<usize> = step
+                .kept
+                .iter()
+                .copied()
+                .filter(|l| tensors.iter().flatten().any(|t| t.stride_of(*l).is_some()))
+                .collect();
+            if s + 1 == nsteps && same_set(&order, output) {
+                order = output.to_vec();
+            }
+            let made = match step.operands[..] {
+                [a] => {
+                    let t = take(&mut tensors, a)?;
+                    reduce(&t, &order, sizes, stop)?
+                }
+                [a, b] => {
+                    let ta = take(&mut tensors, a)?;
+                    let tb = take(&mut tensors, b)?;
+                    pair(ta, tb, &order, sizes, self.threads, stop)?
+                }
+                _ => return Err(Error::Plan("einsum: a plan step of 0 or 3 operands".into())),
+            };
+            tensors.push(Some(made));
+        }
+        let last = tensors
+            .iter_mut()
+            .rev()
+            .find_map(Option::take)
+            .ok_or_else(|| Error::Plan("einsum: the plan left no tensor".into()))?;
+        let last = if last.owned.is_some() && last.labels() == output {
+            last
+        } else {
+            reduce(&last, output, sizes, stop)?
+        };
+        // (a step may have stopped with its result incomplete)
+        stopped(stop)?;
+        Ok(last)
+    }
 }
 
 fn same_set(a: &[usize], b: &[usize]) -> bool {
