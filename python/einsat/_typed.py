@@ -109,6 +109,9 @@ def _compute(spec, arrays, rt, comp, optimize, memory_limit, threads, fast_math)
             a = a.copy()
         conv.append(a)
     method, path = _plan_of(optimize)
+    if memory_limit is None and isinstance(optimize, tuple) and len(optimize) == 2 \
+            and isinstance(optimize[0], str):
+        memory_limit = optimize[1]  # numpy's ('greedy', memory_limit)
     return _einsat._typed_einsum(spec, tuple(conv), comp, method, path, threads, memory_limit)
 
 

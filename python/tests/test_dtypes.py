@@ -203,12 +203,18 @@ def test_memory_limit_slices_other_dtypes(dtype):
     spec = "ab,bc,cd,da->ac"
     want = np.einsum(spec, *ops, optimize=True)
     got = einsat.einsum(spec, *ops, memory_limit=64)
-    assert got.dtype == want.dtype
-    if np.dtype(dtype).kind in "iu":
-        np.testing.assert_array_equal(got, want)
-    else:
-        tol = 1e-4 if np.dtype(dtype).itemsize <= 8 and dtype != "complex128" else 1e-12
-        scale = np.einsum(spec, *[np.abs(o).astype(float) for o in ops])
-        assert np.all(np.abs(got - want) <= tol * np.maximum(scale, 1)), dtype
+    scale = np.einsum(spec, *[np.abs(o).astype(float) for o in ops])
+    tol = 1e-12 if dtype == "complex128" else 1e-4
+
+    def check(got):
+        assert got.dtype == want.dtype
+        if np.dtype(dtype).kind in "iu":
+            np.testing.assert_array_equal(got, want)
+        else:
+            assert np.all(np.abs(got - want) <= tol * np.maximum(scale, 1)), dtype
+
+    check(got)
+    # numpy's form of the limit: optimize=('greedy', limit)
+    check(einsat.einsum(spec, *ops, optimize=("greedy", 64)))
     with pytest.raises(einsat.OptionError, match="memory_limit"):
         einsat.einsum(spec, *ops, memory_limit="lots")
