@@ -1,6 +1,6 @@
 """Fused programs: einsat kernels against jax.jit (XLA on CPU) and numpy.
 
-    python python/bench_programs.py [--reps N] [--quick] [--threads N] [--dtype float64|float32]
+    python python/bench_programs.py [--reps N] [--quick] [--threads N] [--dtype float64|float32] [--only WORDS]
 
 The rows are the programs index notation is for: elementwise maps of
 elementary functions, reductions (log-sum-exp, softmax, layer
@@ -18,7 +18,8 @@ the threads of every engine: einsat's `threads=`, BLAS's environment
 variables and XLA's intra-op thread pool. float32 rows are computed by
 numpy and jax in float32; einsat's programs compute in float64 (the
 language has no float32 programs yet), so einsat's float32 column reads
-float32 arrays converted to float64 and is marked so.
+float32 arrays converted to float64 and is marked so. `--only exp,softmax`
+runs the rows whose names start with any of the comma-separated words.
 """
 
 import argparse
@@ -251,16 +252,19 @@ def compile_time(src, threads):
     return (time.perf_counter() - w) * 1e3, (time.process_time() - c) * 1e3
 
 
-def run_table(reps=7, quick=False, threads=1, dtype="float64"):
+def run_table(reps=7, quick=False, threads=1, dtype="float64", only=None):
     """Check and time every program; print the table (Markdown)."""
     dt = np.dtype(dtype)
     rng = np.random.default_rng(0)
     jfns = jax_fns()
-    print(f"\nCPU: {cpu()}; {threads} thread(s) for every engine; {dtype}")
+    load = "load average %.2f %.2f %.2f" % os.getloadavg() if hasattr(os, "getloadavg") else ""
+    print(f"\nCPU: {cpu()}; {threads} thread(s) for every engine; {dtype}; {load}")
     if jax is None:
         print("jax is not installed: its column is skipped (pip install jax jaxlib)")
     out, compile_ms, failed = [], [], []
     for name, src, npf, jkey, shapes in programs(quick):
+        if only and not any(name.startswith(w) for w in only):
+            continue
         ops = [rng.standard_normal(sh).astype(dt) for sh in shapes]
         try:
             k = einsat.compile(src, threads=threads)
@@ -312,8 +316,10 @@ def main():
     ap.add_argument("--quick", action="store_true", help="small sizes (a smoke test)")
     ap.add_argument("--threads", type=int, default=1, help="threads of every engine")
     ap.add_argument("--dtype", default="float64", choices=["float64", "float32"])
+    ap.add_argument("--only", default="", help="comma-separated beginnings of row names")
     args = ap.parse_args()
-    run_table(args.reps, args.quick, args.threads, args.dtype)
+    only = [w for w in args.only.split(",") if w]
+    run_table(args.reps, args.quick, args.threads, args.dtype, only)
 
 
 if __name__ == "__main__":

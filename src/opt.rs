@@ -836,16 +836,23 @@ impl<'a> Setup<'a> {
                     || (largest_network > SATURATE_PLAIN_MAX_TENSORS && !has_brackets(pre))))
     }
 
-    /// The rules of this mode: the given ones or the built-in ones, the
-    /// default mode keeping only those its floating-point contract allows.
-    fn rules(&self) -> Vec<Rule> {
+    /// The rules of this mode and their rewrites: the given ones or the
+    /// built-in ones ([`builtin_rewrites`]), the default mode keeping only
+    /// those its floating-point contract allows.
+    fn rules(&self) -> Result<std::borrow::Cow<'static, Rewrites>> {
+        use std::borrow::Cow;
         match &self.opts.rules {
-            Some(r) => r.clone(),
-            None => builtin_rules(),
+            None => Ok(Cow::Borrowed(builtin_rewrites(self.fast))),
+            Some(r) => {
+                let rules: Vec<Rule> = r
+                    .iter()
+                    .filter(|r| self.fast || r.class.safe())
+                    .cloned()
+                    .collect();
+                let rws = rewrites(&rules)?;
+                Ok(Cow::Owned(Rewrites { rules, rws }))
+            }
         }
-        .into_iter()
-        .filter(|r| self.fast || r.class.safe())
-        .collect()
     }
 
     /// The round's program extracted from the e-graph, in normal form, and
@@ -872,6 +879,30 @@ impl<'a> Setup<'a> {
         }
         Some((c1, p1))
     }
+}
+
+/// Rules and their egg rewrites, in the same order.
+#[derive(Clone)]
+struct Rewrites {
+    rules: Vec<Rule>,
+    rws: Vec<egg::Rewrite<TL, TlAnalysis>>,
+}
+
+/// The built-in rules of a mode (all of them in fast mode, else those the
+/// floating-point contract allows) and their rewrites, built once per
+/// process: parsing the rule files and compiling their patterns took an
+/// eighth of an optimisation's time when every call did it.
+fn builtin_rewrites(fast: bool) -> &'static Rewrites {
+    static CACHE: [std::sync::OnceLock<Rewrites>; 2] =
+        [std::sync::OnceLock::new(), std::sync::OnceLock::new()];
+    CACHE[usize::from(fast)].get_or_init(|| {
+        let rules: Vec<Rule> = builtin_rules()
+            .into_iter()
+            .filter(|r| fast || r.class.safe())
+            .collect();
+        let rws = rewrites(&rules).expect("built-in rules compile");
+        Rewrites { rules, rws }
+    })
 }
 
 /// What the saturation rounds carry from one to the next.
@@ -905,8 +936,8 @@ impl Setup<'_> {
         report: &mut Report,
     ) -> Result<()> {
         let opts = self.opts;
-        let rules = self.rules();
-        let rws = rewrites(&rules)?;
+        let rw = self.rules()?;
+        let (rules, rws) = (&rw.rules, &rw.rws);
         let analysis = TlAnalysis::of(f);
         let mut st = Rounds::default();
         for round in 0..MAX_ROUNDS {
@@ -942,7 +973,7 @@ impl Setup<'_> {
                 explain: opts.explain,
                 backoff: opts.backoff,
             };
-            let (mut runner, stats) = saturate(&rec, &seeds, analysis.clone(), &rws, &limits);
+            let (mut runner, stats) = saturate(&rec, &seeds, analysis.clone(), rws, &limits);
             record_round(report, round, stats);
             let root = runner.roots[0];
             let Some((c, term)) = extract_best(&runner.egraph, root, &self.model, opts.extraction)
@@ -961,7 +992,7 @@ impl Setup<'_> {
             report.extracted_cost = c;
             if opts.explain {
                 st.explanation
-                    .extend(explain_round(&mut runner, &rec, &term, &rules, round));
+                    .extend(explain_round(&mut runner, &rec, &term, rules, round));
             }
             // The most reduced tensor network seeds the next round.
             let reduced = extract_reduced(&runner.egraph, root, &self.model)

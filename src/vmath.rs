@@ -19,7 +19,8 @@
 //! polynomial; `log` by the fdlibm reduction and polynomial with the sum
 //! of its parts compensated; `sin`/`cos` by fdlibm's kernels on the
 //! reduced argument as a double-double; `tanh` from `expm1(2|x|)` below
-//! 0.625 and `1 - 2/(e^{2|x|}+1)` above, both with a corrected division.
+//! 0.625 and `1 - 2/(e^{2|x|}+1)` above, either by one division (a
+//! reciprocal, its quotient corrected by the remainder).
 //! `tests/vmath.rs` sweeps millions of points per function and level.
 //!
 //! **Dispatch.** The same lane code is compiled three ways and chosen at
@@ -374,26 +375,34 @@ fn tanh_core(x: f64) -> bool {
 #[inline(always)]
 fn tanh_lane(x: f64) -> f64 {
     let a = x.abs();
+    let small = a < 0.625;
     let (s, tail, scale) = exp_parts(a + a);
     // small: expm1(2a) / (expm1(2a) + 2)
     let big_a = s.mul_add(scale, -1.0); // exact for k <= 2
     let (nh, nl) = two_sum(big_a, scale * tail);
-    let (dh, de) = fast_two_sum(2.0, nh);
-    let dl = de + nl;
-    let q = nh / dh;
-    let rem = (-q).mul_add(dh, nh) + (-q).mul_add(dl, nl);
-    let small = q + rem / dh;
+    let (sdh, sde) = fast_two_sum(2.0, nh);
     // large: 1 - 2 / (e^{2a} + 1)
     let (eh, el) = fast_two_sum(s, tail);
     let (eh, el) = (eh * scale, el * scale);
-    let (dh, de) = fast_two_sum(eh, 1.0);
-    let dl = de + el;
-    let q = 2.0 / dh;
-    let rem = (-q).mul_add(dh, 2.0) - q * dl;
-    let ql = rem / dh;
-    let (t, te) = fast_two_sum(1.0, -q);
-    let large = t + (te - ql);
-    let v = if a < 0.625 { small } else { large };
+    let (ldh, lde) = fast_two_sum(eh, 1.0);
+    // the lane's quotient (nh + nl) / (dh + dl), by one division: the
+    // reciprocal's quotient q, then q's correction from the remainder
+    // (a division is several times the cost of the other operations)
+    let (nh, nl, dh, dl) = if small {
+        (nh, nl, sdh, sde + nl)
+    } else {
+        (2.0, 0.0, ldh, lde + el)
+    };
+    let inv = 1.0 / dh;
+    let q = nh * inv;
+    let rem = (-q).mul_add(dh, nh) + (-q).mul_add(dl, nl);
+    let ql = rem * inv;
+    let v = if small {
+        q + ql
+    } else {
+        let (t, te) = fast_two_sum(1.0, -q);
+        t + (te - ql)
+    };
     f64::from_bits(v.to_bits() | (x.to_bits() & (1 << 63)))
 }
 

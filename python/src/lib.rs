@@ -26,10 +26,13 @@
 //!
 //! The GIL is released while einsat optimises, compiles or runs a kernel
 //! (except einsum contractions of at most [`SMALL_WORK`] multiply-adds,
-//! which take less time than handing the GIL over and back). A call of
-//! much estimated work ([`INTERRUPTIBLE_WORK`]) runs on a helper thread
-//! while the calling thread checks for signals, so Ctrl-C stops it
-//! (`KeyboardInterrupt`, see [`interruptible`]). Every buffer of data
+//! which take less time than handing the GIL over and back). A call
+//! expected to take long runs on a helper thread while the calling thread
+//! checks for signals, so Ctrl-C stops it (`KeyboardInterrupt`, see
+//! [`interruptible`]); the others run on the calling thread, where the
+//! hand-over would cost more than the wait for Ctrl-C saves. How long a
+//! call takes is predicted from its estimated work and the kernel's speed
+//! on its earlier calls ([`Pace`]). Every buffer of data
 //! einsat allocates for a call is allocated fallibly: memory the system
 //! refuses raises `einsat.OutOfMemoryError` (a `MemoryError`).
 
@@ -53,7 +56,9 @@ use pyo3::types::{PyDict, PyFloat, PyList, PyString, PyTuple};
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Display;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 // ---------------------------------------------------------------- errors
 
@@ -219,12 +224,57 @@ fn guarded<T>(f: impl FnOnce() -> Res<T>) -> Res<T> {
     })
 }
 
-/// Calls whose estimated work ([`jit::Kernel::work`]) reaches this run on
-/// a helper thread while the calling thread waits, checking for signals
-/// ([`interruptible`]); smaller ones (a few milliseconds at most) run on
-/// the calling thread, where starting a thread would cost more than they
-/// take.
+/// A kernel's first call (its speed not yet measured, see [`Pace`]) runs
+/// on a helper thread while the calling thread waits, checking for signals
+/// ([`interruptible`]), when its estimated work ([`jit::Kernel::work`])
+/// reaches this; a smaller one (a few milliseconds at most) runs on the
+/// calling thread.
 const INTERRUPTIBLE_WORK: u64 = 1 << 22;
+
+/// Once a kernel's speed is known ([`Pace`]), a call predicted to take
+/// this long or longer runs on a helper thread ([`interruptible`]), a
+/// shorter one on the calling thread: Ctrl-C waits for it at most about
+/// this long, and the hand-over (starting a thread, waking the caller:
+/// tens of microseconds on an idle machine, milliseconds on a loaded one,
+/// where each wake-up waits for a core) costs a small fraction of it.
+const INLINE_TIME: Duration = Duration::from_millis(20);
+
+/// A kernel's speed on its calls so far: picoseconds per unit of
+/// estimated work (0: not measured yet), from the time its calls took.
+/// A slower call is believed at once (a call must not be predicted
+/// shorter than it may take: Ctrl-C waits for calls run on the calling
+/// thread); a faster one moves the figure three quarters of the way (the
+/// first call also compiles the arguments' layout, and a loaded machine
+/// slows calls at random). Shared by the threads calling the kernel;
+/// their updates may race, any of them is a fair figure.
+#[derive(Debug, Default)]
+struct Pace(AtomicU64);
+
+impl Pace {
+    /// Whether a call of estimated work `work` runs on the calling thread.
+    fn inline(&self, work: u64) -> bool {
+        match self.0.load(Ordering::Relaxed) {
+            0 => work < INTERRUPTIBLE_WORK,
+            ps => u128::from(work) * u128::from(ps) < INLINE_TIME.as_nanos() * 1000,
+        }
+    }
+
+    /// Record that a call of estimated work `work` took `took`.
+    fn note(&self, work: u64, took: Duration) {
+        if work == 0 {
+            return;
+        }
+        let seen =
+            (took.as_nanos() * 1000 / u128::from(work)).clamp(1, u128::from(u64::MAX)) as u64;
+        let old = self.0.load(Ordering::Relaxed);
+        let new = if old == 0 || seen >= old {
+            seen
+        } else {
+            old / 4 + seen - seen / 4
+        };
+        self.0.store(new, Ordering::Relaxed);
+    }
+}
 
 /// How often the waiting thread checks for signals.
 const SIGNAL_POLL: std::time::Duration = std::time::Duration::from_millis(50);
@@ -320,21 +370,35 @@ fn interruptible<T: Send>(py: Python<'_>, f: impl FnOnce() -> Res<T> + Send) -> 
 }
 
 /// Run a kernel call: with the GIL held when `small` (einsum's tiny
-/// contractions), with it released on this thread when its estimated work
-/// is moderate, else [`interruptible`].
+/// contractions), with it released on this thread when it is predicted to
+/// be short (by the kernel's `pace`, see [`Pace`]), else
+/// [`interruptible`]; its time goes into `pace`.
 pub(crate) fn run_call<T: Send>(
     py: Python<'_>,
     small: bool,
     work: Option<u64>,
+    pace: &Pace,
     f: impl FnOnce() -> Res<T> + Send,
 ) -> Res<T> {
     if small {
-        guarded(f)
-    } else if work.is_none_or(|w| w < INTERRUPTIBLE_WORK) {
-        // (no estimate: arguments the call refuses at once)
-        native(py, f)
+        return guarded(f);
+    }
+    // (no estimate: arguments the call refuses at once)
+    let Some(work) = work else {
+        return native(py, f);
+    };
+    let timed = || {
+        let t = Instant::now();
+        let r = f();
+        if r.is_ok() {
+            pace.note(work, t.elapsed());
+        }
+        r
+    };
+    if pace.inline(work) {
+        native(py, timed)
     } else {
-        interruptible(py, f)
+        interruptible(py, timed)
     }
 }
 
@@ -523,6 +587,8 @@ struct Compiled {
     labels: Vec<Vec<char>>,
     /// The spec as the user wrote it (for messages in the user's terms).
     spec: String,
+    /// The kernel's speed so far.
+    pace: Pace,
 }
 
 impl Compiled {
@@ -689,6 +755,7 @@ fn compile_einsum(spec: &str, key: &Key, shapes: &[&[usize]]) -> Res<Compiled> {
         kernel,
         labels: planned.labels,
         spec: spec.to_string(),
+        pace: Pace::default(),
     })
 }
 
@@ -923,14 +990,18 @@ fn run_einsum<'py>(
             let mut w = arr.try_readwrite().map_err(|e| out_refused(arr, ops, e))?;
             let view = w.as_array_mut();
             let work = (!small).then(|| kernel.work(&args)).flatten();
-            run_call(py, small, work, || call_kernel(kernel, &args, Some(view)))
-                .map_err(|f| compiled.reworded(f))?;
+            run_call(py, small, work, &compiled.pace, || {
+                call_kernel(kernel, &args, Some(view))
+            })
+            .map_err(|f| compiled.reworded(f))?;
             Ok(Ok(o.clone().unbind()))
         }
         _ => {
             let work = (!small).then(|| kernel.work(&args)).flatten();
-            let v = run_call(py, small, work, || call_kernel(kernel, &args, None))
-                .map_err(|f| compiled.reworded(f))?;
+            let v = run_call(py, small, work, &compiled.pace, || {
+                call_kernel(kernel, &args, None)
+            })
+            .map_err(|f| compiled.reworded(f))?;
             let scalar = matches!(v, None | Some(Value::Real(_)));
             let r = match v.unwrap_or(Value::Real(0.0)) {
                 // a numpy float64 (a subclass of float), as numpy returns
@@ -1060,6 +1131,8 @@ struct Kernel {
     /// How it was compiled (for `__reduce__`: pickling sends the source
     /// text and these options, and the receiver compiles again).
     how: How,
+    /// Its speed so far.
+    pace: Pace,
 }
 
 fn arg_of<'a>(op: &'a Operand<'_>) -> Arg<'a> {
@@ -1197,7 +1270,9 @@ impl Kernel {
             .collect();
         let kernel = &self.kernel;
         let work = kernel.work(&argv);
-        let v = run_call(py, false, work, || call_kernel(kernel, &argv, None))?;
+        let v = run_call(py, false, work, &self.pace, || {
+            call_kernel(kernel, &argv, None)
+        })?;
         Ok(value_to_py(py, v.unwrap_or(Value::Real(0.0))))
     }
 }
@@ -1364,6 +1439,7 @@ fn compile<'py>(
                 optimized: print_function(&o.program),
                 report: opt::report_json(f, &o).to_string(),
                 how: threads,
+                pace: Pace::default(),
             })
         })
     };

@@ -8,7 +8,7 @@
 //! expanded, the operands borrowed, the GIL released (a long call runs
 //! where Ctrl-C stops it, as the float64 einsum's do), errors mapped.
 
-use crate::{contract, expand, fail, from_einsat, run_call, threads_of, to_py_err, Exc, Res};
+use crate::{contract, expand, fail, from_einsat, run_call, threads_of, to_py_err, Exc, Pace, Res};
 use einsat::typed::{Complex32, Complex64, Options, Scalar};
 use ndarray::ArrayViewD;
 use numpy::{
@@ -104,7 +104,10 @@ fn typed<'py, T: Scalar + Element>(
     let (explicit, _) = expand(spec, &ranks)?;
     let views: Vec<ArrayViewD<'_, T>> = arrays.iter().map(|a| a.as_array()).collect();
     let work = naive_work(&explicit, &views);
-    let r = run_call(py, false, Some(work), || {
+    // (each einsum its own pace: the naive work says little of its speed,
+    // so the first-call rule applies)
+    let pace = Pace::default();
+    let r = run_call(py, false, Some(work), &pace, || {
         einsat::typed::einsum(&explicit, &views, opts).map_err(|e| from_einsat(e, None))
     })?;
     Ok(r.into_pyarray(py).into_any().unbind())

@@ -181,6 +181,15 @@ def test_ctrl_c_stops_a_long_kernel():
 
 
 @pytest.mark.skipif(not LINUX, reason="POSIX signals")
+def test_ctrl_c_stops_a_long_kernel_after_short_calls():
+    # calls predicted short (by the kernel's speed on its earlier calls)
+    # run on the calling thread, where Ctrl-C waits for them: after many
+    # short ones, the long call is still predicted long and stopped
+    out = interrupt("for _ in range(30): k(np.full(64, 0.5))", "k(x)")
+    assert "after: " in out and "finished" not in out, out
+
+
+@pytest.mark.skipif(not LINUX, reason="POSIX signals")
 def test_ctrl_c_stops_a_long_einsum_on_the_gemm_library():
     # a 2^15-cubed product of zero-stride views: GEMM panels, hours of
     # work, into an 8 GiB intermediate. (That intermediate used to be
