@@ -120,6 +120,7 @@ pub mod jit;
 pub mod mem;
 pub mod opt;
 pub mod plan;
+pub mod precision;
 pub mod rules;
 #[doc(hidden)]
 pub mod stack;
@@ -135,6 +136,7 @@ pub use interp::Value;
 pub use jit::{Arg, ArgMut, FromValue, IntoArg, IntoArgMut, IntoArgs, Kernel, TypedKernel};
 /// The `ndarray` version einsat's API uses (arrays in and out of kernels).
 pub use ndarray;
+pub use precision::Precision;
 /// The `rand` version of [`testing`]'s signatures.
 pub use rand;
 pub use syntax::{Expr, Function, Program, Type};
