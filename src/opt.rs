@@ -101,9 +101,9 @@ pub struct Options {
     /// runs on the GEMM library (see [`crate::extract::normal`]).
     /// Infinite: never.
     pub gemm_stage_min_work: f64,
-    /// The format the program will run in ([`crate::Precision`]): constant
+    /// The format the program will run in ([`crate::precision::Precision`]): constant
     /// folds are judged in it (default `F64`).
-    pub precision: crate::Precision,
+    pub precision: crate::precision::Precision,
 }
 
 impl Default for Options {
@@ -126,7 +126,7 @@ impl Default for Options {
             saturate_networks: false,
             path: None,
             gemm_stage_min_work: crate::extract::normal::MIN_GEMM_STAGE_WORK,
-            precision: crate::Precision::F64,
+            precision: crate::precision::Precision::F64,
         }
     }
 }

@@ -462,7 +462,7 @@ pub struct TlAnalysis {
     pub params: std::collections::BTreeMap<Symbol, Type>,
     /// The format the program is optimised for: constants fold only where
     /// the fold is what that format's arithmetic gives.
-    pub precision: crate::Precision,
+    pub precision: crate::precision::Precision,
 }
 
 impl TlAnalysis {
@@ -474,12 +474,12 @@ impl TlAnalysis {
                 .iter()
                 .map(|p| (Symbol::from(p.name.as_str()), p.ty.clone()))
                 .collect(),
-            precision: crate::Precision::F64,
+            precision: crate::precision::Precision::F64,
         }
     }
 
     /// [`TlAnalysis::of`] for a program optimised for the format `p`.
-    pub fn of_in(f: &crate::syntax::ast::Function, p: crate::Precision) -> TlAnalysis {
+    pub fn of_in(f: &crate::syntax::ast::Function, p: crate::precision::Precision) -> TlAnalysis {
         TlAnalysis {
             precision: p,
             ..TlAnalysis::of(f)
@@ -578,12 +578,16 @@ pub fn node_strong(n: &TL, is_param: impl Fn(Symbol) -> bool, child: impl Fn(Id)
 /// is refused: reassociating `x * 1e-200 * 1e-200` must not make
 /// `x * 0` (see `docs/fp-contract.md`).
 ///
-/// In `F32` ([`crate::Precision`]) the operands must be `f32` values (a
+/// In `F32` ([`crate::precision::Precision`]) the operands must be `f32` values (a
 /// literal that is not, like `0.1`, means its rounding, so nothing built
 /// on it is folded) and the result is rounded to `f32` and judged in
 /// `f32`'s range: the correctly rounded `f32` result, what the program's
 /// own arithmetic gives.
-fn fold_const(n: &TL, c: impl Fn(Id) -> Option<f64>, p: crate::Precision) -> Option<f64> {
+fn fold_const(
+    n: &TL,
+    c: impl Fn(Id) -> Option<f64>,
+    p: crate::precision::Precision,
+) -> Option<f64> {
     let c = |i: Id| c(i).filter(|x| p.holds(*x));
     let r = match n {
         TL::Num(x) => x.0,

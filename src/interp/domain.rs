@@ -7,7 +7,7 @@
 //!   language's meaning ([`super::run`]).
 //! - [`F32`]: IEEE-754 single arithmetic in the written order (every
 //!   literal, input and result rounded to `f32`): the meaning of a program
-//!   run in [`crate::Precision::F32`] ([`super::run_with`]).
+//!   run in [`crate::precision::Precision::F32`] ([`super::run_with`]).
 //! - [`Dd`]: double-double arithmetic (about 106 bits, the `twofloat`
 //!   crate): a high-precision reference for measuring the rounding error of
 //!   a program, as the optimiser's accuracy check does
@@ -93,10 +93,10 @@ impl Domain for F64 {
 }
 
 /// IEEE-754 singles in the written order: the meaning of a program in
-/// [`crate::Precision::F32`]. A number is held as the `f64` of an `f32`;
+/// [`crate::precision::Precision::F32`]. A number is held as the `f64` of an `f32`;
 /// every operation is computed in `f64` and rounded to `f32`, which is
-/// the correctly rounded `f32` result for `+ - * /` and `sqrt` (53 ≥ 2·24
-/// + 2) and a faithful one for the other functions; a sum accumulates in
+/// the correctly rounded `f32` result for `+ - * /` and `sqrt` (as
+/// 53 ≥ 2·24 + 2) and a faithful one for the other functions; a sum accumulates in
 /// `f32`, term by term in the written order. An intermediate beyond
 /// `f32`'s range is infinite where it happens (`(1e30 * 1e30) / 1e30` is
 /// `inf`), as in `f32` arithmetic.

@@ -40,7 +40,7 @@
 //!   `einsum(optimize=True)`. A NaN input
 //!   stays NaN wherever it reaches; a finite result never becomes
 //!   non-finite, nor a non-finite one finite, beyond what overflow allows.
-//! - **Precision.** The oracle runs in a format ([`crate::Precision`]):
+//! - **Precision.** The oracle runs in a format ([`crate::precision::Precision`]):
 //!   in `F32` the written program's own value is the `f32` one
 //!   ([`super::domain::F32`]), the rounding unit is `u = 2⁻²⁴`, the
 //!   underflow error `f32`'s smallest subnormal, and a value beyond
@@ -49,8 +49,8 @@
 //!   so the sign of an infinity made by dividing by a zero is not either.
 
 use super::domain::Domain;
+use crate::precision::Precision;
 use crate::syntax::ast::{BinOp, CmpOp, Func, RedOp};
-use crate::Precision;
 
 /// The results a correct optimisation may give for one value of the
 /// written program (see the module documentation).

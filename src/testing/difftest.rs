@@ -473,11 +473,15 @@ impl Reference {
 /// result, in the order of `numbers`), with the slack for the other
 /// program's own rounding.
 pub fn contract_oracle(f: &Function, args: &[Value]) -> Result<Vec<Sh>> {
-    contract_oracle_in(f, args, crate::Precision::F64)
+    contract_oracle_in(f, args, crate::precision::Precision::F64)
 }
 
 /// [`contract_oracle`] for `f` run in the format `p`.
-pub fn contract_oracle_in(f: &Function, args: &[Value], p: crate::Precision) -> Result<Vec<Sh>> {
+pub fn contract_oracle_in(
+    f: &Function,
+    args: &[Value],
+    p: crate::precision::Precision,
+) -> Result<Vec<Sh>> {
     let d = Shadow::for_inputs_in(args, p);
     Ok(interp::run_domain(f, args, &d)?
         .into_iter()
@@ -490,7 +494,7 @@ pub fn contract_oracle_in(f: &Function, args: &[Value], p: crate::Precision) -> 
 /// mode) accepts for `f` on `args`, else why not: the property tests of the
 /// optimiser and the JIT judge their results by this, as difftest does.
 pub fn contract_judge(f: &Function, args: &[Value], got: &Value) -> Result<Option<String>> {
-    contract_judge_in(f, args, got, crate::Precision::F64)
+    contract_judge_in(f, args, got, crate::precision::Precision::F64)
 }
 
 /// [`contract_judge`] for `f` run in the format `p` (`got` computed in
@@ -499,7 +503,7 @@ pub fn contract_judge_in(
     f: &Function,
     args: &[Value],
     got: &Value,
-    p: crate::Precision,
+    p: crate::precision::Precision,
 ) -> Result<Option<String>> {
     let want = interp::run_with(f, args, p)?;
     Ok(Reference::Contract(contract_oracle_in(f, args, p)?).judge(&want, got))
