@@ -19,7 +19,8 @@
 //!   Kernel pickles as its source text and options (the receiver, e.g. a
 //!   dask worker, compiles it again), and [`_function_json`] hands
 //!   `einsat.dask` a function's parsed tree (read-only) to decide how it
-//!   splits into chunks;
+//!   splits into chunks; a Kernel called with float32 (or float16)
+//!   arguments computes in f32 ([`float32`]);
 //! - **errors** ([`to_py_err`]): every einsat error becomes an instance of
 //!   a subclass of `einsat.Error` in one place; a panic is caught and
 //!   reported as `einsat.Error` instead of reaching Python.
@@ -34,6 +35,7 @@
 //! refuses raises `einsat.OutOfMemoryError` (a `MemoryError`).
 
 mod contract;
+mod float32;
 mod typed;
 mod words;
 
@@ -224,7 +226,7 @@ fn guarded<T>(f: impl FnOnce() -> Res<T>) -> Res<T> {
 /// ([`interruptible`]); smaller ones (a few milliseconds at most) run on
 /// the calling thread, where starting a thread would cost more than they
 /// take.
-const INTERRUPTIBLE_WORK: u64 = 1 << 22;
+pub(crate) const INTERRUPTIBLE_WORK: u64 = 1 << 22;
 
 /// How often the waiting thread checks for signals.
 const SIGNAL_POLL: std::time::Duration = std::time::Duration::from_millis(50);
@@ -1052,6 +1054,11 @@ fn pick<'a>(prog: &'a einsat::Program, name: Option<&str>) -> Res<&'a Function> 
 #[pyclass(frozen, module = "einsat")]
 struct Kernel {
     kernel: Arc<jit::Kernel>,
+    /// The function as written (compiled again for f32 on the first call
+    /// with float32 arguments, [`float32`]).
+    func: Function,
+    /// The kernel compiled for `Precision::F32`, once needed.
+    kernel32: std::sync::OnceLock<Arc<jit::Kernel>>,
     name: String,
     params: Vec<(String, Boundary)>,
     source: String,
@@ -1173,6 +1180,16 @@ impl Kernel {
                     return Err(fail(Exc::Shape, format!("argument `{k}` is given twice")));
                 }
                 given[pos] = Some(v);
+            }
+        }
+        if given.iter().all(Option::is_some) {
+            let all: Vec<Bound<'py, PyAny>> = given.iter().flatten().cloned().collect();
+            let mut leaves = Vec::new();
+            for ((_, b), g) in self.params.iter().zip(&all) {
+                float32::leaves_of(g, b, &mut leaves);
+            }
+            if let Some(half) = float32::wanted(py, &leaves) {
+                return self.call32(py, &all, half);
             }
         }
         let mut ops = Vec::new();
@@ -1354,6 +1371,8 @@ fn compile<'py>(
             let (kernel, o) = build(f, threads)?;
             Ok(Kernel {
                 kernel,
+                func: f.clone(),
+                kernel32: std::sync::OnceLock::new(),
                 name: f.name.clone(),
                 params: f
                     .params
