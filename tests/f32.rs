@@ -262,9 +262,13 @@ fn widen(v: &Value32) -> Value {
     }
 }
 
+/// F32 with every GEMM stage on the library and every nest with a `gen`
+/// split across threads (as the differential tests run the f64 JIT).
 fn jopts() -> jit::Options {
     jit::Options {
         precision: F32,
+        gemm_min_work: 0,
+        parallel_threshold: 0,
         ..jit::Options::default()
     }
 }
@@ -360,6 +364,8 @@ fn jit_matrix_product_against_a_naive_f32_loop() {
         panic!()
     };
     assert_eq!(c.shape(), &[n, m]);
+    // a GEMM stage on the library's f32 kernel
+    assert!(k.stages()[0].starts_with("gemm"), "{:?}", k.stages());
     for i in 0..n {
         for j in 0..m {
             let mut want = 0.0f32;
@@ -391,6 +397,37 @@ fn jit_matrix_product_against_a_naive_f32_loop() {
     };
     for (x, y) in c.iter().zip(&c2) {
         assert!((x - y).abs() <= 1e-5 * x.abs().max(1.0), "{x} {y}");
+    }
+}
+
+/// A product whose K axes do not fuse (the f64 stage packs them into
+/// scratch): in F32 the stage declines and the native loops run it.
+#[test]
+fn jit_unfused_products_in_f32() {
+    let src = "fn t(A: [n,p,q]R, B: [q,p,m]R) -> [n,m]R = gen(i:n) gen(j:m) sum(a:p) sum(b:q) A[i,a,b] * B[b,a,j]";
+    let k = kernel32(src);
+    let (n, p, q, m) = (20, 9, 11, 17);
+    let a = ndarray::Array3::from_shape_vec((n, p, q), data(n * p * q, -0.5, 15)).unwrap();
+    let b = ndarray::Array3::from_shape_vec((q, p, m), data(q * p * m, -0.5, 16)).unwrap();
+    let Value32::Array(c) = k.call_f32(&[Arg32::from(&a), Arg32::from(&b)]).unwrap() else {
+        panic!()
+    };
+    for i in 0..n {
+        for j in 0..m {
+            let (mut want, mut mag) = (0.0f64, 0.0f64);
+            for x in 0..p {
+                for y in 0..q {
+                    let t = a[[i, x, y]] as f64 * b[[y, x, j]] as f64;
+                    want += t;
+                    mag += t.abs();
+                }
+            }
+            let got = c[[i, j]] as f64;
+            assert!(
+                (got - want).abs() <= 4.0 * (p * q) as f64 * 6e-8 * mag,
+                "{i},{j}: {got} {want}"
+            );
+        }
     }
 }
 

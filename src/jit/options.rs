@@ -40,8 +40,9 @@ pub struct Options {
     pub gemm_split_min_work: usize,
     /// The format the kernel computes in (default `F64`). An `F32` kernel
     /// reads and writes `f32` arrays ([`Kernel::call_f32`](crate::jit::Kernel::call_f32)) and rounds every
-    /// operation to `f32`; it runs on generic scalar loops (no GEMM stage,
-    /// register tiles, vectors or staged vector-math calls yet).
+    /// operation to `f32`; its GEMM stages run on the library's f32
+    /// kernel, everything else on generic scalar loops (no register
+    /// tiles, vectors or staged vector-math calls yet).
     pub precision: crate::precision::Precision,
 }
 

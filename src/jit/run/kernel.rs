@@ -1036,7 +1036,10 @@ impl Kernel {
                 if let Some(g) = &self.gemm[k] {
                     // SAFETY: as below (the library gets the same pointers
                     // and strides; the output never aliases an argument).
-                    if unsafe { g.run(&ptrs[..], &strides[..], &svals[..], gemm_threads, flag) } {
+                    let f32 = self.opts.precision == crate::precision::Precision::F32;
+                    if unsafe {
+                        g.run(&ptrs[..], &strides[..], &svals[..], gemm_threads, flag, f32)
+                    } {
                         continue;
                     }
                 }

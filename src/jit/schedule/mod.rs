@@ -64,10 +64,10 @@ pub fn plan_nest<'n>(
     layout: &Layout,
     opts: &Options,
 ) -> NestPlan<'n> {
-    // F32 runs on generic loops alone (scalar code): the GEMM stage and
-    // the register tiles are written for f64
+    // F32: GEMM stages on the library's f32 kernel, else generic loops
+    // (scalar code): the register tiles are written for f64
     let f64 = opts.precision == crate::precision::Precision::F64;
-    let gemm = gemm_stage(p, nest, opts.gemm && f64);
+    let gemm = gemm_stage(p, nest, opts.gemm);
     let Some(ran) = columns::with_columns(p, nest, layout) else {
         return NestPlan {
             nest: Cow::Borrowed(nest),
