@@ -532,3 +532,44 @@ proptest! {
         prop_assert!(why.is_none(), "{}\n=>\n{}\n{}", print_function(&f), print_function(&g), why.unwrap());
     }
 }
+
+/// Staged vector-math calls in F32: the arguments widened into the f64
+/// stage buffers, the f64 slice kernel, the results rounded to f32 (exp
+/// past f32's range is inf, as in f32).
+#[test]
+fn jit_staged_calls_round_to_f32() {
+    let src = "fn f(x: [n]R) -> [n]R = gen(i:n) exp(x[i]) * 2 + tanh(x[i]) - log(abs(x[i]) + 1)";
+    let k = kernel32(src);
+    let mut x = data(700, -4.0, 17);
+    for v in x.iter_mut().step_by(3) {
+        *v *= 8.0;
+    }
+    x[5] = 89.0; // exp overflows f32, not f64
+    x[6] = f32::NAN;
+    x[7] = -200.0;
+    let xa = v32(&x);
+    let Value32::Array(got) = k.call_f32(&[Arg32::from(&xa)]).unwrap() else {
+        panic!()
+    };
+    assert_eq!(got[5], f32::INFINITY);
+    assert!(got[6].is_nan());
+    let want = interp::run_with(&load1(src), &[vec1(&x)], F32).unwrap();
+    for (k, (g, w)) in got.iter().zip(array(&want)).enumerate() {
+        let w = *w as f32;
+        let ok =
+            (g.is_nan() && w.is_nan()) || g == &w || (g - w).abs() <= 2.0 * f32::EPSILON * w.abs();
+        assert!(ok, "element {k}: {g} against {w}");
+    }
+    let s = kernel32("fn s(x: [n]R) -> R = sum(i:n) exp(x[i])");
+    let y = data(5000, -1.0, 18);
+    let ya = v32(&y);
+    let got = widen(&s.call_f32(&[Arg32::from(&ya)]).unwrap());
+    let why = contract_judge_in(
+        &load1("fn s(x: [n]R) -> R = sum(i:n) exp(x[i])"),
+        &[vec1(&y)],
+        &got,
+        F32,
+    )
+    .unwrap();
+    assert!(why.is_none(), "{}", why.unwrap());
+}

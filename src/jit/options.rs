@@ -41,8 +41,9 @@ pub struct Options {
     /// The format the kernel computes in (default `F64`). An `F32` kernel
     /// reads and writes `f32` arrays ([`Kernel::call_f32`](crate::jit::Kernel::call_f32)) and rounds every
     /// operation to `f32`; its GEMM stages run on the library's f32
-    /// kernel, everything else on generic scalar loops (no register
-    /// tiles, vectors or staged vector-math calls yet).
+    /// kernel, everything else on generic scalar loops (staged
+    /// vector-math calls on the f64 kernels, rounded; no register tiles or
+    /// vectors yet).
     pub precision: crate::precision::Precision,
 }
 

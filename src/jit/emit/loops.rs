@@ -1037,7 +1037,9 @@ impl LoopEmitter<'_, '_> {
             self.poll,
             &mut |g, b0, b1| {
                 // the buffers' element `var` is at `addr + 8 * (var - b0)`
-                let off0 = g.b.ins().ishl_imm_s(b0, g.esh);
+                // (the stage buffers hold f64s, also in F32: the slice
+                // kernels are f64)
+                let off0 = g.b.ins().ishl_imm_s(b0, 3);
                 let n = g.b.ins().isub(b1, b0);
                 let mut bases = Vec::with_capacity(calls.len());
                 for (c, (_, arg)) in calls.iter().enumerate() {
@@ -1054,7 +1056,7 @@ impl LoopEmitter<'_, '_> {
                             g.vidx = Some(i);
                             g.set_var(var, i);
                             let v = g.vscalar(arg, var);
-                            let bytes = g.b.ins().ishl_imm_s(i, g.esh);
+                            let bytes = g.b.ins().ishl_imm_s(i, 3);
                             let a = g.b.ins().iadd(base, bytes);
                             g.b.ins().store(g.vmf, v, a, 0);
                             g.vidx = None;
@@ -1067,8 +1069,13 @@ impl LoopEmitter<'_, '_> {
                     }
                     g.for_range(var, from, b1, &mut |g| {
                         let (v, _) = g.scalar(arg);
+                        let v = if g.ft == types::F32 {
+                            g.b.ins().fpromote(types::F64, v)
+                        } else {
+                            v
+                        };
                         let i = g.var(var);
-                        let bytes = g.b.ins().ishl_imm_s(i, g.esh);
+                        let bytes = g.b.ins().ishl_imm_s(i, 3);
                         let a = g.b.ins().iadd(base, bytes);
                         g.b.ins().store(g.mf, v, a, 0);
                     });
@@ -1160,6 +1167,14 @@ impl LoopEmitter<'_, '_> {
     fn load(&mut self, buf: usize, ixs: &[LoadIndex]) -> Value {
         let (off, ok) = self.offset(buf, ixs);
         let base = self.base(buf);
+        if buf >= self.n_bufs && self.ft == types::F32 {
+            // a staged call's result (an f64 stack buffer, unit stride,
+            // read in range): rounded to f32, as the interpreter's F32
+            let bytes = self.b.ins().ishl_imm_s(off, 3);
+            let addr = self.b.ins().iadd(base, bytes);
+            let x = self.b.ins().load(types::F64, self.mf, addr, 0);
+            return self.b.ins().fdemote(types::F32, x);
+        }
         match ok {
             None => {
                 let bytes = self.b.ins().ishl_imm_s(off, self.esh);

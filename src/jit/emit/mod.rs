@@ -314,8 +314,9 @@ pub fn compile(
                         funcs.push((*f, module.declare_func_in_func(*id, b.func)));
                     }
                     let mut vfuncs = Vec::new();
-                    // (the slice kernels are f64: F32 calls stay scalar)
-                    for (f, id) in vcalls.iter().filter(|_| !f32) {
+                    // (the slice kernels are f64: in F32 the staged
+                    // arguments are widened and the results rounded)
+                    for (f, id) in &vcalls {
                         vfuncs.push((*f, module.declare_func_in_func(*id, b.func)));
                     }
                     let at = loops::At {
