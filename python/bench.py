@@ -125,6 +125,27 @@ def fused(args, rng):
             },
         ),
     ]
+    # a program on float32 arrays computes in f32 (issue 25): its GEMM
+    # stage on the library's f32 kernel, against numpy's float32 matmul
+    nm = 256 if args.quick else 1024
+    A32, B32 = (rng.standard_normal((nm, nm)).astype(np.float32) for _ in range(2))
+    mm = einsat.compile(
+        "fn mm(A: [n,k]R, B: [k,m]R) -> [n,m]R = gen(i:n) gen(j:m) sum(l:k) A[i,l] * B[l,j]",
+        threads=args.threads,
+    )
+    got = mm(A32, B32)
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got, A32 @ B32, rtol=1e-4, atol=1e-3)
+    rows.append(
+        (
+            f"float32 program A·B {nm} (compile)",
+            {
+                "einsat": lambda: mm(A32, B32),
+                "numpy": lambda: np.einsum("ij,jk->ik", A32, B32, optimize=True),
+                "numpy plain": lambda: np.einsum("ij,jk->ik", A32, B32),
+            },
+        )
+    )
     if opt_einsum is not None:
         rows[0][1]["opt_einsum"] = lambda: c + opt_einsum.contract("ij,j->i", A, x)
         rows[1][1]["opt_einsum"] = lambda: (lambda D: opt_einsum.contract("ij,ij->i", D, D))(A - x)

@@ -16,9 +16,8 @@ jax runs with x64 enabled (float64 rows) and is skipped, with a message,
 where it is not installed (`pip install jax jaxlib`). `--threads N` sets
 the threads of every engine: einsat's `threads=`, BLAS's environment
 variables and XLA's intra-op thread pool. float32 rows are computed by
-numpy and jax in float32; einsat's programs compute in float64 (the
-language has no float32 programs yet), so einsat's float32 column reads
-float32 arrays converted to float64 and is marked so. `--only exp,softmax`
+numpy, jax and einsat in float32 (einsat's kernels called with float32
+arrays compute in f32: docs/language.md, "Precision"). `--only exp,softmax`
 runs the rows whose names start with any of the comma-separated words.
 """
 
@@ -268,8 +267,7 @@ def run_table(reps=7, quick=False, threads=1, dtype="float64", only=None):
         ops = [rng.standard_normal(sh).astype(dt) for sh in shapes]
         try:
             k = einsat.compile(src, threads=threads)
-            ops64 = [np.asarray(o, dtype=np.float64) for o in ops]
-            got = k(*ops64)
+            got = k(*ops)
             compile_ms.append(compile_time(src, threads))
         except einsat.Error as e:
             failed.append((name, str(e).splitlines()[0]))
@@ -277,7 +275,7 @@ def run_table(reps=7, quick=False, threads=1, dtype="float64", only=None):
         want = npf(*ops)
         tol = 1e-8 if dt == np.float64 else 2e-4
         np.testing.assert_allclose(got, want, rtol=tol, atol=tol * max(1.0, float(np.max(np.abs(want)))))
-        engines = {"einsat": lambda: k(*ops64), "numpy": lambda: npf(*ops)}
+        engines = {"einsat": lambda: k(*ops), "numpy": lambda: npf(*ops)}
         if jkey in jfns:
             jf, jops = jfns[jkey], [jnp.asarray(o) for o in ops]
             jgot = np.asarray(jf(*jops))
@@ -307,7 +305,7 @@ def run_table(reps=7, quick=False, threads=1, dtype="float64", only=None):
             f"max {max(wall):.1f} ms wall"
         )
     if dt == np.float32:
-        print("float32: numpy and jax compute in float32; einsat's programs compute in float64.")
+        print("float32: numpy, jax and einsat compute in float32.")
 
 
 def main():

@@ -78,9 +78,13 @@
 //! # Ok::<(), einsat::Error>(())
 //! ```
 //!
-//! **Element type.** Kernels compute in `f64`. `f32` arrays are refused at
-//! compile time (they do not implement [`IntoArg`]); convert them with
-//! `a.mapv(f64::from)`. [`ndarray`] and [`rand`] are re-exported, so the
+//! **Element type.** Kernels compute in `f64` by default. A kernel
+//! compiled with [`jit::Options::precision`] = [`Precision::F32`] computes
+//! in `f32` (every operation rounded to `f32`, like numpy's float32) and
+//! is called with [`Arg32`]s (`f32` numbers and array views, read in
+//! place) through [`Kernel::call_f32`], returning a [`Value32`]; calling
+//! a kernel with the other element type is an error. `f32` arrays do not
+//! implement [`IntoArg`] (the `f64` calls). [`ndarray`] and [`rand`] are re-exported, so the
 //! versions always match einsat's.
 //!
 //! The pipeline, one folder per stage:
@@ -121,6 +125,7 @@ pub mod jit;
 pub mod mem;
 pub mod opt;
 pub mod plan;
+pub mod precision;
 pub mod rules;
 #[doc(hidden)]
 pub mod stack;
@@ -133,9 +138,12 @@ pub mod vmath;
 
 pub use error::{Error, Result};
 pub use interp::Value;
-pub use jit::{Arg, ArgMut, FromValue, IntoArg, IntoArgMut, IntoArgs, Kernel, TypedKernel};
+pub use jit::{
+    Arg, Arg32, ArgMut, FromValue, IntoArg, IntoArgMut, IntoArgs, Kernel, TypedKernel, Value32,
+};
 /// The `ndarray` version einsat's API uses (arrays in and out of kernels).
 pub use ndarray;
+pub use precision::Precision;
 /// The `rand` version of [`testing`]'s signatures.
 pub use rand;
 pub use syntax::{Expr, Function, Program, Type};

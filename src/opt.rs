@@ -101,6 +101,9 @@ pub struct Options {
     /// runs on the GEMM library (see [`crate::extract::normal`]).
     /// Infinite: never.
     pub gemm_stage_min_work: f64,
+    /// The format the program will run in ([`crate::precision::Precision`]): constant
+    /// folds are judged in it (default `F64`).
+    pub precision: crate::precision::Precision,
 }
 
 impl Default for Options {
@@ -123,6 +126,7 @@ impl Default for Options {
             saturate_networks: false,
             path: None,
             gemm_stage_min_work: crate::extract::normal::MIN_GEMM_STAGE_WORK,
+            precision: crate::precision::Precision::F64,
         }
     }
 }
@@ -938,7 +942,7 @@ impl Setup<'_> {
         let opts = self.opts;
         let rw = self.rules()?;
         let (rules, rws) = (&rw.rules, &rw.rws);
-        let analysis = TlAnalysis::of(f);
+        let analysis = TlAnalysis::of_in(f, opts.precision);
         let mut st = Rounds::default();
         for round in 0..MAX_ROUNDS {
             let now = Instant::now();

@@ -1572,3 +1572,58 @@ fn piped_commands_write_no_progress_to_stderr() {
         assert_eq!(err, "", "{args:?}");
     }
 }
+
+/// Issue 25: `--dtype f32` computes in f32 (interpreter and JIT alike,
+/// `(x * 1e30) / 1e30` overflows), writes float32 `.npy`, and `demo` runs
+/// `examples/float32.tl` in f32.
+#[test]
+fn dtype_f32_runs_in_f32() {
+    let d = tmpdir("dtype32");
+    let src = d.join("o.tl");
+    std::fs::write(
+        &src,
+        "fn o(x: [n]R) -> [n]R = gen(i:n) (x[i] * 1e30) / 1e30 + 0.1",
+    )
+    .unwrap();
+    let x = write_npy(&d.join("x.npy"), arr1(&[1e30, 2.0]).into_dyn());
+    for engine in ["interp", "jit"] {
+        let (code, out, err) = einsat(&[
+            "run",
+            src.to_str().unwrap(),
+            "--engine",
+            engine,
+            "--dtype",
+            "f32",
+            "--arg",
+            &format!("x={x}"),
+            "--json",
+        ]);
+        assert_eq!(code, 0, "{err}");
+        let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+        // inf is written as the string "inf"; the second element is
+        // 2 + 0.1 in f32
+        assert_eq!(j["output"][0], "inf", "{engine}: {out}");
+        let second = j["output"][1].as_f64().unwrap();
+        assert_eq!(second, (2.0f32 + 0.1f32) as f64, "{engine}: {out}");
+    }
+    let (code, _, err) = einsat(&[
+        "run",
+        src.to_str().unwrap(),
+        "--dtype",
+        "f32",
+        "--arg",
+        &format!("x={x}"),
+        "--out",
+        d.join("r.npy").to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let r: ndarray::ArrayD<f32> = ndarray_npy::read_npy(d.join("r.npy")).unwrap();
+    assert_eq!(r[[0]], f32::INFINITY);
+    let (code, _, err) = einsat(&["run", src.to_str().unwrap(), "--dtype", "f16"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("--dtype"), "{err}");
+    let (code, out, err) = einsat(&["demo"]);
+    assert_eq!(code, 0, "{err}");
+    let line = out.lines().find(|l| l.contains("mlp_layer")).unwrap();
+    assert!(line.contains("(f32)"), "{line}");
+}

@@ -19,7 +19,8 @@
 //!   Kernel pickles as its source text and options (the receiver, e.g. a
 //!   dask worker, compiles it again), and [`_function_json`] hands
 //!   `einsat.dask` a function's parsed tree (read-only) to decide how it
-//!   splits into chunks;
+//!   splits into chunks; a Kernel called with float32 (or float16)
+//!   arguments computes in f32 ([`float32`]);
 //! - **errors** ([`to_py_err`]): every einsat error becomes an instance of
 //!   a subclass of `einsat.Error` in one place; a panic is caught and
 //!   reported as `einsat.Error` instead of reaching Python.
@@ -37,6 +38,7 @@
 //! refuses raises `einsat.OutOfMemoryError` (a `MemoryError`).
 
 mod contract;
+mod float32;
 mod typed;
 mod words;
 
@@ -229,7 +231,7 @@ fn guarded<T>(f: impl FnOnce() -> Res<T>) -> Res<T> {
 /// ([`interruptible`]), when its estimated work ([`jit::Kernel::work`])
 /// reaches this; a smaller one (a few milliseconds at most) runs on the
 /// calling thread.
-const INTERRUPTIBLE_WORK: u64 = 1 << 22;
+pub(crate) const INTERRUPTIBLE_WORK: u64 = 1 << 22;
 
 /// Once a kernel's speed is known ([`Pace`]), a call predicted to take
 /// this long or longer runs on a helper thread ([`interruptible`]), a
@@ -1123,6 +1125,11 @@ fn pick<'a>(prog: &'a einsat::Program, name: Option<&str>) -> Res<&'a Function> 
 #[pyclass(frozen, module = "einsat")]
 struct Kernel {
     kernel: Arc<jit::Kernel>,
+    /// The function as written (compiled again for f32 on the first call
+    /// with float32 arguments, [`float32`]).
+    func: Function,
+    /// The kernel compiled for `Precision::F32`, once needed.
+    kernel32: std::sync::OnceLock<Arc<jit::Kernel>>,
     name: String,
     params: Vec<(String, Boundary)>,
     source: String,
@@ -1133,6 +1140,8 @@ struct Kernel {
     how: How,
     /// Its speed so far.
     pace: Pace,
+    /// The f32 kernel's speed so far.
+    pace32: Pace,
 }
 
 fn arg_of<'a>(op: &'a Operand<'_>) -> Arg<'a> {
@@ -1246,6 +1255,16 @@ impl Kernel {
                     return Err(fail(Exc::Shape, format!("argument `{k}` is given twice")));
                 }
                 given[pos] = Some(v);
+            }
+        }
+        if given.iter().all(Option::is_some) {
+            let all: Vec<Bound<'py, PyAny>> = given.iter().flatten().cloned().collect();
+            let mut leaves = Vec::new();
+            for ((_, b), g) in self.params.iter().zip(&all) {
+                float32::leaves_of(g, b, &mut leaves);
+            }
+            if let Some(half) = float32::wanted(py, &leaves) {
+                return self.call32(py, &all, half);
             }
         }
         let mut ops = Vec::new();
@@ -1429,6 +1448,8 @@ fn compile<'py>(
             let (kernel, o) = build(f, threads)?;
             Ok(Kernel {
                 kernel,
+                func: f.clone(),
+                kernel32: std::sync::OnceLock::new(),
                 name: f.name.clone(),
                 params: f
                     .params
@@ -1440,6 +1461,7 @@ fn compile<'py>(
                 report: opt::report_json(f, &o).to_string(),
                 how: threads,
                 pace: Pace::default(),
+                pace32: Pace::default(),
             })
         })
     };

@@ -292,6 +292,26 @@ pub fn write_value(path: &Path, v: &Value) -> Result<()> {
     }
 }
 
+/// [`write_value`] as float32 `.npy` files (the result of `--dtype f32`,
+/// whose numbers are f32 values: the conversion is exact).
+pub fn write_npy_f32(path: &Path, v: &Value) -> Result<()> {
+    match v {
+        Value::Real(x) => write_npy_f32(path, &Value::Array(ndarray::arr0(*x).into_dyn())),
+        Value::Array(a) => write_npy(path, &a.mapv(|x| x as f32)).map_err(|e| {
+            Error::Io(format!(
+                "{}: cannot write: {e}",
+                crate::diag::quote_path(path)
+            ))
+        }),
+        Value::Pair(a, b) => {
+            let stem = path.with_extension("");
+            let s = stem.display().to_string();
+            write_npy_f32(Path::new(&format!("{s}.0.npy")), a)?;
+            write_npy_f32(Path::new(&format!("{s}.1.npy")), b)
+        }
+    }
+}
+
 enum Slot {
     Leaf(Value),
     Pair(Option<Box<Slot>>, Option<Box<Slot>>),

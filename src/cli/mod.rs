@@ -116,6 +116,11 @@ enum Cmd {
         /// threads (default: the built-in threshold).
         #[arg(long)]
         parallel_threshold: Option<u64>,
+        /// The precision to compute in: f64 (default) or f32 (arguments
+        /// rounded to f32, every operation in f32; the result's numbers
+        /// are f32 values, printed or written as float32 .npy).
+        #[arg(long, default_value = "f64")]
+        dtype: String,
         #[command(flatten)]
         opt: optcmd::OptArgs,
     },
@@ -168,6 +173,9 @@ enum Cmd {
         /// threads (default: the built-in threshold).
         #[arg(long)]
         parallel_threshold: Option<u64>,
+        /// The precision to compute in: f64 (default) or f32.
+        #[arg(long, default_value = "f64")]
+        dtype: String,
     },
     /// Differential testing: random well-typed programs through the
     /// interpreter, the optimiser + interpreter and the optimiser + JIT;
@@ -259,9 +267,11 @@ fn dispatch(cmd: Cmd) -> CliResult {
             no_opt,
             threads,
             parallel_threshold,
+            dtype,
             opt,
         } => {
             let threads = threads_flag("--threads", threads)?;
+            let precision = dtype_flag(&dtype)?;
             let (_, parsed) = load_file(&file)?;
             let f = pick(&parsed.program, func.as_deref())?;
             let named = io::parse_args(&args).map_err(err)?;
@@ -273,6 +283,7 @@ fn dispatch(cmd: Cmd) -> CliResult {
             } else {
                 // The cost model uses the actual sizes unless told otherwise.
                 let mut o = opt.options(&[f], "the file")?;
+                o.precision = precision;
                 for (k, v) in interp::bind(f, &args).map_err(err)? {
                     o.sizes.entry(k).or_insert(v);
                 }
@@ -286,19 +297,34 @@ fn dispatch(cmd: Cmd) -> CliResult {
                 Engine::Interp
             });
             let result = match engine {
-                Engine::Interp => interp::run(&program, &args),
+                Engine::Interp => interp::run_with(&program, &args, precision),
                 Engine::Jit => crate::jit::compile_with(
                     &program,
                     &crate::jit::Options {
                         threads,
                         parallel_threshold: parallel_threshold
                             .unwrap_or(crate::jit::PARALLEL_THRESHOLD),
+                        precision,
                         ..crate::jit::Options::default()
                     },
                 )
-                .and_then(|k| k.call(&args)),
+                .and_then(|k| match precision {
+                    crate::precision::Precision::F64 => k.call(&args),
+                    crate::precision::Precision::F32 => {
+                        let a32: Vec<crate::jit::Value32> =
+                            args.iter().map(crate::jit::Value32::rounded).collect();
+                        let refs: Vec<crate::jit::Arg32<'_>> =
+                            a32.iter().map(crate::jit::Value32::as_arg).collect();
+                        k.call_f32(&refs).map(|r| r.to_value())
+                    }
+                }),
             }
             .map_err(err)?;
+            if precision == crate::precision::Precision::F32 {
+                if let Some(path) = out.as_deref() {
+                    return io::write_npy_f32(path, &result).map_err(err);
+                }
+            }
             emit(&result, out.as_deref(), json)
         }
         Cmd::Opt {
@@ -319,13 +345,16 @@ fn dispatch(cmd: Cmd) -> CliResult {
             threads,
             no_gemm,
             parallel_threshold,
+            dtype,
         } => {
             let threads = threads_flag("--threads", threads)?;
+            let precision = dtype_flag(&dtype)?;
             let (_, parsed) = load_file(&file)?;
             let f = pick(&parsed.program, func.as_deref())?;
             let jit = crate::jit::Options {
                 threads,
                 gemm: !no_gemm,
+                precision,
                 ..crate::jit::Options::default()
             };
             let jit = crate::jit::Options {
@@ -405,6 +434,22 @@ fn examples_dir() -> PathBuf {
     }
 }
 
+/// `--dtype`: `f64` or `f32` (also `float64`, `float32`).
+fn dtype_flag(s: &str) -> Result<crate::precision::Precision, String> {
+    s.parse().map_err(|e| format!("error: --dtype: {e}"))
+}
+
+/// The precision a demo file asks for: `f32` when a comment line says
+/// `dtype: f32` (before the first function), else `f64`.
+fn file_dtype(text: &str) -> crate::precision::Precision {
+    text.lines()
+        .take_while(|l| !l.trim_start().starts_with("fn "))
+        .filter_map(|l| l.trim_start().strip_prefix('#'))
+        .find_map(|c| c.trim().strip_prefix("dtype:"))
+        .and_then(|d| d.trim().parse().ok())
+        .unwrap_or_default()
+}
+
 /// The size `einsat demo` gives every named size not set by `--size`.
 const DEMO_SIZE: usize = 8;
 
@@ -475,6 +520,13 @@ fn demo(dir: Option<PathBuf>, size_flags: &[String], seed: u64) -> CliResult {
             .unwrap_or(file)
             .to_string_lossy()
             .to_string();
+        // a file whose comments say `dtype: f32` runs in f32 throughout
+        let precision = std::fs::read_to_string(file)
+            .map(|t| file_dtype(&t))
+            .unwrap_or_default();
+        let f32 = precision == crate::precision::Precision::F32;
+        // (f32: sums in another order differ by a few f32 ulps per term)
+        let (rtol, atol) = if f32 { (1e-3, 1e-5) } else { (1e-9, 1e-9) };
         for f in &parsed.program.functions {
             functions += 1;
             let failures_before = failures;
@@ -485,19 +537,20 @@ fn demo(dir: Option<PathBuf>, size_flags: &[String], seed: u64) -> CliResult {
             }
             let args = random_inputs(f, &all, &mut rng).map_err(|e| format!("error: {e}"))?;
             let t = Instant::now();
-            let r = interp::run(f, &args);
+            let r = interp::run_with(f, &args, precision);
             let ms = t.elapsed().as_secs_f64() * 1e3;
             let sigs = sig.to_string();
             let sigs = sigs.strip_prefix("fn ").unwrap_or(&sigs);
             let sigs = sigs.strip_prefix(f.name.as_str()).unwrap_or(sigs);
             let opts = crate::opt::Options {
                 sizes: all.clone(),
+                precision,
                 ..Default::default()
             };
             let busy = Spinner::new(format!("{fname}: `{}`", f.name));
             let o = optimize(f, &opts).map_err(|e| format!("error: {e}"))?;
-            let agree = match (&r, interp::run(&o.program, &args)) {
-                (Ok(a), Ok(b)) => a.approx_eq(&b, 1e-9, 1e-9),
+            let agree = match (&r, interp::run_with(&o.program, &args, precision)) {
+                (Ok(a), Ok(b)) => a.approx_eq(&b, rtol, atol),
                 _ => false,
             };
             if !agree {
@@ -507,13 +560,32 @@ fn demo(dir: Option<PathBuf>, size_flags: &[String], seed: u64) -> CliResult {
             // tensors of pairs are carried as struct of arrays), warm,
             // against the interpreter's time.
             let jit = if crate::extract::is_normal(&o.program) {
-                let k = crate::jit::compile(&o.program).map_err(|e| format!("error: {e}"))?;
-                let _ = k.call(&args);
+                let jopts = crate::jit::Options {
+                    precision,
+                    ..Default::default()
+                };
+                let k = crate::jit::compile_with(&o.program, &jopts)
+                    .map_err(|e| format!("error: {e}"))?;
+                let a32: Vec<crate::jit::Value32> = if f32 {
+                    args.iter().map(crate::jit::Value32::rounded).collect()
+                } else {
+                    Vec::new()
+                };
+                let refs: Vec<crate::jit::Arg32<'_>> =
+                    a32.iter().map(crate::jit::Value32::as_arg).collect();
+                let call = || {
+                    if f32 {
+                        k.call_f32(&refs).map(|v| v.to_value())
+                    } else {
+                        k.call(&args)
+                    }
+                };
+                let _ = call();
                 let t = Instant::now();
-                let v = k.call(&args);
+                let v = call();
                 let jms = t.elapsed().as_secs_f64() * 1e3;
                 let ok = match (&r, &v) {
-                    (Ok(a), Ok(b)) => a.approx_eq(b, 1e-9, 1e-9),
+                    (Ok(a), Ok(b)) => a.approx_eq(b, rtol, atol),
                     _ => false,
                 };
                 if !ok {
@@ -529,7 +601,7 @@ fn demo(dir: Option<PathBuf>, size_flags: &[String], seed: u64) -> CliResult {
             drop(busy);
             match r {
                 Ok(v) => outln!(
-                    "{:<18} {:<13} {:<40} {:>9.3} {:>11} {:>11} {:>7.1} {:>5} {:>9} {:>5}  {}",
+                    "{:<18} {:<13} {:<40} {:>9.3} {:>11} {:>11} {:>7.1} {:>5} {:>9} {:>5}  {}{}",
                     fname,
                     f.name,
                     sigs,
@@ -540,7 +612,8 @@ fn demo(dir: Option<PathBuf>, size_flags: &[String], seed: u64) -> CliResult {
                     if agree { "yes" } else { "NO" },
                     jit.0,
                     jit.1,
-                    summary(&v)
+                    summary(&v),
+                    if f32 { " (f32)" } else { "" }
                 )?,
                 Err(e) => {
                     failures += 1;

@@ -460,6 +460,9 @@ pub struct Data {
 #[derive(Default, Clone)]
 pub struct TlAnalysis {
     pub params: std::collections::BTreeMap<Symbol, Type>,
+    /// The format the program is optimised for: constants fold only where
+    /// the fold is what that format's arithmetic gives.
+    pub precision: crate::precision::Precision,
 }
 
 impl TlAnalysis {
@@ -471,6 +474,15 @@ impl TlAnalysis {
                 .iter()
                 .map(|p| (Symbol::from(p.name.as_str()), p.ty.clone()))
                 .collect(),
+            precision: crate::precision::Precision::F64,
+        }
+    }
+
+    /// [`TlAnalysis::of`] for a program optimised for the format `p`.
+    pub fn of_in(f: &crate::syntax::ast::Function, p: crate::precision::Precision) -> TlAnalysis {
+        TlAnalysis {
+            precision: p,
+            ..TlAnalysis::of(f)
         }
     }
 }
@@ -565,13 +577,24 @@ pub fn node_strong(n: &TL, is_param: impl Fn(Symbol) -> bool, child: impl Fn(Id)
 /// `c - c`). A fold that overflows, underflows to zero or to a subnormal
 /// is refused: reassociating `x * 1e-200 * 1e-200` must not make
 /// `x * 0` (see `docs/fp-contract.md`).
-fn fold_const(n: &TL, c: impl Fn(Id) -> Option<f64>) -> Option<f64> {
+///
+/// In `F32` ([`crate::precision::Precision`]) the operands must be `f32` values (a
+/// literal that is not, like `0.1`, means its rounding, so nothing built
+/// on it is folded) and the result is rounded to `f32` and judged in
+/// `f32`'s range: the correctly rounded `f32` result, what the program's
+/// own arithmetic gives.
+fn fold_const(
+    n: &TL,
+    c: impl Fn(Id) -> Option<f64>,
+    p: crate::precision::Precision,
+) -> Option<f64> {
+    let c = |i: Id| c(i).filter(|x| p.holds(*x));
     let r = match n {
         TL::Num(x) => x.0,
-        TL::Add([a, b]) => c(*a)? + c(*b)?,
-        TL::Sub([a, b]) => c(*a)? - c(*b)?,
-        TL::Mul([a, b]) => c(*a)? * c(*b)?,
-        TL::Div([a, b]) => c(*a)? / c(*b)?,
+        TL::Add([a, b]) => p.round(c(*a)? + c(*b)?),
+        TL::Sub([a, b]) => p.round(c(*a)? - c(*b)?),
+        TL::Mul([a, b]) => p.round(c(*a)? * c(*b)?),
+        TL::Div([a, b]) => p.round(c(*a)? / c(*b)?),
         TL::Neg([a]) => -c(*a)?,
         _ => return None,
     };
@@ -581,7 +604,7 @@ fn fold_const(n: &TL, c: impl Fn(Id) -> Option<f64>) -> Option<f64> {
             TL::Div([a, _]) => c(*a)? == 0.0,
             _ => true, // sums and differences are exact when they are 0
         };
-    (r.is_finite() && (r.abs() >= f64::MIN_POSITIVE || exact_zero)).then_some(r)
+    (r.is_finite() && (r.abs() >= p.min_positive() || exact_zero)).then_some(r)
 }
 
 impl Analysis<TL> for TlAnalysis {
@@ -597,7 +620,11 @@ impl Analysis<TL> for TlAnalysis {
             TL::Idx([a]) => aff_of(egraph, *a)
                 .and_then(|a| a.as_const())
                 .map(|c| c as f64),
-            _ => fold_const(enode, |i| egraph[i].data.constant),
+            _ => fold_const(
+                enode,
+                |i| egraph[i].data.constant,
+                egraph.analysis.precision,
+            ),
         };
         let ty = node_ty(egraph, enode);
         let vars = node_vars(egraph, enode);

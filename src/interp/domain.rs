@@ -5,6 +5,9 @@
 //!
 //! - [`F64`]: IEEE-754 double arithmetic in the written order, the
 //!   language's meaning ([`super::run`]).
+//! - [`F32`]: IEEE-754 single arithmetic in the written order (every
+//!   literal, input and result rounded to `f32`): the meaning of a program
+//!   run in [`crate::precision::Precision::F32`] ([`super::run_with`]).
 //! - [`Dd`]: double-double arithmetic (about 106 bits, the `twofloat`
 //!   crate): a high-precision reference for measuring the rounding error of
 //!   a program, as the optimiser's accuracy check does
@@ -77,6 +80,54 @@ impl Domain for F64 {
     }
     fn sum_add(&self, acc: &mut f64, x: &f64, _strong: bool) {
         *acc += x;
+    }
+    fn sum_end(&self, acc: f64, _n: usize) -> f64 {
+        acc
+    }
+    fn reduce(&self, op: RedOp, acc: &f64, x: &f64) -> f64 {
+        op.apply(*acc, *x)
+    }
+    fn compare(&self, op: CmpOp, a: &f64, b: &f64) -> (bool, bool) {
+        (op.holds_f64(*a, *b), true)
+    }
+}
+
+/// IEEE-754 singles in the written order: the meaning of a program in
+/// [`crate::precision::Precision::F32`]. A number is held as the `f64` of an `f32`;
+/// every operation is computed in `f64` and rounded to `f32`, which is
+/// the correctly rounded `f32` result for `+ - * /` and `sqrt` (as
+/// 53 ≥ 2·24 + 2) and a faithful one for the other functions; a sum accumulates in
+/// `f32`, term by term in the written order. An intermediate beyond
+/// `f32`'s range is infinite where it happens (`(1e30 * 1e30) / 1e30` is
+/// `inf`), as in `f32` arithmetic.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct F32;
+
+#[inline]
+fn r32(x: f64) -> f64 {
+    x as f32 as f64
+}
+
+impl Domain for F32 {
+    type N = f64;
+    type Acc = f64;
+    fn num(&self, x: f64) -> f64 {
+        r32(x)
+    }
+    fn bin(&self, op: BinOp, a: &f64, b: &f64) -> f64 {
+        r32(op.apply(*a, *b))
+    }
+    fn neg(&self, a: &f64) -> f64 {
+        -a
+    }
+    fn call(&self, f: Func, args: &[f64]) -> f64 {
+        r32(f.apply(args))
+    }
+    fn sum_start(&self) -> f64 {
+        0.0
+    }
+    fn sum_add(&self, acc: &mut f64, x: &f64, _strong: bool) {
+        *acc = r32(*acc + x);
     }
     fn sum_end(&self, acc: f64, _n: usize) -> f64 {
         acc

@@ -630,6 +630,21 @@ pub fn run(f: &Function, args: &[Value]) -> Result<Value> {
     to_boundary(&out, &sig.ret, &sizes)
 }
 
+/// Run `f` in the floating-point format `p` ([`crate::precision::Precision`]):
+/// [`run`] for `F64`; for `F32` every input and literal is rounded to
+/// `f32` and every operation's result too ([`domain::F32`]). The result's
+/// numbers are `f64`s holding `f32` values.
+pub fn run_with(f: &Function, args: &[Value], p: crate::precision::Precision) -> Result<Value> {
+    match p {
+        crate::precision::Precision::F64 => run(f, args),
+        crate::precision::Precision::F32 => {
+            let sig = crate::types::check(f).map_err(Error::types)?;
+            let (out, sizes) = run_in(f, args, &domain::F32)?;
+            to_boundary(&out, &sig.ret, &sizes)
+        }
+    }
+}
+
 /// One array of a result, in the order of [`Value`]'s leaves (a pair's
 /// first component first): its shape and its elements in C order, each
 /// with its strong-zero flag.

@@ -40,16 +40,17 @@
 //!   `einsum(optimize=True)`. A NaN input
 //!   stays NaN wherever it reaches; a finite result never becomes
 //!   non-finite, nor a non-finite one finite, beyond what overflow allows.
+//! - **Precision.** The oracle runs in a format ([`crate::precision::Precision`]):
+//!   in `F32` the written program's own value is the `f32` one
+//!   ([`super::domain::F32`]), the rounding unit is `u = 2⁻²⁴`, the
+//!   underflow error `f32`'s smallest subnormal, and a value beyond
+//!   `f32`'s range is unconstrained (a regrouping may overflow).
 //! - **Zeros.** The sign of a zero is not part of the contract (`-0 == 0`),
 //!   so the sign of an infinity made by dividing by a zero is not either.
 
 use super::domain::Domain;
+use crate::precision::Precision;
 use crate::syntax::ast::{BinOp, CmpOp, Func, RedOp};
-
-/// Unit roundoff of f64.
-const U: f64 = f64::EPSILON / 2.0;
-/// The smallest subnormal: the absolute error an underflow may cause.
-const ETA: f64 = 5e-324;
 
 /// The results a correct optimisation may give for one value of the
 /// written program (see the module documentation).
@@ -143,10 +144,16 @@ impl Sh {
     /// `k` (the allowance for the other program's own rounding: the
     /// interval bounds the written program's error, a correct rewrite has
     /// an error of the same bound).
-    pub fn slack(mut self, k: f64) -> Sh {
+    pub fn slack(self, k: f64) -> Sh {
+        self.slack_in(k, Precision::F64)
+    }
+
+    /// [`Sh::slack`] for a result computed in the format `p`.
+    pub fn slack_in(mut self, k: f64, p: Precision) -> Sh {
+        let (u, eta) = (p.unit_roundoff(), p.smallest_subnormal());
         if self.finite_ok() && self.v.is_finite() && !self.is_any() {
-            let lo = self.v - (self.v - self.lo) * k - 4.0 * U * self.v.abs() - ETA;
-            let hi = self.v + (self.hi - self.v) * k + 4.0 * U * self.v.abs() + ETA;
+            let lo = self.v - (self.v - self.lo) * k - 4.0 * u * self.v.abs() - eta;
+            let hi = self.v + (self.hi - self.v) * k + 4.0 * u * self.v.abs() + eta;
             if lo.is_finite() && hi.is_finite() {
                 self.lo = self.lo.min(lo);
                 self.hi = self.hi.max(hi);
@@ -212,14 +219,15 @@ impl Sh {
 
     /// Unconstrained where some regrouping may overflow, or where the
     /// finite interval left the range of doubles.
-    fn settle(mut self) -> Sh {
-        if !self.big.is_finite()
-            || (self.finite_ok() && !(self.lo.is_finite() && self.hi.is_finite()))
-        {
+    fn settle(self, p: Precision) -> Sh {
+        let max = p.max();
+        let inside = |x: f64| x.abs() <= max;
+        if !inside(self.big) || (self.finite_ok() && !(inside(self.lo) && inside(self.hi))) {
             return Sh::any(self.v);
         }
-        self.big = self.big.max(1.0);
-        self
+        let mut s = self;
+        s.big = s.big.max(1.0);
+        s
     }
 }
 
@@ -234,7 +242,10 @@ enum Kind {
 
 /// The oracle domain (see the module documentation).
 #[derive(Clone, Copy, Debug, Default)]
-pub struct Shadow {}
+pub struct Shadow {
+    /// The format the written program runs in.
+    p: Precision,
+}
 
 /// The interval `[lo, hi]` widened by `w`.
 fn widened(lo: f64, hi: f64, w: f64) -> Kind {
@@ -350,11 +361,14 @@ pub struct ShAcc {
     n_p: usize,
     n_m: usize,
     n_pm: usize,
+    /// The format the written sum accumulates in.
+    p: Precision,
 }
 
 impl ShAcc {
-    fn new() -> ShAcc {
+    fn new(p: Precision) -> ShAcc {
         ShAcc {
+            p,
             v: 0.0,
             lo: 0.0,
             hi: 0.0,
@@ -372,7 +386,7 @@ impl ShAcc {
     }
 
     fn add(&mut self, x: &Sh) {
-        self.v += x.v;
+        self.v = self.p.round(self.v + x.v);
         if x.is_any() {
             self.any = true;
         }
@@ -393,7 +407,7 @@ impl ShAcc {
     }
 
     /// The sum's acceptable set; `w` is the widening of its finite part.
-    fn finish(self, w: f64) -> Sh {
+    fn finish(self, w: f64, p: Precision) -> Sh {
         if self.any {
             return Sh::any(self.v);
         }
@@ -407,7 +421,7 @@ impl ShAcc {
         if self.all_fin {
             s.add_kind(widened(self.lo, self.hi, w));
         }
-        s.settle()
+        s.settle(p)
     }
 }
 
@@ -416,19 +430,39 @@ impl Shadow {
     /// empty sum may be NaN whatever they hold, see the module
     /// documentation).
     pub fn for_inputs(args: &[crate::interp::Value]) -> Shadow {
+        Shadow::for_inputs_in(args, Precision::F64)
+    }
+
+    /// [`Shadow::for_inputs`] for a program run in the format `p`.
+    pub fn for_inputs_in(args: &[crate::interp::Value], p: Precision) -> Shadow {
         let _ = args;
-        Shadow {}
+        Shadow { p }
+    }
+
+    /// The unit roundoff of the format.
+    fn u(&self) -> f64 {
+        self.p.unit_roundoff()
+    }
+
+    /// The smallest subnormal of the format.
+    fn eta(&self) -> f64 {
+        self.p.smallest_subnormal()
+    }
+
+    /// The written program's own value: `x` rounded to the format.
+    fn r(&self, x: f64) -> f64 {
+        self.p.round(x)
     }
 
     /// Apply a function kind by kind.
     fn func1(&self, f: Func, a: &Sh) -> Sh {
-        let v = f.apply(&[a.v]);
+        let v = self.r(f.apply(&[a.v]));
         if a.is_any() {
             return Sh::any(v);
         }
         let mut s = Sh::none(v);
         let at = |x: f64| f.apply(&[x]);
-        let round = |x: f64| 4.0 * U * x.abs() + ETA;
+        let round = |x: f64| 4.0 * self.u() * x.abs() + self.eta();
         for k in a.kinds() {
             match k {
                 Kind::N => s.nan = true,
@@ -443,10 +477,10 @@ impl Shadow {
                 Kind::Fin(lo, hi) => match f {
                     Func::Exp => {
                         let (l, h) = (at(lo), at(hi));
-                        if h.is_infinite() {
+                        if h > self.p.max() {
                             s.pinf = true;
                         }
-                        let h = h.min(f64::MAX);
+                        let h = h.min(self.p.max());
                         s.add_kind(widened(l, h, round(h)));
                     }
                     Func::Tanh => {
@@ -463,7 +497,7 @@ impl Shadow {
                                 s.ninf = true;
                             }
                             let l = if f == Func::Log && l0 == 0.0 {
-                                at(ETA)
+                                at(self.eta())
                             } else {
                                 at(l0)
                             };
@@ -480,7 +514,7 @@ impl Shadow {
                         if !w.is_finite() || w >= 2.0 {
                             s.add_kind(Kind::Fin(-1.0, 1.0));
                         } else {
-                            let w = w + 4.0 * U;
+                            let w = w + 4.0 * self.u();
                             s.add_kind(Kind::Fin((c - w).max(-1.0), (c + w).min(1.0)));
                         }
                     }
@@ -499,7 +533,7 @@ impl Shadow {
         } else {
             1.0
         };
-        s.settle()
+        s.settle(self.p)
     }
 
     fn func2(&self, f: Func, a: &Sh, b: &Sh) -> Sh {
@@ -509,7 +543,7 @@ impl Shadow {
     /// A function of two numbers monotone in both (binary max/min, a step
     /// of a max/min reduction): the union over the kinds of its arguments.
     fn monotone2(&self, pick: &dyn Fn(f64, f64) -> f64, a: &Sh, b: &Sh) -> Sh {
-        let v = pick(a.v, b.v);
+        let v = self.r(pick(a.v, b.v));
         if a.is_any() || b.is_any() {
             return Sh::any(v);
         }
@@ -542,16 +576,16 @@ impl Shadow {
                     // one end special: the finite end and beyond
                     let x = if lo.is_finite() { lo } else { hi };
                     let (l, h) = if hi.is_finite() {
-                        (-f64::MAX, x)
+                        (-self.p.max(), x)
                     } else {
-                        (x, f64::MAX)
+                        (x, self.p.max())
                     };
                     s.add_kind(Kind::Fin(l, h));
                 }
             }
         }
         s.big = a.big.max(b.big);
-        s.settle()
+        s.settle(self.p)
     }
 }
 
@@ -560,11 +594,11 @@ impl Domain for Shadow {
     type Acc = ShAcc;
 
     fn num(&self, x: f64) -> Sh {
-        Sh::exact(x)
+        Sh::exact(self.r(x))
     }
 
     fn bin(&self, op: BinOp, a: &Sh, b: &Sh) -> Sh {
-        let v = op.apply(a.v, b.v);
+        let v = self.r(op.apply(a.v, b.v));
         if a.is_any() || b.is_any() {
             // ∞·(anything) may be any special; a product with an exactly
             // known zero is still known up to special values
@@ -593,18 +627,18 @@ impl Domain for Shadow {
         match op {
             BinOp::Add | BinOp::Sub => {
                 let b = if op == BinOp::Sub { self.neg(b) } else { *b };
-                let mut acc = ShAcc::new();
+                let mut acc = ShAcc::new(self.p);
                 acc.add(a);
                 acc.add(&b);
-                let mut s = acc.finish(0.0);
+                let mut s = acc.finish(0.0, self.p);
                 s.v = v;
                 if s.finite_ok() && !s.is_any() {
                     // the finite part: every pair of finite outcomes
                     let (lo, hi) = (s.lo, s.hi);
-                    s.lo = lo - 2.0 * U * mag(lo, hi) - ETA;
-                    s.hi = hi + 2.0 * U * mag(lo, hi) + ETA;
+                    s.lo = lo - 2.0 * self.u() * mag(lo, hi) - self.eta();
+                    s.hi = hi + 2.0 * self.u() * mag(lo, hi) + self.eta();
                 }
-                s.settle()
+                s.settle(self.p)
             }
             BinOp::Mul | BinOp::Div => {
                 let mut out = Vec::new();
@@ -641,7 +675,8 @@ impl Domain for Shadow {
                 for k in out {
                     match k {
                         Kind::Fin(lo, hi) => {
-                            let w = 2.0 * U * mag(lo, hi) + big * ETA * 2.0 + ETA;
+                            let w =
+                                2.0 * self.u() * mag(lo, hi) + big * self.eta() * 2.0 + self.eta();
                             s.add_kind(widened(lo, hi, w));
                         }
                         k => s.add_kind(k),
@@ -655,7 +690,7 @@ impl Domain for Shadow {
                     s.pinf = true;
                     s.ninf = true;
                 }
-                s.settle()
+                s.settle(self.p)
             }
         }
     }
@@ -680,7 +715,7 @@ impl Domain for Shadow {
     }
 
     fn sum_start(&self) -> ShAcc {
-        ShAcc::new()
+        ShAcc::new(self.p)
     }
 
     fn sum_add(&self, acc: &mut ShAcc, x: &Sh, _strong: bool) {
@@ -702,8 +737,8 @@ impl Domain for Shadow {
             s.nan = true;
             return s;
         }
-        let w = (n as f64 + 1.0) * 2.0 * U * acc.mag + n as f64 * ETA;
-        acc.finish(w)
+        let w = (n as f64 + 1.0) * 2.0 * self.u() * acc.mag + n as f64 * self.eta();
+        acc.finish(w, self.p)
     }
 
     fn compare(&self, op: CmpOp, a: &Sh, b: &Sh) -> (bool, bool) {
@@ -758,7 +793,7 @@ impl Domain for Shadow {
             s.add_kind(k);
         }
         s.big = chosen.big.max(other.big);
-        s.settle()
+        s.settle(self.p)
     }
 }
 

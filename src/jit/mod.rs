@@ -53,7 +53,9 @@ pub use options::{
     GemmAxis, GemmSplit, Options, CHECK_WORK, COPY_NODES, DEFAULT_GEMM_SPLIT, GEMM_MIN_WORK,
     GEMM_SPLIT_MIN_WORK, MAX_LAYOUTS, MAX_NEST_NODES, MAX_THREADS, PARALLEL_THRESHOLD,
 };
-pub use run::boundary::arg::{Arg, ArgMut, FromValue, IntoArg, IntoArgMut, IntoArgs};
+pub use run::boundary::arg::{
+    Arg, Arg32, ArgMut, FromValue, IntoArg, IntoArgMut, IntoArgs, Value32,
+};
 pub use run::boundary::typed::{ArgFor, ArgsFor, ParamType, ParamTypes, Shape, TypedKernel};
 pub use run::cache::{cache_len, clear_cache, CACHE_CAPACITY};
 pub use run::compile::{cache_key, compile, compile_uncached, compile_uncached_with, compile_with};

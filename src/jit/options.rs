@@ -38,6 +38,13 @@ pub struct Options {
     /// The least multiply-adds a GEMM stage's product needs to be split
     /// across threads (default [`GEMM_SPLIT_MIN_WORK`]).
     pub gemm_split_min_work: usize,
+    /// The format the kernel computes in (default `F64`). An `F32` kernel
+    /// reads and writes `f32` arrays ([`Kernel::call_f32`](crate::jit::Kernel::call_f32)) and rounds every
+    /// operation to `f32`; its GEMM stages run on the library's f32
+    /// kernel, everything else on generic scalar loops (staged
+    /// vector-math calls on the f64 kernels, rounded; no register tiles or
+    /// vectors yet).
+    pub precision: crate::precision::Precision,
 }
 
 /// The most threads [`Options::threads`] may ask for: the one limit of
@@ -70,6 +77,7 @@ impl Default for Options {
             copy_nodes: COPY_NODES,
             gemm_split: DEFAULT_GEMM_SPLIT,
             gemm_split_min_work: GEMM_SPLIT_MIN_WORK,
+            precision: crate::precision::Precision::F64,
         }
     }
 }

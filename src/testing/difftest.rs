@@ -473,11 +473,20 @@ impl Reference {
 /// result, in the order of `numbers`), with the slack for the other
 /// program's own rounding.
 pub fn contract_oracle(f: &Function, args: &[Value]) -> Result<Vec<Sh>> {
-    let d = Shadow::for_inputs(args);
+    contract_oracle_in(f, args, crate::precision::Precision::F64)
+}
+
+/// [`contract_oracle`] for `f` run in the format `p`.
+pub fn contract_oracle_in(
+    f: &Function,
+    args: &[Value],
+    p: crate::precision::Precision,
+) -> Result<Vec<Sh>> {
+    let d = Shadow::for_inputs_in(args, p);
     Ok(interp::run_domain(f, args, &d)?
         .into_iter()
         .flat_map(|l| l.data)
-        .map(|(s, _)| s.slack(2.0))
+        .map(|(s, _)| s.slack_in(2.0, p))
         .collect())
 }
 
@@ -485,8 +494,19 @@ pub fn contract_oracle(f: &Function, args: &[Value]) -> Result<Vec<Sh>> {
 /// mode) accepts for `f` on `args`, else why not: the property tests of the
 /// optimiser and the JIT judge their results by this, as difftest does.
 pub fn contract_judge(f: &Function, args: &[Value], got: &Value) -> Result<Option<String>> {
-    let want = interp::run(f, args)?;
-    Ok(Reference::Contract(contract_oracle(f, args)?).judge(&want, got))
+    contract_judge_in(f, args, got, crate::precision::Precision::F64)
+}
+
+/// [`contract_judge`] for `f` run in the format `p` (`got` computed in
+/// `p`; the reference is [`interp::run_with`] in `p`).
+pub fn contract_judge_in(
+    f: &Function,
+    args: &[Value],
+    got: &Value,
+    p: crate::precision::Precision,
+) -> Result<Option<String>> {
+    let want = interp::run_with(f, args, p)?;
+    Ok(Reference::Contract(contract_oracle_in(f, args, p)?).judge(&want, got))
 }
 
 /// Run one case through the three engines and compare with the reference.

@@ -84,6 +84,8 @@ const SUM_MID: i64 = 64;
 /// summation (10^7 equal terms keep 15 digits, where one running sum per
 /// lane loses four).
 pub(crate) struct Levels {
+    /// The float type of the totals.
+    ty: types::Type,
     outer: Vec<Variable>,
     mid: Vec<Variable>,
     count: Variable,
@@ -92,9 +94,14 @@ pub(crate) struct Levels {
 impl Levels {
     /// `k` totals, all 0, defined where the blocks' loop starts.
     pub(crate) fn new(b: &mut FunctionBuilder, k: usize) -> Levels {
-        let zero = b.ins().f64const(0.0);
+        Levels::new_typed(b, k, types::F64)
+    }
+
+    /// [`Levels::new`] with totals of the float type `ty` (`F64`, `F32`).
+    pub(crate) fn new_typed(b: &mut FunctionBuilder, k: usize, ty: types::Type) -> Levels {
+        let zero = fzero(b, ty);
         let var = |b: &mut FunctionBuilder| {
-            let v = b.declare_var(types::F64);
+            let v = b.declare_var(ty);
             b.def_var(v, zero);
             v
         };
@@ -103,7 +110,12 @@ impl Levels {
         let count = b.declare_var(types::I64);
         let c0 = b.ins().iconst(types::I64, 0);
         b.def_var(count, c0);
-        Levels { outer, mid, count }
+        Levels {
+            ty,
+            outer,
+            mid,
+            count,
+        }
     }
 
     /// Add one block's sums (one per total).
@@ -111,7 +123,7 @@ impl Levels {
         let c = b.use_var(self.count);
         let c = b.ins().iadd_imm_s(c, 1);
         let full = b.ins().icmp_imm_s(IntCC::Equal, c, SUM_MID);
-        let zero = b.ins().f64const(0.0);
+        let zero = fzero(b, self.ty);
         for ((&o, &m), &x) in self.outer.iter().zip(&self.mid).zip(sums) {
             let mv = b.use_var(m);
             let mv = b.ins().fadd(mv, x);
@@ -138,6 +150,15 @@ impl Levels {
                 b.ins().fadd(o, m)
             })
             .collect()
+    }
+}
+
+/// The zero of the float type `ty` (`F64` or `F32`).
+fn fzero(b: &mut FunctionBuilder, ty: types::Type) -> Value {
+    if ty == types::F32 {
+        b.ins().f32const(0.0)
+    } else {
+        b.ins().f64const(0.0)
     }
 }
 

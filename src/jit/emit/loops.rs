@@ -241,6 +241,8 @@ impl<'a> Emits<'a> for LoopEmitter<'a, '_> {
 /// scalar functions, and the code-size budget ([`Options::copy_nodes`]).
 pub(crate) struct At<'l> {
     pub ptr: types::Type,
+    /// The float type of the numbers (`F64` or `F32`).
+    pub ft: types::Type,
     pub layout: &'l Layout,
     pub stride_at: &'l [usize],
     pub entry: EntryParams,
@@ -265,6 +267,7 @@ pub(crate) fn emit<'a>(
 ) -> FunctionBuilder<'a> {
     let At {
         ptr,
+        ft,
         layout,
         stride_at,
         entry: e,
@@ -301,8 +304,12 @@ pub(crate) fn emit<'a>(
     // loops inside loops: the outer ones poll for cancellation
     let poll = poll.then(|| Poll::setup(&mut b, e.sizes, p.sizes.len()));
     let n_bufs = bases.len();
+    let f32 = ft == types::F32;
     let mut g = LoopEmitter {
         b,
+        ft,
+        vt: if f32 { types::F32X4 } else { types::F64X2 },
+        esh: if f32 { 2 } else { 3 },
         ptr,
         vfuncs,
         n_bufs,
@@ -337,6 +344,15 @@ pub(crate) fn emit<'a>(
 
 struct LoopEmitter<'a, 'l> {
     b: FunctionBuilder<'a>,
+    /// The float type of every number (`F64`, or `F32` for a kernel
+    /// compiled in [`crate::precision::Precision::F32`]).
+    ft: types::Type,
+    /// The vector type of the vector paths (`F64X2`; `F32X4` in `F32`,
+    /// where only the sums' unused vector accumulators have it: vectors
+    /// are not emitted, see [`LoopEmitter::vec_ok`]).
+    vt: types::Type,
+    /// log2 of the element size in bytes (3, or 2 in `F32`).
+    esh: i64,
     /// The pointer type.
     ptr: types::Type,
     /// The slice kernels of [`crate::vmath`] ([`At::vfuncs`]).
@@ -486,8 +502,13 @@ impl LoopEmitter<'_, '_> {
         self.bases[buf].expect("the nest's buffers are loaded in its entry block")
     }
 
+    /// The constant `x` in the float type (rounded to it in `F32`).
     fn f64c(&mut self, x: f64) -> Value {
-        self.b.ins().f64const(x)
+        if self.ft == types::F32 {
+            self.b.ins().f32const(x as f32)
+        } else {
+            self.b.ins().f64const(x)
+        }
     }
 
     /// `for var in lo..hi { body }`.
@@ -620,7 +641,7 @@ impl LoopEmitter<'_, '_> {
             // they are
             let (blo, bhi) = self.level_range(n, ns.order[k + 1]);
             let st = self.strides[buf][ax];
-            let bytes = self.b.ins().ishl_imm_s(st, 3);
+            let bytes = self.b.ins().ishl_imm_s(st, self.esh);
             let span = self.b.ins().isub(bhi, blo);
             let (ta, tb) = TILE;
             self.copies *= 2;
@@ -670,7 +691,7 @@ impl LoopEmitter<'_, '_> {
         match off {
             None => base,
             Some(o) => {
-                let bytes = self.b.ins().ishl_imm_s(o, 3);
+                let bytes = self.b.ins().ishl_imm_s(o, self.esh);
                 self.b.ins().iadd(base, bytes)
             }
         }
@@ -930,7 +951,7 @@ impl LoopEmitter<'_, '_> {
                     for step in [VSTORE_UNROLL, 1] {
                         self.strided(base, hi, 2 * step as i64, &mut |g, i| {
                             g.vidx = Some(i);
-                            let bytes = g.b.ins().ishl_imm_s(i, 3);
+                            let bytes = g.b.ins().ishl_imm_s(i, g.esh);
                             let addr = g.b.ins().iadd(out_row, bytes);
                             for u in 0..step {
                                 let iu = g.b.ins().iadd_imm_s(i, 2 * u as i64);
@@ -1017,6 +1038,8 @@ impl LoopEmitter<'_, '_> {
             self.poll,
             &mut |g, b0, b1| {
                 // the buffers' element `var` is at `addr + 8 * (var - b0)`
+                // (the stage buffers hold f64s, also in F32: the slice
+                // kernels are f64)
                 let off0 = g.b.ins().ishl_imm_s(b0, 3);
                 let n = g.b.ins().isub(b1, b0);
                 let mut bases = Vec::with_capacity(calls.len());
@@ -1047,6 +1070,11 @@ impl LoopEmitter<'_, '_> {
                     }
                     g.for_range(var, from, b1, &mut |g| {
                         let (v, _) = g.scalar(arg);
+                        let v = if g.ft == types::F32 {
+                            g.b.ins().fpromote(types::F64, v)
+                        } else {
+                            v
+                        };
                         let i = g.var(var);
                         let bytes = g.b.ins().ishl_imm_s(i, 3);
                         let a = g.b.ins().iadd(base, bytes);
@@ -1140,11 +1168,19 @@ impl LoopEmitter<'_, '_> {
     fn load(&mut self, buf: usize, ixs: &[LoadIndex]) -> Value {
         let (off, ok) = self.offset(buf, ixs);
         let base = self.base(buf);
+        if buf >= self.n_bufs && self.ft == types::F32 {
+            // a staged call's result (an f64 stack buffer, unit stride,
+            // read in range): rounded to f32, as the interpreter's F32
+            let bytes = self.b.ins().ishl_imm_s(off, 3);
+            let addr = self.b.ins().iadd(base, bytes);
+            let x = self.b.ins().load(types::F64, self.mf, addr, 0);
+            return self.b.ins().fdemote(types::F32, x);
+        }
         match ok {
             None => {
-                let bytes = self.b.ins().ishl_imm_s(off, 3);
+                let bytes = self.b.ins().ishl_imm_s(off, self.esh);
                 let addr = self.b.ins().iadd(base, bytes);
-                self.b.ins().load(types::F64, self.mf, addr, 0)
+                self.b.ins().load(self.ft, self.mf, addr, 0)
             }
             Some(c) => self.guarded_load(base, off, c),
         }
@@ -1155,14 +1191,14 @@ impl LoopEmitter<'_, '_> {
     fn guarded_load(&mut self, base: Value, off: Value, ok: Value) -> Value {
         let inb = self.b.create_block();
         let merge = self.b.create_block();
-        let r = self.b.append_block_param(merge, types::F64);
+        let r = self.b.append_block_param(merge, self.ft);
         let zero = self.f64c(0.0);
         self.b.ins().brif(ok, inb, &[], merge, &[zero.into()]);
         self.b.seal_block(inb);
         self.b.switch_to_block(inb);
-        let bytes = self.b.ins().ishl_imm_s(off, 3);
+        let bytes = self.b.ins().ishl_imm_s(off, self.esh);
         let addr = self.b.ins().iadd(base, bytes);
-        let x = self.b.ins().load(types::F64, self.mf, addr, 0);
+        let x = self.b.ins().load(self.ft, self.mf, addr, 0);
         self.b.ins().jump(merge, &[x.into()]);
         self.b.seal_block(merge);
         self.b.switch_to_block(merge);
@@ -1225,7 +1261,7 @@ impl LoopEmitter<'_, '_> {
         };
         let zero = self.b.ins().iconst(types::I64, 0);
         let r = self.b.ins().select(ok, num, zero);
-        self.b.ins().fcvt_from_sint(types::F64, r)
+        self.b.ins().fcvt_from_sint(self.ft, r)
     }
 
     fn call(&mut self, f: Func, args: &[Value]) -> Value {
@@ -1239,6 +1275,17 @@ impl LoopEmitter<'_, '_> {
                     .find(|(g, _)| *g == f)
                     .map(|(_, r)| *r)
                     .expect("every other function is imported");
+                if self.ft == types::F32 {
+                    // the f64 function on the (exact) widened arguments,
+                    // its result rounded to f32, as the interpreter's F32
+                    let wide: Vec<Value> = args
+                        .iter()
+                        .map(|a| self.b.ins().fpromote(types::F64, *a))
+                        .collect();
+                    let inst = self.b.ins().call(fr, &wide);
+                    let r = self.b.inst_results(inst)[0];
+                    return self.b.ins().fdemote(types::F32, r);
+                }
                 let inst = self.b.ins().call(fr, args);
                 self.b.inst_results(inst)[0]
             }
@@ -1297,11 +1344,11 @@ impl LoopEmitter<'_, '_> {
             ),
             SchedExpr::Index(a) => {
                 let k = self.aff(a);
-                (self.b.ins().fcvt_from_sint(types::F64, k), None)
+                (self.b.ins().fcvt_from_sint(self.ft, k), None)
             }
             SchedExpr::SizeVal(n) => {
                 let k = self.size(n);
-                (self.b.ins().fcvt_from_sint(types::F64, k), None)
+                (self.b.ins().fcvt_from_sint(self.ft, k), None)
             }
             SchedExpr::Select(c, args)
                 if args.len() >= 2 && args[args.len() - 2..].iter().any(has_sum) =>
@@ -1313,7 +1360,7 @@ impl LoopEmitter<'_, '_> {
                 let then_b = self.b.create_block();
                 let else_b = self.b.create_block();
                 let merge = self.b.create_block();
-                let r = self.b.append_block_param(merge, types::F64);
+                let r = self.b.append_block_param(merge, self.ft);
                 self.b.ins().brif(cv, then_b, &[], else_b, &[]);
                 self.b.seal_block(then_b);
                 self.b.seal_block(else_b);
@@ -1423,7 +1470,7 @@ impl LoopEmitter<'_, '_> {
             // a strong zero on the left: the right is not evaluated
             let rest = self.b.create_block();
             let merge = self.b.create_block();
-            let rv = self.b.append_block_param(merge, types::F64);
+            let rv = self.b.append_block_param(merge, self.ft);
             let rf = self.b.append_block_param(merge, types::I8);
             let zero = self.f64c(0.0);
             let one = self.b.ins().iconst(types::I8, 1);
@@ -1492,20 +1539,20 @@ impl LoopEmitter<'_, '_> {
         let nested = has_sum(&body);
         let zero = self.f64c(0.0);
         let accs = if nested {
-            let a = self.take(types::F64);
+            let a = self.take(self.ft);
             self.b.def_var(a, zero);
             [a; UNROLL]
         } else {
             [(); UNROLL].map(|_| {
-                let a = self.take(types::F64);
+                let a = self.take(self.ft);
                 self.b.def_var(a, zero);
                 a
             })
         };
         let vaccs = (!nested).then(|| {
-            let vzero = self.b.ins().splat(types::F64X2, zero);
+            let vzero = self.b.ins().splat(self.vt, zero);
             [(); VACCS].map(|_| {
-                let a = self.take(types::F64X2);
+                let a = self.take(self.vt);
                 self.b.def_var(a, vzero);
                 a
             })
@@ -1517,9 +1564,9 @@ impl LoopEmitter<'_, '_> {
             v
         });
         let (r, flag) = self.sum_loop(s, n, lo, hi, body, Accumulators { accs, vaccs, all });
-        self.give(types::F64, &accs);
+        self.give(self.ft, &accs);
         if let Some(v) = vaccs {
-            self.give(types::F64X2, &v);
+            self.give(self.vt, &v);
         }
         if let Some(v) = all {
             self.give(types::I8, &[v]);
@@ -1539,12 +1586,12 @@ impl LoopEmitter<'_, '_> {
         let mut blocked = BTreeSet::new();
         blocked.insert(r.var);
         let body = self.hoist(r.body.clone(), &blocked);
-        let acc = self.take(types::F64);
+        let acc = self.take(self.ft);
         let init = self.f64c(r.op.identity());
         self.b.def_var(acc, init);
         self.run_loop(r.var, lo, n, body, LoopAction::Reduce(r.op, acc));
         let v = self.b.use_var(acc);
-        self.give(types::F64, &[acc]);
+        self.give(self.ft, &[acc]);
         v
     }
 
@@ -1565,7 +1612,7 @@ impl LoopEmitter<'_, '_> {
             .iter()
             .map(|t| self.hoist(t.clone(), &blocked))
             .collect();
-        let accs: Vec<Variable> = f.slots.iter().map(|_| self.take(types::F64)).collect();
+        let accs: Vec<Variable> = f.slots.iter().map(|_| self.take(self.ft)).collect();
         for (v, x) in accs.iter().zip(&inits) {
             self.b.def_var(*v, *x);
         }
@@ -1586,7 +1633,7 @@ impl LoopEmitter<'_, '_> {
         });
         self.defined[f.var] = false;
         let out: Vec<Value> = accs.iter().map(|v| self.b.use_var(*v)).collect();
-        self.give(types::F64, &accs);
+        self.give(self.ft, &accs);
         out[f.pick]
     }
 
@@ -1624,7 +1671,7 @@ impl LoopEmitter<'_, '_> {
         let init = self.f64c(op.identity());
         let vinit = self.splat(init);
         let vaccs = [(); VACCS].map(|_| {
-            let a = self.take(types::F64X2);
+            let a = self.take(self.vt);
             self.b.def_var(a, vinit);
             a
         });
@@ -1667,7 +1714,7 @@ impl LoopEmitter<'_, '_> {
         let m = pick(self, a, l0);
         let m = pick(self, m, l1);
         self.b.def_var(acc, m);
-        self.give(types::F64X2, &vaccs);
+        self.give(self.vt, &vaccs);
         let rest = self.b.use_var(base);
         self.give(types::I64, &[base]);
         self.for_range(var, rest, hi, &mut |g| g.reduce_step(op, acc, body));
@@ -1788,14 +1835,14 @@ impl LoopEmitter<'_, '_> {
         body: SchedExpr,
         acc: Accumulators,
     ) -> Value {
-        let levels = Levels::new(&mut self.b, 1);
+        let levels = Levels::new_typed(&mut self.b, 1, self.ft);
         for_blocks(self, lo, hi, SUM_BLOCK, self.poll, &mut |g, b0, b1| {
             let zero = g.f64c(0.0);
             for a in acc.accs {
                 g.b.def_var(a, zero);
             }
             if let Some(vaccs) = acc.vaccs {
-                let vzero = g.b.ins().splat(types::F64X2, zero);
+                let vzero = g.b.ins().splat(g.vt, zero);
                 for a in vaccs {
                     g.b.def_var(a, vzero);
                 }
@@ -1911,7 +1958,8 @@ impl LoopEmitter<'_, '_> {
     /// no strong zeros, no sums, and every load that moves with `var`
     /// walks a unit-stride axis unchecked.
     fn vec_ok(&self, t: &SchedExpr, var: usize) -> bool {
-        if strong(t) {
+        // (the vector paths are written for `f64x2`: `F32` runs scalar)
+        if strong(t) || self.ft != types::F64 {
             return false;
         }
         self.vec_ok_rec(t, var)
@@ -1979,7 +2027,7 @@ impl LoopEmitter<'_, '_> {
                 let zero = self.b.ins().iconst(types::I64, 0);
                 self.set_var(var, zero);
                 let (off, _) = self.offset(*buf, &ixs);
-                let bytes = self.b.ins().ishl_imm_s(off, 3);
+                let bytes = self.b.ins().ishl_imm_s(off, self.esh);
                 let base = self.base(*buf);
                 let row = self.b.ins().iadd(base, bytes);
                 self.row_sigs.push((sig, row));
@@ -1996,7 +2044,7 @@ impl LoopEmitter<'_, '_> {
     }
 
     fn splat(&mut self, x: Value) -> Value {
-        self.b.ins().splat(types::F64X2, x)
+        self.b.ins().splat(self.vt, x)
     }
 
     /// `t` at `var` and `var + 1` (the variable holds the first lane's
@@ -2017,16 +2065,16 @@ impl LoopEmitter<'_, '_> {
                     (self.rows.iter().find(|(k, _, _)| *k == key), self.vidx)
                 {
                     // unit stride, coefficient 1: `row + 8 * i + imm`
-                    let bytes = self.b.ins().ishl_imm_s(i, 3);
+                    let bytes = self.b.ins().ishl_imm_s(i, self.esh);
                     let p = self.b.ins().iadd(row, bytes);
                     let off = self.voff as i32 + imm;
-                    return self.b.ins().load(types::F64X2, self.vmf, p, off);
+                    return self.b.ins().load(self.vt, self.vmf, p, off);
                 }
                 let (off, _) = self.offset(*buf, ixs);
-                let bytes = self.b.ins().ishl_imm_s(off, 3);
+                let bytes = self.b.ins().ishl_imm_s(off, self.esh);
                 let base = self.base(*buf);
                 let addr = self.b.ins().iadd(base, bytes);
-                self.b.ins().load(types::F64X2, self.vmf, addr, 0)
+                self.b.ins().load(self.vt, self.vmf, addr, 0)
             }
             SchedExpr::Load { .. }
             | SchedExpr::Eps(_)

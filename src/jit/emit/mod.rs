@@ -270,6 +270,7 @@ pub fn compile(
     let tcfg = module.target_config();
     let ptr = tcfg.pointer_type();
     let stride_at = stride_starts(p);
+    let f32 = opts.precision == crate::precision::Precision::F32;
     let mut ctx = module.make_context();
     let mut fctx = FunctionBuilderContext::new();
     let mut ids = Vec::with_capacity(plans.len());
@@ -300,6 +301,12 @@ pub fn compile(
                 Backend::Skip => {
                     b.ins().return_(&[]);
                 }
+                Backend::Tiles(_) if f32 => {
+                    return Err(
+                        "register tiles are written for f64 (the schedule never plans them in F32)"
+                            .into(),
+                    );
+                }
                 Backend::Tiles(t) => tiles::emit(&mut b, p, layout, &stride_at, e, t, plan.poll),
                 Backend::Loops(sched) => {
                     let mut funcs = Vec::new();
@@ -307,11 +314,14 @@ pub fn compile(
                         funcs.push((*f, module.declare_func_in_func(*id, b.func)));
                     }
                     let mut vfuncs = Vec::new();
+                    // (the slice kernels are f64: in F32 the staged
+                    // arguments are widened and the results rounded)
                     for (f, id) in &vcalls {
                         vfuncs.push((*f, module.declare_func_in_func(*id, b.func)));
                     }
                     let at = loops::At {
                         ptr,
+                        ft: if f32 { types::F32 } else { types::F64 },
                         layout,
                         stride_at: &stride_at,
                         entry: e,

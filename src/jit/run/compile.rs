@@ -61,6 +61,17 @@ pub fn compile_uncached_with(f: &Function, opts: &Options) -> Result<Kernel> {
 
 fn compile_here(f: &Function, opts: &Options) -> Result<Kernel> {
     let sig = types::check(f).map_err(Error::types)?;
+    if opts.precision == crate::precision::Precision::F32 {
+        if crate::interp::gather::has_int_params(f) {
+            return Err(jit_err(format!(
+                "`{}`: integer array parameters (gathers) are not supported in F32 yet; compile it for F64",
+                f.name
+            )));
+        }
+        if cfg!(target_endian = "big") {
+            return Err(jit_err("F32 kernels need a little-endian target"));
+        }
+    }
     let mut prog = lower(f).map_err(|m| jit_err(format!("`{}`: {m}", f.name)))?;
     for (k, nest) in prog.nests.iter().enumerate() {
         if let Some(n) = nodes_beyond(&nest.body, MAX_NEST_NODES) {

@@ -151,6 +151,9 @@ impl GemmPlan {
     /// The pointers and strides describe live buffers whose shapes were
     /// checked against the loop program's buffer dims, and the output
     /// buffer does not overlap the others or itself.
+    /// `f32`: the buffers hold `f32` elements (a kernel compiled in
+    /// `Precision::F32`; the library's f32 kernel, no scratch copies: a
+    /// product that needs them is declined).
     pub unsafe fn run(
         &self,
         bufs: &[*mut f64],
@@ -158,13 +161,14 @@ impl GemmPlan {
         sizes: &[i64],
         threads: Threads,
         cancel: &AtomicBool,
+        f32: bool,
     ) -> bool {
         let Some(Bound {
             nv,
             vsize,
             mut st,
             alpha,
-        }) = self.bind(bufs, strides, sizes)
+        }) = self.bind(bufs, strides, sizes, f32)
         else {
             return false;
         };
@@ -193,6 +197,10 @@ impl GemmPlan {
         let unfused = |d: &Dims, ops: &[usize]| fuse(*d, ops).len > 1;
         let mut scratch = None;
         if !k_empty && (unfused(&dm, &[0, 1]) || unfused(&dn, &[0, 2]) || unfused(&dk, &[1, 2])) {
+            if f32 {
+                // (the scratch copies are f64: the native code runs it)
+                return false;
+            }
             scratch = Packed::new(self, &vsize[..nv], &mut st);
         }
         let (dm, dn, dk, db) = if scratch.is_some() {
@@ -218,7 +226,7 @@ impl GemmPlan {
         };
         // SAFETY: as this function's (the scratch copies, when made, are
         // addressed by their own C-order strides).
-        unsafe { product.calls((dst0, lhs0, rhs0), threads, cancel) };
+        unsafe { product.calls((dst0, lhs0, rhs0), threads, cancel, f32) };
         if let Some(p) = scratch {
             if !cancel.load(Ordering::Relaxed) {
                 // SAFETY: as `Packed::finish`: the output pointer and its
@@ -232,7 +240,7 @@ impl GemmPlan {
     /// The call's sizes and strides per variable (in out, lhs, rhs: the
     /// sum over the axes it indexes, after checking each axis has the
     /// variable's range) and `α`; `None` when the stage declines.
-    fn bind(&self, bufs: &[*mut f64], strides: &[i64], sizes: &[i64]) -> Option<Bound> {
+    fn bind(&self, bufs: &[*mut f64], strides: &[i64], sizes: &[i64], f32: bool) -> Option<Bound> {
         let resolve = |s: &SizeRef| -> Option<usize> {
             let v = match s {
                 SizeRef::Lit(n) => *n,
@@ -259,11 +267,22 @@ impl GemmPlan {
                 st[v][o] += s as isize;
             }
         }
-        let mut alpha = self.alpha;
+        let mut alpha = if f32 {
+            self.alpha as f32 as f64
+        } else {
+            self.alpha
+        };
         for &b in &self.alpha_loads {
             let &ptr = bufs.get(b)?;
-            // SAFETY: a scalar load's buffer is a live number (see `run`).
-            alpha *= unsafe { *ptr };
+            // SAFETY: a scalar load's buffer is a live number (see `run`),
+            // of the kernel's element type.
+            alpha *= unsafe {
+                if f32 {
+                    f64::from(*(ptr as *const f32))
+                } else {
+                    *ptr
+                }
+            };
         }
         if alpha == 0.0 {
             return None;
@@ -386,6 +405,7 @@ impl Product {
         (dst0, lhs0, rhs0): (*mut f64, *const f64, *const f64),
         threads: Threads,
         cancel: &AtomicBool,
+        f32: bool,
     ) {
         let (m, n, k) = (self.m, self.n, self.k);
         let loops = &self.loops[..self.nl];
@@ -410,17 +430,18 @@ impl Product {
                     m: m.size,
                     n: n.size,
                     k: k.size,
-                    dst: dst0.wrapping_offset(off[0]),
+                    dst: moved_mut(dst0, off[0], f32),
                     dst_cs: self.dst_cs,
                     dst_rs: self.dst_rs,
                     accumulate,
-                    lhs: lhs0.wrapping_offset(off[1]),
+                    lhs: moved(lhs0, off[1], f32),
                     lhs_cs: k.st[1],
                     lhs_rs: m.st[1],
-                    rhs: rhs0.wrapping_offset(off[2]),
+                    rhs: moved(rhs0, off[2], f32),
                     rhs_cs: n.st[2],
                     rhs_rs: k.st[2],
                     alpha: self.alpha,
+                    f32,
                 }
                 .run(threads, cancel);
             }
@@ -727,6 +748,22 @@ struct Call {
     rhs_cs: isize,
     rhs_rs: isize,
     alpha: f64,
+    /// The buffers hold `f32` elements: the library's f32 kernel.
+    f32: bool,
+}
+
+/// `p` moved by `k` elements of the stage's element type.
+fn moved(p: *const f64, k: isize, f32: bool) -> *const f64 {
+    if f32 {
+        (p as *const f32).wrapping_offset(k) as *const f64
+    } else {
+        p.wrapping_offset(k)
+    }
+}
+
+/// [`moved`] for the destination.
+fn moved_mut(p: *mut f64, k: isize, f32: bool) -> *mut f64 {
+    moved(p, k, f32) as *mut f64
 }
 
 /// A [`Call`] shared by the pool's threads, each taking its own panel.
@@ -751,6 +788,32 @@ impl Call {
     /// every index below `m`, `n`, `k`.
     unsafe fn single(&self, par: gemm::Parallelism) {
         LIBRARY_CALLS.fetch_add(1, Ordering::Relaxed);
+        if self.f32 {
+            // SAFETY: as above; the buffers hold f32 elements
+            return unsafe {
+                gemm::gemm(
+                    self.m,
+                    self.n,
+                    self.k,
+                    self.dst as *mut f32,
+                    self.dst_cs,
+                    self.dst_rs,
+                    self.accumulate,
+                    self.lhs as *const f32,
+                    self.lhs_cs,
+                    self.lhs_rs,
+                    self.rhs as *const f32,
+                    self.rhs_cs,
+                    self.rhs_rs,
+                    1.0f32,
+                    self.alpha as f32,
+                    false,
+                    false,
+                    false,
+                    par,
+                )
+            };
+        }
         unsafe {
             gemm::gemm(
                 self.m,
@@ -782,12 +845,12 @@ impl Call {
         let mut c = *self;
         if along_n {
             c.n = width.min(self.n - at);
-            c.dst = self.dst.wrapping_offset(at as isize * self.dst_cs);
-            c.rhs = self.rhs.wrapping_offset(at as isize * self.rhs_cs);
+            c.dst = moved_mut(self.dst, at as isize * self.dst_cs, self.f32);
+            c.rhs = moved(self.rhs, at as isize * self.rhs_cs, self.f32);
         } else {
             c.m = width.min(self.m - at);
-            c.dst = self.dst.wrapping_offset(at as isize * self.dst_rs);
-            c.lhs = self.lhs.wrapping_offset(at as isize * self.lhs_rs);
+            c.dst = moved_mut(self.dst, at as isize * self.dst_rs, self.f32);
+            c.lhs = moved(self.lhs, at as isize * self.lhs_rs, self.f32);
         }
         c
     }

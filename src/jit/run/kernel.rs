@@ -193,6 +193,33 @@ fn pack(unit: &[bool]) -> Option<u64> {
     })
 }
 
+/// The output of an `F32` call for the result boundary `b` at `sizes`:
+/// `f32` arrays of zeros (allocated fallibly), numbers in cells.
+fn alloc32(b: &Boundary, sizes: &interp::Sizes) -> Result<crate::jit::run::boundary::arg::Out32> {
+    use crate::jit::run::boundary::arg::Out32;
+    Ok(match b {
+        Boundary::Array(d) if d.is_empty() => Out32::Real(0.0),
+        Boundary::Array(d) => {
+            let shape = d
+                .iter()
+                .map(|n| interp::value::resolve(n, sizes))
+                .collect::<Result<Vec<usize>>>()?;
+            let n = interp::value::checked_elements(&shape)?;
+            let mut data = crate::mem::with_capacity(n, || {
+                format!("the result (an f32 array of shape {shape:?})")
+            })?;
+            data.resize(n, 0.0f32);
+            Out32::Array(
+                ndarray::ArrayD::from_shape_vec(ndarray::IxDyn(&shape), data)
+                    .map_err(|e| jit_err(format!("internal shape mismatch: {e}")))?,
+            )
+        }
+        Boundary::Pair(a, c) => {
+            Out32::Pair(Box::new(alloc32(a, sizes)?), Box::new(alloc32(c, sizes)?))
+        }
+    })
+}
+
 /// How many idle workspaces a kernel keeps (more concurrent calls create
 /// and drop their own).
 const MAX_SPARE: usize = 8;
@@ -312,6 +339,17 @@ impl Kernel {
     /// would refuse them). The Python binding runs calls of much work on a
     /// helper thread so that Ctrl-C can cancel them.
     pub fn work(&self, args: &[Arg<'_>]) -> Option<u64> {
+        self.work_of(args)
+    }
+
+    /// [`Kernel::work`] for the arguments of [`Kernel::call_f32`].
+    pub fn work_f32(&self, args: &[crate::jit::Arg32<'_>]) -> Option<u64> {
+        use crate::jit::run::boundary::arg::Op32;
+        let ops: Vec<Op32<'_>> = args.iter().map(Op32::of).collect();
+        self.work_of(&ops)
+    }
+
+    fn work_of<V: crate::interp::value::AsOperand>(&self, args: &[V]) -> Option<u64> {
         let mut slots = vec![call::UNBOUND; self.sig.names.len()];
         if !self.sig.bind(args, &mut slots) {
             return None;
@@ -428,8 +466,58 @@ impl Kernel {
             .collect()
     }
 
+    /// The format the kernel computes in ([`Options::precision`]).
+    pub fn precision(&self) -> crate::precision::Precision {
+        self.opts.precision
+    }
+
+    /// Refuse a call whose element type is not the kernel's.
+    fn expect(&self, p: crate::precision::Precision) -> Result<()> {
+        let have = self.opts.precision;
+        if have == p {
+            return Ok(());
+        }
+        let how = match have {
+            crate::precision::Precision::F32 => "pass f32 arrays and numbers to `Kernel::call_f32`",
+            crate::precision::Precision::F64 => "pass f64 arrays (`call`, `eval`), or compile it with `Options { precision: Precision::F32, .. }`",
+        };
+        Err(Error::Call(format!(
+            "`{}` is compiled for {have} and was called with {p} values: {how}",
+            self.func.name
+        )))
+    }
+
+    /// Run a kernel compiled in [`crate::precision::Precision::F32`] on `f32`
+    /// numbers and array views of any layout (read in place), allocating
+    /// the `f32` result. Checked as [`Kernel::call`] checks its arguments;
+    /// a kernel compiled for `F64` refuses the call (and an `F32` kernel
+    /// refuses the `f64` calls).
+    ///
+    /// ```
+    /// use einsat::ndarray::array;
+    /// use einsat::{Arg32, Precision, Value32};
+    /// let f = einsat::load("fn dot(x: [n]R, y: [n]R) -> R = sum(i:n) x[i] * y[i]")?;
+    /// let opts = einsat::jit::Options { precision: Precision::F32, ..Default::default() };
+    /// let k = einsat::jit::compile_with(f.get("dot").unwrap(), &opts)?;
+    /// let (x, y) = (array![1.0f32, 2.0], array![3.0f32, 4.0]);
+    /// let r = k.call_f32(&[Arg32::from(&x), Arg32::from(&y)])?;
+    /// assert_eq!(r, Value32::Real(11.0));
+    /// assert!(k.eval::<f64>((&array![1.0, 2.0], &array![3.0, 4.0])).is_err());
+    /// # Ok::<(), einsat::Error>(())
+    /// ```
+    pub fn call_f32(&self, args: &[crate::jit::Arg32<'_>]) -> Result<crate::jit::Value32> {
+        use crate::jit::run::boundary::arg::Op32;
+        self.expect(crate::precision::Precision::F32)?;
+        let ops: Vec<Op32<'_>> = args.iter().map(Op32::of).collect();
+        let sizes = interp::value::bind_operands(&self.func, &ops)?;
+        let mut out = alloc32(&self.result, &sizes)?;
+        self.call_into_generic(&ops, &mut out)?;
+        Ok(out.into_value())
+    }
+
     /// Run on `args`, allocating the result.
     pub fn call(&self, args: &[Value]) -> Result<Value> {
+        self.expect(crate::precision::Precision::F64)?;
         self.call_alloc(args)
     }
 
@@ -438,6 +526,7 @@ impl Kernel {
     /// strides). Allocates nothing once the kernel has been called with
     /// these sizes (see the module doc).
     pub fn call_into(&self, args: &[Value], out: &mut Value) -> Result<()> {
+        self.expect(crate::precision::Precision::F64)?;
         self.call_into_generic(args, out)
     }
 
@@ -446,6 +535,7 @@ impl Kernel {
     /// steps, negative strides), read in place without a copy. Checked as
     /// [`Kernel::call`] checks `Value`s (arity, rank, shapes, size names).
     pub fn call_args(&self, args: &[Arg<'_>]) -> Result<Value> {
+        self.expect(crate::precision::Precision::F64)?;
         self.call_alloc(args)
     }
 
@@ -491,6 +581,7 @@ impl Kernel {
     /// `out` must not share memory with an argument (safe Rust cannot
     /// build such views; the result would be unspecified).
     pub fn call_args_into(&self, args: &[Arg<'_>], out: &mut ArgMut<'_>) -> Result<()> {
+        self.expect(crate::precision::Precision::F64)?;
         self.call_into_generic(args, out)
     }
 
@@ -514,6 +605,7 @@ impl Kernel {
     /// [`Value`]. Errors as [`Kernel::call`], plus [`Error::Result`] when
     /// the requested type is not the function's result.
     pub fn eval<'a, R: FromValue>(&self, args: impl IntoArgs<'a>) -> Result<R> {
+        self.expect(crate::precision::Precision::F64)?;
         if self.sig.number_result() {
             // nothing to allocate: the number goes where `call_into` puts it
             let mut x = Value::Real(0.0);
@@ -541,6 +633,7 @@ impl Kernel {
         args: impl IntoArgs<'a>,
         out: impl IntoArgMut<'b>,
     ) -> Result<()> {
+        self.expect(crate::precision::Precision::F64)?;
         out.with_arg_mut_ref(|mut out| {
             args.with_arg_refs(
                 &mut out,
@@ -957,7 +1050,10 @@ impl Kernel {
                 if let Some(g) = &self.gemm[k] {
                     // SAFETY: as below (the library gets the same pointers
                     // and strides; the output never aliases an argument).
-                    if unsafe { g.run(&ptrs[..], &strides[..], &svals[..], gemm_threads, flag) } {
+                    let f32 = self.opts.precision == crate::precision::Precision::F32;
+                    if unsafe {
+                        g.run(&ptrs[..], &strides[..], &svals[..], gemm_threads, flag, f32)
+                    } {
                         continue;
                     }
                 }

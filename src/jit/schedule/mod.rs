@@ -35,7 +35,10 @@ use std::borrow::Cow;
 /// `opts.gemm` may run them on the library).
 pub fn prepare(prog: &mut LoopProgram, opts: &Options) {
     reuse::reuse_temps(prog);
-    columns::columns(prog, opts.gemm);
+    columns::columns(
+        prog,
+        opts.gemm && opts.precision == crate::precision::Precision::F64,
+    );
 }
 
 /// Every decision about one nest in one layout.
@@ -61,6 +64,9 @@ pub fn plan_nest<'n>(
     layout: &Layout,
     opts: &Options,
 ) -> NestPlan<'n> {
+    // F32: GEMM stages on the library's f32 kernel, else generic loops
+    // (scalar code): the register tiles are written for f64
+    let f64 = opts.precision == crate::precision::Precision::F64;
     let gemm = gemm_stage(p, nest, opts.gemm);
     let Some(ran) = columns::with_columns(p, nest, layout) else {
         return NestPlan {
@@ -70,7 +76,11 @@ pub fn plan_nest<'n>(
             poll: false,
         };
     };
-    let backend = choose_backend(p, &ran, layout);
+    let backend = if f64 {
+        choose_backend(p, &ran, layout)
+    } else {
+        Backend::Loops(loops::schedule(p, &ran, layout))
+    };
     let poll = opts.poll
         && match &backend {
             Backend::Skip => false,

@@ -523,3 +523,192 @@ impl<A: FromValue, B: FromValue> FromValue for (A, B) {
         }
     }
 }
+
+// ---------------------------------------------------------------------
+// Kernels compiled in `Precision::F32`: f32 arguments and results.
+
+/// A borrowed argument of a kernel compiled in
+/// [`Precision::F32`](crate::precision::Precision::F32)
+/// ([`Kernel::call_f32`](crate::jit::Kernel::call_f32)): an `f32` number,
+/// an `f32` array view of any layout (read in place, no copy), or a pair.
+#[derive(Clone, Debug)]
+pub enum Arg32<'a> {
+    /// A number (parameter type `R`).
+    Real(f32),
+    /// An array of any layout (strides in elements, of any sign).
+    Array(ArrayViewD<'a, f32>),
+    /// A pair (a tuple parameter, or a tensor of pairs as a pair of arrays).
+    Pair(Box<Arg32<'a>>, Box<Arg32<'a>>),
+}
+
+impl<'a> Arg32<'a> {
+    /// `Arg32::Pair` of two arguments.
+    pub fn pair(a: Arg32<'a>, b: Arg32<'a>) -> Arg32<'a> {
+        Arg32::Pair(Box::new(a), Box::new(b))
+    }
+}
+
+impl<'a, S: ndarray::Data<Elem = f32>, D: Dimension> From<&'a ArrayBase<S, D>> for Arg32<'a> {
+    fn from(a: &'a ArrayBase<S, D>) -> Arg32<'a> {
+        Arg32::Array(a.view().into_dyn())
+    }
+}
+
+impl From<f32> for Arg32<'_> {
+    fn from(x: f32) -> Self {
+        Arg32::Real(x)
+    }
+}
+
+/// The result of a kernel compiled in [`Precision::F32`](crate::precision::Precision::F32):
+/// an `f32` number, an `f32` array (C order), or a pair.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Value32 {
+    /// A number.
+    Real(f32),
+    /// An array.
+    Array(ndarray::ArrayD<f32>),
+    /// A pair.
+    Pair(Box<Value32>, Box<Value32>),
+}
+
+impl Value32 {
+    /// `v` with every number rounded to `f32` (an explicit conversion,
+    /// for callers holding `f64` data: the CLI's `--dtype f32`).
+    pub fn rounded(v: &Value) -> Value32 {
+        match v {
+            Value::Real(x) => Value32::Real(*x as f32),
+            Value::Array(a) => Value32::Array(a.mapv(|x| x as f32)),
+            Value::Pair(a, b) => {
+                Value32::Pair(Box::new(Value32::rounded(a)), Box::new(Value32::rounded(b)))
+            }
+        }
+    }
+
+    /// The same numbers as a [`Value`] (exact: every `f32` is an `f64`).
+    pub fn to_value(&self) -> Value {
+        match self {
+            Value32::Real(x) => Value::Real(f64::from(*x)),
+            Value32::Array(a) => Value::Array(a.mapv(f64::from)),
+            Value32::Pair(a, b) => Value::pair(a.to_value(), b.to_value()),
+        }
+    }
+
+    /// Borrowed as an argument of [`Kernel::call_f32`](crate::jit::Kernel::call_f32).
+    pub fn as_arg(&self) -> Arg32<'_> {
+        match self {
+            Value32::Real(x) => Arg32::Real(*x),
+            Value32::Array(a) => Arg32::Array(a.view()),
+            Value32::Pair(a, b) => Arg32::pair(a.as_arg(), b.as_arg()),
+        }
+    }
+}
+
+/// The f64 cell an `f32` number travels in: its bits in the cell's first
+/// four bytes (little-endian targets; the native code of an `F32` kernel
+/// reads and writes four bytes at a number's address).
+fn cell(x: f32) -> f64 {
+    f64::from_bits(u64::from(x.to_bits()))
+}
+
+fn uncell(c: f64) -> f32 {
+    f32::from_bits(c.to_bits() as u32)
+}
+
+/// An [`Arg32`] as the call boundary reads it: a number in an f64 cell
+/// ([`cell`]), an array's first element (typed `*const f64` at the
+/// boundary, which never reads through it), shape and strides. Internal.
+pub(crate) enum Op32<'a> {
+    Real(f64),
+    Array {
+        ptr: *const f64,
+        shape: &'a [usize],
+        strides: &'a [isize],
+    },
+    Pair(Box<Op32<'a>>, Box<Op32<'a>>),
+}
+
+impl<'a> Op32<'a> {
+    pub(crate) fn of(a: &'a Arg32<'_>) -> Op32<'a> {
+        match a {
+            Arg32::Real(x) => Op32::Real(cell(*x)),
+            Arg32::Array(v) => Op32::Array {
+                ptr: v.as_ptr() as *const f64,
+                shape: v.shape(),
+                strides: v.strides(),
+            },
+            Arg32::Pair(a, b) => Op32::Pair(Box::new(Op32::of(a)), Box::new(Op32::of(b))),
+        }
+    }
+}
+
+impl AsOperand for Op32<'_> {
+    fn operand(&self) -> Operand<'_, Self> {
+        match self {
+            Op32::Real(x) => Operand::Real(x),
+            Op32::Array {
+                ptr,
+                shape,
+                strides,
+            } => Operand::Array {
+                ptr: *ptr,
+                shape,
+                strides,
+            },
+            Op32::Pair(a, b) => Operand::Pair(a, b),
+        }
+    }
+}
+
+/// The output of an `F32` call, allocated by the kernel: numbers in
+/// cells ([`cell`]), arrays of `f32` (C order). Internal.
+pub(crate) enum Out32 {
+    Real(f64),
+    Array(ndarray::ArrayD<f32>),
+    Pair(Box<Out32>, Box<Out32>),
+}
+
+impl Out32 {
+    pub(crate) fn into_value(self) -> Value32 {
+        match self {
+            Out32::Real(c) => Value32::Real(uncell(c)),
+            Out32::Array(a) => Value32::Array(a),
+            Out32::Pair(a, b) => Value32::Pair(Box::new(a.into_value()), Box::new(b.into_value())),
+        }
+    }
+}
+
+impl AsOperandMut for Out32 {
+    fn operand_mut(&mut self) -> OperandMut<'_, Self> {
+        match self {
+            Out32::Real(x) => OperandMut::Real(x),
+            Out32::Array(a) => {
+                let ptr = a.as_mut_ptr() as *mut f64;
+                let a: &ndarray::ArrayD<f32> = a;
+                OperandMut::Array {
+                    ptr,
+                    shape: a.shape(),
+                    strides: a.strides(),
+                }
+            }
+            Out32::Pair(a, b) => OperandMut::Pair(a, b),
+        }
+    }
+}
+
+#[cfg(test)]
+mod f32_tests {
+    #[test]
+    fn cells_round_trip() {
+        for x in [0.0f32, -0.0, 1.5, f32::MAX, f32::NAN, f32::from_bits(1)] {
+            let c = super::cell(x);
+            assert_eq!(super::uncell(c).to_bits(), x.to_bits());
+            // the first four bytes are the f32's
+            let bytes = c.to_ne_bytes();
+            assert_eq!(
+                f32::from_ne_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]).to_bits(),
+                x.to_bits()
+            );
+        }
+    }
+}

@@ -1,0 +1,253 @@
+//! Programs on float32 arrays: a `Kernel` (from `einsat.compile` or the
+//! builder's `einsat.fn`) called with arguments whose numpy result dtype
+//! (`np.result_type` of the array arguments; Python numbers are weak, as
+//! NEP 50 makes them) is float32 or float16 computes in f32 on a second
+//! kernel compiled for `Precision::F32` (on first such call) and returns
+//! float32 (float16 for float16 arguments, rounded at the end). float32
+//! arrays of any strides are read in place; other arrays are converted to
+//! float32. Every other result dtype takes the float64 path.
+
+use super::{fail, from_einsat, native, numpy, run_call, Exc, Kernel, Res};
+use einsat::interp::Boundary;
+use einsat::jit::{Arg32, Value32};
+use einsat::{jit, opt, Precision};
+use ndarray::IxDyn;
+use numpy::npyffi::NPY_ARRAY_ALIGNED;
+use numpy::{
+    PyArrayDescrMethods, PyArrayDyn, PyArrayMethods, PyReadonlyArrayDyn, PyUntypedArray,
+    PyUntypedArrayMethods,
+};
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyFloat, PyInt, PyTuple};
+use std::sync::Arc;
+
+/// The leaves of the arguments (pairs are tuples of two), in order.
+pub(super) fn leaves_of<'py>(
+    obj: &Bound<'py, PyAny>,
+    b: &Boundary,
+    out: &mut Vec<Bound<'py, PyAny>>,
+) {
+    match b {
+        Boundary::Array(_) => out.push(obj.clone()),
+        Boundary::Pair(x, y) => match obj.cast::<PyTuple>() {
+            Ok(t) if t.len() == 2 => {
+                if let (Ok(a), Ok(c)) = (t.get_item(0), t.get_item(1)) {
+                    leaves_of(&a, x, out);
+                    leaves_of(&c, y, out);
+                }
+            }
+            // (not a pair: the float64 path words the error)
+            _ => out.push(obj.clone()),
+        },
+    }
+}
+
+/// Whether a Python number (weak under NEP 50: it does not decide the
+/// result's dtype).
+fn weak(o: &Bound<'_, PyAny>) -> bool {
+    o.is_instance_of::<PyFloat>() || o.is_instance_of::<PyInt>() || o.is_instance_of::<PyBool>()
+}
+
+/// `Some(half)` when the arguments' result dtype is float32 (`half`:
+/// float16), else `None` (the float64 path).
+pub(super) fn wanted(py: Python<'_>, args: &[Bound<'_, PyAny>]) -> Option<bool> {
+    let np = numpy(py).ok()?;
+    let mut dtypes = Vec::new();
+    for a in args.iter().filter(|a| !weak(a)) {
+        let dt = match a.getattr("dtype") {
+            Ok(d) => d,
+            // lists and other sequences: as `np.asarray` makes them
+            Err(_) => np
+                .call_method1("asarray", (a,))
+                .ok()?
+                .getattr("dtype")
+                .ok()?,
+        };
+        dtypes.push(dt);
+    }
+    if dtypes.is_empty() {
+        return None;
+    }
+    let rt = np
+        .call_method1("result_type", PyTuple::new(py, dtypes).ok()?)
+        .ok()?;
+    let kind: String = rt.getattr("kind").ok()?.extract().ok()?;
+    let size: usize = rt.getattr("itemsize").ok()?.extract().ok()?;
+    (kind == "f" && size <= 4).then_some(size == 2)
+}
+
+/// An argument read as float32: a number, or an array borrowed in place
+/// (float32, aligned) or converted to a float32 copy.
+enum Op32<'py> {
+    Num(f32),
+    Array(PyReadonlyArrayDyn<'py, f32>),
+}
+
+fn operand32<'py>(py: Python<'py>, obj: &Bound<'py, PyAny>, what: &str) -> Res<Op32<'py>> {
+    let read = |a: &Bound<'py, PyArrayDyn<f32>>| {
+        a.try_readonly().map_err(|e| {
+            fail(
+                Exc::Shape,
+                format!(
+                    "{what}: the array cannot be read ({e}): it is being written by another call"
+                ),
+            )
+        })
+    };
+    if let Ok(a) = obj.cast::<PyArrayDyn<f32>>() {
+        // SAFETY: `a` is a live numpy array; the flags field is plain data.
+        let aligned = unsafe { (*a.as_array_ptr()).flags } & NPY_ARRAY_ALIGNED != 0;
+        if aligned && a.ndim() <= 32 && a.strides().iter().all(|s| s % 4 == 0) {
+            return Ok(Op32::Array(read(a)?));
+        }
+    }
+    if weak(obj) {
+        let x: f64 = obj
+            .extract()
+            .map_err(|e| fail(Exc::DType, format!("{what}: {e}")))?;
+        return Ok(Op32::Num(x as f32));
+    }
+    let np = numpy(py).map_err(|e| fail(Exc::DType, format!("{what}: {e}")))?;
+    let arr = np
+        .call_method1("asarray", (obj,))
+        .and_then(|a| a.cast_into::<PyUntypedArray>().map_err(PyErr::from))
+        .map_err(|e| fail(Exc::DType, format!("{what}: {e}")))?;
+    if arr.ndim() > 32 {
+        return Err(fail(
+            Exc::Shape,
+            format!("{what}: {} axes is more than the limit of 32", arr.ndim()),
+        ));
+    }
+    let kind = arr.dtype().kind() as char;
+    if !matches!(kind, 'b' | 'i' | 'u' | 'f') {
+        let name = arr.dtype().str().map(|s| s.to_string()).unwrap_or_default();
+        return Err(fail(
+            Exc::DType,
+            format!("{what}: arrays of dtype `{name}` are not supported by programs (bool, integer and float arrays are)"),
+        ));
+    }
+    let conv = np
+        .call_method1(
+            "array",
+            (
+                &arr,
+                np.getattr("float32")
+                    .map_err(|e| fail(Exc::DType, e.to_string()))?,
+            ),
+        )
+        .and_then(|a| a.cast_into::<PyArrayDyn<f32>>().map_err(PyErr::from))
+        .map_err(|e| fail(Exc::DType, format!("{what}: {e}")))?;
+    Ok(Op32::Array(read(&conv)?))
+}
+
+fn assemble<'a>(b: &Boundary, ops: &'a [Op32<'_>], next: &mut usize) -> Arg32<'a> {
+    match b {
+        Boundary::Array(s) => {
+            let op = &ops[*next];
+            *next += 1;
+            match op {
+                Op32::Num(x) => Arg32::Real(*x),
+                // a 0-d array for a number parameter is that number
+                Op32::Array(a) if s.is_empty() && a.ndim() == 0 => {
+                    Arg32::Real(a.as_array()[IxDyn(&[])])
+                }
+                Op32::Array(a) => Arg32::Array(a.as_array()),
+            }
+        }
+        Boundary::Pair(x, y) => {
+            let a = assemble(x, ops, next);
+            let c = assemble(y, ops, next);
+            Arg32::pair(a, c)
+        }
+    }
+}
+
+fn to_py(py: Python<'_>, v: Value32, half: bool) -> PyResult<Py<PyAny>> {
+    let np = numpy(py)?;
+    let dt = np.getattr(if half { "float16" } else { "float32" })?;
+    Ok(match v {
+        Value32::Real(x) => dt.call1((x,))?.unbind(),
+        Value32::Array(a) => {
+            let arr = PyArrayDyn::from_owned_array(py, a).into_any();
+            if half {
+                arr.call_method1("astype", (dt,))?.unbind()
+            } else {
+                arr.unbind()
+            }
+        }
+        Value32::Pair(a, b) => PyTuple::new(py, [to_py(py, *a, half)?, to_py(py, *b, half)?])?
+            .into_any()
+            .unbind(),
+    })
+}
+
+impl Kernel {
+    /// The kernel compiled for f32 (on first use; GIL released).
+    fn kernel32(&self, py: Python<'_>) -> Res<Arc<jit::Kernel>> {
+        if let Some(k) = self.kernel32.get() {
+            return Ok(k.clone());
+        }
+        let (f, how) = (&self.func, self.how);
+        let k = native(py, || {
+            let o = opt::optimize(
+                f,
+                &opt::Options {
+                    fast_math: how.fast_math,
+                    precision: Precision::F32,
+                    ..opt::Options::default()
+                },
+            )
+            .map_err(|e| from_einsat(e, None))?;
+            jit::compile_with(
+                &o.program,
+                &jit::Options {
+                    threads: how.threads,
+                    precision: Precision::F32,
+                    ..jit::Options::default()
+                },
+            )
+            .map_err(|e| from_einsat(e, None))
+        })?;
+        Ok(self.kernel32.get_or_init(|| k).clone())
+    }
+
+    /// The call in f32 (`half`: float16 results), with every parameter
+    /// given (`given`, in order).
+    pub(super) fn call32(
+        &self,
+        py: Python<'_>,
+        given: &[Bound<'_, PyAny>],
+        half: bool,
+    ) -> Res<PyResult<Py<PyAny>>> {
+        let mut ops = Vec::new();
+        let mut elements = 0usize;
+        for ((name, b), g) in self.params.iter().zip(given) {
+            let mut ls = Vec::new();
+            leaves_of(g, b, &mut ls);
+            for (k, l) in ls.iter().enumerate() {
+                let what = if ls.len() == 1 {
+                    format!("argument `{name}`")
+                } else {
+                    format!("argument `{name}` (component {k})")
+                };
+                let op = operand32(py, l, &what)?;
+                if let Op32::Array(a) = &op {
+                    elements = elements.saturating_add(a.len());
+                }
+                ops.push(op);
+            }
+        }
+        let kernel = self.kernel32(py)?;
+        let mut next = 0;
+        let argv: Vec<Arg32<'_>> = self
+            .params
+            .iter()
+            .map(|(_, b)| assemble(b, &ops, &mut next))
+            .collect();
+        let work = kernel.work_f32(&argv);
+        let v = run_call(py, false, work, &self.pace32, || {
+            kernel.call_f32(&argv).map_err(|e| from_einsat(e, None))
+        })?;
+        Ok(to_py(py, v, half))
+    }
+}
