@@ -1152,18 +1152,41 @@ fn arg_of<'a>(op: &'a Operand<'_>) -> Arg<'a> {
 }
 
 /// Read the argument for a parameter of boundary form `b` into `ops`
-/// (pairs: a tuple of two, recursively).
+/// (pairs: a tuple of two, recursively; or a complex number or array,
+/// whose real and imaginary parts are the pair's, `complex` noting it).
 fn collect<'py>(
     py: Python<'py>,
     obj: &Bound<'py, PyAny>,
     b: &Boundary,
     what: &str,
     ops: &mut Vec<Operand<'py>>,
+    complex: &mut bool,
 ) -> Res<()> {
     match b {
         Boundary::Array(_) => {
+            if complex_parts(obj).is_some() {
+                return Err(fail(
+                    Exc::DType,
+                    format!(
+                        "{what}: a complex argument for a real parameter: a complex number or array goes to a pair parameter, (R, R) or [n](R, R), as its real and imaginary parts"
+                    ),
+                ));
+            }
             ops.push(operand(py, obj, &what)?);
             Ok(())
+        }
+        Boundary::Pair(x, y) if complex_parts(obj).is_some() => {
+            let (re, im) = complex_parts(obj).ok_or_else(|| fail(Exc::DType, what.to_string()))?;
+            *complex = true;
+            collect(py, &re, x, &format!("{what} (its real part)"), ops, complex)?;
+            collect(
+                py,
+                &im,
+                y,
+                &format!("{what} (its imaginary part)"),
+                ops,
+                complex,
+            )
         }
         Boundary::Pair(x, y) => {
             let t = obj
@@ -1178,9 +1201,64 @@ fn collect<'py>(
                 })?;
             let t0 = t.get_item(0).map_err(|e| fail(Exc::Shape, e.to_string()))?;
             let t1 = t.get_item(1).map_err(|e| fail(Exc::Shape, e.to_string()))?;
-            collect(py, &t0, x, &format!("{what}.0"), ops)?;
-            collect(py, &t1, y, &format!("{what}.1"), ops)
+            collect(py, &t0, x, &format!("{what}.0"), ops, complex)?;
+            collect(py, &t1, y, &format!("{what}.1"), ops, complex)
         }
+    }
+}
+
+/// A complex number or numpy array's real and imaginary parts: Python
+/// floats, or numpy's `.real` and `.imag` (views of the interleaved
+/// storage: nothing is copied; float64 parts are read in place).
+fn complex_parts<'py>(obj: &Bound<'py, PyAny>) -> Option<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
+    let complex = if obj.is_instance_of::<pyo3::types::PyComplex>() {
+        true
+    } else {
+        let dt = obj.getattr("dtype").ok()?;
+        dt.getattr("kind").ok()?.extract::<String>().ok()? == "c"
+    };
+    if !complex {
+        return None;
+    }
+    Some((obj.getattr("real").ok()?, obj.getattr("imag").ok()?))
+}
+
+/// The result of a call given complex arguments: a pair of arrays of one
+/// shape (or of numbers) as one complex array (number) of numpy's result
+/// dtype of the arguments (complex64 or complex128); other results as
+/// [`value_to_py`] gives them.
+fn complex_result(py: Python<'_>, v: Value, given: &[Bound<'_, PyAny>]) -> PyResult<Py<PyAny>> {
+    let np = numpy(py)?;
+    let mut dtypes = Vec::new();
+    for g in given {
+        if let Ok(d) = g.getattr("dtype") {
+            dtypes.push(d);
+        } else if g.is_instance_of::<pyo3::types::PyComplex>() {
+            dtypes.push(np.call_method1("dtype", ("complex128",))?);
+        }
+    }
+    let mut rt = np.call_method1("result_type", PyTuple::new(py, dtypes)?)?;
+    if rt.getattr("kind")?.extract::<String>()? != "c" {
+        rt = np.call_method1("dtype", ("complex128",))?;
+    }
+    match v {
+        Value::Pair(a, b) => match (*a, *b) {
+            (Value::Array(re), Value::Array(im)) if re.shape() == im.shape() => {
+                let z = ndarray::Zip::from(&re)
+                    .and(&im)
+                    .map_collect(|&r, &i| einsat::typed::Complex64::new(r, i));
+                let arr = numpy::IntoPyArray::into_pyarray(z, py).into_any();
+                let kw = pyo3::types::PyDict::new(py);
+                kw.set_item("copy", false)?;
+                Ok(arr.call_method("astype", (rt,), Some(&kw))?.unbind())
+            }
+            (Value::Real(r), Value::Real(i)) => {
+                let z = pyo3::types::PyComplex::from_doubles(py, r, i);
+                Ok(rt.getattr("type")?.call1((z,))?.unbind())
+            }
+            (a, b) => value_to_py(py, Value::Pair(Box::new(a), Box::new(b))),
+        },
+        v => value_to_py(py, v),
     }
 }
 
@@ -1268,6 +1346,7 @@ impl Kernel {
             }
         }
         let mut ops = Vec::new();
+        let mut complex = false;
         for ((name, b), g) in self.params.iter().zip(&given) {
             let g = g.as_ref().ok_or_else(|| {
                 fail(
@@ -1279,7 +1358,14 @@ impl Kernel {
                     ),
                 )
             })?;
-            collect(py, g, b, &format!("argument `{name}`"), &mut ops)?;
+            collect(
+                py,
+                g,
+                b,
+                &format!("argument `{name}`"),
+                &mut ops,
+                &mut complex,
+            )?;
         }
         let mut next = 0;
         let argv: Vec<Arg<'_>> = self
@@ -1292,7 +1378,12 @@ impl Kernel {
         let v = run_call(py, false, work, &self.pace, || {
             call_kernel(kernel, &argv, None)
         })?;
-        Ok(value_to_py(py, v.unwrap_or(Value::Real(0.0))))
+        let v = v.unwrap_or(Value::Real(0.0));
+        if complex {
+            let all: Vec<Bound<'py, PyAny>> = given.iter().flatten().cloned().collect();
+            return Ok(complex_result(py, v, &all));
+        }
+        Ok(value_to_py(py, v))
     }
 }
 
