@@ -573,3 +573,210 @@ fn jit_staged_calls_round_to_f32() {
     .unwrap();
     assert!(why.is_none(), "{}", why.unwrap());
 }
+
+// ---------------------------------------------------------------- f32x4
+
+/// The F32 JIT's result for arrays `xs` (and scalars `cs`), and the F32
+/// interpreter's, as bits.
+fn both(src: &str, xs: &[ArrayD<f32>], cs: &[f32]) -> (Vec<u64>, Vec<u64>) {
+    let k = kernel32(src);
+    let mut args: Vec<Arg32<'_>> = xs.iter().map(|a| Arg32::Array(a.view())).collect();
+    args.extend(cs.iter().map(|c| Arg32::Real(*c)));
+    let got = widen(&k.call_f32(&args).unwrap());
+    let mut vals: Vec<Value> = xs
+        .iter()
+        .map(|a| Value::Array(a.mapv(|x| x as f64)))
+        .collect();
+    vals.extend(cs.iter().map(|c| Value::Real(*c as f64)));
+    let want = interp::run_with(&load1(src), &vals, F32).unwrap();
+    (bits(&got), bits(&want))
+}
+
+/// Lengths 0..40 (every tail mod 4, before and after the unrolled
+/// steps) and a few thousand.
+fn lengths() -> Vec<usize> {
+    (0..40).chain([1000, 1001, 1002, 1003, 4099]).collect()
+}
+
+#[test]
+fn f32_maps_and_stencils_run_on_f32x4() {
+    let opts = jopts();
+    for src in [
+        "fn m(x: [n]R, y: [n]R, c: R) -> [n]R = gen(i:n) (x[i] * c - y[i]) / (y[i] + 0.1) + sqrt(abs(x[i]))",
+        "fn s(x: [n]R) -> [n]R = gen(i:n) 0.25 * x[i-1] + 0.5 * x[i] + 0.25 * x[i+1]",
+        "fn s2(I: [h,w]R) -> [h,w]R = gen(y:h, x:w) I[y-1,x] + I[y+1,x] + I[y,x-1] + I[y,x+1] - 4 * I[y,x]",
+        "fn d(x: [n]R, y: [n]R) -> R = sum(i:n) x[i] * y[i]",
+    ] {
+        let text = einsat::jit::testing::clif_text(&load1(src), &opts).unwrap();
+        assert!(
+            text.iter().any(|t| t.contains("f32x4")),
+            "{src}: no f32x4 in\n{}",
+            text.join("\n")
+        );
+    }
+    // f64 keeps f64x2
+    let text = einsat::jit::testing::clif_text(
+        &load1("fn m(x: [n]R) -> [n]R = gen(i:n) x[i] * 2"),
+        &jit::Options::default(),
+    )
+    .unwrap();
+    assert!(text.iter().any(|t| t.contains("f64x2")));
+    assert!(!text.iter().any(|t| t.contains("f32x4")));
+}
+
+#[test]
+fn f32x4_maps_are_the_interpreter_bit_for_bit_at_every_length() {
+    let src = "fn m(x: [n]R, y: [n]R, c: R) -> [n]R =
+        gen(i:n) (x[i] * c - y[i]) / (y[i] + 0.1) + sqrt(abs(x[i])) - exp(x[i]) * x[i]";
+    for n in lengths() {
+        let x = v32(&data(n, -0.5, 20 + n as u64));
+        let y = v32(&data(n, 1e3, 21 + n as u64));
+        let (got, want) = both(src, &[x, y], &[3.0]);
+        assert_eq!(got, want, "n = {n}");
+    }
+}
+
+#[test]
+fn f32x4_stencils_are_the_interpreter_bit_for_bit() {
+    let s1 = "fn s(x: [n]R) -> [n]R = gen(i:n) 0.25 * x[i-1] + 0.5 * x[i] + 0.25 * x[i+1]";
+    for n in lengths() {
+        let x = v32(&data(n, 1e4, 30 + n as u64));
+        let (got, want) = both(s1, &[x], &[]);
+        assert_eq!(got, want, "n = {n}");
+    }
+    let s2 = "fn s2(I: [h,w]R) -> [h,w]R =
+        gen(y:h, x:w) 0.2 * (I[y-1,x] + I[y+1,x] + I[y,x-1] + I[y,x+1]) - 0.8 * I[y,x]";
+    for (h, w) in [(0, 5), (1, 1), (3, 4), (5, 7), (9, 13), (17, 35), (40, 103)] {
+        let a = Array2::from_shape_vec((h, w), data(h * w, -0.5, 40 + w as u64))
+            .unwrap()
+            .into_dyn();
+        let (got, want) = both(s2, &[a], &[]);
+        assert_eq!(got, want, "{h}x{w}");
+    }
+}
+
+#[test]
+fn f32x4_special_values_and_subnormals() {
+    let src =
+        "fn m(x: [n]R, y: [n]R) -> [n]R = gen(i:n) 0.5 * x[i-1] + x[i] * y[i] - y[i] / x[i+1]";
+    let specials = [
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::NAN,
+        0.0,
+        -0.0,
+        f32::from_bits(1),
+        -f32::from_bits(7),
+        f32::MIN_POSITIVE,
+        f32::MAX,
+        1e-30,
+        3e38,
+        1.0,
+    ];
+    for n in [5, 12, 31, 64, 333] {
+        let x: Vec<f32> = (0..n).map(|k| specials[k % specials.len()]).collect();
+        let y: Vec<f32> = (0..n)
+            .map(|k| specials[(k * 7 + 3) % specials.len()])
+            .collect();
+        let (got, want) = both(src, &[v32(&x), v32(&y)], &[]);
+        // NaN payloads may differ: compare NaN-ness, the rest bit for bit
+        for (k, (g, w)) in got.iter().zip(&want).enumerate() {
+            let (g, w) = (f64::from_bits(*g), f64::from_bits(*w));
+            assert!(
+                (g.is_nan() && w.is_nan()) || g.to_bits() == w.to_bits(),
+                "n = {n}, element {k}: {g} {w}"
+            );
+        }
+    }
+}
+
+#[test]
+fn f32x4_strided_and_reversed_inputs() {
+    let src = "fn s(x: [n]R, y: [n]R) -> [n]R = gen(i:n) 0.25 * x[i-1] + 0.5 * x[i] * y[i] + 0.25 * x[i+1]";
+    let k = kernel32(src);
+    for n in [0usize, 1, 3, 4, 7, 33, 1001] {
+        let xs = v32(&data(2 * n, -0.5, 50 + n as u64));
+        let ys = v32(&data(n, 2.0, 51 + n as u64));
+        let x_str = xs.slice(s![..;2]);
+        let y_rev = ys.slice(s![..;-1]);
+        let got = widen(
+            &k.call_f32(&[
+                Arg32::Array(x_str.into_dyn()),
+                Arg32::Array(y_rev.into_dyn()),
+            ])
+            .unwrap(),
+        );
+        let (xo, yo) = (x_str.to_owned(), y_rev.to_owned());
+        let want = interp::run_with(
+            &load1(src),
+            &[
+                Value::Array(xo.mapv(|x| x as f64).into_dyn()),
+                Value::Array(yo.mapv(|x| x as f64).into_dyn()),
+            ],
+            F32,
+        )
+        .unwrap();
+        assert_eq!(bits(&got), bits(&want), "n = {n}");
+    }
+}
+
+#[test]
+fn f32x4_sums_keep_the_f32_contract() {
+    for src in [
+        "fn d(x: [n]R, y: [n]R) -> R = sum(i:n) x[i] * y[i]",
+        "fn r(A: [m,n]R, y: [n]R) -> [m]R = gen(j:m) sum(i:n) (A[j,i] - y[i]) * (A[j,i] - y[i])",
+        "fn mx(x: [n]R) -> R = max(i:n) x[i] * 2 - 1",
+    ] {
+        for n in lengths() {
+            let f = load1(src);
+            let m = 3;
+            let k = kernel32(src);
+            let x = data(
+                if src.contains("A:") { m * n } else { n },
+                1e3,
+                60 + n as u64,
+            );
+            let y = data(n, 1.0, 61 + n as u64);
+            let xa = if src.contains("A:") {
+                Array2::from_shape_vec((m, n), x.clone())
+                    .unwrap()
+                    .into_dyn()
+            } else {
+                v32(&x)
+            };
+            let ya = v32(&y);
+            let mut args = vec![Arg32::Array(xa.view())];
+            let mut vals = vec![Value::Array(xa.mapv(|v| v as f64))];
+            if !src.contains("mx") {
+                args.push(Arg32::Array(ya.view()));
+                vals.push(vec1(&y));
+            }
+            let got = widen(&k.call_f32(&args).unwrap());
+            if src.contains("mx") {
+                // max/min are exact whatever the order
+                let want = interp::run_with(&f, &vals, F32).unwrap();
+                assert_eq!(bits(&got), bits(&want), "{src} n = {n}");
+                continue;
+            }
+            let why = contract_judge_in(&f, &vals, &got, F32).unwrap();
+            assert!(why.is_none(), "{src} n = {n}: {}", why.unwrap());
+        }
+    }
+    // special values propagate through the vector accumulators
+    let k = kernel32("fn g(x: [n]R) -> R = sum(i:n) x[i]");
+    for (n, at, v) in [
+        (9, 6, f32::NAN),
+        (37, 33, f32::INFINITY),
+        (64, 1, f32::NEG_INFINITY),
+    ] {
+        let mut x = vec![1.0f32; n];
+        x[at] = v;
+        let Value32::Real(r) = k.call_f32(&[Arg32::from(&v32(&x))]).unwrap() else {
+            panic!()
+        };
+        assert!(
+            r.is_nan() == v.is_nan() && (v.is_nan() || r == v),
+            "{n}: {r}"
+        );
+    }
+}

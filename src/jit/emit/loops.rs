@@ -31,14 +31,15 @@
 //!   body);
 //! - **vectors**: an innermost loop whose body has no strong zeros or sums
 //!   and whose moving loads walk unit-stride axes unchecked runs on `f64x2`
-//!   (`fma` only for a sum's accumulation, calls other than `sqrt`/`abs`
-//!   lane by lane)
+//!   (`f32x4` in `F32`: 16-byte vectors either way, the lanes rounded as
+//!   the scalar code rounds them; `fma` only for a sum's accumulation,
+//!   calls other than `sqrt`/`abs` lane by lane)
 //!   with a scalar tail: stores of a gen loop whose output axis is
 //!   unit-stride ([`VSTORE_UNROLL`] vectors per step, then one), or a sum
 //!   into [`VACCS`] vector accumulators. Every moving load and the store
 //!   address a row pointer computed before the loop (at index 0; loads of
 //!   one row such as `I[y,x-1]`, `I[y,x]`, `I[y,x+1]` share it and differ
-//!   by an immediate offset) plus 8 × the loop index, one x86 addressing
+//!   by an immediate offset) plus 8 (4 in `F32`) × the loop index, one x86 addressing
 //!   mode, so a step advances one register. Other innermost sums without
 //!   strong zeros are unrolled by [`UNROLL`] with independent scalar
 //!   accumulators (`fma` into each).
@@ -310,6 +311,7 @@ pub(crate) fn emit<'a>(
         ft,
         vt: if f32 { types::F32X4 } else { types::F64X2 },
         esh: if f32 { 2 } else { 3 },
+        lanes: if f32 { 4 } else { 2 },
         ptr,
         vfuncs,
         n_bufs,
@@ -347,12 +349,13 @@ struct LoopEmitter<'a, 'l> {
     /// The float type of every number (`F64`, or `F32` for a kernel
     /// compiled in [`crate::precision::Precision::F32`]).
     ft: types::Type,
-    /// The vector type of the vector paths (`F64X2`; `F32X4` in `F32`,
-    /// where only the sums' unused vector accumulators have it: vectors
-    /// are not emitted, see [`LoopEmitter::vec_ok`]).
+    /// The vector type of the vector paths (`F64X2`; `F32X4` in `F32`).
+    /// A vector is 16 bytes either way.
     vt: types::Type,
     /// log2 of the element size in bytes (3, or 2 in `F32`).
     esh: i64,
+    /// Lanes of [`LoopEmitter::vt`] (2, or 4 in `F32`).
+    lanes: i64,
     /// The pointer type.
     ptr: types::Type,
     /// The slice kernels of [`crate::vmath`] ([`At::vfuncs`]).
@@ -949,12 +952,12 @@ impl LoopEmitter<'_, '_> {
                     let base = self.take(types::I64);
                     self.b.def_var(base, lo);
                     for step in [VSTORE_UNROLL, 1] {
-                        self.strided(base, hi, 2 * step as i64, &mut |g, i| {
+                        self.strided(base, hi, self.lanes * step as i64, &mut |g, i| {
                             g.vidx = Some(i);
                             let bytes = g.b.ins().ishl_imm_s(i, g.esh);
                             let addr = g.b.ins().iadd(out_row, bytes);
                             for u in 0..step {
-                                let iu = g.b.ins().iadd_imm_s(i, 2 * u as i64);
+                                let iu = g.b.ins().iadd_imm_s(i, g.lanes * u as i64);
                                 g.set_var(var, iu);
                                 g.voff = 16 * u as i64;
                                 let v = g.vscalar(body, var);
@@ -1047,8 +1050,9 @@ impl LoopEmitter<'_, '_> {
                     let addr = g.b.ins().stack_addr(ptr, slots[c], 0);
                     let base = g.b.ins().isub(addr, off0);
                     let mut from = b0;
-                    if g.vec_ok(arg, var) {
-                        // two arguments per step, then the odd one
+                    if g.ft == types::F64 && g.vec_ok(arg, var) {
+                        // two arguments per step, then the odd one (the
+                        // buffers hold f64s: in `F32` scalar, widened)
                         let saved = g.rows.len();
                         g.vec_rows(arg, var);
                         let bv = g.take(types::I64);
@@ -1679,10 +1683,10 @@ impl LoopEmitter<'_, '_> {
         self.b.def_var(base, lo);
         let saved = self.rows.len();
         self.vec_rows(body, var);
-        self.strided(base, hi, 2 * VACCS as i64, &mut |g, i| {
+        self.strided(base, hi, self.lanes * VACCS as i64, &mut |g, i| {
             g.vidx = Some(i);
             for (u, va) in vaccs.iter().enumerate() {
-                let iu = g.b.ins().iadd_imm_s(i, 2 * u as i64);
+                let iu = g.b.ins().iadd_imm_s(i, g.lanes * u as i64);
                 g.set_var(var, iu);
                 g.voff = 16 * u as i64;
                 g.vreduce_step(op, *va, body, var);
@@ -1690,7 +1694,7 @@ impl LoopEmitter<'_, '_> {
             g.voff = 0;
             g.vidx = None;
         });
-        self.strided(base, hi, 2, &mut |g, i| {
+        self.strided(base, hi, self.lanes, &mut |g, i| {
             g.vidx = Some(i);
             g.set_var(var, i);
             g.vreduce_step(op, vaccs[0], body, var);
@@ -1708,11 +1712,13 @@ impl LoopEmitter<'_, '_> {
             let w = self.b.use_var(*va);
             v = pick(self, v, w);
         }
-        let l0 = self.b.ins().extractlane(v, 0);
-        let l1 = self.b.ins().extractlane(v, 1);
-        let a = self.b.use_var(acc);
-        let m = pick(self, a, l0);
-        let m = pick(self, m, l1);
+        let ls: Vec<Value> = (0..self.lanes as u8)
+            .map(|l| self.b.ins().extractlane(v, l))
+            .collect();
+        let mut m = self.b.use_var(acc);
+        for x in ls {
+            m = pick(self, m, x);
+        }
         self.b.def_var(acc, m);
         self.give(self.vt, &vaccs);
         let rest = self.b.use_var(base);
@@ -1720,7 +1726,7 @@ impl LoopEmitter<'_, '_> {
         self.for_range(var, rest, hi, &mut |g| g.reduce_step(op, acc, body));
     }
 
-    /// `vacc = op(vacc, t)` over two lanes.
+    /// `vacc = op(vacc, t)` over every lane.
     fn vreduce_step(&mut self, op: RedOp, vacc: Variable, t: &SchedExpr, var: usize) {
         let v = self.vscalar(t, var);
         let a = self.b.use_var(vacc);
@@ -1814,11 +1820,11 @@ impl LoopEmitter<'_, '_> {
             Some(vaccs) => {
                 let vs: Vec<Value> = vaccs.iter().map(|a| self.b.use_var(*a)).collect();
                 let v = add_tree(&mut self.b, vs).expect("a vector sum has accumulators");
-                let l0 = self.b.ins().extractlane(v, 0);
-                let l1 = self.b.ins().extractlane(v, 1);
+                let ls: Vec<Value> = (0..self.lanes as u8)
+                    .map(|l| self.b.ins().extractlane(v, l))
+                    .collect();
                 let mut level: Vec<Value> = acc.accs.iter().map(|a| self.b.use_var(*a)).collect();
-                level.push(l0);
-                level.push(l1);
+                level.extend(ls);
                 add_tree(&mut self.b, level).expect("two lanes at least")
             }
         }
@@ -1915,10 +1921,10 @@ impl LoopEmitter<'_, '_> {
         if vector && self.vec_ok(body, var) {
             let saved = self.rows.len();
             self.vec_rows(body, var);
-            self.strided(base, hi, 2 * VACCS as i64, &mut |g, i| {
+            self.strided(base, hi, self.lanes * VACCS as i64, &mut |g, i| {
                 g.vidx = Some(i);
                 for (u, va) in vaccs.iter().enumerate() {
-                    let iu = g.b.ins().iadd_imm_s(i, 2 * u as i64);
+                    let iu = g.b.ins().iadd_imm_s(i, g.lanes * u as i64);
                     g.set_var(var, iu);
                     g.voff = 16 * u as i64;
                     g.vaccumulate(*va, body, var);
@@ -1926,7 +1932,7 @@ impl LoopEmitter<'_, '_> {
                 g.voff = 0;
                 g.vidx = None;
             });
-            self.strided(base, hi, 2, &mut |g, i| {
+            self.strided(base, hi, self.lanes, &mut |g, i| {
                 g.vidx = Some(i);
                 g.set_var(var, i);
                 g.vaccumulate(vaccs[0], body, var);
@@ -1954,12 +1960,12 @@ impl LoopEmitter<'_, '_> {
 
     // ------------------------------------------------------------ vectors
 
-    /// Whether `t` can be evaluated two lanes (`var`, `var + 1`) at once:
+    /// Whether `t` can be evaluated [`LoopEmitter::lanes`] lanes (`var`,
+    /// `var + 1`, ...) at once:
     /// no strong zeros, no sums, and every load that moves with `var`
     /// walks a unit-stride axis unchecked.
     fn vec_ok(&self, t: &SchedExpr, var: usize) -> bool {
-        // (the vector paths are written for `f64x2`: `F32` runs scalar)
-        if strong(t) || self.ft != types::F64 {
+        if strong(t) {
             return false;
         }
         self.vec_ok_rec(t, var)
@@ -1982,7 +1988,13 @@ impl LoopEmitter<'_, '_> {
                 on.is_empty()
                     || (on.len() == 1
                         && coef(&ixs[on[0]].aff, var) == 1
-                        && (*buf >= self.n_bufs || self.layout.is_unit(*buf, on[0]))
+                        // (staged buffers hold f64s: in `F32` their loads
+                        // are rounded one by one, not vectorised)
+                        && (if *buf >= self.n_bufs {
+                            self.ft == types::F64
+                        } else {
+                            self.layout.is_unit(*buf, on[0])
+                        })
                         && ixs.iter().all(|ix| !ix.checked))
             }
             SchedExpr::Eps(_) => !mentions(t, var),
@@ -2014,7 +2026,7 @@ impl LoopEmitter<'_, '_> {
                 for ix in ixs.iter_mut() {
                     // small constants only, so `imm + voff` fits an i32
                     if coef(&ix.aff, var) != 0 && ix.aff.constant.abs() <= 1 << 20 {
-                        imm = (ix.aff.constant * 8) as i32;
+                        imm = (ix.aff.constant << self.esh) as i32;
                         ix.aff.constant = 0;
                     }
                 }
@@ -2047,7 +2059,7 @@ impl LoopEmitter<'_, '_> {
         self.b.ins().splat(self.vt, x)
     }
 
-    /// `t` at `var` and `var + 1` (the variable holds the first lane's
+    /// `t` at `var`, `var + 1`, ... (every lane; the variable holds the first lane's
     /// index); `t` passed [`Self::vec_ok`].
     fn vscalar(&mut self, t: &SchedExpr, var: usize) -> Value {
         match t {
@@ -2112,20 +2124,23 @@ impl LoopEmitter<'_, '_> {
                     _ => {
                         // lane by lane
                         let mut lanes = Vec::new();
-                        for l in 0..2u8 {
+                        for l in 0..self.lanes as u8 {
                             let xs: Vec<Value> =
                                 vs.iter().map(|v| self.b.ins().extractlane(*v, l)).collect();
                             lanes.push(self.call(*f, &xs));
                         }
-                        let v = self.splat(lanes[0]);
-                        self.b.ins().insertlane(v, lanes[1], 1)
+                        let mut v = self.splat(lanes[0]);
+                        for (l, x) in lanes.iter().enumerate().skip(1) {
+                            v = self.b.ins().insertlane(v, *x, l as u8);
+                        }
+                        v
                     }
                 }
             }
         }
     }
 
-    /// `vacc += t` over two lanes (`fma` for a product).
+    /// `vacc += t` over every lane (`fma` for a product).
     fn vaccumulate(&mut self, vacc: Variable, t: &SchedExpr, var: usize) {
         let r = match t {
             SchedExpr::Bin(BinOp::Mul, x, y) => {
