@@ -3,7 +3,8 @@
 //! sums in the written order bit for bit), overflow where `f32`
 //! overflows, offset data, special values and subnormals; the optimiser
 //! for `F32` judged by the floating-point contract at `f32`'s unit
-//! roundoff; the JIT in `F32` (scalar generic loops) against the `F32`
+//! roundoff; the JIT in `F32` (generic loops, `f32x4` vector loops at every tail
+//! length, stencils) against the `F32`
 //! interpreter (bit for bit where no sum is reordered, by the contract
 //! elsewhere, on random programs too), strided and negative-stride `f32`
 //! views, and calls with the wrong element type.

@@ -65,7 +65,8 @@ pub fn plan_nest<'n>(
     opts: &Options,
 ) -> NestPlan<'n> {
     // F32: GEMM stages on the library's f32 kernel, else generic loops
-    // (scalar code): the register tiles are written for f64
+    // (`f32x4` vectors where f64 uses `f64x2`): the register tiles are
+    // written for f64
     let f64 = opts.precision == crate::precision::Precision::F64;
     let gemm = gemm_stage(p, nest, opts.gemm);
     let Some(ran) = columns::with_columns(p, nest, layout) else {
