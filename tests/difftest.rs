@@ -427,3 +427,156 @@ fn failures_say_which_stage_failed_and_how() {
         "the optimiser + interpreter disagrees with the interpreter"
     );
 }
+
+// ------------------------------------------------------------ --dtype f32
+
+fn f32_config() -> DiffConfig {
+    DiffConfig {
+        precision: einsat::Precision::F32,
+        ..DiffConfig::default()
+    }
+}
+
+fn is_f32(v: &Value) -> bool {
+    match v {
+        Value::Real(x) => x.is_nan() || *x as f32 as f64 == *x,
+        Value::Array(a) => a.iter().all(|x| x.is_nan() || *x as f32 as f64 == *x),
+        Value::Pair(a, b) => is_f32(a) && is_f32(b),
+    }
+}
+
+/// The three engines in F32 (the F32 interpreter, the F32-optimised program
+/// in it, and in the F32 JIT through `call_f32`) keep the F32 contract on
+/// random programs; the inputs are f32 values, the wide class's finite.
+#[test]
+fn f32_pipeline_agrees_on_random_programs() {
+    let cfg = f32_config();
+    let s = run(&cfg, 11, 300, 2, 1, &|_, _| {});
+    assert_eq!(s.cases, 300);
+    assert_eq!(
+        s.disagreeing,
+        0,
+        "{:?}",
+        s.disagreements.first().map(|d| (
+            print_function(&d.shrunk.function),
+            d.failure.message.clone()
+        ))
+    );
+    assert_eq!(s.jit_cases, 300, "skipped: {:?}", s.jit_skipped);
+    let mut wide = 0;
+    for k in 0..200 {
+        let case = case_from_seed(einsat::testing::difftest::case_seed(11, k), &cfg).unwrap();
+        assert!(case.args.iter().all(is_f32), "{:?}", case.args);
+        if case.class == einsat::testing::ValueClass::Wide {
+            for a in &case.args {
+                if let Value::Array(x) = a {
+                    wide += x.len();
+                    assert!(x.iter().all(|v| v.is_finite() && *v != 0.0), "{a}");
+                }
+            }
+        }
+    }
+    assert!(wide > 0, "no wide inputs drawn");
+}
+
+/// The broken rule is caught in F32 as in F64, at the optimised program in
+/// the (F32) interpreter.
+#[test]
+fn f32_broken_rule_is_caught() {
+    let cfg = DiffConfig {
+        precision: einsat::Precision::F32,
+        ..broken_config()
+    };
+    let s = run(&cfg, 1, 500, 2, 1, &|_, _| {});
+    assert!(s.disagreeing > 0, "the broken rule went unnoticed in f32");
+    let d = &s.disagreements[0];
+    assert_eq!(d.failure.stage, Stage::OptInterp);
+    assert!(matches!(check(&d.shrunk, &cfg), Verdict::Disagree(_)));
+    assert!(matches!(
+        check(&d.shrunk, &f32_config()),
+        Verdict::Agree { .. }
+    ));
+}
+
+#[test]
+fn difftest_command_in_f32_reports_and_writes_f32_reproducers() {
+    let dir = tmpdir("cli32");
+    let (code, out, err) = einsat(
+        &[
+            "difftest", "--dtype", "f32", "--cases", "100", "--seed", "3",
+        ],
+        &dir,
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("difftest: 100 cases (100 also through the JIT, 0 skipped), 0 disagreements"),
+        "{out}"
+    );
+    assert!(out.contains("dtype f32 (feature gathers left out"), "{out}");
+    let (code, _, err) = einsat(&["difftest", "--dtype", "f16", "--cases", "1"], &dir);
+    assert_eq!(code, 1);
+    assert!(err.contains("--dtype: unknown dtype `f16`"), "{err}");
+    // a broken rule: the reproducer's commands run in f32 and disagree
+    let rules = dir.join("rules");
+    std::fs::create_dir_all(&rules).unwrap();
+    for entry in std::fs::read_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("rules")).unwrap() {
+        let p = entry.unwrap().path();
+        std::fs::copy(&p, rules.join(p.file_name().unwrap())).unwrap();
+    }
+    std::fs::write(rules.join("bad.rules"), BROKEN).unwrap();
+    let (code, out, err) = einsat(
+        &[
+            "difftest",
+            "--dtype",
+            "f32",
+            "--cases",
+            "500",
+            "--rules",
+            "rules",
+            "--no-rule-check",
+            "--max-failures",
+            "1",
+            "--out",
+            "fails",
+        ],
+        &dir,
+    );
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(out.contains("disagrees with the interpreter"), "{out}");
+    let case = std::fs::read_dir(dir.join("fails"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let repro = std::fs::read_to_string(case.join("repro.tl")).unwrap();
+    let line = |tag: &str| -> Vec<String> {
+        let l = repro.lines().find(|l| l.starts_with(tag)).unwrap();
+        l.split_once("einsat ")
+            .unwrap()
+            .1
+            .split_whitespace()
+            .map(String::from)
+            .collect()
+    };
+    let reference = line("# reference:");
+    let optimised = line("# optimised:");
+    assert!(
+        reference.windows(2).any(|w| w == ["--dtype", "f32"]),
+        "{repro}"
+    );
+    let r1 = einsat(
+        &reference.iter().map(String::as_str).collect::<Vec<_>>(),
+        &case,
+    );
+    let r2 = einsat(
+        &optimised.iter().map(String::as_str).collect::<Vec<_>>(),
+        &case,
+    );
+    assert_eq!(r1.0, 0, "{}", r1.2);
+    assert_eq!(r2.0, 0, "{}", r2.2);
+    assert_ne!(
+        r1.1, r2.1,
+        "reference and optimised agree on the reproducer"
+    );
+}

@@ -6,6 +6,7 @@
 use super::common::CliResult;
 use super::optcmd::rule_set;
 use crate::interp::random::ValueClass;
+use crate::precision::Precision;
 use crate::syntax::print_function;
 use crate::testing::difftest::{run, write_reproducer, DiffConfig};
 use crate::testing::GenConfig;
@@ -41,9 +42,16 @@ pub struct DiffArgs {
     /// Named sizes of the inputs are drawn from 1..=MAX.
     #[arg(long, default_value_t = 4)]
     pub max_size: usize,
-    /// Relative tolerance of the comparison.
-    #[arg(long, default_value_t = 1e-6)]
-    pub rtol: f64,
+    /// Relative tolerance of the comparison in the fast mode (default 1e-6;
+    /// 1e-3 with --dtype f32).
+    #[arg(long)]
+    pub rtol: Option<f64>,
+    /// The precision every engine computes in: f64 (default) or f32
+    /// (inputs rounded to f32, the program optimised and compiled for f32,
+    /// results judged by the contract in f32; the feature `gathers` is
+    /// left out, as F32 kernels refuse integer arrays).
+    #[arg(long, default_value = "f64")]
+    pub dtype: String,
     /// Stop after this many disagreements (each is shrunk and written).
     #[arg(long, default_value_t = 3)]
     pub max_failures: usize,
@@ -107,10 +115,15 @@ pub fn difftest(a: &DiffArgs) -> CliResult {
             a.depth
         ));
     }
-    if !a.rtol.is_finite() || a.rtol < 0.0 {
+    let precision: Precision = a
+        .dtype
+        .parse()
+        .map_err(|e| format!("error: --dtype: {e}"))?;
+    let f32 = precision == Precision::F32;
+    let rtol = a.rtol.unwrap_or(if f32 { 1e-3 } else { 1e-6 });
+    if !rtol.is_finite() || rtol < 0.0 {
         return Err(format!(
-            "error: --rtol {}: the tolerance must be a finite number ≥ 0",
-            a.rtol
+            "error: --rtol {rtol}: the tolerance must be a finite number ≥ 0"
         ));
     }
     let jit_threads = super::common::threads_flag("--jit-threads", a.jit_threads)?;
@@ -124,8 +137,15 @@ pub fn difftest(a: &DiffArgs) -> CliResult {
     }
     .with_features(&a.features)
     .map_err(|e| format!("error: --features: {e}"))?;
+    // F32 kernels refuse integer array parameters: no gathers in f32
+    let gathers_off = f32 && gen.gathers;
+    let gen = GenConfig {
+        gathers: gen.gathers && !f32,
+        ..gen
+    };
     let mut cfg = DiffConfig {
         gen,
+        precision,
         max_size: a.max_size.max(1),
         jit: !a.no_jit,
         jit_threads: jit_threads.max(1),
@@ -133,7 +153,10 @@ pub fn difftest(a: &DiffArgs) -> CliResult {
         large_size: a.large_size.max(1),
         ..DiffConfig::default()
     };
-    cfg.tol.rel = a.rtol;
+    cfg.tol.rel = rtol;
+    if f32 {
+        cfg.tol.abs = 1e-5;
+    }
     cfg.opt.time_limit = Duration::from_millis(a.time_limit_ms.max(1));
     cfg.opt.fast_math = a.fast_math;
     if a.gemm_stage_min_work.is_nan() || a.gemm_stage_min_work < 0.0 {
@@ -209,6 +232,16 @@ pub fn difftest(a: &DiffArgs) -> CliResult {
         .iter()
         .map(|(c, k)| format!("{c} {k}"))
         .collect();
+    if f32 {
+        outln!(
+            "  dtype f32{}",
+            if gathers_off {
+                " (feature gathers left out: F32 kernels refuse integer arrays)"
+            } else {
+                ""
+            }
+        )?;
+    }
     outln!("  mode {}; inputs: {}", cfg.opt.mode(), classes.join(", "))?;
     // The reproducer's commands use the same rules as the run.
     let mut run_opts: Vec<String> = match &a.rules {
@@ -223,6 +256,9 @@ pub fn difftest(a: &DiffArgs) -> CliResult {
     };
     if a.rules.is_some() && a.no_rule_check {
         run_opts.push("--no-rule-check".into());
+    }
+    if f32 {
+        run_opts.extend(["--dtype".to_string(), "f32".to_string()]);
     }
     for d in &summary.disagreements {
         let dir = a.out.join(format!("case-{}", d.index));

@@ -31,6 +31,11 @@
 //! (a result or `let` holding tensors of pairs is carried as struct of
 //! arrays) unless it is turned off ([`DiffConfig::jit`]); the cases it ran
 //! on are counted ([`Summary::jit_cases`]).
+//!
+//! **Float32.** With [`DiffConfig::precision`] `F32` every engine computes
+//! in `f32` (inputs rounded to it, the optimiser's folds judged in it, the
+//! JIT called through [`jit::Kernel::call_f32`]) and the contract judges in
+//! `f32` ([`contract_judge_in`]); `einsat difftest --dtype f32`.
 
 use super::{gen_function, relayout_value, shrink, GenConfig, Layout};
 use crate::error::Result;
@@ -38,9 +43,10 @@ use crate::interp::random::{random_inputs_of, ValueClass};
 use crate::interp::shadow::{Sh, Shadow};
 use crate::interp::{self, Boundary, Sizes, Value};
 use crate::opt::{optimize, Options};
+use crate::precision::Precision;
 use crate::syntax::ast::*;
 use crate::{jit, types};
-use ndarray::{ArrayD, Axis, Slice};
+use ndarray::{ArrayD, Axis, ShapeBuilder, Slice};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::collections::BTreeMap;
@@ -193,6 +199,15 @@ pub struct DiffConfig {
     /// The value classes the cases' inputs are drawn from, with weights
     /// (in the fast mode only moderate values are drawn).
     pub values: Vec<(ValueClass, u32)>,
+    /// The format every engine computes in ([`Precision::F64`] by
+    /// default). In [`Precision::F32`] the inputs are rounded to `f32`
+    /// (the wide class's magnitudes scaled into `f32`'s range first), the
+    /// program is optimised for `F32` ([`Options::precision`]), run in the
+    /// `F32` interpreter, compiled for `F32` and called through
+    /// [`jit::Kernel::call_f32`], and judged by the contract in `F32`
+    /// ([`contract_judge_in`]). Programs with gathers (integer array
+    /// parameters) are refused by `F32` kernels: leave the feature off.
+    pub precision: Precision,
 }
 
 /// The default mix of value classes: moderate values in 35% of the cases,
@@ -227,6 +242,7 @@ impl Default for DiffConfig {
             shrink_steps: 300,
             shrink_time: Duration::from_secs(60),
             values: default_values(),
+            precision: Precision::F64,
         }
     }
 }
@@ -368,6 +384,10 @@ pub fn case_from_seed(seed: u64, cfg: &DiffConfig) -> Result<Case> {
             inputs_with_zero(&function, cfg.max_size, zero, cfg.layouts, class, &mut rng)?
         }
     };
+    let args = match cfg.precision {
+        Precision::F64 => args,
+        Precision::F32 => args.iter().map(|v| in_f32(v, class)).collect(),
+    };
     Ok(Case {
         function,
         sizes,
@@ -375,6 +395,26 @@ pub fn case_from_seed(seed: u64, cfg: &DiffConfig) -> Result<Case> {
         layout,
         class,
     })
+}
+
+/// An input drawn for f64, as an `F32` case takes it: the wide class's
+/// magnitudes (10^±300) scaled to 10^±36 so that they stay finite and
+/// nonzero in `f32`, then every number rounded to `f32`.
+fn in_f32(v: &Value, class: ValueClass) -> Value {
+    let p = Precision::F32;
+    let one = |x: f64| {
+        let x = if class == ValueClass::Wide && x.is_finite() && x != 0.0 {
+            x.signum() * 10f64.powf(x.abs().log10() * 36.0 / 300.0)
+        } else {
+            x
+        };
+        p.round(x)
+    };
+    match v {
+        Value::Real(x) => Value::Real(one(*x)),
+        Value::Array(a) => Value::Array(a.mapv(one)),
+        Value::Pair(a, b) => Value::pair(in_f32(a, class), in_f32(b, class)),
+    }
 }
 
 /// A proptest strategy for random inputs of `f` (named sizes in
@@ -513,8 +553,9 @@ pub fn contract_judge_in(
 pub fn check(case: &Case, cfg: &DiffConfig) -> Verdict {
     let f = &case.function;
     let mut refused = None;
+    let p = cfg.precision;
     let want = match guarded(|| {
-        interp::run(f, &case.args).inspect_err(|e| {
+        interp::run_with(f, &case.args, p).inspect_err(|e| {
             if let crate::Error::Gather(m) = e {
                 refused = Some(m.clone());
             }
@@ -531,13 +572,14 @@ pub fn check(case: &Case, cfg: &DiffConfig) -> Verdict {
     let reference = if cfg.opt.fast_math {
         Reference::Tolerance(cfg.tol)
     } else {
-        match guarded(|| contract_oracle(f, &case.args)) {
+        match guarded(|| contract_oracle_in(f, &case.args, p)) {
             Ok(sh) => Reference::Contract(sh),
             Err(m) => return fail(Stage::Interp, format!("the oracle failed: {m}"), None),
         }
     };
     // the optimiser's cost model sees the actual sizes, as in `einsat run`
     let mut opts = cfg.opt.clone();
+    opts.precision = p;
     for (n, v) in &case.sizes {
         opts.sizes.entry(n.clone()).or_insert(*v);
     }
@@ -557,7 +599,7 @@ pub fn check(case: &Case, cfg: &DiffConfig) -> Verdict {
             Some(g),
         );
     }
-    match guarded(|| interp::run(g, &case.args)) {
+    match guarded(|| interp::run_with(g, &case.args, p)) {
         Ok(got) => {
             if let Some(why) = reference.judge(&want, &got) {
                 return mismatch(
@@ -572,6 +614,10 @@ pub fn check(case: &Case, cfg: &DiffConfig) -> Verdict {
     if !cfg.jit {
         return Verdict::Agree { jit: false };
     }
+    if p == Precision::F32 && crate::interp::gather::has_int_params(g) {
+        // F32 kernels refuse integer array parameters (gathers)
+        return Verdict::Agree { jit: false };
+    }
     let laid = laid_out(case);
     let opts = jit::Options {
         threads: cfg.jit_threads.max(1),
@@ -579,9 +625,23 @@ pub fn check(case: &Case, cfg: &DiffConfig) -> Verdict {
         // GEMM stages call the library at every size, as threads split
         // every nest: the small random sizes reach every path
         gemm_min_work: 0,
+        precision: p,
         ..jit::Options::default()
     };
-    match guarded(|| jit::compile_uncached_with(g, &opts)?.call(&laid)) {
+    let call = |k: jit::Kernel| match p {
+        Precision::F64 => k.call(&laid),
+        Precision::F32 => {
+            // the arrays in f32, in the case's layout
+            let a32: Vec<jit::Value32> = case
+                .args
+                .iter()
+                .map(|v| laid_out32(&jit::Value32::rounded(v), case.layout))
+                .collect();
+            let refs: Vec<jit::Arg32<'_>> = a32.iter().map(jit::Value32::as_arg).collect();
+            k.call_f32(&refs).map(|r| r.to_value())
+        }
+    };
+    match guarded(|| call(jit::compile_uncached_with(g, &opts)?)) {
         Ok(got) => match reference.judge(&want, &got) {
             None => Verdict::Agree { jit: true },
             Some(why) => mismatch(
@@ -603,12 +663,16 @@ pub fn check(case: &Case, cfg: &DiffConfig) -> Verdict {
 /// error): the optimised program in the interpreter and on the JIT must
 /// refuse it with the same error.
 fn same_refusal(f: &Function, case: &Case, cfg: &DiffConfig, want: &str) -> Verdict {
-    let g = match guarded(|| optimize(f, &cfg.opt)) {
+    let opts = Options {
+        precision: cfg.precision,
+        ..cfg.opt.clone()
+    };
+    let g = match guarded(|| optimize(f, &opts)) {
         Ok(o) => o.program,
         Err(m) => return fail(Stage::Optimizer, m, None),
     };
     let want = format!("error: {want}");
-    match guarded(|| interp::run(&g, &case.args)) {
+    match guarded(|| interp::run_with(&g, &case.args, cfg.precision)) {
         Err(m) if m == want => {}
         Err(m) => return fail(Stage::OptInterp, format!("{m} (expected {want})"), Some(&g)),
         Ok(v) => {
@@ -619,7 +683,8 @@ fn same_refusal(f: &Function, case: &Case, cfg: &DiffConfig, want: &str) -> Verd
             )
         }
     }
-    if !cfg.jit {
+    if !cfg.jit || cfg.precision == Precision::F32 {
+        // (F32 kernels refuse integer array parameters)
         return Verdict::Agree { jit: false };
     }
     let laid = laid_out(case);
@@ -663,6 +728,47 @@ fn laid_out(case: &Case) -> Vec<Value> {
         .iter()
         .map(|v| relayout_value(v, case.layout))
         .collect()
+}
+
+/// An f32 value with its arrays laid out as `layout` (as [`relayout_value`]
+/// lays out f64 values).
+fn laid_out32(v: &jit::Value32, layout: Layout) -> jit::Value32 {
+    use jit::Value32 as V;
+    match v {
+        V::Real(x) => V::Real(*x),
+        V::Array(a) => V::Array(match layout {
+            Layout::C => a.as_standard_layout().to_owned(),
+            Layout::Fortran => {
+                let mut f = ArrayD::zeros(ndarray::IxDyn(a.shape()).f());
+                f.assign(a);
+                f
+            }
+            Layout::Sliced => {
+                let big: Vec<usize> = a.shape().iter().map(|&d| 2 * d.max(1)).collect();
+                let mut b = ArrayD::from_elem(ndarray::IxDyn(&big), f32::NAN);
+                for ax in 0..a.ndim() {
+                    b.slice_axis_inplace(
+                        Axis(ax),
+                        Slice::new(0, Some(2 * a.shape()[ax] as isize), 2),
+                    );
+                }
+                b.assign(a);
+                b
+            }
+            Layout::Reversed => {
+                let mut r = a.to_owned();
+                for ax in 0..r.ndim() {
+                    r.invert_axis(Axis(ax));
+                }
+                r.assign(a);
+                r
+            }
+        }),
+        V::Pair(a, b) => V::Pair(
+            Box::new(laid_out32(a, layout)),
+            Box::new(laid_out32(b, layout)),
+        ),
+    }
 }
 
 /// The numbers of a value, in order (arrays in logical order).
@@ -925,8 +1031,10 @@ pub fn run(
                         Verdict::Agree { jit } => {
                             if jit {
                                 jit_cases.fetch_add(1, Ordering::Relaxed);
-                            } else {
+                            } else if !cfg.jit {
                                 skip("the JIT leg is off");
+                            } else {
+                                skip("gathers: F32 kernels refuse integer arrays");
                             }
                             None
                         }
