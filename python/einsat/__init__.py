@@ -214,6 +214,7 @@ from .builder import (  # noqa: E402
     TraceError,
     abs,
     bracket,
+    conj,
     cos,
     eq,
     eps,
