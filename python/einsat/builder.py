@@ -547,6 +547,7 @@ class Expr(_Ordered):
         self.parts = None  # a complex number's (re, im) when built from them (None: a zero part)
         self.const = None  # the value of a number literal
         self.neg_of = None  # x, when this is -x
+        self.leaf = False  # a name, a literal, or an access chain or projection of one (see _complex_div)
 
     def _text(self, prec):
         t = self._text_fn()
@@ -695,7 +696,8 @@ class Expr(_Ordered):
             k = int(idx)
             base = self
             chain = self.chain
-            return Expr(self.ty[1 + k], lambda: "%s.%d" % (base._text(_POST), k), _POST, self.free, chain)
+            return _as_leaf(Expr(self.ty[1 + k], lambda: "%s.%d" % (base._text(_POST), k), _POST, self.free, chain),
+                            self.leaf)
         if not isinstance(idx, tuple):
             idx = (idx,)
         if self.ty == _R:
@@ -756,10 +758,15 @@ class Expr(_Ordered):
                 ", ".join(p.text() if isinstance(p, _GatherIndex) else p.text(tr.index_name) for p in parts),
             )
 
-        return Expr(t, text, _POST, free, self.chain)
+        return _as_leaf(Expr(t, text, _POST, free, self.chain), self.leaf)
 
     def __repr__(self):
         return "<einsat traced %s: %s>" % (_what(self.ty), self._text(0))
+
+
+def _as_leaf(e, leaf=True):
+    e.leaf = leaf
+    return e
 
 
 def _what(t):
@@ -827,6 +834,7 @@ def _number(x):
     else:
         e = Expr(_R, lambda: text, 9)
     e.const = x
+    e.leaf = True
     return e
 
 
@@ -922,7 +930,7 @@ def _parts(e):
     if e.parts is None:
         # read from a parameter, a let value or a tensor: its projections
         e.parts = tuple(
-            Expr(_R, (lambda k: lambda: "%s.%d" % (e._text(_POST), k))(k), _POST, e.free, e.chain)
+            _as_leaf(Expr(_R, (lambda k: lambda: "%s.%d" % (e._text(_POST), k))(k), _POST, e.free, e.chain), e.leaf)
             for k in (0, 1)
         )
     return e.parts
@@ -983,24 +991,107 @@ def _mul(x, y):
             return b
         if a.const == -1:
             return _neg(b)
-        if a.neg_of is not None:
-            return _neg(_mul(a.neg_of, b))
+    if x.neg_of is not None:
+        return _neg(_mul(x.neg_of, y))
+    if y.neg_of is not None:
+        return _neg(_mul(x, y.neg_of))
     return x * y
 
 
-_DIVISION = (
-    "einsat.fn: %s: the builder has no complex division (numpy's is Smith's algorithm, "
-    "also for a real divisor, which this builder does not write); for a real divisor r write "
-    "z * (1 / r) (numpy's value where z's parts are finite), for a complex divisor w "
-    "z * einsat.conj(w) * (1 / (w.real * w.real + w.imag * w.imag)) (which overflows where "
-    "|w| > 1e154, and differs from numpy's in rounding)"
-)
+def _zero(p):
+    return _number(0) if p is None else p
+
+
+def _div(x, y):
+    """``x / y`` of parts (``x`` None: zero, ``y`` a real number)."""
+    return None if x is None else x / y
+
+
+def _bind(parts, body, done=()):
+    """``body`` of ``parts`` (pairs (a traced number or None, a name)),
+    the ones that are not leaves (names, literals, reads) bound by ``let``
+    first: each is used several times."""
+    if not parts:
+        return body(done)
+    (p, name), rest = parts[0], parts[1:]
+    if p is None or p.leaf:
+        return _bind(rest, body, done + (p,))
+    return _let(p, name, lambda v: _bind(rest, body, done + (v,)))
+
+
+def _complex_div(a, b):
+    """``a / b`` as numpy divides complex numbers (Smith's algorithm, its
+    loop ``CDOUBLE_divide`` written out): with ``d = b``,
+
+        |d.0| >= |d.1|, d.0 = 0:  (a.0 / |d.0|, a.1 / |d.0|)
+        |d.0| >= |d.1|:  rat = d.1 / d.0, scl = 1 / (d.0 + d.1 * rat),
+                         ((a.0 + a.1 * rat) * scl, (a.1 - a.0 * rat) * scl)
+        else:            rat = d.0 / d.1, scl = 1 / (d.1 + d.0 * rat),
+                         ((a.0 * rat + a.1) * scl, (a.1 * rat - a.0) * scl)
+
+    A zero part's terms left out as elsewhere: by a real ``r`` it is
+    ``(a.0 * (1 / r), a.1 * (1 / r))``, numpy's value where the parts are
+    finite."""
+    (ar, ai), (br, bi) = _parts(a), _parts(b)
+    if all(p is None or p.const is not None for p in (br, bi)):
+        # a Python number: its branch, rat and scl computed here, as numpy
+        # computes them (a zero rat is a zero part, left out)
+        dr, di = (0.0 if p is None else float(p.const) for p in (br, bi))
+        with_rat = None
+        if _builtins.abs(dr) >= _builtins.abs(di) and dr != 0:
+            rat = di / dr
+            scl = 1.0 / (dr + di * rat)
+            with_rat = 0
+        elif _builtins.abs(dr) < _builtins.abs(di):
+            rat = dr / di
+            scl = 1.0 / (di + dr * rat)
+            with_rat = 1
+        if with_rat is not None and math.isfinite(rat) and math.isfinite(scl):
+            r = None if rat == 0 else _number(rat)
+            c = _number(scl)
+            if with_rat == 0:
+                return _complex(_mul(_add(ar, _mul(ai, r)), c), _mul(_sub(ai, _mul(ar, r)), c))
+            return _complex(_mul(_add(_mul(ar, r), ai), c), _mul(_sub(_mul(ai, r), ar), c))
+        if with_rat is None:
+            # by zero: (a.0 / 0, a.1 / 0)
+            return _complex(_zero(ar) / 0, _zero(ai) / 0)
+    if bi is None:
+        inv = 1 / _zero(br)
+        return _complex(_mul(ar, inv), _mul(ai, inv))
+    if br is None:
+        # |0| >= |d.1| only where d.1 = 0 (a division by zero)
+        inv = 1 / bi
+        return _complex(_mul(ai, inv), _neg(_mul(ar, inv)))
+
+    def part(k):
+        return _bind(((ar, "a0"), (ai, "a1"), (br, "b0"), (bi, "b1")), lambda ps: smith(k, *ps))
+
+    def smith(k, ar, ai, br, bi):
+        def first(rat):
+            def scaled(scl):
+                top = _add(ar, _mul(ai, rat)) if k == 0 else _sub(ai, _mul(ar, rat))
+                return _zero(_mul(top, scl))
+            return _let(1 / (br + bi * rat), "scl", scaled)
+
+        def second(rat):
+            def scaled(scl):
+                top = _add(_mul(ar, rat), ai) if k == 0 else _sub(_mul(ai, rat), ar)
+                return _zero(_mul(top, scl))
+            return _let(1 / (bi + br * rat), "scl", scaled)
+
+        return where(
+            abs(br) >= abs(bi),
+            where(br == 0, _zero((ar, ai)[k]) / abs(br), _let(bi / br, "rat", first)),
+            _let(br / bi, "rat", second),
+        )
+
+    return _complex(part(0), part(1))
 
 
 def _complex_bin(a, b, op):
     """``a op b`` where ``a`` or ``b`` is a complex number: numpy's formulas
-    ((a.0*b.0 - a.1*b.1, a.0*b.1 + a.1*b.0) for a product), with a zero
-    part's terms left out."""
+    ((a.0*b.0 - a.1*b.1, a.0*b.1 + a.1*b.0) for a product, Smith's
+    algorithm for a quotient), with a zero part's terms left out."""
     for e in (a, b):
         if e.ty not in (_R, _C):
             _not_number(e, "`%s`" % op)
@@ -1010,7 +1101,7 @@ def _complex_bin(a, b, op):
                 % (op, _what(e.ty), op)
             )
     if op == "/":
-        raise TraceError(_DIVISION % ("`/` of %s by %s" % (_what(a.ty), _what(b.ty))))
+        return _complex_div(a, b)
     (ar, ai), (br, bi) = _parts(a), _parts(b)
     if op == "+":
         return _complex(_add(ar, br), _add(ai, bi))
@@ -1330,7 +1421,7 @@ def fold(init, body, n=None, like=None):
         )
     i = _new_index(tr, "fold", params[0].name, n, like)
     acc = _Var(tr.fresh_value(params[1].name), "the accumulator of a fold")
-    accx = Expr(e0.ty, lambda: acc.name, 9, frozenset([acc]))
+    accx = _as_leaf(Expr(e0.ty, lambda: acc.name, 9, frozenset([acc])))
     tr.bound.append(i)
     try:
         e = _expr_of(body(i, accx))
@@ -1356,16 +1447,21 @@ def let(value, body):
     a tensor computed once and indexed in the body); the name is the
     lambda's parameter's (``einsat.let(sum(lambda j: x[j]), lambda s:
     gen(lambda i: x[i] / s))``). ``v`` is valid only inside ``body``."""
-    tr = _trace()
     params = _params("let", body, ("the bound value", "einsat.let(value, lambda v: ...)"), 1)
+    return _let(value, params[0].name, body)
+
+
+def _let(value, name, body):
+    """:func:`let` with the name given (made unique in the function)."""
+    tr = _trace()
     v = _expr_of(value)
     if _elem(v.ty) == _Z:
         _not_number(v, "einsat.let")
-    var = _Var(tr.fresh_value(params[0].name), "a let value")
-    x = Expr(v.ty, lambda: var.name, 9, frozenset([var]))
+    var = _Var(tr.fresh_value(name), "a let value")
+    x = _as_leaf(Expr(v.ty, lambda: var.name, 9, frozenset([var])))
     if v.ty == _C and v.parts is not None and any(p is None for p in v.parts):
         # a zero part stays one (left out of the arithmetic)
-        proj = _parts(Expr(_C, x._text_fn, 9, x.free))
+        proj = _parts(_as_leaf(Expr(_C, x._text_fn, 9, x.free)))
         x.parts = tuple(None if p is None else q for p, q in zip(v.parts, proj))
     e = _expr_of(body(x))
 
@@ -1636,7 +1732,7 @@ def _source_once(f, name, shapes):
             tr.axes.append((c, "axis %d of %s" % (axis, pname)))
         for c in reversed(classes):
             ty = ("arr", c, ty)
-        args.append(Expr(ty, (lambda n: lambda: n)(pname), 9, chain=pname))
+        args.append(_as_leaf(Expr(ty, (lambda n: lambda: n)(pname), 9, chain=pname)))
     _LOCAL.traces.append(tr)
     try:
         result = _expr_of(f(*args))
