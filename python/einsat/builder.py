@@ -1,7 +1,7 @@
 """Programs written in Python, in the style of Ein: a Python function over
 symbolic arguments, traced into a function of the einsat language and
 compiled once per signature of argument ranks (and which arguments are
-integer arrays), as ``jax.jit`` traces per shapes.
+integer arrays, which complex), as ``jax.jit`` traces per shapes.
 
     >>> import numpy as np, einsat
     >>> mv = einsat.fn(lambda A, x: einsat.gen(lambda i: einsat.sum(lambda j: A[i, j] * x[j])))
@@ -26,7 +26,7 @@ The traced function is the program the text form gives
   the size names (``n``, ``m``, ``k``, ``l``, ...) from how the indices tie
   their axes together: two axes read by one index share a size name.
 - Arithmetic ``+ - * /`` and unary ``-`` on numbers (Python numbers on
-  either side), indexing ``A[i, j]``, ``A[i][j]``, ``x[i+1]``, ``x[2*i-1]``,
+  either side; complex numbers below), indexing ``A[i, j]``, ``A[i][j]``, ``x[i+1]``, ``x[2*i-1]``,
   ``x[0]`` (index arithmetic: affine, as the language's), the scalar
   functions :func:`exp`, :func:`log`, :func:`sqrt`, :func:`sin`,
   :func:`cos`, :func:`tanh`, :func:`abs`, :func:`maximum`,
@@ -67,6 +67,41 @@ The traced function is the program the text form gives
   and as a number, or a float array inside an index, is a
   :class:`TraceError` (pass ``tok.astype(float)`` as a second argument to
   compute with the values).
+- Complex numbers: a complex numpy array (complex128, complex64) or a
+  complex number argument is a pair parameter of its real and imaginary
+  parts (``A: [n,m](R, R)``, ``z: (R, R)``), and ``A[i, j]`` a complex
+  number, its parts ``A[i, j].0`` and ``A[i, j].1``. Complex numbers take
+  ``+ - * /`` and unary ``-`` (with real traced numbers and Python
+  numbers, real or complex: ``1j * z``), ``z.real``, ``z.imag``,
+  :func:`conj` (``z.conjugate()``) and ``z ** 2``, written out part by
+  part with numpy's formulas: a product is ``(a.0 * b.0 - a.1 * b.1, a.0
+  * b.1 + a.1 * b.0)``, a quotient numpy's loop (Smith's algorithm: the
+  branch on ``abs(b.0) >= abs(b.1)``, ``let rat = b.1 / b.0``, ``let scl =
+  1 / (b.0 + b.1 * rat)``; by a Python number ``rat`` and ``scl`` are
+  computed when tracing, ``z / 3`` is ``(z.0 * 0.333..., z.1 *
+  0.333...)`` as numpy's). A part known to be zero (of a real operand, or
+  of a Python number such as ``1j``) is left out of the formula: ``x[i] *
+  z[i]`` is ``(x[i] * z[i].0, x[i] * z[i].1)`` and ``1j * z`` is ``(-z.1,
+  z.0)`` (C99 Annex G's rule; numpy converts the real operand to a
+  complex one first, so where a part is infinite numpy can give NaN from
+  its ``0 * inf`` where this gives a number, and signs of zeros can
+  differ). A ``sum`` of complex numbers is the pair of the sums of the
+  parts (``einsat.sum(lambda j: A[i, j] * B[j, l])`` is examples/complex.tl's
+  ``(sum(j:m) A[i, j].0 * B[j, l].0 - A[i, j].1 * B[j, l].1, sum(j:m) A[i,
+  j].0 * B[j, l].1 + A[i, j].1 * B[j, l].0)``), a ``gen`` of them a tensor
+  of pairs ``[n](R, R)``, and ``let``, ``where`` (part by part) and
+  ``fold`` (a complex accumulator: ``fold(0j, ...)``) take them. A
+  complex result comes back complex: of numpy's result dtype of the
+  arguments when some are complex (complex64 from complex64, computed in
+  float64 and rounded at the end, as :func:`einsat.compile`'s kernels),
+  else complex128 (complex64 from float32 arguments), also inside a tuple
+  result; a result without complex numbers is returned as for real
+  arguments. ``abs`` (numpy's is ``hypot``, which the language has not),
+  ``exp`` and the other scalar functions of a complex number,
+  comparisons, ``maximum``/``minimum`` and ``max_over``/``min_over`` of
+  complex numbers are a :class:`TraceError` saying what to write instead
+  (``einsat.sqrt(z.real * z.real + z.imag * z.imag)``, which overflows
+  where ``abs(z) > 1e154``).
 
 A value kept from inside a binder's function and used after it (an
 index, a ``let`` value, a fold's accumulator) is a :class:`TraceError`.
@@ -1812,9 +1847,9 @@ def _complex_result(v, t, args):
 class Traced:
     """A Python function traced into an einsat program (see :func:`fn`):
     call it with numpy arrays and numbers. The first call with a signature
-    of argument ranks (and of which arguments are integer arrays) traces
-    and compiles; later calls with that signature reuse the kernel (any
-    sizes). ``source``, ``kernel``: the last call's
+    of argument ranks (and of which arguments are integer arrays, which
+    complex) traces and compiles; later calls with that signature reuse
+    the kernel (any sizes). ``source``, ``kernel``: the last call's
     program text and :class:`einsat.Kernel`; ``trace(*args)`` traces and
     compiles for such arguments without running."""
 
