@@ -298,7 +298,7 @@ def _as_number(x, o):
     """Whether the index expression ``x`` combined with ``o`` is
     arithmetic on numbers (``o`` a traced number or a Python number that
     is not whole) rather than index arithmetic."""
-    return isinstance(o, Expr) or (isinstance(o, numbers.Real) and not isinstance(o, bool) and not _whole(o))
+    return isinstance(o, Expr) or (isinstance(o, numbers.Complex) and not isinstance(o, bool) and not _whole(o))
 
 
 class Index(_Ordered):
@@ -691,6 +691,17 @@ class Expr(_Ordered):
             "einsat.sum and einsat's scalar functions (einsat.exp, ...)"
         )
 
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        # a numpy number on the left (np.float64(2) * x[i], np.complex64(2j)
+        # * z[i]) is that number; any other use of numpy is an error
+        op = _UFUNC_OPS.get(ufunc.__name__)
+        if op is not None and method == "__call__" and not kwargs and len(inputs) == 2 and all(
+                isinstance(x, Expr) or (type(x).__module__ == "numpy" and getattr(x, "ndim", None) == 0)
+                for x in inputs):
+            a, b = (_expr_of(x) for x in inputs)
+            return op(a, b)
+        self.__array__()
+
     def __iter__(self):
         if self.ty == _C:
             raise TraceError("einsat.fn: a complex number iterated over: its parts are z.real and z.imag")
@@ -797,6 +808,15 @@ class Expr(_Ordered):
 
     def __repr__(self):
         return "<einsat traced %s: %s>" % (_what(self.ty), self._text(0))
+
+
+_UFUNC_OPS = {
+    "add": lambda a, b: a + b,
+    "subtract": lambda a, b: a - b,
+    "multiply": lambda a, b: a * b,
+    "true_divide": lambda a, b: a / b,
+    "divide": lambda a, b: a / b,
+}
 
 
 def _as_leaf(e, leaf=True):
@@ -1266,17 +1286,17 @@ def where(c, a, b):
     choose part by part: ``(where(c, a.0, b.0), where(c, a.1, b.1))``."""
     c = _cond_of(c, "where")
     x, y = _expr_of(a), _expr_of(b)
-    if _C in (x.ty, y.ty) and x.ty in (_R, _C) and y.ty in (_R, _C):
+    for e in (x, y):
+        if e.ty not in (_R, _C):
+            _not_number(e, "einsat.where")
+            raise TraceError("einsat.where of %s: its sides are numbers" % _what(e.ty))
+    if _C in (x.ty, y.ty):
         # part by part (a zero part where both sides' is zero)
         (xr, xi), (yr, yi) = _parts(x), _parts(y)
         return _complex(
             *(None if p is None and q is None else where(c, 0 if p is None else p, 0 if q is None else q)
               for p, q in ((xr, yr), (xi, yi)))
         )
-    for e in (x, y):
-        if e.ty != _R:
-            _not_number(e, "einsat.where")
-            raise TraceError("einsat.where of %s: its sides are numbers" % _what(e.ty))
     return Expr(_R, lambda: "where(%s, %s, %s)" % (c._text(0), x._text(0), y._text(0)), _POST, _free(c, x, y))
 
 
@@ -1466,8 +1486,9 @@ def fold(init, body, n=None, like=None):
     if e.ty != e0.ty:
         raise TraceError(
             "einsat.fold: the body gives the next value of the accumulator %s, so it must have the "
-            "accumulator's shape %s, but it gives %s"
-            % (params[1].name, _type_words(e0.ty), _type_words(e.ty))
+            "accumulator's shape %s, but it gives %s%s"
+            % (params[1].name, _type_words(e0.ty), _type_words(e.ty),
+               " (start it complex: einsat.fold(0j, ...))" if (e0.ty, e.ty) == (_R, _C) else "")
         )
 
     def text():

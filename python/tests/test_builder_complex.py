@@ -175,6 +175,31 @@ def test_mixing_real_and_complex_arguments_and_python_numbers():
     re, im = q(z)
     np.testing.assert_array_equal(re, z.real)
     np.testing.assert_array_equal(im, z.imag)
+    # a result without complex numbers from complex64 arguments: computed
+    # from the float32 parts, as numpy's z.real.sum() (float32)
+    z32 = z.astype(np.complex64)
+    s = einsat.fn(lambda z: sum(lambda i: z[i].real * z[i].imag))
+    got = s(z32)
+    assert got.dtype == np.float32
+    close(got, np.sum(z32.real.astype(float) * z32.imag), np.sum(np.abs(z32.real * z32.imag)), tol=1e-6)
+    re, im = q(z32)
+    assert re.dtype == np.float32
+    np.testing.assert_array_equal(re, z32.real)
+
+
+def test_numpy_numbers_and_indices_with_complex_numbers():
+    z = crandom(5)
+    f = einsat.fn(lambda z: gen(lambda i: np.complex128(2j) * z[i] + np.float64(0.5) * z[i] - np.float32(1) + z[i] * (i * 1j)))
+    i = np.arange(5)
+    close(f(z), 2j * z + 0.5 * z - 1 + z * (i * 1j), 2.5 * np.abs(z) + 1 + np.abs(z) * i)
+    assert "2 * z[i].0" in f.source and "z[i].0 * i" in f.source
+    g = einsat.fn(lambda z: gen(lambda i: np.complex64(2j) / z[i]))
+    close(g(z), 2j / z, np.abs(2j / z), tol=1e-15)
+    # numpy's functions and arrays on traced values stay errors
+    with pytest.raises(einsat.TraceError, match="given to numpy"):
+        einsat.fn(lambda z: gen(lambda i: np.exp(z[i])))(z)
+    with pytest.raises(einsat.TraceError, match="given to numpy"):
+        einsat.fn(lambda z: gen(lambda i: np.ones(2) * z[i]))(z)
 
 
 def test_complex_scalars():
@@ -252,6 +277,8 @@ def test_refused_operations_are_clear_trace_errors():
     err(lambda z, x: z * 2, r"`\*` on a complex tensor")
     err(lambda z, x: gen(lambda i: conj(z)), "einsat.conj of a complex tensor")
     err(lambda z: z, "pair parameters are complex numbers", (z.real, z.imag))
+    err(lambda z, x: gen(lambda i: einsat.where(x[i] > 0, z[i], z)), "einsat.where of a complex tensor")
+    err(lambda z, x: einsat.fold(0, lambda i, acc: acc * z[i]), r"start it complex: einsat.fold\(0j")
 
 
 def test_complex_division_is_numpys_smith_algorithm():
@@ -352,3 +379,37 @@ def test_vdot_on_random_data(data, n):
     x = data.draw(complex_arrays(n))
     y = data.draw(complex_arrays(n))
     close(VDOT(x, y), np.vdot(x, y), np.sum(np.abs(x) * np.abs(y)) * 4)
+
+
+# parts of every kind: zeros, moderate and wide magnitudes (no subnormals:
+# there 1 / (w.1 + w.0 * rat) overflows, see the division test), inf, NaN
+WIDE = st.one_of(
+    st.sampled_from([0.0, -0.0, np.inf, -np.inf, np.nan, 1e300, -1e300, 1e-300]),
+    st.floats(-1e3, 1e3, allow_subnormal=False),
+    st.floats(allow_nan=False, allow_infinity=False, allow_subnormal=False),
+)
+MUL = einsat.fn(lambda z, w: gen(lambda i: z[i] * w[i]))
+DIV = einsat.fn(lambda z, w: gen(lambda i: z[i] / w[i]))
+
+
+def same_as_numpy(got, want):
+    """The same non-finiteness part by part, and finite parts within
+    rounding of the result's magnitude."""
+    for part in (np.real, np.imag):
+        g, w = part(got), part(want)
+        np.testing.assert_array_equal(np.isfinite(g), np.isfinite(w))
+        fin = np.isfinite(w)
+        close(g[fin], w[fin], np.abs(want[fin]), tol=1e-15)
+
+
+@settings(max_examples=80, deadline=None)
+@given(data=st.data(), n=st.integers(1, 12))
+def test_products_and_quotients_as_numpy_on_special_values(data, n):
+    parts = [data.draw(hnp.arrays(np.float64, n, elements=WIDE)) for _ in range(4)]
+    # (parts set one by one: re + 1j * im would make NaN from 0 * inf)
+    z, w = np.empty(n, complex), np.empty(n, complex)
+    z.real, z.imag, w.real, w.imag = parts
+    with np.errstate(all="ignore"):
+        mul, div = z * w, z / w
+    same_as_numpy(MUL(z, w), mul)
+    same_as_numpy(DIV(z, w), div)
