@@ -26,13 +26,13 @@ The traced function is the program the text form gives
   the size names (``n``, ``m``, ``k``, ``l``, ...) from how the indices tie
   their axes together: two axes read by one index share a size name.
 - Arithmetic ``+ - * /`` and unary ``-`` on numbers (Python numbers on
-  either side; complex numbers below), indexing ``A[i, j]``, ``A[i][j]``, ``x[i+1]``, ``x[2*i-1]``,
-  ``x[0]`` (index arithmetic: affine, as the language's), the scalar
-  functions :func:`exp`, :func:`log`, :func:`sqrt`, :func:`sin`,
-  :func:`cos`, :func:`tanh`, :func:`abs`, :func:`maximum`,
-  :func:`minimum`, and pairs: a Python tuple ``(a, b)`` as a result (of the
-  function or of a ``gen`` body) is the pair ``(a, b)``; the call returns
-  a tuple.
+  either side; complex numbers below), indexing ``A[i, j]``, ``A[i][j]``,
+  ``x[i+1]``, ``x[2*i-1]``, ``x[0]`` (index arithmetic: affine, as the
+  language's), the scalar functions :func:`exp`, :func:`log`,
+  :func:`sqrt`, :func:`sin`, :func:`cos`, :func:`tanh`, :func:`abs`,
+  :func:`maximum`, :func:`minimum`, and pairs: a Python tuple ``(a, b)``
+  as a result (of the function or of a ``gen`` body) is the pair ``(a,
+  b)``; the call returns a tuple.
 - ``max_over(lambda j: e)`` and ``min_over(lambda j: e)`` are the
   reductions ``max(j:s) e`` and ``min(j:s) e`` (a stable softmax:
   ``m = max_over(lambda j: x[j])``, then ``exp(x[i] - m)``).
@@ -1055,11 +1055,6 @@ def _mul(x, y):
 
 def _zero(p):
     return _number(0) if p is None else p
-
-
-def _div(x, y):
-    """``x / y`` of parts (``x`` None: zero, ``y`` a real number)."""
-    return None if x is None else x / y
 
 
 def _bind(parts, body, done=()):
