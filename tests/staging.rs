@@ -179,11 +179,25 @@ fn products_under_guards_and_small_products_keep_their_values() {
     let (_, text) = staged(small);
     assert_eq!(text.matches("let").count(), 0, "{text}");
     agrees(small);
-    // a matrix-vector product keeps its fused loop (no N side)
+    // a matrix-vector product over plain loads is a stage (the library's
+    // GEMV), then its epilogue
     let mv = "fn mv(A: [n,k]R, x: [k]R, c: [n]R) -> [n]R = gen(i:n) c[i] + sum(l:k) A[i,l] * x[l]";
-    let (_, text) = staged(mv);
-    assert_eq!(text.matches("let").count(), 0, "{text}");
+    let (stages, text) = staged(mv);
+    assert_eq!(gemm_count(&stages), 1, "{text}\n{stages:?}");
     agrees(mv);
+    // so is one inside another sum (x·A·y: the matrix-vector product,
+    // then a dot product), which the scheduler alone left in loops
+    let bil = "fn b(x: [n]R, A: [n,k]R, y: [k]R) -> R = sum(i:n, j:k) x[i] * A[i,j] * y[j]";
+    let (stages, text) = staged(bil);
+    assert_eq!(gemm_count(&stages), 1, "{text}\n{stages:?}");
+    agrees(bil);
+    // a matrix-vector product whose matrix factor is computed keeps its
+    // fused loop: materialising the factor would cost the product's memory
+    // traffic again
+    let centred = "fn mc(A: [n,k]R, m: [k]R, x: [n]R, y: [k]R) -> R = sum(i:n) x[i] * sum(l:k) (A[i,l] - m[l]) * y[l]";
+    let (_, text) = staged(centred);
+    assert_eq!(text.matches("let").count(), 0, "{text}");
+    agrees(centred);
 }
 
 #[test]

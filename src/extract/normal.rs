@@ -1307,7 +1307,8 @@ pub const MIN_GEMM_STAGE_WORK: f64 = 4096.0;
 
 /// Matrix products inside larger expressions (issue 26): a `sum(k…) A * B`
 /// whose factors share the summed indices, with indices of its own on each
-/// side (`M` only in `A`, `N` only in `B`), runs on the GEMM stage when its
+/// side (`M` only in `A`, `N` only in `B`; or on one side only, a
+/// matrix-vector product, when both factors are plain loads), runs on the GEMM stage when its
 /// nest is exactly `gen(m…, n…) sum(k…) X[…] * Y[…]` over two plain loads.
 /// So, in the normal-form pass:
 ///
@@ -1358,8 +1359,23 @@ impl Norm<'_> {
                 .collect()
         };
         let (m, n) = (own(&fa, &fb), own(&fb, &fa));
-        if m.is_empty() || n.is_empty() {
+        if m.is_empty() && n.is_empty() {
             return false;
+        }
+        if m.is_empty() || n.is_empty() {
+            // A matrix-vector product reads each matrix element once, so
+            // it is worth a stage (the library's GEMV, several times the
+            // generated loops' speed) only over plain loads: a factor
+            // materialised first would cost as much memory traffic as
+            // the product.
+            let mut inner = self.cx();
+            inner.idx = cx.idx.clone();
+            inner
+                .idx
+                .extend(ks.iter().map(|(k, s)| (k.to_string(), (*s).clone())));
+            if !(self.plain_load(a, &inner) && self.plain_load(b, &inner)) {
+                return false;
+            }
         }
         let model = &self.model;
         let outer: f64 = fa
