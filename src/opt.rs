@@ -102,7 +102,13 @@ pub struct Options {
     /// Infinite: never.
     pub gemm_stage_min_work: f64,
     /// The format the program will run in ([`crate::precision::Precision`]): constant
-    /// folds are judged in it (default `F64`).
+    /// folds are judged in it (default `F64`). In an integer format
+    /// (`I64`, `I32`) the program must be integral
+    /// ([`crate::types::integral`]), and only the structural passes run
+    /// (the pre-pass and the normal form: inlining, beta-reduction,
+    /// projection push-down, materialisation, loop-invariant code motion),
+    /// which are exact in wrapping integer arithmetic; no saturation, no
+    /// contraction planning, no constant folding.
     pub precision: crate::precision::Precision,
 }
 
@@ -1121,6 +1127,12 @@ fn optimize_here(f: &Function, opts: &Options) -> Result<Optimized> {
     let start = Instant::now();
     let cpu_start = thread_cpu_seconds();
     let sig = types::check(f).map_err(Error::types)?;
+    // integer formats: only integral programs, and only the structural
+    // passes (see `Options::precision`)
+    let int = opts.precision.is_int();
+    if int {
+        types::integral(f, None, opts.precision).map_err(Error::types)?;
+    }
     let s = Setup::new(f, &sig.ret, opts, start);
     let cost_before = ir_cost(&f.body, &s.model);
     let mut report = Report {
@@ -1141,8 +1153,9 @@ fn optimize_here(f: &Function, opts: &Options) -> Result<Optimized> {
     }
     // In the default mode every candidate is weighed by its accuracy
     // against the written program's (see `extract::accuracy`).
-    let mut judge = Judge::new(&s.fixed, s.fast);
-    if !s.fast && judge.reference.is_none() {
+    // (integers: every candidate is exact, there is no accuracy to weigh)
+    let mut judge = Judge::new(&s.fixed, s.fast || int);
+    if !s.fast && !int && judge.reference.is_none() {
         report.accuracy_note = Some(format!(
             "not measured: sampling the program (named sizes {}) takes more than {} steps of the interpreter",
             crate::extract::accuracy::SAMPLE_SIZE,
@@ -1152,7 +1165,7 @@ fn optimize_here(f: &Function, opts: &Options) -> Result<Optimized> {
     let mut best = s.plain_candidates(&pre, &mut judge);
     // The planned contraction order of every tensor network of the body:
     // a candidate of its own and a seed of the first round.
-    let planned = s.planned(&pre)?;
+    let planned = if int { None } else { s.planned(&pre)? };
     if let Some((body, plans)) = &planned {
         report.plans = plans.clone();
         s.offer_planned(body, &mut judge, &mut best);
@@ -1164,7 +1177,13 @@ fn optimize_here(f: &Function, opts: &Options) -> Result<Optimized> {
         .max()
         .unwrap_or(0);
     let planned_only = s.planned_only(&pre, largest_network);
-    if opts.saturate && planned_only {
+    if opts.saturate && int {
+        report.stop_reason = format!(
+            "not saturated: {} (integer) programs get the structural passes only",
+            opts.precision
+        );
+    }
+    if opts.saturate && planned_only && !int {
         report.stop_reason = format!(
             "not saturated: a network of {largest_network} tensors is contracted as planned"
         );
@@ -1172,10 +1191,10 @@ fn optimize_here(f: &Function, opts: &Options) -> Result<Optimized> {
     // a gather's index is not affine: the e-graph does not take it (the
     // post-pass' program, or the input, is the result)
     let gathers = has_gather(&pre);
-    if opts.saturate && gathers {
+    if opts.saturate && gathers && !int {
         report.stop_reason = "not saturated: the program has a gather".to_string();
     }
-    if opts.saturate && !planned_only && !gathers {
+    if opts.saturate && !planned_only && !gathers && !int {
         let planned_body = planned.as_ref().map(|(b, _)| b);
         s.saturation_rounds(
             f,

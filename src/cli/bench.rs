@@ -246,6 +246,10 @@ pub fn bench(f: &Function, a: &BenchArgs) -> CliResult {
             crate::precision::Precision::F64 => reference.approx_eq(&r.out, 1e-6, 1e-9),
             // f32: sums in another order differ by a few f32 ulps per term
             crate::precision::Precision::F32 => reference.approx_eq(&r.out, 1e-3, 1e-5),
+            // integers: exact
+            crate::precision::Precision::I64 | crate::precision::Precision::I32 => {
+                reference.approx_eq(&r.out, 0.0, 0.0)
+            }
         })
         .collect();
     let base = rows[0].time;

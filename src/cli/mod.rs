@@ -317,6 +317,8 @@ fn dispatch(cmd: Cmd) -> CliResult {
                             a32.iter().map(crate::jit::Value32::as_arg).collect();
                         k.call_f32(&refs).map(|r| r.to_value())
                     }
+                    crate::precision::Precision::I64 => call_int::<i64>(&k, &args),
+                    crate::precision::Precision::I32 => call_int::<i32>(&k, &args),
                 }),
             }
             .map_err(err)?;
@@ -435,6 +437,20 @@ fn examples_dir() -> PathBuf {
 }
 
 /// `--dtype`: `f64` or `f32` (also `float64`, `float32`).
+/// Call an integer kernel on `f64` arguments holding integers (each must
+/// be an integer of the width); the result as `f64`s (exact below 2^53).
+fn call_int<T: crate::precision::IntElem>(
+    k: &crate::jit::Kernel,
+    args: &[Value],
+) -> crate::error::Result<Value> {
+    let ints = args
+        .iter()
+        .map(crate::interp::IntValue::<T>::from_value)
+        .collect::<crate::error::Result<Vec<_>>>()?;
+    let refs: Vec<crate::jit::IntArg<'_, T>> = ints.iter().map(|v| v.as_arg()).collect();
+    k.call_int(&refs).map(|r| r.to_value())
+}
+
 fn dtype_flag(s: &str) -> Result<crate::precision::Precision, String> {
     s.parse().map_err(|e| format!("error: --dtype: {e}"))
 }
