@@ -533,7 +533,7 @@ impl LoopEmitter<'_, '_> {
     }
 
     /// An `i64` integer (an index, a size) as a number.
-    fn from_int(&mut self, k: Value) -> Value {
+    fn int_number(&mut self, k: Value) -> Value {
         match self.ft {
             types::I64 => k,
             types::I32 => self.b.ins().ireduce(types::I32, k),
@@ -1303,7 +1303,7 @@ impl LoopEmitter<'_, '_> {
         };
         let zero = self.b.ins().iconst(types::I64, 0);
         let r = self.b.ins().select(ok, num, zero);
-        self.from_int(r)
+        self.int_number(r)
     }
 
     fn call(&mut self, f: Func, args: &[Value]) -> Value {
@@ -1400,11 +1400,11 @@ impl LoopEmitter<'_, '_> {
             ),
             SchedExpr::Index(a) => {
                 let k = self.aff(a);
-                (self.from_int(k), None)
+                (self.int_number(k), None)
             }
             SchedExpr::SizeVal(n) => {
                 let k = self.size(n);
-                (self.from_int(k), None)
+                (self.int_number(k), None)
             }
             SchedExpr::Select(c, args)
                 if args.len() >= 2 && args[args.len() - 2..].iter().any(has_sum) =>
