@@ -105,10 +105,10 @@ pub struct Options {
     /// folds are judged in it (default `F64`). In an integer format
     /// (`I64`, `I32`) the program must be integral
     /// ([`crate::types::integral`]), and only the structural passes run
-    /// (the pre-pass and the normal form: inlining, beta-reduction,
-    /// projection push-down, materialisation, loop-invariant code motion),
-    /// which are exact in wrapping integer arithmetic; no saturation, no
-    /// contraction planning, no constant folding.
+    /// (the pre-pass, contraction planning and the normal form: inlining,
+    /// beta-reduction, projection push-down, materialisation, loop-invariant
+    /// code motion), which are exact in any commutative ring, so in
+    /// wrapping integers; no saturation, no constant folding.
     pub precision: crate::precision::Precision,
 }
 
@@ -1165,7 +1165,9 @@ fn optimize_here(f: &Function, opts: &Options) -> Result<Optimized> {
     let mut best = s.plain_candidates(&pre, &mut judge);
     // The planned contraction order of every tensor network of the body:
     // a candidate of its own and a seed of the first round.
-    let planned = if int { None } else { s.planned(&pre)? };
+    // (contraction orders regroup sums of products: exact in any
+    // commutative ring, so in wrapping integers too)
+    let planned = s.planned(&pre)?;
     if let Some((body, plans)) = &planned {
         report.plans = plans.clone();
         s.offer_planned(body, &mut judge, &mut best);
@@ -1179,7 +1181,7 @@ fn optimize_here(f: &Function, opts: &Options) -> Result<Optimized> {
     let planned_only = s.planned_only(&pre, largest_network);
     if opts.saturate && int {
         report.stop_reason = format!(
-            "not saturated: {} (integer) programs get the structural passes only",
+            "not saturated: {} (integer) programs get the structural passes and contraction planning only",
             opts.precision
         );
     }

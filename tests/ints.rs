@@ -241,6 +241,54 @@ fn comparisons_where_brackets_eps_and_pairs() {
 }
 
 #[test]
+fn planned_contractions_are_exact_in_integers() {
+    // a chain the planner reorders (A (B (C x))), and a trace of a product
+    let chain = load1(
+        "fn ch(A: [n,n]R, B: [n,n]R, C: [n,n]R, x: [n]R) -> [n]R =
+           gen(i:n) sum(j:n, k:n, l:n) A[i,j] * B[j,k] * C[k,l] * x[l]",
+    );
+    let tr = load1("fn tr(A: [n,n]R, B: [n,n]R) -> R = sum(i:n, j:n) A[i,j] * B[j,i] - 3 * A[i,i]");
+    let mut rng = rand::rngs::StdRng::seed_from_u64(9);
+    let n = 7;
+    let mat = |rng: &mut rand::rngs::StdRng| {
+        IntValue::Array(Array2::from_shape_fn((n, n), |_| wide::<i64>(rng)).into_dyn())
+    };
+    let (a, b, c) = (mat(&mut rng), mat(&mut rng), mat(&mut rng));
+    let x: Vec<i64> = (0..n).map(|_| wide::<i64>(&mut rng)).collect();
+    for (f, args) in [
+        (&chain, vec![a.clone(), b.clone(), c.clone(), v1(&x)]),
+        (&tr, vec![a.clone(), b.clone()]),
+    ] {
+        let want = interp::run_int(f, &args).unwrap();
+        let o = optimize(
+            f,
+            &Options {
+                precision: Precision::I64,
+                ..Options::default()
+            },
+        )
+        .unwrap();
+        assert!(
+            o.report.stop_reason.contains("not saturated"),
+            "{}",
+            o.report.stop_reason
+        );
+        assert_eq!(
+            interp::run_int(&o.program, &args).unwrap(),
+            want,
+            "{}",
+            print_function(&o.program)
+        );
+        assert_eq!(
+            jit_run(&o.program, &args),
+            want,
+            "{}",
+            print_function(&o.program)
+        );
+    }
+}
+
+#[test]
 fn non_integral_programs_are_refused_with_positions() {
     let src = "fn f(x: [n]R) -> [n]R =\n  gen(i:n) x[i] / 2 + sqrt(x[i]) + 0.5";
     let parsed = einsat::types::parse_and_check(src).unwrap();
