@@ -104,11 +104,14 @@ pub struct Options {
     /// The format the program will run in ([`crate::precision::Precision`]): constant
     /// folds are judged in it (default `F64`). In an integer format
     /// (`I64`, `I32`) the program must be integral
-    /// ([`crate::types::integral`]), and only the structural passes run
-    /// (the pre-pass, contraction planning and the normal form: inlining,
-    /// beta-reduction, projection push-down, materialisation, loop-invariant
-    /// code motion), which are exact in any commutative ring, so in
-    /// wrapping integers; no saturation, no constant folding.
+    /// ([`crate::types::integral`]); the passes are those exact in
+    /// wrapping integers: the structural ones (pre-pass, contraction
+    /// planning, normal form), and saturation with the rules
+    /// [`crate::egraph::rules::Rule::int_admitted`] keeps (ring identities
+    /// and the structural families, checked in wrapping integers by
+    /// [`crate::egraph::check::check_rule_int`]), constants folded in
+    /// wrapping arithmetic; not the fast mode's extras, no accuracy
+    /// judging (every candidate is exact).
     pub precision: crate::precision::Precision,
 }
 
@@ -752,7 +755,9 @@ impl<'a> Setup<'a> {
             fixed,
             model,
             nopts,
-            fast: opts.fast_math,
+            // (integers: the fast mode's extras are not checked in
+            // wrapping arithmetic)
+            fast: opts.fast_math && !opts.precision.is_int(),
             deadline: start + opts.time_limit,
         }
     }
@@ -851,8 +856,15 @@ impl<'a> Setup<'a> {
     /// those its floating-point contract allows.
     fn rules(&self) -> Result<std::borrow::Cow<'static, Rewrites>> {
         use std::borrow::Cow;
+        let int = self.opts.precision.is_int();
         match &self.opts.rules {
+            None if int => Ok(Cow::Borrowed(builtin_int_rewrites())),
             None => Ok(Cow::Borrowed(builtin_rewrites(self.fast))),
+            Some(r) if int => {
+                let rules: Vec<Rule> = r.iter().filter(|r| r.int_admitted()).cloned().collect();
+                let rws = rewrites(&rules)?;
+                Ok(Cow::Owned(Rewrites { rules, rws }))
+            }
             Some(r) => {
                 let rules: Vec<Rule> = r
                     .iter()
@@ -909,6 +921,22 @@ fn builtin_rewrites(fast: bool) -> &'static Rewrites {
         let rules: Vec<Rule> = builtin_rules()
             .into_iter()
             .filter(|r| fast || r.class.safe())
+            .collect();
+        let rws = rewrites(&rules).expect("built-in rules compile");
+        Rewrites { rules, rws }
+    })
+}
+
+/// The built-in rules admitted in the integer formats
+/// ([`Rule::int_admitted`], whatever their floating-point class: a ring
+/// identity such as `(a + b) + c = a + (b + c)` is exact in wrapping
+/// integers) and their rewrites, built once.
+fn builtin_int_rewrites() -> &'static Rewrites {
+    static CACHE: std::sync::OnceLock<Rewrites> = std::sync::OnceLock::new();
+    CACHE.get_or_init(|| {
+        let rules: Vec<Rule> = builtin_rules()
+            .into_iter()
+            .filter(Rule::int_admitted)
             .collect();
         let rws = rewrites(&rules).expect("built-in rules compile");
         Rewrites { rules, rws }
@@ -1179,13 +1207,7 @@ fn optimize_here(f: &Function, opts: &Options) -> Result<Optimized> {
         .max()
         .unwrap_or(0);
     let planned_only = s.planned_only(&pre, largest_network);
-    if opts.saturate && int {
-        report.stop_reason = format!(
-            "not saturated: {} (integer) programs get the structural passes and contraction planning only",
-            opts.precision
-        );
-    }
-    if opts.saturate && planned_only && !int {
+    if opts.saturate && planned_only {
         report.stop_reason = format!(
             "not saturated: a network of {largest_network} tensors is contracted as planned"
         );
@@ -1193,10 +1215,10 @@ fn optimize_here(f: &Function, opts: &Options) -> Result<Optimized> {
     // a gather's index is not affine: the e-graph does not take it (the
     // post-pass' program, or the input, is the result)
     let gathers = has_gather(&pre);
-    if opts.saturate && gathers && !int {
+    if opts.saturate && gathers {
         report.stop_reason = "not saturated: the program has a gather".to_string();
     }
-    if opts.saturate && !planned_only && !gathers && !int {
+    if opts.saturate && !planned_only && !gathers {
         let planned_body = planned.as_ref().map(|(b, _)| b);
         s.saturation_rounds(
             f,
