@@ -477,12 +477,12 @@ struct Judge {
 }
 
 impl Judge {
-    fn new(f: &Function, fast: bool) -> Judge {
+    fn new(f: &Function, fast: bool, precision: crate::precision::Precision) -> Judge {
         Judge {
             reference: if fast {
                 None
             } else {
-                crate::extract::accuracy::Reference::of(f)
+                crate::extract::accuracy::Reference::of_in(f, precision)
             },
             cache: BTreeMap::new(),
             refused: 0,
@@ -1182,7 +1182,7 @@ fn optimize_here(f: &Function, opts: &Options) -> Result<Optimized> {
     // In the default mode every candidate is weighed by its accuracy
     // against the written program's (see `extract::accuracy`).
     // (integers: every candidate is exact, there is no accuracy to weigh)
-    let mut judge = Judge::new(&s.fixed, s.fast || int);
+    let mut judge = Judge::new(&s.fixed, s.fast || int, opts.precision);
     if !s.fast && !int && judge.reference.is_none() {
         report.accuracy_note = Some(format!(
             "not measured: sampling the program (named sizes {}) takes more than {} steps of the interpreter",

@@ -1574,7 +1574,8 @@ fn piped_commands_write_no_progress_to_stderr() {
 }
 
 /// Issue 25: `--dtype f32` computes in f32 (interpreter and JIT alike,
-/// `(x * 1e30) / 1e30` overflows), writes float32 `.npy`, and `demo` runs
+/// `(x * 1e30) / 1e30` overflows), prints f32 numbers in their shortest
+/// form (text and JSON), writes float32 `.npy`, and `demo` runs
 /// `examples/float32.tl` in f32.
 #[test]
 fn dtype_f32_runs_in_f32() {
@@ -1601,10 +1602,25 @@ fn dtype_f32_runs_in_f32() {
         assert_eq!(code, 0, "{err}");
         let j: serde_json::Value = serde_json::from_str(&out).unwrap();
         // inf is written as the string "inf"; the second element is
-        // 2 + 0.1 in f32
+        // 2 + 0.1 in f32, written as the shortest text of that f32
         assert_eq!(j["output"][0], "inf", "{engine}: {out}");
         let second = j["output"][1].as_f64().unwrap();
-        assert_eq!(second, (2.0f32 + 0.1f32) as f64, "{engine}: {out}");
+        assert_eq!(second as f32, 2.0f32 + 0.1f32, "{engine}: {out}");
+        assert_eq!(out.trim(), r#"{"output":["inf",2.1]}"#, "{engine}");
+        // and so is the text form: f32 digits, not the f64 digits of the
+        // same value (2.0999999046325684)
+        let (code, out, err) = einsat(&[
+            "run",
+            src.to_str().unwrap(),
+            "--engine",
+            engine,
+            "--dtype",
+            "f32",
+            "--arg",
+            &format!("x={x}"),
+        ]);
+        assert_eq!(code, 0, "{err}");
+        assert_eq!(out.trim(), "[inf, 2.1]", "{engine}");
     }
     let (code, _, err) = einsat(&[
         "run",

@@ -455,4 +455,52 @@ fn a_written_multiply_add_keeps_both_roundings_in_every_engine() {
             );
         }
     }
+    // Special values, where fusing changes the kind of result: b*c
+    // overflows to inf as written, so `-inf + b*c` is NaN, while a fused
+    // fma(b, c, -inf) is -inf; NaN and 0·inf stay NaN; an underflowing
+    // product, signed zeros and an overflowing one keep the written
+    // values. Each case repeated so that vector and scalar lanes meet it.
+    let cases: [(f64, f64, f64); 8] = [
+        (f64::NEG_INFINITY, 1e200, 1e200),
+        (f64::INFINITY, -1e200, 1e200),
+        (f64::NAN, 2.0, 3.0),
+        (1.0, f64::NAN, 0.0),
+        (f64::INFINITY, 0.0, f64::INFINITY),
+        (5e-324, 1e-200, 1e-200),
+        (-0.0, -0.0, 1.0),
+        (1e308, 1e308, 10.0),
+    ];
+    let reps: Vec<(f64, f64, f64)> = (0..37).map(|k| cases[k % cases.len()]).collect();
+    let col = |f: fn(&(f64, f64, f64)) -> f64| reps.iter().map(f).collect::<Vec<f64>>();
+    let (a, b, c) = (col(|t| t.0), col(|t| t.1), col(|t| t.2));
+    let strided = |v: &[f64]| {
+        let wide = ndarray::Array1::from_iter(v.iter().flat_map(|&x| [x, 7.0]));
+        Value::Array(wide.slice_move(ndarray::s![..;2]).into_dyn())
+    };
+    for (layout, gargs) in [
+        ("contiguous", [vector(&a), vector(&b), vector(&c)]),
+        ("strided", [strided(&a), strided(&b), strided(&c)]),
+    ] {
+        let want = interp::run(&g, &gargs).unwrap();
+        let Value::Array(w) = &want else {
+            panic!("an array result")
+        };
+        // the written program's own values: NaN for the first five, the
+        // subnormal unchanged, -0 (-0 + -0), inf
+        assert!((0..5).all(|k| w[[k]].is_nan()), "{want}");
+        assert_eq!(w[[5]].to_bits(), 5e-324f64.to_bits());
+        assert_eq!(w[[6]].to_bits(), (-0.0f64).to_bits());
+        assert_eq!(w[[7]], f64::INFINITY);
+        for program in [g.clone(), opt(&g, false).program] {
+            let got =
+                einsat::jit::compile_uncached_with(&program, &einsat::jit::Options::default())
+                    .unwrap()
+                    .call(&gargs)
+                    .unwrap();
+            assert!(
+                same_elements(&got, &want),
+                "{layout}: a + b*c on special values gave {got}, want {want}"
+            );
+        }
+    }
 }

@@ -94,7 +94,9 @@ fn(f, name=None, threads=None, fast_math=False) -> Traced
     ``sqrt``, ``sin``, ``cos``, ``tanh``, ``abs``, ``maximum``, ``minimum``,
     ``max_over``, ``min_over``, ``where``, ``bracket``, ``fold``, ``let``
     and ``eps`` build it (an integer numpy array is an integer array
-    ``[n]Z``, read inside an index: a gather); see :mod:`einsat.builder`.
+    ``[n]Z``, read inside an index: a gather; a complex array or number a
+    pair parameter ``[n](R, R)``, computed with as complex numbers, with
+    ``conj``, ``.real`` and ``.imag``); see :mod:`einsat.builder`.
 
 Kernel
 ------
@@ -214,6 +216,7 @@ from .builder import (  # noqa: E402
     TraceError,
     abs,
     bracket,
+    conj,
     cos,
     eq,
     eps,

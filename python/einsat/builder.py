@@ -1,7 +1,7 @@
 """Programs written in Python, in the style of Ein: a Python function over
 symbolic arguments, traced into a function of the einsat language and
 compiled once per signature of argument ranks (and which arguments are
-integer arrays), as ``jax.jit`` traces per shapes.
+integer arrays, which complex), as ``jax.jit`` traces per shapes.
 
     >>> import numpy as np, einsat
     >>> mv = einsat.fn(lambda A, x: einsat.gen(lambda i: einsat.sum(lambda j: A[i, j] * x[j])))
@@ -26,13 +26,13 @@ The traced function is the program the text form gives
   the size names (``n``, ``m``, ``k``, ``l``, ...) from how the indices tie
   their axes together: two axes read by one index share a size name.
 - Arithmetic ``+ - * /`` and unary ``-`` on numbers (Python numbers on
-  either side), indexing ``A[i, j]``, ``A[i][j]``, ``x[i+1]``, ``x[2*i-1]``,
-  ``x[0]`` (index arithmetic: affine, as the language's), the scalar
-  functions :func:`exp`, :func:`log`, :func:`sqrt`, :func:`sin`,
-  :func:`cos`, :func:`tanh`, :func:`abs`, :func:`maximum`,
-  :func:`minimum`, and pairs: a Python tuple ``(a, b)`` as a result (of the
-  function or of a ``gen`` body) is the pair ``(a, b)``; the call returns
-  a tuple.
+  either side; complex numbers below), indexing ``A[i, j]``, ``A[i][j]``,
+  ``x[i+1]``, ``x[2*i-1]``, ``x[0]`` (index arithmetic: affine, as the
+  language's), the scalar functions :func:`exp`, :func:`log`,
+  :func:`sqrt`, :func:`sin`, :func:`cos`, :func:`tanh`, :func:`abs`,
+  :func:`maximum`, :func:`minimum`, and pairs: a Python tuple ``(a, b)``
+  as a result (of the function or of a ``gen`` body) is the pair ``(a,
+  b)``; the call returns a tuple.
 - ``max_over(lambda j: e)`` and ``min_over(lambda j: e)`` are the
   reductions ``max(j:s) e`` and ``min(j:s) e`` (a stable softmax:
   ``m = max_over(lambda j: x[j])``, then ``exp(x[i] - m)``).
@@ -67,6 +67,41 @@ The traced function is the program the text form gives
   and as a number, or a float array inside an index, is a
   :class:`TraceError` (pass ``tok.astype(float)`` as a second argument to
   compute with the values).
+- Complex numbers: a complex numpy array (complex128, complex64) or a
+  complex number argument is a pair parameter of its real and imaginary
+  parts (``A: [n,m](R, R)``, ``z: (R, R)``), and ``A[i, j]`` a complex
+  number, its parts ``A[i, j].0`` and ``A[i, j].1``. Complex numbers take
+  ``+ - * /`` and unary ``-`` (with real traced numbers and Python
+  numbers, real or complex: ``1j * z``), ``z.real``, ``z.imag``,
+  :func:`conj` (``z.conjugate()``) and ``z ** 2``, written out part by
+  part with numpy's formulas: a product is ``(a.0 * b.0 - a.1 * b.1, a.0
+  * b.1 + a.1 * b.0)``, a quotient numpy's loop (Smith's algorithm: the
+  branch on ``abs(b.0) >= abs(b.1)``, ``let rat = b.1 / b.0``, ``let scl =
+  1 / (b.0 + b.1 * rat)``; by a Python number ``rat`` and ``scl`` are
+  computed when tracing, ``z / 3`` is ``(z.0 * 0.333..., z.1 *
+  0.333...)`` as numpy's). A part known to be zero (of a real operand, or
+  of a Python number such as ``1j``) is left out of the formula: ``x[i] *
+  z[i]`` is ``(x[i] * z[i].0, x[i] * z[i].1)`` and ``1j * z`` is ``(-z.1,
+  z.0)`` (C99 Annex G's rule; numpy converts the real operand to a
+  complex one first, so where a part is infinite numpy can give NaN from
+  its ``0 * inf`` where this gives a number, and signs of zeros can
+  differ). A ``sum`` of complex numbers is the pair of the sums of the
+  parts (``einsat.sum(lambda j: A[i, j] * B[j, l])`` is examples/complex.tl's
+  ``(sum(j:m) A[i, j].0 * B[j, l].0 - A[i, j].1 * B[j, l].1, sum(j:m) A[i,
+  j].0 * B[j, l].1 + A[i, j].1 * B[j, l].0)``), a ``gen`` of them a tensor
+  of pairs ``[n](R, R)``, and ``let``, ``where`` (part by part) and
+  ``fold`` (a complex accumulator: ``fold(0j, ...)``) take them. A
+  complex result comes back complex: of numpy's result dtype of the
+  arguments when some are complex (complex64 from complex64, computed in
+  float64 and rounded at the end, as :func:`einsat.compile`'s kernels),
+  else complex128 (complex64 from float32 arguments), also inside a tuple
+  result; a result without complex numbers is returned as for real
+  arguments. ``abs`` (numpy's is ``hypot``, which the language has not),
+  ``exp`` and the other scalar functions of a complex number,
+  comparisons, ``maximum``/``minimum`` and ``max_over``/``min_over`` of
+  complex numbers are a :class:`TraceError` saying what to write instead
+  (``einsat.sqrt(z.real * z.real + z.imag * z.imag)``, which overflows
+  where ``abs(z) > 1e154``).
 
 A value kept from inside a binder's function and used after it (an
 index, a ``let`` value, a fold's accumulator) is a :class:`TraceError`.
@@ -105,6 +140,7 @@ __all__ = [
     "min_over",
     "where",
     "bracket",
+    "conj",
     "fold",
     "let",
     "eps",
@@ -184,10 +220,13 @@ def _union(a, b, what):
 
 
 # ---------------------------------------------------------------- types
-# ("R",) a number; ("arr", class, element type); ("pair", T, U); ("Z",)
-# the element type of an integer array parameter (read only inside an index)
+# ("R",) a number; ("C",) a complex number (in the program a pair (R, R)
+# of its real and imaginary parts); ("arr", class, element type); ("pair",
+# T, U); ("Z",) the element type of an integer array parameter (read only
+# inside an index)
 
 _R = ("R",)
+_C = ("C",)
 _Z = ("Z",)
 _NOFREE = frozenset()
 
@@ -215,6 +254,8 @@ class _Var:
 def _type_text(t, names):
     if t[0] == "R":
         return "R"
+    if t[0] == "C":
+        return "(R, R)"
     if t[0] == "pair":
         return "(%s, %s)" % (_type_text(t[1], names), _type_text(t[2], names))
     sizes = []
@@ -257,7 +298,7 @@ def _as_number(x, o):
     """Whether the index expression ``x`` combined with ``o`` is
     arithmetic on numbers (``o`` a traced number or a Python number that
     is not whole) rather than index arithmetic."""
-    return isinstance(o, Expr) or (isinstance(o, numbers.Real) and not isinstance(o, bool) and not _whole(o))
+    return isinstance(o, Expr) or (isinstance(o, numbers.Complex) and not isinstance(o, bool) and not _whole(o))
 
 
 class Index(_Ordered):
@@ -538,6 +579,10 @@ class Expr(_Ordered):
         self.prec = prec
         self.free = free  # the binders it uses (see _free)
         self.chain = chain  # the parameter it is an access chain from (E, E[i], P.0), else None
+        self.parts = None  # a complex number's (re, im) when built from them (None: a zero part)
+        self.const = None  # the value of a number literal
+        self.neg_of = None  # x, when this is -x
+        self.leaf = False  # a name, a literal, or an access chain or projection of one (see _complex_div)
 
     def _text(self, prec):
         t = self._text_fn()
@@ -547,6 +592,8 @@ class Expr(_Ordered):
     def _bin(self, o, op, prec, right=False):
         o = _expr_of(o)
         a, b = (o, self) if right else (self, o)
+        if a.ty == _C or b.ty == _C:
+            return _complex_bin(a, b, op)
         for e in (a, b):
             if e.ty != _R:
                 _not_number(e, "`%s`" % op)
@@ -583,13 +630,35 @@ class Expr(_Ordered):
         return self._bin(o, "/", _MUL, True)
 
     def __neg__(self):
+        if self.ty == _C:
+            re, im = _parts(self)
+            return _complex(_neg(re), _neg(im))
         if self.ty != _R:
             _not_number(self, "`-`")
             raise TraceError("einsat.fn: `-` on %s: negation takes numbers" % _what(self.ty))
-        return Expr(_R, lambda: "-%s" % self._text(_NEG), _NEG, self.free)
+        e = Expr(_R, lambda: "-%s" % self._text(_NEG), _NEG, self.free)
+        e.neg_of = self
+        return e
 
     def __pos__(self):
         return self
+
+    # complex numbers --------------------------------------------
+    @property
+    def real(self):
+        """The real part of a complex number (``z.0`` in the program); a
+        real number's is itself."""
+        return _part(self, 0, "real")
+
+    @property
+    def imag(self):
+        """The imaginary part of a complex number (``z.1`` in the
+        program); a real number's is 0."""
+        return _part(self, 1, "imag")
+
+    def conjugate(self):
+        """The complex conjugate (:func:`conj`)."""
+        return conj(self)
 
     # comparisons (conditions for `where`): `<` ... `>=` from _Ordered
     def __eq__(self, o):
@@ -622,7 +691,20 @@ class Expr(_Ordered):
             "einsat.sum and einsat's scalar functions (einsat.exp, ...)"
         )
 
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        # a numpy number on the left (np.float64(2) * x[i], np.complex64(2j)
+        # * z[i]) is that number; any other use of numpy is an error
+        op = _UFUNC_OPS.get(ufunc.__name__)
+        if op is not None and method == "__call__" and not kwargs and len(inputs) == 2 and all(
+                isinstance(x, Expr) or (type(x).__module__ == "numpy" and getattr(x, "ndim", None) == 0)
+                for x in inputs):
+            a, b = (_expr_of(x) for x in inputs)
+            return op(a, b)
+        self.__array__()
+
     def __iter__(self):
+        if self.ty == _C:
+            raise TraceError("einsat.fn: a complex number iterated over: its parts are z.real and z.imag")
         if self.ty[0] == "pair":
             return iter((self[0], self[1]))
         raise TraceError("einsat.fn: a traced value iterated over: use einsat.gen or einsat.sum")
@@ -660,11 +742,17 @@ class Expr(_Ordered):
             k = int(idx)
             base = self
             chain = self.chain
-            return Expr(self.ty[1 + k], lambda: "%s.%d" % (base._text(_POST), k), _POST, self.free, chain)
+            return _as_leaf(Expr(self.ty[1 + k], lambda: "%s.%d" % (base._text(_POST), k), _POST, self.free, chain),
+                            self.leaf)
         if not isinstance(idx, tuple):
             idx = (idx,)
         if self.ty == _R:
             raise TraceError("einsat.fn: a number (%s) indexed" % self._text(_POST))
+        if self.ty == _C:
+            raise TraceError(
+                "einsat.fn: a complex number (%s) indexed: its parts are z.real and z.imag (the "
+                "program's z.0 and z.1)" % self._text(_POST)
+            )
         if len(idx) > _rank(self.ty):
             raise TraceError(
                 "einsat.fn: %s has %d ax%s but is indexed with %d"
@@ -716,19 +804,37 @@ class Expr(_Ordered):
                 ", ".join(p.text() if isinstance(p, _GatherIndex) else p.text(tr.index_name) for p in parts),
             )
 
-        return Expr(t, text, _POST, free, self.chain)
+        return _as_leaf(Expr(t, text, _POST, free, self.chain), self.leaf)
 
     def __repr__(self):
         return "<einsat traced %s: %s>" % (_what(self.ty), self._text(0))
 
 
+_UFUNC_OPS = {
+    "add": lambda a, b: a + b,
+    "subtract": lambda a, b: a - b,
+    "multiply": lambda a, b: a * b,
+    "true_divide": lambda a, b: a / b,
+    "divide": lambda a, b: a / b,
+}
+
+
+def _as_leaf(e, leaf=True):
+    e.leaf = leaf
+    return e
+
+
 def _what(t):
     if t == _R:
         return "a number"
+    if t == _C:
+        return "a complex number"
     if t[0] == "pair":
         return "a pair"
     if _elem(t) == _Z:
         return "an integer array of %d ax%s" % (_rank(t), "is" if _rank(t) == 1 else "es")
+    if _elem(t) == _C:
+        return "a complex tensor of %d ax%s" % (_rank(t), "is" if _rank(t) == 1 else "es")
     return "a tensor of %d axes" % _rank(t)
 
 
@@ -779,8 +885,12 @@ def _number(x):
     else:
         text = repr(x)
     if x < 0 or text.startswith("-"):
-        return Expr(_R, lambda: text.lstrip("-"), 9).__neg__()
-    return Expr(_R, lambda: text, 9)
+        e = Expr(_R, lambda: text.lstrip("-"), 9).__neg__()
+    else:
+        e = Expr(_R, lambda: text, 9)
+    e.const = x
+    e.leaf = True
+    return e
 
 
 def _expr_of(x):
@@ -805,6 +915,12 @@ def _expr_of(x):
     if type(x).__module__ == "numpy" and getattr(x, "ndim", None) == 0 and getattr(x, "dtype", None) is not None \
             and x.dtype.kind in "biuf":
         return _number(float(x))
+    if isinstance(x, numbers.Complex) or (
+            type(x).__module__ == "numpy" and getattr(x, "ndim", None) == 0
+            and getattr(getattr(x, "dtype", None), "kind", None) == "c"):
+        z = complex(x)
+        # a zero part is left out of the arithmetic (see _complex_bin)
+        return _complex(None if z.real == 0 else _number(z.real), None if z.imag == 0 else _number(z.imag))
     shape = getattr(x, "shape", None)
     raise TraceError(
         "einsat.fn: %s is not traceable: a traced function computes with its arguments, gen/sum "
@@ -834,6 +950,232 @@ def _index_value(a):
 def _short(x):
     r = repr(x)
     return r if len(r) <= 40 else r[:37] + "..."
+
+
+# ---------------------------------------------------------------- complex numbers
+# A complex number is the pair (re, im) of its parts in the program. One
+# read from a parameter, a let value or a tensor (z, A[i, j]) is written
+# as such, its parts z.0 and z.1; one computed is written as the pair of
+# its parts' expressions, each of which may be None: a part known to be
+# zero (of a real number, or of a Python number such as 1j), left out of
+# the arithmetic (C99 Annex G's rule for real and imaginary operands).
+
+
+def _complex(re, im):
+    """The complex number of parts ``re`` and ``im`` (real traced numbers,
+    or None for a zero part)."""
+
+    def text():
+        return "(%s, %s)" % (_part_text(re), _part_text(im))
+
+    e = Expr(_C, text, 9, _free(re, im))
+    e.parts = (re, im)
+    return e
+
+
+def _part_text(p):
+    return "0" if p is None else p._text(0)
+
+
+def _parts(e):
+    """The parts (re, im) of a number or a complex number ``e`` (a real
+    number's imaginary part is None: zero)."""
+    if e.ty == _R:
+        return e, None
+    if e.parts is None:
+        # read from a parameter, a let value or a tensor: its projections
+        e.parts = tuple(
+            _as_leaf(Expr(_R, (lambda k: lambda: "%s.%d" % (e._text(_POST), k))(k), _POST, e.free, e.chain), e.leaf)
+            for k in (0, 1)
+        )
+    return e.parts
+
+
+def _part(e, k, what):
+    if e.ty not in (_R, _C):
+        _not_number(e, ".%s" % what)
+        raise TraceError(
+            "einsat.fn: .%s of %s: it is the part of a number (write it elementwise: "
+            "gen(lambda i: z[i].%s))" % (what, _what(e.ty), what)
+        )
+    p = _parts(e)[k]
+    return _number(0) if p is None else p
+
+
+# The arithmetic of parts moves negations outwards, each step exact in
+# IEEE arithmetic (-(-x) = x, x - (-y) = x + y, (-x) * y = -(x * y)), so
+# the conjugate's products read as written by hand: conj(x) * y is
+# (x.0 * y.0 + x.1 * y.1, x.0 * y.1 - x.1 * y.0).
+
+
+def _neg(x):
+    if x is None:
+        return None
+    return x.neg_of if x.neg_of is not None else -x
+
+
+def _add(x, y):
+    if x is None:
+        return y
+    if y is None:
+        return x
+    if y.neg_of is not None:
+        return x - y.neg_of
+    if x.neg_of is not None:
+        return y - x.neg_of
+    return x + y
+
+
+def _sub(x, y):
+    if y is None:
+        return x
+    if x is None:
+        return _neg(y)
+    if y.neg_of is not None:
+        return x + y.neg_of
+    return x - y
+
+
+def _mul(x, y):
+    """``x * y`` of parts (None: zero); a literal 1 or -1 factor is left
+    out (exact in IEEE arithmetic: 1j * z is (-z.1, z.0))."""
+    if x is None or y is None:
+        return None
+    for a, b in ((x, y), (y, x)):
+        if a.const == 1:
+            return b
+        if a.const == -1:
+            return _neg(b)
+    if x.neg_of is not None:
+        return _neg(_mul(x.neg_of, y))
+    if y.neg_of is not None:
+        return _neg(_mul(x, y.neg_of))
+    return x * y
+
+
+def _zero(p):
+    return _number(0) if p is None else p
+
+
+def _bind(parts, body, done=()):
+    """``body`` of ``parts`` (pairs (a traced number or None, a name)),
+    the ones that are not leaves (names, literals, reads) bound by ``let``
+    first: each is used several times."""
+    if not parts:
+        return body(done)
+    (p, name), rest = parts[0], parts[1:]
+    if p is None or p.leaf:
+        return _bind(rest, body, done + (p,))
+    return _let(p, name, lambda v: _bind(rest, body, done + (v,)))
+
+
+def _complex_div(a, b):
+    """``a / b`` as numpy divides complex numbers (Smith's algorithm, its
+    loop ``CDOUBLE_divide`` written out): with ``d = b``,
+
+        |d.0| >= |d.1|, d.0 = 0:  (a.0 / |d.0|, a.1 / |d.0|)
+        |d.0| >= |d.1|:  rat = d.1 / d.0, scl = 1 / (d.0 + d.1 * rat),
+                         ((a.0 + a.1 * rat) * scl, (a.1 - a.0 * rat) * scl)
+        else:            rat = d.0 / d.1, scl = 1 / (d.1 + d.0 * rat),
+                         ((a.0 * rat + a.1) * scl, (a.1 * rat - a.0) * scl)
+
+    A zero part's terms left out as elsewhere: by a real ``r`` it is
+    ``(a.0 * (1 / r), a.1 * (1 / r))``, numpy's value where the parts are
+    finite."""
+    (ar, ai), (br, bi) = _parts(a), _parts(b)
+    if all(p is None or p.const is not None for p in (br, bi)):
+        # a Python number: its branch, rat and scl computed here, as numpy
+        # computes them (a zero rat is a zero part, left out)
+        dr, di = (0.0 if p is None else float(p.const) for p in (br, bi))
+        with_rat = None
+        if _builtins.abs(dr) >= _builtins.abs(di) and dr != 0:
+            rat = di / dr
+            scl = 1.0 / (dr + di * rat)
+            with_rat = 0
+        elif _builtins.abs(dr) < _builtins.abs(di):
+            rat = dr / di
+            scl = 1.0 / (di + dr * rat)
+            with_rat = 1
+        if with_rat is not None and math.isfinite(rat) and math.isfinite(scl):
+            r = None if rat == 0 else _number(rat)
+            c = _number(scl)
+            if with_rat == 0:
+                return _complex(_mul(_add(ar, _mul(ai, r)), c), _mul(_sub(ai, _mul(ar, r)), c))
+            return _complex(_mul(_add(_mul(ar, r), ai), c), _mul(_sub(_mul(ai, r), ar), c))
+        if with_rat is None:
+            # by zero: (a.0 / 0, a.1 / 0)
+            return _complex(_zero(ar) / 0, _zero(ai) / 0)
+    if bi is None:
+        inv = 1 / _zero(br)
+        return _complex(_mul(ar, inv), _mul(ai, inv))
+    if br is None:
+        # |0| >= |d.1| only where d.1 = 0 (a division by zero)
+        inv = 1 / bi
+        return _complex(_mul(ai, inv), _neg(_mul(ar, inv)))
+
+    def part(k):
+        return _bind(((ar, "a0"), (ai, "a1"), (br, "b0"), (bi, "b1")), lambda ps: smith(k, *ps))
+
+    def smith(k, ar, ai, br, bi):
+        def first(rat):
+            def scaled(scl):
+                top = _add(ar, _mul(ai, rat)) if k == 0 else _sub(ai, _mul(ar, rat))
+                return _zero(_mul(top, scl))
+            return _let(1 / (br + bi * rat), "scl", scaled)
+
+        def second(rat):
+            def scaled(scl):
+                top = _add(_mul(ar, rat), ai) if k == 0 else _sub(_mul(ai, rat), ar)
+                return _zero(_mul(top, scl))
+            return _let(1 / (bi + br * rat), "scl", scaled)
+
+        return where(
+            abs(br) >= abs(bi),
+            where(br == 0, _zero((ar, ai)[k]) / abs(br), _let(bi / br, "rat", first)),
+            _let(br / bi, "rat", second),
+        )
+
+    return _complex(part(0), part(1))
+
+
+def _complex_bin(a, b, op):
+    """``a op b`` where ``a`` or ``b`` is a complex number: numpy's formulas
+    ((a.0*b.0 - a.1*b.1, a.0*b.1 + a.1*b.0) for a product, Smith's
+    algorithm for a quotient), with a zero part's terms left out."""
+    for e in (a, b):
+        if e.ty not in (_R, _C):
+            _not_number(e, "`%s`" % op)
+            raise TraceError(
+                "einsat.fn: `%s` on %s: arithmetic takes numbers; write a whole-tensor "
+                "operation elementwise with einsat.gen (gen(lambda i: x[i] %s y[i]))"
+                % (op, _what(e.ty), op)
+            )
+    if op == "/":
+        return _complex_div(a, b)
+    (ar, ai), (br, bi) = _parts(a), _parts(b)
+    if op == "+":
+        return _complex(_add(ar, br), _add(ai, bi))
+    if op == "-":
+        return _complex(_sub(ar, br), _sub(ai, bi))
+    return _complex(_sub(_mul(ar, br), _mul(ai, bi)), _add(_mul(ar, bi), _mul(ai, br)))
+
+
+def conj(z):
+    """The complex conjugate of a traced number: ``(z.0, -z.1)`` of a
+    complex number ``z`` (``z.conjugate()``); a real number's is itself.
+    The Hermitian inner product: ``einsat.sum(lambda i: einsat.conj(x[i])
+    * y[i])`` (numpy's ``np.vdot(x, y)``)."""
+    e = _expr_of(z)
+    if e.ty == _R:
+        return e
+    if e.ty != _C:
+        _not_number(e, "einsat.conj")
+        raise TraceError(
+            "einsat.conj of %s: it takes a number (write it elementwise: gen(lambda i: "
+            "einsat.conj(z[i])))" % _what(e.ty)
+        )
+    re, im = _parts(e)
+    return _complex(re, _neg(im))
 
 
 # ---------------------------------------------------------------- conditions
@@ -911,6 +1253,11 @@ def _compare(a, b, op):
     # numbers (an index compared with a number is its value)
     x, y = _expr_of(a), _expr_of(b)
     for e in (x, y):
+        if e.ty == _C:
+            raise TraceError(
+                "einsat.fn: `%s` on a complex number: comparisons take real numbers (compare "
+                "z.real or z.imag)" % op
+            )
         if e.ty != _R:
             _not_number(e, "`%s`" % op)
             raise TraceError("einsat.fn: `%s` on %s: comparisons take numbers" % (op, _what(e.ty)))
@@ -930,13 +1277,21 @@ def ne(a, b):
 def where(c, a, b):
     """``where(c, a, b)``: the number ``a`` where the condition ``c`` holds,
     else ``b``; only the chosen side is evaluated (``where(x[i] != 0,
-    1 / x[i], 0)`` is never NaN from a division by zero)."""
+    1 / x[i], 0)`` is never NaN from a division by zero). Complex sides
+    choose part by part: ``(where(c, a.0, b.0), where(c, a.1, b.1))``."""
     c = _cond_of(c, "where")
     x, y = _expr_of(a), _expr_of(b)
     for e in (x, y):
-        if e.ty != _R:
+        if e.ty not in (_R, _C):
             _not_number(e, "einsat.where")
             raise TraceError("einsat.where of %s: its sides are numbers" % _what(e.ty))
+    if _C in (x.ty, y.ty):
+        # part by part (a zero part where both sides' is zero)
+        (xr, xi), (yr, yi) = _parts(x), _parts(y)
+        return _complex(
+            *(None if p is None and q is None else where(c, 0 if p is None else p, 0 if q is None else q)
+              for p, q in ((xr, yr), (xi, yi)))
+        )
     return Expr(_R, lambda: "where(%s, %s, %s)" % (c._text(0), x._text(0), y._text(0)), _POST, _free(c, x, y))
 
 
@@ -1014,6 +1369,23 @@ def _binder(kind, body, size, like):
     finally:
         del tr.bound[-len(indices):]
     _check_inferred(api, indices)
+
+    def binds():
+        return ", ".join("%s:%s" % (tr.index_name(i), tr.size_name(i.cls)) for i in indices)
+
+    if kind == "sum" and e.ty == _C:
+        # the pair of the sums of the parts (a zero part's sum is left out)
+        def part(p):
+            if p is None:
+                return None
+            return Expr(_R, lambda: "sum(%s) %s" % (binds(), p._text(0)), 0, p.free - frozenset(indices))
+
+        return _complex(*(part(p) for p in _parts(e)))
+    if kind in ("max", "min") and e.ty == _C:
+        raise TraceError(
+            "einsat.fn: einsat.%s of a complex number: complex numbers are not ordered (reduce "
+            "z.real or z.imag)" % api
+        )
     if kind in ("sum", "max", "min"):
         if e.ty != _R:
             _not_number(e, "einsat.%s" % api)
@@ -1030,8 +1402,7 @@ def _binder(kind, body, size, like):
             ty = ("arr", i.cls, ty)
 
     def text():
-        b = ", ".join("%s:%s" % (tr.index_name(i), tr.size_name(i.cls)) for i in indices)
-        return "%s(%s) %s" % (kind, b, e._text(0))
+        return "%s(%s) %s" % (kind, binds(), e._text(0))
 
     return Expr(ty, text, 0, e.free - frozenset(indices))
 
@@ -1045,7 +1416,9 @@ def gen(body, n=None, like=None):
 
 def sum(body, n=None, like=None):
     """``sum(j:s) e``: the sum of the numbers ``body(j)`` (``lambda j, k:``
-    sums over both). Ranges as :func:`gen`'s."""
+    sums over both). Ranges as :func:`gen`'s. The sum of complex numbers
+    is the pair of the sums of their parts, ``(sum(j:s) e.0, sum(j:s)
+    e.1)``, each written out (``A[i, j].0 * x[j].0 - A[i, j].1 * x[j].1``)."""
     return _binder("sum", body, n, like)
 
 
@@ -1063,12 +1436,14 @@ def min_over(body, n=None, like=None):
 
 
 def _acc_type(t):
-    return t == _R or (t[0] == "pair" and _acc_type(t[1]) and _acc_type(t[2]))
+    return t in (_R, _C) or (t[0] == "pair" and _acc_type(t[1]) and _acc_type(t[2]))
 
 
 def _type_words(t):
     if t == _R:
         return "R"
+    if t == _C:
+        return "complex"
     if t[0] == "pair":
         return "(%s, %s)" % (_type_words(t[1]), _type_words(t[2]))
     return _what(t)
@@ -1096,7 +1471,7 @@ def fold(init, body, n=None, like=None):
         )
     i = _new_index(tr, "fold", params[0].name, n, like)
     acc = _Var(tr.fresh_value(params[1].name), "the accumulator of a fold")
-    accx = Expr(e0.ty, lambda: acc.name, 9, frozenset([acc]))
+    accx = _as_leaf(Expr(e0.ty, lambda: acc.name, 9, frozenset([acc])))
     tr.bound.append(i)
     try:
         e = _expr_of(body(i, accx))
@@ -1106,8 +1481,9 @@ def fold(init, body, n=None, like=None):
     if e.ty != e0.ty:
         raise TraceError(
             "einsat.fold: the body gives the next value of the accumulator %s, so it must have the "
-            "accumulator's shape %s, but it gives %s"
-            % (params[1].name, _type_words(e0.ty), _type_words(e.ty))
+            "accumulator's shape %s, but it gives %s%s"
+            % (params[1].name, _type_words(e0.ty), _type_words(e.ty),
+               " (start it complex: einsat.fold(0j, ...))" if (e0.ty, e.ty) == (_R, _C) else "")
         )
 
     def text():
@@ -1122,13 +1498,23 @@ def let(value, body):
     a tensor computed once and indexed in the body); the name is the
     lambda's parameter's (``einsat.let(sum(lambda j: x[j]), lambda s:
     gen(lambda i: x[i] / s))``). ``v`` is valid only inside ``body``."""
-    tr = _trace()
     params = _params("let", body, ("the bound value", "einsat.let(value, lambda v: ...)"), 1)
+    return _let(value, params[0].name, body)
+
+
+def _let(value, name, body):
+    """:func:`let` with the name given (made unique in the function)."""
+    tr = _trace()
     v = _expr_of(value)
     if _elem(v.ty) == _Z:
         _not_number(v, "einsat.let")
-    var = _Var(tr.fresh_value(params[0].name), "a let value")
-    e = _expr_of(body(Expr(v.ty, lambda: var.name, 9, frozenset([var]))))
+    var = _Var(tr.fresh_value(name), "a let value")
+    x = _as_leaf(Expr(v.ty, lambda: var.name, 9, frozenset([var])))
+    if v.ty == _C and v.parts is not None and any(p is None for p in v.parts):
+        # a zero part stays one (left out of the arithmetic)
+        proj = _parts(_as_leaf(Expr(_C, x._text_fn, 9, x.free)))
+        x.parts = tuple(None if p is None else q for p, q in zip(v.parts, proj))
+    e = _expr_of(body(x))
 
     def text():
         return "let %s = %s in %s" % (var.name, v._text(0), e._text(0))
@@ -1166,6 +1552,8 @@ eps = _Eps()
 def _scalar_fn(name):
     def f(x):
         e = _expr_of(x)
+        if e.ty == _C:
+            raise TraceError(_COMPLEX_FN.get(name, _COMPLEX_FN[None]) % {"f": name})
         if e.ty != _R:
             _not_number(e, "einsat.%s" % name)
             raise TraceError("einsat.%s of %s: it takes a number" % (name, _what(e.ty)))
@@ -1175,6 +1563,18 @@ def _scalar_fn(name):
     f.__doc__ = "``%s(e)`` of a traced number (the language's scalar function)." % name
     return f
 
+
+_COMPLEX_FN = {
+    None: "einsat.%(f)s of a complex number: the builder has no complex %(f)s (numpy's has its "
+          "branch cuts and special cases at infinities and NaN); write it from z.real and z.imag",
+    "abs": "einsat.abs of a complex number: numpy's is hypot(z.real, z.imag), which the language "
+           "has not; write einsat.sqrt(z.real * z.real + z.imag * z.imag) (numpy's value within "
+           "rounding, but it overflows to inf where |z| > 1e154 and underflows where |z| < 1e-154, "
+           "where hypot does not)",
+    "exp": "einsat.exp of a complex number: the builder does not write numpy's complex exp (its "
+           "special cases at infinities and NaN); where the parts are finite it is "
+           "einsat.exp(z.real) * einsat.cos(z.imag) + 1j * (einsat.exp(z.real) * einsat.sin(z.imag))",
+}
 
 exp = _scalar_fn("exp")
 log = _scalar_fn("log")
@@ -1189,6 +1589,11 @@ def _two(name, doc):
     def f(a, b):
         x, y = _expr_of(a), _expr_of(b)
         for e in (x, y):
+            if e.ty == _C:
+                raise TraceError(
+                    "einsat.%s of a complex number: complex numbers are not ordered (compare z.real "
+                    "or z.imag)" % f.__name__
+                )
             if e.ty != _R:
                 _not_number(e, "einsat.%s" % f.__name__)
                 raise TraceError("einsat.%s of %s: it takes numbers" % (f.__name__, _what(e.ty)))
@@ -1283,7 +1688,10 @@ def _param_name(name, taken):
 def _arg_shape(x):
     """The shape of an argument of the traced call (a number: ``()``)."""
     if isinstance(x, tuple):
-        raise TraceError("einsat.fn: a tuple argument: pair parameters are not supported by the builder")
+        raise TraceError(
+            "einsat.fn: a tuple argument: the builder's pair parameters are complex numbers and "
+            "arrays (pass re + 1j * im)"
+        )
     if isinstance(x, (numbers.Number,)):
         return ()
     shape = getattr(x, "shape", None)
@@ -1297,19 +1705,31 @@ def _arg_shape(x):
     return tuple(int(d) for d in shape)
 
 
+def _is_complex(x):
+    """Whether an argument is a complex number or array (a pair parameter
+    ``(R, R)``, ``[n](R, R)``)."""
+    kind = getattr(getattr(x, "dtype", None), "kind", None)
+    if kind is not None:
+        return kind == "c"
+    return isinstance(x, numbers.Complex) and not isinstance(x, numbers.Real)
+
+
 def _arg_sig(x):
-    """The shape of an argument of the traced call, and whether it is an
+    """The shape of an argument of the traced call, whether it is an
     integer array (an integer numpy array of one or more axes: a
-    parameter ``[n]Z``, read only inside an index)."""
+    parameter ``[n]Z``, read only inside an index) and whether it is
+    complex (a complex number or array: a parameter ``(R, R)``,
+    ``[n](R, R)``)."""
     shape = _arg_shape(x)
     dtype = getattr(x, "dtype", None)
     integer = bool(shape) and getattr(dtype, "kind", None) in ("i", "u")
-    return shape, integer
+    return shape, integer, _is_complex(x)
 
 
 def _source(f, name, shapes):
-    """Trace ``f`` on parameters of ``shapes`` (pairs (shape, whether an
-    integer array)): the program's text. An integer array is a ``[n]Z``
+    """Trace ``f`` on parameters of ``shapes`` (triples (shape, whether an
+    integer array, whether complex)): the program's text and the type of
+    its result. An integer array is a ``[n]Z``
     parameter when the function reads it only inside indices (gathers);
     one it computes with is traced again as a float array (numpy's
     conversion, as the text form's ``R`` parameters take integer arrays).
@@ -1324,7 +1744,7 @@ def _source(f, name, shapes):
             if k is None or not shapes[k][1]:
                 raise (first or e) from None
             first = first or e
-            shapes[k] = (shapes[k][0], False)
+            shapes[k] = (shapes[k][0], False, shapes[k][2])
         except TraceError:
             if first is not None:
                 raise first from None
@@ -1350,12 +1770,12 @@ def _source_once(f, name, shapes):
     taken = set()
     args = []
     pnames = []
-    for p, (shape, integer) in zip(params, shapes):
+    for p, (shape, integer, cplx) in zip(params, shapes):
         pname = _param_name(p.name, taken)
         taken.add(pname)
         tr.values.add(pname)
         pnames.append(pname)
-        ty = _Z if integer else _R
+        ty = _Z if integer else _C if cplx else _R
         classes = []
         for axis, d in enumerate(shape):
             c = _Class(size=d, where="axis %d of %s (size %d)" % (axis, pname, d))
@@ -1363,7 +1783,7 @@ def _source_once(f, name, shapes):
             tr.axes.append((c, "axis %d of %s" % (axis, pname)))
         for c in reversed(classes):
             ty = ("arr", c, ty)
-        args.append(Expr(ty, (lambda n: lambda: n)(pname), 9, chain=pname))
+        args.append(_as_leaf(Expr(ty, (lambda n: lambda: n)(pname), 9, chain=pname)))
     _LOCAL.traces.append(tr)
     try:
         result = _expr_of(f(*args))
@@ -1392,15 +1812,60 @@ def _source_once(f, name, shapes):
     sig_text = ", ".join("%s: %s" % (n, _type_text(a.ty, names)) for n, a in zip(pnames, args))
     body = result._text(0)
     ret = _type_text(result.ty, names)
-    return "fn %s(%s) -> %s = %s" % (name, sig_text, ret, body)
+    return "fn %s(%s) -> %s = %s" % (name, sig_text, ret, body), result.ty
+
+
+def _has_complex(t):
+    if t == _C:
+        return True
+    if t[0] == "arr":
+        return _has_complex(t[2])
+    if t[0] == "pair":
+        return _has_complex(t[1]) or _has_complex(t[2])
+    return False
+
+
+def _as_parts(a):
+    return (a.real, a.imag) if _is_complex(a) else a
+
+
+def _complex_result(v, t, args):
+    """The kernel's result ``v`` of type ``t`` with its complex numbers
+    and tensors as complex numpy values: the kernel returns a complex
+    result when given complex arguments (of numpy's result dtype of the
+    arguments, as :func:`einsat.compile`'s kernels), and a complex result
+    inside a pair, or one computed from real arguments, as its parts
+    (made complex here: of that dtype, or complex64 from float32)."""
+    import numpy as np
+
+    while t[0] == "arr":
+        t = t[2]
+    if t[0] == "pair":
+        return (_complex_result(v[0], t[1], args), _complex_result(v[1], t[2], args))
+    if t != _C or not isinstance(v, tuple):
+        return v
+    re, im = v
+    given = [np.dtype(np.complex128) if isinstance(a, complex) else a.dtype
+             for a in args if isinstance(a, complex) or hasattr(a, "dtype")]
+    if any(d.kind == "c" for d in given):
+        # the dtype einsat.compile's kernels return
+        rt = np.result_type(*given)
+    else:
+        rt = np.result_type(np.asarray(re).dtype, np.asarray(im).dtype, np.complex64)
+    if np.ndim(re) == 0:
+        return rt.type(complex(float(re), float(im)))
+    out = np.empty(np.shape(re), dtype=rt)
+    out.real = re
+    out.imag = im
+    return out
 
 
 class Traced:
     """A Python function traced into an einsat program (see :func:`fn`):
     call it with numpy arrays and numbers. The first call with a signature
-    of argument ranks (and of which arguments are integer arrays) traces
-    and compiles; later calls with that signature reuse the kernel (any
-    sizes). ``source``, ``kernel``: the last call's
+    of argument ranks (and of which arguments are integer arrays, which
+    complex) traces and compiles; later calls with that signature reuse
+    the kernel (any sizes). ``source``, ``kernel``: the last call's
     program text and :class:`einsat.Kernel`; ``trace(*args)`` traces and
     compiles for such arguments without running."""
 
@@ -1421,15 +1886,20 @@ class Traced:
     def trace(self, *args):
         """The :class:`einsat.Kernel` for arguments like ``args`` (traced
         and compiled now, or cached)."""
+        return self._trace(args)[0]
+
+    def _trace(self, args):
+        """The kernel for arguments like ``args`` and the type of its
+        result."""
         shapes = tuple(_arg_sig(a) for a in args)
-        key = tuple((len(s), integer) for s, integer in shapes)
-        k = self._kernels.get(key)
-        if k is None:
-            src = _source(self.__wrapped__, self.name, shapes)
-            k = _compile(src, threads=self._threads, fast_math=self._fast_math)
-            self._kernels[key] = k
-        self._last = k
-        return k
+        key = tuple((len(s), integer, cplx) for s, integer, cplx in shapes)
+        kt = self._kernels.get(key)
+        if kt is None:
+            src, ty = _source(self.__wrapped__, self.name, shapes)
+            kt = (_compile(src, threads=self._threads, fast_math=self._fast_math), ty)
+            self._kernels[key] = kt
+        self._last = kt[0]
+        return kt
 
     def __call__(self, *args, **kwargs):
         if kwargs:
@@ -1438,7 +1908,13 @@ class Traced:
                 args = inspect.signature(self.__wrapped__).bind(*args, **kwargs).args
             except TypeError as e:
                 raise ShapeError("%s: %s" % (self.name, e)) from None
-        return self.trace(*args)(*args)
+        k, ty = self._trace(args)
+        if not _has_complex(ty):
+            # complex arguments as their parts: the kernel then returns a
+            # pair of real results as a pair (given complex numbers, it
+            # would return a pair of arrays as one complex array)
+            return k(*(_as_parts(a) for a in args))
+        return _complex_result(k(*args), ty, args)
 
     @property
     def kernel(self):

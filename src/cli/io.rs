@@ -5,6 +5,7 @@
 use crate::error::{Error, Result};
 use crate::interp::value::MAX_ELEMENTS;
 use crate::interp::Value;
+use crate::precision::Precision;
 use ndarray::{ArrayD, IxDyn, ShapeBuilder};
 use ndarray_npy::write_npy;
 use std::collections::BTreeMap;
@@ -273,41 +274,32 @@ pub fn read_array(path: &Path) -> Result<ArrayD<f64>> {
 }
 
 /// Write a value: an array to `path`; a number as a 0-dim array; a pair as
-/// `STEM.0.npy` and `STEM.1.npy` (recursively).
+/// `STEM.0.npy` and `STEM.1.npy` (recursively). Float64 files.
 pub fn write_value(path: &Path, v: &Value) -> Result<()> {
-    match v {
-        Value::Real(x) => write_value(path, &Value::Array(ndarray::arr0(*x).into_dyn())),
-        Value::Array(a) => write_npy(path, a).map_err(|e| {
-            Error::Io(format!(
-                "{}: cannot write: {e}",
-                crate::diag::quote_path(path)
-            ))
-        }),
-        Value::Pair(a, b) => {
-            let stem = path.with_extension("");
-            let s = stem.display().to_string();
-            write_value(Path::new(&format!("{s}.0.npy")), a)?;
-            write_value(Path::new(&format!("{s}.1.npy")), b)
-        }
-    }
+    write_value_in(path, v, Precision::F64)
 }
 
-/// [`write_value`] as float32 `.npy` files (the result of `--dtype f32`,
-/// whose numbers are f32 values: the conversion is exact).
-pub fn write_npy_f32(path: &Path, v: &Value) -> Result<()> {
+/// [`write_value`] for the result of a run in precision `p`: float32 files
+/// in [`Precision::F32`] (its numbers are f32 values, so the conversion is
+/// exact), float64 ones otherwise.
+pub fn write_value_in(path: &Path, v: &Value, p: Precision) -> Result<()> {
+    let cannot = |e: ndarray_npy::WriteNpyError| {
+        Error::Io(format!(
+            "{}: cannot write: {e}",
+            crate::diag::quote_path(path)
+        ))
+    };
     match v {
-        Value::Real(x) => write_npy_f32(path, &Value::Array(ndarray::arr0(*x).into_dyn())),
-        Value::Array(a) => write_npy(path, &a.mapv(|x| x as f32)).map_err(|e| {
-            Error::Io(format!(
-                "{}: cannot write: {e}",
-                crate::diag::quote_path(path)
-            ))
-        }),
+        Value::Real(x) => write_value_in(path, &Value::Array(ndarray::arr0(*x).into_dyn()), p),
+        Value::Array(a) if p == Precision::F32 => {
+            write_npy(path, &a.mapv(|x| x as f32)).map_err(cannot)
+        }
+        Value::Array(a) => write_npy(path, a).map_err(cannot),
         Value::Pair(a, b) => {
             let stem = path.with_extension("");
             let s = stem.display().to_string();
-            write_npy_f32(Path::new(&format!("{s}.0.npy")), a)?;
-            write_npy_f32(Path::new(&format!("{s}.1.npy")), b)
+            write_value_in(Path::new(&format!("{s}.0.npy")), a, p)?;
+            write_value_in(Path::new(&format!("{s}.1.npy")), b, p)
         }
     }
 }

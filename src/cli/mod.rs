@@ -335,12 +335,7 @@ fn dispatch(cmd: Cmd) -> CliResult {
                 }),
             }
             .map_err(err)?;
-            if precision == crate::precision::Precision::F32 {
-                if let Some(path) = out.as_deref() {
-                    return io::write_npy_f32(path, &result).map_err(err);
-                }
-            }
-            emit(&result, out.as_deref(), json)
+            emit(&result, out.as_deref(), json, precision)
         }
         Cmd::Opt {
             file,
@@ -427,9 +422,16 @@ fn dispatch(cmd: Cmd) -> CliResult {
     }
 }
 
-fn emit(v: &Value, out: Option<&Path>, json: bool) -> CliResult {
+/// Print or write a result of a run in `precision` (its numbers in that
+/// format's shortest text; `.npy` files of that element type).
+fn emit(
+    v: &Value,
+    out: Option<&Path>,
+    json: bool,
+    precision: crate::precision::Precision,
+) -> CliResult {
     if let Some(p) = out {
-        return io::write_value(p, v).map_err(|e| format!("error: {e}"));
+        return io::write_value_in(p, v, precision).map_err(|e| format!("error: {e}"));
     }
     if json {
         // written as it goes: the JSON tree of a large result would take
@@ -438,13 +440,13 @@ fn emit(v: &Value, out: Option<&Path>, json: bool) -> CliResult {
         let mut w = std::io::BufWriter::new(std::io::stdout().lock());
         let mut put = || -> std::io::Result<()> {
             w.write_all(b"{\"output\":")?;
-            v.write_json(&mut w)?;
+            v.write_json_in(&mut w, precision)?;
             w.write_all(b"}\n")?;
             w.flush()
         };
         put().map_err(stdout_error)?;
     } else {
-        outln!("{v}")?;
+        outln!("{}", v.display_in(precision))?;
     }
     Ok(())
 }

@@ -20,9 +20,10 @@
 //! [`WORK_BUDGET`] (literal sizes too large) is not measured; the report
 //! says so.
 
-use crate::interp::domain::{Dd, F64};
+use crate::interp::domain::{Dd, F32, F64};
 use crate::interp::random::{random_inputs_of, ValueClass};
 use crate::interp::{run_domain, Sizes, Value};
+use crate::precision::Precision;
 use crate::syntax::ast::*;
 use rand::rngs::StdRng;
 use rand::SeedableRng;
@@ -57,6 +58,8 @@ pub struct Reference {
     written: Vec<f64>,
     /// The written program's own error in bits, averaged over the samples.
     pub written_bits: f64,
+    /// The format the program runs in: errors are counted in its ulps.
+    precision: Precision,
 }
 
 /// A candidate's error against the reference.
@@ -98,20 +101,39 @@ fn ordinal(x: f64) -> i64 {
     }
 }
 
-/// Bits of error of `x` against the reference `r` (`log2(1 + ulps)`).
-fn bits(x: f64, r: f64) -> f64 {
-    if !r.is_finite() {
+/// The position of `x` among the singles, in order.
+fn ordinal32(x: f32) -> i64 {
+    let b = x.to_bits() as i32;
+    i64::from(if b < 0 { i32::MIN - b } else { b })
+}
+
+/// Bits of error of `x` against the reference `r` (`log2(1 + ulps)`, in
+/// ulps of the format `p`: in `F32` both are rounded to `f32` first).
+fn bits(x: f64, r: f64, p: Precision) -> f64 {
+    // a reference beyond the format's range: the written program
+    // overflows too
+    if !p.round(r).is_finite() {
         return 0.0;
     }
     if !x.is_finite() {
         return 64.0;
     }
-    let d = (ordinal(x) as i128 - ordinal(r) as i128).unsigned_abs() as f64;
+    let d = if p == Precision::F32 {
+        (ordinal32(x as f32) - ordinal32(r as f32)).unsigned_abs() as f64
+    } else {
+        (ordinal(x) as i128 - ordinal(r) as i128).unsigned_abs() as f64
+    };
     (1.0 + d).log2()
 }
 
-fn numbers(f: &Function, args: &[Value]) -> Option<Vec<f64>> {
-    let leaves = run_domain(f, args, &F64).ok()?;
+/// The numbers of `f`'s result on `args`, computed in `p` (the
+/// interpreter's `F64` or `F32` domain).
+fn numbers(f: &Function, args: &[Value], p: Precision) -> Option<Vec<f64>> {
+    let leaves = if p == Precision::F32 {
+        run_domain(f, args, &F32).ok()?
+    } else {
+        run_domain(f, args, &F64).ok()?
+    };
     Some(
         leaves
             .into_iter()
@@ -120,10 +142,29 @@ fn numbers(f: &Function, args: &[Value]) -> Option<Vec<f64>> {
     )
 }
 
+/// `v` with every number rounded to the format `p` (the inputs a run in
+/// `p` sees, so that the reference is computed from them too).
+fn rounded(v: Value, p: Precision) -> Value {
+    match v {
+        Value::Real(x) => Value::Real(p.round(x)),
+        Value::Array(a) => Value::Array(a.mapv(|x| p.round(x))),
+        Value::Pair(a, b) => Value::pair(rounded(*a, p), rounded(*b, p)),
+    }
+}
+
 impl Reference {
     /// Samples for `f` and its reference values; `None` when `f` is too
     /// large to sample (see the module documentation) or cannot run.
     pub fn of(f: &Function) -> Option<Reference> {
+        Reference::of_in(f, Precision::F64)
+    }
+
+    /// [`Reference::of`] for a program run in precision `p`: the samples'
+    /// numbers are rounded to `p`, the reference is still double-double,
+    /// and every program (the written one and the candidates) runs in `p`,
+    /// its errors counted in ulps of `p` (a regrouping that loses the
+    /// digits of an `f32` sum is seen in `f32`).
+    pub fn of_in(f: &Function, p: Precision) -> Option<Reference> {
         let sizes: Sizes = f
             .size_names()
             .into_iter()
@@ -137,7 +178,11 @@ impl Reference {
         for (k, class) in CLASSES.iter().enumerate() {
             for s in 0..SAMPLES_PER_CLASS {
                 let mut rng = StdRng::seed_from_u64(0xACC0 + 97 * k as u64 + s);
-                let args = random_inputs_of(f, &sizes, *class, &mut rng).ok()?;
+                let args: Vec<Value> = random_inputs_of(f, &sizes, *class, &mut rng)
+                    .ok()?
+                    .into_iter()
+                    .map(|v| rounded(v, p))
+                    .collect();
                 let r: Vec<f64> = run_domain(f, &args, &Dd)
                     .ok()?
                     .into_iter()
@@ -152,6 +197,7 @@ impl Reference {
             reference,
             written: vec![],
             written_bits: 0.0,
+            precision: p,
         };
         me.written = me.per_sample(f)?;
         me.written_bits = mean(&me.written);
@@ -165,14 +211,14 @@ impl Reference {
             .iter()
             .zip(&self.reference)
             .map(|(args, r)| {
-                let xs = numbers(g, args)?;
+                let xs = numbers(g, args, self.precision)?;
                 if xs.len() != r.len() {
                     return None;
                 }
                 Some(mean(
                     &xs.iter()
                         .zip(r)
-                        .map(|(x, r)| bits(*x, *r))
+                        .map(|(x, r)| bits(*x, *r, self.precision))
                         .collect::<Vec<_>>(),
                 ))
             })
@@ -240,11 +286,42 @@ mod tests {
     }
 
     #[test]
+    fn a_regrouping_that_overflows_only_in_f32_is_refused_only_in_f32() {
+        // x·1e31·1e-31 regrouped: fine in f64, inf in f32 for the offset
+        // samples (about 1e8 · 1e31 > 3.4e38)
+        let written = f("fn g(x: [n]R) -> [n]R = gen(i:n) x[i] * (1e31 * 1e-31)");
+        let regrouped = f("fn g(x: [n]R) -> [n]R = gen(i:n) (x[i] * 1e31) * 1e-31");
+        let r64 = Reference::of_in(&written, Precision::F64).unwrap();
+        let l64 = r64.loss(&regrouped).unwrap();
+        assert!(r64.weigh(1.0, l64).is_some(), "{l64:?}");
+        let r32 = Reference::of_in(&written, Precision::F32).unwrap();
+        let l32 = r32.loss(&regrouped).unwrap();
+        assert!(r32.weigh(1.0, l32).is_none(), "{l32:?}");
+        // the written program itself loses nothing against itself in f32
+        assert_eq!(r32.loss(&written).unwrap().worst, 0.0);
+        // and the centred variance keeps its guard in f32
+        let centred = f(
+            "fn v(x: [n]R) -> R = let m = (sum(i:n) x[i]) / 6 in sum(i:n) (x[i] - m) * (x[i] - m)",
+        );
+        let expanded = f("fn v(x: [n]R) -> R = let m = (sum(i:n) x[i]) / 4 in (sum(i:n) x[i] * x[i]) - 2 * m * (sum(i:n) x[i]) + 4 * m * m");
+        let r = Reference::of_in(&centred, Precision::F32).unwrap();
+        assert!(r.weigh(1.0, r.loss(&expanded).unwrap()).is_none());
+    }
+
+    #[test]
     fn ulps_and_bits() {
-        assert_eq!(bits(1.0, 1.0), 0.0);
-        assert_eq!(bits(1.0 + f64::EPSILON, 1.0), 1.0);
-        assert_eq!(bits(-0.0, 0.0), 0.0);
-        assert_eq!(bits(f64::NAN, 1.0), 64.0);
-        assert!(bits(-1.0, 1.0) > 60.0);
+        let p = Precision::F64;
+        assert_eq!(bits(1.0, 1.0, p), 0.0);
+        assert_eq!(bits(1.0 + f64::EPSILON, 1.0, p), 1.0);
+        assert_eq!(bits(-0.0, 0.0, p), 0.0);
+        assert_eq!(bits(f64::NAN, 1.0, p), 64.0);
+        assert!(bits(-1.0, 1.0, p) > 60.0);
+        // in f32, one ulp of f32 is one ulp, and f64 digits below it none
+        let q = Precision::F32;
+        assert_eq!(bits(1.0 + f32::EPSILON as f64, 1.0, q), 1.0);
+        assert_eq!(bits(1.0, 1.0 + f64::EPSILON, q), 0.0);
+        assert_eq!(bits(-0.0, 0.0, q), 0.0);
+        assert!(bits(-1.0, 1.0, q) > 30.0);
+        assert_eq!(bits(f64::INFINITY, 1e300, q), 0.0);
     }
 }

@@ -145,29 +145,100 @@ pub fn gemm_stage(e: &Expr) -> bool {
 
 /// The cost of a named expression: operations executed, loops multiplied
 /// out, lets paid once; GEMM-shaped stages at library speed (see the
-/// module doc).
+/// module doc). Within one loop body (or outside all loops) a loop-free
+/// arithmetic subterm written more than once is paid once: the JIT
+/// computes it once (Cranelift's value numbering merges `x[i] * x[i]`
+/// written twice in one body into one multiply), so inlining a cheap `let`
+/// into its uses costs what the `let` did. Calls, sums and other loops are
+/// paid at every occurrence.
 pub fn ir_cost(e: &Expr, m: &CostModel) -> f64 {
-    match e {
-        Expr::Gen(_, n, b) if gemm_stage(e) => {
-            let c = m.trip(n) * (ir_cost(b, m) + 1.0);
-            c.min(GEMM_FACTOR * c + GEMM_CALL_COST)
+    Scope::default().cost(e, m).0
+}
+
+/// The loop-free arithmetic subterms already paid in the current loop
+/// body, by structural hash.
+#[derive(Clone, Default)]
+struct Scope {
+    seen: std::collections::HashSet<u64>,
+}
+
+impl Scope {
+    /// `e`'s cost given what this body has already paid, and its
+    /// structural hash when it is loop-free arithmetic (which the JIT's
+    /// value numbering merges).
+    fn cost(&mut self, e: &Expr, m: &CostModel) -> (f64, Option<u64>) {
+        use std::hash::{Hash, Hasher};
+        // hash of a node from its kind, payload and children's hashes
+        let node =
+            |tag: u8, payload: &dyn Fn(&mut std::hash::DefaultHasher), kids: &[Option<u64>]| {
+                let mut h = std::hash::DefaultHasher::new();
+                tag.hash(&mut h);
+                payload(&mut h);
+                for k in kids {
+                    (*k)?.hash(&mut h);
+                }
+                Some(h.finish())
+            };
+        // a body of its own: nothing paid yet
+        let body = |b: &Expr| Scope::default().cost(b, m).0;
+        let (own, kids, hash): (f64, f64, Option<u64>) = match e {
+            Expr::Gen(_, n, b) if gemm_stage(e) => {
+                let c = m.trip(n) * (body(b) + 1.0);
+                (c.min(GEMM_FACTOR * c + GEMM_CALL_COST), 0.0, None)
+            }
+            Expr::Var(x) => (0.0, 0.0, node(0, &|h| x.hash(h), &[])),
+            Expr::Num(x) => (0.0, 0.0, node(1, &|h| x.to_bits().hash(h), &[])),
+            Expr::Bracket(p) => (1.0, 0.0, node(2, &|h| p.hash(h), &[])),
+            Expr::Eps(ix) => (1.0, 0.0, node(3, &|h| ix.hash(h), &[])),
+            Expr::IndexValue(a) => (1.0, 0.0, node(4, &|h| a.hash(h), &[])),
+            Expr::SizeValue(x) => (1.0, 0.0, node(5, &|h| x.hash(h), &[])),
+            Expr::Bin(op, a, b) => {
+                let ((ca, ha), (cb, hb)) = (self.cost(a, m), self.cost(b, m));
+                (1.0, ca + cb, node(6, &|h| op.hash(h), &[ha, hb]))
+            }
+            Expr::Neg(a) => {
+                let (ca, ha) = self.cost(a, m);
+                (1.0, ca, node(7, &|_| (), &[ha]))
+            }
+            Expr::Access(a, i) => {
+                let (ca, ha) = self.cost(a, m);
+                (1.0, ca, node(8, &|h| i.hash(h), &[ha]))
+            }
+            Expr::Proj(k, a) => {
+                let (ca, ha) = self.cost(a, m);
+                (0.0, ca, node(9, &|h| k.hash(h), &[ha]))
+            }
+            Expr::Call(_, args) => (
+                CALL_COST,
+                args.iter().map(|a| self.cost(a, m).0).sum::<f64>(),
+                None,
+            ),
+            Expr::Pair(a, b) => (0.0, self.cost(a, m).0 + self.cost(b, m).0, None),
+            Expr::Gen(_, n, b) | Expr::Sum(_, n, b) | Expr::Reduce(_, _, n, b) => {
+                (m.trip(n) * (body(b) + 1.0), 0.0, None)
+            }
+            Expr::Gather(a, g, _) => (3.0, self.cost(a, m).0 + self.cost(g, m).0, None),
+            // the body in a scope of its own: a name it binds may shadow
+            // one this scope has seen
+            Expr::Let(_, a, b) => (0.0, self.cost(a, m).0 + body(b), None),
+            // the condition always; each side only where it is chosen:
+            // it may use what this body paid before, but what it pays is
+            // its own
+            Expr::Where(c, a, b) => {
+                let cc: f64 = c.exprs().into_iter().map(|x| self.cost(x, m).0).sum();
+                let ca = self.clone().cost(a, m).0;
+                let cb = self.clone().cost(b, m).0;
+                (1.0, cc + ca + cb, None)
+            }
+            Expr::Fold(_, n, _, a, b) => {
+                (self.cost(a, m).0 + m.trip(n) * (body(b) + 1.0), 0.0, None)
+            }
+        };
+        match hash {
+            // paid already in this body (and so were its parts)
+            Some(h) if !self.seen.insert(h) => (0.0, hash),
+            _ => (own + kids, hash),
         }
-        Expr::Var(_) | Expr::Num(_) => 0.0,
-        Expr::Bracket(_) | Expr::Eps(_) => 1.0,
-        Expr::Bin(_, a, b) => 1.0 + ir_cost(a, m) + ir_cost(b, m),
-        Expr::Neg(a) => 1.0 + ir_cost(a, m),
-        Expr::Call(_, args) => CALL_COST + args.iter().map(|a| ir_cost(a, m)).sum::<f64>(),
-        Expr::Pair(a, b) => ir_cost(a, m) + ir_cost(b, m),
-        Expr::Proj(_, a) => ir_cost(a, m),
-        Expr::Gen(_, n, b) => m.trip(n) * (ir_cost(b, m) + 1.0),
-        Expr::Sum(_, n, b) => m.trip(n) * (ir_cost(b, m) + 1.0),
-        Expr::Reduce(_, _, n, b) => m.trip(n) * (ir_cost(b, m) + 1.0),
-        Expr::Access(a, _) => 1.0 + ir_cost(a, m),
-        Expr::Gather(a, g, _) => 3.0 + ir_cost(a, m) + ir_cost(g, m),
-        Expr::Let(_, a, b) => ir_cost(a, m) + ir_cost(b, m),
-        Expr::IndexValue(_) | Expr::SizeValue(_) => 1.0,
-        Expr::Where(..) => 1.0 + e.children().into_iter().map(|c| ir_cost(c, m)).sum::<f64>(),
-        Expr::Fold(_, n, _, a, b) => ir_cost(a, m) + m.trip(n) * (ir_cost(b, m) + 1.0),
     }
 }
 
@@ -286,5 +357,57 @@ impl CostFunction<TL> for PolySize<'_> {
             TL::Get([t, _]) => costs(*t),
             _ => 1.0 + enode.children().iter().map(|c| costs(*c)).sum::<f64>(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cost(src: &str) -> f64 {
+        let f = crate::load(src).unwrap().functions.remove(0);
+        ir_cost(&f.body, &CostModel::default())
+    }
+
+    #[test]
+    fn arithmetic_written_twice_in_one_body_is_paid_once() {
+        // the JIT's value numbering computes x*x - y*y once
+        let twice = cost("fn f(x: [n]R, y: [n]R) -> [n]R = gen(i:n) x[i] * x[i] - y[i] * y[i] + (x[i] * x[i] - y[i] * y[i])");
+        let doubled =
+            cost("fn f(x: [n]R, y: [n]R) -> [n]R = gen(i:n) (x[i] * x[i] - y[i] * y[i]) * 2");
+        assert_eq!(twice, doubled);
+        // the same subterm in two loops' bodies is paid in each
+        let two_loops =
+            cost("fn f(x: [n]R) -> [n]R = gen(i:n) (sum(j:n) x[j] * x[j]) + sum(k:n) x[k] * x[k]");
+        let one_loop = cost("fn f(x: [n]R) -> [n]R = gen(i:n) 2 * sum(j:n) x[j] * x[j]");
+        assert!(two_loops > one_loop, "{two_loops} {one_loop}");
+    }
+
+    #[test]
+    fn calls_sums_and_branches_are_paid_where_they_run() {
+        let calls = cost("fn f(x: [n]R) -> [n]R = gen(i:n) exp(x[i]) + exp(x[i])");
+        let call = cost("fn f(x: [n]R) -> [n]R = gen(i:n) exp(x[i]) * 2");
+        assert!(calls > call, "{calls} {call}");
+        let sums = cost("fn f(A: [n,n]R) -> [n]R = gen(i:n) (sum(j:n) A[i, j]) + sum(j:n) A[i, j]");
+        let sum = cost("fn f(A: [n,n]R) -> [n]R = gen(i:n) 2 * sum(j:n) A[i, j]");
+        assert!(sums > sum, "{sums} {sum}");
+        // a side of a where may reuse what was computed before it, but what
+        // it computes is not reused after it (it may not have run)
+        let before = cost("fn f(x: [n]R, y: [n]R) -> [n]R = gen(i:n) y[i] * y[i] + where(x[i] > 0, y[i] * y[i], 0)");
+        let after = cost("fn f(x: [n]R, y: [n]R) -> [n]R = gen(i:n) where(x[i] > 0, y[i] * y[i], 0) + y[i] * y[i]");
+        assert!(before < after, "{before} {after}");
+    }
+
+    #[test]
+    fn a_let_body_does_not_reuse_a_shadowed_name() {
+        // the inner w is another value: w * w is paid again
+        let shadowed = cost(
+            "fn f(x: [n]R) -> [n]R = gen(i:n) let w = x[i] in w * w + (let w = x[i] + 1 in w * w)",
+        );
+        let plain = cost(
+            "fn f(x: [n]R) -> [n]R = gen(i:n) let w = x[i] in w * w + (let v = x[i] + 1 in w * w)",
+        );
+        assert!(shadowed >= plain, "{shadowed} {plain}");
+        assert!(shadowed > cost("fn f(x: [n]R) -> [n]R = gen(i:n) let w = x[i] in w * w + w * w"));
     }
 }

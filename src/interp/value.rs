@@ -8,6 +8,7 @@
 //! resolves every size name; every engine calls it before running.
 
 use crate::error::{Error, Found, Result};
+use crate::precision::Precision;
 use crate::syntax::ast::{Function, Size, Type};
 use crate::syntax::printer::print_type;
 use ndarray::ArrayD;
@@ -51,37 +52,61 @@ impl Value {
     /// Write [`Value::to_json`]'s text to `w` as it goes, without building
     /// the JSON tree (which takes several times the array's memory).
     pub fn write_json(&self, w: &mut dyn std::io::Write) -> std::io::Result<()> {
-        fn num(x: f64, w: &mut dyn std::io::Write) -> std::io::Result<()> {
-            match serde_json::Number::from_f64(x) {
-                Some(n) => write!(w, "{n}"),
-                None => write!(w, "{}", serde_json::Value::String(format!("{x}"))),
+        self.write_json_in(w, Precision::F64)
+    }
+
+    /// [`Value::write_json`] for the result of a run in precision `p`: in
+    /// [`Precision::F32`] every number is an `f32` and is written as the
+    /// shortest text that reads back as that `f32` (`0.1`, not the `f64`
+    /// digits `0.10000000149011612` of the same value).
+    pub fn write_json_in(&self, w: &mut dyn std::io::Write, p: Precision) -> std::io::Result<()> {
+        fn num(x: f64, p: Precision, w: &mut dyn std::io::Write) -> std::io::Result<()> {
+            if !x.is_finite() {
+                return write!(w, "{}", serde_json::Value::String(format!("{x}")));
+            }
+            if p == Precision::F32 {
+                serde_json::to_writer(&mut *w, &(x as f32)).map_err(std::io::Error::other)
+            } else {
+                serde_json::to_writer(&mut *w, &x).map_err(std::io::Error::other)
             }
         }
-        fn arr(a: ndarray::ArrayViewD<f64>, w: &mut dyn std::io::Write) -> std::io::Result<()> {
+        fn arr(
+            a: ndarray::ArrayViewD<f64>,
+            p: Precision,
+            w: &mut dyn std::io::Write,
+        ) -> std::io::Result<()> {
             if a.ndim() == 0 {
-                return num(a[ndarray::IxDyn(&[])], w);
+                return num(a[ndarray::IxDyn(&[])], p, w);
             }
             w.write_all(b"[")?;
             for (k, row) in a.outer_iter().enumerate() {
                 if k > 0 {
                     w.write_all(b",")?;
                 }
-                arr(row, w)?;
+                arr(row, p, w)?;
             }
             w.write_all(b"]")
         }
         match self {
-            Value::Real(x) => num(*x, w),
-            Value::Array(a) => arr(a.view(), w),
+            Value::Real(x) => num(*x, p, w),
+            Value::Array(a) => arr(a.view(), p, w),
             Value::Pair(a, b) => {
                 w.write_all(b"[")?;
-                a.write_json(w)?;
+                a.write_json_in(w, p)?;
                 w.write_all(b",")?;
-                b.write_json(w)?;
+                b.write_json_in(w, p)?;
                 w.write_all(b"]")
             }
         }
     }
+
+    /// The value as text (what `Display` prints) for the result of a run in
+    /// precision `p`: in [`Precision::F32`] each number is printed as the
+    /// shortest text that reads back as its `f32`.
+    pub fn display_in(&self, p: Precision) -> impl std::fmt::Display + '_ {
+        DisplayIn(self, p)
+    }
+
     /// Compare with a relative tolerance (`|a-b| <= rtol·max(|a|,|b|) + atol`);
     /// NaNs compare equal to NaNs.
     pub fn approx_eq(&self, other: &Value, rtol: f64, atol: f64) -> bool {
@@ -115,23 +140,44 @@ impl Value {
 
 impl std::fmt::Display for Value {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        fn arr(a: ndarray::ArrayViewD<f64>, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        DisplayIn(self, Precision::F64).fmt(f)
+    }
+}
+
+/// [`Value::display_in`]'s text.
+struct DisplayIn<'a>(&'a Value, Precision);
+
+impl std::fmt::Display for DisplayIn<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        fn num(x: f64, p: Precision, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            if p == Precision::F32 {
+                write!(f, "{}", x as f32)
+            } else {
+                write!(f, "{x}")
+            }
+        }
+        fn arr(
+            a: ndarray::ArrayViewD<f64>,
+            p: Precision,
+            f: &mut std::fmt::Formatter<'_>,
+        ) -> std::fmt::Result {
             if a.ndim() == 0 {
-                return write!(f, "{}", a[ndarray::IxDyn(&[])]);
+                return num(a[ndarray::IxDyn(&[])], p, f);
             }
             write!(f, "[")?;
             for (k, row) in a.outer_iter().enumerate() {
                 if k > 0 {
                     write!(f, ", ")?;
                 }
-                arr(row, f)?;
+                arr(row, p, f)?;
             }
             write!(f, "]")
         }
-        match self {
-            Value::Real(x) => write!(f, "{x}"),
-            Value::Array(a) => arr(a.view(), f),
-            Value::Pair(a, b) => write!(f, "({a}, {b})"),
+        let p = self.1;
+        match self.0 {
+            Value::Real(x) => num(*x, p, f),
+            Value::Array(a) => arr(a.view(), p, f),
+            Value::Pair(a, b) => write!(f, "({}, {})", a.display_in(p), b.display_in(p)),
         }
     }
 }

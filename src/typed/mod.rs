@@ -331,26 +331,10 @@ pub fn einsum<T: Scalar>(
             .zip(&at)
             .map(|(&l, &x)| whole.stride_of(l).map_or(0, |st| st * x as isize))
             .sum();
-        let axes = r
-            .dims
-            .iter()
-            .map(|d| Axis {
-                size: d.size,
-                src: d.stride,
-                dst: whole.stride_of(d.label).unwrap_or(0),
-            })
-            .collect();
         // SAFETY: `r` is a buffer of its sizes; `dst` plus `off` addresses,
         // along `r`'s axes (labels of the output), elements of `whole`'s
         // own buffer (the sliced labels fixed below their sizes).
-        unsafe {
-            Reduce {
-                src: r.ptr,
-                dst: dst.wrapping_offset(off),
-                axes,
-            }
-            .run(run.stop)
-        };
+        unsafe { add_into(&r, &whole, dst.wrapping_offset(off), run.stop) };
         stopped(run.stop)?;
         // the next slice (odometer, last fastest)
         let mut a = sliced.len();
@@ -496,6 +480,24 @@ fn reduce<T: Scalar>(
         .owned
         .as_mut()
         .map_or(std::ptr::null_mut(), |v| v.as_mut_ptr());
+    // SAFETY: `src` addresses its view (an operand's, or a buffer it
+    // owns) for every index below its sizes; `dst` is `out`'s own buffer
+    // of `keep`'s sizes.
+    unsafe { add_into(src, &out, dst, stop) };
+    Ok(out)
+}
+
+/// Add every element of `src` into the element of `out`'s layout (its
+/// strides per label) at `dst` that has the same values of `out`'s labels:
+/// labels of `src` that `out` lacks are summed over (stride 0 in `dst`).
+/// Incomplete if `stop` is set meanwhile.
+///
+/// # Safety
+/// `src.ptr` must address an element for every index below `src`'s sizes,
+/// and `dst` (which need not be `out`'s own start: a slice of it) must
+/// address a writable element of `T` at every offset `out`'s strides give
+/// for those indices.
+unsafe fn add_into<T: Scalar>(src: &Tensor<T>, out: &Tensor<T>, dst: *mut T, stop: &AtomicBool) {
     let axes = src
         .dims
         .iter()
@@ -505,9 +507,7 @@ fn reduce<T: Scalar>(
             dst: out.stride_of(d.label).unwrap_or(0),
         })
         .collect();
-    // SAFETY: `src` addresses its view (an operand's, or a buffer it
-    // owns) for every index below its sizes; `dst` is `out`'s own buffer
-    // of `keep`'s sizes.
+    // SAFETY: the caller's promise.
     unsafe {
         Reduce {
             src: src.ptr,
@@ -516,7 +516,6 @@ fn reduce<T: Scalar>(
         }
         .run(stop)
     };
-    Ok(out)
 }
 
 /// One dimension of a product: its size and strides in dst, lhs, rhs.
