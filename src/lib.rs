@@ -137,13 +137,14 @@ pub mod types;
 pub mod vmath;
 
 pub use error::{Error, Result};
-pub use interp::Value;
+pub use interp::{IntValue, Value};
 pub use jit::{
-    Arg, Arg32, ArgMut, FromValue, IntoArg, IntoArgMut, IntoArgs, Kernel, TypedKernel, Value32,
+    Arg, Arg32, ArgMut, FromValue, IntArg, IntoArg, IntoArgMut, IntoArgs, Kernel, TypedKernel,
+    Value32,
 };
 /// The `ndarray` version einsat's API uses (arrays in and out of kernels).
 pub use ndarray;
-pub use precision::Precision;
+pub use precision::{IntElem, Precision};
 /// The `rand` version of [`testing`]'s signatures.
 pub use rand;
 pub use syntax::{Expr, Function, Program, Type};

@@ -102,7 +102,16 @@ pub struct Options {
     /// Infinite: never.
     pub gemm_stage_min_work: f64,
     /// The format the program will run in ([`crate::precision::Precision`]): constant
-    /// folds are judged in it (default `F64`).
+    /// folds are judged in it (default `F64`). In an integer format
+    /// (`I64`, `I32`) the program must be integral
+    /// ([`crate::types::integral`]); the passes are those exact in
+    /// wrapping integers: the structural ones (pre-pass, contraction
+    /// planning, normal form), and saturation with the rules
+    /// [`crate::egraph::rules::Rule::int_admitted`] keeps (ring identities
+    /// and the structural families, checked in wrapping integers by
+    /// [`crate::egraph::check::check_rule_int`]), constants folded in
+    /// wrapping arithmetic; not the fast mode's extras, no accuracy
+    /// judging (every candidate is exact).
     pub precision: crate::precision::Precision,
 }
 
@@ -746,7 +755,9 @@ impl<'a> Setup<'a> {
             fixed,
             model,
             nopts,
-            fast: opts.fast_math,
+            // (integers: the fast mode's extras are not checked in
+            // wrapping arithmetic)
+            fast: opts.fast_math && !opts.precision.is_int(),
             deadline: start + opts.time_limit,
         }
     }
@@ -845,8 +856,15 @@ impl<'a> Setup<'a> {
     /// those its floating-point contract allows.
     fn rules(&self) -> Result<std::borrow::Cow<'static, Rewrites>> {
         use std::borrow::Cow;
+        let int = self.opts.precision.is_int();
         match &self.opts.rules {
+            None if int => Ok(Cow::Borrowed(builtin_int_rewrites())),
             None => Ok(Cow::Borrowed(builtin_rewrites(self.fast))),
+            Some(r) if int => {
+                let rules: Vec<Rule> = r.iter().filter(|r| r.int_admitted()).cloned().collect();
+                let rws = rewrites(&rules)?;
+                Ok(Cow::Owned(Rewrites { rules, rws }))
+            }
             Some(r) => {
                 let rules: Vec<Rule> = r
                     .iter()
@@ -903,6 +921,22 @@ fn builtin_rewrites(fast: bool) -> &'static Rewrites {
         let rules: Vec<Rule> = builtin_rules()
             .into_iter()
             .filter(|r| fast || r.class.safe())
+            .collect();
+        let rws = rewrites(&rules).expect("built-in rules compile");
+        Rewrites { rules, rws }
+    })
+}
+
+/// The built-in rules admitted in the integer formats
+/// ([`Rule::int_admitted`], whatever their floating-point class: a ring
+/// identity such as `(a + b) + c = a + (b + c)` is exact in wrapping
+/// integers) and their rewrites, built once.
+fn builtin_int_rewrites() -> &'static Rewrites {
+    static CACHE: std::sync::OnceLock<Rewrites> = std::sync::OnceLock::new();
+    CACHE.get_or_init(|| {
+        let rules: Vec<Rule> = builtin_rules()
+            .into_iter()
+            .filter(Rule::int_admitted)
             .collect();
         let rws = rewrites(&rules).expect("built-in rules compile");
         Rewrites { rules, rws }
@@ -1121,6 +1155,12 @@ fn optimize_here(f: &Function, opts: &Options) -> Result<Optimized> {
     let start = Instant::now();
     let cpu_start = thread_cpu_seconds();
     let sig = types::check(f).map_err(Error::types)?;
+    // integer formats: only integral programs, and only the structural
+    // passes (see `Options::precision`)
+    let int = opts.precision.is_int();
+    if int {
+        types::integral(f, None, opts.precision).map_err(Error::types)?;
+    }
     let s = Setup::new(f, &sig.ret, opts, start);
     let cost_before = ir_cost(&f.body, &s.model);
     let mut report = Report {
@@ -1141,8 +1181,9 @@ fn optimize_here(f: &Function, opts: &Options) -> Result<Optimized> {
     }
     // In the default mode every candidate is weighed by its accuracy
     // against the written program's (see `extract::accuracy`).
-    let mut judge = Judge::new(&s.fixed, s.fast, opts.precision);
-    if !s.fast && judge.reference.is_none() {
+    // (integers: every candidate is exact, there is no accuracy to weigh)
+    let mut judge = Judge::new(&s.fixed, s.fast || int, opts.precision);
+    if !s.fast && !int && judge.reference.is_none() {
         report.accuracy_note = Some(format!(
             "not measured: sampling the program (named sizes {}) takes more than {} steps of the interpreter",
             crate::extract::accuracy::SAMPLE_SIZE,
@@ -1152,6 +1193,8 @@ fn optimize_here(f: &Function, opts: &Options) -> Result<Optimized> {
     let mut best = s.plain_candidates(&pre, &mut judge);
     // The planned contraction order of every tensor network of the body:
     // a candidate of its own and a seed of the first round.
+    // (contraction orders regroup sums of products: exact in any
+    // commutative ring, so in wrapping integers too)
     let planned = s.planned(&pre)?;
     if let Some((body, plans)) = &planned {
         report.plans = plans.clone();

@@ -1643,3 +1643,79 @@ fn dtype_f32_runs_in_f32() {
     let line = out.lines().find(|l| l.contains("mlp_layer")).unwrap();
     assert!(line.contains("(f32)"), "{line}");
 }
+
+/// Issue 25, item 5: `--dtype i64`/`i32` computes integral programs in
+/// wrapping integers (interpreter and JIT alike), refuses non-integral
+/// programs and non-integer arguments with clear errors, and `demo` runs
+/// `examples/ints.tl` in i64.
+#[test]
+fn dtype_int_runs_in_integers() {
+    let d = tmpdir("dtypeint");
+    let src = d.join("w.tl");
+    std::fs::write(
+        &src,
+        "fn w(x: [n]R) -> [n]R = gen(i:n) x[i] * 65536 + 1\nfn h(x: [n]R) -> [n]R = gen(i:n) x[i] / 2",
+    )
+    .unwrap();
+    let x = write_npy(&d.join("x.npy"), arr1(&[65536.0, -3.0]).into_dyn());
+    for engine in ["interp", "jit"] {
+        for (dtype, first) in [("i64", 4294967297.0), ("i32", 1.0)] {
+            let (code, out, err) = einsat(&[
+                "run",
+                src.to_str().unwrap(),
+                "--fn",
+                "w",
+                "--engine",
+                engine,
+                "--dtype",
+                dtype,
+                "--arg",
+                &format!("x={x}"),
+                "--json",
+            ]);
+            assert_eq!(code, 0, "{err}");
+            let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+            // 65536 * 65536 + 1 wraps to 1 in 32 bits
+            assert_eq!(
+                j["output"][0].as_f64(),
+                Some(first),
+                "{engine} {dtype}: {out}"
+            );
+            assert_eq!(
+                j["output"][1].as_f64(),
+                Some(-196607.0),
+                "{engine} {dtype}: {out}"
+            );
+        }
+    }
+    let (code, _, err) = einsat(&[
+        "run",
+        src.to_str().unwrap(),
+        "--fn",
+        "h",
+        "--dtype",
+        "i64",
+        "--arg",
+        &format!("x={x}"),
+    ]);
+    assert_eq!(code, 1);
+    assert!(err.contains("no true division"), "{err}");
+    assert!(err.contains("w.tl:2:"), "a position: {err}");
+    let y = write_npy(&d.join("y.npy"), arr1(&[0.5]).into_dyn());
+    let (code, _, err) = einsat(&[
+        "run",
+        src.to_str().unwrap(),
+        "--fn",
+        "w",
+        "--dtype",
+        "i32",
+        "--arg",
+        &format!("x={y}"),
+    ]);
+    assert_eq!(code, 1);
+    assert!(err.contains("not an integer of i32"), "{err}");
+    let (code, out, err) = einsat(&["demo"]);
+    assert_eq!(code, 0, "{err}");
+    let line = out.lines().find(|l| l.contains("best_prefix")).unwrap();
+    assert!(line.contains("(i64)") && line.contains("yes"), "{line}");
+}

@@ -39,6 +39,7 @@
 
 mod contract;
 mod float32;
+mod ints;
 mod typed;
 mod words;
 
@@ -1130,6 +1131,9 @@ struct Kernel {
     func: Function,
     /// The kernel compiled for `Precision::F32`, once needed.
     kernel32: std::sync::OnceLock<Arc<jit::Kernel>>,
+    /// The kernels compiled for `Precision::I64` and `I32`, once needed
+    /// ([`ints`]; `None`: the program is not integral).
+    kernels_int: [std::sync::OnceLock<Option<Arc<jit::Kernel>>>; 2],
     name: String,
     params: Vec<(String, Boundary)>,
     source: String,
@@ -1344,6 +1348,11 @@ impl Kernel {
             if let Some(half) = float32::wanted(py, &leaves) {
                 return self.call32(py, &all, half);
             }
+            if let Some(p) = ints::wanted(py, &leaves) {
+                if let Some(r) = self.call_int(py, &all, p)? {
+                    return Ok(r);
+                }
+            }
         }
         let mut ops = Vec::new();
         let mut complex = false;
@@ -1541,6 +1550,7 @@ fn compile<'py>(
                 kernel,
                 func: f.clone(),
                 kernel32: std::sync::OnceLock::new(),
+                kernels_int: Default::default(),
                 name: f.name.clone(),
                 params: f
                     .params

@@ -119,6 +119,11 @@ pub fn difftest(a: &DiffArgs) -> CliResult {
         .dtype
         .parse()
         .map_err(|e| format!("error: --dtype: {e}"))?;
+    if precision.is_int() {
+        return Err(format!(
+            "error: --dtype {precision}: difftest runs f64 or f32 (integer programs are checked by tests/ints.rs)"
+        ));
+    }
     let f32 = precision == Precision::F32;
     let rtol = a.rtol.unwrap_or(if f32 { 1e-3 } else { 1e-6 });
     if !rtol.is_finite() || rtol < 0.0 {

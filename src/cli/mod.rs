@@ -118,7 +118,10 @@ enum Cmd {
         parallel_threshold: Option<u64>,
         /// The precision to compute in: f64 (default) or f32 (arguments
         /// rounded to f32, every operation in f32; the result's numbers
-        /// are f32 values, printed or written as float32 .npy).
+        /// are f32 values, printed or written as float32 .npy), or i64,
+        /// i32 for integral programs (arguments must be integers; `+ - *`
+        /// and sums wrap in the width; the result printed as numbers,
+        /// exact below 2^53).
         #[arg(long, default_value = "f64")]
         dtype: String,
         #[command(flatten)]
@@ -173,7 +176,8 @@ enum Cmd {
         /// threads (default: the built-in threshold).
         #[arg(long)]
         parallel_threshold: Option<u64>,
-        /// The precision to compute in: f64 (default) or f32.
+        /// The precision to compute in: f64 (default), f32, or i64, i32
+        /// for integral programs.
         #[arg(long, default_value = "f64")]
         dtype: String,
     },
@@ -272,8 +276,17 @@ fn dispatch(cmd: Cmd) -> CliResult {
         } => {
             let threads = threads_flag("--threads", threads)?;
             let precision = dtype_flag(&dtype)?;
-            let (_, parsed) = load_file(&file)?;
+            let (text, parsed) = load_file(&file)?;
             let f = pick(&parsed.program, func.as_deref())?;
+            // an integer format: the integrality check, at source positions
+            let k = parsed
+                .program
+                .functions
+                .iter()
+                .position(|g| std::ptr::eq(g, f));
+            if let Err(d) = types::integral(f, k.and_then(|k| parsed.spans.get(k)), precision) {
+                return Err(common::render(Error::types(d), &file, &text));
+            }
             let named = io::parse_args(&args).map_err(err)?;
             let args = interp::order_named(f, named).map_err(err)?;
             let program = if no_opt {
@@ -317,6 +330,8 @@ fn dispatch(cmd: Cmd) -> CliResult {
                             a32.iter().map(crate::jit::Value32::as_arg).collect();
                         k.call_f32(&refs).map(|r| r.to_value())
                     }
+                    crate::precision::Precision::I64 => call_int::<i64>(&k, &args),
+                    crate::precision::Precision::I32 => call_int::<i32>(&k, &args),
                 }),
             }
             .map_err(err)?;
@@ -344,8 +359,17 @@ fn dispatch(cmd: Cmd) -> CliResult {
         } => {
             let threads = threads_flag("--threads", threads)?;
             let precision = dtype_flag(&dtype)?;
-            let (_, parsed) = load_file(&file)?;
+            let (text, parsed) = load_file(&file)?;
             let f = pick(&parsed.program, func.as_deref())?;
+            // an integer format: the integrality check, at source positions
+            let k = parsed
+                .program
+                .functions
+                .iter()
+                .position(|g| std::ptr::eq(g, f));
+            if let Err(d) = types::integral(f, k.and_then(|k| parsed.spans.get(k)), precision) {
+                return Err(common::render(Error::types(d), &file, &text));
+            }
             let jit = crate::jit::Options {
                 threads,
                 gemm: !no_gemm,
@@ -436,13 +460,38 @@ fn examples_dir() -> PathBuf {
     }
 }
 
-/// `--dtype`: `f64` or `f32` (also `float64`, `float32`).
+/// `v` with every number `x` made the integer `round(1000 x)` (the
+/// demo's arguments of integer files).
+fn integers(v: &Value) -> Value {
+    match v {
+        Value::Real(x) => Value::Real((x * 1000.0).round()),
+        Value::Array(a) => Value::Array(a.mapv(|x| (x * 1000.0).round())),
+        Value::Pair(a, b) => Value::pair(integers(a), integers(b)),
+    }
+}
+
+/// Call an integer kernel on `f64` arguments holding integers (each must
+/// be an integer of the width); the result as `f64`s (exact below 2^53).
+fn call_int<T: crate::precision::IntElem>(
+    k: &crate::jit::Kernel,
+    args: &[Value],
+) -> crate::error::Result<Value> {
+    let ints = args
+        .iter()
+        .map(crate::interp::IntValue::<T>::from_value)
+        .collect::<crate::error::Result<Vec<_>>>()?;
+    let refs: Vec<crate::jit::IntArg<'_, T>> = ints.iter().map(|v| v.as_arg()).collect();
+    k.call_int(&refs).map(|r| r.to_value())
+}
+
+/// `--dtype`: `f64`, `f32`, `i64` or `i32` (also `float64`, `float32`,
+/// `int64`, `int32`).
 fn dtype_flag(s: &str) -> Result<crate::precision::Precision, String> {
     s.parse().map_err(|e| format!("error: --dtype: {e}"))
 }
 
-/// The precision a demo file asks for: `f32` when a comment line says
-/// `dtype: f32` (before the first function), else `f64`.
+/// The precision a demo file asks for: `f32` (or `i64`, ...) when a
+/// comment line says `dtype: f32` (before the first function), else `f64`.
 fn file_dtype(text: &str) -> crate::precision::Precision {
     text.lines()
         .take_while(|l| !l.trim_start().starts_with("fn "))
@@ -527,8 +576,16 @@ fn demo(dir: Option<PathBuf>, size_flags: &[String], seed: u64) -> CliResult {
             .map(|t| file_dtype(&t))
             .unwrap_or_default();
         let f32 = precision == crate::precision::Precision::F32;
-        // (f32: sums in another order differ by a few f32 ulps per term)
-        let (rtol, atol) = if f32 { (1e-3, 1e-5) } else { (1e-9, 1e-9) };
+        let int = precision.is_int();
+        // (f32: sums in another order differ by a few f32 ulps per term;
+        // integers: exact)
+        let (rtol, atol) = if f32 {
+            (1e-3, 1e-5)
+        } else if int {
+            (0.0, 0.0)
+        } else {
+            (1e-9, 1e-9)
+        };
         for f in &parsed.program.functions {
             functions += 1;
             let failures_before = failures;
@@ -538,6 +595,12 @@ fn demo(dir: Option<PathBuf>, size_flags: &[String], seed: u64) -> CliResult {
                 all.insert(n.clone(), sizes.get(&n).copied().unwrap_or(DEMO_SIZE));
             }
             let args = random_inputs(f, &all, &mut rng).map_err(|e| format!("error: {e}"))?;
+            // an integer file: integers in [-2000, 2000]
+            let args: Vec<Value> = if int {
+                args.iter().map(integers).collect()
+            } else {
+                args
+            };
             let t = Instant::now();
             let r = interp::run_with(f, &args, precision);
             let ms = t.elapsed().as_secs_f64() * 1e3;
@@ -575,12 +638,11 @@ fn demo(dir: Option<PathBuf>, size_flags: &[String], seed: u64) -> CliResult {
                 };
                 let refs: Vec<crate::jit::Arg32<'_>> =
                     a32.iter().map(crate::jit::Value32::as_arg).collect();
-                let call = || {
-                    if f32 {
-                        k.call_f32(&refs).map(|v| v.to_value())
-                    } else {
-                        k.call(&args)
-                    }
+                let call = || match precision {
+                    crate::precision::Precision::F32 => k.call_f32(&refs).map(|v| v.to_value()),
+                    crate::precision::Precision::I64 => call_int::<i64>(&k, &args),
+                    crate::precision::Precision::I32 => call_int::<i32>(&k, &args),
+                    crate::precision::Precision::F64 => k.call(&args),
                 };
                 let _ = call();
                 let t = Instant::now();
@@ -615,7 +677,10 @@ fn demo(dir: Option<PathBuf>, size_flags: &[String], seed: u64) -> CliResult {
                     jit.0,
                     jit.1,
                     summary(&v),
-                    if f32 { " (f32)" } else { "" }
+                    match precision {
+                        crate::precision::Precision::F64 => String::new(),
+                        p => format!(" ({p})"),
+                    }
                 )?,
                 Err(e) => {
                     failures += 1;

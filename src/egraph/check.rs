@@ -582,6 +582,94 @@ fn params(n: usize) -> Vec<Param> {
 
 /// Check one rule on `cases` random instances.
 pub fn check_rule(rule: &Rule, cases: usize, seed: u64) -> RuleReport {
+    check_rule_by(rule, cases, seed, judge)
+}
+
+/// Check a rule admitted in the integer formats ([`Rule::int_admitted`])
+/// in wrapping integers: every instance whose left side is integral
+/// ([`crate::types::integral`]) is run in `I64` and in `I32`
+/// ([`crate::interp::run_int`]) on random integers spread over the width
+/// (the limits and their neighbours often, values near ±2^53, ±2^31 and
+/// ±2^30), and the two sides must give the same integers, bit for bit. A
+/// mismatch counts against the rule whatever its floating-point class.
+pub fn check_rule_int(rule: &Rule, cases: usize, seed: u64) -> RuleReport {
+    check_rule_by(rule, cases, seed, judge_int)
+}
+
+/// Run both sides of an instance in `I64` and `I32` on random integers;
+/// `None` when the left side is not integral or cannot run.
+fn judge_int(fl: &Function, fr: &Function, rng: &mut StdRng) -> Option<Outcome> {
+    use crate::interp::IntValue;
+    use crate::precision::IntElem;
+    fn wide<T: IntElem>(rng: &mut StdRng) -> T {
+        let (lo, hi) = if T::PRECISION.int_bits() == 64 {
+            (i64::MIN, i64::MAX)
+        } else {
+            (i64::from(i32::MIN), i64::from(i32::MAX))
+        };
+        let near = |c: i64, rng: &mut StdRng| {
+            let s = if rng.gen_bool(0.5) { c } else { -c };
+            s.wrapping_add(rng.gen_range(-2..=2))
+        };
+        T::from_i64(match rng.gen_range(0..7) {
+            0 => lo + rng.gen_range(0..3),
+            1 => hi - rng.gen_range(0..3),
+            2 => rng.gen_range(-3..=3),
+            3 => near(1 << 53, rng),
+            4 => near(1 << 31, rng),
+            5 => near(1 << 30, rng),
+            _ => rng.gen_range(lo..=hi),
+        })
+    }
+    fn ints<T: IntElem>(v: &interp::Value, rng: &mut StdRng) -> IntValue<T> {
+        match v {
+            interp::Value::Real(_) => IntValue::Int(wide(rng)),
+            interp::Value::Array(a) => IntValue::Array(a.mapv(|_| wide(rng))),
+            interp::Value::Pair(a, b) => IntValue::pair(ints(a, rng), ints(b, rng)),
+        }
+    }
+    fn one<T: IntElem>(
+        fl: &Function,
+        fr: &Function,
+        shapes: &[interp::Value],
+        rng: &mut StdRng,
+    ) -> Option<Option<String>> {
+        let args: Vec<IntValue<T>> = shapes.iter().map(|v| ints(v, rng)).collect();
+        let left = interp::run_int(fl, &args).ok()?;
+        let right = interp::run_int(fr, &args);
+        Some(match right {
+            Ok(r) if r == left => None,
+            r => Some(format!(
+                "not exact in {} on {args:?}: left gives {left:?}, right gives {}",
+                T::PRECISION,
+                match r {
+                    Ok(r) => format!("{r:?}"),
+                    Err(e) => format!("an error ({e})"),
+                }
+            )),
+        })
+    }
+    if !crate::types::is_integral(fl, crate::precision::Precision::I64) {
+        return None;
+    }
+    let shapes = random_inputs_of(fl, &BTreeMap::new(), ValueClass::Moderate, rng).ok()?;
+    let mut why = None;
+    for _ in 0..3 {
+        why = why.or(one::<i64>(fl, fr, &shapes, rng)?);
+        why = why.or(one::<i32>(fl, fr, &shapes, rng)?);
+    }
+    Some(Outcome {
+        fails: std::array::from_fn(|_| why.clone()),
+    })
+}
+
+/// [`check_rule`] with the judge of an instance given.
+fn check_rule_by(
+    rule: &Rule,
+    cases: usize,
+    seed: u64,
+    judge: fn(&Function, &Function, &mut StdRng) -> Option<Outcome>,
+) -> RuleReport {
     let mut rep = RuleReport {
         name: rule.name.clone(),
         origin: rule.origin.clone(),
@@ -810,6 +898,17 @@ fn judge(fl: &Function, fr: &Function, rng: &mut StdRng) -> Option<Outcome> {
         }
     }
     Some(Outcome { fails })
+}
+
+/// [`check_rule_int`] for every rule admitted in the integer formats
+/// ([`Rule::int_admitted`]); deterministic in `seed`.
+pub fn check_rules_int(rules: &[Rule], cases: usize, seed: u64) -> Vec<RuleReport> {
+    rules
+        .iter()
+        .filter(|r| r.int_admitted())
+        .enumerate()
+        .map(|(k, r)| check_rule_int(r, cases, seed.wrapping_add(k as u64)))
+        .collect()
 }
 
 /// Check every rule; deterministic in `seed`.

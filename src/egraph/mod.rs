@@ -588,6 +588,9 @@ fn fold_const(
     c: impl Fn(Id) -> Option<f64>,
     p: crate::precision::Precision,
 ) -> Option<f64> {
+    if p.is_int() {
+        return fold_int(n, c, p);
+    }
     let c = |i: Id| c(i).filter(|x| p.holds(*x));
     let r = match n {
         TL::Num(x) => x.0,
@@ -605,6 +608,27 @@ fn fold_const(
             _ => true, // sums and differences are exact when they are 0
         };
     (r.is_finite() && (r.abs() >= p.min_positive() || exact_zero)).then_some(r)
+}
+
+/// [`fold_const`] in an integer format: operands that are integers of the
+/// width (below 2^53, so the `f64` constant is exact), `+ - *` and negation
+/// wrapping in the width (what the program's arithmetic gives), a result
+/// below 2^53 in magnitude; no division.
+fn fold_int(n: &TL, c: impl Fn(Id) -> Option<f64>, p: crate::precision::Precision) -> Option<f64> {
+    const EXACT: f64 = 9007199254740992.0; // 2^53
+    let c = |i: Id| {
+        c(i).filter(|x| crate::types::integral::literal_fits(*x, p) && x.abs() < EXACT)
+            .map(|x| x as i64)
+    };
+    let r = match n {
+        TL::Num(x) => return Some(x.0),
+        TL::Add([a, b]) => p.wrap(c(*a)?.wrapping_add(c(*b)?)),
+        TL::Sub([a, b]) => p.wrap(c(*a)?.wrapping_sub(c(*b)?)),
+        TL::Mul([a, b]) => p.wrap(c(*a)?.wrapping_mul(c(*b)?)),
+        TL::Neg([a]) => p.wrap(c(*a)?.wrapping_neg()),
+        _ => return None,
+    };
+    ((r as f64).abs() < EXACT).then_some(r as f64)
 }
 
 impl Analysis<TL> for TlAnalysis {

@@ -188,6 +188,37 @@ pub struct Rule {
 }
 
 impl Rule {
+    /// Whether the rule may run on programs in an integer format
+    /// ([`crate::precision::Precision::I64`], `I32`): its sides and
+    /// conditions use no division, no `max`/`min` reduction or function,
+    /// no order comparison and only integer literals — ring identities and
+    /// the structural families, which hold in wrapping integers (checked
+    /// by [`crate::egraph::check::check_rule_int`]). Order does not mix
+    /// with wrapping arithmetic (`max(-e) = -min(e)` fails at the smallest
+    /// integer), so those rules stay out.
+    pub fn int_admitted(&self) -> bool {
+        fn ok(s: &Sexp) -> bool {
+            match s {
+                Sexp::Atom(a) => {
+                    const DENY: [&str; 17] = [
+                        "/", "rmax", "rmin", "<", "<=", ">", ">=", "sqrt", "exp", "log", "sin",
+                        "cos", "tanh", "abs", "max", "min", "call",
+                    ];
+                    if DENY.contains(&a.as_str()) {
+                        return false;
+                    }
+                    match a.parse::<f64>() {
+                        Ok(x) => x.fract() == 0.0 && x.abs() < 2f64.powi(31),
+                        Err(_) => true,
+                    }
+                }
+                Sexp::List(v) => v.iter().all(ok),
+            }
+        }
+        // (the conditions are structural: free variables, sizes, literals)
+        ok(&self.lhs) && ok(&self.rhs_sexp)
+    }
+
     /// The file and 1-based line of [`Rule::origin`].
     pub fn file_line(&self) -> (String, Option<usize>) {
         split_origin(&self.origin)

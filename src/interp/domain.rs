@@ -8,6 +8,10 @@
 //! - [`F32`]: IEEE-754 single arithmetic in the written order (every
 //!   literal, input and result rounded to `f32`): the meaning of a program
 //!   run in [`crate::precision::Precision::F32`] ([`super::run_with`]).
+//! - [`Int`]: two's complement integers of a width (64 or 32 bits),
+//!   wrapping like numpy's integer arrays: the meaning of an integral
+//!   program run in [`crate::precision::Precision::I64`] or
+//!   [`crate::precision::Precision::I32`] ([`super::run_int`]).
 //! - [`Dd`]: double-double arithmetic (about 106 bits, the `twofloat`
 //!   crate): a high-precision reference for measuring the rounding error of
 //!   a program, as the optimiser's accuracy check does
@@ -30,6 +34,11 @@ pub trait Domain {
     type Acc;
     /// A literal, an input element, or a zero (padding, strong zeros).
     fn num(&self, x: f64) -> Self::N;
+    /// An integer input element, or an index or size used as a number
+    /// (exact in an integer domain; the nearest number otherwise).
+    fn int(&self, x: i64) -> Self::N {
+        self.num(x as f64)
+    }
     /// `a op b`.
     fn bin(&self, op: BinOp, a: &Self::N, b: &Self::N) -> Self::N;
     /// `-a`.
@@ -137,6 +146,78 @@ impl Domain for F32 {
     }
     fn compare(&self, op: CmpOp, a: &f64, b: &f64) -> (bool, bool) {
         (op.holds_f64(*a, *b), true)
+    }
+}
+
+/// Two's complement integers of the width of an integer
+/// [`Precision`](crate::precision::Precision) (`I64` or `I32`), held as
+/// `i64` (an `I32` number sign-extended): `+ - *`, negation and sums wrap
+/// to the width after every operation (numpy's arithmetic on integer
+/// arrays), `max`/`min` and comparisons are the integers'. A sum
+/// accumulates in the width. The empty `max(i:0)`/`min(i:0)` is the
+/// width's smallest/largest integer (the float formats' `-inf`/`+inf`).
+/// Only integral programs ([`crate::types::integral`]) run here: division
+/// and the other functions never occur (they would give 0).
+#[derive(Clone, Copy, Debug)]
+pub struct Int(pub crate::precision::Precision);
+
+impl Domain for Int {
+    type N = i64;
+    type Acc = i64;
+    fn num(&self, x: f64) -> i64 {
+        // literals are integers of the width (checked); ±inf are the
+        // identities of max/min
+        match self.0 {
+            crate::precision::Precision::I32 => i64::from(x as i32),
+            _ => x as i64,
+        }
+    }
+    fn int(&self, x: i64) -> i64 {
+        self.0.wrap(x)
+    }
+    fn bin(&self, op: BinOp, a: &i64, b: &i64) -> i64 {
+        self.0.wrap(match op {
+            BinOp::Add => a.wrapping_add(*b),
+            BinOp::Sub => a.wrapping_sub(*b),
+            BinOp::Mul => a.wrapping_mul(*b),
+            BinOp::Div => 0,
+        })
+    }
+    fn neg(&self, a: &i64) -> i64 {
+        self.0.wrap(a.wrapping_neg())
+    }
+    fn call(&self, f: Func, args: &[i64]) -> i64 {
+        match f {
+            Func::Max => args[0].max(args[1]),
+            Func::Min => args[0].min(args[1]),
+            _ => 0,
+        }
+    }
+    fn sum_start(&self) -> i64 {
+        0
+    }
+    fn sum_add(&self, acc: &mut i64, x: &i64, _strong: bool) {
+        *acc = self.0.wrap(acc.wrapping_add(*x));
+    }
+    fn sum_end(&self, acc: i64, _n: usize) -> i64 {
+        acc
+    }
+    fn reduce(&self, op: RedOp, acc: &i64, x: &i64) -> i64 {
+        match op {
+            RedOp::Max => *acc.max(x),
+            RedOp::Min => *acc.min(x),
+        }
+    }
+    fn compare(&self, op: CmpOp, a: &i64, b: &i64) -> (bool, bool) {
+        let r = match op {
+            CmpOp::Eq => a == b,
+            CmpOp::Ne => a != b,
+            CmpOp::Lt => a < b,
+            CmpOp::Le => a <= b,
+            CmpOp::Gt => a > b,
+            CmpOp::Ge => a >= b,
+        };
+        (r, true)
     }
 }
 

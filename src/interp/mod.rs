@@ -26,7 +26,7 @@ pub use domain::Domain;
 use ndarray::{ArrayD, Axis, IxDyn};
 use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
-pub use value::{bind, order_named, Boundary, Sizes, Value};
+pub use value::{bind, order_named, Boundary, IntValue, Sizes, Value};
 
 /// A value of the interpreter over a number domain `N` (plain `f64`, or
 /// one of the analysing domains of [`domain`]).
@@ -364,8 +364,8 @@ fn eval_inner<D: Domain>(e: &Expr, env: &mut Env<'_, D>) -> V<D::N> {
             env.values.pop();
             r
         }
-        Expr::IndexValue(a) => V::Num(d.num(a.eval(|v| env.index(v)) as f64), false),
-        Expr::SizeValue(n) => V::Num(d.num(env.size(&Size::Named(n.clone())) as f64), false),
+        Expr::IndexValue(a) => V::Num(d.int(a.eval(|v| env.index(v))), false),
+        Expr::SizeValue(n) => V::Num(d.int(env.size(&Size::Named(n.clone())) as i64), false),
         Expr::Where(c, a, b) => {
             let (holds, decided) = eval_cond(c, env);
             let (chosen, other) = if holds { (a, b) } else { (b, a) };
@@ -472,14 +472,32 @@ fn eval_cond<D: Domain>(c: &Cond, env: &mut Env<'_, D>) -> (bool, bool) {
     })
 }
 
-/// The `k`-th element along the first axis, borrowed.
-enum Slice<'a> {
-    Real(f64),
-    Array(ndarray::ArrayViewD<'a, f64>),
-    Pair(Box<Slice<'a>>, Box<Slice<'a>>),
+/// The `k`-th element along the first axis, borrowed (numbers of type
+/// `T`: `f64`, or the integers of [`run_int`]).
+enum Slice<'a, T = f64> {
+    Real(T),
+    Array(ndarray::ArrayViewD<'a, T>),
+    Pair(Box<Slice<'a, T>>, Box<Slice<'a, T>>),
 }
 
-fn slice<'a>(v: &Slice<'a>, k: usize) -> Slice<'a> {
+/// A number of an argument, as a domain's number.
+trait Input: Copy {
+    fn to<D: Domain>(self, d: &D) -> D::N;
+}
+
+impl Input for f64 {
+    fn to<D: Domain>(self, d: &D) -> D::N {
+        d.num(self)
+    }
+}
+
+impl<T: crate::precision::IntElem> Input for T {
+    fn to<D: Domain>(self, d: &D) -> D::N {
+        d.int(self.to_i64())
+    }
+}
+
+fn slice<'a, T: Copy>(v: &Slice<'a, T>, k: usize) -> Slice<'a, T> {
     match v {
         Slice::Array(a) => {
             let s = a.clone().index_axis_move(Axis(0), k);
@@ -502,7 +520,18 @@ fn borrowed(v: &Value) -> Slice<'_> {
     }
 }
 
-fn outer_len(v: &Slice) -> usize {
+fn borrowed_int<T>(v: &IntValue<T>) -> Slice<'_, T>
+where
+    T: Copy,
+{
+    match v {
+        IntValue::Int(x) => Slice::Real(*x),
+        IntValue::Array(a) => Slice::Array(a.view()),
+        IntValue::Pair(a, b) => Slice::Pair(Box::new(borrowed_int(a)), Box::new(borrowed_int(b))),
+    }
+}
+
+fn outer_len<T>(v: &Slice<'_, T>) -> usize {
     match v {
         Slice::Array(a) => a.shape()[0],
         Slice::Pair(a, _) => outer_len(a),
@@ -512,11 +541,11 @@ fn outer_len(v: &Slice) -> usize {
 
 /// An argument in the interpreter's form (its arrays read in place, row by
 /// row; the tensors' element vectors allocated fallibly).
-fn to_internal<D: Domain>(v: &Slice, t: &Type, d: &D) -> Result<V<D::N>> {
+fn to_internal<D: Domain, T: Input>(v: &Slice<'_, T>, t: &Type, d: &D) -> Result<V<D::N>> {
     Ok(match t {
         Type::Real | Type::Int => match v {
-            Slice::Real(x) => V::Num(d.num(*x), false),
-            Slice::Array(a) => V::Num(d.num(a[IxDyn(&[])]), false),
+            Slice::Real(x) => V::Num(x.to(d), false),
+            Slice::Array(a) => V::Num(a[IxDyn(&[])].to(d), false),
             Slice::Pair(..) => unreachable!("bound values match their types"),
         },
         Type::Pair(ta, tb) => match v {
@@ -630,10 +659,13 @@ pub fn run(f: &Function, args: &[Value]) -> Result<Value> {
     to_boundary(&out, &sig.ret, &sizes)
 }
 
-/// Run `f` in the floating-point format `p` ([`crate::precision::Precision`]):
+/// Run `f` in the format `p` ([`crate::precision::Precision`]):
 /// [`run`] for `F64`; for `F32` every input and literal is rounded to
 /// `f32` and every operation's result too ([`domain::F32`]). The result's
-/// numbers are `f64`s holding `f32` values.
+/// numbers are `f64`s holding `f32` values. For `I64`/`I32`, [`run_int`]
+/// on the arguments as integers (each must be an integer of the width,
+/// else an error), the result as `f64`s (exact below 2^53; call
+/// [`run_int`] for exact integers).
 pub fn run_with(f: &Function, args: &[Value], p: crate::precision::Precision) -> Result<Value> {
     match p {
         crate::precision::Precision::F64 => run(f, args),
@@ -642,7 +674,66 @@ pub fn run_with(f: &Function, args: &[Value], p: crate::precision::Precision) ->
             let (out, sizes) = run_in(f, args, &domain::F32)?;
             to_boundary(&out, &sig.ret, &sizes)
         }
+        crate::precision::Precision::I64 => {
+            let args = ints_of::<i64>(args)?;
+            Ok(run_int(f, &args)?.to_value())
+        }
+        crate::precision::Precision::I32 => {
+            let args = ints_of::<i32>(args)?;
+            Ok(run_int(f, &args)?.to_value())
+        }
     }
+}
+
+fn ints_of<T: crate::precision::IntElem>(args: &[Value]) -> Result<Vec<IntValue<T>>> {
+    args.iter().map(IntValue::from_value).collect()
+}
+
+/// Run an integral program `f` ([`crate::types::integral`]) in the
+/// integer format of `T` (`i64`: [`crate::precision::Precision::I64`],
+/// `i32`: `I32`) on integer arguments, exactly: every input is read as the
+/// integer it is (never through `f64`), `+ - *` and sums wrap to the width
+/// ([`domain::Int`]). A program that is not integral is refused with the
+/// integrality check's errors.
+pub fn run_int<T: crate::precision::IntElem>(
+    f: &Function,
+    args: &[IntValue<T>],
+) -> Result<IntValue<T>> {
+    let p = T::PRECISION;
+    let sig = crate::types::check(f).map_err(Error::types)?;
+    crate::types::integral(f, None, p).map_err(Error::types)?;
+    let sizes = value::bind_operands(f, args)?;
+    let (out, sizes) = run_in_with(f, &sizes, &[], &domain::Int(p), |env, d| {
+        for (q, v) in f.params.iter().zip(args) {
+            env.values
+                .push((q.name.clone(), to_internal(&borrowed_int(v), &q.ty, d)?));
+        }
+        Ok(())
+    })?;
+    let mut leaves = Vec::new();
+    collect_leaves(&out, &sig.ret, &Boundary::of(&sig.ret), &sizes, &mut leaves)?;
+    let mut leaves = leaves.into_iter();
+    fn build<T: crate::precision::IntElem>(
+        b: &Boundary,
+        leaves: &mut std::vec::IntoIter<Leaf<i64>>,
+    ) -> Result<IntValue<T>> {
+        Ok(match b {
+            Boundary::Array(s) if s.is_empty() => {
+                let l = leaves.next().expect("one leaf per array");
+                IntValue::Int(T::from_i64(l.data[0].0))
+            }
+            Boundary::Array(_) => {
+                let l = leaves.next().expect("one leaf per array");
+                let data = l.data.into_iter().map(|(x, _)| T::from_i64(x)).collect();
+                IntValue::Array(
+                    ArrayD::from_shape_vec(IxDyn(&l.shape), data)
+                        .map_err(|e| Error::Call(format!("internal shape mismatch: {e}")))?,
+                )
+            }
+            Boundary::Pair(a, b) => IntValue::pair(build(a, leaves)?, build(b, leaves)?),
+        })
+    }
+    build(&Boundary::of(&sig.ret), &mut leaves)
 }
 
 /// One array of a result, in the order of [`Value`]'s leaves (a pair's
@@ -690,16 +781,41 @@ fn collect_leaves<N: Clone>(
 
 /// Evaluate the body of `f` (type-checked by the caller) on `args`.
 fn run_in<D: Domain>(f: &Function, args: &[Value], d: &D) -> Result<(V<D::N>, Sizes)> {
-    let sig = crate::types::check(f).map_err(Error::types)?;
     let sizes = bind(f, args)?;
     gather::check(f, args, &sizes)?;
+    let ints: Vec<(String, Value)> = f
+        .params
+        .iter()
+        .zip(args)
+        .filter(|(p, _)| p.ty.is_int_array())
+        .map(|(p, v)| (p.name.clone(), v.clone()))
+        .collect();
+    run_in_with(f, &sizes, &ints, d, |env, d| {
+        for (p, v) in f.params.iter().zip(args) {
+            env.values
+                .push((p.name.clone(), to_internal(&borrowed(v), &p.ty, d)?));
+        }
+        Ok(())
+    })
+}
+
+/// Evaluate the body of `f` at the bound `sizes`, the integer array
+/// arguments `ints`, the parameters bound by `bind_params`.
+fn run_in_with<D: Domain>(
+    f: &Function,
+    sizes: &Sizes,
+    ints: &[(String, Value)],
+    d: &D,
+    bind_params: impl FnOnce(&mut Env<'_, D>, &D) -> Result<()>,
+) -> Result<(V<D::N>, Sizes)> {
+    let sig = crate::types::check(f).map_err(Error::types)?;
     // refuse absurd result sizes before computing anything
-    if let Some(shape) = result_shapes(&sig.ret, &sizes)? {
+    if let Some(shape) = result_shapes(&sig.ret, sizes)? {
         for s in shape {
             value::checked_elements(&s)?;
         }
     }
-    check_allocations(f, &sizes)?;
+    check_allocations(f, sizes)?;
     let mut scope: Vec<(String, Type)> = f
         .params
         .iter()
@@ -715,23 +831,14 @@ fn run_in<D: Domain>(f: &Function, args: &[Value], d: &D) -> Result<(V<D::N>, Si
         access_types: types,
         zeros: HashMap::new(),
         oom: None,
-        ints: f
-            .params
-            .iter()
-            .zip(args)
-            .filter(|(p, _)| p.ty.is_int_array())
-            .map(|(p, v)| (p.name.clone(), v.clone()))
-            .collect(),
+        ints: ints.to_vec(),
     };
-    for (p, v) in f.params.iter().zip(args) {
-        env.values
-            .push((p.name.clone(), to_internal(&borrowed(v), &p.ty, d)?));
-    }
+    bind_params(&mut env, d)?;
     let out = eval(&f.body, &mut env);
     if let Some(e) = env.oom.take() {
         return Err(e);
     }
-    Ok((out, sizes))
+    Ok((out, sizes.clone()))
 }
 
 /// The shape of a value as the allocation check sees it: how many numbers

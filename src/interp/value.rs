@@ -281,6 +281,83 @@ pub(crate) trait AsOperandMut {
     fn operand_mut(&mut self) -> OperandMut<'_, Self>;
 }
 
+/// A value of an integer program at the call boundary
+/// ([`crate::interp::run_int`], [`crate::jit::Kernel::call_int`]): a number,
+/// an array of any layout, or a pair, of the element type `T` (`i64` or
+/// `i32`, [`crate::precision::IntElem`]).
+#[derive(Clone, Debug, PartialEq)]
+pub enum IntValue<T> {
+    /// A number.
+    Int(T),
+    /// An array (any dimension, any layout).
+    Array(ArrayD<T>),
+    /// A pair.
+    Pair(Box<IntValue<T>>, Box<IntValue<T>>),
+}
+
+impl<T: crate::precision::IntElem> IntValue<T> {
+    /// `(a, b)`.
+    pub fn pair(a: IntValue<T>, b: IntValue<T>) -> IntValue<T> {
+        IntValue::Pair(Box::new(a), Box::new(b))
+    }
+
+    /// The same numbers as a [`Value`] (exact below 2^53 in magnitude,
+    /// the nearest `f64` beyond).
+    pub fn to_value(&self) -> Value {
+        match self {
+            IntValue::Int(x) => Value::Real(x.to_i64() as f64),
+            IntValue::Array(a) => Value::Array(a.mapv(|x| x.to_i64() as f64)),
+            IntValue::Pair(a, b) => Value::pair(a.to_value(), b.to_value()),
+        }
+    }
+
+    /// `v`'s numbers as integers of `T`, or an error naming the first
+    /// number that is not an integer of `T`'s range (an explicit
+    /// conversion, for callers holding `f64` data: the CLI's `--dtype i64`).
+    pub fn from_value(v: &Value) -> Result<IntValue<T>> {
+        let p = T::PRECISION;
+        let conv = |x: f64| -> Result<T> {
+            if crate::types::integral::literal_fits(x, p) {
+                Ok(T::from_i64(x as i64))
+            } else {
+                Err(Error::Call(format!(
+                    "{x} is not an integer of {p}: an integer program's arguments are integers"
+                )))
+            }
+        };
+        Ok(match v {
+            Value::Real(x) => IntValue::Int(conv(*x)?),
+            Value::Array(a) => {
+                let mut data = Vec::with_capacity(a.len());
+                for &x in a.iter() {
+                    data.push(conv(x)?);
+                }
+                IntValue::Array(
+                    ArrayD::from_shape_vec(a.raw_dim(), data)
+                        .map_err(|e| Error::Call(format!("internal shape mismatch: {e}")))?,
+                )
+            }
+            Value::Pair(a, b) => IntValue::pair(IntValue::from_value(a)?, IntValue::from_value(b)?),
+        })
+    }
+}
+
+/// The boundary checks read shapes only: a number's cell is a zero, an
+/// array's pointer is never read through.
+impl<T> AsOperand for IntValue<T> {
+    fn operand(&self) -> Operand<'_, Self> {
+        match self {
+            IntValue::Int(_) => Operand::Real(&0.0),
+            IntValue::Array(a) => Operand::Array {
+                ptr: a.as_ptr() as *const f64,
+                shape: a.shape(),
+                strides: a.strides(),
+            },
+            IntValue::Pair(a, b) => Operand::Pair(a, b),
+        }
+    }
+}
+
 impl AsOperand for Value {
     fn operand(&self) -> Operand<'_, Value> {
         match self {

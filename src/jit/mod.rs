@@ -54,7 +54,7 @@ pub use options::{
     GEMM_SPLIT_MIN_WORK, MAX_LAYOUTS, MAX_NEST_NODES, MAX_THREADS, PARALLEL_THRESHOLD,
 };
 pub use run::boundary::arg::{
-    Arg, Arg32, ArgMut, FromValue, IntoArg, IntoArgMut, IntoArgs, Value32,
+    Arg, Arg32, ArgMut, FromValue, IntArg, IntoArg, IntoArgMut, IntoArgs, Value32,
 };
 pub use run::boundary::typed::{ArgFor, ArgsFor, ParamType, ParamTypes, Shape, TypedKernel};
 pub use run::cache::{cache_len, clear_cache, CACHE_CAPACITY};

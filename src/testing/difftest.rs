@@ -385,7 +385,7 @@ pub fn case_from_seed(seed: u64, cfg: &DiffConfig) -> Result<Case> {
         }
     };
     let args = match cfg.precision {
-        Precision::F64 => args,
+        Precision::F64 | Precision::I64 | Precision::I32 => args,
         Precision::F32 => args.iter().map(|v| in_f32(v, class)).collect(),
     };
     Ok(Case {
@@ -640,6 +640,10 @@ pub fn check(case: &Case, cfg: &DiffConfig) -> Verdict {
             let refs: Vec<jit::Arg32<'_>> = a32.iter().map(jit::Value32::as_arg).collect();
             k.call_f32(&refs).map(|r| r.to_value())
         }
+        // integer programs are not generated here (`tests/ints.rs`)
+        Precision::I64 | Precision::I32 => Err(crate::error::Error::Call(format!(
+            "difftest does not run {p}"
+        ))),
     };
     match guarded(|| call(jit::compile_uncached_with(g, &opts)?)) {
         Ok(got) => match reference.judge(&want, &got) {

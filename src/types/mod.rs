@@ -3,6 +3,10 @@
 //! stopping at the first. An expression whose type cannot be known (because of
 //! an earlier error) is typed `None`, which silences follow-on errors.
 
+pub mod integral;
+
+pub use integral::{integral, is_integral};
+
 use crate::diag::{Diagnostic, Span};
 use crate::syntax::ast::*;
 use crate::syntax::ast::{MAX_INDEX_MAGNITUDE, MAX_INDEX_VALUE};

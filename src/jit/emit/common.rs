@@ -10,8 +10,18 @@ use cranelift_codegen::ir::{
 };
 use cranelift_frontend::{FunctionBuilder, Variable};
 
-/// The sum of `vals` as a pairwise tree of `fadd`s (scalars or vectors);
-/// `None` for no values.
+/// `x + y` of two numbers (or vectors) of one type: `fadd`, or `iadd`
+/// (wrapping) for integers.
+pub(crate) fn add(b: &mut FunctionBuilder, x: Value, y: Value) -> Value {
+    if b.func.dfg.value_type(x).lane_type().is_int() {
+        b.ins().iadd(x, y)
+    } else {
+        b.ins().fadd(x, y)
+    }
+}
+
+/// The sum of `vals` as a pairwise tree of `fadd`s (scalars or vectors;
+/// `iadd`s for integers); `None` for no values.
 pub(crate) fn add_tree(b: &mut FunctionBuilder, vals: Vec<Value>) -> Option<Value> {
     let mut level = vals;
     while level.len() > 1 {
@@ -19,7 +29,7 @@ pub(crate) fn add_tree(b: &mut FunctionBuilder, vals: Vec<Value>) -> Option<Valu
             .chunks(2)
             .map(|c| {
                 if c.len() == 2 {
-                    b.ins().fadd(c[0], c[1])
+                    add(b, c[0], c[1])
                 } else {
                     c[0]
                 }
@@ -97,7 +107,8 @@ impl Levels {
         Levels::new_typed(b, k, types::F64)
     }
 
-    /// [`Levels::new`] with totals of the float type `ty` (`F64`, `F32`).
+    /// [`Levels::new`] with totals of the number type `ty` (`F64`, `F32`,
+    /// `I64`, `I32`).
     pub(crate) fn new_typed(b: &mut FunctionBuilder, k: usize, ty: types::Type) -> Levels {
         let zero = fzero(b, ty);
         let var = |b: &mut FunctionBuilder| {
@@ -126,9 +137,9 @@ impl Levels {
         let zero = fzero(b, self.ty);
         for ((&o, &m), &x) in self.outer.iter().zip(&self.mid).zip(sums) {
             let mv = b.use_var(m);
-            let mv = b.ins().fadd(mv, x);
+            let mv = add(b, mv, x);
             let ov = b.use_var(o);
-            let sum = b.ins().fadd(ov, mv);
+            let sum = add(b, ov, mv);
             let ov = b.ins().select(full, sum, ov);
             b.def_var(o, ov);
             let mv = b.ins().select(full, zero, mv);
@@ -147,18 +158,18 @@ impl Levels {
             .map(|(&o, &m)| {
                 let o = b.use_var(o);
                 let m = b.use_var(m);
-                b.ins().fadd(o, m)
+                add(b, o, m)
             })
             .collect()
     }
 }
 
-/// The zero of the float type `ty` (`F64` or `F32`).
+/// The zero of the number type `ty` (`F64`, `F32`, `I64`, `I32`).
 fn fzero(b: &mut FunctionBuilder, ty: types::Type) -> Value {
-    if ty == types::F32 {
-        b.ins().f32const(0.0)
-    } else {
-        b.ins().f64const(0.0)
+    match ty {
+        types::F32 => b.ins().f32const(0.0),
+        types::F64 => b.ins().f64const(0.0),
+        _ => b.ins().iconst(ty, 0),
     }
 }
 

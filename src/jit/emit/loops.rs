@@ -242,7 +242,8 @@ impl<'a> Emits<'a> for LoopEmitter<'a, '_> {
 /// scalar functions, and the code-size budget ([`Options::copy_nodes`]).
 pub(crate) struct At<'l> {
     pub ptr: types::Type,
-    /// The float type of the numbers (`F64` or `F32`).
+    /// The type of the numbers (`F64`, `F32`, or `I64`/`I32` for the
+    /// integer formats).
     pub ft: types::Type,
     pub layout: &'l Layout,
     pub stride_at: &'l [usize],
@@ -305,13 +306,18 @@ pub(crate) fn emit<'a>(
     // loops inside loops: the outer ones poll for cancellation
     let poll = poll.then(|| Poll::setup(&mut b, e.sizes, p.sizes.len()));
     let n_bufs = bases.len();
-    let f32 = ft == types::F32;
+    let narrow = ft.bytes() == 4;
     let mut g = LoopEmitter {
         b,
         ft,
-        vt: if f32 { types::F32X4 } else { types::F64X2 },
-        esh: if f32 { 2 } else { 3 },
-        lanes: if f32 { 4 } else { 2 },
+        vt: match ft {
+            types::F32 => types::F32X4,
+            types::I64 => types::I64X2,
+            types::I32 => types::I32X4,
+            _ => types::F64X2,
+        },
+        esh: if narrow { 2 } else { 3 },
+        lanes: if narrow { 4 } else { 2 },
         ptr,
         vfuncs,
         n_bufs,
@@ -346,8 +352,11 @@ pub(crate) fn emit<'a>(
 
 struct LoopEmitter<'a, 'l> {
     b: FunctionBuilder<'a>,
-    /// The float type of every number (`F64`, or `F32` for a kernel
-    /// compiled in [`crate::precision::Precision::F32`]).
+    /// The type of every number (`F64`, or `F32` for a kernel compiled in
+    /// [`crate::precision::Precision::F32`], `I64`/`I32` for the integer
+    /// formats: then `+ - *` are `iadd`/`isub`/`imul` (wrapping),
+    /// `max`/`min` `smax`/`smin`, comparisons signed `icmp`, and nothing
+    /// runs on vectors or staged calls).
     ft: types::Type,
     /// The vector type of the vector paths (`F64X2`; `F32X4` in `F32`).
     /// A vector is 16 bytes either way.
@@ -505,12 +514,41 @@ impl LoopEmitter<'_, '_> {
         self.bases[buf].expect("the nest's buffers are loaded in its entry block")
     }
 
-    /// The constant `x` in the float type (rounded to it in `F32`).
+    /// Whether the numbers are integers (`I64`, `I32`).
+    fn int(&self) -> bool {
+        self.ft.is_int()
+    }
+
+    /// The constant `x` in the number type (rounded to it in `F32`; in
+    /// the integer types an integer of the width, `±inf` its
+    /// largest/smallest integer as [`crate::interp::domain::Int`] has it).
     fn f64c(&mut self, x: f64) -> Value {
-        if self.ft == types::F32 {
-            self.b.ins().f32const(x as f32)
-        } else {
-            self.b.ins().f64const(x)
+        match self.ft {
+            types::F32 => self.b.ins().f32const(x as f32),
+            types::I64 => self.b.ins().iconst(types::I64, x as i64),
+            // (the immediate of a narrow constant holds its bits)
+            types::I32 => self.b.ins().iconst(types::I32, i64::from(x as i32 as u32)),
+            _ => self.b.ins().f64const(x),
+        }
+    }
+
+    /// An `i64` integer (an index, a size) as a number.
+    fn int_number(&mut self, k: Value) -> Value {
+        match self.ft {
+            types::I64 => k,
+            types::I32 => self.b.ins().ireduce(types::I32, k),
+            _ => self.b.ins().fcvt_from_sint(self.ft, k),
+        }
+    }
+
+    /// `max`/`min` of two numbers (scalars or vectors): IEEE `fmax`/`fmin`
+    /// (NaN propagates), signed `smax`/`smin` for integers.
+    fn maxmin(&mut self, op: RedOp, a: Value, x: Value) -> Value {
+        match (op, self.int()) {
+            (RedOp::Max, false) => self.b.ins().fmax(a, x),
+            (RedOp::Min, false) => self.b.ins().fmin(a, x),
+            (RedOp::Max, true) => self.b.ins().smax(a, x),
+            (RedOp::Min, true) => self.b.ins().smin(a, x),
         }
     }
 
@@ -1006,7 +1044,7 @@ impl LoopEmitter<'_, '_> {
         body: &SchedExpr,
         act: LoopAction,
     ) -> bool {
-        if strong(body) || self.vfuncs.is_empty() {
+        if strong(body) || self.vfuncs.is_empty() || self.int() {
             return false;
         }
         let first = self.bases.len();
@@ -1265,10 +1303,17 @@ impl LoopEmitter<'_, '_> {
         };
         let zero = self.b.ins().iconst(types::I64, 0);
         let r = self.b.ins().select(ok, num, zero);
-        self.b.ins().fcvt_from_sint(self.ft, r)
+        self.int_number(r)
     }
 
     fn call(&mut self, f: Func, args: &[Value]) -> Value {
+        if self.int() {
+            // an integral program calls `max` and `min` only
+            return match f {
+                Func::Min => self.b.ins().smin(args[0], args[1]),
+                _ => self.b.ins().smax(args[0], args[1]),
+            };
+        }
         match f {
             Func::Sqrt => self.b.ins().sqrt(args[0]),
             Func::Abs => self.b.ins().fabs(args[0]),
@@ -1306,6 +1351,9 @@ impl LoopEmitter<'_, '_> {
                 let v = self.load(*buf, ixs);
                 let f = flag.map(|fb| {
                     let x = self.load(fb, ixs);
+                    if self.int() {
+                        return self.b.ins().icmp_imm_s(IntCC::NotEqual, x, 0);
+                    }
                     let zero = self.f64c(0.0);
                     self.b
                         .ins()
@@ -1324,7 +1372,11 @@ impl LoopEmitter<'_, '_> {
             SchedExpr::Eps(ks) => (self.eps(ks), None),
             SchedExpr::Neg(a) => {
                 let (x, f) = self.scalar(a);
-                let n = self.b.ins().fneg(x);
+                let n = if self.int() {
+                    self.b.ins().ineg(x)
+                } else {
+                    self.b.ins().fneg(x)
+                };
                 match f {
                     None => (n, None),
                     Some(f) => {
@@ -1348,11 +1400,11 @@ impl LoopEmitter<'_, '_> {
             ),
             SchedExpr::Index(a) => {
                 let k = self.aff(a);
-                (self.b.ins().fcvt_from_sint(self.ft, k), None)
+                (self.int_number(k), None)
             }
             SchedExpr::SizeVal(n) => {
                 let k = self.size(n);
-                (self.b.ins().fcvt_from_sint(self.ft, k), None)
+                (self.int_number(k), None)
             }
             SchedExpr::Select(c, args)
                 if args.len() >= 2 && args[args.len() - 2..].iter().any(has_sum) =>
@@ -1405,6 +1457,17 @@ impl LoopEmitter<'_, '_> {
             crate::jit::ir::SelCond::Cmp(op) => {
                 let x = vals.next().expect("a comparison has two sides");
                 let y = vals.next().expect("a comparison has two sides");
+                if self.int() {
+                    let cc = match op {
+                        CmpOp::Eq => IntCC::Equal,
+                        CmpOp::Ne => IntCC::NotEqual,
+                        CmpOp::Lt => IntCC::SignedLessThan,
+                        CmpOp::Le => IntCC::SignedLessThanOrEqual,
+                        CmpOp::Gt => IntCC::SignedGreaterThan,
+                        CmpOp::Ge => IntCC::SignedGreaterThanOrEqual,
+                    };
+                    return self.b.ins().icmp(cc, x, y);
+                }
                 let cc = match op {
                     CmpOp::Eq => FloatCC::Equal,
                     CmpOp::Ne => FloatCC::NotEqual,
@@ -1433,6 +1496,15 @@ impl LoopEmitter<'_, '_> {
     }
 
     fn arith(&mut self, op: BinOp, x: Value, y: Value) -> Value {
+        if self.int() {
+            return match op {
+                BinOp::Add => self.b.ins().iadd(x, y),
+                BinOp::Sub => self.b.ins().isub(x, y),
+                BinOp::Mul => self.b.ins().imul(x, y),
+                // an integral program has no division (never emitted)
+                BinOp::Div => self.f64c(0.0),
+            };
+        }
         match op {
             BinOp::Add => self.b.ins().fadd(x, y),
             BinOp::Sub => self.b.ins().fsub(x, y),
@@ -1645,10 +1717,7 @@ impl LoopEmitter<'_, '_> {
     fn reduce_step(&mut self, op: RedOp, acc: Variable, body: &SchedExpr) {
         let a = self.b.use_var(acc);
         let x = self.scalar(body).0;
-        let m = match op {
-            RedOp::Max => self.b.ins().fmax(a, x),
-            RedOp::Min => self.b.ins().fmin(a, x),
-        };
+        let m = self.maxmin(op, a, x);
         self.b.def_var(acc, m);
     }
 
@@ -1703,10 +1772,7 @@ impl LoopEmitter<'_, '_> {
         self.cur[var] = None;
         self.rows.truncate(saved);
         self.row_sigs.clear();
-        let pick = |g: &mut Self, a: Value, b: Value| match op {
-            RedOp::Max => g.b.ins().fmax(a, b),
-            RedOp::Min => g.b.ins().fmin(a, b),
-        };
+        let pick = |g: &mut Self, a: Value, b: Value| g.maxmin(op, a, b);
         let mut v = self.b.use_var(vaccs[0]);
         for va in &vaccs[1..] {
             let w = self.b.use_var(*va);
@@ -1730,10 +1796,7 @@ impl LoopEmitter<'_, '_> {
     fn vreduce_step(&mut self, op: RedOp, vacc: Variable, t: &SchedExpr, var: usize) {
         let v = self.vscalar(t, var);
         let a = self.b.use_var(vacc);
-        let r = match op {
-            RedOp::Max => self.b.ins().fmax(a, v),
-            RedOp::Min => self.b.ins().fmin(a, v),
-        };
+        let r = self.maxmin(op, a, v);
         self.b.def_var(vacc, r);
     }
 
@@ -1867,7 +1930,7 @@ impl LoopEmitter<'_, '_> {
     fn accumulate(&mut self, acc: Variable, all: Option<Variable>, body: &SchedExpr) {
         let a = self.b.use_var(acc);
         let s = all.map(|all| self.b.use_var(all));
-        if all.is_none() {
+        if all.is_none() && !self.int() {
             if let SchedExpr::Bin(BinOp::Mul, x, y) = body {
                 let vx = self.scalar(x).0;
                 let vy = self.scalar(y).0;
@@ -1877,7 +1940,11 @@ impl LoopEmitter<'_, '_> {
             }
         }
         let (v, f) = self.scalar(body);
-        let r = self.b.ins().fadd(a, v);
+        let r = if self.int() {
+            self.b.ins().iadd(a, v)
+        } else {
+            self.b.ins().fadd(a, v)
+        };
         self.b.def_var(acc, r);
         if let (Some(all), Some(s)) = (all, s) {
             let f = match f {
@@ -1965,7 +2032,8 @@ impl LoopEmitter<'_, '_> {
     /// no strong zeros, no sums, and every load that moves with `var`
     /// walks a unit-stride axis unchecked.
     fn vec_ok(&self, t: &SchedExpr, var: usize) -> bool {
-        if strong(t) {
+        // integer formats: scalar loops only
+        if strong(t) || self.int() {
             return false;
         }
         self.vec_ok_rec(t, var)

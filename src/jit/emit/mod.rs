@@ -270,7 +270,6 @@ pub fn compile(
     let tcfg = module.target_config();
     let ptr = tcfg.pointer_type();
     let stride_at = stride_starts(p);
-    let f32 = opts.precision == crate::precision::Precision::F32;
     let mut ctx = module.make_context();
     let mut fctx = FunctionBuilderContext::new();
     let mut ids = Vec::with_capacity(plans.len());
@@ -301,9 +300,9 @@ pub fn compile(
                 Backend::Skip => {
                     b.ins().return_(&[]);
                 }
-                Backend::Tiles(_) if f32 => {
+                Backend::Tiles(_) if opts.precision != crate::precision::Precision::F64 => {
                     return Err(
-                        "register tiles are written for f64 (the schedule never plans them in F32)"
+                        "register tiles are written for f64 (the schedule never plans them in other formats)"
                             .into(),
                     );
                 }
@@ -321,7 +320,12 @@ pub fn compile(
                     }
                     let at = loops::At {
                         ptr,
-                        ft: if f32 { types::F32 } else { types::F64 },
+                        ft: match opts.precision {
+                            crate::precision::Precision::F64 => types::F64,
+                            crate::precision::Precision::F32 => types::F32,
+                            crate::precision::Precision::I64 => types::I64,
+                            crate::precision::Precision::I32 => types::I32,
+                        },
                         layout,
                         stride_at: &stride_at,
                         entry: e,

@@ -72,6 +72,12 @@ fn compile_here(f: &Function, opts: &Options) -> Result<Kernel> {
             return Err(jit_err("F32 kernels need a little-endian target"));
         }
     }
+    if opts.precision.is_int() {
+        crate::types::integral(f, None, opts.precision).map_err(Error::types)?;
+        if cfg!(target_endian = "big") {
+            return Err(jit_err("integer kernels need a little-endian target"));
+        }
+    }
     let mut prog = lower(f).map_err(|m| jit_err(format!("`{}`: {m}", f.name)))?;
     for (k, nest) in prog.nests.iter().enumerate() {
         if let Some(n) = nodes_beyond(&nest.body, MAX_NEST_NODES) {

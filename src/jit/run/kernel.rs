@@ -220,6 +220,37 @@ fn alloc32(b: &Boundary, sizes: &interp::Sizes) -> Result<crate::jit::run::bound
     })
 }
 
+/// The output of an integer call for the result boundary `b` at `sizes`:
+/// arrays of zeros of `T` (allocated fallibly), numbers in cells.
+fn alloc_int<T: crate::precision::IntElem>(
+    b: &Boundary,
+    sizes: &interp::Sizes,
+) -> Result<crate::jit::run::boundary::arg::OutInt<T>> {
+    use crate::jit::run::boundary::arg::OutInt;
+    Ok(match b {
+        Boundary::Array(d) if d.is_empty() => OutInt::Real(0.0),
+        Boundary::Array(d) => {
+            let shape = d
+                .iter()
+                .map(|n| interp::value::resolve(n, sizes))
+                .collect::<Result<Vec<usize>>>()?;
+            let n = interp::value::checked_elements(&shape)?;
+            let mut data = crate::mem::with_capacity(n, || {
+                format!("the result (an {} array of shape {shape:?})", T::PRECISION)
+            })?;
+            data.resize(n, T::default());
+            OutInt::Array(
+                ndarray::ArrayD::from_shape_vec(ndarray::IxDyn(&shape), data)
+                    .map_err(|e| jit_err(format!("internal shape mismatch: {e}")))?,
+            )
+        }
+        Boundary::Pair(a, c) => OutInt::Pair(
+            Box::new(alloc_int(a, sizes)?),
+            Box::new(alloc_int(c, sizes)?),
+        ),
+    })
+}
+
 /// How many idle workspaces a kernel keeps (more concurrent calls create
 /// and drop their own).
 const MAX_SPARE: usize = 8;
@@ -479,7 +510,9 @@ impl Kernel {
         }
         let how = match have {
             crate::precision::Precision::F32 => "pass f32 arrays and numbers to `Kernel::call_f32`",
-            crate::precision::Precision::F64 => "pass f64 arrays (`call`, `eval`), or compile it with `Options { precision: Precision::F32, .. }`",
+            crate::precision::Precision::F64 => "pass f64 arrays (`call`, `eval`), or compile it with `Options { precision: Precision::F32, .. }` (or `I64`, `I32`)",
+            crate::precision::Precision::I64 => "pass i64 arrays and numbers to `Kernel::call_int`",
+            crate::precision::Precision::I32 => "pass i32 arrays and numbers to `Kernel::call_int`",
         };
         Err(Error::Call(format!(
             "`{}` is compiled for {have} and was called with {p} values: {how}",
@@ -511,6 +544,39 @@ impl Kernel {
         let ops: Vec<Op32<'_>> = args.iter().map(Op32::of).collect();
         let sizes = interp::value::bind_operands(&self.func, &ops)?;
         let mut out = alloc32(&self.result, &sizes)?;
+        self.call_into_generic(&ops, &mut out)?;
+        Ok(out.into_value())
+    }
+
+    /// Run a kernel compiled in an integer format
+    /// ([`crate::precision::Precision::I64`] for `T = i64`, `I32` for
+    /// `i32`) on integer numbers and array views of any layout (read in
+    /// place), allocating the integer result: exact, `+ - *` and sums
+    /// wrapping in the width as numpy's integer arrays do. Checked as
+    /// [`Kernel::call`] checks its arguments; a kernel compiled in another
+    /// format refuses the call.
+    ///
+    /// ```
+    /// use einsat::ndarray::array;
+    /// use einsat::{IntArg, IntValue, Precision};
+    /// let f = einsat::load("fn dot(x: [n]R, y: [n]R) -> R = sum(i:n) x[i] * y[i]")?;
+    /// let opts = einsat::jit::Options { precision: Precision::I64, ..Default::default() };
+    /// let k = einsat::jit::compile_with(f.get("dot").unwrap(), &opts)?;
+    /// let (x, y) = (array![1i64 << 40, 3], array![1i64 << 20, 4]);
+    /// let r = k.call_int(&[IntArg::from(&x), IntArg::from(&y)])?;
+    /// assert_eq!(r, IntValue::Int((1i64 << 60) + 12));
+    /// assert!(k.call_int(&[IntArg::<i32>::Int(1), IntArg::Int(2)]).is_err());
+    /// # Ok::<(), einsat::Error>(())
+    /// ```
+    pub fn call_int<T: crate::precision::IntElem>(
+        &self,
+        args: &[crate::jit::IntArg<'_, T>],
+    ) -> Result<crate::interp::IntValue<T>> {
+        use crate::jit::run::boundary::arg::Op32;
+        self.expect(T::PRECISION)?;
+        let ops: Vec<Op32<'_>> = args.iter().map(Op32::of_int).collect();
+        let sizes = interp::value::bind_operands(&self.func, &ops)?;
+        let mut out = alloc_int::<T>(&self.result, &sizes)?;
         self.call_into_generic(&ops, &mut out)?;
         Ok(out.into_value())
     }

@@ -68,7 +68,8 @@ pub fn plan_nest<'n>(
     // (`f32x4` vectors where f64 uses `f64x2`): the register tiles are
     // written for f64
     let f64 = opts.precision == crate::precision::Precision::F64;
-    let gemm = gemm_stage(p, nest, opts.gemm);
+    // integer formats: generic loops only (no GEMM library stage)
+    let gemm = gemm_stage(p, nest, opts.gemm && !opts.precision.is_int());
     let Some(ran) = columns::with_columns(p, nest, layout) else {
         return NestPlan {
             nest: Cow::Borrowed(nest),

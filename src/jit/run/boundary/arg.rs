@@ -90,6 +90,7 @@ impl AsOperandMut for ArgMut<'_> {
 
 use crate::error::{Error, Result};
 use crate::interp::Value;
+use crate::precision::{IntElem, Precision};
 use ndarray::{Array, ArrayBase, ArrayView, ArrayViewMut, Data, DataMut, Dimension};
 
 /// Something that can be passed to a kernel without a copy: a reference to
@@ -692,6 +693,149 @@ impl AsOperandMut for Out32 {
                 }
             }
             Out32::Pair(a, b) => OperandMut::Pair(a, b),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------
+// Kernels compiled in an integer format (`Precision::I64`, `I32`).
+
+/// A borrowed argument of a kernel compiled in an integer format
+/// ([`Kernel::call_int`](crate::jit::Kernel::call_int)): a number, an
+/// array view of any layout (read in place, no copy), or a pair, of the
+/// element type `T` (`i64` for [`Precision::I64`](crate::precision::Precision::I64),
+/// `i32` for `I32`).
+#[derive(Clone, Debug)]
+pub enum IntArg<'a, T> {
+    /// A number (parameter type `R`).
+    Int(T),
+    /// An array of any layout (strides in elements, of any sign).
+    Array(ArrayViewD<'a, T>),
+    /// A pair (a tuple parameter, or a tensor of pairs as a pair of arrays).
+    Pair(Box<IntArg<'a, T>>, Box<IntArg<'a, T>>),
+}
+
+impl<'a, T> IntArg<'a, T> {
+    /// `IntArg::Pair` of two arguments.
+    pub fn pair(a: IntArg<'a, T>, b: IntArg<'a, T>) -> IntArg<'a, T> {
+        IntArg::Pair(Box::new(a), Box::new(b))
+    }
+}
+
+impl<'a, T: IntElem, S: ndarray::Data<Elem = T>, D: Dimension> From<&'a ArrayBase<S, D>>
+    for IntArg<'a, T>
+{
+    fn from(a: &'a ArrayBase<S, D>) -> IntArg<'a, T> {
+        IntArg::Array(a.view().into_dyn())
+    }
+}
+
+impl From<i64> for IntArg<'_, i64> {
+    fn from(x: i64) -> Self {
+        IntArg::Int(x)
+    }
+}
+
+impl From<i32> for IntArg<'_, i32> {
+    fn from(x: i32) -> Self {
+        IntArg::Int(x)
+    }
+}
+
+impl<T: IntElem> crate::interp::IntValue<T> {
+    /// Borrowed as an argument of [`Kernel::call_int`](crate::jit::Kernel::call_int).
+    pub fn as_arg(&self) -> IntArg<'_, T> {
+        use crate::interp::IntValue;
+        match self {
+            IntValue::Int(x) => IntArg::Int(*x),
+            IntValue::Array(a) => IntArg::Array(a.view()),
+            IntValue::Pair(a, b) => IntArg::pair(a.as_arg(), b.as_arg()),
+        }
+    }
+}
+
+/// The f64 cell an integer number travels in: its bits in the cell's
+/// first 8 (`i64`) or 4 (`i32`) bytes (little-endian targets).
+fn icell<T: IntElem>(x: T) -> f64 {
+    let bits = match T::PRECISION {
+        Precision::I64 => x.to_i64() as u64,
+        _ => u64::from(x.to_i64() as i32 as u32),
+    };
+    f64::from_bits(bits)
+}
+
+fn iuncell<T: IntElem>(c: f64) -> T {
+    let bits = c.to_bits();
+    match T::PRECISION {
+        Precision::I64 => T::from_i64(bits as i64),
+        _ => T::from_i64(i64::from(bits as u32 as i32)),
+    }
+}
+
+impl<'a> Op32<'a> {
+    /// An integer argument, with its numbers in cells ([`icell`]).
+    pub(crate) fn of_int<T: IntElem>(a: &'a IntArg<'_, T>) -> Op32<'a> {
+        match a {
+            IntArg::Int(x) => Op32::Real(icell(*x)),
+            IntArg::Array(v) => Op32::Array {
+                ptr: v.as_ptr() as *const f64,
+                shape: v.shape(),
+                strides: v.strides(),
+            },
+            IntArg::Pair(a, b) => Op32::Pair(Box::new(Op32::of_int(a)), Box::new(Op32::of_int(b))),
+        }
+    }
+}
+
+/// The output of an integer call, allocated by the kernel: numbers in
+/// cells ([`icell`]), arrays of `T` (C order). Internal.
+pub(crate) enum OutInt<T> {
+    Real(f64),
+    Array(ndarray::ArrayD<T>),
+    Pair(Box<OutInt<T>>, Box<OutInt<T>>),
+}
+
+impl<T: IntElem> OutInt<T> {
+    pub(crate) fn into_value(self) -> crate::interp::IntValue<T> {
+        use crate::interp::IntValue;
+        match self {
+            OutInt::Real(c) => IntValue::Int(iuncell(c)),
+            OutInt::Array(a) => IntValue::Array(a),
+            OutInt::Pair(a, b) => IntValue::pair(a.into_value(), b.into_value()),
+        }
+    }
+}
+
+impl<T> AsOperandMut for OutInt<T> {
+    fn operand_mut(&mut self) -> OperandMut<'_, Self> {
+        match self {
+            OutInt::Real(x) => OperandMut::Real(x),
+            OutInt::Array(a) => {
+                let ptr = a.as_mut_ptr() as *mut f64;
+                let a: &ndarray::ArrayD<T> = a;
+                OperandMut::Array {
+                    ptr,
+                    shape: a.shape(),
+                    strides: a.strides(),
+                }
+            }
+            OutInt::Pair(a, b) => OperandMut::Pair(a, b),
+        }
+    }
+}
+
+#[cfg(test)]
+mod int_tests {
+    #[test]
+    fn integer_cells_round_trip() {
+        for x in [0i64, -1, i64::MIN, i64::MAX, 1 << 53 | 1] {
+            assert_eq!(super::iuncell::<i64>(super::icell(x)), x);
+        }
+        for x in [0i32, -1, i32::MIN, i32::MAX] {
+            let c = super::icell(x);
+            assert_eq!(super::iuncell::<i32>(c), x);
+            let b = c.to_ne_bytes();
+            assert_eq!(i32::from_ne_bytes([b[0], b[1], b[2], b[3]]), x);
         }
     }
 }

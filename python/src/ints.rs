@@ -1,0 +1,266 @@
+//! Programs on integer arrays: a `Kernel` called with arguments whose
+//! numpy result dtype (`np.result_type` of the array arguments; Python
+//! ints are weak, as NEP 50 makes them) is int64 or int32, on a program
+//! that passes the integrality check (`einsat::types::integral`: `+ - *`,
+//! `max`/`min`, comparisons, `where`, `fold`, sums, integer literals),
+//! computes exactly in that width on a kernel compiled for
+//! `Precision::I64`/`I32` (on first such call), wrapping on overflow as
+//! numpy's integer arrays do, and returns that dtype (numpy scalars for
+//! numbers). Arrays of the dtype are read in place (any strides); other
+//! integer and bool arrays are converted to it (a safe cast, as the
+//! result dtype says). Every other case keeps the float64 path: a program
+//! with `/` or a function (numpy's promotion gives float64 there), a
+//! Python float among the arguments, other result dtypes (int8, int16,
+//! unsigned, bool, and uint64 with int64, which numpy makes float64).
+
+use super::float32::leaves_of;
+use super::{fail, from_einsat, native, numpy, run_call, Exc, Kernel, Res};
+use einsat::interp::{Boundary, IntValue};
+use einsat::jit::IntArg;
+use einsat::{jit, opt, IntElem, Precision};
+use ndarray::IxDyn;
+use numpy::npyffi::NPY_ARRAY_ALIGNED;
+use numpy::{
+    Element, PyArrayDescrMethods, PyArrayDyn, PyArrayMethods, PyReadonlyArrayDyn, PyUntypedArray,
+    PyUntypedArrayMethods,
+};
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyFloat, PyInt, PyTuple};
+use std::sync::Arc;
+
+/// The integer format of a call: `Some(I64 | I32)` when the arguments'
+/// result dtype is int64 or int32 and no Python float is among them,
+/// else `None` (the float64 path).
+pub(super) fn wanted(py: Python<'_>, args: &[Bound<'_, PyAny>]) -> Option<Precision> {
+    let np = numpy(py).ok()?;
+    let mut dtypes = Vec::new();
+    for a in args {
+        if a.is_instance_of::<PyFloat>() {
+            // a Python float makes numpy's integer arithmetic float64
+            return None;
+        }
+        if a.is_instance_of::<PyInt>() || a.is_instance_of::<PyBool>() {
+            continue;
+        }
+        let dt = match a.getattr("dtype") {
+            Ok(d) => d,
+            Err(_) => np
+                .call_method1("asarray", (a,))
+                .ok()?
+                .getattr("dtype")
+                .ok()?,
+        };
+        dtypes.push(dt);
+    }
+    if dtypes.is_empty() {
+        return None;
+    }
+    let rt = np
+        .call_method1("result_type", PyTuple::new(py, dtypes).ok()?)
+        .ok()?;
+    let kind: String = rt.getattr("kind").ok()?.extract().ok()?;
+    let size: usize = rt.getattr("itemsize").ok()?.extract().ok()?;
+    match (kind.as_str(), size) {
+        ("i", 8) => Some(Precision::I64),
+        ("i", 4) => Some(Precision::I32),
+        _ => None,
+    }
+}
+
+/// An argument read as integers of `T`: a number, or an array borrowed
+/// in place (of `T`, aligned) or converted to a copy of `T`.
+enum OpInt<'py, T: Element> {
+    Num(T),
+    Array(PyReadonlyArrayDyn<'py, T>),
+}
+
+fn operand<'py, T: IntElem + Element>(
+    py: Python<'py>,
+    obj: &Bound<'py, PyAny>,
+    what: &str,
+) -> Res<OpInt<'py, T>> {
+    let read = |a: &Bound<'py, PyArrayDyn<T>>| {
+        a.try_readonly().map_err(|e| {
+            fail(
+                Exc::Shape,
+                format!(
+                    "{what}: the array cannot be read ({e}): it is being written by another call"
+                ),
+            )
+        })
+    };
+    let bytes = T::PRECISION.bytes() as isize;
+    if let Ok(a) = obj.cast::<PyArrayDyn<T>>() {
+        // SAFETY: `a` is a live numpy array; the flags field is plain data.
+        let aligned = unsafe { (*a.as_array_ptr()).flags } & NPY_ARRAY_ALIGNED != 0;
+        if aligned && a.ndim() <= 32 && a.strides().iter().all(|s| s % bytes == 0) {
+            return Ok(OpInt::Array(read(a)?));
+        }
+    }
+    if obj.is_instance_of::<PyInt>() || obj.is_instance_of::<PyBool>() {
+        let x: i64 = obj.extract().map_err(|e| {
+            fail(
+                Exc::DType,
+                format!("{what}: {e} (a Python integer beyond int64)"),
+            )
+        })?;
+        if T::from_i64(x).to_i64() != x {
+            return Err(fail(
+                Exc::DType,
+                format!(
+                    "{what}: the Python integer {x} is out of bounds for {} (as numpy refuses it)",
+                    T::PRECISION.numpy_name()
+                ),
+            ));
+        }
+        return Ok(OpInt::Num(T::from_i64(x)));
+    }
+    let np = numpy(py).map_err(|e| fail(Exc::DType, format!("{what}: {e}")))?;
+    let arr = np
+        .call_method1("asarray", (obj,))
+        .and_then(|a| a.cast_into::<PyUntypedArray>().map_err(PyErr::from))
+        .map_err(|e| fail(Exc::DType, format!("{what}: {e}")))?;
+    if arr.ndim() > 32 {
+        return Err(fail(
+            Exc::Shape,
+            format!("{what}: {} axes is more than the limit of 32", arr.ndim()),
+        ));
+    }
+    let conv = np
+        .call_method1(
+            "array",
+            (
+                &arr,
+                np.getattr(T::PRECISION.numpy_name())
+                    .map_err(|e| fail(Exc::DType, e.to_string()))?,
+            ),
+        )
+        .and_then(|a| a.cast_into::<PyArrayDyn<T>>().map_err(PyErr::from))
+        .map_err(|e| fail(Exc::DType, format!("{what}: {e}")))?;
+    Ok(OpInt::Array(read(&conv)?))
+}
+
+fn assemble<'a, T: IntElem + Element>(
+    b: &Boundary,
+    ops: &'a [OpInt<'_, T>],
+    next: &mut usize,
+) -> IntArg<'a, T> {
+    match b {
+        Boundary::Array(s) => {
+            let op = &ops[*next];
+            *next += 1;
+            match op {
+                OpInt::Num(x) => IntArg::Int(*x),
+                // a 0-d array for a number parameter is that number
+                OpInt::Array(a) if s.is_empty() && a.ndim() == 0 => {
+                    IntArg::Int(a.as_array()[IxDyn(&[])])
+                }
+                OpInt::Array(a) => IntArg::Array(a.as_array()),
+            }
+        }
+        Boundary::Pair(x, y) => {
+            let a = assemble(x, ops, next);
+            let c = assemble(y, ops, next);
+            IntArg::pair(a, c)
+        }
+    }
+}
+
+fn to_py<T: IntElem + Element>(py: Python<'_>, v: IntValue<T>) -> PyResult<Py<PyAny>> {
+    let np = numpy(py)?;
+    Ok(match v {
+        IntValue::Int(x) => np
+            .getattr(T::PRECISION.numpy_name())?
+            .call1((x.to_i64(),))?
+            .unbind(),
+        IntValue::Array(a) => PyArrayDyn::from_owned_array(py, a).into_any().unbind(),
+        IntValue::Pair(a, b) => PyTuple::new(py, [to_py(py, *a)?, to_py(py, *b)?])?
+            .into_any()
+            .unbind(),
+    })
+}
+
+impl Kernel {
+    /// The kernel compiled for the integer format `p` (on first use; GIL
+    /// released), or `None` when the program is not integral.
+    fn kernel_int(&self, py: Python<'_>, p: Precision) -> Res<Option<Arc<jit::Kernel>>> {
+        let cell = &self.kernels_int[usize::from(p == Precision::I32)];
+        if let Some(k) = cell.get() {
+            return Ok(k.clone());
+        }
+        let (f, how) = (&self.func, self.how);
+        let k = if einsat::types::is_integral(f, p) {
+            Some(native(py, || {
+                let o = opt::optimize(
+                    f,
+                    &opt::Options {
+                        precision: p,
+                        ..opt::Options::default()
+                    },
+                )
+                .map_err(|e| from_einsat(e, None))?;
+                jit::compile_with(
+                    &o.program,
+                    &jit::Options {
+                        threads: how.threads,
+                        precision: p,
+                        ..jit::Options::default()
+                    },
+                )
+                .map_err(|e| from_einsat(e, None))
+            })?)
+        } else {
+            None
+        };
+        Ok(cell.get_or_init(|| k).clone())
+    }
+
+    /// The call in the integer format `p`, with every parameter given
+    /// (`given`, in order); `None` when the program is not integral (the
+    /// caller takes the float64 path).
+    pub(super) fn call_int(
+        &self,
+        py: Python<'_>,
+        given: &[Bound<'_, PyAny>],
+        p: Precision,
+    ) -> Res<Option<PyResult<Py<PyAny>>>> {
+        let Some(kernel) = self.kernel_int(py, p)? else {
+            return Ok(None);
+        };
+        Ok(Some(match p {
+            Precision::I32 => self.call_as::<i32>(py, given, &kernel)?,
+            _ => self.call_as::<i64>(py, given, &kernel)?,
+        }))
+    }
+
+    fn call_as<T: IntElem + Element>(
+        &self,
+        py: Python<'_>,
+        given: &[Bound<'_, PyAny>],
+        kernel: &jit::Kernel,
+    ) -> Res<PyResult<Py<PyAny>>> {
+        let mut ops = Vec::new();
+        for ((name, b), g) in self.params.iter().zip(given) {
+            let mut ls = Vec::new();
+            leaves_of(g, b, &mut ls);
+            for (k, l) in ls.iter().enumerate() {
+                let what = if ls.len() == 1 {
+                    format!("argument `{name}`")
+                } else {
+                    format!("argument `{name}` (component {k})")
+                };
+                ops.push(operand::<T>(py, l, &what)?);
+            }
+        }
+        let mut next = 0;
+        let argv: Vec<IntArg<'_, T>> = self
+            .params
+            .iter()
+            .map(|(_, b)| assemble(b, &ops, &mut next))
+            .collect();
+        let v = run_call(py, false, None, &self.pace32, || {
+            kernel.call_int(&argv).map_err(|e| from_einsat(e, None))
+        })?;
+        Ok(to_py(py, v))
+    }
+}
