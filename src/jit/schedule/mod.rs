@@ -128,8 +128,9 @@ pub struct Step {
 /// The step of `nest` for a call with the named sizes `svals` on
 /// `threads` threads: the GEMM stage (`gemm`, when the nest is one) when
 /// the work of each of its products (the nest's work over its batch count:
-/// a batch of 4096 8×8 products is 4096 library calls of 8×8×8 each)
-/// reaches [`Options::gemm_min_work`], threads when it reaches
+/// a batch of 4096 8×8 products is 4096 products of 8×8×8 each)
+/// reaches [`Options::gemm_min_work`] or the stage is a batch of small
+/// products ([`GemmPlan::small_batch`], run by the stage's own kernels), threads when it reaches
 /// [`Options::parallel_threshold`], and a nest whose outermost loop is
 /// its only loop in pieces of at most [`crate::jit::options::CHECK_WORK`], checking
 /// the cancellation flag between them.
@@ -143,7 +144,9 @@ pub fn step(
 ) -> Step {
     let n0 = nest.vars.first().map_or(1, |(_, n)| resolve(n, svals));
     let work = || nest_work(nest, svals);
-    let gemm = gemm.is_some_and(|g| work() / g.batch_count(svals).max(1) >= opts.gemm_min_work);
+    let gemm = gemm.is_some_and(|g| {
+        g.small_batch(svals) || work() / g.batch_count(svals).max(1) >= opts.gemm_min_work
+    });
     let parallel =
         threads > 1 && n0 > 1 && !nest.vars.is_empty() && work() >= opts.parallel_threshold;
     let rows = if !gemm && single_loop(nest) && work() > crate::jit::options::CHECK_WORK {
