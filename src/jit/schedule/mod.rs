@@ -3,7 +3,8 @@
 //!
 //! - Program-level passes, once per kernel ([`prepare`]): reuse of `let`
 //!   temporaries ([`reuse`]), column sums computed ahead ([`columns`]),
-//!   the temporaries' live ranges ([`storage`]).
+//!   the axis order of temporaries read only by GEMM stages
+//!   ([`permute`]), the temporaries' live ranges ([`storage`]).
 //! - Per nest and layout, one [`NestPlan`] ([`plan_nest`]): the back end
 //!   chosen once ([`choose_backend`]: a GEMM stage ([`gemm`]), register
 //!   tiles ([`tiles`]) or generic loops ([`loops`]: loop order, domains,
@@ -20,6 +21,7 @@ pub mod backend;
 pub mod columns;
 pub mod gemm;
 pub mod loops;
+pub mod permute;
 pub mod reuse;
 pub mod storage;
 pub mod tiles;
@@ -32,13 +34,17 @@ use std::borrow::Cow;
 
 /// The program-level passes, in order, before any code is generated:
 /// reuse of temporaries, then column sums (given scratch nests when
-/// `opts.gemm` may run them on the library).
+/// `opts.gemm` may run them on the library), then (with `opts.gemm`) the
+/// axis order of temporaries only GEMM stages read ([`permute`]).
 pub fn prepare(prog: &mut LoopProgram, opts: &Options) {
     reuse::reuse_temps(prog);
     columns::columns(
         prog,
         opts.gemm && opts.precision == crate::precision::Precision::F64,
     );
+    if opts.gemm {
+        permute::permute_temps(prog);
+    }
 }
 
 /// Every decision about one nest in one layout.
