@@ -535,13 +535,16 @@ impl SmallShared<'_> {
 
 impl Product {
     /// Whether the calls are small products for [`small`]: f64 (checked
-    /// by the caller), at most [`SMALL_MNK`] multiply-adds each, at least
-    /// one term, no K axis left to accumulate over.
+    /// by the caller), at least two products (a single one stays the
+    /// library's), at most [`SMALL_MNK`] multiply-adds each, at least one
+    /// term, no K axis left to accumulate over.
     fn small(&self) -> bool {
         let (m, n, k) = (self.m.size, self.n.size, self.k.size);
+        let loops = &self.loops[..self.nl];
         k >= 1
             && m.saturating_mul(n).saturating_mul(k) <= SMALL_MNK
-            && self.loops[..self.nl].iter().all(|(_, is_k)| !is_k)
+            && loops.iter().all(|(_, is_k)| !is_k)
+            && loops.iter().map(|(d, _)| d.size).product::<usize>() >= 2
     }
 
     /// [`Product::calls`] by the small-product kernels, in chunks of
