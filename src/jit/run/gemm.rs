@@ -61,7 +61,7 @@
 
 use crate::jit::ir::SizeRef;
 use crate::jit::options::{GemmAxis, GemmSplit};
-use crate::jit::schedule::gemm::{GemmPlan, Role, MAX_VARS};
+use crate::jit::schedule::gemm::{GemmPlan, Role, MAX_VARS, SMALL_MNK};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// One (fused) dimension: its size and its stride in each of out, lhs, rhs.
@@ -409,6 +409,10 @@ impl Product {
     ) {
         let (m, n, k) = (self.m, self.n, self.k);
         let loops = &self.loops[..self.nl];
+        if !f32 && self.small() {
+            // SAFETY: as this function's
+            return unsafe { self.small_calls((dst0, lhs0, rhs0), threads.threads, cancel) };
+        }
         let mut idx = [0usize; MAX_VARS];
         'calls: loop {
             let mut off = [0isize; 3];
@@ -459,6 +463,122 @@ impl Product {
                 idx[a] = 0;
             }
         }
+    }
+}
+
+/// Products per chunk of the small-product kernels (one dispatch, one
+/// check of the cancellation flag, one task of the thread pool).
+const SMALL_CHUNK: usize = 64;
+
+/// From this many multiply-adds in all, the small products of a stage are
+/// split across the thread pool.
+const SMALL_PARALLEL_WORK: usize = 1 << 17;
+
+/// The offsets a [`Product`]'s calls share between threads.
+struct SmallShared<'a> {
+    p: &'a Product,
+    ptrs: (*mut f64, *const f64, *const f64),
+    total: usize,
+}
+
+// SAFETY: the products write disjoint parts of the destination (each
+// output element belongs to one product) and only read the operands; the
+// caller keeps every buffer alive until `pool::run` returns.
+unsafe impl Sync for SmallShared<'_> {}
+
+impl SmallShared<'_> {
+    /// The products `at..at + SMALL_CHUNK` (in the odometer order of the
+    /// loops, last fastest), run.
+    ///
+    /// # Safety
+    /// As [`Product::calls`].
+    unsafe fn chunk(&self, at: usize) {
+        let p = self.p;
+        let (dst0, lhs0, rhs0) = self.ptrs;
+        let loops = &p.loops[..p.nl];
+        let mut batch = [small::Small {
+            m: p.m.size,
+            n: p.n.size,
+            k: p.k.size,
+            a: lhs0,
+            a_rs: p.m.st[1],
+            a_cs: p.k.st[1],
+            b: rhs0,
+            b_rs: p.k.st[2],
+            b_cs: p.n.st[2],
+            c: dst0,
+            c_rs: p.dst_rs,
+            c_cs: p.dst_cs,
+            alpha: p.alpha,
+        }; SMALL_CHUNK];
+        let len = SMALL_CHUNK.min(self.total - at);
+        for (q, s) in batch[..len].iter_mut().enumerate() {
+            // the index of product `at + q`, last loop fastest
+            let mut rest = at + q;
+            let mut off = [0isize; 3];
+            for (d, _) in loops.iter().rev() {
+                let i = rest % d.size;
+                rest /= d.size;
+                for (o, x) in off.iter_mut().enumerate() {
+                    *x += i as isize * d.st[o];
+                }
+            }
+            s.c = dst0.wrapping_offset(off[0]);
+            s.a = lhs0.wrapping_offset(off[1]);
+            s.b = rhs0.wrapping_offset(off[2]);
+        }
+        // SAFETY: every index stays within its variable's range (as
+        // `Product::calls`)
+        unsafe { small::run(&mut batch[..len]) };
+    }
+}
+
+impl Product {
+    /// Whether the calls are small products for [`small`]: f64 (checked
+    /// by the caller), at least two products (a single one stays the
+    /// library's), at most [`SMALL_MNK`] multiply-adds each, at least one
+    /// term, no K axis left to accumulate over.
+    fn small(&self) -> bool {
+        let (m, n, k) = (self.m.size, self.n.size, self.k.size);
+        let loops = &self.loops[..self.nl];
+        k >= 1
+            && m.saturating_mul(n).saturating_mul(k) <= SMALL_MNK
+            && loops.iter().all(|(_, is_k)| !is_k)
+            && loops.iter().map(|(d, _)| d.size).product::<usize>() >= 2
+    }
+
+    /// [`Product::calls`] by the small-product kernels, in chunks of
+    /// [`SMALL_CHUNK`] products (on up to `threads` threads when the
+    /// work is large), checking `cancel` before each chunk.
+    ///
+    /// # Safety
+    /// As [`Product::calls`].
+    unsafe fn small_calls(
+        &self,
+        ptrs: (*mut f64, *const f64, *const f64),
+        threads: usize,
+        cancel: &AtomicBool,
+    ) {
+        let total: usize = self.loops[..self.nl].iter().map(|(d, _)| d.size).product();
+        let work = total.saturating_mul(self.m.size * self.n.size * self.k.size);
+        let shared = SmallShared {
+            p: self,
+            ptrs,
+            total,
+        };
+        let chunks = total.div_ceil(SMALL_CHUNK);
+        let threads = if work >= SMALL_PARALLEL_WORK {
+            threads
+        } else {
+            1
+        };
+        super::pool::run(threads.max(1), chunks, |c| {
+            if cancel.load(Ordering::Relaxed) {
+                return;
+            }
+            // SAFETY: as this function's; chunks are disjoint products
+            unsafe { shared.chunk(c * SMALL_CHUNK) }
+        });
     }
 }
 
@@ -706,6 +826,10 @@ impl Packed {
 /// by one call as before.
 pub const CANCEL_WORK: usize = 1 << 30;
 
+/// The fewest rows of a symmetric product computed as blocks of its
+/// upper triangle ([`Call::run_sym`]).
+const SYM_MIN: usize = 48;
+
 /// The narrowest panel (and the multiple panels are rounded to: a
 /// multiple of the library's register tiles and of a cache line of f64).
 const PANEL_ALIGN: usize = 16;
@@ -855,13 +979,94 @@ impl Call {
         c
     }
 
+    /// Whether the call is a symmetric product `A·Aᵀ` of at least
+    /// [`SYM_MIN`] rows ([`Call::run_sym`]): f64, the same operand on both
+    /// sides with the M strides equal to the N strides, nothing to
+    /// accumulate.
+    fn symmetric(&self) -> bool {
+        !self.f32
+            && !self.accumulate
+            && self.m == self.n
+            && self.m >= SYM_MIN
+            && self.k >= 1
+            && std::ptr::eq(self.lhs, self.rhs)
+            && self.lhs_rs == self.rhs_cs
+            && self.lhs_cs == self.rhs_rs
+    }
+
+    /// A symmetric product ([`Call::symmetric`]): the output in 2×2 (4×4
+    /// from 128 rows) blocks, the diagonal blocks and those above computed
+    /// by the library, those below copied from their mirror images above:
+    /// `c[j,i] = Σₜ a[j,t]·a[i,t]` is `c[i,j]`'s sum with each product's
+    /// factors swapped, which is exact, so the copy is a valid order of
+    /// the element's own sum (what BLAS `syrk` does). 3/4 (5/8) of the
+    /// work.
+    ///
+    /// # Safety
+    /// As [`Call::single`].
+    unsafe fn run_sym(self, threads: Threads, cancel: &AtomicBool) {
+        let m = self.m;
+        let nb = if m < 128 { 2 } else { 4 };
+        let bs = m.div_ceil(nb).next_multiple_of(8);
+        let nb = m.div_ceil(bs);
+        for bi in 0..nb {
+            for bj in bi..nb {
+                if cancel.load(Ordering::Relaxed) {
+                    return;
+                }
+                let (i0, j0) = (bi * bs, bj * bs);
+                let mut c = self;
+                c.m = bs.min(m - i0);
+                c.n = bs.min(m - j0);
+                c.dst = self
+                    .dst
+                    .wrapping_offset(i0 as isize * self.dst_rs + j0 as isize * self.dst_cs);
+                c.lhs = self.lhs.wrapping_offset(i0 as isize * self.lhs_rs);
+                c.rhs = self.rhs.wrapping_offset(j0 as isize * self.rhs_cs);
+                // SAFETY: the block addresses a part of the call's ranges
+                unsafe { c.run_plain(threads, cancel) };
+            }
+        }
+        if cancel.load(Ordering::Relaxed) {
+            return;
+        }
+        // the blocks below the diagonal, from their mirror images
+        for bi in 0..nb {
+            for bj in bi + 1..nb {
+                for i in bi * bs..(bi * bs + bs).min(m) {
+                    for j in bj * bs..(bj * bs + bs).min(m) {
+                        let (i, j) = (i as isize, j as isize);
+                        // SAFETY: i, j < m = n: both inside the output
+                        unsafe {
+                            *self.dst.wrapping_offset(j * self.dst_rs + i * self.dst_cs) =
+                                *self.dst.wrapping_offset(i * self.dst_rs + j * self.dst_cs);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Run on up to `threads` threads: [`Call::run_sym`] for a symmetric
+    /// product, else [`Call::run_plain`].
+    ///
+    /// # Safety
+    /// As [`Call::single`].
+    unsafe fn run(self, threads: Threads, cancel: &AtomicBool) {
+        if self.symmetric() {
+            unsafe { self.run_sym(threads, cancel) }
+        } else {
+            unsafe { self.run_plain(threads, cancel) }
+        }
+    }
+
     /// Run on up to `threads` threads (see the module doc, "Threads"); a
     /// product of more than [`CANCEL_WORK`] multiply-adds in panels of
     /// about that much, each run only if `cancel` is not set.
     ///
     /// # Safety
     /// As [`Call::single`].
-    unsafe fn run(self, threads: Threads, cancel: &AtomicBool) {
+    unsafe fn run_plain(self, threads: Threads, cancel: &AtomicBool) {
         let Threads {
             threads,
             split,
@@ -928,4 +1133,216 @@ pub struct Threads {
     pub threads: usize,
     pub split: GemmSplit,
     pub min_work: usize,
+}
+
+/// Small products of a batch (the stage's [`Product::calls`] when each
+/// product is at most [`SMALL_MNK`] multiply-adds): a loop of register
+/// blocks compiled into this crate, per CPU level (AVX-512, AVX2 with FMA,
+/// baseline SSE2; chosen at run time), instead of one library call per
+/// product, whose fixed cost is many times a small product's work.
+///
+/// Every output element is `α · Σₜ a[i,t]·b[t,j]`, its terms accumulated
+/// from `0` in the order `t = 0, 1, …` (with a fused multiply-add where
+/// the CPU has one: the contract lets a sum's accumulation fuse), then
+/// multiplied by `α`: a valid order of the written sum's terms and a
+/// factor moved out of it (docs/fp-contract.md).
+mod small {
+    /// One product `c = α · a · b`, `m×k` by `k×n`, each operand with its
+    /// row and column strides (elements).
+    #[derive(Clone, Copy)]
+    pub(super) struct Small {
+        pub m: usize,
+        pub n: usize,
+        pub k: usize,
+        pub a: *const f64,
+        pub a_rs: isize,
+        pub a_cs: isize,
+        pub b: *const f64,
+        pub b_rs: isize,
+        pub b_cs: isize,
+        pub c: *mut f64,
+        pub c_rs: isize,
+        pub c_cs: isize,
+        pub alpha: f64,
+    }
+
+    impl Small {
+        /// The same product transposed (`cᵀ = α · bᵀ · aᵀ`): the same
+        /// elements, each the same sum in the same order.
+        fn transposed(self) -> Small {
+            Small {
+                m: self.n,
+                n: self.m,
+                k: self.k,
+                a: self.b,
+                a_rs: self.b_cs,
+                a_cs: self.b_rs,
+                b: self.a,
+                b_rs: self.a_cs,
+                b_cs: self.a_rs,
+                c: self.c,
+                c_rs: self.c_cs,
+                c_cs: self.c_rs,
+                alpha: self.alpha,
+            }
+        }
+
+        /// Oriented so that the lanes run along unit-stride rows of `b`
+        /// and `c` where either orientation has them; `true` then.
+        fn oriented(self) -> (Small, bool) {
+            if self.b_cs == 1 && self.c_cs == 1 {
+                (self, true)
+            } else if self.a_rs == 1 && self.c_rs == 1 {
+                (self.transposed(), true)
+            } else {
+                (self, false)
+            }
+        }
+    }
+
+    /// The rows × width block of `c` at `(i, j)`.
+    ///
+    /// # Safety
+    /// `i + R <= m`, `j + W <= n`, and the pointers and strides address
+    /// every element of the operands below `m`, `n`, `k`.
+    #[inline(always)]
+    unsafe fn block<const R: usize, const W: usize, const UNIT: bool, const FMA: bool>(
+        s: &Small,
+        i: usize,
+        j: usize,
+    ) {
+        let mut acc = [[0.0f64; W]; R];
+        let b_cs = if UNIT { 1 } else { s.b_cs };
+        for t in 0..s.k {
+            let t = t as isize;
+            // SAFETY: as this function's: every index is below its size
+            let brow = s.b.wrapping_offset(t * s.b_rs + j as isize * b_cs);
+            let mut y = [0.0f64; W];
+            for (l, y) in y.iter_mut().enumerate() {
+                *y = unsafe { *brow.wrapping_offset(l as isize * b_cs) };
+            }
+            for (r, acc) in acc.iter_mut().enumerate() {
+                let x = unsafe { *s.a.wrapping_offset((i + r) as isize * s.a_rs + t * s.a_cs) };
+                for l in 0..W {
+                    acc[l] = if FMA {
+                        x.mul_add(y[l], acc[l])
+                    } else {
+                        acc[l] + x * y[l]
+                    };
+                }
+            }
+        }
+        let c_cs = if UNIT { 1 } else { s.c_cs };
+        for (r, acc) in acc.iter().enumerate() {
+            let crow =
+                s.c.wrapping_offset((i + r) as isize * s.c_rs + j as isize * c_cs);
+            for (l, v) in acc.iter().enumerate() {
+                unsafe { *crow.wrapping_offset(l as isize * c_cs) = s.alpha * v };
+            }
+        }
+    }
+
+    /// The rows `i..i + R` of `c`, in blocks of 8, 4, 2 and 1 columns.
+    #[inline(always)]
+    unsafe fn rows<const R: usize, const UNIT: bool, const FMA: bool>(s: &Small, i: usize) {
+        let mut j = 0;
+        while j + 8 <= s.n {
+            unsafe { block::<R, 8, UNIT, FMA>(s, i, j) };
+            j += 8;
+        }
+        if j + 4 <= s.n {
+            unsafe { block::<R, 4, UNIT, FMA>(s, i, j) };
+            j += 4;
+        }
+        if j + 2 <= s.n {
+            unsafe { block::<R, 2, UNIT, FMA>(s, i, j) };
+            j += 2;
+        }
+        if j < s.n {
+            unsafe { block::<R, 1, UNIT, FMA>(s, i, j) };
+        }
+    }
+
+    /// Every product of `batch`, in rows of four.
+    #[inline(always)]
+    unsafe fn all<const UNIT: bool, const FMA: bool>(batch: &[Small]) {
+        for s in batch {
+            let mut i = 0;
+            while i + 4 <= s.m {
+                unsafe { rows::<4, UNIT, FMA>(s, i) };
+                i += 4;
+            }
+            while i < s.m {
+                unsafe { rows::<1, UNIT, FMA>(s, i) };
+                i += 1;
+            }
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,avx2,fma")]
+    unsafe fn all_avx512<const UNIT: bool>(batch: &[Small]) {
+        unsafe { all::<UNIT, true>(batch) }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn all_avx2<const UNIT: bool>(batch: &[Small]) {
+        unsafe { all::<UNIT, true>(batch) }
+    }
+
+    /// The CPU level, detected once: 2 AVX-512, 1 AVX2 with FMA, 0 neither.
+    fn level() -> u8 {
+        static LEVEL: std::sync::OnceLock<u8> = std::sync::OnceLock::new();
+        *LEVEL.get_or_init(|| {
+            #[cfg(target_arch = "x86_64")]
+            {
+                if std::arch::is_x86_feature_detected!("avx512f")
+                    && std::arch::is_x86_feature_detected!("avx2")
+                    && std::arch::is_x86_feature_detected!("fma")
+                {
+                    return 2;
+                }
+                if std::arch::is_x86_feature_detected!("avx2")
+                    && std::arch::is_x86_feature_detected!("fma")
+                {
+                    return 1;
+                }
+            }
+            0
+        })
+    }
+
+    /// Run the products of `batch` (each oriented first); all of one
+    /// orientation kind per call is the caller's affair only for speed.
+    ///
+    /// # Safety
+    /// Each product's pointers and strides address every element of its
+    /// operands below `m`, `n`, `k`; outputs do not overlap the operands.
+    pub(super) unsafe fn run(batch: &mut [Small]) {
+        let mut unit = true;
+        for s in batch.iter_mut() {
+            let (o, u) = s.oriented();
+            *s = o;
+            unit &= u;
+        }
+        let level = level();
+        #[cfg(target_arch = "x86_64")]
+        {
+            // SAFETY: the CPU has the features (`level`)
+            match (level, unit) {
+                (2, true) => return unsafe { all_avx512::<true>(batch) },
+                (2, false) => return unsafe { all_avx512::<false>(batch) },
+                (1, true) => return unsafe { all_avx2::<true>(batch) },
+                (1, false) => return unsafe { all_avx2::<false>(batch) },
+                _ => {}
+            }
+        }
+        let _ = level;
+        if unit {
+            unsafe { all::<true, false>(batch) }
+        } else {
+            unsafe { all::<false, false>(batch) }
+        }
+    }
 }

@@ -219,7 +219,32 @@ pub fn plan(p: &LoopProgram, nest: &Nest) -> Option<GemmPlan> {
 /// fixed arrays and allocates nothing).
 pub const MAX_VARS: usize = 32;
 
+/// The most multiply-adds of one product of a batch that the stage runs
+/// on its small-product kernels (`run::gemm`'s `small`: register blocks
+/// compiled per CPU level, no library call per product) rather than the
+/// library (16×16×16); [`GemmPlan::small_batch`].
+pub const SMALL_MNK: usize = 4096;
+
 impl GemmPlan {
+    /// Whether the stage is, for the named sizes `svals`, a batch of at
+    /// least two products of at least one and at most [`SMALL_MNK`]
+    /// multiply-adds each (M, N and K sizes multiplied): the small-product
+    /// kernels run it faster than generated code, whatever its work.
+    pub fn small_batch(&self, svals: &[i64]) -> bool {
+        let size = |r: Role| {
+            self.vars
+                .iter()
+                .filter(|(q, _)| *q == r)
+                .fold(1u64, |acc, (_, n)| {
+                    acc.saturating_mul(crate::jit::ir::resolve(n, svals) as u64)
+                })
+        };
+        let mnk = size(Role::M)
+            .saturating_mul(size(Role::N))
+            .saturating_mul(size(Role::K));
+        self.batch_count(svals) >= 2 && (1..=SMALL_MNK as u64).contains(&mnk)
+    }
+
     /// What the stage is, e.g. `gemm n×n×n` (sizes of M×N×K, variables of
     /// one role joined with `·`, and the batch axes).
     pub fn describe(&self) -> &str {

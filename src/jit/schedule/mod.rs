@@ -3,7 +3,8 @@
 //!
 //! - Program-level passes, once per kernel ([`prepare`]): reuse of `let`
 //!   temporaries ([`reuse`]), column sums computed ahead ([`columns`]),
-//!   the temporaries' live ranges ([`storage`]).
+//!   the axis order of temporaries read only by GEMM stages
+//!   ([`permute`]), the temporaries' live ranges ([`storage`]).
 //! - Per nest and layout, one [`NestPlan`] ([`plan_nest`]): the back end
 //!   chosen once ([`choose_backend`]: a GEMM stage ([`gemm`]), register
 //!   tiles ([`tiles`]) or generic loops ([`loops`]: loop order, domains,
@@ -20,6 +21,7 @@ pub mod backend;
 pub mod columns;
 pub mod gemm;
 pub mod loops;
+pub mod permute;
 pub mod reuse;
 pub mod storage;
 pub mod tiles;
@@ -32,13 +34,17 @@ use std::borrow::Cow;
 
 /// The program-level passes, in order, before any code is generated:
 /// reuse of temporaries, then column sums (given scratch nests when
-/// `opts.gemm` may run them on the library).
+/// `opts.gemm` may run them on the library), then (with `opts.gemm`) the
+/// axis order of temporaries only GEMM stages read ([`permute`]).
 pub fn prepare(prog: &mut LoopProgram, opts: &Options) {
     reuse::reuse_temps(prog);
     columns::columns(
         prog,
         opts.gemm && opts.precision == crate::precision::Precision::F64,
     );
+    if opts.gemm {
+        permute::permute_temps(prog);
+    }
 }
 
 /// Every decision about one nest in one layout.
@@ -129,8 +135,9 @@ pub struct Step {
 /// The step of `nest` for a call with the named sizes `svals` on
 /// `threads` threads: the GEMM stage (`gemm`, when the nest is one) when
 /// the work of each of its products (the nest's work over its batch count:
-/// a batch of 4096 8×8 products is 4096 library calls of 8×8×8 each)
-/// reaches [`Options::gemm_min_work`], threads when it reaches
+/// a batch of 4096 8×8 products is 4096 products of 8×8×8 each)
+/// reaches [`Options::gemm_min_work`] or the stage is a batch of small
+/// products ([`GemmPlan::small_batch`], run by the stage's own kernels), threads when it reaches
 /// [`Options::parallel_threshold`], and a nest whose outermost loop is
 /// its only loop in pieces of at most [`crate::jit::options::CHECK_WORK`], checking
 /// the cancellation flag between them.
@@ -144,7 +151,9 @@ pub fn step(
 ) -> Step {
     let n0 = nest.vars.first().map_or(1, |(_, n)| resolve(n, svals));
     let work = || nest_work(nest, svals);
-    let gemm = gemm.is_some_and(|g| work() / g.batch_count(svals).max(1) >= opts.gemm_min_work);
+    let gemm = gemm.is_some_and(|g| {
+        g.small_batch(svals) || work() / g.batch_count(svals).max(1) >= opts.gemm_min_work
+    });
     let parallel =
         threads > 1 && n0 > 1 && !nest.vars.is_empty() && work() >= opts.parallel_threshold;
     let rows = if !gemm && single_loop(nest) && work() > crate::jit::options::CHECK_WORK {

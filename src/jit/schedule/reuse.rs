@@ -4,7 +4,7 @@
 //! IR and must not look at layouts or generate code.
 
 use crate::jit::ir::affine::canon;
-use crate::jit::ir::walk::s_any;
+use crate::jit::ir::walk::{rename, s_any};
 use crate::jit::ir::{BufKind, Cond, IndexExpr, LoadIndex, LoopProgram, Nest, Scalar, SizeRef};
 
 /// Reuse of `let` temporaries: a subterm of a later nest that is an
@@ -17,16 +17,95 @@ use crate::jit::ir::{BufKind, Cond, IndexExpr, LoadIndex, LoopProgram, Nest, Sca
 /// the subterm computes (the same operations on the same elements), so
 /// nothing changes but the work.
 pub fn reuse_temps(p: &mut LoopProgram) {
+    let loaded_before = loaded(p);
     for k in 1..p.nests.len() {
         let temps = reusable(p, k);
         if temps.is_empty() {
             continue;
         }
+        let aliases = aliases(p, k);
         let nest = &p.nests[k];
         let mut scope = nest.vars.clone();
-        let body = reuse_in(&nest.body, &temps, &mut scope);
+        let body = reuse_in(&nest.body, &temps, &aliases, &mut scope);
         p.nests[k].body = body;
     }
+    // a temporary no longer loaded anywhere (every load of it became a
+    // load of another): its nest is not run
+    let loaded_after = loaded(p);
+    p.nests.retain(|n| {
+        !(matches!(p.bufs[n.buf].kind, BufKind::Temp)
+            && p.bufs[n.buf].flag.is_none()
+            && loaded_before.contains(&n.buf)
+            && !loaded_after.contains(&n.buf))
+    });
+}
+
+/// The buffers some nest loads.
+fn loaded(p: &LoopProgram) -> std::collections::BTreeSet<usize> {
+    fn go(s: &Scalar, out: &mut std::collections::BTreeSet<usize>) {
+        match s {
+            Scalar::Load(b, _) => {
+                out.insert(*b);
+            }
+            Scalar::Gather(b, _, dyns) => {
+                out.insert(*b);
+                for (_, g, _) in dyns {
+                    go(g, out);
+                }
+            }
+            Scalar::Bin(_, a, b) => {
+                go(a, out);
+                go(b, out);
+            }
+            Scalar::Neg(a) | Scalar::Sum(_, _, a) | Scalar::Reduce(_, _, _, a) => go(a, out),
+            Scalar::Call(_, args) | Scalar::Select(_, args) => {
+                for a in args {
+                    go(a, out);
+                }
+            }
+            Scalar::Fold(f) => {
+                for a in f.init.iter().chain(&f.body) {
+                    go(a, out);
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut out = std::collections::BTreeSet::new();
+    for n in &p.nests {
+        go(&n.body, &mut out);
+    }
+    out
+}
+
+/// The `let` temporaries before nest `upto` that are another name for a
+/// cheap elementwise expression (`let t3 = gen(i,j) t0[i,j] / 8`: no
+/// reduction, call or gather, no strong zeros, no column sum): a load of
+/// one matches the temporary's body with its variables bound to the
+/// load's ([`match_s`]), so `exp(t3[i,j] - m[i])` is found to be
+/// `exp(t0[i,j] / 8 - m[i])`, the same operations on the same values.
+fn aliases(p: &LoopProgram, upto: usize) -> Vec<(usize, &Nest)> {
+    p.nests[..upto]
+        .iter()
+        .filter(|n| {
+            matches!(p.bufs[n.buf].kind, BufKind::Temp)
+                && p.bufs[n.buf].flag.is_none()
+                && !p.cols.iter().any(|c| c.buf == n.buf)
+                && !s_any(&n.body, &|x| {
+                    matches!(
+                        x,
+                        Scalar::Call(..)
+                            | Scalar::Sum(..)
+                            | Scalar::Reduce(..)
+                            | Scalar::Fold(..)
+                            | Scalar::Acc(..)
+                            | Scalar::Gather(..)
+                            | Scalar::Select(..)
+                    )
+                })
+        })
+        .map(|n| (n.buf, n))
+        .collect()
 }
 
 /// The `let` temporaries of `p` worth reusing: buffer, the nest's
@@ -44,10 +123,15 @@ fn reusable(p: &LoopProgram, upto: usize) -> Vec<(usize, &Nest)> {
         .collect()
 }
 
-fn reuse_in(s: &Scalar, temps: &[(usize, &Nest)], scope: &mut Vec<(usize, SizeRef)>) -> Scalar {
+fn reuse_in(
+    s: &Scalar,
+    temps: &[(usize, &Nest)],
+    aliases: &[(usize, &Nest)],
+    scope: &mut Vec<(usize, SizeRef)>,
+) -> Scalar {
     for (buf, t) in temps {
         let mut map = Vec::new();
-        if !match_s(&t.body, s, &mut map) {
+        if !match_s(&t.body, s, &mut map, aliases) {
             continue;
         }
         // every gen variable of the temporary is bound to a variable in
@@ -75,16 +159,19 @@ fn reuse_in(s: &Scalar, temps: &[(usize, &Nest)], scope: &mut Vec<(usize, SizeRe
     match s {
         Scalar::Bin(op, a, b) => Scalar::Bin(
             *op,
-            Box::new(reuse_in(a, temps, scope)),
-            Box::new(reuse_in(b, temps, scope)),
+            Box::new(reuse_in(a, temps, aliases, scope)),
+            Box::new(reuse_in(b, temps, aliases, scope)),
         ),
-        Scalar::Neg(a) => Scalar::Neg(Box::new(reuse_in(a, temps, scope))),
-        Scalar::Call(f, args) => {
-            Scalar::Call(*f, args.iter().map(|a| reuse_in(a, temps, scope)).collect())
-        }
+        Scalar::Neg(a) => Scalar::Neg(Box::new(reuse_in(a, temps, aliases, scope))),
+        Scalar::Call(f, args) => Scalar::Call(
+            *f,
+            args.iter()
+                .map(|a| reuse_in(a, temps, aliases, scope))
+                .collect(),
+        ),
         Scalar::Sum(v, n, b) => {
             scope.push((*v, n.clone()));
-            let b = reuse_in(b, temps, scope);
+            let b = reuse_in(b, temps, aliases, scope);
             scope.pop();
             Scalar::Sum(*v, n.clone(), Box::new(b))
         }
@@ -95,7 +182,19 @@ fn reuse_in(s: &Scalar, temps: &[(usize, &Nest)], scope: &mut Vec<(usize, SizeRe
 /// Whether the temporary's body `a` is the consumer's subterm `b` under
 /// `map` (the temporary's variables to the consumer's; sum variables
 /// matched binder to binder).
-fn match_s(a: &Scalar, b: &Scalar, map: &mut Vec<(usize, usize)>) -> bool {
+fn match_s(
+    a: &Scalar,
+    b: &Scalar,
+    map: &mut Vec<(usize, usize)>,
+    aliases: &[(usize, &Nest)],
+) -> bool {
+    // a load of an alias ([`aliases`]) in the consumer: its body there
+    if let Scalar::Load(tb, ixs) = b {
+        let same_load = matches!(a, Scalar::Load(ta, _) if ta == tb);
+        if let Some((_, t)) = aliases.iter().find(|(x, _)| x == tb).filter(|_| !same_load) {
+            return expand(t, ixs).is_some_and(|e| match_s(a, &e, map, aliases));
+        }
+    }
     match (a, b) {
         (Scalar::Num(x), Scalar::Num(y)) => x.to_bits() == y.to_bits(),
         (Scalar::Load(b1, i1), Scalar::Load(b2, i2)) => {
@@ -111,23 +210,42 @@ fn match_s(a: &Scalar, b: &Scalar, map: &mut Vec<(usize, usize)>) -> bool {
             u.len() == v.len() && u.iter().zip(v).all(|(x, y)| match_aff(x, y, map))
         }
         (Scalar::Bin(o1, a1, b1), Scalar::Bin(o2, a2, b2)) => {
-            o1 == o2 && match_s(a1, a2, map) && match_s(b1, b2, map)
+            o1 == o2 && match_s(a1, a2, map, aliases) && match_s(b1, b2, map, aliases)
         }
-        (Scalar::Neg(x), Scalar::Neg(y)) => match_s(x, y, map),
+        (Scalar::Neg(x), Scalar::Neg(y)) => match_s(x, y, map, aliases),
         (Scalar::Call(f, xs), Scalar::Call(g, ys)) => {
-            f == g && xs.len() == ys.len() && xs.iter().zip(ys).all(|(x, y)| match_s(x, y, map))
+            f == g
+                && xs.len() == ys.len()
+                && xs.iter().zip(ys).all(|(x, y)| match_s(x, y, map, aliases))
         }
         (Scalar::Sum(v, n, x), Scalar::Sum(w, m, y)) => {
             if n != m || map.iter().any(|(f, t)| f == v || t == w) {
                 return false;
             }
             map.push((*v, *w));
-            let ok = match_s(x, y, map);
+            let ok = match_s(x, y, map, aliases);
             map.retain(|(f, _)| f != v);
             ok
         }
         _ => false,
     }
+}
+
+/// The body of alias `t` with its variables bound to the plain indices
+/// `ixs` of a load of it (each a variable with the axis's range); `None`
+/// for any other index.
+fn expand(t: &Nest, ixs: &[LoadIndex]) -> Option<Scalar> {
+    if ixs.len() != t.vars.len() {
+        return None;
+    }
+    let mut map = Vec::with_capacity(ixs.len());
+    for (ix, (v, n)) in ixs.iter().zip(&t.vars) {
+        match (ix.checked, ix.aff.constant, ix.aff.terms.as_slice()) {
+            (false, 0, [(w, 1)]) if ix.dim == *n => map.push((*v, *w)),
+            _ => return None,
+        }
+    }
+    Some(rename(&t.body, &map))
 }
 
 fn match_pred(a: &Cond, b: &Cond, map: &mut Vec<(usize, usize)>) -> bool {
