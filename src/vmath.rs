@@ -137,21 +137,73 @@ pub fn apply_at(f: Func, level: Level, xs: &mut [f64]) {
     }
 }
 
-/// The JIT's entry points: `p[0..n] = f(p[0..n])` in place.
+/// `dst[i] = f(src[i])` for `i` in `0..n`, at the best level: `src` and
+/// `dst` are the same buffer (in place) or buffers that do not overlap.
+///
+/// # Safety
+/// `src` points to `n` initialised `f64`s and `dst` to room for `n`
+/// (or `n == 0`); the two should be equal or disjoint (overlapping
+/// ones are read from a copy).
+pub unsafe fn apply_raw(f: Func, src: *const f64, dst: *mut f64, n: usize) {
+    if n == 0 {
+        return;
+    }
+    if std::ptr::eq(src, dst) {
+        // SAFETY: the caller passes `n` elements at `dst` (= `src`).
+        return apply(f, unsafe { std::slice::from_raw_parts_mut(dst, n) });
+    }
+    let (a, b) = (src as usize, dst as usize);
+    if a < b + n * 8 && b < a + n * 8 {
+        // overlapping, not equal (no caller does this): from a copy
+        // SAFETY: the caller passes `n` elements at each.
+        let xs = unsafe { std::slice::from_raw_parts(src, n) }.to_vec();
+        let ys = unsafe { std::slice::from_raw_parts_mut(dst, n) };
+        return apply_to(f, &xs, ys);
+    }
+    // SAFETY: the caller passes `n` elements at each, not overlapping.
+    let (xs, ys) = unsafe {
+        (
+            std::slice::from_raw_parts(src, n),
+            std::slice::from_raw_parts_mut(dst, n),
+        )
+    };
+    apply_to(f, xs, ys)
+}
+
+/// `ys[i] = f(xs[i])` for a one-argument `f`, at the best level
+/// (`xs` and `ys` of the same length).
+pub fn apply_to(f: Func, xs: &[f64], ys: &mut [f64]) {
+    assert_eq!(xs.len(), ys.len(), "apply_to: slices of different lengths");
+    match best() {
+        #[cfg(target_arch = "x86_64")]
+        l @ (Level::Avx2 | Level::Avx512) if has_kernel(f) => {
+            // SAFETY: `best` detected the level's features on this CPU.
+            unsafe { x86::run_to(f, l == Level::Avx512, xs, ys) }
+        }
+        _ => {
+            for (y, x) in ys.iter_mut().zip(xs) {
+                *y = f.apply(&[*x, *x]);
+            }
+        }
+    }
+}
+
+/// The JIT's entry points: `dst[0..n] = f(src[0..n])`, in place when
+/// `src == dst`.
 macro_rules! entry {
     ($name:ident, $f:expr) => {
-        /// A JIT entry point: `p[i] = f(p[i])` for `i` in `0..n`, at the
-        /// best level ([`apply`]).
+        /// A JIT entry point: `dst[i] = f(src[i])` for `i` in `0..n`, at
+        /// the best level ([`apply_raw`]).
         ///
         /// # Safety
-        /// `p` points to `n` initialised `f64`s (or `n <= 0`).
-        pub unsafe extern "C" fn $name(p: *mut f64, n: i64) {
+        /// `src` points to `n` initialised `f64`s and `dst` to room for
+        /// `n` (or `n <= 0`); the two are equal or do not overlap.
+        pub unsafe extern "C" fn $name(src: *const f64, dst: *mut f64, n: i64) {
             if n <= 0 {
                 return;
             }
-            // SAFETY: the caller passes `n` elements at `p`.
-            let xs = unsafe { std::slice::from_raw_parts_mut(p, n as usize) };
-            apply($f, xs)
+            // SAFETY: the caller's contract.
+            unsafe { apply_raw($f, src, dst, n as usize) }
         }
     };
 }
@@ -431,6 +483,46 @@ fn run_chunks(
     }
 }
 
+/// [`run_chunks`] from `src` into `dst` (the same lengths).
+#[inline(always)]
+fn run_chunks_to(
+    src: &[f64],
+    dst: &mut [f64],
+    lane: impl Fn(f64) -> f64,
+    core: impl Fn(f64) -> bool,
+    lib: impl Fn(f64) -> f64,
+) {
+    const CH: usize = 256;
+    for (s, d) in src.chunks(CH).zip(dst.chunks_mut(CH)) {
+        let all = s.iter().fold(true, |a, &x| a & core(x));
+        if all {
+            for (y, &x) in d.iter_mut().zip(s) {
+                *y = lane(x);
+            }
+        } else {
+            for (y, &x) in d.iter_mut().zip(s) {
+                *y = if core(x) { lane(x) } else { lib(x) };
+            }
+        }
+    }
+}
+
+#[inline(always)]
+fn run_func_to(f: Func, xs: &[f64], ys: &mut [f64]) {
+    match f {
+        Func::Exp => run_chunks_to(xs, ys, exp_lane, exp_core, f64::exp),
+        Func::Log => run_chunks_to(xs, ys, log_lane, log_core, f64::ln),
+        Func::Sin => run_chunks_to(xs, ys, sin_lane, trig_core, f64::sin),
+        Func::Cos => run_chunks_to(xs, ys, cos_lane, trig_core, f64::cos),
+        Func::Tanh => run_chunks_to(xs, ys, tanh_lane, tanh_core, f64::tanh),
+        _ => {
+            for (y, x) in ys.iter_mut().zip(xs) {
+                *y = f.apply(&[*x, *x]);
+            }
+        }
+    }
+}
+
 #[inline(always)]
 fn run_func(f: Func, xs: &mut [f64]) {
     match f {
@@ -450,7 +542,7 @@ fn run_func(f: Func, xs: &mut [f64]) {
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use crate::syntax::ast::Func;
-    use crate::vmath::run_func;
+    use crate::vmath::{run_func, run_func_to};
 
     #[target_feature(enable = "avx2,fma")]
     unsafe fn avx2(f: Func, xs: &mut [f64]) {
@@ -460,6 +552,29 @@ mod x86 {
     #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
     unsafe fn avx512(f: Func, xs: &mut [f64]) {
         run_func(f, xs)
+    }
+
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn avx2_to(f: Func, xs: &[f64], ys: &mut [f64]) {
+        run_func_to(f, xs, ys)
+    }
+
+    #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
+    unsafe fn avx512_to(f: Func, xs: &[f64], ys: &mut [f64]) {
+        run_func_to(f, xs, ys)
+    }
+
+    /// # Safety
+    /// The level's features (AVX2+FMA, or AVX-512 F/DQ/VL too) are present.
+    pub(super) unsafe fn run_to(f: Func, wide: bool, xs: &[f64], ys: &mut [f64]) {
+        // SAFETY: the caller checked the features.
+        unsafe {
+            if wide {
+                avx512_to(f, xs, ys)
+            } else {
+                avx2_to(f, xs, ys)
+            }
+        }
     }
 
     /// # Safety

@@ -249,8 +249,8 @@ pub(crate) struct At<'l> {
     pub entry: EntryParams,
     pub funcs: Vec<(Func, cranelift_codegen::ir::FuncRef)>,
     pub copy_nodes: usize,
-    /// The slice kernels of [`crate::vmath`] (`p[0..n] = f(p[0..n])`), for
-    /// staged calls.
+    /// The slice kernels of [`crate::vmath`] (`dst[0..n] = f(src[0..n])`),
+    /// for staged calls.
     pub vfuncs: Vec<(Func, cranelift_codegen::ir::FuncRef)>,
 }
 
@@ -1022,17 +1022,57 @@ impl LoopEmitter<'_, '_> {
                 None => return false,
             }
         }
+        // (the slice kernels are f64: in F32 everything goes through the
+        // stage buffers, widened and rounded)
+        let f64 = self.ft == types::F64;
+        // an argument that is a unit-stride run of a buffer is read by
+        // the kernel in place, not copied into a stage buffer
+        let direct: Vec<bool> = calls
+            .iter()
+            .map(|(_, a)| f64 && self.unit_run(a, var))
+            .collect();
+        // a pure map (the body is the one call, stored along a unit-stride
+        // output axis): the kernel writes the output in place
+        let map_out = match act {
+            LoopAction::Store(n)
+                if f64
+                    && calls.len() == 1
+                    && self.out_flag.is_none()
+                    && matches!(&staged, SchedExpr::Load { buf, .. } if *buf == first)
+                    && self.unit_out(n, var) =>
+            {
+                Some(n)
+            }
+            _ => None,
+        };
+        let ptr = self.ptr;
+        if let (Some(n), true) = (map_out, direct[0]) {
+            // one call over the whole range, input to output
+            self.set_var(var, lo);
+            let src = self.run_addr(&calls[0].1);
+            let dst = self.out_addr(n, n.buf);
+            self.cur[var] = None;
+            let count = self.b.ins().isub(hi, lo);
+            self.b.ins().call(kernels[0], &[src, dst, count]);
+            return true;
+        }
         let slots: Vec<_> = calls
             .iter()
-            .map(|_| {
+            .zip(&direct)
+            .map(|(_, &d)| {
+                // (a direct pure map needs no buffer at all)
+                let bytes = if d && map_out.is_some() {
+                    8
+                } else {
+                    STAGE_BLOCK * 8
+                };
                 self.b.create_sized_stack_slot(StackSlotData::new(
                     StackSlotKind::ExplicitSlot,
-                    (STAGE_BLOCK * 8) as u32,
+                    bytes as u32,
                     4,
                 ))
             })
             .collect();
-        let ptr = self.ptr;
         for_blocks(
             self,
             lo,
@@ -1049,6 +1089,25 @@ impl LoopEmitter<'_, '_> {
                 for (c, (_, arg)) in calls.iter().enumerate() {
                     let addr = g.b.ins().stack_addr(ptr, slots[c], 0);
                     let base = g.b.ins().isub(addr, off0);
+                    // where the kernel writes: the output row (a pure
+                    // map), else the stage buffer
+                    let dst = match map_out {
+                        Some(nest) => {
+                            g.set_var(var, b0);
+                            let d = g.out_addr(nest, nest.buf);
+                            g.cur[var] = None;
+                            d
+                        }
+                        None => addr,
+                    };
+                    if direct[c] {
+                        g.set_var(var, b0);
+                        let src = g.run_addr(arg);
+                        g.cur[var] = None;
+                        g.b.ins().call(kernels[c], &[src, dst, n]);
+                        bases.push(base);
+                        continue;
+                    }
                     let mut from = b0;
                     if g.ft == types::F64 && g.vec_ok(arg, var) {
                         // two arguments per step, then the odd one (the
@@ -1084,8 +1143,12 @@ impl LoopEmitter<'_, '_> {
                         let a = g.b.ins().iadd(base, bytes);
                         g.b.ins().store(g.mf, v, a, 0);
                     });
-                    g.b.ins().call(kernels[c], &[addr, n]);
+                    g.b.ins().call(kernels[c], &[addr, dst, n]);
                     bases.push(base);
+                }
+                if map_out.is_some() {
+                    // the kernel wrote the results: no second phase
+                    return;
                 }
                 for base in bases {
                     g.bases.push(Some(base));
@@ -1100,6 +1163,44 @@ impl LoopEmitter<'_, '_> {
             },
         );
         true
+    }
+
+    /// Whether `t` is a load of a program buffer (no flags, no checked
+    /// index) that moves with `var` along one unit-stride axis with
+    /// coefficient 1: a contiguous run the slice kernels can read in
+    /// place.
+    fn unit_run(&self, t: &SchedExpr, var: usize) -> bool {
+        let SchedExpr::Load { buf, ixs, flag } = t else {
+            return false;
+        };
+        if flag.is_some() || *buf >= self.n_bufs || ixs.iter().any(|ix| ix.checked) {
+            return false;
+        }
+        let on: Vec<usize> = (0..ixs.len())
+            .filter(|&a| coef(&ixs[a].aff, var) != 0)
+            .collect();
+        on.len() == 1 && coef(&ixs[on[0]].aff, var) == 1 && self.layout.is_unit(*buf, on[0])
+    }
+
+    /// The address of the element a [`LoopEmitter::unit_run`] load reads
+    /// at the current value of the variables.
+    fn run_addr(&mut self, t: &SchedExpr) -> Value {
+        let SchedExpr::Load { buf, ixs, .. } = t else {
+            unreachable!("run_addr of a load only")
+        };
+        let (off, _) = self.offset(*buf, ixs);
+        let base = self.base(*buf);
+        let bytes = self.b.ins().ishl_imm_s(off, 3);
+        self.b.ins().iadd(base, bytes)
+    }
+
+    /// Whether nest `n`'s output axis of `var` is unit-stride and indexed
+    /// by `var` alone (stores along `var` are contiguous).
+    fn unit_out(&self, n: &Nest, var: usize) -> bool {
+        let pos = n.vars.iter().position(|(v, _)| *v == var);
+        pos.is_some_and(|a| {
+            self.layout.is_unit(n.buf, a) && n.vars.iter().filter(|(v, _)| *v == var).count() == 1
+        })
     }
 
     // ------------------------------------------------------------ scalars

@@ -90,8 +90,8 @@ const CALLS: &[(&str, Func, usize)] = &[
     ("einsat_min", Func::Min, 2),
 ];
 
-/// The slice kernels of [`crate::vmath`] (`p[0..n] = f(p[0..n])`), called
-/// by staged loops ([`loops`]).
+/// The slice kernels of [`crate::vmath`] (`dst[0..n] = f(src[0..n])`),
+/// called by staged loops ([`loops`]).
 const VCALLS: &[(&str, Func)] = &[
     ("einsat_vexp", Func::Exp),
     ("einsat_vlog", Func::Log),
@@ -224,7 +224,9 @@ fn new_module() -> Result<(JITModule, Vec<(Func, FuncId)>, Vec<(Func, FuncId)>),
     let ptr = module.target_config().pointer_type();
     let mut vcalls: Vec<(Func, FuncId)> = Vec::new();
     for (name, f) in VCALLS {
+        // (src, dst, n): `dst[0..n] = f(src[0..n])`
         let mut sig = module.make_signature();
+        sig.params.push(AbiParam::new(ptr));
         sig.params.push(AbiParam::new(ptr));
         sig.params.push(AbiParam::new(types::I64));
         let id = module
