@@ -145,20 +145,29 @@ pub fn apply_at(f: Func, level: Level, xs: &mut [f64]) {
 /// (or `n == 0`); the two should be equal or disjoint (overlapping
 /// ones are read from a copy).
 pub unsafe fn apply_raw(f: Func, src: *const f64, dst: *mut f64, n: usize) {
+    // SAFETY: the caller's contract.
+    unsafe { apply_raw_add(f, src, dst, n, None) }
+}
+
+/// [`apply_raw`] of `f(src[i] + c)` ([`apply_to_add`]).
+///
+/// # Safety
+/// As [`apply_raw`].
+pub unsafe fn apply_raw_add(f: Func, src: *const f64, dst: *mut f64, n: usize, c: Option<f64>) {
     if n == 0 {
         return;
     }
-    if std::ptr::eq(src, dst) {
+    if std::ptr::eq(src, dst) && c.is_none() {
         // SAFETY: the caller passes `n` elements at `dst` (= `src`).
         return apply(f, unsafe { std::slice::from_raw_parts_mut(dst, n) });
     }
     let (a, b) = (src as usize, dst as usize);
     if a < b + n * 8 && b < a + n * 8 {
-        // overlapping, not equal (no caller does this): from a copy
+        // overlapping (no caller does this but in place): from a copy
         // SAFETY: the caller passes `n` elements at each.
         let xs = unsafe { std::slice::from_raw_parts(src, n) }.to_vec();
         let ys = unsafe { std::slice::from_raw_parts_mut(dst, n) };
-        return apply_to(f, &xs, ys);
+        return apply_to_add(f, &xs, ys, c);
     }
     // SAFETY: the caller passes `n` elements at each, not overlapping.
     let (xs, ys) = unsafe {
@@ -167,22 +176,30 @@ pub unsafe fn apply_raw(f: Func, src: *const f64, dst: *mut f64, n: usize) {
             std::slice::from_raw_parts_mut(dst, n),
         )
     };
-    apply_to(f, xs, ys)
+    apply_to_add(f, xs, ys, c)
 }
 
 /// `ys[i] = f(xs[i])` for a one-argument `f`, at the best level
 /// (`xs` and `ys` of the same length).
 pub fn apply_to(f: Func, xs: &[f64], ys: &mut [f64]) {
+    apply_to_add(f, xs, ys, None)
+}
+
+/// `ys[i] = f(xs[i] + c)` (`f(xs[i])` without `c`), at the best level:
+/// the sum rounded as the interpreter rounds `x + c` (and `x - c` is
+/// `x + (-c)` exactly), then the function.
+pub fn apply_to_add(f: Func, xs: &[f64], ys: &mut [f64], c: Option<f64>) {
     assert_eq!(xs.len(), ys.len(), "apply_to: slices of different lengths");
     match best() {
         #[cfg(target_arch = "x86_64")]
         l @ (Level::Avx2 | Level::Avx512) if has_kernel(f) => {
             // SAFETY: `best` detected the level's features on this CPU.
-            unsafe { x86::run_to(f, l == Level::Avx512, xs, ys) }
+            unsafe { x86::run_to(f, l == Level::Avx512, xs, ys, c) }
         }
         _ => {
             for (y, x) in ys.iter_mut().zip(xs) {
-                *y = f.apply(&[*x, *x]);
+                let x = c.map_or(*x, |c| *x + c);
+                *y = f.apply(&[x, x]);
             }
         }
     }
@@ -212,6 +229,29 @@ entry!(einsat_vlog, Func::Log);
 entry!(einsat_vsin, Func::Sin);
 entry!(einsat_vcos, Func::Cos);
 entry!(einsat_vtanh, Func::Tanh);
+
+/// The JIT's entry points with an addend: `dst[0..n] = f(src[0..n] + c)`.
+macro_rules! entry_add {
+    ($name:ident, $f:expr) => {
+        /// A JIT entry point: `dst[i] = f(src[i] + c)` for `i` in `0..n`,
+        /// at the best level ([`apply_raw_add`]).
+        ///
+        /// # Safety
+        /// As the entry points without addend.
+        pub unsafe extern "C" fn $name(src: *const f64, dst: *mut f64, n: i64, c: f64) {
+            if n <= 0 {
+                return;
+            }
+            // SAFETY: the caller's contract.
+            unsafe { apply_raw_add($f, src, dst, n as usize, Some(c)) }
+        }
+    };
+}
+entry_add!(einsat_vexp_add, Func::Exp);
+entry_add!(einsat_vlog_add, Func::Log);
+entry_add!(einsat_vsin_add, Func::Sin);
+entry_add!(einsat_vcos_add, Func::Cos);
+entry_add!(einsat_vtanh_add, Func::Tanh);
 
 // ------------------------------------------------------------ lane code
 
@@ -525,6 +565,54 @@ fn run_func_to(f: Func, xs: &[f64], ys: &mut [f64]) {
     }
 }
 
+/// [`run_func_to`] of `f(x + c)`.
+#[inline(always)]
+fn run_func_to_add(f: Func, xs: &[f64], ys: &mut [f64], c: f64) {
+    match f {
+        Func::Exp => run_chunks_to(
+            xs,
+            ys,
+            |x| exp_lane(x + c),
+            |x| exp_core(x + c),
+            |x| f64::exp(x + c),
+        ),
+        Func::Log => run_chunks_to(
+            xs,
+            ys,
+            |x| log_lane(x + c),
+            |x| log_core(x + c),
+            |x| f64::ln(x + c),
+        ),
+        Func::Sin => run_chunks_to(
+            xs,
+            ys,
+            |x| sin_lane(x + c),
+            |x| trig_core(x + c),
+            |x| f64::sin(x + c),
+        ),
+        Func::Cos => run_chunks_to(
+            xs,
+            ys,
+            |x| cos_lane(x + c),
+            |x| trig_core(x + c),
+            |x| f64::cos(x + c),
+        ),
+        Func::Tanh => run_chunks_to(
+            xs,
+            ys,
+            |x| tanh_lane(x + c),
+            |x| tanh_core(x + c),
+            |x| f64::tanh(x + c),
+        ),
+        _ => {
+            for (y, x) in ys.iter_mut().zip(xs) {
+                let x = *x + c;
+                *y = f.apply(&[x, x]);
+            }
+        }
+    }
+}
+
 #[inline(always)]
 fn run_func(f: Func, xs: &mut [f64]) {
     match f {
@@ -544,7 +632,7 @@ fn run_func(f: Func, xs: &mut [f64]) {
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use crate::syntax::ast::Func;
-    use crate::vmath::{run_func, run_func_to};
+    use crate::vmath::{run_func, run_func_to, run_func_to_add};
 
     #[target_feature(enable = "avx2,fma")]
     unsafe fn avx2(f: Func, xs: &mut [f64]) {
@@ -557,24 +645,30 @@ mod x86 {
     }
 
     #[target_feature(enable = "avx2,fma")]
-    unsafe fn avx2_to(f: Func, xs: &[f64], ys: &mut [f64]) {
-        run_func_to(f, xs, ys)
+    unsafe fn avx2_to(f: Func, xs: &[f64], ys: &mut [f64], c: Option<f64>) {
+        match c {
+            None => run_func_to(f, xs, ys),
+            Some(c) => run_func_to_add(f, xs, ys, c),
+        }
     }
 
     #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
-    unsafe fn avx512_to(f: Func, xs: &[f64], ys: &mut [f64]) {
-        run_func_to(f, xs, ys)
+    unsafe fn avx512_to(f: Func, xs: &[f64], ys: &mut [f64], c: Option<f64>) {
+        match c {
+            None => run_func_to(f, xs, ys),
+            Some(c) => run_func_to_add(f, xs, ys, c),
+        }
     }
 
     /// # Safety
     /// The level's features (AVX2+FMA, or AVX-512 F/DQ/VL too) are present.
-    pub(super) unsafe fn run_to(f: Func, wide: bool, xs: &[f64], ys: &mut [f64]) {
+    pub(super) unsafe fn run_to(f: Func, wide: bool, xs: &[f64], ys: &mut [f64], c: Option<f64>) {
         // SAFETY: the caller checked the features.
         unsafe {
             if wide {
-                avx512_to(f, xs, ys)
+                avx512_to(f, xs, ys, c)
             } else {
-                avx2_to(f, xs, ys)
+                avx2_to(f, xs, ys, c)
             }
         }
     }

@@ -262,6 +262,16 @@ fn entry_points_write_another_buffer() {
             einsat::vmath::apply(f, &mut want);
             assert_eq!(&ys[..n], &want[..], "{f:?} n={n}");
             assert!(ys[n].is_nan(), "{f:?} n={n}: wrote past the end");
+            // with an addend: f(x + c), the sum rounded first
+            let mut ys2 = vec![f64::NAN; n];
+            // SAFETY: as above.
+            unsafe {
+                einsat::vmath::apply_raw_add(f, xs.as_ptr(), ys2.as_mut_ptr(), n, Some(-1.5))
+            };
+            let mut want2: Vec<f64> = xs.iter().map(|x| x + -1.5).collect();
+            einsat::vmath::apply(f, &mut want2);
+            let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&ys2), bits(&want2), "{f:?} n={n} with an addend");
             // overlapping by one element: read from a copy, same values
             let mut buf: Vec<f64> = xs.iter().copied().chain([0.0]).collect();
             let p = buf.as_mut_ptr();
@@ -313,6 +323,9 @@ fn jit_staged_calls_match_the_interpreter() {
         fn map2(a: [n,k]R) -> [n,k]R = gen(i:n, j:k) tanh(a[i,j])
         fn tr(a: [n,k]R) -> [k,n]R = gen(j:k, i:n) exp(a[i,j])
         fn rows(a: [n,k]R) -> [k,n]R = gen(j:k, i:n) log(a[i,j] * a[i,j])
+        fn off(x: [n]R) -> [n]R = gen(i:n) sin(x[i] + x[0]) + cos(x[1] - x[i])
+        fn offm(a: [n,k]R) -> [n,k]R = gen(i:n, j:k) exp(a[i,j] - a[i,0])
+        fn offs(a: [n,k]R) -> [n]R = gen(i:n) sum(j:k) tanh(-0.5 + a[i,j])
     ";
     let p = einsat::load(src).unwrap();
     let specials = [
@@ -340,7 +353,9 @@ fn jit_staged_calls_match_the_interpreter() {
                 .into_dyn(),
         );
         for f in &p.functions {
-            let arg = if ["col", "row", "map2", "tr", "rows"].contains(&f.name.as_str()) {
+            let arg = if ["col", "row", "map2", "tr", "rows", "offm", "offs"]
+                .contains(&f.name.as_str())
+            {
                 a.clone()
             } else {
                 x.clone()

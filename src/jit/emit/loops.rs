@@ -115,6 +115,11 @@ pub const UNROLL_SHORT: usize = 4;
 /// ([`LoopEmitter::stage`]).
 pub const STAGE_BLOCK: usize = 256;
 
+/// A staged argument the kernels read in place
+/// ([`LoopEmitter::run_src`]): the load of a unit-stride run, and an
+/// addend with whether it is negated.
+type RunSrc = (SchedExpr, Option<(SchedExpr, bool)>);
+
 /// Most staged calls in one loop body.
 pub const MAX_STAGED: usize = 4;
 
@@ -250,8 +255,13 @@ pub(crate) struct At<'l> {
     pub funcs: Vec<(Func, cranelift_codegen::ir::FuncRef)>,
     pub copy_nodes: usize,
     /// The slice kernels of [`crate::vmath`] (`dst[0..n] = f(src[0..n])`),
-    /// for staged calls.
-    pub vfuncs: Vec<(Func, cranelift_codegen::ir::FuncRef)>,
+    /// for staged calls, each with its form with an addend
+    /// (`dst[0..n] = f(src[0..n] + c)`).
+    pub vfuncs: Vec<(
+        Func,
+        cranelift_codegen::ir::FuncRef,
+        cranelift_codegen::ir::FuncRef,
+    )>,
 }
 
 /// Emit `nest` as generic loops following `sched`, return included, in
@@ -359,7 +369,11 @@ struct LoopEmitter<'a, 'l> {
     /// The pointer type.
     ptr: types::Type,
     /// The slice kernels of [`crate::vmath`] ([`At::vfuncs`]).
-    vfuncs: Vec<(Func, cranelift_codegen::ir::FuncRef)>,
+    vfuncs: Vec<(
+        Func,
+        cranelift_codegen::ir::FuncRef,
+        cranelift_codegen::ir::FuncRef,
+    )>,
     /// The buffers of the program; `bases`/`strides` entries beyond are
     /// the stack buffers of staged calls ([`LoopEmitter::stage`]),
     /// unit-stride.
@@ -1017,20 +1031,22 @@ impl LoopEmitter<'_, '_> {
         }
         let mut kernels = Vec::with_capacity(calls.len());
         for (f, _) in &calls {
-            match self.vfuncs.iter().find(|(g, _)| g == f) {
-                Some((_, r)) => kernels.push(*r),
+            match self.vfuncs.iter().find(|(g, _, _)| g == f) {
+                Some((_, r, r_add)) => kernels.push((*r, *r_add)),
                 None => return false,
             }
         }
         // (the slice kernels are f64: in F32 everything goes through the
         // stage buffers, widened and rounded)
         let f64 = self.ft == types::F64;
-        // an argument that is a unit-stride run of a buffer is read by
-        // the kernel in place, not copied into a stage buffer
-        let direct: Vec<bool> = calls
+        // an argument that is a unit-stride run of a buffer (plus or minus
+        // a value that does not move with the loop) is read by the kernel
+        // in place, not copied into a stage buffer
+        let srcs: Vec<Option<RunSrc>> = calls
             .iter()
-            .map(|(_, a)| f64 && self.unit_run(a, var))
+            .map(|(_, a)| if f64 { self.run_src(a, var) } else { None })
             .collect();
+        let direct: Vec<bool> = srcs.iter().map(Option::is_some).collect();
         // a pure map (the body is the one call, stored along a unit-stride
         // output axis): the kernel writes the output in place
         let map_out = match act {
@@ -1046,14 +1062,13 @@ impl LoopEmitter<'_, '_> {
             _ => None,
         };
         let ptr = self.ptr;
-        if let (Some(n), true) = (map_out, direct[0]) {
+        if let (Some(n), Some(src)) = (map_out, &srcs[0]) {
             // one call over the whole range, input to output
             self.set_var(var, lo);
-            let src = self.run_addr(&calls[0].1);
             let dst = self.out_addr(n, n.buf);
-            self.cur[var] = None;
             let count = self.b.ins().isub(hi, lo);
-            self.b.ins().call(kernels[0], &[src, dst, count]);
+            self.run_call(kernels[0], src, dst, count);
+            self.cur[var] = None;
             return true;
         }
         let slots: Vec<_> = calls
@@ -1100,11 +1115,10 @@ impl LoopEmitter<'_, '_> {
                         }
                         None => addr,
                     };
-                    if direct[c] {
+                    if let Some(src) = &srcs[c] {
                         g.set_var(var, b0);
-                        let src = g.run_addr(arg);
+                        g.run_call(kernels[c], src, dst, n);
                         g.cur[var] = None;
-                        g.b.ins().call(kernels[c], &[src, dst, n]);
                         bases.push(base);
                         continue;
                     }
@@ -1143,7 +1157,7 @@ impl LoopEmitter<'_, '_> {
                         let a = g.b.ins().iadd(base, bytes);
                         g.b.ins().store(g.mf, v, a, 0);
                     });
-                    g.b.ins().call(kernels[c], &[addr, dst, n]);
+                    g.b.ins().call(kernels[c].0, &[addr, dst, n]);
                     bases.push(base);
                 }
                 if map_out.is_some() {
@@ -1180,6 +1194,54 @@ impl LoopEmitter<'_, '_> {
             .filter(|&a| coef(&ixs[a].aff, var) != 0)
             .collect();
         on.len() == 1 && coef(&ixs[on[0]].aff, var) == 1 && self.layout.is_unit(*buf, on[0])
+    }
+
+    /// How a staged argument `t` reaches its kernel without a stage
+    /// buffer: a [`LoopEmitter::unit_run`] load, and an addend (negated
+    /// for `-`: `x - c` is `x + (-c)` exactly) that does not move with
+    /// `var` and has no loop; `None` when it must be staged.
+    fn run_src(&self, t: &SchedExpr, var: usize) -> Option<RunSrc> {
+        if self.unit_run(t, var) {
+            return Some((t.clone(), None));
+        }
+        let fixed = |c: &SchedExpr| !mentions(c, var) && !has_loop(c) && !strong(c);
+        match t {
+            SchedExpr::Bin(BinOp::Add, a, c) | SchedExpr::Bin(BinOp::Add, c, a)
+                if self.unit_run(a, var) && fixed(c) =>
+            {
+                Some(((**a).clone(), Some(((**c).clone(), false))))
+            }
+            SchedExpr::Bin(BinOp::Sub, a, c) if self.unit_run(a, var) && fixed(c) => {
+                Some(((**a).clone(), Some(((**c).clone(), true))))
+            }
+            _ => None,
+        }
+    }
+
+    /// The kernel call `dst[0..n] = f(run[0..n] (+ c))` of a
+    /// [`LoopEmitter::run_src`] argument, the run read from the current
+    /// value of the variables.
+    fn run_call(
+        &mut self,
+        (plain, add): (
+            cranelift_codegen::ir::FuncRef,
+            cranelift_codegen::ir::FuncRef,
+        ),
+        (run, addend): &RunSrc,
+        dst: Value,
+        n: Value,
+    ) {
+        let src = self.run_addr(run);
+        match addend {
+            None => {
+                self.b.ins().call(plain, &[src, dst, n]);
+            }
+            Some((c, neg)) => {
+                let (v, _) = self.scalar(c);
+                let v = if *neg { self.b.ins().fneg(v) } else { v };
+                self.b.ins().call(add, &[src, dst, n, v]);
+            }
+        }
     }
 
     /// The address of the element a [`LoopEmitter::unit_run`] load reads
