@@ -137,21 +137,90 @@ pub fn apply_at(f: Func, level: Level, xs: &mut [f64]) {
     }
 }
 
-/// The JIT's entry points: `p[0..n] = f(p[0..n])` in place.
+/// `dst[i] = f(src[i])` for `i` in `0..n`, at the best level: `src` and
+/// `dst` are the same buffer (in place) or buffers that do not overlap.
+///
+/// # Safety
+/// `src` points to `n` initialised `f64`s and `dst` to room for `n`
+/// (or `n == 0`); the two should be equal or disjoint (overlapping
+/// ones are read from a copy).
+pub unsafe fn apply_raw(f: Func, src: *const f64, dst: *mut f64, n: usize) {
+    // SAFETY: the caller's contract.
+    unsafe { apply_raw_add(f, src, dst, n, None) }
+}
+
+/// [`apply_raw`] of `f(src[i] + c)` ([`apply_to_add`]).
+///
+/// # Safety
+/// As [`apply_raw`].
+pub unsafe fn apply_raw_add(f: Func, src: *const f64, dst: *mut f64, n: usize, c: Option<f64>) {
+    if n == 0 {
+        return;
+    }
+    if std::ptr::eq(src, dst) && c.is_none() {
+        // SAFETY: the caller passes `n` elements at `dst` (= `src`).
+        return apply(f, unsafe { std::slice::from_raw_parts_mut(dst, n) });
+    }
+    let (a, b) = (src as usize, dst as usize);
+    if a < b + n * 8 && b < a + n * 8 {
+        // overlapping (no caller does this but in place): from a copy
+        // SAFETY: the caller passes `n` elements at each.
+        let xs = unsafe { std::slice::from_raw_parts(src, n) }.to_vec();
+        let ys = unsafe { std::slice::from_raw_parts_mut(dst, n) };
+        return apply_to_add(f, &xs, ys, c);
+    }
+    // SAFETY: the caller passes `n` elements at each, not overlapping.
+    let (xs, ys) = unsafe {
+        (
+            std::slice::from_raw_parts(src, n),
+            std::slice::from_raw_parts_mut(dst, n),
+        )
+    };
+    apply_to_add(f, xs, ys, c)
+}
+
+/// `ys[i] = f(xs[i])` for a one-argument `f`, at the best level
+/// (`xs` and `ys` of the same length).
+pub fn apply_to(f: Func, xs: &[f64], ys: &mut [f64]) {
+    apply_to_add(f, xs, ys, None)
+}
+
+/// `ys[i] = f(xs[i] + c)` (`f(xs[i])` without `c`), at the best level:
+/// the sum rounded as the interpreter rounds `x + c` (and `x - c` is
+/// `x + (-c)` exactly), then the function.
+pub fn apply_to_add(f: Func, xs: &[f64], ys: &mut [f64], c: Option<f64>) {
+    assert_eq!(xs.len(), ys.len(), "apply_to: slices of different lengths");
+    match best() {
+        #[cfg(target_arch = "x86_64")]
+        l @ (Level::Avx2 | Level::Avx512) if has_kernel(f) => {
+            // SAFETY: `best` detected the level's features on this CPU.
+            unsafe { x86::run_to(f, l == Level::Avx512, xs, ys, c) }
+        }
+        _ => {
+            for (y, x) in ys.iter_mut().zip(xs) {
+                let x = c.map_or(*x, |c| *x + c);
+                *y = f.apply(&[x, x]);
+            }
+        }
+    }
+}
+
+/// The JIT's entry points: `dst[0..n] = f(src[0..n])`, in place when
+/// `src == dst`.
 macro_rules! entry {
     ($name:ident, $f:expr) => {
-        /// A JIT entry point: `p[i] = f(p[i])` for `i` in `0..n`, at the
-        /// best level ([`apply`]).
+        /// A JIT entry point: `dst[i] = f(src[i])` for `i` in `0..n`, at
+        /// the best level ([`apply_raw`]).
         ///
         /// # Safety
-        /// `p` points to `n` initialised `f64`s (or `n <= 0`).
-        pub unsafe extern "C" fn $name(p: *mut f64, n: i64) {
+        /// `src` points to `n` initialised `f64`s and `dst` to room for
+        /// `n` (or `n <= 0`); the two are equal or do not overlap.
+        pub unsafe extern "C" fn $name(src: *const f64, dst: *mut f64, n: i64) {
             if n <= 0 {
                 return;
             }
-            // SAFETY: the caller passes `n` elements at `p`.
-            let xs = unsafe { std::slice::from_raw_parts_mut(p, n as usize) };
-            apply($f, xs)
+            // SAFETY: the caller's contract.
+            unsafe { apply_raw($f, src, dst, n as usize) }
         }
     };
 }
@@ -160,6 +229,29 @@ entry!(einsat_vlog, Func::Log);
 entry!(einsat_vsin, Func::Sin);
 entry!(einsat_vcos, Func::Cos);
 entry!(einsat_vtanh, Func::Tanh);
+
+/// The JIT's entry points with an addend: `dst[0..n] = f(src[0..n] + c)`.
+macro_rules! entry_add {
+    ($name:ident, $f:expr) => {
+        /// A JIT entry point: `dst[i] = f(src[i] + c)` for `i` in `0..n`,
+        /// at the best level ([`apply_raw_add`]).
+        ///
+        /// # Safety
+        /// As the entry points without addend.
+        pub unsafe extern "C" fn $name(src: *const f64, dst: *mut f64, n: i64, c: f64) {
+            if n <= 0 {
+                return;
+            }
+            // SAFETY: the caller's contract.
+            unsafe { apply_raw_add($f, src, dst, n as usize, Some(c)) }
+        }
+    };
+}
+entry_add!(einsat_vexp_add, Func::Exp);
+entry_add!(einsat_vlog_add, Func::Log);
+entry_add!(einsat_vsin_add, Func::Sin);
+entry_add!(einsat_vcos_add, Func::Cos);
+entry_add!(einsat_vtanh_add, Func::Tanh);
 
 // ------------------------------------------------------------ lane code
 
@@ -418,7 +510,9 @@ fn run_chunks(
 ) {
     const CH: usize = 256;
     for ch in xs.chunks_mut(CH) {
-        let all = ch.iter().fold(true, |a, &x| a & core(x));
+        // (an integer reduction, which vectorises; a fold of `bool`s did
+        // not, and cost about as much as the kernel)
+        let all = ch.iter().fold(0u64, |a, &x| a | u64::from(!core(x))) == 0;
         if all {
             for x in ch.iter_mut() {
                 *x = lane(*x);
@@ -428,6 +522,61 @@ fn run_chunks(
                 *x = if core(*x) { lane(*x) } else { lib(*x) };
             }
         }
+    }
+}
+
+/// [`run_chunks`] from `src` into `dst` (the same lengths).
+#[inline(always)]
+fn run_chunks_to(
+    src: &[f64],
+    dst: &mut [f64],
+    lane: impl Fn(f64) -> f64,
+    core: impl Fn(f64) -> bool,
+    lib: impl Fn(f64) -> f64,
+) {
+    const CH: usize = 256;
+    for (s, d) in src.chunks(CH).zip(dst.chunks_mut(CH)) {
+        let all = s.iter().fold(0u64, |a, &x| a | u64::from(!core(x))) == 0;
+        if all {
+            for (y, &x) in d.iter_mut().zip(s) {
+                *y = lane(x);
+            }
+        } else {
+            for (y, &x) in d.iter_mut().zip(s) {
+                *y = if core(x) { lane(x) } else { lib(x) };
+            }
+        }
+    }
+}
+
+#[inline(always)]
+fn run_func_to(f: Func, xs: &[f64], ys: &mut [f64]) {
+    match f {
+        Func::Exp => run_chunks_to(xs, ys, exp_lane, exp_core, f64::exp),
+        Func::Log => run_chunks_to(xs, ys, log_lane, log_core, f64::ln),
+        Func::Sin => run_chunks_to(xs, ys, sin_lane, trig_core, f64::sin),
+        Func::Cos => run_chunks_to(xs, ys, cos_lane, trig_core, f64::cos),
+        Func::Tanh => run_chunks_to(xs, ys, tanh_lane, tanh_core, f64::tanh),
+        _ => {
+            for (y, x) in ys.iter_mut().zip(xs) {
+                *y = f.apply(&[*x, *x]);
+            }
+        }
+    }
+}
+
+/// [`run_func_to`] of `f(x + c)`: the sums of a chunk into a buffer on
+/// the stack (in cache), then the kernel from there.
+#[inline(always)]
+fn run_func_to_add(f: Func, xs: &[f64], ys: &mut [f64], c: f64) {
+    const CH: usize = 256;
+    let mut buf = [0.0f64; CH];
+    for (s, d) in xs.chunks(CH).zip(ys.chunks_mut(CH)) {
+        let t = &mut buf[..s.len()];
+        for (t, x) in t.iter_mut().zip(s) {
+            *t = *x + c;
+        }
+        run_func_to(f, t, d);
     }
 }
 
@@ -450,7 +599,7 @@ fn run_func(f: Func, xs: &mut [f64]) {
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use crate::syntax::ast::Func;
-    use crate::vmath::run_func;
+    use crate::vmath::{run_func, run_func_to, run_func_to_add};
 
     #[target_feature(enable = "avx2,fma")]
     unsafe fn avx2(f: Func, xs: &mut [f64]) {
@@ -460,6 +609,42 @@ mod x86 {
     #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
     unsafe fn avx512(f: Func, xs: &mut [f64]) {
         run_func(f, xs)
+    }
+
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn avx2_to(f: Func, xs: &[f64], ys: &mut [f64]) {
+        run_func_to(f, xs, ys)
+    }
+
+    #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
+    unsafe fn avx512_to(f: Func, xs: &[f64], ys: &mut [f64]) {
+        run_func_to(f, xs, ys)
+    }
+
+    // (functions of their own: with both forms in one function, some
+    // lanes were not inlined into it and ran 20 times slower)
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn avx2_to_add(f: Func, xs: &[f64], ys: &mut [f64], c: f64) {
+        run_func_to_add(f, xs, ys, c)
+    }
+
+    #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
+    unsafe fn avx512_to_add(f: Func, xs: &[f64], ys: &mut [f64], c: f64) {
+        run_func_to_add(f, xs, ys, c)
+    }
+
+    /// # Safety
+    /// The level's features (AVX2+FMA, or AVX-512 F/DQ/VL too) are present.
+    pub(super) unsafe fn run_to(f: Func, wide: bool, xs: &[f64], ys: &mut [f64], c: Option<f64>) {
+        // SAFETY: the caller checked the features.
+        unsafe {
+            match (wide, c) {
+                (true, None) => avx512_to(f, xs, ys),
+                (false, None) => avx2_to(f, xs, ys),
+                (true, Some(c)) => avx512_to_add(f, xs, ys, c),
+                (false, Some(c)) => avx2_to_add(f, xs, ys, c),
+            }
+        }
     }
 
     /// # Safety

@@ -249,16 +249,50 @@ fn short_and_odd_lengths_and_unsupported_levels() {
 }
 
 #[test]
+fn entry_points_write_another_buffer() {
+    // src -> dst (the staged maps' form: input row to output row)
+    let mut r = Rng(11);
+    for f in [Func::Exp, Func::Log, Func::Sin, Func::Cos, Func::Tanh] {
+        for n in [0usize, 1, 7, 255, 256, 257, 1000] {
+            let xs: Vec<f64> = (0..n).map(|_| 0.1 + r.unit() * 30.0).collect();
+            let mut ys = vec![f64::NAN; n + 1];
+            // SAFETY: `n` elements at `xs`, room for them at `ys`.
+            unsafe { einsat::vmath::apply_raw(f, xs.as_ptr(), ys.as_mut_ptr(), n) };
+            let mut want = xs.clone();
+            einsat::vmath::apply(f, &mut want);
+            assert_eq!(&ys[..n], &want[..], "{f:?} n={n}");
+            assert!(ys[n].is_nan(), "{f:?} n={n}: wrote past the end");
+            // with an addend: f(x + c), the sum rounded first
+            let mut ys2 = vec![f64::NAN; n];
+            // SAFETY: as above.
+            unsafe {
+                einsat::vmath::apply_raw_add(f, xs.as_ptr(), ys2.as_mut_ptr(), n, Some(-1.5))
+            };
+            let mut want2: Vec<f64> = xs.iter().map(|x| x + -1.5).collect();
+            einsat::vmath::apply(f, &mut want2);
+            let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&ys2), bits(&want2), "{f:?} n={n} with an addend");
+            // overlapping by one element: read from a copy, same values
+            let mut buf: Vec<f64> = xs.iter().copied().chain([0.0]).collect();
+            let p = buf.as_mut_ptr();
+            // SAFETY: `n + 1` elements at `p`.
+            unsafe { einsat::vmath::apply_raw(f, p, p.wrapping_add(1), n) };
+            assert_eq!(&buf[1..], &want[..], "{f:?} n={n} overlapping");
+        }
+    }
+}
+
+#[test]
 fn entry_points_apply_in_place() {
     let mut xs = vec![0.5, -1.0, 2.0];
     // SAFETY: three elements at the pointer.
-    unsafe { einsat::vmath::einsat_vexp(xs.as_mut_ptr(), 3) };
+    unsafe { einsat::vmath::einsat_vexp(xs.as_ptr(), xs.as_mut_ptr(), 3) };
     for (y, x) in xs.iter().zip([0.5f64, -1.0, 2.0]) {
         assert!(ulps(*y, x.exp()) <= 1);
     }
     // n <= 0 does nothing
-    unsafe { einsat::vmath::einsat_vlog(xs.as_mut_ptr(), 0) };
-    unsafe { einsat::vmath::einsat_vlog(xs.as_mut_ptr(), -4) };
+    unsafe { einsat::vmath::einsat_vlog(xs.as_ptr(), xs.as_mut_ptr(), 0) };
+    unsafe { einsat::vmath::einsat_vlog(xs.as_ptr(), xs.as_mut_ptr(), -4) };
     assert!(ulps(xs[0], 0.5f64.exp()) <= 1);
 }
 
@@ -285,6 +319,13 @@ fn jit_staged_calls_match_the_interpreter() {
         fn lse(x: [n]R) -> R = let m = max(i:n) x[i] in m + log(sum(i:n) exp(x[i] - m))
         fn col(a: [n,k]R) -> [k]R = gen(j:k) sum(i:n) exp(a[i,j])
         fn row(a: [n,k]R) -> [n,k]R = gen(i:n) gen(j:k) tanh(a[i,j]) - a[i,0]
+        fn sh(x: [n]R) -> [n]R = gen(i:n) exp(x[i+1]) + cos(x[i-2])
+        fn map2(a: [n,k]R) -> [n,k]R = gen(i:n, j:k) tanh(a[i,j])
+        fn tr(a: [n,k]R) -> [k,n]R = gen(j:k, i:n) exp(a[i,j])
+        fn rows(a: [n,k]R) -> [k,n]R = gen(j:k, i:n) log(a[i,j] * a[i,j])
+        fn off(x: [n]R) -> [n]R = gen(i:n) sin(x[i] + x[0]) + cos(x[1] - x[i])
+        fn offm(a: [n,k]R) -> [n,k]R = gen(i:n, j:k) exp(a[i,j] - a[i,0])
+        fn offs(a: [n,k]R) -> [n]R = gen(i:n) sum(j:k) tanh(-0.5 + a[i,j])
     ";
     let p = einsat::load(src).unwrap();
     let specials = [
@@ -312,7 +353,9 @@ fn jit_staged_calls_match_the_interpreter() {
                 .into_dyn(),
         );
         for f in &p.functions {
-            let arg = if f.name == "col" || f.name == "row" {
+            let arg = if ["col", "row", "map2", "tr", "rows", "offm", "offs"]
+                .contains(&f.name.as_str())
+            {
                 a.clone()
             } else {
                 x.clone()

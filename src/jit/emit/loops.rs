@@ -115,6 +115,11 @@ pub const UNROLL_SHORT: usize = 4;
 /// ([`LoopEmitter::stage`]).
 pub const STAGE_BLOCK: usize = 256;
 
+/// A staged argument the kernels read in place
+/// ([`LoopEmitter::run_src`]): the load of a unit-stride run, and an
+/// addend with whether it is negated.
+type RunSrc = (SchedExpr, Option<(SchedExpr, bool)>);
+
 /// Most staged calls in one loop body.
 pub const MAX_STAGED: usize = 4;
 
@@ -250,9 +255,14 @@ pub(crate) struct At<'l> {
     pub entry: EntryParams,
     pub funcs: Vec<(Func, cranelift_codegen::ir::FuncRef)>,
     pub copy_nodes: usize,
-    /// The slice kernels of [`crate::vmath`] (`p[0..n] = f(p[0..n])`), for
-    /// staged calls.
-    pub vfuncs: Vec<(Func, cranelift_codegen::ir::FuncRef)>,
+    /// The slice kernels of [`crate::vmath`] (`dst[0..n] = f(src[0..n])`),
+    /// for staged calls, each with its form with an addend
+    /// (`dst[0..n] = f(src[0..n] + c)`).
+    pub vfuncs: Vec<(
+        Func,
+        cranelift_codegen::ir::FuncRef,
+        cranelift_codegen::ir::FuncRef,
+    )>,
 }
 
 /// Emit `nest` as generic loops following `sched`, return included, in
@@ -368,7 +378,11 @@ struct LoopEmitter<'a, 'l> {
     /// The pointer type.
     ptr: types::Type,
     /// The slice kernels of [`crate::vmath`] ([`At::vfuncs`]).
-    vfuncs: Vec<(Func, cranelift_codegen::ir::FuncRef)>,
+    vfuncs: Vec<(
+        Func,
+        cranelift_codegen::ir::FuncRef,
+        cranelift_codegen::ir::FuncRef,
+    )>,
     /// The buffers of the program; `bases`/`strides` entries beyond are
     /// the stack buffers of staged calls ([`LoopEmitter::stage`]),
     /// unit-stride.
@@ -1055,22 +1069,63 @@ impl LoopEmitter<'_, '_> {
         }
         let mut kernels = Vec::with_capacity(calls.len());
         for (f, _) in &calls {
-            match self.vfuncs.iter().find(|(g, _)| g == f) {
-                Some((_, r)) => kernels.push(*r),
+            match self.vfuncs.iter().find(|(g, _, _)| g == f) {
+                Some((_, r, r_add)) => kernels.push((*r, *r_add)),
                 None => return false,
             }
         }
+        // (the slice kernels are f64: in F32 everything goes through the
+        // stage buffers, widened and rounded)
+        let f64 = self.ft == types::F64;
+        // an argument that is a unit-stride run of a buffer (plus or minus
+        // a value that does not move with the loop) is read by the kernel
+        // in place, not copied into a stage buffer
+        let srcs: Vec<Option<RunSrc>> = calls
+            .iter()
+            .map(|(_, a)| if f64 { self.run_src(a, var) } else { None })
+            .collect();
+        let direct: Vec<bool> = srcs.iter().map(Option::is_some).collect();
+        // a pure map (the body is the one call, stored along a unit-stride
+        // output axis): the kernel writes the output in place
+        let map_out = match act {
+            LoopAction::Store(n)
+                if f64
+                    && calls.len() == 1
+                    && self.out_flag.is_none()
+                    && matches!(&staged, SchedExpr::Load { buf, .. } if *buf == first)
+                    && self.unit_out(n, var) =>
+            {
+                Some(n)
+            }
+            _ => None,
+        };
+        let ptr = self.ptr;
+        if let (Some(n), Some(src)) = (map_out, &srcs[0]) {
+            // one call over the whole range, input to output
+            self.set_var(var, lo);
+            let dst = self.out_addr(n, n.buf);
+            let count = self.b.ins().isub(hi, lo);
+            self.run_call(kernels[0], src, dst, count);
+            self.cur[var] = None;
+            return true;
+        }
         let slots: Vec<_> = calls
             .iter()
-            .map(|_| {
+            .zip(&direct)
+            .map(|(_, &d)| {
+                // (a direct pure map needs no buffer at all)
+                let bytes = if d && map_out.is_some() {
+                    8
+                } else {
+                    STAGE_BLOCK * 8
+                };
                 self.b.create_sized_stack_slot(StackSlotData::new(
                     StackSlotKind::ExplicitSlot,
-                    (STAGE_BLOCK * 8) as u32,
+                    bytes as u32,
                     4,
                 ))
             })
             .collect();
-        let ptr = self.ptr;
         for_blocks(
             self,
             lo,
@@ -1087,6 +1142,24 @@ impl LoopEmitter<'_, '_> {
                 for (c, (_, arg)) in calls.iter().enumerate() {
                     let addr = g.b.ins().stack_addr(ptr, slots[c], 0);
                     let base = g.b.ins().isub(addr, off0);
+                    // where the kernel writes: the output row (a pure
+                    // map), else the stage buffer
+                    let dst = match map_out {
+                        Some(nest) => {
+                            g.set_var(var, b0);
+                            let d = g.out_addr(nest, nest.buf);
+                            g.cur[var] = None;
+                            d
+                        }
+                        None => addr,
+                    };
+                    if let Some(src) = &srcs[c] {
+                        g.set_var(var, b0);
+                        g.run_call(kernels[c], src, dst, n);
+                        g.cur[var] = None;
+                        bases.push(base);
+                        continue;
+                    }
                     let mut from = b0;
                     if g.ft == types::F64 && g.vec_ok(arg, var) {
                         // two arguments per step, then the odd one (the
@@ -1122,8 +1195,12 @@ impl LoopEmitter<'_, '_> {
                         let a = g.b.ins().iadd(base, bytes);
                         g.b.ins().store(g.mf, v, a, 0);
                     });
-                    g.b.ins().call(kernels[c], &[addr, n]);
+                    g.b.ins().call(kernels[c].0, &[addr, dst, n]);
                     bases.push(base);
+                }
+                if map_out.is_some() {
+                    // the kernel wrote the results: no second phase
+                    return;
                 }
                 for base in bases {
                     g.bases.push(Some(base));
@@ -1138,6 +1215,92 @@ impl LoopEmitter<'_, '_> {
             },
         );
         true
+    }
+
+    /// Whether `t` is a load of a program buffer (no flags, no checked
+    /// index) that moves with `var` along one unit-stride axis with
+    /// coefficient 1: a contiguous run the slice kernels can read in
+    /// place.
+    fn unit_run(&self, t: &SchedExpr, var: usize) -> bool {
+        let SchedExpr::Load { buf, ixs, flag } = t else {
+            return false;
+        };
+        if flag.is_some() || *buf >= self.n_bufs || ixs.iter().any(|ix| ix.checked) {
+            return false;
+        }
+        let on: Vec<usize> = (0..ixs.len())
+            .filter(|&a| coef(&ixs[a].aff, var) != 0)
+            .collect();
+        on.len() == 1 && coef(&ixs[on[0]].aff, var) == 1 && self.layout.is_unit(*buf, on[0])
+    }
+
+    /// How a staged argument `t` reaches its kernel without a stage
+    /// buffer: a [`LoopEmitter::unit_run`] load, and an addend (negated
+    /// for `-`: `x - c` is `x + (-c)` exactly) that does not move with
+    /// `var` and has no loop; `None` when it must be staged.
+    fn run_src(&self, t: &SchedExpr, var: usize) -> Option<RunSrc> {
+        if self.unit_run(t, var) {
+            return Some((t.clone(), None));
+        }
+        let fixed = |c: &SchedExpr| !mentions(c, var) && !has_loop(c) && !strong(c);
+        match t {
+            SchedExpr::Bin(BinOp::Add, a, c) | SchedExpr::Bin(BinOp::Add, c, a)
+                if self.unit_run(a, var) && fixed(c) =>
+            {
+                Some(((**a).clone(), Some(((**c).clone(), false))))
+            }
+            SchedExpr::Bin(BinOp::Sub, a, c) if self.unit_run(a, var) && fixed(c) => {
+                Some(((**a).clone(), Some(((**c).clone(), true))))
+            }
+            _ => None,
+        }
+    }
+
+    /// The kernel call `dst[0..n] = f(run[0..n] (+ c))` of a
+    /// [`LoopEmitter::run_src`] argument, the run read from the current
+    /// value of the variables.
+    fn run_call(
+        &mut self,
+        (plain, add): (
+            cranelift_codegen::ir::FuncRef,
+            cranelift_codegen::ir::FuncRef,
+        ),
+        (run, addend): &RunSrc,
+        dst: Value,
+        n: Value,
+    ) {
+        let src = self.run_addr(run);
+        match addend {
+            None => {
+                self.b.ins().call(plain, &[src, dst, n]);
+            }
+            Some((c, neg)) => {
+                let (v, _) = self.scalar(c);
+                let v = if *neg { self.b.ins().fneg(v) } else { v };
+                self.b.ins().call(add, &[src, dst, n, v]);
+            }
+        }
+    }
+
+    /// The address of the element a [`LoopEmitter::unit_run`] load reads
+    /// at the current value of the variables.
+    fn run_addr(&mut self, t: &SchedExpr) -> Value {
+        let SchedExpr::Load { buf, ixs, .. } = t else {
+            unreachable!("run_addr of a load only")
+        };
+        let (off, _) = self.offset(*buf, ixs);
+        let base = self.base(*buf);
+        let bytes = self.b.ins().ishl_imm_s(off, 3);
+        self.b.ins().iadd(base, bytes)
+    }
+
+    /// Whether nest `n`'s output axis of `var` is unit-stride and indexed
+    /// by `var` alone (stores along `var` are contiguous).
+    fn unit_out(&self, n: &Nest, var: usize) -> bool {
+        let pos = n.vars.iter().position(|(v, _)| *v == var);
+        pos.is_some_and(|a| {
+            self.layout.is_unit(n.buf, a) && n.vars.iter().filter(|(v, _)| *v == var).count() == 1
+        })
     }
 
     // ------------------------------------------------------------ scalars

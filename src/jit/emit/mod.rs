@@ -90,14 +90,15 @@ const CALLS: &[(&str, Func, usize)] = &[
     ("einsat_min", Func::Min, 2),
 ];
 
-/// The slice kernels of [`crate::vmath`] (`p[0..n] = f(p[0..n])`), called
-/// by staged loops ([`loops`]).
-const VCALLS: &[(&str, Func)] = &[
-    ("einsat_vexp", Func::Exp),
-    ("einsat_vlog", Func::Log),
-    ("einsat_vsin", Func::Sin),
-    ("einsat_vcos", Func::Cos),
-    ("einsat_vtanh", Func::Tanh),
+/// The slice kernels of [`crate::vmath`] (`dst[0..n] = f(src[0..n])`),
+/// called by staged loops ([`loops`]).
+/// With each, its form with an addend (`dst[0..n] = f(src[0..n] + c)`).
+const VCALLS: &[(&str, &str, Func)] = &[
+    ("einsat_vexp", "einsat_vexp_add", Func::Exp),
+    ("einsat_vlog", "einsat_vlog_add", Func::Log),
+    ("einsat_vsin", "einsat_vsin_add", Func::Sin),
+    ("einsat_vcos", "einsat_vcos_add", Func::Cos),
+    ("einsat_vtanh", "einsat_vtanh_add", Func::Tanh),
 ];
 
 /// Compiled code; the module owns the executable memory and lives as long
@@ -193,7 +194,12 @@ fn host_isa() -> Result<cranelift_codegen::isa::OwnedTargetIsa, String> {
 /// A JIT module for the host with the scalar functions' symbols, and
 /// their declarations (imported by the generic loops' code).
 #[allow(clippy::type_complexity)]
-fn new_module() -> Result<(JITModule, Vec<(Func, FuncId)>, Vec<(Func, FuncId)>), String> {
+/// The imported scalar functions.
+type CallIds = Vec<(Func, FuncId)>;
+/// The imported slice kernels, plain and with an addend.
+type VCallIds = Vec<(Func, FuncId, FuncId)>;
+
+fn new_module() -> Result<(JITModule, CallIds, VCallIds), String> {
     let isa = host_isa()?;
     let mut jb = JITBuilder::with_isa(isa, cranelift_module::default_libcall_names());
     jb.symbol("einsat_exp", f_exp as *const u8);
@@ -208,8 +214,28 @@ fn new_module() -> Result<(JITModule, Vec<(Func, FuncId)>, Vec<(Func, FuncId)>),
     jb.symbol("einsat_vsin", crate::vmath::einsat_vsin as *const u8);
     jb.symbol("einsat_vcos", crate::vmath::einsat_vcos as *const u8);
     jb.symbol("einsat_vtanh", crate::vmath::einsat_vtanh as *const u8);
+    jb.symbol(
+        "einsat_vexp_add",
+        crate::vmath::einsat_vexp_add as *const u8,
+    );
+    jb.symbol(
+        "einsat_vlog_add",
+        crate::vmath::einsat_vlog_add as *const u8,
+    );
+    jb.symbol(
+        "einsat_vsin_add",
+        crate::vmath::einsat_vsin_add as *const u8,
+    );
+    jb.symbol(
+        "einsat_vcos_add",
+        crate::vmath::einsat_vcos_add as *const u8,
+    );
+    jb.symbol(
+        "einsat_vtanh_add",
+        crate::vmath::einsat_vtanh_add as *const u8,
+    );
     let mut module = JITModule::new(jb);
-    let mut calls: Vec<(Func, FuncId)> = Vec::new();
+    let mut calls: CallIds = Vec::new();
     for (name, f, arity) in CALLS {
         let mut sig = module.make_signature();
         for _ in 0..*arity {
@@ -222,15 +248,22 @@ fn new_module() -> Result<(JITModule, Vec<(Func, FuncId)>, Vec<(Func, FuncId)>),
         calls.push((*f, id));
     }
     let ptr = module.target_config().pointer_type();
-    let mut vcalls: Vec<(Func, FuncId)> = Vec::new();
-    for (name, f) in VCALLS {
+    let mut vcalls: VCallIds = Vec::new();
+    for (name, name_add, f) in VCALLS {
+        // (src, dst, n): `dst[0..n] = f(src[0..n])`
         let mut sig = module.make_signature();
+        sig.params.push(AbiParam::new(ptr));
         sig.params.push(AbiParam::new(ptr));
         sig.params.push(AbiParam::new(types::I64));
         let id = module
             .declare_function(name, Linkage::Import, &sig)
             .map_err(|e| e.to_string())?;
-        vcalls.push((*f, id));
+        // (src, dst, n, c): `dst[0..n] = f(src[0..n] + c)`
+        sig.params.push(AbiParam::new(types::F64));
+        let id_add = module
+            .declare_function(name_add, Linkage::Import, &sig)
+            .map_err(|e| e.to_string())?;
+        vcalls.push((*f, id, id_add));
     }
     Ok((module, calls, vcalls))
 }
@@ -315,8 +348,10 @@ pub fn compile(
                     let mut vfuncs = Vec::new();
                     // (the slice kernels are f64: in F32 the staged
                     // arguments are widened and the results rounded)
-                    for (f, id) in &vcalls {
-                        vfuncs.push((*f, module.declare_func_in_func(*id, b.func)));
+                    for (f, id, id_add) in &vcalls {
+                        let r = module.declare_func_in_func(*id, b.func);
+                        let r_add = module.declare_func_in_func(*id_add, b.func);
+                        vfuncs.push((*f, r, r_add));
                     }
                     let at = loops::At {
                         ptr,

@@ -128,6 +128,44 @@ pub struct Kernel {
     /// them: two temporaries whose ranges do not meet share storage (see
     /// [`temp_liveness`]).
     live: Vec<(usize, (usize, usize))>,
+    /// Every call writes every element of the result, which is one array
+    /// ([`writes_whole_result`]): `call` allocates it without zeroing.
+    whole: bool,
+}
+
+/// Whether every successful call writes every element of the result: the
+/// result is one array (one `Out` buffer, no pair), and some nest writes
+/// that buffer with one distinct loop variable per axis, each over the
+/// axis' whole range (a nest stores into every element of its range: its
+/// generic loops, register tiles or GEMM stage; a nest is skipped only
+/// when it writes a column sum's scratch, never the result; a cancelled
+/// or failed call returns an error and its result is dropped unread).
+/// Conservative: any other shape of program says no, and its result is
+/// zeroed as before.
+pub(crate) fn writes_whole_result(p: &LoopProgram) -> bool {
+    let outs: Vec<usize> = (0..p.bufs.len())
+        .filter(|&b| matches!(p.bufs[b].kind, BufKind::Out { .. }))
+        .collect();
+    let [out] = outs[..] else {
+        return false;
+    };
+    let buf = &p.bufs[out];
+    if !matches!(&buf.kind, BufKind::Out { path } if path.is_empty())
+        || buf.dims.is_empty()
+        || buf.flag.is_some()
+        || p.cols.iter().any(|c| c.buf == out)
+    {
+        return false;
+    }
+    p.nests.iter().any(|n| {
+        n.buf == out
+            && n.vars.len() == buf.dims.len()
+            && n.vars.iter().zip(&buf.dims).all(|((_, r), d)| r == d)
+            && n.vars
+                .iter()
+                .enumerate()
+                .all(|(a, (v, _))| n.vars[..a].iter().all(|(w, _)| w != v))
+    })
 }
 
 impl Kernel {
@@ -151,6 +189,7 @@ impl Kernel {
             let _ = fast[0].set((key, native.clone()));
         }
         let live = temp_liveness(&prog);
+        let whole = writes_whole_result(&prog);
         let sig = Sig::new(f, &result, &prog);
         let leaf_buf = sig.leaf_buffers(&prog);
         Kernel {
@@ -168,6 +207,7 @@ impl Kernel {
             result,
             spare: Mutex::new(Vec::new()),
             live,
+            whole,
         }
     }
 }
@@ -348,6 +388,18 @@ impl Kernel {
     /// ahead (`schedule::columns`) is marked `(column sum)`: it runs in
     /// the layouts that compute the sum ahead and is skipped in the others.
     pub fn stages(&self) -> Vec<String> {
+        self.stages_of()
+    }
+
+    /// Whether calls allocate the result without zeroing it: every call
+    /// writes every element ([`writes_whole_result`]). Unstable (for
+    /// tests).
+    #[doc(hidden)]
+    pub fn fresh_result(&self) -> bool {
+        self.whole
+    }
+
+    fn stages_of(&self) -> Vec<String> {
         self.gemm
             .iter()
             .zip(&self.prog.nests)
@@ -619,6 +671,9 @@ impl Kernel {
     }
 
     fn alloc_with<V: AsOperand>(&self, args: &[V], ws: &mut call::Workspace) -> Result<Value> {
+        if self.whole {
+            return self.fresh_with(args, ws);
+        }
         // the arguments of the remembered call: the same sizes
         if let Some((at, leaf)) = self.same_args(args, ws) {
             let mut out = self.sig.alloc_result(&ws.slots)?;
@@ -636,6 +691,39 @@ impl Kernel {
         let gathered = gathered && self.gather_out(&mut out, ws);
         self.run(args, &mut out, ws, gathered)?;
         Ok(out)
+    }
+
+    /// [`Kernel::alloc_with`] for a kernel that writes its whole result
+    /// ([`writes_whole_result`]): the result allocated without zeroing,
+    /// an array only once the call has returned `Ok` (on an error it is
+    /// dropped unread).
+    fn fresh_with<V: AsOperand>(&self, args: &[V], ws: &mut call::Workspace) -> Result<Value> {
+        let fresh = |slots: &[usize]| {
+            self.sig
+                .fresh_result(slots)?
+                .ok_or_else(|| jit_err("internal: a whole result that is not one array"))
+        };
+        let out = if let Some((at, leaf)) = self.same_args(args, ws) {
+            let mut out = fresh(&ws.slots)?;
+            if self.same_out(&mut out, ws, at, leaf) {
+                self.exec(ws)?;
+            } else {
+                let gathered = self.gather_args(args, ws) && self.gather_out(&mut out, ws);
+                self.run(args, &mut out, ws, gathered)?;
+            }
+            out
+        } else {
+            let gathered = self.gather_args(args, ws);
+            self.bind(args, ws)?;
+            let mut out = fresh(&ws.slots)?;
+            let gathered = gathered && self.gather_out(&mut out, ws);
+            self.run(args, &mut out, ws, gathered)?;
+            out
+        };
+        // SAFETY: the call returned `Ok`, and it writes every element of
+        // its result (`self.whole`).
+        let a = unsafe { out.assume_init() };
+        Ok(Value::Array(a))
     }
 
     /// Run on borrowed arguments, writing the result into the caller's

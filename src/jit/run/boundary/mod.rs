@@ -247,6 +247,63 @@ impl Sig {
     pub fn alloc_result(&self, slots: &[usize]) -> crate::error::Result<Value> {
         alloc(&self.result, slots)
     }
+
+    /// The result as a [`Fresh`] array (not zeroed) when it is one array
+    /// (not a number, not a pair); else `None`.
+    pub fn fresh_result(&self, slots: &[usize]) -> crate::error::Result<Option<Fresh>> {
+        use crate::interp::value::checked_elements;
+        let SlotForm::Array(d) = &self.result else {
+            return Ok(None);
+        };
+        if d.is_empty() {
+            return Ok(None);
+        }
+        let mut shape = Vec::with_capacity(d.len());
+        for x in d {
+            shape.push(dim(x, slots).ok_or_else(|| {
+                crate::error::Error::Jit("a result size is not fixed by the arguments".into())
+            })?);
+        }
+        let n = checked_elements(&shape)?;
+        let what = || format!("the result (an array of shape {shape:?})");
+        let mut v: Vec<std::mem::MaybeUninit<f64>> = crate::mem::with_capacity(n, what)?;
+        // SAFETY: the capacity is `n`, and a `MaybeUninit` needs no
+        // initialisation.
+        unsafe { v.set_len(n) };
+        let a = ndarray::ArrayD::from_shape_vec(ndarray::IxDyn(&shape), v)
+            .map_err(|e| crate::error::Error::Call(format!("internal shape mismatch: {e}")))?;
+        Ok(Some(Fresh(a)))
+    }
+}
+
+/// A result array allocated without zeroing (C order), for a kernel whose
+/// every call writes every element of its result (`Kernel`'s
+/// `writes_whole_result`): its elements are uninitialised until the call
+/// has run, and it becomes an array only then ([`Fresh::assume_init`]).
+pub struct Fresh(ndarray::ArrayD<std::mem::MaybeUninit<f64>>);
+
+impl Fresh {
+    /// The array, once every element has been written.
+    ///
+    /// # Safety
+    /// Every element has been written (a call of a kernel that writes its
+    /// whole result returned `Ok`).
+    pub unsafe fn assume_init(self) -> ndarray::ArrayD<f64> {
+        // SAFETY: the caller's promise.
+        unsafe { self.0.assume_init() }
+    }
+}
+
+impl AsOperandMut for Fresh {
+    fn operand_mut(&mut self) -> OperandMut<'_, Self> {
+        let ptr = self.0.as_mut_ptr() as *mut f64;
+        let a: &ndarray::ArrayD<std::mem::MaybeUninit<f64>> = &self.0;
+        OperandMut::Array {
+            ptr,
+            shape: a.shape(),
+            strides: a.strides(),
+        }
+    }
 }
 
 fn bind_value<V: AsOperand + ?Sized>(b: &SlotForm, v: &V, slots: &mut [usize]) -> bool {
