@@ -104,7 +104,7 @@ pub struct Options {
     /// The format the program will run in ([`crate::precision::Precision`]): constant
     /// folds are judged in it (default `F64`). In an integer format
     /// (`I64`, `I32`) the program must be integral
-    /// ([`crate::types::integral`]); the passes are those exact in
+    /// ([`crate::types::integral()`]); the passes are those exact in
     /// wrapping integers: the structural ones (pre-pass, contraction
     /// planning, normal form), and saturation with the rules
     /// [`crate::egraph::rules::Rule::int_admitted`] keeps (ring identities

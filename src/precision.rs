@@ -5,7 +5,7 @@
 //! (the default, IEEE binary64), [`Precision::F32`] (binary32), or one of
 //! the integer formats [`Precision::I64`] and [`Precision::I32`] (two's
 //! complement, wrapping like numpy's integer arrays), which only programs
-//! passing [`crate::types::integral`] may use. Within one run every value
+//! passing [`crate::types::integral()`] may use. Within one run every value
 //! is of that format: literals and inputs are rounded to it (a float
 //! format) or must be its integers, and every operation's result is
 //! rounded (wrapped) to it (see `docs/language.md`, "Precision"). Depends

@@ -587,7 +587,7 @@ pub fn check_rule(rule: &Rule, cases: usize, seed: u64) -> RuleReport {
 
 /// Check a rule admitted in the integer formats ([`Rule::int_admitted`])
 /// in wrapping integers: every instance whose left side is integral
-/// ([`crate::types::integral`]) is run in `I64` and in `I32`
+/// ([`crate::types::integral()`]) is run in `I64` and in `I32`
 /// ([`crate::interp::run_int`]) on random integers spread over the width
 /// (the limits and their neighbours often, values near ±2^53, ±2^31 and
 /// ±2^30), and the two sides must give the same integers, bit for bit. A

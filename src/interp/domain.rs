@@ -156,7 +156,7 @@ impl Domain for F32 {
 /// arrays), `max`/`min` and comparisons are the integers'. A sum
 /// accumulates in the width. The empty `max(i:0)`/`min(i:0)` is the
 /// width's smallest/largest integer (the float formats' `-inf`/`+inf`).
-/// Only integral programs ([`crate::types::integral`]) run here: division
+/// Only integral programs ([`crate::types::integral()`]) run here: division
 /// and the other functions never occur (they would give 0).
 #[derive(Clone, Copy, Debug)]
 pub struct Int(pub crate::precision::Precision);

@@ -689,7 +689,7 @@ fn ints_of<T: crate::precision::IntElem>(args: &[Value]) -> Result<Vec<IntValue<
     args.iter().map(IntValue::from_value).collect()
 }
 
-/// Run an integral program `f` ([`crate::types::integral`]) in the
+/// Run an integral program `f` ([`crate::types::integral()`]) in the
 /// integer format of `T` (`i64`: [`crate::precision::Precision::I64`],
 /// `i32`: `I32`) on integer arguments, exactly: every input is read as the
 /// integer it is (never through `f64`), `+ - *` and sums wrap to the width
