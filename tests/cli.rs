@@ -1686,6 +1686,32 @@ fn dtype_int_runs_in_integers() {
                 Some(-196607.0),
                 "{engine} {dtype}: {out}"
             );
+            // written as integers
+            assert!(out.contains(",-196607]"), "{engine} {dtype}: {out}");
+        }
+    }
+    // an integer run writes integer .npy files
+    for (dtype, first) in [("i64", 4294967297i64), ("i32", 1)] {
+        let r = d.join(format!("r{dtype}.npy"));
+        let (code, _, err) = einsat(&[
+            "run",
+            src.to_str().unwrap(),
+            "--fn",
+            "w",
+            "--dtype",
+            dtype,
+            "--arg",
+            &format!("x={x}"),
+            "--out",
+            r.to_str().unwrap(),
+        ]);
+        assert_eq!(code, 0, "{err}");
+        if dtype == "i64" {
+            let a: ndarray::ArrayD<i64> = ndarray_npy::read_npy(&r).unwrap();
+            assert_eq!(a.as_slice().unwrap(), &[first, -196607]);
+        } else {
+            let a: ndarray::ArrayD<i32> = ndarray_npy::read_npy(&r).unwrap();
+            assert_eq!(a.as_slice().unwrap(), &[first as i32, -196607]);
         }
     }
     let (code, _, err) = einsat(&[

@@ -281,7 +281,8 @@ pub fn write_value(path: &Path, v: &Value) -> Result<()> {
 
 /// [`write_value`] for the result of a run in precision `p`: float32 files
 /// in [`Precision::F32`] (its numbers are f32 values, so the conversion is
-/// exact), float64 ones otherwise.
+/// exact), int64/int32 files in the integer formats, float64 ones
+/// otherwise.
 pub fn write_value_in(path: &Path, v: &Value, p: Precision) -> Result<()> {
     let cannot = |e: ndarray_npy::WriteNpyError| {
         Error::Io(format!(
@@ -293,6 +294,12 @@ pub fn write_value_in(path: &Path, v: &Value, p: Precision) -> Result<()> {
         Value::Real(x) => write_value_in(path, &Value::Array(ndarray::arr0(*x).into_dyn()), p),
         Value::Array(a) if p == Precision::F32 => {
             write_npy(path, &a.mapv(|x| x as f32)).map_err(cannot)
+        }
+        Value::Array(a) if p == Precision::I64 => {
+            write_npy(path, &a.mapv(|x| x as i64)).map_err(cannot)
+        }
+        Value::Array(a) if p == Precision::I32 => {
+            write_npy(path, &a.mapv(|x| x as i32)).map_err(cannot)
         }
         Value::Array(a) => write_npy(path, a).map_err(cannot),
         Value::Pair(a, b) => {

@@ -58,7 +58,9 @@ impl Value {
     /// [`Value::write_json`] for the result of a run in precision `p`: in
     /// [`Precision::F32`] every number is an `f32` and is written as the
     /// shortest text that reads back as that `f32` (`0.1`, not the `f64`
-    /// digits `0.10000000149011612` of the same value).
+    /// digits `0.10000000149011612` of the same value); in the integer
+    /// formats every number is an integer and is written as one (`3`,
+    /// not `3.0`).
     pub fn write_json_in(&self, w: &mut dyn std::io::Write, p: Precision) -> std::io::Result<()> {
         fn num(x: f64, p: Precision, w: &mut dyn std::io::Write) -> std::io::Result<()> {
             if !x.is_finite() {
@@ -66,6 +68,8 @@ impl Value {
             }
             if p == Precision::F32 {
                 serde_json::to_writer(&mut *w, &(x as f32)).map_err(std::io::Error::other)
+            } else if p.is_int() {
+                write!(w, "{}", x as i64)
             } else {
                 serde_json::to_writer(&mut *w, &x).map_err(std::io::Error::other)
             }
