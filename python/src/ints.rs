@@ -21,8 +21,7 @@ use einsat::{jit, opt, IntElem, Precision};
 use ndarray::IxDyn;
 use numpy::npyffi::NPY_ARRAY_ALIGNED;
 use numpy::{
-    Element, PyArrayDescrMethods, PyArrayDyn, PyArrayMethods, PyReadonlyArrayDyn, PyUntypedArray,
-    PyUntypedArrayMethods,
+    Element, PyArrayDyn, PyArrayMethods, PyReadonlyArrayDyn, PyUntypedArray, PyUntypedArrayMethods,
 };
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyFloat, PyInt, PyTuple};
@@ -258,7 +257,9 @@ impl Kernel {
             .iter()
             .map(|(_, b)| assemble(b, &ops, &mut next))
             .collect();
-        let v = run_call(py, false, None, &self.pace32, || {
+        // the work estimate sends a long call where Ctrl-C reaches it
+        let work = kernel.work_int(&argv);
+        let v = run_call(py, false, work, &self.pace32, || {
             kernel.call_int(&argv).map_err(|e| from_einsat(e, None))
         })?;
         Ok(to_py(py, v))

@@ -217,3 +217,15 @@ def test_ctrl_c_stops_a_long_einsum_of_another_dtype(dtype, side):
         "einsat.einsum('ij,jk,ki->', A, A, A)",
     )
     assert "finished" not in out, out
+
+
+@pytest.mark.skipif(not LINUX, reason="POSIX signals")
+def test_ctrl_c_stops_a_long_integer_program():
+    # an integral program called with int64 arrays runs on an integer
+    # kernel (max keeps the optimiser from shortening the 2^60 terms)
+    out = interrupt(
+        "ki = einsat.compile('fn g(x: [n]R) -> R = sum(i:n, j:n, k:n) max(x[i] * x[j], x[k])')\n"
+        "xi = np.broadcast_to(np.int64(3), (2**20,))",
+        "ki(xi)",
+    )
+    assert "after: " in out and "finished" not in out, out

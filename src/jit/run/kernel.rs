@@ -432,6 +432,16 @@ impl Kernel {
         self.work_of(&ops)
     }
 
+    /// [`Kernel::work`] for the arguments of [`Kernel::call_int`].
+    pub fn work_int<T: crate::precision::IntElem>(
+        &self,
+        args: &[crate::jit::IntArg<'_, T>],
+    ) -> Option<u64> {
+        use crate::jit::run::boundary::arg::Op32;
+        let ops: Vec<Op32<'_>> = args.iter().map(Op32::of_int).collect();
+        self.work_of(&ops)
+    }
+
     fn work_of<V: crate::interp::value::AsOperand>(&self, args: &[V]) -> Option<u64> {
         let mut slots = vec![call::UNBOUND; self.sig.names.len()];
         if !self.sig.bind(args, &mut slots) {
