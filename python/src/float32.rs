@@ -51,6 +51,14 @@ fn weak(o: &Bound<'_, PyAny>) -> bool {
 /// `Some(half)` when the arguments' result dtype is float32 (`half`:
 /// float16), else `None` (the float64 path).
 pub(super) fn wanted(py: Python<'_>, args: &[Bound<'_, PyAny>]) -> Option<bool> {
+    let (kind, size) = result_kind(py, args)?;
+    (kind == "f" && size <= 4).then_some(size == 2)
+}
+
+/// numpy's result dtype of the arguments that are not Python numbers
+/// (NEP 50: those are weak), as its kind character and item size; `None`
+/// when every argument is a Python number.
+pub(super) fn result_kind(py: Python<'_>, args: &[Bound<'_, PyAny>]) -> Option<(String, usize)> {
     let np = numpy(py).ok()?;
     let mut dtypes = Vec::new();
     for a in args.iter().filter(|a| !weak(a)) {
@@ -73,7 +81,7 @@ pub(super) fn wanted(py: Python<'_>, args: &[Bound<'_, PyAny>]) -> Option<bool> 
         .ok()?;
     let kind: String = rt.getattr("kind").ok()?.extract().ok()?;
     let size: usize = rt.getattr("itemsize").ok()?.extract().ok()?;
-    (kind == "f" && size <= 4).then_some(size == 2)
+    Some((kind, size))
 }
 
 /// An argument read as float32: a number, or an array borrowed in place

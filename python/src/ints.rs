@@ -31,37 +31,13 @@ use std::sync::Arc;
 /// result dtype is int64 or int32 and no Python float is among them,
 /// else `None` (the float64 path).
 pub(super) fn wanted(py: Python<'_>, args: &[Bound<'_, PyAny>]) -> Option<Precision> {
-    let np = numpy(py).ok()?;
-    let mut dtypes = Vec::new();
-    for a in args {
-        if a.is_instance_of::<PyFloat>() {
-            // a Python float makes numpy's integer arithmetic float64
-            return None;
-        }
-        if a.is_instance_of::<PyInt>() || a.is_instance_of::<PyBool>() {
-            continue;
-        }
-        let dt = match a.getattr("dtype") {
-            Ok(d) => d,
-            Err(_) => np
-                .call_method1("asarray", (a,))
-                .ok()?
-                .getattr("dtype")
-                .ok()?,
-        };
-        dtypes.push(dt);
-    }
-    if dtypes.is_empty() {
+    // a Python float makes numpy's integer arithmetic float64
+    if args.iter().any(|a| a.is_instance_of::<PyFloat>()) {
         return None;
     }
-    let rt = np
-        .call_method1("result_type", PyTuple::new(py, dtypes).ok()?)
-        .ok()?;
-    let kind: String = rt.getattr("kind").ok()?.extract().ok()?;
-    let size: usize = rt.getattr("itemsize").ok()?.extract().ok()?;
-    match (kind.as_str(), size) {
-        ("i", 8) => Some(Precision::I64),
-        ("i", 4) => Some(Precision::I32),
+    match super::float32::result_kind(py, args)? {
+        (k, 8) if k == "i" => Some(Precision::I64),
+        (k, 4) if k == "i" => Some(Precision::I32),
         _ => None,
     }
 }
