@@ -39,6 +39,7 @@
 
 mod contract;
 mod float32;
+mod index;
 mod ints;
 mod typed;
 mod words;
@@ -1341,9 +1342,13 @@ impl Kernel {
         }
         if given.iter().all(Option::is_some) {
             let all: Vec<Bound<'py, PyAny>> = given.iter().flatten().cloned().collect();
+            // the result's dtype: numpy's of the values (an index array
+            // does not take part: `E[tok]` has `E`'s dtype)
             let mut leaves = Vec::new();
-            for ((_, b), g) in self.params.iter().zip(&all) {
-                float32::leaves_of(g, b, &mut leaves);
+            for (k, ((_, b), g)) in self.params.iter().zip(&all).enumerate() {
+                if !index::is_index(&self.func, k) {
+                    float32::leaves_of(g, b, &mut leaves);
+                }
             }
             if let Some(half) = float32::wanted(py, &leaves) {
                 return self.call32(py, &all, half);
