@@ -179,6 +179,19 @@ fn position(param: &str, pos: &[usize]) -> String {
     format!("{param}[{}]", ks.join(", "))
 }
 
+/// Check the integer arrays among `f64` arguments `args` of `f` for a
+/// call in the format `p` (as [`crate::interp::run_with`] does before it
+/// runs): for callers that convert `f64` arguments into `p`'s element type
+/// themselves (the CLI's `--dtype f32`), so that an index `p` cannot hold
+/// is refused before it is rounded into another one.
+pub fn check_values(f: &Function, args: &[crate::interp::Value], p: Precision) -> Result<()> {
+    if !has_int_params(f) {
+        return Ok(());
+    }
+    let sizes = crate::interp::value::bind(f, args)?;
+    check(f, args, &sizes, Precision::F64, p)
+}
+
 /// An element of an integer array as read: exactly, as `f64` (from `f64`
 /// or `f32`) or `i64` (from `i64` or `i32`).
 #[derive(Clone, Copy)]
