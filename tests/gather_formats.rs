@@ -720,3 +720,53 @@ fn a_repeated_call_of_the_same_shapes_checks_the_indices_again() {
         assert!(k.call_int(&[IntArg::from(&ei), IntArg::from(&t)]).is_err());
     }
 }
+
+/// `einsat run --dtype f32` (the JIT and the interpreter) refuses an index
+/// beyond 2^24 before rounding it to f32; `--dtype i32` runs a gather.
+#[cfg(feature = "cli")]
+#[test]
+fn the_cli_runs_gathers_in_every_dtype_and_refuses_unrounded_indices() {
+    let d = common::tmpdir("gather-formats-cli");
+    let prog = d.join("g.tl");
+    std::fs::write(
+        &prog,
+        "fn f(E: [v]R, tok: [n]Z) -> [n]R = gen(i:n) E[tok[i] - 16777216] * 2\n",
+    )
+    .unwrap();
+    let e = d.join("E.npy");
+    ndarray_npy::write_npy(&e, &arr1(&[1.0f64, 2.0, 3.0])).unwrap();
+    let ok = d.join("ok.npy");
+    ndarray_npy::write_npy(&ok, &arr1(&[16777218i64, 16777216])).unwrap();
+    let bad = d.join("bad.npy");
+    ndarray_npy::write_npy(&bad, &arr1(&[16777217i64])).unwrap();
+    let run = |tok: &std::path::Path, dtype: &str, engine: &[&str]| {
+        let (p, e, t) = (
+            prog.display().to_string(),
+            format!("E={}", e.display()),
+            format!("tok={}", tok.display()),
+        );
+        let mut args = vec![
+            "run", &p, "--fn", "f", "--arg", &e, "--arg", &t, "--dtype", dtype,
+        ];
+        args.extend_from_slice(engine);
+        let (code, out, err) =
+            common::einsat_in(std::path::Path::new(env!("CARGO_MANIFEST_DIR")), &args);
+        (code, out + &err)
+    };
+    for engine in [&[][..], &["--engine", "interp"][..]] {
+        for dtype in ["f64", "i64", "i32"] {
+            let (code, out) = run(&ok, dtype, engine);
+            assert_eq!(code, 0, "{dtype} {engine:?}: {out}");
+            assert!(out.contains("[6, 2]"), "{dtype} {engine:?}: {out}");
+        }
+        // in f32: 16777218 is past 2^24, and 16777217 would round to 2^24
+        for tok in [&ok, &bad] {
+            let (code, out) = run(tok, "f32", engine);
+            assert_eq!(code, 1, "{engine:?}: {out}");
+            assert!(
+                out.contains("is beyond the indices of f32"),
+                "{engine:?}: {out}"
+            );
+        }
+    }
+}

@@ -123,10 +123,11 @@ pub fn has_int_params(f: &Function) -> bool {
     f.params.iter().any(|p| p.ty.is_int_array())
 }
 
-/// The largest magnitude of an integer array's element in the format `p`:
-/// 2^24 in `F32` (`f32` holds every integer up to it exactly), the width's
-/// range in `I64`/`I32` (`i32`: -2^31..2^31), unbounded in `F64` (every
-/// `f64` that is an integer is one exactly).
+/// Whether the integer `t` may be an integer array's element in the
+/// format `p`: at most 2^24 in magnitude in `F32` ([`F32_INDEX_LIMIT`]:
+/// `f32` holds every integer up to it exactly), within the width in
+/// `I64`/`I32` (`i32`: -2^31..2^31), any in `F64` (every `f64` that is an
+/// integer is one exactly).
 pub fn fits(t: f64, p: Precision) -> bool {
     match p {
         Precision::F64 => true,
@@ -136,7 +137,7 @@ pub fn fits(t: f64, p: Precision) -> bool {
     }
 }
 
-/// The largest integer array element in `F32`: 2^24.
+/// The largest magnitude of an integer array's element in `F32`: 2^24.
 pub const F32_INDEX_LIMIT: i64 = 1 << 24;
 
 /// The refusal of the element `shown` (as written) of the integer array
