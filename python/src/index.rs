@@ -1,11 +1,10 @@
 //! Integer array arguments (the index arrays of gathers, `tok` of
-//! `E[tok[i], j]`) of calls in float32, int64 and int32: such a call
-//! passes an index array in the kernel's element type (as the float64
-//! path passes it as float64), so each one is checked BEFORE it is
-//! converted: every element an integer (bool, integer and float arrays
-//! are accepted; a float must be a whole number) that the format holds
-//! exactly — at most 2^24 in magnitude in float32, within int32 in int32
-//! — else the call's gather error (`einsat::interp::gather`'s words, a
+//! `E[tok[i], j]`): a call passes an index array in the kernel's element
+//! type (float64, float32, int64 or int32), so each one is checked BEFORE
+//! it is converted: every element an integer (bool, integer and float
+//! arrays are accepted; a float must be a whole number) that the format
+//! holds exactly — at most 2^53 in magnitude in float64, 2^24 in float32,
+//! within int32 in int32 — else the call's gather error (`einsat::interp::gather`'s words, a
 //! ShapeError), never a silent wrap or rounding into another index. Index
 //! arrays take no part in the result's dtype (numpy: `E[tok]` has `E`'s
 //! dtype).

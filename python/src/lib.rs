@@ -1361,7 +1361,7 @@ impl Kernel {
         }
         let mut ops = Vec::new();
         let mut complex = false;
-        for ((name, b), g) in self.params.iter().zip(&given) {
+        for (at, ((name, b), g)) in self.params.iter().zip(&given).enumerate() {
             let g = g.as_ref().ok_or_else(|| {
                 fail(
                     Exc::Shape,
@@ -1372,14 +1372,17 @@ impl Kernel {
                     ),
                 )
             })?;
-            collect(
-                py,
-                g,
-                b,
-                &format!("argument `{name}`"),
-                &mut ops,
-                &mut complex,
-            )?;
+            let what = format!("argument `{name}`");
+            // an index array: checked before it becomes float64 (an
+            // integer beyond 2^53 would round to another index)
+            let checked;
+            let g = if index::is_index(&self.func, at) {
+                checked = index::checked(py, &self.func, name, g, &what, einsat::Precision::F64)?;
+                &checked
+            } else {
+                g
+            };
+            collect(py, g, b, &what, &mut ops, &mut complex)?;
         }
         let mut next = 0;
         let argv: Vec<Arg<'_>> = self

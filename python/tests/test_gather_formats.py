@@ -149,3 +149,14 @@ def test_index_arrays_do_not_decide_the_dtype():
     got = k(E, tok)
     assert got.dtype == np.int32
     np.testing.assert_array_equal(got, E[tok] * 2)  # wrapped
+
+
+def test_float64_indices_beyond_2_pow_53_are_refused_before_converting():
+    # 2^53 + 1 would round to 2^53 in float64: another row
+    k = einsat.compile("fn f(E: [v]R, tok: [n]Z) -> [n]R = gen(i:n) E[tok[i] - 9007199254740992]")
+    E = np.array([1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(k(E, np.array([2**53])), [1.0])
+    with pytest.raises(einsat.ShapeError, match=r"tok\[0\] = 9007199254740993 is beyond the indices of f64"):
+        k(E, np.array([2**53 + 1]))
+    # int64 tables take the int64 index as it is: the row after
+    np.testing.assert_array_equal(k(E.astype(np.int64), np.array([2**53 + 1])), [2])

@@ -152,6 +152,7 @@ pub fn beyond_error(f: &Function, param: &str, pos: &[usize], shown: &str, p: Pr
         .unwrap_or_default();
     let range = match p {
         Precision::F32 => "at most 2^24 in magnitude (the integers f32 holds exactly)".to_string(),
+        Precision::F64 => "at most 2^53 in magnitude (the integers f64 holds exactly)".to_string(),
         _ => format!("within the range of {}", p.numpy_name()),
     };
     Error::Gather(format!(
