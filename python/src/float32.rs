@@ -5,7 +5,9 @@
 //! kernel compiled for `Precision::F32` (on first such call) and returns
 //! float32 (float16 for float16 arguments, rounded at the end). float32
 //! arrays of any strides are read in place; other arrays are converted to
-//! float32. Every other result dtype takes the float64 path.
+//! float32. Every other result dtype takes the float64 path. Index arrays
+//! of gathers do not take part in the result dtype and are passed as
+//! float32 after a check ([`super::index`]: integers up to 2^24).
 
 use super::{fail, from_einsat, native, numpy, run_call, Exc, Kernel, Res};
 use einsat::interp::Boundary;
@@ -229,7 +231,7 @@ impl Kernel {
     ) -> Res<PyResult<Py<PyAny>>> {
         let mut ops = Vec::new();
         let mut elements = 0usize;
-        for ((name, b), g) in self.params.iter().zip(given) {
+        for (at, ((name, b), g)) in self.params.iter().zip(given).enumerate() {
             let mut ls = Vec::new();
             leaves_of(g, b, &mut ls);
             for (k, l) in ls.iter().enumerate() {
@@ -238,7 +240,13 @@ impl Kernel {
                 } else {
                     format!("argument `{name}` (component {k})")
                 };
-                let op = operand32(py, l, &what)?;
+                let op = if super::index::is_index(&self.func, at) {
+                    // an index array: checked before it becomes float32
+                    let l = super::index::checked(py, &self.func, name, l, &what, Precision::F32)?;
+                    operand32(py, &l, &what)?
+                } else {
+                    operand32(py, l, &what)?
+                };
                 if let Op32::Array(a) = &op {
                     elements = elements.saturating_add(a.len());
                 }

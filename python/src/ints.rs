@@ -12,6 +12,9 @@
 //! with `/` or a function (numpy's promotion gives float64 there), a
 //! Python float among the arguments, other result dtypes (int8, int16,
 //! unsigned, bool, and uint64 with int64, which numpy makes float64).
+//! Index arrays of gathers do not take part in the result dtype; they are
+//! passed in the width after a check ([`super::index`]: within int32 for
+//! int32, whole numbers for float index arrays).
 
 use super::float32::leaves_of;
 use super::{fail, from_einsat, native, numpy, run_call, Exc, Kernel, Res};
@@ -215,7 +218,7 @@ impl Kernel {
         kernel: &jit::Kernel,
     ) -> Res<PyResult<Py<PyAny>>> {
         let mut ops = Vec::new();
-        for ((name, b), g) in self.params.iter().zip(given) {
+        for (at, ((name, b), g)) in self.params.iter().zip(given).enumerate() {
             let mut ls = Vec::new();
             leaves_of(g, b, &mut ls);
             for (k, l) in ls.iter().enumerate() {
@@ -224,7 +227,13 @@ impl Kernel {
                 } else {
                     format!("argument `{name}` (component {k})")
                 };
-                ops.push(operand::<T>(py, l, &what)?);
+                if super::index::is_index(&self.func, at) {
+                    // an index array: checked before it becomes `T`
+                    let l = super::index::checked(py, &self.func, name, l, &what, T::PRECISION)?;
+                    ops.push(operand::<T>(py, &l, &what)?);
+                } else {
+                    ops.push(operand::<T>(py, l, &what)?);
+                }
             }
         }
         let mut next = 0;

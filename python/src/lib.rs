@@ -39,6 +39,7 @@
 
 mod contract;
 mod float32;
+mod index;
 mod ints;
 mod typed;
 mod words;
@@ -1341,9 +1342,13 @@ impl Kernel {
         }
         if given.iter().all(Option::is_some) {
             let all: Vec<Bound<'py, PyAny>> = given.iter().flatten().cloned().collect();
+            // the result's dtype: numpy's of the values (an index array
+            // does not take part: `E[tok]` has `E`'s dtype)
             let mut leaves = Vec::new();
-            for ((_, b), g) in self.params.iter().zip(&all) {
-                float32::leaves_of(g, b, &mut leaves);
+            for (k, ((_, b), g)) in self.params.iter().zip(&all).enumerate() {
+                if !index::is_index(&self.func, k) {
+                    float32::leaves_of(g, b, &mut leaves);
+                }
             }
             if let Some(half) = float32::wanted(py, &leaves) {
                 return self.call32(py, &all, half);
@@ -1356,7 +1361,7 @@ impl Kernel {
         }
         let mut ops = Vec::new();
         let mut complex = false;
-        for ((name, b), g) in self.params.iter().zip(&given) {
+        for (at, ((name, b), g)) in self.params.iter().zip(&given).enumerate() {
             let g = g.as_ref().ok_or_else(|| {
                 fail(
                     Exc::Shape,
@@ -1367,14 +1372,17 @@ impl Kernel {
                     ),
                 )
             })?;
-            collect(
-                py,
-                g,
-                b,
-                &format!("argument `{name}`"),
-                &mut ops,
-                &mut complex,
-            )?;
+            let what = format!("argument `{name}`");
+            // an index array: checked before it becomes float64 (an
+            // integer beyond 2^53 would round to another index)
+            let checked;
+            let g = if index::is_index(&self.func, at) {
+                checked = index::checked(py, &self.func, name, g, &what, einsat::Precision::F64)?;
+                &checked
+            } else {
+                g
+            };
+            collect(py, g, b, &what, &mut ops, &mut complex)?;
         }
         let mut next = 0;
         let argv: Vec<Arg<'_>> = self

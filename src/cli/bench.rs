@@ -64,6 +64,7 @@ fn time_into(
     if k.precision() == crate::precision::Precision::F32 {
         // f32 arguments made once, outside the timing; each call allocates
         // its f32 result (there is no `call_into` for f32 yet)
+        crate::interp::gather::check_values(k.function(), args, k.precision())?;
         let a32: Vec<crate::jit::Value32> = args.iter().map(crate::jit::Value32::rounded).collect();
         let refs: Vec<crate::jit::Arg32<'_>> =
             a32.iter().map(crate::jit::Value32::as_arg).collect();

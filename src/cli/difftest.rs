@@ -48,8 +48,8 @@ pub struct DiffArgs {
     pub rtol: Option<f64>,
     /// The precision every engine computes in: f64 (default) or f32
     /// (inputs rounded to f32, the program optimised and compiled for f32,
-    /// results judged by the contract in f32; the feature `gathers` is
-    /// left out, as F32 kernels refuse integer arrays).
+    /// results judged by the contract in f32; integer arrays of gathers
+    /// passed as f32 too).
     #[arg(long, default_value = "f64")]
     pub dtype: String,
     /// Stop after this many disagreements (each is shrunk and written).
@@ -142,12 +142,6 @@ pub fn difftest(a: &DiffArgs) -> CliResult {
     }
     .with_features(&a.features)
     .map_err(|e| format!("error: --features: {e}"))?;
-    // F32 kernels refuse integer array parameters: no gathers in f32
-    let gathers_off = f32 && gen.gathers;
-    let gen = GenConfig {
-        gathers: gen.gathers && !f32,
-        ..gen
-    };
     let mut cfg = DiffConfig {
         gen,
         precision,
@@ -238,14 +232,7 @@ pub fn difftest(a: &DiffArgs) -> CliResult {
         .map(|(c, k)| format!("{c} {k}"))
         .collect();
     if f32 {
-        outln!(
-            "  dtype f32{}",
-            if gathers_off {
-                " (feature gathers left out: F32 kernels refuse integer arrays)"
-            } else {
-                ""
-            }
-        )?;
+        outln!("  dtype f32")?;
     }
     outln!("  mode {}; inputs: {}", cfg.opt.mode(), classes.join(", "))?;
     // The reproducer's commands use the same rules as the run.

@@ -324,6 +324,8 @@ fn dispatch(cmd: Cmd) -> CliResult {
                 .and_then(|k| match precision {
                     crate::precision::Precision::F64 => k.call(&args),
                     crate::precision::Precision::F32 => {
+                        // integer arrays: refused before rounding beyond 2^24
+                        interp::gather::check_values(&program, &args, precision)?;
                         let a32: Vec<crate::jit::Value32> =
                             args.iter().map(crate::jit::Value32::rounded).collect();
                         let refs: Vec<crate::jit::Arg32<'_>> =

@@ -39,6 +39,11 @@ pub trait Domain {
     fn int(&self, x: i64) -> Self::N {
         self.num(x as f64)
     }
+    /// The format whose arithmetic this domain models (the limits of
+    /// integer array elements depend on it: [`super::gather::fits`]).
+    fn format(&self) -> crate::precision::Precision {
+        crate::precision::Precision::F64
+    }
     /// `a op b`.
     fn bin(&self, op: BinOp, a: &Self::N, b: &Self::N) -> Self::N;
     /// `-a`.
@@ -120,6 +125,9 @@ fn r32(x: f64) -> f64 {
 impl Domain for F32 {
     type N = f64;
     type Acc = f64;
+    fn format(&self) -> crate::precision::Precision {
+        crate::precision::Precision::F32
+    }
     fn num(&self, x: f64) -> f64 {
         r32(x)
     }
@@ -164,6 +172,9 @@ pub struct Int(pub crate::precision::Precision);
 impl Domain for Int {
     type N = i64;
     type Acc = i64;
+    fn format(&self) -> crate::precision::Precision {
+        self.0
+    }
     fn num(&self, x: f64) -> i64 {
         // literals are integers of the width (checked); ±inf are the
         // identities of max/min

@@ -20,6 +20,7 @@ pub mod shadow;
 pub mod value;
 
 use crate::error::{Error, Result};
+use crate::precision::Precision;
 use crate::stack;
 use crate::syntax::ast::*;
 pub use domain::Domain;
@@ -703,7 +704,17 @@ pub fn run_int<T: crate::precision::IntElem>(
     let sig = crate::types::check(f).map_err(Error::types)?;
     crate::types::integral(f, None, p).map_err(Error::types)?;
     let sizes = value::bind_operands(f, args)?;
-    let (out, sizes) = run_in_with(f, &sizes, &[], &domain::Int(p), |env, d| {
+    gather::check(f, args, &sizes, p, p)?;
+    // the integer arrays, as gathers read them (checked: every element is
+    // on the axes it indexes, so exact as `f64`)
+    let ints: Vec<(String, Value)> = f
+        .params
+        .iter()
+        .zip(args)
+        .filter(|(q, _)| q.ty.is_int_array())
+        .map(|(q, v)| (q.name.clone(), v.to_value()))
+        .collect();
+    let (out, sizes) = run_in_with(f, &sizes, &ints, &domain::Int(p), |env, d| {
         for (q, v) in f.params.iter().zip(args) {
             env.values
                 .push((q.name.clone(), to_internal(&borrowed_int(v), &q.ty, d)?));
@@ -782,7 +793,7 @@ fn collect_leaves<N: Clone>(
 /// Evaluate the body of `f` (type-checked by the caller) on `args`.
 fn run_in<D: Domain>(f: &Function, args: &[Value], d: &D) -> Result<(V<D::N>, Sizes)> {
     let sizes = bind(f, args)?;
-    gather::check(f, args, &sizes)?;
+    gather::check(f, args, &sizes, Precision::F64, d.format())?;
     let ints: Vec<(String, Value)> = f
         .params
         .iter()

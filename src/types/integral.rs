@@ -10,8 +10,9 @@
 //! function have no exact integer meaning here (numpy's `/` on integers
 //! gives float64): such a program is refused with an error naming the
 //! construct, at its source position when the parser's spans are given.
-//! Gathers (integer array parameters) are refused in the integer formats
-//! for now.
+//! Gathers (`E[tok[i], j]`) are allowed: an integer array's element is an
+//! index, not a number (in an integer format it comes as an integer of
+//! the width, [`crate::interp::gather`]).
 
 use crate::diag::Diagnostic;
 use crate::precision::Precision;
@@ -31,15 +32,6 @@ pub fn integral(
         return Ok(());
     }
     let mut errs = Vec::new();
-    if let Some(q) = f.params.iter().find(|q| q.ty.is_int_array()) {
-        errs.push(Diagnostic::new(
-            format!(
-                "`{}` has an integer array parameter `{}` (a gather): not supported in {p} yet; run it in f64",
-                f.name, q.name
-            ),
-            None,
-        ));
-    }
     walk(&f.body, spans.map(|s| &s.body), p, &mut errs);
     if errs.is_empty() {
         Ok(())
@@ -98,7 +90,6 @@ fn walk_inner(e: &Expr, sp: Option<&SpanTree>, p: Precision, errs: &mut Vec<Diag
         _ => {}
     }
     // a gather's integer array is not a number: nothing below it to check
-    // (the parameter is refused above)
     for (k, c) in e.children().into_iter().enumerate() {
         walk(c, sp.and_then(|s| s.children.get(k)), p, errs);
     }

@@ -1411,7 +1411,8 @@ impl LoopEmitter<'_, '_> {
     }
 
     /// A load with gathered axes: each gathered index is the integer of
-    /// its scalar (saturating: NaN is 0, never a trap) plus its constant;
+    /// its scalar (saturating: NaN is 0, never a trap; sign-extended in
+    /// `I32`) plus its constant;
     /// every index outside its axis (none, after the call's check, except
     /// where the integer array was read off its own axes) reads 0, never
     /// memory.
@@ -1427,7 +1428,13 @@ impl LoopEmitter<'_, '_> {
             let i = match dyns.iter().find(|d| d.0 == a) {
                 Some((_, g, c)) => {
                     let x = self.scalar(g).0;
-                    let k = self.b.ins().fcvt_to_sint_sat(types::I64, x);
+                    // the integer array's element, in the kernel's element
+                    // type: an integer already in the integer formats
+                    let k = match self.ft {
+                        types::I64 => x,
+                        types::I32 => self.b.ins().sextend(types::I64, x),
+                        _ => self.b.ins().fcvt_to_sint_sat(types::I64, x),
+                    };
                     let c = self.b.ins().iconst(types::I64, *c);
                     self.b.ins().iadd(k, c)
                 }

@@ -61,16 +61,8 @@ pub fn compile_uncached_with(f: &Function, opts: &Options) -> Result<Kernel> {
 
 fn compile_here(f: &Function, opts: &Options) -> Result<Kernel> {
     let sig = types::check(f).map_err(Error::types)?;
-    if opts.precision == crate::precision::Precision::F32 {
-        if crate::interp::gather::has_int_params(f) {
-            return Err(jit_err(format!(
-                "`{}`: integer array parameters (gathers) are not supported in F32 yet; compile it for F64",
-                f.name
-            )));
-        }
-        if cfg!(target_endian = "big") {
-            return Err(jit_err("F32 kernels need a little-endian target"));
-        }
+    if opts.precision == crate::precision::Precision::F32 && cfg!(target_endian = "big") {
+        return Err(jit_err("F32 kernels need a little-endian target"));
     }
     if opts.precision.is_int() {
         crate::types::integral(f, None, opts.precision).map_err(Error::types)?;

@@ -535,14 +535,26 @@ impl Kernel {
                 // integer arrays: every element an integer on the axes it
                 // gathers from (the interpreter's check and words)
                 let sizes = interp::value::bind_operands(&self.func, args)?;
-                interp::gather::check(&self.func, args, &sizes)?;
+                interp::gather::check(
+                    &self.func,
+                    args,
+                    &sizes,
+                    self.opts.precision,
+                    self.opts.precision,
+                )?;
             }
             return Ok(());
         }
         // refused (or a case the fast check does not know): the
         // interpreter's check decides and words the error
         let sizes = interp::value::bind_operands(&self.func, args)?;
-        interp::gather::check(&self.func, args, &sizes)?;
+        interp::gather::check(
+            &self.func,
+            args,
+            &sizes,
+            self.opts.precision,
+            self.opts.precision,
+        )?;
         for (slot, name) in ws.slots.iter_mut().zip(&self.sig.names) {
             *slot = sizes.get(name).copied().unwrap_or(call::UNBOUND);
         }
@@ -861,7 +873,9 @@ impl Kernel {
         let Some(leaf_buf) = self.leaf_buf.as_deref() else {
             return false;
         };
-        if !ws.valid {
+        // integer arrays are checked at every call, not remembered (a
+        // call of the same shapes may hold other indices)
+        if !ws.valid || crate::interp::gather::has_int_params(&self.func) {
             return false;
         }
         self.sig
