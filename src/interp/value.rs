@@ -587,3 +587,41 @@ pub fn checked_elements(shape: &[usize]) -> Result<usize> {
     }
     Ok(n as usize)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ndarray::{ArrayD, IxDyn};
+
+    fn array(shape: &[usize]) -> Value {
+        Value::Array(ArrayD::zeros(IxDyn(shape)))
+    }
+
+    #[test]
+    fn a_size_name_bound_twice_names_both_arguments_and_pair_components() {
+        let f = crate::load("fn f(p: ([n]R, [m]R), y: [m]R) -> R = sum(i:n) p.0[i]")
+            .unwrap()
+            .functions
+            .remove(0);
+        let args = [Value::pair(array(&[2]), array(&[3])), array(&[4])];
+        match bind(&f, &args) {
+            Err(Error::SizeName {
+                size,
+                first,
+                first_argument,
+                got,
+                argument,
+                axis,
+            }) => {
+                assert_eq!((size.as_str(), first, got, axis), ("m", 3, 4, 0));
+                assert_eq!(first_argument, "argument `p` (([n]R, [m]R)).1");
+                assert_eq!(argument, "argument `y` ([m]R)");
+            }
+            other => panic!("{other:?}"),
+        }
+        // consistent arguments bind every name
+        let ok = [Value::pair(array(&[2]), array(&[3])), array(&[3])];
+        let sizes = bind(&f, &ok).unwrap();
+        assert_eq!((sizes["n"], sizes["m"]), (2, 3));
+    }
+}
