@@ -965,8 +965,12 @@ struct Rounds {
     explanation: Vec<String>,
     /// Terms extracted so far and their round candidates with the next
     /// round's start ([`Setup::round_candidate_memo`]).
-    candidates: Vec<(RecExpr<TL>, Option<(f64, Function, Expr)>)>,
+    candidates: Vec<(RecExpr<TL>, Option<RoundCandidate>)>,
 }
+
+/// A round's candidate: its cost, its program, and the pre-pass of that
+/// program (the next round's start).
+type RoundCandidate = (f64, Function, Expr);
 
 impl Setup<'_> {
     /// The saturation rounds: each saturates from the previous round's
@@ -1086,11 +1090,7 @@ impl Setup<'_> {
     /// (the next round's start), computed once per term: a later round
     /// often extracts the same term again, and both are functions of the
     /// term alone (its numbers compared by their bits).
-    fn round_candidate_memo(
-        &self,
-        term: &RecExpr<TL>,
-        st: &mut Rounds,
-    ) -> Option<(f64, Function, Expr)> {
+    fn round_candidate_memo(&self, term: &RecExpr<TL>, st: &mut Rounds) -> Option<RoundCandidate> {
         if let Some((_, c)) = st.candidates.iter().find(|(t, _)| t == term) {
             return c.clone();
         }
