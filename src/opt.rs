@@ -478,13 +478,21 @@ struct Judge {
 
 impl Judge {
     fn new(f: &Function, fast: bool, precision: crate::precision::Precision) -> Judge {
+        let reference = if fast {
+            None
+        } else {
+            crate::extract::accuracy::Reference::of_in(f, precision)
+        };
+        // the written program's error is the reference's own: a candidate
+        // that prints as the written program is not run again
+        let cache = reference
+            .as_ref()
+            .map(|r| (crate::syntax::print_function(f), Some(r.written_loss())))
+            .into_iter()
+            .collect();
         Judge {
-            reference: if fast {
-                None
-            } else {
-                crate::extract::accuracy::Reference::of_in(f, precision)
-            },
-            cache: BTreeMap::new(),
+            reference,
+            cache,
             refused: 0,
         }
     }
@@ -955,7 +963,14 @@ struct Rounds {
     seeded: std::collections::BTreeSet<String>,
     /// `--explain`'s steps so far.
     explanation: Vec<String>,
+    /// Terms extracted so far and their round candidates with the next
+    /// round's start ([`Setup::round_candidate_memo`]).
+    candidates: Vec<(RecExpr<TL>, Option<RoundCandidate>)>,
 }
+
+/// A round's candidate: its cost, its program, and the pre-pass of that
+/// program (the next round's start).
+type RoundCandidate = (f64, Function, Expr);
 
 impl Setup<'_> {
     /// The saturation rounds: each saturates from the previous round's
@@ -1042,7 +1057,7 @@ impl Setup<'_> {
                     st.extra.push(prepass(&fr, opts.term_limit, self.fast));
                 }
             }
-            let Some((c1, p1)) = self.round_candidate(&term) else {
+            let Some((c1, p1, next)) = self.round_candidate_memo(&term, &mut st) else {
                 break;
             };
             let w1 = judge.weigh(c1, &p1);
@@ -1055,7 +1070,6 @@ impl Setup<'_> {
             // A program that is no cheaper but different (the post-pass
             // rebinds an index whose range changed, which the e-graph can
             // then collapse) also gets a round when nothing else does.
-            let next = prepass(&p1, opts.term_limit, self.fast);
             if improved {
                 pre = next;
             } else if let Some(r) = st.extra.pop() {
@@ -1070,6 +1084,22 @@ impl Setup<'_> {
             report.explanation = Some(st.explanation);
         }
         Ok(())
+    }
+
+    /// [`Setup::round_candidate`] of `term` and the pre-pass of its program
+    /// (the next round's start), computed once per term: a later round
+    /// often extracts the same term again, and both are functions of the
+    /// term alone (its numbers compared by their bits).
+    fn round_candidate_memo(&self, term: &RecExpr<TL>, st: &mut Rounds) -> Option<RoundCandidate> {
+        if let Some((_, c)) = st.candidates.iter().find(|(t, _)| t == term) {
+            return c.clone();
+        }
+        let c = self.round_candidate(term).map(|(c1, p1)| {
+            let next = prepass(&p1, self.opts.term_limit, self.fast);
+            (c1, p1, next)
+        });
+        st.candidates.push((term.clone(), c.clone()));
+        c
     }
 
     /// The seeds of a round, each added to an e-graph once: in the first

@@ -22,7 +22,7 @@
 
 use crate::interp::domain::{Dd, F32, F64};
 use crate::interp::random::{random_inputs_of, ValueClass};
-use crate::interp::{run_domain, Sizes, Value};
+use crate::interp::{Prepared, Sizes, Value};
 use crate::precision::Precision;
 use crate::syntax::ast::*;
 use rand::rngs::StdRng;
@@ -128,11 +128,11 @@ fn bits(x: f64, r: f64, p: Precision) -> f64 {
 
 /// The numbers of `f`'s result on `args`, computed in `p` (the
 /// interpreter's `F64` or `F32` domain).
-fn numbers(f: &Function, args: &[Value], p: Precision) -> Option<Vec<f64>> {
+fn numbers(f: &Prepared<'_>, args: &[Value], p: Precision) -> Option<Vec<f64>> {
     let leaves = if p == Precision::F32 {
-        run_domain(f, args, &F32).ok()?
+        f.run_domain(args, &F32).ok()?
     } else {
-        run_domain(f, args, &F64).ok()?
+        f.run_domain(args, &F64).ok()?
     };
     Some(
         leaves
@@ -173,6 +173,9 @@ impl Reference {
         if work(&f.body, &sizes) > WORK_BUDGET {
             return None;
         }
+        // (type-checked once for every sample; a program that does not
+        // check runs on none)
+        let prepared = Prepared::new(f).ok()?;
         let mut samples = Vec::new();
         let mut reference = Vec::new();
         for (k, class) in CLASSES.iter().enumerate() {
@@ -183,7 +186,8 @@ impl Reference {
                     .into_iter()
                     .map(|v| rounded(v, p))
                     .collect();
-                let r: Vec<f64> = run_domain(f, &args, &Dd)
+                let r: Vec<f64> = prepared
+                    .run_domain(&args, &Dd)
                     .ok()?
                     .into_iter()
                     .flat_map(|l| l.data.into_iter().map(|(x, _)| x.hi() + x.lo()))
@@ -199,14 +203,14 @@ impl Reference {
             written_bits: 0.0,
             precision: p,
         };
-        me.written = me.per_sample(f)?;
+        me.written = me.per_sample(&prepared)?;
         me.written_bits = mean(&me.written);
         Some(me)
     }
 
     /// Per sample, the average bits of error of `g`'s numbers; `None` when
     /// it cannot run on the samples.
-    fn per_sample(&self, g: &Function) -> Option<Vec<f64>> {
+    fn per_sample(&self, g: &Prepared<'_>) -> Option<Vec<f64>> {
         self.samples
             .iter()
             .zip(&self.reference)
@@ -228,7 +232,7 @@ impl Reference {
     /// The error of `g` (the written program's signature) on the samples;
     /// `None` when it cannot run on them.
     pub fn loss(&self, g: &Function) -> Option<Loss> {
-        let per = self.per_sample(g)?;
+        let per = self.per_sample(&Prepared::new(g).ok()?)?;
         let worst = per
             .iter()
             .zip(&self.written)
@@ -238,6 +242,16 @@ impl Reference {
             bits: mean(&per),
             worst,
         })
+    }
+
+    /// [`Reference::loss`] of the written program itself, without running
+    /// it again: its errors are the written ones, so it loses nothing
+    /// against them.
+    pub fn written_loss(&self) -> Loss {
+        Loss {
+            bits: self.written_bits,
+            worst: 0.0,
+        }
     }
 
     /// The cost of a candidate of cost `cost` and error `loss`, against the
@@ -282,6 +296,7 @@ mod tests {
         assert!(r.weigh(1.0, b).is_none());
         let same = r.loss(&centred).unwrap();
         assert_eq!(same.worst, 0.0);
+        assert_eq!(same, r.written_loss());
         assert_eq!(r.weigh(2.0, same), Some(2.0));
     }
 

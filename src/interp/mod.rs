@@ -162,19 +162,21 @@ fn plain<N: Clone>(v: V<N>) -> V<N> {
     }
 }
 
-struct Env<'d, D: Domain> {
-    d: &'d D,
-    values: Vec<(String, V<D::N>)>,
-    indices: Vec<(String, i64)>,
-    sizes: Sizes,
-    access_types: AccessTypes,
+/// A run's state. Names are borrowed from the program (binding an index
+/// or a value copies no string), values are borrowed from the caller.
+struct Env<'a, D: Domain> {
+    d: &'a D,
+    values: Vec<(&'a str, V<D::N>)>,
+    indices: Vec<(&'a str, i64)>,
+    sizes: &'a Sizes,
+    access_types: &'a AccessTypes,
     /// The zero each access pads with, built on first use.
     zeros: HashMap<*const Expr, V<D::N>>,
     /// An allocation refused during the run: the run stops (every loop
     /// ends early) and fails with it.
     oom: Option<Error>,
     /// The integer array arguments, as passed (read by gathers).
-    ints: Vec<(String, Value)>,
+    ints: &'a [(&'a str, &'a Value)],
 }
 
 impl<D: Domain> Env<'_, D> {
@@ -182,13 +184,20 @@ impl<D: Domain> Env<'_, D> {
         self.indices
             .iter()
             .rev()
-            .find(|(n, _)| n == i)
+            .find(|(n, _)| same_name(n, i))
             .map(|(_, v)| *v)
             .expect("a well-typed program binds every index it uses")
     }
     fn size(&self, n: &Size) -> usize {
-        value::resolve(n, &self.sizes).expect("sizes are bound at the boundary")
+        value::resolve(n, self.sizes).expect("sizes are bound at the boundary")
     }
+}
+
+/// Whether two names are the same (`a == b`, compared in line: names are
+/// short, and a lookup compares many).
+#[inline]
+fn same_name(a: &str, b: &str) -> bool {
+    a.len() == b.len() && a.bytes().zip(b.bytes()).all(|(x, y)| x == y)
 }
 
 fn eps(idx: &[i64]) -> f64 {
@@ -210,18 +219,18 @@ fn eps(idx: &[i64]) -> f64 {
     sign
 }
 
-fn eval<D: Domain>(e: &Expr, env: &mut Env<'_, D>) -> V<D::N> {
+fn eval<'a, D: Domain>(e: &'a Expr, env: &mut Env<'a, D>) -> V<D::N> {
     stack::deep(|| eval_inner(e, env))
 }
 
-fn eval_inner<D: Domain>(e: &Expr, env: &mut Env<'_, D>) -> V<D::N> {
+fn eval_inner<'a, D: Domain>(e: &'a Expr, env: &mut Env<'a, D>) -> V<D::N> {
     let d = env.d;
     match e {
         Expr::Var(x) => env
             .values
             .iter()
             .rev()
-            .find(|(n, _)| n == x)
+            .find(|(n, _)| same_name(n, x))
             .map(|(_, v)| v.clone())
             .expect("a well-typed program binds every name it uses"),
         Expr::Num(x) => V::Num(d.num(*x), false),
@@ -245,10 +254,22 @@ fn eval_inner<D: Domain>(e: &Expr, env: &mut Env<'_, D>) -> V<D::N> {
                 V::Num(d.neg(&x), false)
             }
         }
-        Expr::Call(f, args) => {
-            let xs: Vec<D::N> = args.iter().map(|a| eval(a, env).num().0).collect();
-            V::Num(d.call(*f, &xs), false)
-        }
+        Expr::Call(f, args) => match &args[..] {
+            // (one or two arguments, every function but a few: no vector)
+            [a] => {
+                let x = eval(a, env).num().0;
+                V::Num(d.call(*f, std::slice::from_ref(&x)), false)
+            }
+            [a, b] => {
+                let x = eval(a, env).num().0;
+                let y = eval(b, env).num().0;
+                V::Num(d.call(*f, &[x, y]), false)
+            }
+            _ => {
+                let xs: Vec<D::N> = args.iter().map(|a| eval(a, env).num().0).collect();
+                V::Num(d.call(*f, &xs), false)
+            }
+        },
         Expr::Pair(a, b) => {
             let va = eval(a, env);
             let vb = eval(b, env);
@@ -277,7 +298,7 @@ fn eval_inner<D: Domain>(e: &Expr, env: &mut Env<'_, D>) -> V<D::N> {
                 if env.oom.is_some() {
                     break;
                 }
-                env.indices.push((i.clone(), k as i64));
+                env.indices.push((i.as_str(), k as i64));
                 out.push(eval(body, env));
                 env.indices.pop();
             }
@@ -291,7 +312,7 @@ fn eval_inner<D: Domain>(e: &Expr, env: &mut Env<'_, D>) -> V<D::N> {
                 if env.oom.is_some() {
                     break;
                 }
-                env.indices.push((i.clone(), k as i64));
+                env.indices.push((i.as_str(), k as i64));
                 let (x, s) = eval(body, env).num();
                 env.indices.pop();
                 d.sum_add(&mut acc, &x, s);
@@ -306,7 +327,7 @@ fn eval_inner<D: Domain>(e: &Expr, env: &mut Env<'_, D>) -> V<D::N> {
                 if env.oom.is_some() {
                     break;
                 }
-                env.indices.push((i.clone(), k as i64));
+                env.indices.push((i.as_str(), k as i64));
                 let (x, _) = eval(body, env).num();
                 env.indices.pop();
                 acc = d.reduce(*op, &acc, &x);
@@ -333,7 +354,7 @@ fn eval_inner<D: Domain>(e: &Expr, env: &mut Env<'_, D>) -> V<D::N> {
                         return z.clone();
                     }
                     let t = &env.access_types[&key];
-                    match zero_of(t, &env.sizes, d) {
+                    match zero_of(t, env.sizes, d) {
                         Ok(z) => {
                             env.zeros.insert(key, z.clone());
                             z
@@ -360,7 +381,7 @@ fn eval_inner<D: Domain>(e: &Expr, env: &mut Env<'_, D>) -> V<D::N> {
         }
         Expr::Let(x, e1, e2) => {
             let v = eval(e1, env);
-            env.values.push((x.clone(), v));
+            env.values.push((x.as_str(), v));
             let r = eval(e2, env);
             env.values.pop();
             r
@@ -385,8 +406,8 @@ fn eval_inner<D: Domain>(e: &Expr, env: &mut Env<'_, D>) -> V<D::N> {
                 if env.oom.is_some() {
                     break;
                 }
-                env.indices.push((i.clone(), k as i64));
-                env.values.push((acc.clone(), a));
+                env.indices.push((i.as_str(), k as i64));
+                env.values.push((acc.as_str(), a));
                 let r = eval(body, env);
                 env.values.pop();
                 env.indices.pop();
@@ -410,8 +431,14 @@ fn gather_index<D: Domain>(g: &Expr, c: i64, env: &Env<'_, D>) -> i64 {
         .iter()
         .map(|a| a.eval(|v| env.index(v)))
         .collect();
-    let t = match env.ints.iter().rev().find(|(n, _)| n == x) {
-        Some((_, Value::Array(a))) => {
+    let t = match env
+        .ints
+        .iter()
+        .rev()
+        .find(|(n, _)| *n == x)
+        .map(|(_, v)| *v)
+    {
+        Some(Value::Array(a)) => {
             let shape = a.shape();
             if pos.len() == shape.len()
                 && pos
@@ -436,7 +463,7 @@ fn gather_index<D: Domain>(g: &Expr, c: i64, env: &Env<'_, D>) -> i64 {
 
 /// A `where` condition: whether it holds in the written program, and
 /// whether the domain is sure of it (always, for plain `f64`).
-fn eval_cond<D: Domain>(c: &Cond, env: &mut Env<'_, D>) -> (bool, bool) {
+fn eval_cond<'a, D: Domain>(c: &'a Cond, env: &mut Env<'a, D>) -> (bool, bool) {
     stack::deep(|| match c {
         Cond::Cmp(op, a, b) => {
             let x = eval(a, env).num().0;
@@ -655,9 +682,9 @@ fn component_type(t: &Type, k: usize) -> Type {
 /// Run `f` on positional arguments. `f` must have passed the type checker;
 /// the arguments are checked here.
 pub fn run(f: &Function, args: &[Value]) -> Result<Value> {
-    let sig = crate::types::check(f).map_err(Error::types)?;
-    let (out, sizes) = run_in(f, args, &domain::F64)?;
-    to_boundary(&out, &sig.ret, &sizes)
+    let prepared = Prepared::new(f)?;
+    let (out, sizes) = prepared.run_in(args, &domain::F64)?;
+    to_boundary(&out, &prepared.ret, &sizes)
 }
 
 /// Run `f` in the format `p` ([`crate::precision::Precision`]):
@@ -671,9 +698,9 @@ pub fn run_with(f: &Function, args: &[Value], p: crate::precision::Precision) ->
     match p {
         crate::precision::Precision::F64 => run(f, args),
         crate::precision::Precision::F32 => {
-            let sig = crate::types::check(f).map_err(Error::types)?;
-            let (out, sizes) = run_in(f, args, &domain::F32)?;
-            to_boundary(&out, &sig.ret, &sizes)
+            let prepared = Prepared::new(f)?;
+            let (out, sizes) = prepared.run_in(args, &domain::F32)?;
+            to_boundary(&out, &prepared.ret, &sizes)
         }
         crate::precision::Precision::I64 => {
             let args = ints_of::<i64>(args)?;
@@ -707,17 +734,19 @@ pub fn run_int<T: crate::precision::IntElem>(
     gather::check(f, args, &sizes, p, p)?;
     // the integer arrays, as gathers read them (checked: every element is
     // on the axes it indexes, so exact as `f64`)
-    let ints: Vec<(String, Value)> = f
+    let int_values: Vec<(&str, Value)> = f
         .params
         .iter()
         .zip(args)
         .filter(|(q, _)| q.ty.is_int_array())
-        .map(|(q, v)| (q.name.clone(), v.to_value()))
+        .map(|(q, v)| (q.name.as_str(), v.to_value()))
         .collect();
-    let (out, sizes) = run_in_with(f, &sizes, &ints, &domain::Int(p), |env, d| {
+    let ints: Vec<(&str, &Value)> = int_values.iter().map(|(n, v)| (*n, v)).collect();
+    let prepared = Prepared::checked(f, sig.ret.clone());
+    let out = prepared.run_in_with(&sizes, &ints, &domain::Int(p), |env, d| {
         for (q, v) in f.params.iter().zip(args) {
             env.values
-                .push((q.name.clone(), to_internal(&borrowed_int(v), &q.ty, d)?));
+                .push((q.name.as_str(), to_internal(&borrowed_int(v), &q.ty, d)?));
         }
         Ok(())
     })?;
@@ -761,11 +790,120 @@ pub struct Leaf<N> {
 /// Run `f` in the number domain `d` (see [`domain`]): the result's arrays
 /// as [`Leaf`]s, in the order of [`Value`]'s leaves.
 pub fn run_domain<D: Domain>(f: &Function, args: &[Value], d: &D) -> Result<Vec<Leaf<D::N>>> {
-    let sig = crate::types::check(f).map_err(Error::types)?;
-    let (out, sizes) = run_in(f, args, d)?;
-    let mut leaves = Vec::new();
-    collect_leaves(&out, &sig.ret, &Boundary::of(&sig.ret), &sizes, &mut leaves)?;
-    Ok(leaves)
+    Prepared::new(f)?.run_domain(args, d)
+}
+
+/// A function type-checked once and run many times ([`run_domain`] on
+/// each argument list, in any domain): the check and the analyses of the
+/// body that do not depend on the arguments are done once. Each run's
+/// result (value or error) is the one [`run_domain`] gives.
+pub struct Prepared<'f> {
+    f: &'f Function,
+    /// The result type.
+    ret: Type,
+    /// The element type of every access of the body.
+    access_types: AccessTypes,
+    /// Sizes whose allocations the body has been found to stay within.
+    allocations_ok: std::cell::RefCell<Vec<Sizes>>,
+}
+
+impl<'f> Prepared<'f> {
+    /// Type-check `f` (its errors as [`run_domain`] reports them).
+    pub fn new(f: &'f Function) -> Result<Prepared<'f>> {
+        let sig = crate::types::check(f).map_err(Error::types)?;
+        Ok(Prepared::checked(f, sig.ret))
+    }
+
+    /// `f`, which passed the type checker with result type `ret`.
+    fn checked(f: &'f Function, ret: Type) -> Prepared<'f> {
+        let mut scope: Vec<(String, Type)> = f
+            .params
+            .iter()
+            .map(|p| (p.name.clone(), p.ty.clone()))
+            .collect();
+        let mut access = AccessTypes::new();
+        access_types(&f.body, &mut scope, &mut access);
+        Prepared {
+            f,
+            ret,
+            access_types: access,
+            allocations_ok: Default::default(),
+        }
+    }
+
+    /// [`run_domain`] of the function on `args`.
+    pub fn run_domain<D: Domain>(&self, args: &[Value], d: &D) -> Result<Vec<Leaf<D::N>>> {
+        let (out, sizes) = self.run_in(args, d)?;
+        let mut leaves = Vec::new();
+        collect_leaves(
+            &out,
+            &self.ret,
+            &Boundary::of(&self.ret),
+            &sizes,
+            &mut leaves,
+        )?;
+        Ok(leaves)
+    }
+
+    /// Evaluate the body on `args`: its value and the bound sizes.
+    fn run_in<D: Domain>(&self, args: &[Value], d: &D) -> Result<(V<D::N>, Sizes)> {
+        let f = self.f;
+        let sizes = bind(f, args)?;
+        gather::check(f, args, &sizes, Precision::F64, d.format())?;
+        let ints: Vec<(&str, &Value)> = f
+            .params
+            .iter()
+            .zip(args)
+            .filter(|(p, _)| p.ty.is_int_array())
+            .map(|(p, v)| (p.name.as_str(), v))
+            .collect();
+        let out = self.run_in_with(&sizes, &ints, d, |env, d| {
+            for (p, v) in f.params.iter().zip(args) {
+                env.values
+                    .push((p.name.as_str(), to_internal(&borrowed(v), &p.ty, d)?));
+            }
+            Ok(())
+        })?;
+        Ok((out, sizes))
+    }
+
+    /// Evaluate the body at the bound `sizes`, the integer array arguments
+    /// `ints`, the parameters bound by `bind_params`.
+    fn run_in_with<'a, D: Domain>(
+        &'a self,
+        sizes: &'a Sizes,
+        ints: &'a [(&'a str, &'a Value)],
+        d: &'a D,
+        bind_params: impl FnOnce(&mut Env<'a, D>, &D) -> Result<()>,
+    ) -> Result<V<D::N>> {
+        let f = self.f;
+        if !self.allocations_ok.borrow().contains(sizes) {
+            // refuse absurd result sizes before computing anything
+            if let Some(shape) = result_shapes(&self.ret, sizes)? {
+                for s in shape {
+                    value::checked_elements(&s)?;
+                }
+            }
+            check_allocations(f, sizes)?;
+            self.allocations_ok.borrow_mut().push(sizes.clone());
+        }
+        let mut env = Env {
+            d,
+            values: Vec::with_capacity(f.params.len() + 8),
+            indices: Vec::with_capacity(8),
+            sizes,
+            access_types: &self.access_types,
+            zeros: HashMap::new(),
+            oom: None,
+            ints,
+        };
+        bind_params(&mut env, d)?;
+        let out = eval(&f.body, &mut env);
+        if let Some(e) = env.oom.take() {
+            return Err(e);
+        }
+        Ok(out)
+    }
 }
 
 fn collect_leaves<N: Clone>(
@@ -788,68 +926,6 @@ fn collect_leaves<N: Clone>(
             collect_leaves(&component(v, 1)?, &component_type(t, 1), b1, sizes, out)
         }
     }
-}
-
-/// Evaluate the body of `f` (type-checked by the caller) on `args`.
-fn run_in<D: Domain>(f: &Function, args: &[Value], d: &D) -> Result<(V<D::N>, Sizes)> {
-    let sizes = bind(f, args)?;
-    gather::check(f, args, &sizes, Precision::F64, d.format())?;
-    let ints: Vec<(String, Value)> = f
-        .params
-        .iter()
-        .zip(args)
-        .filter(|(p, _)| p.ty.is_int_array())
-        .map(|(p, v)| (p.name.clone(), v.clone()))
-        .collect();
-    run_in_with(f, &sizes, &ints, d, |env, d| {
-        for (p, v) in f.params.iter().zip(args) {
-            env.values
-                .push((p.name.clone(), to_internal(&borrowed(v), &p.ty, d)?));
-        }
-        Ok(())
-    })
-}
-
-/// Evaluate the body of `f` at the bound `sizes`, the integer array
-/// arguments `ints`, the parameters bound by `bind_params`.
-fn run_in_with<D: Domain>(
-    f: &Function,
-    sizes: &Sizes,
-    ints: &[(String, Value)],
-    d: &D,
-    bind_params: impl FnOnce(&mut Env<'_, D>, &D) -> Result<()>,
-) -> Result<(V<D::N>, Sizes)> {
-    let sig = crate::types::check(f).map_err(Error::types)?;
-    // refuse absurd result sizes before computing anything
-    if let Some(shape) = result_shapes(&sig.ret, sizes)? {
-        for s in shape {
-            value::checked_elements(&s)?;
-        }
-    }
-    check_allocations(f, sizes)?;
-    let mut scope: Vec<(String, Type)> = f
-        .params
-        .iter()
-        .map(|p| (p.name.clone(), p.ty.clone()))
-        .collect();
-    let mut types = AccessTypes::new();
-    access_types(&f.body, &mut scope, &mut types);
-    let mut env = Env {
-        d,
-        values: Vec::new(),
-        indices: Vec::new(),
-        sizes: sizes.clone(),
-        access_types: types,
-        zeros: HashMap::new(),
-        oom: None,
-        ints: ints.to_vec(),
-    };
-    bind_params(&mut env, d)?;
-    let out = eval(&f.body, &mut env);
-    if let Some(e) = env.oom.take() {
-        return Err(e);
-    }
-    Ok((out, sizes.clone()))
 }
 
 /// The shape of a value as the allocation check sees it: how many numbers

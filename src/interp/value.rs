@@ -394,19 +394,39 @@ impl AsOperandMut for Value {
     }
 }
 
+/// Where a value being checked sits: argument `arg` (described by
+/// `describe_arg`, written only for an error message) and the path of
+/// pair components inside it (`.0.1`).
+#[derive(Clone, Copy)]
+struct Place<'a> {
+    arg: usize,
+    path: &'a str,
+    describe_arg: &'a dyn Fn(usize) -> String,
+}
+
+impl<'a> Place<'a> {
+    fn describe(&self) -> String {
+        (self.describe_arg)(self.arg) + self.path
+    }
+    fn with_path(self, path: &'a str) -> Place<'a> {
+        Place { path, ..self }
+    }
+}
+
 fn check_value<V: AsOperand + ?Sized>(
     v: &V,
     b: &Boundary,
-    what: &str,
+    at: Place<'_>,
     sizes: &mut Sizes,
-    origin: &mut BTreeMap<String, String>,
+    origin: &mut BTreeMap<String, (usize, String)>,
 ) -> Result<()> {
+    let what = || at.describe();
     match (b, v.operand()) {
         (Boundary::Array(s), Operand::Real(_)) if s.is_empty() => Ok(()),
         (Boundary::Array(s), Operand::Array { shape, .. }) => {
             if shape.len() != s.len() {
                 return Err(Error::Rank {
-                    argument: what.to_string(),
+                    argument: what(),
                     expected: s.len(),
                     found: Found::Array(shape.to_vec()),
                 });
@@ -416,7 +436,7 @@ fn check_value<V: AsOperand + ?Sized>(
                 // of the type checker relies on it), even on empty arrays
                 if got as u128 > MAX_ELEMENTS {
                     return Err(Error::TooLarge {
-                        what: format!("{what}: axis {axis}"),
+                        what: format!("{}: axis {axis}", what()),
                         elements: got as u128,
                         limit: MAX_ELEMENTS,
                     });
@@ -424,7 +444,7 @@ fn check_value<V: AsOperand + ?Sized>(
                 match want {
                     Size::Lit(k) if *k != got => {
                         return Err(Error::Shape {
-                            argument: what.to_string(),
+                            argument: what(),
                             axis,
                             expected: *k,
                             got,
@@ -436,16 +456,19 @@ fn check_value<V: AsOperand + ?Sized>(
                             return Err(Error::SizeName {
                                 size: n.clone(),
                                 first: prev,
-                                first_argument: origin[n].clone(),
+                                first_argument: {
+                                    let (arg, path) = &origin[n];
+                                    (at.describe_arg)(*arg) + path
+                                },
                                 got,
-                                argument: what.to_string(),
+                                argument: what(),
                                 axis,
                             })
                         }
                         Some(_) => {}
                         None => {
                             sizes.insert(n.clone(), got);
-                            origin.insert(n.clone(), what.to_string());
+                            origin.insert(n.clone(), (at.arg, at.path.to_string()));
                         }
                     },
                 }
@@ -457,7 +480,7 @@ fn check_value<V: AsOperand + ?Sized>(
                 .fold(1u128, |a, &d| a.saturating_mul(d as u128));
             if elements > MAX_ELEMENTS {
                 return Err(Error::TooLarge {
-                    what: format!("{what} (shape {shape:?})"),
+                    what: format!("{} (shape {shape:?})", what()),
                     elements,
                     limit: MAX_ELEMENTS,
                 });
@@ -465,15 +488,17 @@ fn check_value<V: AsOperand + ?Sized>(
             Ok(())
         }
         (Boundary::Pair(b0, b1), Operand::Pair(v0, v1)) => {
-            check_value(v0, b0, &format!("{what}.0"), sizes, origin)?;
-            check_value(v1, b1, &format!("{what}.1"), sizes, origin)
+            let p0 = format!("{}.0", at.path);
+            let p1 = format!("{}.1", at.path);
+            check_value(v0, b0, at.with_path(&p0), sizes, origin)?;
+            check_value(v1, b1, at.with_path(&p1), sizes, origin)
         }
         (Boundary::Pair(..), _) => Err(Error::NotPair {
-            argument: what.to_string(),
+            argument: what(),
             found: found(v),
         }),
         (Boundary::Array(s), _) => Err(Error::Rank {
-            argument: what.to_string(),
+            argument: what(),
             expected: s.len(),
             found: found(v),
         }),
@@ -506,14 +531,17 @@ pub(crate) fn bind_operands<V: AsOperand>(f: &Function, args: &[V]) -> Result<Si
     }
     let mut sizes = Sizes::new();
     let mut origin = BTreeMap::new();
-    for (p, v) in f.params.iter().zip(args) {
-        check_value(
-            v,
-            &Boundary::of(&p.ty),
-            &format!("argument `{}` ({})", p.name, print_type(&p.ty)),
-            &mut sizes,
-            &mut origin,
-        )?;
+    let describe = |k: usize| {
+        let p = &f.params[k];
+        format!("argument `{}` ({})", p.name, print_type(&p.ty))
+    };
+    for (k, (p, v)) in f.params.iter().zip(args).enumerate() {
+        let at = Place {
+            arg: k,
+            path: "",
+            describe_arg: &describe,
+        };
+        check_value(v, &Boundary::of(&p.ty), at, &mut sizes, &mut origin)?;
     }
     Ok(sizes)
 }
@@ -558,4 +586,42 @@ pub fn checked_elements(shape: &[usize]) -> Result<usize> {
         });
     }
     Ok(n as usize)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ndarray::{ArrayD, IxDyn};
+
+    fn array(shape: &[usize]) -> Value {
+        Value::Array(ArrayD::zeros(IxDyn(shape)))
+    }
+
+    #[test]
+    fn a_size_name_bound_twice_names_both_arguments_and_pair_components() {
+        let f = crate::load("fn f(p: ([n]R, [m]R), y: [m]R) -> R = sum(i:n) p.0[i]")
+            .unwrap()
+            .functions
+            .remove(0);
+        let args = [Value::pair(array(&[2]), array(&[3])), array(&[4])];
+        match bind(&f, &args) {
+            Err(Error::SizeName {
+                size,
+                first,
+                first_argument,
+                got,
+                argument,
+                axis,
+            }) => {
+                assert_eq!((size.as_str(), first, got, axis), ("m", 3, 4, 0));
+                assert_eq!(first_argument, "argument `p` (([n]R, [m]R)).1");
+                assert_eq!(argument, "argument `y` ([m]R)");
+            }
+            other => panic!("{other:?}"),
+        }
+        // consistent arguments bind every name
+        let ok = [Value::pair(array(&[2]), array(&[3])), array(&[3])];
+        let sizes = bind(&f, &ok).unwrap();
+        assert_eq!((sizes["n"], sizes["m"]), (2, 3));
+    }
 }
