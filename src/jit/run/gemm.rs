@@ -154,6 +154,10 @@ impl GemmPlan {
     /// `f32`: the buffers hold `f32` elements (a kernel compiled in
     /// `Precision::F32`; the library's f32 kernel, no scratch copies: a
     /// product that needs them is declined).
+    ///
+    /// A complex product's part (with [`GemmPlan::then`]) runs only when
+    /// both its products run as plain library calls ([`GemmPlan::plain`]):
+    /// the first writes the output, the second accumulates into it.
     pub unsafe fn run(
         &self,
         bufs: &[*mut f64],
@@ -162,6 +166,67 @@ impl GemmPlan {
         threads: Threads,
         cancel: &AtomicBool,
         f32: bool,
+    ) -> bool {
+        let Some(then) = &self.then else {
+            // SAFETY: as this function's
+            return unsafe { self.run_one(bufs, strides, sizes, threads, cancel, f32, false) };
+        };
+        if !self.plain(bufs, strides, sizes, f32) || !then.plain(bufs, strides, sizes, f32) {
+            return false;
+        }
+        // SAFETY: as this function's; both products take the plain path
+        // (no scratch), so neither declines
+        unsafe {
+            self.run_one(bufs, strides, sizes, threads, cancel, f32, false);
+            if !cancel.load(Ordering::Relaxed) {
+                then.run_one(bufs, strides, sizes, threads, cancel, f32, true);
+            }
+        }
+        true
+    }
+
+    /// Whether the product runs as library calls on the operands in place
+    /// (it binds, needs no scratch copies and does not degenerate to dot
+    /// products), or has an empty output.
+    fn plain(&self, bufs: &[*mut f64], strides: &[i64], sizes: &[i64], f32: bool) -> bool {
+        let Some(b) = self.bind(bufs, strides, sizes, f32) else {
+            return false;
+        };
+        let dims = |r: Role| self.dims(b.nv, &b.vsize, r, &b.st);
+        let (dm, dn, dk, db) = (
+            dims(Role::M),
+            dims(Role::N),
+            dims(Role::K),
+            dims(Role::Batch),
+        );
+        let empty = |d: &Dims| d.as_slice().iter().any(|d| d.size == 0);
+        if empty(&dm) || empty(&dn) || empty(&db) {
+            return true;
+        }
+        let k_empty = empty(&dk);
+        let unfused = |d: &Dims, ops: &[usize]| fuse(*d, ops).len > 1;
+        if !k_empty && (unfused(&dm, &[0, 1]) || unfused(&dn, &[0, 2]) || unfused(&dk, &[1, 2])) {
+            return false;
+        }
+        Product::of(dm, dn, dk, db, k_empty, b.alpha, false).is_some()
+    }
+
+    /// One product: [`GemmPlan::run`] for a plan without a second product;
+    /// `acc`: add the product to the output instead of writing it (then it
+    /// declines where it would need scratch copies).
+    ///
+    /// # Safety
+    /// As [`GemmPlan::run`].
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn run_one(
+        &self,
+        bufs: &[*mut f64],
+        strides: &[i64],
+        sizes: &[i64],
+        threads: Threads,
+        cancel: &AtomicBool,
+        f32: bool,
+        acc: bool,
     ) -> bool {
         let Some(Bound {
             nv,
@@ -197,7 +262,7 @@ impl GemmPlan {
         let unfused = |d: &Dims, ops: &[usize]| fuse(*d, ops).len > 1;
         let mut scratch = None;
         if !k_empty && (unfused(&dm, &[0, 1]) || unfused(&dn, &[0, 2]) || unfused(&dk, &[1, 2])) {
-            if f32 {
+            if f32 || acc {
                 // (the scratch copies are f64: the native code runs it)
                 return false;
             }
@@ -213,7 +278,7 @@ impl GemmPlan {
         } else {
             (dm, dn, dk, db)
         };
-        let Some(product) = Product::of(dm, dn, dk, db, k_empty, alpha) else {
+        let Some(product) = Product::of(dm, dn, dk, db, k_empty, alpha, acc) else {
             return false;
         };
         let (dst0, lhs0, rhs0) = match &mut scratch {
@@ -336,12 +401,22 @@ struct Product {
     loops: [(Dim, bool); MAX_VARS],
     nl: usize,
     alpha: f64,
+    /// Add to the destination (every call accumulates).
+    acc: bool,
 }
 
 impl Product {
     /// The product of the role's dimensions `dm`, `dn`, `dk`, `db`;
     /// `None` when it degenerates to dot products (`m = n = 1`).
-    fn of(dm: Dims, dn: Dims, dk: Dims, db: Dims, k_empty: bool, alpha: f64) -> Option<Product> {
+    fn of(
+        dm: Dims,
+        dn: Dims,
+        dk: Dims,
+        db: Dims,
+        k_empty: bool,
+        alpha: f64,
+        acc: bool,
+    ) -> Option<Product> {
         let mut fm = fuse(dm, &[0, 1]);
         let mut fn_ = fuse(dn, &[0, 2]);
         let mut fk = if k_empty {
@@ -391,6 +466,7 @@ impl Product {
             loops,
             nl,
             alpha,
+            acc,
         })
     }
 
@@ -409,14 +485,14 @@ impl Product {
     ) {
         let (m, n, k) = (self.m, self.n, self.k);
         let loops = &self.loops[..self.nl];
-        if !f32 && self.small() {
+        if !f32 && !self.acc && self.small() {
             // SAFETY: as this function's
             return unsafe { self.small_calls((dst0, lhs0, rhs0), threads.threads, cancel) };
         }
         let mut idx = [0usize; MAX_VARS];
         'calls: loop {
             let mut off = [0isize; 3];
-            let mut accumulate = false;
+            let mut accumulate = self.acc;
             for ((d, is_k), &i) in loops.iter().zip(&idx) {
                 for (o, s) in off.iter_mut().enumerate() {
                     *s += i as isize * d.st[o];
