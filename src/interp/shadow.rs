@@ -784,6 +784,10 @@ impl Domain for Shadow {
         (written, !(can_true && can_false))
     }
 
+    fn regroups(&self) -> bool {
+        true
+    }
+
     fn either(&self, chosen: &Sh, other: &Sh) -> Sh {
         if chosen.is_any() || other.is_any() {
             return Sh::any(chosen.v);
