@@ -74,6 +74,29 @@ pub struct GemmPlan {
     /// over the same variables and output, accumulated into the output
     /// after this one wrote it.
     pub(crate) then: Option<Box<GemmPlan>>,
+    /// A complex product's part: the product as one complex product, run
+    /// on the library's complex kernel when the operands' parts are
+    /// interleaved (as numpy stores complex arrays).
+    pub(crate) complex: Option<Box<ComplexPair>>,
+}
+
+/// A complex product `(x0 + i·x1)·(y0 + i·y1)` as one product of complex
+/// matrices: when each operand's second part is stored one element after
+/// its first with the same strides (numpy's interleaved complex arrays),
+/// the first of its two nests to run computes both parts on the library's
+/// complex kernel, and the second has nothing left to do.
+#[derive(Clone, Debug)]
+pub(crate) struct ComplexPair {
+    /// `x0·y0` into the real part (its variables are the stage's).
+    pub(crate) base: GemmPlan,
+    /// The other parts of `base.lhs` and `base.rhs` (the same axes).
+    pub(crate) lhs1: Operand,
+    pub(crate) rhs1: Operand,
+    /// The imaginary part's output (the axes of `base.out`).
+    pub(crate) im: Operand,
+    /// This nest runs before its partner (it computes both parts on the
+    /// complex kernel).
+    pub(crate) first: bool,
 }
 
 fn stride_starts(p: &LoopProgram) -> Vec<usize> {
@@ -233,6 +256,7 @@ pub fn plan(p: &LoopProgram, nest: &Nest) -> Option<GemmPlan> {
         alpha_loads: f.scalars,
         desc,
         then: None,
+        complex: None,
     })
 }
 
@@ -313,28 +337,33 @@ fn ranges(g: &GemmPlan) -> Vec<&SizeRef> {
     g.vars.iter().map(|(_, n)| n).collect()
 }
 
-/// Whether `re` and `im` (each part's two products) are the parts of a
+/// When `re` and `im` (each part's two products) are the parts of a
 /// complex product `(x0 + i·x1)·(y0 + i·y1)`: `re = x0·y0 − x1·y1`,
 /// `im = x0·y1 + x1·y0` over the same variables, with `x0`, `x1` indexed
-/// alike and `y0`, `y1` indexed alike.
-fn is_complex(re: &[GemmPlan; 2], im: &[GemmPlan; 2]) -> bool {
+/// alike and `y0`, `y1` indexed alike: the real part's positive product
+/// `x0·y0`, and the other parts of its `lhs` and `rhs`.
+fn complex_of(re: &[GemmPlan; 2], im: &[GemmPlan; 2]) -> Option<(GemmPlan, Operand, Operand)> {
     let r = ranges(&re[0]);
     if [&re[1], &im[0], &im[1]].iter().any(|g| ranges(g) != r) {
-        return false;
+        return None;
     }
     if im.iter().any(|g| g.alpha != 1.0) {
-        return false;
+        return None;
     }
     let (pl, mi) = match (re[0].alpha == 1.0, re[1].alpha == 1.0) {
         (true, false) => (&re[0], &re[1]),
         (false, true) => (&re[1], &re[0]),
-        _ => return false,
+        _ => return None,
     };
     let same = |a: &Operand, b: &Operand| a.buf == b.buf && a.axes == b.axes;
     let pair = |a: &Operand, b: &Operand, g: &GemmPlan| {
         (same(a, &g.lhs) && same(b, &g.rhs)) || (same(a, &g.rhs) && same(b, &g.lhs))
     };
-    for (x0, y0) in [(&pl.lhs, &pl.rhs), (&pl.rhs, &pl.lhs)] {
+    // `x0` is `pl.lhs` in the first assignments, `pl.rhs` in the others
+    for (swap, (x0, y0)) in [(&pl.lhs, &pl.rhs), (&pl.rhs, &pl.lhs)]
+        .into_iter()
+        .enumerate()
+    {
         for (x1, y1) in [(&mi.lhs, &mi.rhs), (&mi.rhs, &mi.lhs)] {
             if x0.axes != x1.axes || y0.axes != y1.axes {
                 continue;
@@ -342,11 +371,15 @@ fn is_complex(re: &[GemmPlan; 2], im: &[GemmPlan; 2]) -> bool {
             if (pair(x0, y1, &im[0]) && pair(x1, y0, &im[1]))
                 || (pair(x0, y1, &im[1]) && pair(x1, y0, &im[0]))
             {
-                return true;
+                let (l1, r1) = if swap == 0 { (x1, y1) } else { (y1, x1) };
+                let mut base = pl.clone();
+                base.then = None;
+                base.complex = None;
+                return Some((base, l1.clone(), r1.clone()));
             }
         }
     }
-    false
+    None
 }
 
 /// The GEMM plan of `nest` when it is one part of a complex matrix
@@ -354,36 +387,52 @@ fn is_complex(re: &[GemmPlan; 2], im: &[GemmPlan; 2]) -> bool {
 /// [`GemmPlan::then`].
 pub fn plan_complex(p: &LoopProgram, nest: &Nest) -> Option<GemmPlan> {
     let k = p.nests.iter().position(|n| n.buf == nest.buf)?;
-    let partner = [k.checked_sub(1), k.checked_add(1)]
+    let (j, partner) = [k.checked_sub(1), k.checked_add(1)]
         .into_iter()
         .flatten()
-        .filter_map(|j| p.nests.get(j))
-        .find(|o| siblings(p, nest.buf, o.buf).is_some())?;
+        .filter_map(|j| Some((j, p.nests.get(j)?)))
+        .find(|(_, o)| siblings(p, nest.buf, o.buf).is_some())?;
     if p.touches_strong_buffers(nest) || p.touches_strong_buffers(partner) {
         return None;
     }
     let mine = two_terms(p, nest)?;
     let other = two_terms(p, partner)?;
-    let real = if is_complex(&mine, &other) {
-        true
-    } else if is_complex(&other, &mine) {
-        false
+    let (real, (base, lhs1, rhs1)) = if let Some(c) = complex_of(&mine, &other) {
+        (true, c)
     } else {
-        return None;
+        (false, complex_of(&other, &mine)?)
     };
-    let [a, b] = mine;
-    // the real part's positive product first (it writes the output)
-    let (mut first, second) = if b.alpha == 1.0 && a.alpha != 1.0 {
-        (b, a)
-    } else {
-        (a, b)
+    let starts = stride_starts(p);
+    let im_buf = if real { partner.buf } else { nest.buf };
+    let im = Operand {
+        buf: im_buf,
+        stride_at: starts[im_buf],
+        axes: base.out.axes.clone(),
+        dims: base.out.dims.clone(),
     };
+    let two = |[a, b]: [GemmPlan; 2]| {
+        // the real part's positive product first (it writes the output)
+        let (mut first, second) = if b.alpha == 1.0 && a.alpha != 1.0 {
+            (b, a)
+        } else {
+            (a, b)
+        };
+        first.then = Some(Box::new(second));
+        first
+    };
+    let mut first = two(mine);
     first.desc = format!(
         "complex {} ({} part)",
         first.desc,
         if real { "real" } else { "imaginary" }
     );
-    first.then = Some(Box::new(second));
+    first.complex = Some(Box::new(ComplexPair {
+        base,
+        lhs1,
+        rhs1,
+        im,
+        first: k < j,
+    }));
     Some(first)
 }
 
