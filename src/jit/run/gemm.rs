@@ -12,6 +12,14 @@
 //! where the strides allow it (in every operand), loops over the batch
 //! axes, and calls the library. Transposes and reversals are strides.
 //!
+//! A complex product's part ([`GemmPlan::then`]) runs as two library
+//! calls, the second accumulating into the first's output; with the
+//! operands' parts interleaved, the part that runs first computes both
+//! parts in one call of the library's complex kernel ([`ComplexPair`],
+//! [`GemmPlan::run_stage`] then returns [`Ran::Both`] and the kernel
+//! skips the other part's nest), into C-order scratch split into the two
+//! outputs unless those are interleaved too.
+//!
 //! A pairwise step of a planned tensor network is such a nest with several
 //! kept and summed indices per operand (a tensordot). Where an M, N or K
 //! group does not fuse (its axes interleaved with another group's in an
