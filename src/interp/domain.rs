@@ -68,6 +68,14 @@ pub trait Domain {
     fn either(&self, chosen: &Self::N, _other: &Self::N) -> Self::N {
         chosen.clone()
     }
+    /// Whether the domain also accepts the regrouping the contract allows
+    /// for a complex matrix product ([`super::complex`]): the evaluator
+    /// then widens each part by [`Domain::either`] with its value as the
+    /// sum of its real products. False for the domains of the written
+    /// program's value.
+    fn regroups(&self) -> bool {
+        false
+    }
 }
 
 /// IEEE-754 doubles in the written order: the language's meaning.

@@ -13,6 +13,7 @@
 //! Negation, and sums or differences whose operands are all strong zeros, stay
 //! strong. Everywhere else a strong zero is plain `0.0`.
 
+pub mod complex;
 pub mod domain;
 pub mod gather;
 pub mod random;
@@ -219,6 +220,43 @@ fn eps(idx: &[i64]) -> f64 {
     sign
 }
 
+/// A complex product's part (see [`complex`]) as the sum of its `2·n`
+/// real products: both products of each index added to one sum.
+fn split_sum<'a, D: Domain>(part: &complex::Part<'a>, env: &mut Env<'a, D>) -> D::N {
+    fn go<'a, D: Domain>(
+        part: &complex::Part<'a>,
+        level: usize,
+        acc: &mut D::Acc,
+        count: &mut usize,
+        env: &mut Env<'a, D>,
+    ) {
+        let d = env.d;
+        let Some(&(i, n)) = part.sums.get(level) else {
+            let (x, sx) = eval(part.t1, env).num();
+            d.sum_add(acc, &x, sx);
+            let (y, sy) = eval(part.t2, env).num();
+            let y = if part.neg && !sy { d.neg(&y) } else { y };
+            d.sum_add(acc, &y, sy);
+            *count += 2;
+            return;
+        };
+        let n = env.size(n);
+        for k in 0..n {
+            if env.oom.is_some() {
+                break;
+            }
+            env.indices.push((i, k as i64));
+            go(part, level + 1, acc, count, env);
+            env.indices.pop();
+        }
+    }
+    let d = env.d;
+    let mut acc = d.sum_start();
+    let mut count = 0;
+    go(part, 0, &mut acc, &mut count, env);
+    d.sum_end(acc, count)
+}
+
 fn eval<'a, D: Domain>(e: &'a Expr, env: &mut Env<'a, D>) -> V<D::N> {
     stack::deep(|| eval_inner(e, env))
 }
@@ -271,8 +309,19 @@ fn eval_inner<'a, D: Domain>(e: &'a Expr, env: &mut Env<'a, D>) -> V<D::N> {
             }
         },
         Expr::Pair(a, b) => {
-            let va = eval(a, env);
-            let vb = eval(b, env);
+            let mut va = eval(a, env);
+            let mut vb = eval(b, env);
+            if d.regroups() {
+                if let Some([pa, pb]) = complex::pattern(a, b) {
+                    // a complex product: each part may also be its real
+                    // products' sums, combined (docs/fp-contract.md)
+                    for (v, part) in [(&mut va, pa), (&mut vb, pb)] {
+                        let (x, s) = v.num();
+                        let split = split_sum(&part, env);
+                        *v = V::Num(d.either(&x, &split), s);
+                    }
+                }
+            }
             V::Pair(Rc::new((va, vb)))
         }
         Expr::Proj(k, a) => match eval(a, env) {

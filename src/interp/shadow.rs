@@ -19,6 +19,11 @@
 //! - **Reordering.** A `sum`'s terms may be added in any order (as numpy,
 //!   BLAS and the JIT's vector lanes do): its interval is widened by
 //!   `(n+1)·u·Σ|terms|`, the bound on the error of any order.
+//! - **Complex products.** The parts of a complex matrix product
+//!   ([`super::complex`]: `(Σ x0·y0 − x1·y1, Σ x0·y1 + x1·y0)`) may be
+//!   computed as the sums of their real products, combined (as `zgemm`
+//!   does): each part also accepts the interval of the sum of its `2n`
+//!   real product terms ([`Domain::regroups`]).
 //! - **Overflow and underflow.** Regrouping a product or a sum can overflow
 //!   where the written order did not, or the other way round. Each value
 //!   carries `big`, a bound on the magnitude of every intermediate of every
@@ -782,6 +787,10 @@ impl Domain for Shadow {
             }
         }
         (written, !(can_true && can_false))
+    }
+
+    fn regroups(&self) -> bool {
+        true
     }
 
     fn either(&self, chosen: &Sh, other: &Sh) -> Sh {

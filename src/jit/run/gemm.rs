@@ -12,6 +12,14 @@
 //! where the strides allow it (in every operand), loops over the batch
 //! axes, and calls the library. Transposes and reversals are strides.
 //!
+//! A complex product's part ([`GemmPlan::then`]) runs as two library
+//! calls, the second accumulating into the first's output; with the
+//! operands' parts interleaved, the part that runs first computes both
+//! parts in one call of the library's complex kernel ([`ComplexPair`],
+//! [`GemmPlan::run_stage`] then returns [`Ran::Both`] and the kernel
+//! skips the other part's nest), into C-order scratch split into the two
+//! outputs unless those are interleaved too.
+//!
 //! A pairwise step of a planned tensor network is such a nest with several
 //! kept and summed indices per operand (a tensordot). Where an M, N or K
 //! group does not fuse (its axes interleaved with another group's in an
@@ -61,7 +69,7 @@
 
 use crate::jit::ir::SizeRef;
 use crate::jit::options::{GemmAxis, GemmSplit};
-use crate::jit::schedule::gemm::{GemmPlan, Role, MAX_VARS, SMALL_MNK};
+use crate::jit::schedule::gemm::{ComplexPair, GemmPlan, Operand, Role, MAX_VARS, SMALL_MNK};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// One (fused) dimension: its size and its stride in each of out, lhs, rhs.
@@ -154,6 +162,10 @@ impl GemmPlan {
     /// `f32`: the buffers hold `f32` elements (a kernel compiled in
     /// `Precision::F32`; the library's f32 kernel, no scratch copies: a
     /// product that needs them is declined).
+    ///
+    /// A complex product's part (with [`GemmPlan::then`]) runs only when
+    /// both its products run as plain library calls ([`GemmPlan::plain`]):
+    /// the first writes the output, the second accumulates into it.
     pub unsafe fn run(
         &self,
         bufs: &[*mut f64],
@@ -162,6 +174,97 @@ impl GemmPlan {
         threads: Threads,
         cancel: &AtomicBool,
         f32: bool,
+    ) -> bool {
+        let Some(then) = &self.then else {
+            // SAFETY: as this function's
+            return unsafe { self.run_one(bufs, strides, sizes, threads, cancel, f32, false) };
+        };
+        if !self.plain(bufs, strides, sizes, f32) || !then.plain(bufs, strides, sizes, f32) {
+            return false;
+        }
+        // SAFETY: as this function's; both products take the plain path
+        // (no scratch), so neither declines
+        unsafe {
+            self.run_one(bufs, strides, sizes, threads, cancel, f32, false);
+            if !cancel.load(Ordering::Relaxed) {
+                then.run_one(bufs, strides, sizes, threads, cancel, f32, true);
+            }
+        }
+        true
+    }
+
+    /// [`GemmPlan::run`], for a complex product's part that runs before
+    /// its partner (the next nest) first trying both parts at once on the
+    /// library's complex kernel ([`Ran::Both`]; see [`ComplexPair`]).
+    ///
+    /// # Safety
+    /// As [`GemmPlan::run`]; with [`Ran::Both`] the next nest's output is
+    /// written too.
+    pub unsafe fn run_stage(
+        &self,
+        bufs: &[*mut f64],
+        strides: &[i64],
+        sizes: &[i64],
+        threads: Threads,
+        cancel: &AtomicBool,
+        f32: bool,
+    ) -> Ran {
+        if let Some(c) = self.complex.as_deref().filter(|c| c.first) {
+            // SAFETY: as this function's
+            if unsafe { c.run(bufs, strides, sizes, threads, cancel, f32) } {
+                return Ran::Both;
+            }
+        }
+        // SAFETY: as this function's
+        if unsafe { self.run(bufs, strides, sizes, threads, cancel, f32) } {
+            Ran::Yes
+        } else {
+            Ran::No
+        }
+    }
+
+    /// Whether the product runs as library calls on the operands in place
+    /// (it binds, needs no scratch copies and does not degenerate to dot
+    /// products), or has an empty output.
+    fn plain(&self, bufs: &[*mut f64], strides: &[i64], sizes: &[i64], f32: bool) -> bool {
+        let Some(b) = self.bind(bufs, strides, sizes, f32) else {
+            return false;
+        };
+        let dims = |r: Role| self.dims(b.nv, &b.vsize, r, &b.st);
+        let (dm, dn, dk, db) = (
+            dims(Role::M),
+            dims(Role::N),
+            dims(Role::K),
+            dims(Role::Batch),
+        );
+        let empty = |d: &Dims| d.as_slice().iter().any(|d| d.size == 0);
+        if empty(&dm) || empty(&dn) || empty(&db) {
+            return true;
+        }
+        let k_empty = empty(&dk);
+        let unfused = |d: &Dims, ops: &[usize]| fuse(*d, ops).len > 1;
+        if !k_empty && (unfused(&dm, &[0, 1]) || unfused(&dn, &[0, 2]) || unfused(&dk, &[1, 2])) {
+            return false;
+        }
+        Product::of(dm, dn, dk, db, k_empty, b.alpha, false).is_some()
+    }
+
+    /// One product: [`GemmPlan::run`] for a plan without a second product;
+    /// `acc`: add the product to the output instead of writing it (then it
+    /// declines where it would need scratch copies).
+    ///
+    /// # Safety
+    /// As [`GemmPlan::run`].
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn run_one(
+        &self,
+        bufs: &[*mut f64],
+        strides: &[i64],
+        sizes: &[i64],
+        threads: Threads,
+        cancel: &AtomicBool,
+        f32: bool,
+        acc: bool,
     ) -> bool {
         let Some(Bound {
             nv,
@@ -197,7 +300,7 @@ impl GemmPlan {
         let unfused = |d: &Dims, ops: &[usize]| fuse(*d, ops).len > 1;
         let mut scratch = None;
         if !k_empty && (unfused(&dm, &[0, 1]) || unfused(&dn, &[0, 2]) || unfused(&dk, &[1, 2])) {
-            if f32 {
+            if f32 || acc {
                 // (the scratch copies are f64: the native code runs it)
                 return false;
             }
@@ -213,7 +316,7 @@ impl GemmPlan {
         } else {
             (dm, dn, dk, db)
         };
-        let Some(product) = Product::of(dm, dn, dk, db, k_empty, alpha) else {
+        let Some(product) = Product::of(dm, dn, dk, db, k_empty, alpha, acc) else {
             return false;
         };
         let (dst0, lhs0, rhs0) = match &mut scratch {
@@ -226,7 +329,7 @@ impl GemmPlan {
         };
         // SAFETY: as this function's (the scratch copies, when made, are
         // addressed by their own C-order strides).
-        unsafe { product.calls((dst0, lhs0, rhs0), threads, cancel, f32) };
+        unsafe { product.calls((dst0, lhs0, rhs0), threads, cancel, Elem::real(f32)) };
         if let Some(p) = scratch {
             if !cancel.load(Ordering::Relaxed) {
                 // SAFETY: as `Packed::finish`: the output pointer and its
@@ -316,6 +419,213 @@ impl GemmPlan {
     }
 }
 
+/// What [`GemmPlan::run_stage`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ran {
+    /// Declined: the nest's native code runs it.
+    No,
+    /// Ran the nest.
+    Yes,
+    /// Ran the nest and the next one: both parts of a complex product.
+    Both,
+}
+
+/// Whether operand `b` is stored interleaved after `a`, as the imaginary
+/// parts of a numpy complex array after its real parts: one element
+/// after it, with the same strides, every one even (on the axes of more
+/// than one element: the others are only read at 0).
+fn interleaved(
+    bufs: &[*mut f64],
+    strides: &[i64],
+    sizes: &[i64],
+    a: &Operand,
+    b: &Operand,
+    f32: bool,
+) -> bool {
+    let (Some(&pa), Some(&pb)) = (bufs.get(a.buf), bufs.get(b.buf)) else {
+        return false;
+    };
+    let step = if f32 { 4 } else { 8 };
+    let long = |d: &SizeRef| match d {
+        SizeRef::Lit(n) => *n > 1,
+        SizeRef::Named(k) => sizes.get(*k).is_none_or(|&n| n > 1),
+    };
+    a.axes.len() == b.axes.len()
+        && (pb as usize).wrapping_sub(pa as usize) == step
+        && (0..a.axes.len()).all(|k| {
+            !long(&a.dims[k])
+                || matches!(
+                    (strides.get(a.stride_at + k), strides.get(b.stride_at + k)),
+                    (Some(&s), Some(&t)) if s == t && s % 2 == 0
+                )
+        })
+}
+
+impl ComplexPair {
+    /// Both parts of the complex product on the library's complex kernel
+    /// (`Complex<f64>`, or `Complex<f32>` when `f32`), when both operands
+    /// are interleaved ([`interleaved`]): into the outputs directly when
+    /// they are interleaved too, else into C-order scratch, then split
+    /// into the two outputs. `false`, having touched nothing, when the
+    /// layout does not allow it (or the scratch cannot be allocated).
+    ///
+    /// # Safety
+    /// As [`GemmPlan::run`], for both parts' buffers.
+    unsafe fn run(
+        &self,
+        bufs: &[*mut f64],
+        strides: &[i64],
+        sizes: &[i64],
+        threads: Threads,
+        cancel: &AtomicBool,
+        f32: bool,
+    ) -> bool {
+        let b = &self.base;
+        if !interleaved(bufs, strides, sizes, &b.lhs, &self.lhs1, f32)
+            || !interleaved(bufs, strides, sizes, &b.rhs, &self.rhs1, f32)
+        {
+            return false;
+        }
+        let Some(Bound {
+            nv,
+            vsize,
+            mut st,
+            alpha,
+        }) = b.bind(bufs, strides, sizes, f32)
+        else {
+            return false;
+        };
+        let direct = interleaved(bufs, strides, sizes, &b.out, &self.im, f32);
+        // strides in complex elements; the scratch's in C order
+        for s in st.iter_mut().take(nv) {
+            s[1] /= 2;
+            s[2] /= 2;
+            s[0] = if direct { s[0] / 2 } else { 0 };
+        }
+        let mut len = 1usize;
+        if !direct {
+            for &v in b.out.axes.iter().rev() {
+                st[v][0] = len as isize;
+                len = len.saturating_mul(vsize[v]);
+            }
+        }
+        let dims = |r: Role| b.dims(nv, &vsize, r, &st);
+        let (dm, dn, dk, db) = (
+            dims(Role::M),
+            dims(Role::N),
+            dims(Role::K),
+            dims(Role::Batch),
+        );
+        let empty = |d: &Dims| d.as_slice().iter().any(|d| d.size == 0);
+        if empty(&dm) || empty(&dn) || empty(&db) {
+            return true;
+        }
+        let k_empty = empty(&dk);
+        let unfused = |d: &Dims, ops: &[usize]| fuse(*d, ops).len > 1;
+        if !k_empty && (unfused(&dm, &[0, 1]) || unfused(&dn, &[0, 2]) || unfused(&dk, &[1, 2])) {
+            return false;
+        }
+        let Some(product) = Product::of(dm, dn, dk, db, k_empty, alpha, false) else {
+            return false;
+        };
+        // (f64 units: two per complex element, one per Complex<f32>)
+        let mut scratch: Vec<f64> = Vec::new();
+        if !direct {
+            let n = if f32 { len } else { len.saturating_mul(2) };
+            if scratch.try_reserve_exact(n).is_err() {
+                return false;
+            }
+            scratch.resize(n, 0.0);
+        }
+        let dst = if direct {
+            bufs[b.out.buf]
+        } else {
+            scratch.as_mut_ptr()
+        };
+        let elem = if f32 { Elem::C32 } else { Elem::C64 };
+        COMPLEX_STAGES.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: as this function's: the complex views of the interleaved
+        // operands cover each element's two parts, both inside their
+        // buffers; the scratch holds `len` complex elements in C order
+        unsafe {
+            product.calls(
+                (
+                    dst,
+                    bufs[b.lhs.buf] as *const f64,
+                    bufs[b.rhs.buf] as *const f64,
+                ),
+                threads,
+                cancel,
+                elem,
+            )
+        };
+        if !direct && !cancel.load(Ordering::Relaxed) {
+            // SAFETY: the outputs' strides address their buffers for every
+            // index of their variables' ranges
+            unsafe { self.split(&scratch, bufs, strides, &vsize, f32) };
+        }
+        true
+    }
+
+    /// Copy the C-order complex `scratch` into the two outputs.
+    ///
+    /// # Safety
+    /// The outputs' pointers and strides address live buffers for every
+    /// index below `vsize` of their variables.
+    unsafe fn split(
+        &self,
+        scratch: &[f64],
+        bufs: &[*mut f64],
+        strides: &[i64],
+        vsize: &[usize; MAX_VARS],
+        f32: bool,
+    ) {
+        let out = &self.base.out;
+        let g = out.axes.len();
+        let mut size = [0usize; MAX_VARS];
+        let mut st = [[0isize; 2]; MAX_VARS];
+        for a in 0..g {
+            size[a] = vsize[out.axes[a]];
+            st[a] = [
+                strides[out.stride_at + a] as isize,
+                strides[self.im.stride_at + a] as isize,
+            ];
+        }
+        let (re, im) = (bufs[out.buf], bufs[self.im.buf]);
+        let total: usize = size[..g].iter().product();
+        let mut idx = [0usize; MAX_VARS];
+        let mut off = [0isize; 2];
+        for e in 0..total {
+            // SAFETY: `e` is below the scratch's length in complex
+            // elements; the offsets are within the outputs (see above)
+            unsafe {
+                if f32 {
+                    let sc = scratch.as_ptr() as *const f32;
+                    *(re as *mut f32).offset(off[0]) = *sc.add(2 * e);
+                    *(im as *mut f32).offset(off[1]) = *sc.add(2 * e + 1);
+                } else {
+                    *re.offset(off[0]) = scratch[2 * e];
+                    *im.offset(off[1]) = scratch[2 * e + 1];
+                }
+            }
+            // next index, last axis fastest
+            let mut a = g;
+            while a > 0 {
+                a -= 1;
+                idx[a] += 1;
+                off[0] += st[a][0];
+                off[1] += st[a][1];
+                if idx[a] < size[a] {
+                    break;
+                }
+                off[0] -= st[a][0] * size[a] as isize;
+                off[1] -= st[a][1] * size[a] as isize;
+                idx[a] = 0;
+            }
+        }
+    }
+}
+
 /// A call's sizes and strides per variable, and `α` ([`GemmPlan::bind`]).
 struct Bound {
     nv: usize,
@@ -336,12 +646,22 @@ struct Product {
     loops: [(Dim, bool); MAX_VARS],
     nl: usize,
     alpha: f64,
+    /// Add to the destination (every call accumulates).
+    acc: bool,
 }
 
 impl Product {
     /// The product of the role's dimensions `dm`, `dn`, `dk`, `db`;
     /// `None` when it degenerates to dot products (`m = n = 1`).
-    fn of(dm: Dims, dn: Dims, dk: Dims, db: Dims, k_empty: bool, alpha: f64) -> Option<Product> {
+    fn of(
+        dm: Dims,
+        dn: Dims,
+        dk: Dims,
+        db: Dims,
+        k_empty: bool,
+        alpha: f64,
+        acc: bool,
+    ) -> Option<Product> {
         let mut fm = fuse(dm, &[0, 1]);
         let mut fn_ = fuse(dn, &[0, 2]);
         let mut fk = if k_empty {
@@ -391,6 +711,7 @@ impl Product {
             loops,
             nl,
             alpha,
+            acc,
         })
     }
 
@@ -405,18 +726,18 @@ impl Product {
         (dst0, lhs0, rhs0): (*mut f64, *const f64, *const f64),
         threads: Threads,
         cancel: &AtomicBool,
-        f32: bool,
+        elem: Elem,
     ) {
         let (m, n, k) = (self.m, self.n, self.k);
         let loops = &self.loops[..self.nl];
-        if !f32 && self.small() {
+        if elem == Elem::F64 && !self.acc && self.small() {
             // SAFETY: as this function's
             return unsafe { self.small_calls((dst0, lhs0, rhs0), threads.threads, cancel) };
         }
         let mut idx = [0usize; MAX_VARS];
         'calls: loop {
             let mut off = [0isize; 3];
-            let mut accumulate = false;
+            let mut accumulate = self.acc;
             for ((d, is_k), &i) in loops.iter().zip(&idx) {
                 for (o, s) in off.iter_mut().enumerate() {
                     *s += i as isize * d.st[o];
@@ -434,18 +755,18 @@ impl Product {
                     m: m.size,
                     n: n.size,
                     k: k.size,
-                    dst: moved_mut(dst0, off[0], f32),
+                    dst: moved_mut(dst0, off[0], elem),
                     dst_cs: self.dst_cs,
                     dst_rs: self.dst_rs,
                     accumulate,
-                    lhs: moved(lhs0, off[1], f32),
+                    lhs: moved(lhs0, off[1], elem),
                     lhs_cs: k.st[1],
                     lhs_rs: m.st[1],
-                    rhs: moved(rhs0, off[2], f32),
+                    rhs: moved(rhs0, off[2], elem),
                     rhs_cs: n.st[2],
                     rhs_rs: k.st[2],
                     alpha: self.alpha,
-                    f32,
+                    elem,
                 }
                 .run(threads, cancel);
             }
@@ -838,6 +1159,15 @@ static LIBRARY_CALLS: AtomicU64 = AtomicU64::new(0);
 
 static PACKED_STAGES: AtomicU64 = AtomicU64::new(0);
 
+static COMPLEX_STAGES: AtomicU64 = AtomicU64::new(0);
+
+/// How many complex products so far, process-wide, ran both parts on the
+/// library's complex kernel ([`ComplexPair`]; tests).
+#[doc(hidden)]
+pub fn complex_stages() -> u64 {
+    COMPLEX_STAGES.load(Ordering::Relaxed)
+}
+
 /// How many GEMM stage runs so far, process-wide, copied operands into
 /// scratch because their index groups did not fuse (tests).
 #[doc(hidden)]
@@ -872,22 +1202,49 @@ struct Call {
     rhs_cs: isize,
     rhs_rs: isize,
     alpha: f64,
-    /// The buffers hold `f32` elements: the library's f32 kernel.
-    f32: bool,
+    /// The buffers' element type: the library's kernel for it.
+    elem: Elem,
 }
 
-/// `p` moved by `k` elements of the stage's element type.
-fn moved(p: *const f64, k: isize, f32: bool) -> *const f64 {
-    if f32 {
-        (p as *const f32).wrapping_offset(k) as *const f64
-    } else {
-        p.wrapping_offset(k)
+/// The element type of a library call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Elem {
+    F64,
+    F32,
+    /// `Complex<f64>`: a complex product's interleaved parts.
+    C64,
+    /// `Complex<f32>`.
+    C32,
+}
+
+impl Elem {
+    /// The real element type of a kernel (`f32`: `Precision::F32`).
+    fn real(f32: bool) -> Elem {
+        if f32 {
+            Elem::F32
+        } else {
+            Elem::F64
+        }
+    }
+
+    /// The size of an element in bytes.
+    fn bytes(self) -> isize {
+        match self {
+            Elem::F32 => 4,
+            Elem::F64 | Elem::C32 => 8,
+            Elem::C64 => 16,
+        }
     }
 }
 
+/// `p` moved by `k` elements of type `elem`.
+fn moved(p: *const f64, k: isize, elem: Elem) -> *const f64 {
+    (p as *const u8).wrapping_offset(k.wrapping_mul(elem.bytes())) as *const f64
+}
+
 /// [`moved`] for the destination.
-fn moved_mut(p: *mut f64, k: isize, f32: bool) -> *mut f64 {
-    moved(p, k, f32) as *mut f64
+fn moved_mut(p: *mut f64, k: isize, elem: Elem) -> *mut f64 {
+    moved(p, k, elem) as *mut f64
 }
 
 /// A [`Call`] shared by the pool's threads, each taking its own panel.
@@ -912,7 +1269,64 @@ impl Call {
     /// every index below `m`, `n`, `k`.
     unsafe fn single(&self, par: gemm::Parallelism) {
         LIBRARY_CALLS.fetch_add(1, Ordering::Relaxed);
-        if self.f32 {
+        match self.elem {
+            Elem::C64 => {
+                type C = num_complex::Complex64;
+                // SAFETY: as above; the buffers hold complex elements
+                return unsafe {
+                    gemm::gemm(
+                        self.m,
+                        self.n,
+                        self.k,
+                        self.dst as *mut C,
+                        self.dst_cs,
+                        self.dst_rs,
+                        self.accumulate,
+                        self.lhs as *const C,
+                        self.lhs_cs,
+                        self.lhs_rs,
+                        self.rhs as *const C,
+                        self.rhs_cs,
+                        self.rhs_rs,
+                        C::new(1.0, 0.0),
+                        C::new(self.alpha, 0.0),
+                        false,
+                        false,
+                        false,
+                        par,
+                    )
+                };
+            }
+            Elem::C32 => {
+                type C = num_complex::Complex32;
+                // SAFETY: as above; the buffers hold complex elements
+                return unsafe {
+                    gemm::gemm(
+                        self.m,
+                        self.n,
+                        self.k,
+                        self.dst as *mut C,
+                        self.dst_cs,
+                        self.dst_rs,
+                        self.accumulate,
+                        self.lhs as *const C,
+                        self.lhs_cs,
+                        self.lhs_rs,
+                        self.rhs as *const C,
+                        self.rhs_cs,
+                        self.rhs_rs,
+                        C::new(1.0, 0.0),
+                        C::new(self.alpha as f32, 0.0),
+                        false,
+                        false,
+                        false,
+                        par,
+                    )
+                };
+            }
+            Elem::F32 | Elem::F64 => {}
+        }
+        if self.elem == Elem::F32 {
             // SAFETY: as above; the buffers hold f32 elements
             return unsafe {
                 gemm::gemm(
@@ -969,12 +1383,12 @@ impl Call {
         let mut c = *self;
         if along_n {
             c.n = width.min(self.n - at);
-            c.dst = moved_mut(self.dst, at as isize * self.dst_cs, self.f32);
-            c.rhs = moved(self.rhs, at as isize * self.rhs_cs, self.f32);
+            c.dst = moved_mut(self.dst, at as isize * self.dst_cs, self.elem);
+            c.rhs = moved(self.rhs, at as isize * self.rhs_cs, self.elem);
         } else {
             c.m = width.min(self.m - at);
-            c.dst = moved_mut(self.dst, at as isize * self.dst_rs, self.f32);
-            c.lhs = moved(self.lhs, at as isize * self.lhs_rs, self.f32);
+            c.dst = moved_mut(self.dst, at as isize * self.dst_rs, self.elem);
+            c.lhs = moved(self.lhs, at as isize * self.lhs_rs, self.elem);
         }
         c
     }
@@ -984,7 +1398,7 @@ impl Call {
     /// sides with the M strides equal to the N strides, nothing to
     /// accumulate.
     fn symmetric(&self) -> bool {
-        !self.f32
+        self.elem == Elem::F64
             && !self.accumulate
             && self.m == self.n
             && self.m >= SYM_MIN

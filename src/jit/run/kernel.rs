@@ -62,7 +62,7 @@
 //! (`schedule`).
 
 use super::boundary::{self as call, check_out, Sig};
-use super::gemm::Threads;
+use super::gemm::{Ran, Threads};
 use super::jit_err;
 use super::pool;
 use crate::cancel::{current_flag, stopped};
@@ -1219,8 +1219,11 @@ impl Kernel {
             strides: strides.as_ptr(),
             sizes: svals.as_ptr(),
         };
+        // the next nest was run by this one's stage (a complex product's
+        // two parts on the complex kernel)
+        let mut done = false;
         for (k, (entry, step)) in native.entries.iter().zip(plan.iter()).enumerate() {
-            if step.skip {
+            if std::mem::take(&mut done) || step.skip {
                 continue;
             }
             stopped(flag)?;
@@ -1229,10 +1232,15 @@ impl Kernel {
                     // SAFETY: as below (the library gets the same pointers
                     // and strides; the output never aliases an argument).
                     let f32 = self.opts.precision == crate::precision::Precision::F32;
-                    if unsafe {
-                        g.run(&ptrs[..], &strides[..], &svals[..], gemm_threads, flag, f32)
+                    match unsafe {
+                        g.run_stage(&ptrs[..], &strides[..], &svals[..], gemm_threads, flag, f32)
                     } {
-                        continue;
+                        Ran::No => {}
+                        Ran::Yes => continue,
+                        Ran::Both => {
+                            done = true;
+                            continue;
+                        }
                     }
                 }
             }

@@ -23,10 +23,11 @@ pub enum Backend {
 }
 
 /// The GEMM stage of `nest` when `gemm` (the kernel runs GEMM stages)
-/// and the nest is a product the library takes ([`gemm::plan`]).
+/// and the nest is a product the library takes ([`gemm::plan`]) or a
+/// part of a complex matrix product ([`gemm::plan_complex`]).
 pub fn gemm_stage(p: &LoopProgram, nest: &Nest, gemm: bool) -> Option<GemmPlan> {
     if gemm {
-        gemm::plan(p, nest)
+        gemm::plan(p, nest).or_else(|| gemm::plan_complex(p, nest))
     } else {
         None
     }
