@@ -38,7 +38,10 @@
 //!   or zero operand may be NaN, +∞ or −∞: regrouping a contraction
 //!   changes which `∞·0` and `∞ − ∞` are formed (`a·b + a·c` against
 //!   `a·(b + c)` with `a = ∞`; numpy's `einsum(optimize=True)` and BLAS do
-//!   the same). An empty sum may also be NaN: a factor moved out of it
+//!   the same). For the same reason an addition or subtraction of
+//!   opposite infinities may be NaN, +∞ or −∞: taking a common factor out
+//!   of its two terms (`x - 2x` as `x·(1 - 2)`, allowed) forms `∞·(−1)`
+//!   where the written program forms `∞ − ∞`. An empty sum may also be NaN: a factor moved out of it
 //!   meets its zero, and that factor may be infinite or NaN (an input, or
 //!   an overflow or division the written program never performs, since it
 //!   does not evaluate the empty sum's body), as with numpy's
@@ -635,8 +638,17 @@ impl Domain for Shadow {
                 let mut acc = ShAcc::new(self.p);
                 acc.add(a);
                 acc.add(&b);
+                // ∞ − ∞: a common factor taken out of the two terms
+                // (`x - 2x` as `x·(1 - 2)`) changes which ∞ − ∞ and ∞·0
+                // are formed, as regrouping a product does
+                let opposite = (a.pinf && b.ninf) || (a.ninf && b.pinf);
                 let mut s = acc.finish(0.0, self.p);
                 s.v = v;
+                if opposite {
+                    s.nan = true;
+                    s.pinf = true;
+                    s.ninf = true;
+                }
                 if s.finite_ok() && !s.is_any() {
                     // the finite part: every pair of finite outcomes
                     let (lo, hi) = (s.lo, s.hi);
@@ -848,6 +860,34 @@ mod tests {
         assert!(s.accepts(f64::NAN) && s.accepts(f64::INFINITY) && !s.accepts(0.0));
         let s = oracle("fn f(x: R) -> R = x + 1", &[Value::Real(f64::NAN)])[0];
         assert!(s.accepts(f64::NAN) && !s.accepts(f64::INFINITY) && !s.accepts(1.0));
+    }
+
+    #[test]
+    fn opposite_infinities_may_change_kind_one_infinity_may_not() {
+        // difftest's case: the optimiser's `(sum(i:2) x[i]) * -1` (a common
+        // factor taken out of `s - 2s`) gives +∞ where the written ∞ − ∞ is NaN
+        let x = Value::Array(ndarray::arr1(&[f64::NEG_INFINITY, -0.0]).into_dyn());
+        let s = oracle(
+            "fn f(x: [2]R) -> R = (sum(i:2) x[i]) - sum(i:2, j:2) x[j]",
+            &[x],
+        )[0];
+        assert!(
+            s.accepts(f64::NAN) && s.accepts(f64::INFINITY),
+            "{}",
+            s.describe()
+        );
+        assert!(!s.accepts(0.0) && !s.accepts(1.0), "{}", s.describe());
+        // one infinity and a finite term: that infinity only
+        let s = oracle(
+            "fn f(x: R, y: R) -> R = x - y",
+            &[Value::Real(f64::INFINITY), Value::Real(1.0)],
+        )[0];
+        assert!(s.accepts(f64::INFINITY), "{}", s.describe());
+        assert!(
+            !s.accepts(f64::NAN) && !s.accepts(f64::NEG_INFINITY),
+            "{}",
+            s.describe()
+        );
     }
 
     #[test]
