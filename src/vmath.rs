@@ -260,6 +260,57 @@ pub fn reduce_of(op: RedOp, xs: &[f64]) -> f64 {
     }
 }
 
+/// `ys[i] = xs[i] / c` (IEEE division, exactly the scalar one), at the
+/// best level: on the vector unit's full width (the generated loops
+/// divide two lanes at a time).
+pub fn div_to(xs: &[f64], ys: &mut [f64], c: f64) {
+    assert_eq!(xs.len(), ys.len(), "div_to: slices of different lengths");
+    match best() {
+        #[cfg(target_arch = "x86_64")]
+        l @ (Level::Avx2 | Level::Avx512) => {
+            // SAFETY: `best` detected the level's features on this CPU.
+            unsafe { x86::div(l == Level::Avx512, xs, ys, c) }
+        }
+        _ => run_div(xs, ys, c),
+    }
+}
+
+#[inline(always)]
+fn run_div(xs: &[f64], ys: &mut [f64], c: f64) {
+    for (y, x) in ys.iter_mut().zip(xs) {
+        *y = *x / c;
+    }
+}
+
+/// A JIT entry point: `dst[i] = src[i] / c` for `i` in `0..n`
+/// ([`div_to`]), in place when `src == dst`.
+///
+/// # Safety
+/// `src` points to `n` initialised `f64`s and `dst` to room for `n` (or
+/// `n <= 0`); the two are equal or do not overlap.
+pub unsafe extern "C" fn einsat_vdiv(src: *const f64, dst: *mut f64, n: i64, c: f64) {
+    if n <= 0 {
+        return;
+    }
+    let n = n as usize;
+    if std::ptr::eq(src, dst) {
+        // SAFETY: the caller passes `n` elements at `dst` (= `src`).
+        let ys = unsafe { std::slice::from_raw_parts_mut(dst, n) };
+        for y in ys.iter_mut() {
+            *y /= c;
+        }
+        return;
+    }
+    // SAFETY: the caller passes `n` elements at each, not overlapping.
+    let (xs, ys) = unsafe {
+        (
+            std::slice::from_raw_parts(src, n),
+            std::slice::from_raw_parts_mut(dst, n),
+        )
+    };
+    div_to(xs, ys, c)
+}
+
 /// The JIT's entry points: `dst[0..n] = f(src[0..n])`, in place when
 /// `src == dst`.
 macro_rules! entry {
@@ -805,7 +856,7 @@ fn run_reduce(op: RedOp, xs: &[f64]) -> f64 {
 mod x86 {
     use crate::syntax::ast::Func;
     use crate::syntax::ast::RedOp;
-    use crate::vmath::{run_func, run_func_to, run_func_to_add, run_reduce, run_sum};
+    use crate::vmath::{run_div, run_func, run_func_to, run_func_to_add, run_reduce, run_sum};
 
     #[target_feature(enable = "avx2,fma")]
     unsafe fn avx2_sum(f: Func, xs: &[f64]) -> f64 {
@@ -856,6 +907,29 @@ mod x86 {
                 (false, None) => avx2_sum(f, xs),
                 (true, Some(c)) => avx512_sum_add(f, xs, c),
                 (false, Some(c)) => avx2_sum_add(f, xs, c),
+            }
+        }
+    }
+
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn avx2_div(xs: &[f64], ys: &mut [f64], c: f64) {
+        run_div(xs, ys, c)
+    }
+
+    #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
+    unsafe fn avx512_div(xs: &[f64], ys: &mut [f64], c: f64) {
+        run_div(xs, ys, c)
+    }
+
+    /// # Safety
+    /// The level's features (AVX2+FMA, or AVX-512 F/DQ/VL too) are present.
+    pub(super) unsafe fn div(wide: bool, xs: &[f64], ys: &mut [f64], c: f64) {
+        // SAFETY: the caller checked the features.
+        unsafe {
+            if wide {
+                avx512_div(xs, ys, c)
+            } else {
+                avx2_div(xs, ys, c)
             }
         }
     }

@@ -1,8 +1,9 @@
 //! Fused reductions (`einsat::vmath::sum_of`, `reduce_of` and the JIT's
 //! calls of them): a sum whose term is one kernel function of a
 //! unit-stride run (`sum(i:n) exp(x[i] - m)`, log-sum-exp's) is one fused
-//! kernel call per block, and a max/min reduction of a run is one call of
-//! the vector reduction. Checked: the kernels against the scalar library
+//! kernel call per block, a max/min reduction of a run is one call of
+//! the vector reduction, and a run divided by a fixed value (softmax's
+//! last pass) one call of the vector division. Checked: the kernels against the scalar library
 //! and `RedOp::apply` (the reductions bit for bit, NaN and signed zeros
 //! included), a sum of 10^7 equal terms as accurate as pairwise summation,
 //! the JIT against the interpreter on log-sum-exp, softmax and reductions
@@ -206,6 +207,7 @@ fn sm(X: [r,n]R) -> [r,n]R = gen(i:r) let mx = max(j:n) X[i,j] in let z = sum(j:
 fn rlse(X: [r,n]R) -> [r]R = gen(i:r) let m = max(j:n) X[i,j] in m + log(sum(j:n) exp(X[i,j] - m))
 fn cmax(X: [r,n]R) -> [n]R = gen(j:n) max(i:r) X[i,j]
 fn rmin(X: [r,n]R) -> [r]R = gen(i:r) min(j:n) X[i,j]
+fn rdiv(X: [r,n]R) -> [r,n]R = gen(i:r, j:n) X[i,j] / X[i,0]
 ";
 
 /// Whether `got` is what the contract accepts for `want`: close for
@@ -235,7 +237,7 @@ fn jit_fused_reductions_match_the_interpreter() {
     let p = einsat::load(PROGRAMS).unwrap();
     let mut r = Rng(9);
     for f in &p.functions {
-        let rows = ["sm", "rlse", "cmax", "rmin"].contains(&f.name.as_str());
+        let rows = ["sm", "rlse", "cmax", "rmin", "rdiv"].contains(&f.name.as_str());
         let g = optimize(f, &Options::default()).unwrap().program;
         let k = einsat::jit::compile(&g).unwrap();
         for n in LENGTHS {
@@ -338,6 +340,17 @@ fn the_fused_calls_are_in_the_generated_code() {
         assert!(
             calls_with_signature(&t, red_sig) > 0,
             "{name}: no reduction call:\n{t}"
+        );
+    }
+    // a run divided by a value fixed in the row (softmax's last pass):
+    // one call of the vector division, (src, dst, n, c)
+    for name in ["rdiv", "sm"] {
+        let t = text(name);
+        let calls = calls_with_signature(&t, "(i64, i64, i64, f64) system_v");
+        // (sm's exp map has that signature too: its addend form)
+        assert!(
+            calls >= 1 + usize::from(name == "sm"),
+            "{name}: no division call:\n{t}"
         );
     }
     // a column max reads a strided run: the generated loops, no call

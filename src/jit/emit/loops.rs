@@ -260,6 +260,8 @@ pub(crate) struct At<'l> {
     /// The max/min reductions of a run of [`crate::vmath`]
     /// (`src, n -> f64`).
     pub vreduce: Vec<(RedOp, cranelift_codegen::ir::FuncRef)>,
+    /// `dst[0..n] = src[0..n] / c` of [`crate::vmath`].
+    pub vdiv: cranelift_codegen::ir::FuncRef,
 }
 
 /// The slice kernels of one function of [`crate::vmath`], imported into
@@ -297,6 +299,7 @@ pub(crate) fn emit<'a>(
         copy_nodes,
         vfuncs,
         vreduce,
+        vdiv,
     } = at;
     let mf = MemFlagsData::trusted();
     let mut used = vec![false; p.bufs.len()];
@@ -342,6 +345,7 @@ pub(crate) fn emit<'a>(
         ptr,
         vfuncs,
         vreduce,
+        vdiv,
         n_bufs,
         staging: false,
         bases,
@@ -393,6 +397,8 @@ struct LoopEmitter<'a, 'l> {
     vfuncs: Vec<VFunc>,
     /// The reductions of a run ([`At::vreduce`]).
     vreduce: Vec<(RedOp, cranelift_codegen::ir::FuncRef)>,
+    /// The division of a run ([`At::vdiv`]).
+    vdiv: cranelift_codegen::ir::FuncRef,
     /// The buffers of the program; `bases`/`strides` entries beyond are
     /// the stack buffers of staged calls ([`LoopEmitter::stage`]),
     /// unit-stride.
@@ -992,6 +998,7 @@ impl LoopEmitter<'_, '_> {
             LoopAction::Level(n, ns, k) => {
                 self.for_range(var, lo, hi, &mut |g| g.levels(n, ns, k, body.clone()));
             }
+            LoopAction::Store(n) if vector && self.divide_run(n, var, lo, hi, body) => {}
             LoopAction::Store(n) => {
                 let pos = n.vars.iter().position(|(v, _)| *v == var);
                 let unit_out = pos.is_some_and(|a| {
@@ -1339,6 +1346,36 @@ impl LoopEmitter<'_, '_> {
         let base = self.base(*buf);
         let bytes = self.b.ins().ishl_imm_s(off, 3);
         self.b.ins().iadd(base, bytes)
+    }
+
+    /// A map dividing a run by a value fixed in the loop (softmax's
+    /// `E[i,j] / z[i]`), stored along a unit-stride output axis: one call
+    /// of the vector division ([`crate::vmath::div_to`], the same IEEE
+    /// quotients on the vector unit's full width). Returns whether it
+    /// emitted the call.
+    fn divide_run(&mut self, n: &Nest, var: usize, lo: Value, hi: Value, body: &SchedExpr) -> bool {
+        let SchedExpr::Bin(BinOp::Div, a, c) = body else {
+            return false;
+        };
+        if self.ft != types::F64
+            || self.staging
+            || self.out_flag.is_some()
+            || !self.unit_out(n, var)
+            || !self.unit_run(a, var)
+            || mentions(c, var)
+            || has_loop(c)
+            || strong(c)
+        {
+            return false;
+        }
+        self.set_var(var, lo);
+        let dst = self.out_addr(n, n.buf);
+        let src = self.run_addr(a);
+        self.cur[var] = None;
+        let count = self.b.ins().isub(hi, lo);
+        let (cv, _) = self.scalar(c);
+        self.b.ins().call(self.vdiv, &[src, dst, count, cv]);
+        true
     }
 
     /// Whether nest `n`'s output axis of `var` is unit-stride and indexed

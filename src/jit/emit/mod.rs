@@ -231,7 +231,7 @@ type VCallIds = Vec<(Func, FuncId, FuncId, FuncId)>;
 /// The imported reductions of a run.
 type RCallIds = Vec<(RedOp, FuncId)>;
 
-fn new_module() -> Result<(JITModule, CallIds, VCallIds, RCallIds), String> {
+fn new_module() -> Result<(JITModule, CallIds, VCallIds, RCallIds, FuncId), String> {
     let isa = host_isa()?;
     let mut jb = JITBuilder::with_isa(isa, cranelift_module::default_libcall_names());
     jb.symbol("einsat_exp", f_exp as *const u8);
@@ -289,6 +289,7 @@ fn new_module() -> Result<(JITModule, CallIds, VCallIds, RCallIds), String> {
         ),
         ("einsat_vmax", crate::vmath::einsat_vmax as *const u8),
         ("einsat_vmin", crate::vmath::einsat_vmin as *const u8),
+        ("einsat_vdiv", crate::vmath::einsat_vdiv as *const u8),
     ] {
         jb.symbol(name, f);
     }
@@ -344,7 +345,16 @@ fn new_module() -> Result<(JITModule, CallIds, VCallIds, RCallIds), String> {
             .map_err(|e| e.to_string())?;
         rcalls.push((*op, id));
     }
-    Ok((module, calls, vcalls, rcalls))
+    // (src, dst, n, c): `dst[0..n] = src[0..n] / c`
+    let mut sig = module.make_signature();
+    sig.params.push(AbiParam::new(ptr));
+    sig.params.push(AbiParam::new(ptr));
+    sig.params.push(AbiParam::new(types::I64));
+    sig.params.push(AbiParam::new(types::F64));
+    let vdiv = module
+        .declare_function("einsat_vdiv", Linkage::Import, &sig)
+        .map_err(|e| e.to_string())?;
+    Ok((module, calls, vcalls, rcalls, vdiv))
 }
 
 /// Where each buffer's strides start in the strides array.
@@ -378,7 +388,7 @@ pub fn compile(
     layout: &Layout,
     opts: &Options,
 ) -> Result<Native, String> {
-    let (mut module, calls, vcalls, rcalls) = new_module()?;
+    let (mut module, calls, vcalls, rcalls, vdiv) = new_module()?;
     let tcfg = module.target_config();
     let ptr = tcfg.pointer_type();
     let stride_at = stride_starts(p);
@@ -454,6 +464,7 @@ pub fn compile(
                         copy_nodes: opts.copy_nodes,
                         vfuncs,
                         vreduce,
+                        vdiv: module.declare_func_in_func(vdiv, b.func),
                     };
                     b = loops::emit(b, p, &plan.nest, sched, at, plan.poll);
                 }
