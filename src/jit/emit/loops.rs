@@ -52,6 +52,12 @@
 //!   kernel ([`crate::vmath`]: AVX-512/AVX2 chosen at run time), then the
 //!   body with the calls replaced by unit-stride loads of the buffers
 //!   (vectorised as above). At most [`MAX_STAGED`] calls per body.
+//!   A sum whose term is the one call, of a unit-stride run (plus a
+//!   fixed value), calls the fused sum instead (`Σ f(x + c)` per block,
+//!   no buffer); a max/min reduction of a run calls the vector
+//!   reduction; a map dividing a run by a fixed value, stored along a
+//!   unit-stride axis, calls the vector division (all in
+//!   [`crate::vmath`], full vector width).
 //! - **loops** are rotated (one test before the loop, then one at the
 //!   bottom of each iteration), and a flag-free load on the left of `+` or
 //!   `*` is evaluated last and swapped to the right (both are exactly
