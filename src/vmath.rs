@@ -825,30 +825,24 @@ fn order_key(x: f64) -> i64 {
     b ^ ((((b >> 63) as u64) >> 1) as i64)
 }
 
-/// [`reduce_of`]'s lane code: the extreme key and whether a NaN was seen,
-/// as integer reductions (which vectorise).
+/// [`reduce_of`]'s lane code: the largest and the smallest key, two
+/// integer reductions (which vectorise, five operations per vector with
+/// the key). A NaN has a key above +inf's or below -inf's (by its sign),
+/// so it shows in one of the two; without one, the extreme the
+/// reduction asks for is its result (the identity for no elements).
 #[inline(always)]
 fn run_reduce(op: RedOp, xs: &[f64]) -> f64 {
-    let init = order_key(op.identity());
-    let mut nan = 0u64;
-    let k = if op == RedOp::Max {
-        let mut m = init;
-        for &x in xs {
-            m = m.max(order_key(x));
-            nan |= u64::from(x.is_nan());
-        }
-        m
-    } else {
-        let mut m = init;
-        for &x in xs {
-            m = m.min(order_key(x));
-            nan |= u64::from(x.is_nan());
-        }
-        m
-    };
-    if nan != 0 {
+    let (top, bottom) = (order_key(f64::INFINITY), order_key(f64::NEG_INFINITY));
+    let (mut hi, mut lo) = (bottom, top);
+    for &x in xs {
+        let k = order_key(x);
+        hi = hi.max(k);
+        lo = lo.min(k);
+    }
+    if hi > top || lo < bottom {
         return f64::NAN;
     }
+    let k = if op == RedOp::Max { hi } else { lo };
     f64::from_bits(order_key(f64::from_bits(k as u64)) as u64)
 }
 
@@ -856,7 +850,10 @@ fn run_reduce(op: RedOp, xs: &[f64]) -> f64 {
 mod x86 {
     use crate::syntax::ast::Func;
     use crate::syntax::ast::RedOp;
-    use crate::vmath::{run_div, run_func, run_func_to, run_func_to_add, run_reduce, run_sum};
+    use crate::vmath::{
+        cos_lane, exp_core, exp_lane, log_core, log_lane, run_div, run_func, run_func_to,
+        run_func_to_add, run_reduce, run_sum, sin_lane, tanh_core, tanh_lane, trig_core,
+    };
 
     #[target_feature(enable = "avx2,fma")]
     unsafe fn avx2_sum(f: Func, xs: &[f64]) -> f64 {
@@ -878,13 +875,50 @@ mod x86 {
         run_sum(xs, |s, t| add_then(f, s, t, c))
     }
 
-    /// `t[i] = f(s[i] + c)`: the sums, then the map in place.
+    /// `t[i] = f(s[i] + c)` ([`add_then_chunk`] with `f`'s lanes).
     #[inline(always)]
     fn add_then(f: Func, s: &[f64], t: &mut [f64], c: f64) {
-        for (t, x) in t.iter_mut().zip(s) {
-            *t = *x + c;
+        match f {
+            Func::Exp => add_then_chunk(s, t, c, exp_lane, exp_core, f64::exp),
+            Func::Log => add_then_chunk(s, t, c, log_lane, log_core, f64::ln),
+            Func::Sin => add_then_chunk(s, t, c, sin_lane, trig_core, f64::sin),
+            Func::Cos => add_then_chunk(s, t, c, cos_lane, trig_core, f64::cos),
+            Func::Tanh => add_then_chunk(s, t, c, tanh_lane, tanh_core, f64::tanh),
+            _ => {
+                for (t, x) in t.iter_mut().zip(s) {
+                    *t = *x + c;
+                }
+                run_func(f, t)
+            }
         }
-        run_func(f, t)
+    }
+
+    /// One chunk of `t[i] = f(s[i] + c)`: the sums and their domain check
+    /// in one pass, then the kernel in place (as [`super::run_chunks`] does).
+    #[inline(always)]
+    fn add_then_chunk(
+        s: &[f64],
+        t: &mut [f64],
+        c: f64,
+        lane: impl Fn(f64) -> f64,
+        core: impl Fn(f64) -> bool,
+        lib: impl Fn(f64) -> f64,
+    ) {
+        let mut bad = 0u64;
+        for (t, x) in t.iter_mut().zip(s) {
+            let v = *x + c;
+            *t = v;
+            bad |= u64::from(!core(v));
+        }
+        if bad == 0 {
+            for x in t.iter_mut() {
+                *x = lane(*x);
+            }
+        } else {
+            for x in t.iter_mut() {
+                *x = if core(*x) { lane(*x) } else { lib(*x) };
+            }
+        }
     }
 
     #[target_feature(enable = "avx2,fma")]
