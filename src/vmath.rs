@@ -287,7 +287,8 @@ fn run_div(xs: &[f64], ys: &mut [f64], c: f64) {
 ///
 /// # Safety
 /// `src` points to `n` initialised `f64`s and `dst` to room for `n` (or
-/// `n <= 0`); the two are equal or do not overlap.
+/// `n <= 0`); the two should be equal or disjoint (overlapping ones are
+/// read from a copy).
 pub unsafe extern "C" fn einsat_vdiv(src: *const f64, dst: *mut f64, n: i64, c: f64) {
     if n <= 0 {
         return;
@@ -300,6 +301,14 @@ pub unsafe extern "C" fn einsat_vdiv(src: *const f64, dst: *mut f64, n: i64, c: 
             *y /= c;
         }
         return;
+    }
+    let (a, b) = (src as usize, dst as usize);
+    if a < b + n * 8 && b < a + n * 8 {
+        // overlapping (no caller does this but in place): from a copy
+        // SAFETY: the caller passes `n` elements at each.
+        let xs = unsafe { std::slice::from_raw_parts(src, n) }.to_vec();
+        let ys = unsafe { std::slice::from_raw_parts_mut(dst, n) };
+        return div_to(&xs, ys, c);
     }
     // SAFETY: the caller passes `n` elements at each, not overlapping.
     let (xs, ys) = unsafe {

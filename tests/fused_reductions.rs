@@ -358,3 +358,31 @@ fn the_fused_calls_are_in_the_generated_code() {
     let t = text("cmax");
     assert_eq!(calls_with_signature(&t, red_sig), 0, "cmax:\n{t}");
 }
+
+#[test]
+fn the_division_entry_point_in_place_and_overlapping() {
+    let xs: Vec<f64> = (0..300).map(|k| k as f64 - 7.5).collect();
+    for c in [3.0, -0.0, f64::INFINITY, f64::NAN] {
+        let want: Vec<f64> = xs.iter().map(|x| x / c).collect();
+        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        // to another buffer (and nothing past the end)
+        let mut ys = vec![1.0; 301];
+        // SAFETY: 300 elements at `xs`, room for them at `ys`.
+        unsafe { einsat::vmath::einsat_vdiv(xs.as_ptr(), ys.as_mut_ptr(), 300, c) };
+        assert_eq!(bits(&ys[..300]), bits(&want), "c={c}");
+        assert_eq!(ys[300], 1.0);
+        // in place
+        let mut zs = xs.clone();
+        // SAFETY: 300 elements at the pointer.
+        unsafe { einsat::vmath::einsat_vdiv(zs.as_ptr(), zs.as_mut_ptr(), 300, c) };
+        assert_eq!(bits(&zs), bits(&want), "c={c} in place");
+        // overlapping by one element: read from a copy
+        let mut buf: Vec<f64> = xs.iter().copied().chain([0.0]).collect();
+        let p = buf.as_mut_ptr();
+        // SAFETY: 301 elements at `p`.
+        unsafe { einsat::vmath::einsat_vdiv(p, p.wrapping_add(1), 300, c) };
+        assert_eq!(bits(&buf[1..]), bits(&want), "c={c} overlapping");
+        // n <= 0 does nothing
+        unsafe { einsat::vmath::einsat_vdiv(xs.as_ptr(), ys.as_mut_ptr(), -3, c) };
+    }
+}
