@@ -724,18 +724,61 @@ fn run_func_to(f: Func, xs: &[f64], ys: &mut [f64]) {
     }
 }
 
-/// [`run_func_to`] of `f(x + c)`: the sums of a chunk into a buffer on
-/// the stack (in cache), then the kernel from there.
+/// [`run_func_to`] of `f(x + c)`: per chunk, the sums into the output
+/// with their domain check, then the kernel in place there
+/// ([`add_then`]; a buffer of sums, then a check pass, then the kernel
+/// into the output, was three passes).
 #[inline(always)]
 fn run_func_to_add(f: Func, xs: &[f64], ys: &mut [f64], c: f64) {
     const CH: usize = 256;
-    let mut buf = [0.0f64; CH];
     for (s, d) in xs.chunks(CH).zip(ys.chunks_mut(CH)) {
-        let t = &mut buf[..s.len()];
-        for (t, x) in t.iter_mut().zip(s) {
-            *t = *x + c;
+        add_then(f, s, d, c);
+    }
+}
+
+/// `t[i] = f(s[i] + c)` ([`add_then_chunk`] with `f`'s lanes).
+#[inline(always)]
+fn add_then(f: Func, s: &[f64], t: &mut [f64], c: f64) {
+    match f {
+        Func::Exp => add_then_chunk(s, t, c, exp_lane, exp_core, f64::exp),
+        Func::Log => add_then_chunk(s, t, c, log_lane, log_core, f64::ln),
+        Func::Sin => add_then_chunk(s, t, c, sin_lane, trig_core, f64::sin),
+        Func::Cos => add_then_chunk(s, t, c, cos_lane, trig_core, f64::cos),
+        Func::Tanh => add_then_chunk(s, t, c, tanh_lane, tanh_core, f64::tanh),
+        _ => {
+            for (t, x) in t.iter_mut().zip(s) {
+                *t = *x + c;
+            }
+            run_func(f, t)
         }
-        run_func_to(f, t, d);
+    }
+}
+
+/// One chunk of `t[i] = f(s[i] + c)`: the sums and their domain check
+/// in one pass, then the kernel in place (as [`run_chunks`] does).
+#[inline(always)]
+fn add_then_chunk(
+    s: &[f64],
+    t: &mut [f64],
+    c: f64,
+    lane: impl Fn(f64) -> f64,
+    core: impl Fn(f64) -> bool,
+    lib: impl Fn(f64) -> f64,
+) {
+    let mut bad = 0u64;
+    for (t, x) in t.iter_mut().zip(s) {
+        let v = *x + c;
+        *t = v;
+        bad |= u64::from(!core(v));
+    }
+    if bad == 0 {
+        for x in t.iter_mut() {
+            *x = lane(*x);
+        }
+    } else {
+        for x in t.iter_mut() {
+            *x = if core(*x) { lane(*x) } else { lib(*x) };
+        }
     }
 }
 
@@ -860,8 +903,7 @@ mod x86 {
     use crate::syntax::ast::Func;
     use crate::syntax::ast::RedOp;
     use crate::vmath::{
-        cos_lane, exp_core, exp_lane, log_core, log_lane, run_div, run_func, run_func_to,
-        run_func_to_add, run_reduce, run_sum, sin_lane, tanh_core, tanh_lane, trig_core,
+        add_then, run_div, run_func, run_func_to, run_func_to_add, run_reduce, run_sum,
     };
 
     #[target_feature(enable = "avx2,fma")]
@@ -882,52 +924,6 @@ mod x86 {
     #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
     unsafe fn avx512_sum_add(f: Func, xs: &[f64], c: f64) -> f64 {
         run_sum(xs, |s, t| add_then(f, s, t, c))
-    }
-
-    /// `t[i] = f(s[i] + c)` ([`add_then_chunk`] with `f`'s lanes).
-    #[inline(always)]
-    fn add_then(f: Func, s: &[f64], t: &mut [f64], c: f64) {
-        match f {
-            Func::Exp => add_then_chunk(s, t, c, exp_lane, exp_core, f64::exp),
-            Func::Log => add_then_chunk(s, t, c, log_lane, log_core, f64::ln),
-            Func::Sin => add_then_chunk(s, t, c, sin_lane, trig_core, f64::sin),
-            Func::Cos => add_then_chunk(s, t, c, cos_lane, trig_core, f64::cos),
-            Func::Tanh => add_then_chunk(s, t, c, tanh_lane, tanh_core, f64::tanh),
-            _ => {
-                for (t, x) in t.iter_mut().zip(s) {
-                    *t = *x + c;
-                }
-                run_func(f, t)
-            }
-        }
-    }
-
-    /// One chunk of `t[i] = f(s[i] + c)`: the sums and their domain check
-    /// in one pass, then the kernel in place (as [`super::run_chunks`] does).
-    #[inline(always)]
-    fn add_then_chunk(
-        s: &[f64],
-        t: &mut [f64],
-        c: f64,
-        lane: impl Fn(f64) -> f64,
-        core: impl Fn(f64) -> bool,
-        lib: impl Fn(f64) -> f64,
-    ) {
-        let mut bad = 0u64;
-        for (t, x) in t.iter_mut().zip(s) {
-            let v = *x + c;
-            *t = v;
-            bad |= u64::from(!core(v));
-        }
-        if bad == 0 {
-            for x in t.iter_mut() {
-                *x = lane(*x);
-            }
-        } else {
-            for x in t.iter_mut() {
-                *x = if core(*x) { lane(*x) } else { lib(*x) };
-            }
-        }
     }
 
     #[target_feature(enable = "avx2,fma")]
