@@ -9,8 +9,9 @@ MLP layer, attention, a centred Gram matrix), a 2D stencil and a batched
 small-matrix product. Each row checks einsat's result against numpy's
 first, then times the engines interleaved, round after round, on the same
 arrays, and reports the median time per call and each peer's time divided
-by einsat's (> 1: einsat is faster). The header names the CPU and its
-vector width; the last line gives the median JIT compile time per program.
+by einsat's (> 1: einsat is faster). The process is pinned to as many
+CPUs as `--threads` (XLA's thread pool follows the CPUs it may use, not
+its flags). The header names the CPU and its vector width; the last line gives the median JIT compile time per program.
 
 jax runs with x64 enabled (float64 rows) and is skipped, with a message,
 where it is not installed (`pip install jax jaxlib`). `--threads N` sets
@@ -33,6 +34,17 @@ for _k, _a in enumerate(sys.argv):
         _threads = sys.argv[_k + 1]
 for _v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_v, _threads)
+# XLA's CPU client sizes its intra-op thread pool by the CPUs the process
+# may run on, whatever the flags below say (jax 0.10 ran elementwise maps
+# on two threads of a 2-core machine with them: CPU time twice the wall
+# time), so the process is pinned to `--threads` CPUs before jax starts;
+# the other engines run that many threads anyway.
+if hasattr(os, "sched_setaffinity"):
+    try:
+        _cpus = sorted(os.sched_getaffinity(0))
+        os.sched_setaffinity(0, _cpus[: max(1, int(_threads))])
+    except (OSError, ValueError):
+        pass
 os.environ.setdefault(
     "XLA_FLAGS",
     f"--xla_cpu_multi_thread_eigen={'false' if _threads == '1' else 'true'} "

@@ -23,6 +23,18 @@
 //! reciprocal, its quotient corrected by the remainder).
 //! `tests/vmath.rs` sweeps millions of points per function and level.
 //!
+//! **Fused reductions.** [`sum_of`] adds `f(x[i] + c)` over a slice
+//! without writing the values anywhere (a chunk of them in a stack
+//! buffer, the same lanes as the maps, added into sixteen accumulators),
+//! in blocks of [`SUM_BLOCK`] terms whose totals go to two levels, as the
+//! JIT's long sums ([`crate::jit`]), so a long sum stays about as
+//! accurate as numpy's pairwise summation; [`reduce_of`] is the IEEE
+//! 754-2019 `maximum`/`minimum` of a slice (NaN if any term is NaN,
+//! -0 < +0), compared as integers in the total order of the doubles,
+//! so it vectorises. The JIT's staged loops call them for a sum whose
+//! term is one kernel function of a run (log-sum-exp's
+//! `sum(i:n) exp(x[i] - m)`) and for a max/min reduction of a run.
+//!
 //! **Dispatch.** The same lane code is compiled three ways and chosen at
 //! run time ([`Level`], detected once per process): AVX-512 (F, DQ, VL),
 //! AVX2 with FMA, and a scalar fallback that calls the library function
@@ -34,7 +46,7 @@
 // them (more digits than an f64 holds).
 #![allow(clippy::excessive_precision)]
 
-use crate::syntax::ast::Func;
+use crate::syntax::ast::{Func, RedOp};
 use std::sync::atomic::{AtomicU8, Ordering};
 
 /// An instruction-set level the kernels are compiled for.
@@ -205,6 +217,109 @@ pub fn apply_to_add(f: Func, xs: &[f64], ys: &mut [f64], c: Option<f64>) {
     }
 }
 
+/// Terms of a fused sum ([`sum_of`]) added on one set of accumulators
+/// before the block's total goes to the next level (the JIT's long sums
+/// use the same block, `jit::emit::common::SUM_BLOCK`).
+pub const SUM_BLOCK: usize = 4096;
+
+/// `Σ f(xs[i] + c)` (`Σ f(xs[i])` without `c`) for a one-argument `f`,
+/// at the best level: each term is what [`apply_to_add`] gives, and the
+/// terms are added in blocks of [`SUM_BLOCK`] on sixteen accumulators,
+/// the blocks' totals on two levels (64 blocks, then the rest), so no
+/// partial sum adds more than a few hundred terms one after another.
+/// 0 for an empty slice.
+pub fn sum_of(f: Func, xs: &[f64], c: Option<f64>) -> f64 {
+    match best() {
+        #[cfg(target_arch = "x86_64")]
+        l @ (Level::Avx2 | Level::Avx512) if has_kernel(f) => {
+            // SAFETY: `best` detected the level's features on this CPU.
+            unsafe { x86::sum(f, l == Level::Avx512, xs, c) }
+        }
+        _ => sum_blocks(xs, |blk| {
+            let mut acc = [0.0f64; ACCS];
+            for (k, x) in blk.iter().enumerate() {
+                let x = c.map_or(*x, |c| *x + c);
+                acc[k % ACCS] += f.apply(&[x, x]);
+            }
+            pairwise(acc)
+        }),
+    }
+}
+
+/// The reduction `op` of a slice: IEEE 754-2019 `maximum` or `minimum`
+/// of every element ([`RedOp::apply`]: NaN if any is NaN, -0 below +0),
+/// its identity (-inf, +inf) for an empty slice; at the best level.
+pub fn reduce_of(op: RedOp, xs: &[f64]) -> f64 {
+    match best() {
+        #[cfg(target_arch = "x86_64")]
+        l @ (Level::Avx2 | Level::Avx512) => {
+            // SAFETY: `best` detected the level's features on this CPU.
+            unsafe { x86::reduce(op, l == Level::Avx512, xs) }
+        }
+        _ => xs.iter().fold(op.identity(), |a, &x| op.apply(a, x)),
+    }
+}
+
+/// `ys[i] = xs[i] / c` (IEEE division, exactly the scalar one), at the
+/// best level: on the vector unit's full width (the generated loops
+/// divide two lanes at a time).
+pub fn div_to(xs: &[f64], ys: &mut [f64], c: f64) {
+    assert_eq!(xs.len(), ys.len(), "div_to: slices of different lengths");
+    match best() {
+        #[cfg(target_arch = "x86_64")]
+        l @ (Level::Avx2 | Level::Avx512) => {
+            // SAFETY: `best` detected the level's features on this CPU.
+            unsafe { x86::div(l == Level::Avx512, xs, ys, c) }
+        }
+        _ => run_div(xs, ys, c),
+    }
+}
+
+#[inline(always)]
+fn run_div(xs: &[f64], ys: &mut [f64], c: f64) {
+    for (y, x) in ys.iter_mut().zip(xs) {
+        *y = *x / c;
+    }
+}
+
+/// A JIT entry point: `dst[i] = src[i] / c` for `i` in `0..n`
+/// ([`div_to`]), in place when `src == dst`.
+///
+/// # Safety
+/// `src` points to `n` initialised `f64`s and `dst` to room for `n` (or
+/// `n <= 0`); the two should be equal or disjoint (overlapping ones are
+/// read from a copy).
+pub unsafe extern "C" fn einsat_vdiv(src: *const f64, dst: *mut f64, n: i64, c: f64) {
+    if n <= 0 {
+        return;
+    }
+    let n = n as usize;
+    if std::ptr::eq(src, dst) {
+        // SAFETY: the caller passes `n` elements at `dst` (= `src`).
+        let ys = unsafe { std::slice::from_raw_parts_mut(dst, n) };
+        for y in ys.iter_mut() {
+            *y /= c;
+        }
+        return;
+    }
+    let (a, b) = (src as usize, dst as usize);
+    if a < b + n * 8 && b < a + n * 8 {
+        // overlapping (no caller does this but in place): from a copy
+        // SAFETY: the caller passes `n` elements at each.
+        let xs = unsafe { std::slice::from_raw_parts(src, n) }.to_vec();
+        let ys = unsafe { std::slice::from_raw_parts_mut(dst, n) };
+        return div_to(&xs, ys, c);
+    }
+    // SAFETY: the caller passes `n` elements at each, not overlapping.
+    let (xs, ys) = unsafe {
+        (
+            std::slice::from_raw_parts(src, n),
+            std::slice::from_raw_parts_mut(dst, n),
+        )
+    };
+    div_to(xs, ys, c)
+}
+
 /// The JIT's entry points: `dst[0..n] = f(src[0..n])`, in place when
 /// `src == dst`.
 macro_rules! entry {
@@ -252,6 +367,50 @@ entry_add!(einsat_vlog_add, Func::Log);
 entry_add!(einsat_vsin_add, Func::Sin);
 entry_add!(einsat_vcos_add, Func::Cos);
 entry_add!(einsat_vtanh_add, Func::Tanh);
+
+/// The JIT's fused sums: `Σ f(src[0..n] + c)` ([`sum_of`]).
+macro_rules! entry_sum {
+    ($name:ident, $f:expr) => {
+        /// A JIT entry point: `Σ f(src[i] + c)` for `i` in `0..n`, at the
+        /// best level ([`sum_of`]); 0 for `n <= 0`.
+        ///
+        /// # Safety
+        /// `src` points to `n` initialised `f64`s (or `n <= 0`).
+        pub unsafe extern "C" fn $name(src: *const f64, n: i64, c: f64) -> f64 {
+            if n <= 0 {
+                return 0.0;
+            }
+            // SAFETY: the caller's contract.
+            let xs = unsafe { std::slice::from_raw_parts(src, n as usize) };
+            sum_of($f, xs, Some(c))
+        }
+    };
+}
+entry_sum!(einsat_vsum_exp_add, Func::Exp);
+entry_sum!(einsat_vsum_log_add, Func::Log);
+entry_sum!(einsat_vsum_sin_add, Func::Sin);
+entry_sum!(einsat_vsum_cos_add, Func::Cos);
+entry_sum!(einsat_vsum_tanh_add, Func::Tanh);
+
+/// The JIT's max/min reductions of a run ([`reduce_of`]).
+macro_rules! entry_reduce {
+    ($name:ident, $op:expr) => {
+        /// A JIT entry point: the reduction of `src[0..n]` ([`reduce_of`]);
+        /// its identity for `n <= 0`.
+        ///
+        /// # Safety
+        /// `src` points to `n` initialised `f64`s (or `n <= 0`).
+        pub unsafe extern "C" fn $name(src: *const f64, n: i64) -> f64 {
+            if n <= 0 {
+                return $op.identity();
+            }
+            // SAFETY: the caller's contract.
+            reduce_of($op, unsafe { std::slice::from_raw_parts(src, n as usize) })
+        }
+    };
+}
+entry_reduce!(einsat_vmax, RedOp::Max);
+entry_reduce!(einsat_vmin, RedOp::Min);
 
 // ------------------------------------------------------------ lane code
 
@@ -565,18 +724,61 @@ fn run_func_to(f: Func, xs: &[f64], ys: &mut [f64]) {
     }
 }
 
-/// [`run_func_to`] of `f(x + c)`: the sums of a chunk into a buffer on
-/// the stack (in cache), then the kernel from there.
+/// [`run_func_to`] of `f(x + c)`: per chunk, the sums into the output
+/// with their domain check, then the kernel in place there
+/// ([`add_then`]; a buffer of sums, then a check pass, then the kernel
+/// into the output, was three passes).
 #[inline(always)]
 fn run_func_to_add(f: Func, xs: &[f64], ys: &mut [f64], c: f64) {
     const CH: usize = 256;
-    let mut buf = [0.0f64; CH];
     for (s, d) in xs.chunks(CH).zip(ys.chunks_mut(CH)) {
-        let t = &mut buf[..s.len()];
-        for (t, x) in t.iter_mut().zip(s) {
-            *t = *x + c;
+        add_then(f, s, d, c);
+    }
+}
+
+/// `t[i] = f(s[i] + c)` ([`add_then_chunk`] with `f`'s lanes).
+#[inline(always)]
+fn add_then(f: Func, s: &[f64], t: &mut [f64], c: f64) {
+    match f {
+        Func::Exp => add_then_chunk(s, t, c, exp_lane, exp_core, f64::exp),
+        Func::Log => add_then_chunk(s, t, c, log_lane, log_core, f64::ln),
+        Func::Sin => add_then_chunk(s, t, c, sin_lane, trig_core, f64::sin),
+        Func::Cos => add_then_chunk(s, t, c, cos_lane, trig_core, f64::cos),
+        Func::Tanh => add_then_chunk(s, t, c, tanh_lane, tanh_core, f64::tanh),
+        _ => {
+            for (t, x) in t.iter_mut().zip(s) {
+                *t = *x + c;
+            }
+            run_func(f, t)
         }
-        run_func_to(f, t, d);
+    }
+}
+
+/// One chunk of `t[i] = f(s[i] + c)`: the sums and their domain check
+/// in one pass, then the kernel in place (as [`run_chunks`] does).
+#[inline(always)]
+fn add_then_chunk(
+    s: &[f64],
+    t: &mut [f64],
+    c: f64,
+    lane: impl Fn(f64) -> f64,
+    core: impl Fn(f64) -> bool,
+    lib: impl Fn(f64) -> f64,
+) {
+    let mut bad = 0u64;
+    for (t, x) in t.iter_mut().zip(s) {
+        let v = *x + c;
+        *t = v;
+        bad |= u64::from(!core(v));
+    }
+    if bad == 0 {
+        for x in t.iter_mut() {
+            *x = lane(*x);
+        }
+    } else {
+        for x in t.iter_mut() {
+            *x = if core(*x) { lane(*x) } else { lib(*x) };
+        }
     }
 }
 
@@ -596,10 +798,193 @@ fn run_func(f: Func, xs: &mut [f64]) {
     }
 }
 
+/// Accumulators of a fused sum (two AVX-512 vectors, four AVX2 ones).
+const ACCS: usize = 16;
+
+/// The sum of `acc` as a balanced tree.
+#[inline(always)]
+fn pairwise(acc: [f64; ACCS]) -> f64 {
+    let mut a = acc;
+    let mut w = ACCS;
+    while w > 1 {
+        w /= 2;
+        for k in 0..w {
+            a[k] += a[k + w];
+        }
+    }
+    a[0]
+}
+
+/// `Σ block(b)` over the [`SUM_BLOCK`]-term blocks `b` of `xs`, the
+/// blocks' totals on two levels (as `jit::emit::common::Levels`).
+#[inline(always)]
+fn sum_blocks(xs: &[f64], mut block: impl FnMut(&[f64]) -> f64) -> f64 {
+    const MID: usize = 64;
+    let (mut outer, mut mid, mut k) = (0.0, 0.0, 0);
+    for b in xs.chunks(SUM_BLOCK) {
+        mid += block(b);
+        k += 1;
+        if k == MID {
+            outer += mid;
+            mid = 0.0;
+            k = 0;
+        }
+    }
+    outer + mid
+}
+
+/// [`sum_of`]'s lane code: per chunk, the terms into a stack buffer (in
+/// cache) by the map's code, the chunk added pairwise in place (halves
+/// onto halves down to [`ACCS`] values: plain loops over consecutive
+/// elements, which vectorise), those into [`ACCS`] accumulators.
+/// (Each form is compiled in a function of its own, [`x86`]: with both
+/// forms in one function some lanes were not inlined, see
+/// [`run_func_to_add`]. Accumulating a chunk straight into `[f64; 16]`
+/// was vectorised across chunks, by gathers.)
+#[inline(always)]
+fn run_sum(xs: &[f64], terms: impl Fn(&[f64], &mut [f64])) -> f64 {
+    const CH: usize = 256;
+    sum_blocks(xs, |blk| {
+        let mut acc = [0.0f64; ACCS];
+        let mut buf = [0.0f64; CH];
+        for s in blk.chunks(CH) {
+            terms(s, &mut buf[..s.len()]);
+            if s.len() < CH {
+                // (+0 terms: the sum of the others, -0 aside)
+                buf[s.len()..].fill(0.0);
+            }
+            let mut w = CH;
+            while w > ACCS {
+                w /= 2;
+                let (a, b) = buf.split_at_mut(w);
+                for (x, y) in a.iter_mut().zip(&b[..w]) {
+                    *x += *y;
+                }
+            }
+            for (a, x) in acc.iter_mut().zip(&buf[..ACCS]) {
+                *a += *x;
+            }
+        }
+        pairwise(acc)
+    })
+}
+
+/// A double's place in the total order of the doubles, as an integer
+/// (-NaN < -inf < … < -0 < +0 < … < +inf < +NaN); its own inverse.
+#[inline(always)]
+fn order_key(x: f64) -> i64 {
+    let b = x.to_bits() as i64;
+    b ^ ((((b >> 63) as u64) >> 1) as i64)
+}
+
+/// [`reduce_of`]'s lane code: the largest and the smallest key, two
+/// integer reductions (which vectorise, five operations per vector with
+/// the key). A NaN has a key above +inf's or below -inf's (by its sign),
+/// so it shows in one of the two; without one, the extreme the
+/// reduction asks for is its result (the identity for no elements).
+#[inline(always)]
+fn run_reduce(op: RedOp, xs: &[f64]) -> f64 {
+    let (top, bottom) = (order_key(f64::INFINITY), order_key(f64::NEG_INFINITY));
+    let (mut hi, mut lo) = (bottom, top);
+    for &x in xs {
+        let k = order_key(x);
+        hi = hi.max(k);
+        lo = lo.min(k);
+    }
+    if hi > top || lo < bottom {
+        return f64::NAN;
+    }
+    let k = if op == RedOp::Max { hi } else { lo };
+    f64::from_bits(order_key(f64::from_bits(k as u64)) as u64)
+}
+
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use crate::syntax::ast::Func;
-    use crate::vmath::{run_func, run_func_to, run_func_to_add};
+    use crate::syntax::ast::RedOp;
+    use crate::vmath::{
+        add_then, run_div, run_func, run_func_to, run_func_to_add, run_reduce, run_sum,
+    };
+
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn avx2_sum(f: Func, xs: &[f64]) -> f64 {
+        run_sum(xs, |s, t| run_func_to(f, s, t))
+    }
+
+    #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
+    unsafe fn avx512_sum(f: Func, xs: &[f64]) -> f64 {
+        run_sum(xs, |s, t| run_func_to(f, s, t))
+    }
+
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn avx2_sum_add(f: Func, xs: &[f64], c: f64) -> f64 {
+        run_sum(xs, |s, t| add_then(f, s, t, c))
+    }
+
+    #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
+    unsafe fn avx512_sum_add(f: Func, xs: &[f64], c: f64) -> f64 {
+        run_sum(xs, |s, t| add_then(f, s, t, c))
+    }
+
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn avx2_reduce(op: RedOp, xs: &[f64]) -> f64 {
+        run_reduce(op, xs)
+    }
+
+    #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
+    unsafe fn avx512_reduce(op: RedOp, xs: &[f64]) -> f64 {
+        run_reduce(op, xs)
+    }
+
+    /// # Safety
+    /// The level's features (AVX2+FMA, or AVX-512 F/DQ/VL too) are present.
+    pub(super) unsafe fn sum(f: Func, wide: bool, xs: &[f64], c: Option<f64>) -> f64 {
+        // SAFETY: the caller checked the features.
+        unsafe {
+            match (wide, c) {
+                (true, None) => avx512_sum(f, xs),
+                (false, None) => avx2_sum(f, xs),
+                (true, Some(c)) => avx512_sum_add(f, xs, c),
+                (false, Some(c)) => avx2_sum_add(f, xs, c),
+            }
+        }
+    }
+
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn avx2_div(xs: &[f64], ys: &mut [f64], c: f64) {
+        run_div(xs, ys, c)
+    }
+
+    #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
+    unsafe fn avx512_div(xs: &[f64], ys: &mut [f64], c: f64) {
+        run_div(xs, ys, c)
+    }
+
+    /// # Safety
+    /// The level's features (AVX2+FMA, or AVX-512 F/DQ/VL too) are present.
+    pub(super) unsafe fn div(wide: bool, xs: &[f64], ys: &mut [f64], c: f64) {
+        // SAFETY: the caller checked the features.
+        unsafe {
+            if wide {
+                avx512_div(xs, ys, c)
+            } else {
+                avx2_div(xs, ys, c)
+            }
+        }
+    }
+
+    /// # Safety
+    /// The level's features (AVX2+FMA, or AVX-512 F/DQ/VL too) are present.
+    pub(super) unsafe fn reduce(op: RedOp, wide: bool, xs: &[f64]) -> f64 {
+        // SAFETY: the caller checked the features.
+        unsafe {
+            if wide {
+                avx512_reduce(op, xs)
+            } else {
+                avx2_reduce(op, xs)
+            }
+        }
+    }
 
     #[target_feature(enable = "avx2,fma")]
     unsafe fn avx2(f: Func, xs: &mut [f64]) {

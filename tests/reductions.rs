@@ -430,9 +430,14 @@ fn stable_softmax_is_finite_at_large_logits() {
 
 #[test]
 fn the_jit_reduces_in_vector_lanes_with_ieee_max_and_min() {
-    // a unit-stride reduction runs on f64x2 fmax/fmin (exact in any order)
+    // a unit-stride reduction runs on f64x2 fmax/fmin (exact in any order);
+    // the reduction of a plain run is a call of the vector kernel
+    // (`vmath::reduce_of`; tests/fused_reductions.rs)
     for (src, op) in [
-        ("fn f(A: [n,m]R) -> [n]R = gen(i:n) max(j:m) A[i,j]", "fmax"),
+        (
+            "fn f(A: [n,m]R) -> [n]R = gen(i:n) max(j:m) A[i,j] * 3",
+            "fmax",
+        ),
         ("fn f(x: [n]R) -> R = min(i:n) x[i] * 2", "fmin"),
     ] {
         let f = normal(&load1(src));

@@ -52,6 +52,12 @@
 //!   kernel ([`crate::vmath`]: AVX-512/AVX2 chosen at run time), then the
 //!   body with the calls replaced by unit-stride loads of the buffers
 //!   (vectorised as above). At most [`MAX_STAGED`] calls per body.
+//!   A sum whose term is the one call, of a unit-stride run (plus a
+//!   fixed value), calls the fused sum instead (`Σ f(x + c)` per block,
+//!   no buffer); a max/min reduction of a run calls the vector
+//!   reduction; a map dividing a run by a fixed value, stored along a
+//!   unit-stride axis, calls the vector division (all in
+//!   [`crate::vmath`], full vector width).
 //! - **loops** are rotated (one test before the loop, then one at the
 //!   bottom of each iteration), and a flag-free load on the left of `+` or
 //!   `*` is evaluated last and swapped to the right (both are exactly
@@ -255,14 +261,26 @@ pub(crate) struct At<'l> {
     pub entry: EntryParams,
     pub funcs: Vec<(Func, cranelift_codegen::ir::FuncRef)>,
     pub copy_nodes: usize,
-    /// The slice kernels of [`crate::vmath`] (`dst[0..n] = f(src[0..n])`),
-    /// for staged calls, each with its form with an addend
-    /// (`dst[0..n] = f(src[0..n] + c)`).
-    pub vfuncs: Vec<(
-        Func,
-        cranelift_codegen::ir::FuncRef,
-        cranelift_codegen::ir::FuncRef,
-    )>,
+    /// The slice kernels of [`crate::vmath`], for staged calls.
+    pub vfuncs: Vec<VFunc>,
+    /// The max/min reductions of a run of [`crate::vmath`]
+    /// (`src, n -> f64`).
+    pub vreduce: Vec<(RedOp, cranelift_codegen::ir::FuncRef)>,
+    /// `dst[0..n] = src[0..n] / c` of [`crate::vmath`].
+    pub vdiv: cranelift_codegen::ir::FuncRef,
+}
+
+/// The slice kernels of one function of [`crate::vmath`], imported into
+/// the function being emitted.
+#[derive(Clone, Copy)]
+pub struct VFunc {
+    pub f: Func,
+    /// `dst[0..n] = f(src[0..n])`
+    pub map: cranelift_codegen::ir::FuncRef,
+    /// `dst[0..n] = f(src[0..n] + c)`
+    pub map_add: cranelift_codegen::ir::FuncRef,
+    /// `Σ f(src[0..n] + c)`, returned
+    pub sum_add: cranelift_codegen::ir::FuncRef,
 }
 
 /// Emit `nest` as generic loops following `sched`, return included, in
@@ -286,6 +304,8 @@ pub(crate) fn emit<'a>(
         funcs,
         copy_nodes,
         vfuncs,
+        vreduce,
+        vdiv,
     } = at;
     let mf = MemFlagsData::trusted();
     let mut used = vec![false; p.bufs.len()];
@@ -330,6 +350,8 @@ pub(crate) fn emit<'a>(
         lanes: if narrow { 4 } else { 2 },
         ptr,
         vfuncs,
+        vreduce,
+        vdiv,
         n_bufs,
         staging: false,
         bases,
@@ -378,11 +400,11 @@ struct LoopEmitter<'a, 'l> {
     /// The pointer type.
     ptr: types::Type,
     /// The slice kernels of [`crate::vmath`] ([`At::vfuncs`]).
-    vfuncs: Vec<(
-        Func,
-        cranelift_codegen::ir::FuncRef,
-        cranelift_codegen::ir::FuncRef,
-    )>,
+    vfuncs: Vec<VFunc>,
+    /// The reductions of a run ([`At::vreduce`]).
+    vreduce: Vec<(RedOp, cranelift_codegen::ir::FuncRef)>,
+    /// The division of a run ([`At::vdiv`]).
+    vdiv: cranelift_codegen::ir::FuncRef,
     /// The buffers of the program; `bases`/`strides` entries beyond are
     /// the stack buffers of staged calls ([`LoopEmitter::stage`]),
     /// unit-stride.
@@ -982,6 +1004,7 @@ impl LoopEmitter<'_, '_> {
             LoopAction::Level(n, ns, k) => {
                 self.for_range(var, lo, hi, &mut |g| g.levels(n, ns, k, body.clone()));
             }
+            LoopAction::Store(n) if vector && self.divide_run(n, var, lo, hi, body) => {}
             LoopAction::Store(n) => {
                 let pos = n.vars.iter().position(|(v, _)| *v == var);
                 let unit_out = pos.is_some_and(|a| {
@@ -1069,8 +1092,8 @@ impl LoopEmitter<'_, '_> {
         }
         let mut kernels = Vec::with_capacity(calls.len());
         for (f, _) in &calls {
-            match self.vfuncs.iter().find(|(g, _, _)| g == f) {
-                Some((_, r, r_add)) => kernels.push((*r, *r_add)),
+            match self.vfuncs.iter().find(|v| v.f == *f) {
+                Some(v) => kernels.push((v.map, v.map_add, v.sum_add)),
                 None => return false,
             }
         }
@@ -1085,6 +1108,43 @@ impl LoopEmitter<'_, '_> {
             .map(|(_, a)| if f64 { self.run_src(a, var) } else { None })
             .collect();
         let direct: Vec<bool> = srcs.iter().map(Option::is_some).collect();
+        // a sum whose term is the one call of a run (log-sum-exp's
+        // `sum(i:n) exp(x[i] - m)`): one fused kernel call adds the terms
+        // of the whole range (in blocks of `vmath::SUM_BLOCK`, as long
+        // sums here) and its total goes to an accumulator; no stage
+        // buffer is written and read back
+        if let (LoopAction::Accum(acc), Some((run, addend))) = (act, &srcs[0]) {
+            if acc.all.is_none()
+                && calls.len() == 1
+                && matches!(&staged, SchedExpr::Load { buf, .. } if *buf == first)
+            {
+                self.set_var(var, lo);
+                let src = self.run_addr(run);
+                let count = self.b.ins().isub(hi, lo);
+                // (without an addend `f(x + 0)`: only `x = -0` changes,
+                // to `+0`, and `f(-0)` and `f(+0)` are equal or zeros of
+                // either sign, the same in a sum whose accumulators start
+                // at `+0`)
+                let c = match addend {
+                    None => self.f64c(0.0),
+                    Some((c, neg)) => {
+                        let (v, _) = self.scalar(c);
+                        if *neg {
+                            self.b.ins().fneg(v)
+                        } else {
+                            v
+                        }
+                    }
+                };
+                let call = self.b.ins().call(kernels[0].2, &[src, count, c]);
+                let total = self.b.inst_results(call)[0];
+                let a = self.b.use_var(acc.accs[0]);
+                let s = self.b.ins().fadd(a, total);
+                self.b.def_var(acc.accs[0], s);
+                self.cur[var] = None;
+                return true;
+            }
+        }
         // a pure map (the body is the one call, stored along a unit-stride
         // output axis): the kernel writes the output in place
         let map_out = match act {
@@ -1105,7 +1165,7 @@ impl LoopEmitter<'_, '_> {
             self.set_var(var, lo);
             let dst = self.out_addr(n, n.buf);
             let count = self.b.ins().isub(hi, lo);
-            self.run_call(kernels[0], src, dst, count);
+            self.run_call((kernels[0].0, kernels[0].1), src, dst, count);
             self.cur[var] = None;
             return true;
         }
@@ -1155,7 +1215,7 @@ impl LoopEmitter<'_, '_> {
                     };
                     if let Some(src) = &srcs[c] {
                         g.set_var(var, b0);
-                        g.run_call(kernels[c], src, dst, n);
+                        g.run_call((kernels[c].0, kernels[c].1), src, dst, n);
                         g.cur[var] = None;
                         bases.push(base);
                         continue;
@@ -1292,6 +1352,36 @@ impl LoopEmitter<'_, '_> {
         let base = self.base(*buf);
         let bytes = self.b.ins().ishl_imm_s(off, 3);
         self.b.ins().iadd(base, bytes)
+    }
+
+    /// A map dividing a run by a value fixed in the loop (softmax's
+    /// `E[i,j] / z[i]`), stored along a unit-stride output axis: one call
+    /// of the vector division ([`crate::vmath::div_to`], the same IEEE
+    /// quotients on the vector unit's full width). Returns whether it
+    /// emitted the call.
+    fn divide_run(&mut self, n: &Nest, var: usize, lo: Value, hi: Value, body: &SchedExpr) -> bool {
+        let SchedExpr::Bin(BinOp::Div, a, c) = body else {
+            return false;
+        };
+        if self.ft != types::F64
+            || self.staging
+            || self.out_flag.is_some()
+            || !self.unit_out(n, var)
+            || !self.unit_run(a, var)
+            || mentions(c, var)
+            || has_loop(c)
+            || strong(c)
+        {
+            return false;
+        }
+        self.set_var(var, lo);
+        let dst = self.out_addr(n, n.buf);
+        let src = self.run_addr(a);
+        self.cur[var] = None;
+        let count = self.b.ins().isub(hi, lo);
+        let (cv, _) = self.scalar(c);
+        self.b.ins().call(self.vdiv, &[src, dst, count, cv]);
+        true
     }
 
     /// Whether nest `n`'s output axis of `var` is unit-stride and indexed
@@ -1907,6 +1997,23 @@ impl LoopEmitter<'_, '_> {
         acc: Variable,
         vector: bool,
     ) {
+        // the reduction of a run (`max(j:m) X[i,j]`): one call of the
+        // vector kernel, whose result joins the accumulator (`maximum` and
+        // `minimum` are exactly associative, any order agrees bit for bit)
+        if vector && self.ft == types::F64 && self.unit_run(body, var) {
+            if let Some(&(_, kernel)) = self.vreduce.iter().find(|(o, _)| *o == op) {
+                self.set_var(var, lo);
+                let src = self.run_addr(body);
+                let count = self.b.ins().isub(hi, lo);
+                let call = self.b.ins().call(kernel, &[src, count]);
+                let r = self.b.inst_results(call)[0];
+                let m = self.b.use_var(acc);
+                let m = self.maxmin(op, m, r);
+                self.b.def_var(acc, m);
+                self.cur[var] = None;
+                return;
+            }
+        }
         if !(vector && self.vec_ok(body, var) && self.copyable(body, VACCS + 2)) {
             self.for_range(var, lo, hi, &mut |g| g.reduce_step(op, acc, body));
             return;

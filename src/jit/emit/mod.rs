@@ -39,7 +39,7 @@ pub mod tiles;
 use super::ir::{Layout, LoopProgram, SizeRef};
 use super::schedule::{Backend, NestPlan};
 use crate::jit::options::Options;
-use crate::syntax::ast::Func;
+use crate::syntax::ast::{Func, RedOp};
 use common::EntryParams;
 use cranelift_codegen::ir::{types, AbiParam, InstBuilder, MemFlagsData};
 use cranelift_codegen::settings::{self, Configurable};
@@ -92,14 +92,44 @@ const CALLS: &[(&str, Func, usize)] = &[
 
 /// The slice kernels of [`crate::vmath`] (`dst[0..n] = f(src[0..n])`),
 /// called by staged loops ([`loops`]).
-/// With each, its form with an addend (`dst[0..n] = f(src[0..n] + c)`).
-const VCALLS: &[(&str, &str, Func)] = &[
-    ("einsat_vexp", "einsat_vexp_add", Func::Exp),
-    ("einsat_vlog", "einsat_vlog_add", Func::Log),
-    ("einsat_vsin", "einsat_vsin_add", Func::Sin),
-    ("einsat_vcos", "einsat_vcos_add", Func::Cos),
-    ("einsat_vtanh", "einsat_vtanh_add", Func::Tanh),
+/// With each, its form with an addend (`dst[0..n] = f(src[0..n] + c)`)
+/// and its fused sum (`Σ f(src[0..n] + c)`).
+const VCALLS: &[(&str, &str, &str, Func)] = &[
+    (
+        "einsat_vexp",
+        "einsat_vexp_add",
+        "einsat_vsum_exp_add",
+        Func::Exp,
+    ),
+    (
+        "einsat_vlog",
+        "einsat_vlog_add",
+        "einsat_vsum_log_add",
+        Func::Log,
+    ),
+    (
+        "einsat_vsin",
+        "einsat_vsin_add",
+        "einsat_vsum_sin_add",
+        Func::Sin,
+    ),
+    (
+        "einsat_vcos",
+        "einsat_vcos_add",
+        "einsat_vsum_cos_add",
+        Func::Cos,
+    ),
+    (
+        "einsat_vtanh",
+        "einsat_vtanh_add",
+        "einsat_vsum_tanh_add",
+        Func::Tanh,
+    ),
 ];
+
+/// The max/min reductions of a run in [`crate::vmath`]
+/// (`src, n -> f64`), called by the generic loops ([`loops`]).
+const RCALLS: &[(&str, RedOp)] = &[("einsat_vmax", RedOp::Max), ("einsat_vmin", RedOp::Min)];
 
 /// Compiled code; the module owns the executable memory and lives as long
 /// as the kernel.
@@ -196,10 +226,12 @@ fn host_isa() -> Result<cranelift_codegen::isa::OwnedTargetIsa, String> {
 #[allow(clippy::type_complexity)]
 /// The imported scalar functions.
 type CallIds = Vec<(Func, FuncId)>;
-/// The imported slice kernels, plain and with an addend.
-type VCallIds = Vec<(Func, FuncId, FuncId)>;
+/// The imported slice kernels, plain, with an addend, and summed.
+type VCallIds = Vec<(Func, FuncId, FuncId, FuncId)>;
+/// The imported reductions of a run.
+type RCallIds = Vec<(RedOp, FuncId)>;
 
-fn new_module() -> Result<(JITModule, CallIds, VCallIds), String> {
+fn new_module() -> Result<(JITModule, CallIds, VCallIds, RCallIds, FuncId), String> {
     let isa = host_isa()?;
     let mut jb = JITBuilder::with_isa(isa, cranelift_module::default_libcall_names());
     jb.symbol("einsat_exp", f_exp as *const u8);
@@ -234,6 +266,33 @@ fn new_module() -> Result<(JITModule, CallIds, VCallIds), String> {
         "einsat_vtanh_add",
         crate::vmath::einsat_vtanh_add as *const u8,
     );
+    for (name, f) in [
+        (
+            "einsat_vsum_exp_add",
+            crate::vmath::einsat_vsum_exp_add as *const u8,
+        ),
+        (
+            "einsat_vsum_log_add",
+            crate::vmath::einsat_vsum_log_add as *const u8,
+        ),
+        (
+            "einsat_vsum_sin_add",
+            crate::vmath::einsat_vsum_sin_add as *const u8,
+        ),
+        (
+            "einsat_vsum_cos_add",
+            crate::vmath::einsat_vsum_cos_add as *const u8,
+        ),
+        (
+            "einsat_vsum_tanh_add",
+            crate::vmath::einsat_vsum_tanh_add as *const u8,
+        ),
+        ("einsat_vmax", crate::vmath::einsat_vmax as *const u8),
+        ("einsat_vmin", crate::vmath::einsat_vmin as *const u8),
+        ("einsat_vdiv", crate::vmath::einsat_vdiv as *const u8),
+    ] {
+        jb.symbol(name, f);
+    }
     let mut module = JITModule::new(jb);
     let mut calls: CallIds = Vec::new();
     for (name, f, arity) in CALLS {
@@ -249,7 +308,7 @@ fn new_module() -> Result<(JITModule, CallIds, VCallIds), String> {
     }
     let ptr = module.target_config().pointer_type();
     let mut vcalls: VCallIds = Vec::new();
-    for (name, name_add, f) in VCALLS {
+    for (name, name_add, name_sum, f) in VCALLS {
         // (src, dst, n): `dst[0..n] = f(src[0..n])`
         let mut sig = module.make_signature();
         sig.params.push(AbiParam::new(ptr));
@@ -263,9 +322,39 @@ fn new_module() -> Result<(JITModule, CallIds, VCallIds), String> {
         let id_add = module
             .declare_function(name_add, Linkage::Import, &sig)
             .map_err(|e| e.to_string())?;
-        vcalls.push((*f, id, id_add));
+        // (src, n, c) -> f64: `Σ f(src[0..n] + c)`
+        let mut sig = module.make_signature();
+        sig.params.push(AbiParam::new(ptr));
+        sig.params.push(AbiParam::new(types::I64));
+        sig.params.push(AbiParam::new(types::F64));
+        sig.returns.push(AbiParam::new(types::F64));
+        let id_sum = module
+            .declare_function(name_sum, Linkage::Import, &sig)
+            .map_err(|e| e.to_string())?;
+        vcalls.push((*f, id, id_add, id_sum));
     }
-    Ok((module, calls, vcalls))
+    let mut rcalls: RCallIds = Vec::new();
+    for (name, op) in RCALLS {
+        // (src, n) -> f64: the reduction of `src[0..n]`
+        let mut sig = module.make_signature();
+        sig.params.push(AbiParam::new(ptr));
+        sig.params.push(AbiParam::new(types::I64));
+        sig.returns.push(AbiParam::new(types::F64));
+        let id = module
+            .declare_function(name, Linkage::Import, &sig)
+            .map_err(|e| e.to_string())?;
+        rcalls.push((*op, id));
+    }
+    // (src, dst, n, c): `dst[0..n] = src[0..n] / c`
+    let mut sig = module.make_signature();
+    sig.params.push(AbiParam::new(ptr));
+    sig.params.push(AbiParam::new(ptr));
+    sig.params.push(AbiParam::new(types::I64));
+    sig.params.push(AbiParam::new(types::F64));
+    let vdiv = module
+        .declare_function("einsat_vdiv", Linkage::Import, &sig)
+        .map_err(|e| e.to_string())?;
+    Ok((module, calls, vcalls, rcalls, vdiv))
 }
 
 /// Where each buffer's strides start in the strides array.
@@ -299,7 +388,7 @@ pub fn compile(
     layout: &Layout,
     opts: &Options,
 ) -> Result<Native, String> {
-    let (mut module, calls, vcalls) = new_module()?;
+    let (mut module, calls, vcalls, rcalls, vdiv) = new_module()?;
     let tcfg = module.target_config();
     let ptr = tcfg.pointer_type();
     let stride_at = stride_starts(p);
@@ -348,11 +437,18 @@ pub fn compile(
                     let mut vfuncs = Vec::new();
                     // (the slice kernels are f64: in F32 the staged
                     // arguments are widened and the results rounded)
-                    for (f, id, id_add) in &vcalls {
-                        let r = module.declare_func_in_func(*id, b.func);
-                        let r_add = module.declare_func_in_func(*id_add, b.func);
-                        vfuncs.push((*f, r, r_add));
+                    for (f, id, id_add, id_sum) in &vcalls {
+                        vfuncs.push(loops::VFunc {
+                            f: *f,
+                            map: module.declare_func_in_func(*id, b.func),
+                            map_add: module.declare_func_in_func(*id_add, b.func),
+                            sum_add: module.declare_func_in_func(*id_sum, b.func),
+                        });
                     }
+                    let vreduce = rcalls
+                        .iter()
+                        .map(|(op, id)| (*op, module.declare_func_in_func(*id, b.func)))
+                        .collect();
                     let at = loops::At {
                         ptr,
                         ft: match opts.precision {
@@ -367,6 +463,8 @@ pub fn compile(
                         funcs,
                         copy_nodes: opts.copy_nodes,
                         vfuncs,
+                        vreduce,
+                        vdiv: module.declare_func_in_func(vdiv, b.func),
                     };
                     b = loops::emit(b, p, &plan.nest, sched, at, plan.poll);
                 }
