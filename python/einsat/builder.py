@@ -93,7 +93,8 @@ The traced function is the program the text form gives
   ``fold`` (a complex accumulator: ``fold(0j, ...)``) take them. A
   complex result comes back complex: of numpy's result dtype of the
   arguments when some are complex (complex64 from complex64, computed in
-  float64 and rounded at the end, as :func:`einsat.compile`'s kernels),
+  float32 as numpy's complex64 arithmetic, as :func:`einsat.compile`'s
+  kernels),
   else complex128 (complex64 from float32 arguments), also inside a tuple
   result; a result without complex numbers is returned as for real
   arguments. ``abs`` (numpy's is ``hypot``, which the language has not),

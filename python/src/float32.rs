@@ -3,9 +3,12 @@
 //! (`np.result_type` of the array arguments; Python numbers are weak, as
 //! NEP 50 makes them) is float32 or float16 computes in f32 on a second
 //! kernel compiled for `Precision::F32` (on first such call) and returns
-//! float32 (float16 for float16 arguments, rounded at the end). float32
-//! arrays of any strides are read in place; other arrays are converted to
-//! float32. Every other result dtype takes the float64 path. Index arrays
+//! float32 (float16 for float16 arguments, rounded at the end). A result
+//! dtype of complex64 (complex64 arrays for pair parameters, with float32
+//! or float16 arrays and Python real numbers) computes the same way on
+//! the parts, read in place from the interleaved storage, and a pair
+//! result of two arrays of one shape returns complex64. float32 arrays of
+//! any strides are read in place; other arrays are converted to float32. Every other result dtype takes the float64 path. Index arrays
 //! of gathers do not take part in the result dtype and are passed as
 //! float32 after a check ([`super::index`]: integers up to 2^24).
 
@@ -44,17 +47,55 @@ pub(super) fn leaves_of<'py>(
     }
 }
 
+/// [`leaves_of`], with complex numbers and arrays given for pair
+/// parameters split into their real and imaginary parts (numpy's `.real`
+/// and `.imag`: views of the interleaved storage, read in place).
+fn parts_of<'py>(obj: &Bound<'py, PyAny>, b: &Boundary, out: &mut Vec<Bound<'py, PyAny>>) {
+    match b {
+        Boundary::Pair(x, y) => match super::complex_parts(obj) {
+            Some((re, im)) => {
+                parts_of(&re, x, out);
+                parts_of(&im, y, out);
+            }
+            None => match obj.cast::<PyTuple>() {
+                Ok(t) if t.len() == 2 => {
+                    if let (Ok(a), Ok(c)) = (t.get_item(0), t.get_item(1)) {
+                        parts_of(&a, x, out);
+                        parts_of(&c, y, out);
+                    }
+                }
+                _ => out.push(obj.clone()),
+            },
+        },
+        Boundary::Array(_) => out.push(obj.clone()),
+    }
+}
+
+/// What an f32 call returns: float32, float16 (rounded at the end), or
+/// complex64 (a pair result of two arrays or numbers of one shape as one
+/// complex64 array or number).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Out32 {
+    Float32,
+    Float16,
+    Complex64,
+}
+
 /// Whether a Python number (weak under NEP 50: it does not decide the
 /// result's dtype).
 fn weak(o: &Bound<'_, PyAny>) -> bool {
     o.is_instance_of::<PyFloat>() || o.is_instance_of::<PyInt>() || o.is_instance_of::<PyBool>()
 }
 
-/// `Some(half)` when the arguments' result dtype is float32 (`half`:
-/// float16), else `None` (the float64 path).
-pub(super) fn wanted(py: Python<'_>, args: &[Bound<'_, PyAny>]) -> Option<bool> {
-    let (kind, size) = result_kind(py, args)?;
-    (kind == "f" && size <= 4).then_some(size == 2)
+/// The f32 call's result when the arguments' result dtype is float32,
+/// float16 or complex64, else `None` (the float64 path).
+pub(super) fn wanted(py: Python<'_>, args: &[Bound<'_, PyAny>]) -> Option<Out32> {
+    match result_kind(py, args)? {
+        (k, 4) if k == "f" => Some(Out32::Float32),
+        (k, 2) if k == "f" => Some(Out32::Float16),
+        (k, 8) if k == "c" => Some(Out32::Complex64),
+        _ => None,
+    }
 }
 
 /// numpy's result dtype of the arguments that are not Python numbers
@@ -172,7 +213,30 @@ fn assemble<'a>(b: &Boundary, ops: &'a [Op32<'_>], next: &mut usize) -> Arg32<'a
     }
 }
 
-fn to_py(py: Python<'_>, v: Value32, half: bool) -> PyResult<Py<PyAny>> {
+fn to_py(py: Python<'_>, v: Value32, out: Out32) -> PyResult<Py<PyAny>> {
+    if out == Out32::Complex64 {
+        match v {
+            Value32::Pair(a, b) => match (*a, *b) {
+                (Value32::Array(re), Value32::Array(im)) if re.shape() == im.shape() => {
+                    let z = ndarray::Zip::from(&re)
+                        .and(&im)
+                        .map_collect(|&r, &i| einsat::typed::Complex32::new(r, i));
+                    return Ok(PyArrayDyn::from_owned_array(py, z).into_any().unbind());
+                }
+                (Value32::Real(r), Value32::Real(i)) => {
+                    let np = numpy(py)?;
+                    let z = pyo3::types::PyComplex::from_doubles(py, r.into(), i.into());
+                    // (exact: both parts are f32)
+                    return Ok(np.getattr("complex64")?.call1((z,))?.unbind());
+                }
+                (a, b) => {
+                    return to_py(py, Value32::Pair(Box::new(a), Box::new(b)), Out32::Float32)
+                }
+            },
+            v => return to_py(py, v, Out32::Float32),
+        }
+    }
+    let half = out == Out32::Float16;
     let np = numpy(py)?;
     let dt = np.getattr(if half { "float16" } else { "float32" })?;
     Ok(match v {
@@ -185,7 +249,7 @@ fn to_py(py: Python<'_>, v: Value32, half: bool) -> PyResult<Py<PyAny>> {
                 arr.unbind()
             }
         }
-        Value32::Pair(a, b) => PyTuple::new(py, [to_py(py, *a, half)?, to_py(py, *b, half)?])?
+        Value32::Pair(a, b) => PyTuple::new(py, [to_py(py, *a, out)?, to_py(py, *b, out)?])?
             .into_any()
             .unbind(),
     })
@@ -221,19 +285,19 @@ impl Kernel {
         Ok(self.kernel32.get_or_init(|| k).clone())
     }
 
-    /// The call in f32 (`half`: float16 results), with every parameter
-    /// given (`given`, in order).
+    /// The call in f32 (returning `out`), with every parameter given
+    /// (`given`, in order).
     pub(super) fn call32(
         &self,
         py: Python<'_>,
         given: &[Bound<'_, PyAny>],
-        half: bool,
+        out: Out32,
     ) -> Res<PyResult<Py<PyAny>>> {
         let mut ops = Vec::new();
         let mut elements = 0usize;
         for (at, ((name, b), g)) in self.params.iter().zip(given).enumerate() {
             let mut ls = Vec::new();
-            leaves_of(g, b, &mut ls);
+            parts_of(g, b, &mut ls);
             for (k, l) in ls.iter().enumerate() {
                 let what = if ls.len() == 1 {
                     format!("argument `{name}`")
@@ -264,6 +328,6 @@ impl Kernel {
         let v = run_call(py, false, work, &self.pace32, || {
             kernel.call_f32(&argv).map_err(|e| from_einsat(e, None))
         })?;
-        Ok(to_py(py, v, half))
+        Ok(to_py(py, v, out))
     }
 }

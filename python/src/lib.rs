@@ -1350,8 +1350,8 @@ impl Kernel {
                     float32::leaves_of(g, b, &mut leaves);
                 }
             }
-            if let Some(half) = float32::wanted(py, &leaves) {
-                return self.call32(py, &all, half);
+            if let Some(out) = float32::wanted(py, &leaves) {
+                return self.call32(py, &all, out);
             }
             if let Some(p) = ints::wanted(py, &leaves) {
                 if let Some(r) = self.call_int(py, &all, p)? {

@@ -59,6 +59,30 @@ def test_complex64_in_complex64_out_and_mixing():
     assert cmm(A, B.astype(np.complex128)).dtype == np.complex128
 
 
+def test_complex64_computes_in_float32_as_numpy():
+    # numpy's complex64 arithmetic rounds every step to float32: (x + 1) - 1
+    # of 2^-25 is 0 there (1 + 2^-25 rounds to 1), 2^-25 in float64; the
+    # program runs on the f32 kernel and agrees with numpy bit for bit
+    k = einsat.compile("fn f(z: [n](R,R)) -> [n](R,R) = gen(i:n) ((z[i].0 + 1) - 1, z[i].1 * 3)")
+    z = np.array([2.0**-25 + 0.5j, 1e-3 + 1e30j, -2.5 - 0j], dtype=np.complex64)
+    got = k(z)
+    assert got.dtype == np.complex64
+    want = ((z.real + np.float32(1)) - np.float32(1)) + 1j * (z.imag * np.float32(3))
+    assert want.dtype == np.complex64
+    np.testing.assert_array_equal(got, want)
+    assert got[0].real == 0.0
+    # complex128 computes in float64: 2^-25 stays
+    assert k(z.astype(np.complex128))[0].real == 2.0**-25
+    # a complex64 number result and float32 arguments beside complex64 ones
+    dot = einsat.compile("fn d(x: [n]R, z: [n](R,R)) -> (R,R) = (sum(i:n) x[i] * z[i].0, sum(i:n) x[i] * z[i].1)")
+    x = np.array([1.0, 2.0, 3.0], dtype=np.float32)
+    r = dot(x, z)
+    assert isinstance(r, np.complex64)
+    np.testing.assert_allclose(r, np.sum(x * z), rtol=1e-6)
+    # float64 beside complex64 is complex128, as numpy's result dtype
+    assert isinstance(dot(x.astype(np.float64), z), np.complex128)
+
+
 def test_complex_numbers_and_special_values():
     k = einsat.compile("fn mul(a: (R, R), b: (R, R)) -> (R, R) = (a.0*b.0 - a.1*b.1, a.0*b.1 + a.1*b.0)")
     z = k(1 + 2j, 3 - 1j)
