@@ -1740,6 +1740,33 @@ fn dtype_int_runs_in_integers() {
     ]);
     assert_eq!(code, 1);
     assert!(err.contains("not an integer of i32"), "{err}");
+    // integers beyond 2^53 would round through the CLI's float64 numbers:
+    // refused on the way in (an int64 .npy of 2^53 + 1) and on the way out
+    // (65536^2 * 65536^2 * ... beyond 2^53), never printed rounded
+    let big = d.join("big.npy");
+    ndarray_npy::write_npy(&big, &ndarray::arr1(&[(1i64 << 53) + 1, 3])).unwrap();
+    let big2 = write_npy(&d.join("big2.npy"), arr1(&[(1u64 << 40) as f64]).into_dyn());
+    for engine in ["interp", "jit"] {
+        for (arg, what) in [
+            (big.to_str().unwrap(), "is beyond 2^53"),
+            (&big2[..], "the result holds"),
+        ] {
+            let (code, out, err) = einsat(&[
+                "run",
+                src.to_str().unwrap(),
+                "--fn",
+                "w",
+                "--engine",
+                engine,
+                "--dtype",
+                "i64",
+                "--arg",
+                &format!("x={arg}"),
+            ]);
+            assert_eq!(code, 1, "{engine}: {out}");
+            assert!(err.contains(what), "{engine}: {err}");
+        }
+    }
     let (code, out, err) = einsat(&["demo"]);
     assert_eq!(code, 0, "{err}");
     let line = out.lines().find(|l| l.contains("best_prefix")).unwrap();

@@ -473,7 +473,8 @@ fn integers(v: &Value) -> Value {
 }
 
 /// Call an integer kernel on `f64` arguments holding integers (each must
-/// be an integer of the width); the result as `f64`s (exact below 2^53).
+/// be an integer of the width, below 2^53 in magnitude); the result as
+/// `f64`s, refused beyond 2^53 (where they would be rounded).
 fn call_int<T: crate::precision::IntElem>(
     k: &crate::jit::Kernel,
     args: &[Value],
@@ -483,7 +484,7 @@ fn call_int<T: crate::precision::IntElem>(
         .map(crate::interp::IntValue::<T>::from_value)
         .collect::<crate::error::Result<Vec<_>>>()?;
     let refs: Vec<crate::jit::IntArg<'_, T>> = ints.iter().map(|v| v.as_arg()).collect();
-    k.call_int(&refs).map(|r| r.to_value())
+    k.call_int(&refs)?.to_value_exact()
 }
 
 /// `--dtype`: `f64`, `f32`, `i64` or `i32` (also `float64`, `float32`,

@@ -741,8 +741,9 @@ pub fn run(f: &Function, args: &[Value]) -> Result<Value> {
 /// `f32` and every operation's result too ([`domain::F32`]). The result's
 /// numbers are `f64`s holding `f32` values. For `I64`/`I32`, [`run_int`]
 /// on the arguments as integers (each must be an integer of the width,
-/// else an error), the result as `f64`s (exact below 2^53; call
-/// [`run_int`] for exact integers).
+/// below 2^53 in magnitude, else an error), the result as `f64`s (an
+/// error beyond 2^53, where they would round; call [`run_int`] for exact
+/// integers of any size).
 pub fn run_with(f: &Function, args: &[Value], p: crate::precision::Precision) -> Result<Value> {
     match p {
         crate::precision::Precision::F64 => run(f, args),
@@ -753,11 +754,11 @@ pub fn run_with(f: &Function, args: &[Value], p: crate::precision::Precision) ->
         }
         crate::precision::Precision::I64 => {
             let args = ints_of::<i64>(args)?;
-            Ok(run_int(f, &args)?.to_value())
+            run_int(f, &args)?.to_value_exact()
         }
         crate::precision::Precision::I32 => {
             let args = ints_of::<i32>(args)?;
-            Ok(run_int(f, &args)?.to_value())
+            run_int(f, &args)?.to_value_exact()
         }
     }
 }

@@ -299,6 +299,9 @@ pub enum IntValue<T> {
     Pair(Box<IntValue<T>>, Box<IntValue<T>>),
 }
 
+/// The largest magnitude up to which every integer is an `f64`: 2^53.
+const EXACT_INT: u64 = 1 << 53;
+
 impl<T: crate::precision::IntElem> IntValue<T> {
     /// `(a, b)`.
     pub fn pair(a: IntValue<T>, b: IntValue<T>) -> IntValue<T> {
@@ -315,13 +318,49 @@ impl<T: crate::precision::IntElem> IntValue<T> {
         }
     }
 
+    /// [`IntValue::to_value`], refusing a number beyond 2^53 in magnitude
+    /// (where `f64` would round it) with an error naming it.
+    pub fn to_value_exact(&self) -> Result<Value> {
+        let exact = |x: T| -> Result<f64> {
+            let x = x.to_i64();
+            if x.unsigned_abs() <= EXACT_INT {
+                Ok(x as f64)
+            } else {
+                Err(Error::Call(format!(
+                    "the result holds {x}, beyond 2^53: a float64 number would round it (the CLI writes numbers as float64); take the result with `interp::run_int` or `Kernel::call_int`, or from Python, which keep integers exact"
+                )))
+            }
+        };
+        Ok(match self {
+            IntValue::Int(x) => Value::Real(exact(*x)?),
+            IntValue::Array(a) => {
+                let mut data = Vec::with_capacity(a.len());
+                for &x in a.iter() {
+                    data.push(exact(x)?);
+                }
+                Value::Array(
+                    ArrayD::from_shape_vec(a.raw_dim(), data)
+                        .map_err(|e| Error::Call(format!("internal shape mismatch: {e}")))?,
+                )
+            }
+            IntValue::Pair(a, b) => Value::pair(a.to_value_exact()?, b.to_value_exact()?),
+        })
+    }
+
     /// `v`'s numbers as integers of `T`, or an error naming the first
     /// number that is not an integer of `T`'s range (an explicit
     /// conversion, for callers holding `f64` data: the CLI's `--dtype i64`).
+    /// A number of 2^53 or more in magnitude is refused too: it may be a
+    /// rounded integer (2^53 + 1 becomes 2^53 in `f64`, as the CLI's
+    /// reading of a larger int64 would make it).
     pub fn from_value(v: &Value) -> Result<IntValue<T>> {
         let p = T::PRECISION;
         let conv = |x: f64| -> Result<T> {
-            if crate::types::integral::literal_fits(x, p) {
+            if x.abs() >= EXACT_INT as f64 {
+                Err(Error::Call(format!(
+                    "{x} is beyond 2^53: a float64 number of 2^53 or more may be a rounded integer (2^53 + 1 reads as 2^53) (the CLI reads numbers as float64); pass integers to `interp::run_int` or `Kernel::call_int`, or call from Python, which keep them exact"
+                )))
+            } else if crate::types::integral::literal_fits(x, p) {
                 Ok(T::from_i64(x as i64))
             } else {
                 Err(Error::Call(format!(
