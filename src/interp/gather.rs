@@ -182,11 +182,15 @@ fn position(param: &str, pos: &[usize]) -> String {
 }
 
 /// Check the integer arrays among `f64` arguments `args` of `f` for a
-/// call in the format `p` (as [`crate::interp::run_with`] does before it
+/// call in the format `p` (as `interp::run_with` does before it
 /// runs): for callers that convert `f64` arguments into `p`'s element type
 /// themselves (the CLI's `--dtype f32`), so that an index `p` cannot hold
 /// is refused before it is rounded into another one.
-pub fn check_values(f: &Function, args: &[crate::interp::Value], p: Precision) -> Result<()> {
+pub fn check_values(
+    f: &Function,
+    args: &[crate::interp::value::Value],
+    p: Precision,
+) -> Result<()> {
     if !has_int_params(f) {
         return Ok(());
     }
