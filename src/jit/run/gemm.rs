@@ -1269,106 +1269,44 @@ impl Call {
     /// every index below `m`, `n`, `k`.
     unsafe fn single(&self, par: gemm::Parallelism) {
         LIBRARY_CALLS.fetch_add(1, Ordering::Relaxed);
-        match self.elem {
-            Elem::C64 => {
-                type C = num_complex::Complex64;
-                // SAFETY: as above; the buffers hold complex elements
-                return unsafe {
-                    gemm::gemm(
-                        self.m,
-                        self.n,
-                        self.k,
-                        self.dst as *mut C,
-                        self.dst_cs,
-                        self.dst_rs,
-                        self.accumulate,
-                        self.lhs as *const C,
-                        self.lhs_cs,
-                        self.lhs_rs,
-                        self.rhs as *const C,
-                        self.rhs_cs,
-                        self.rhs_rs,
-                        C::new(1.0, 0.0),
-                        C::new(self.alpha, 0.0),
-                        false,
-                        false,
-                        false,
-                        par,
-                    )
-                };
+        type C64 = num_complex::Complex64;
+        type C32 = num_complex::Complex32;
+        // SAFETY: as above; the buffers hold elements of `self.elem`
+        unsafe {
+            match self.elem {
+                Elem::C64 => self.library_as(C64::new(1.0, 0.0), C64::new(self.alpha, 0.0), par),
+                Elem::C32 => {
+                    self.library_as(C32::new(1.0, 0.0), C32::new(self.alpha as f32, 0.0), par)
+                }
+                Elem::F32 => self.library_as(1.0f32, self.alpha as f32, par),
+                Elem::F64 => self.library_as(1.0f64, self.alpha, par),
             }
-            Elem::C32 => {
-                type C = num_complex::Complex32;
-                // SAFETY: as above; the buffers hold complex elements
-                return unsafe {
-                    gemm::gemm(
-                        self.m,
-                        self.n,
-                        self.k,
-                        self.dst as *mut C,
-                        self.dst_cs,
-                        self.dst_rs,
-                        self.accumulate,
-                        self.lhs as *const C,
-                        self.lhs_cs,
-                        self.lhs_rs,
-                        self.rhs as *const C,
-                        self.rhs_cs,
-                        self.rhs_rs,
-                        C::new(1.0, 0.0),
-                        C::new(self.alpha as f32, 0.0),
-                        false,
-                        false,
-                        false,
-                        par,
-                    )
-                };
-            }
-            Elem::F32 | Elem::F64 => {}
         }
-        if self.elem == Elem::F32 {
-            // SAFETY: as above; the buffers hold f32 elements
-            return unsafe {
-                gemm::gemm(
-                    self.m,
-                    self.n,
-                    self.k,
-                    self.dst as *mut f32,
-                    self.dst_cs,
-                    self.dst_rs,
-                    self.accumulate,
-                    self.lhs as *const f32,
-                    self.lhs_cs,
-                    self.lhs_rs,
-                    self.rhs as *const f32,
-                    self.rhs_cs,
-                    self.rhs_rs,
-                    1.0f32,
-                    self.alpha as f32,
-                    false,
-                    false,
-                    false,
-                    par,
-                )
-            };
-        }
+    }
+
+    /// The library's product with the buffers read as elements of `T`:
+    /// `dst = one·dst + alpha·lhs·rhs` (`dst` read only when accumulating).
+    ///
+    /// # Safety
+    /// As [`Call::single`], with `T` the buffers' element type.
+    unsafe fn library_as<T: 'static>(&self, one: T, alpha: T, par: gemm::Parallelism) {
         unsafe {
             gemm::gemm(
                 self.m,
                 self.n,
                 self.k,
-                self.dst,
+                self.dst as *mut T,
                 self.dst_cs,
                 self.dst_rs,
                 self.accumulate,
-                self.lhs,
+                self.lhs as *const T,
                 self.lhs_cs,
                 self.lhs_rs,
-                self.rhs,
+                self.rhs as *const T,
                 self.rhs_cs,
                 self.rhs_rs,
-                1.0,
-                self.alpha,
+                one,
+                alpha,
                 false,
                 false,
                 false,
