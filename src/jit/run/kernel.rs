@@ -233,27 +233,34 @@ fn pack(unit: &[bool]) -> Option<u64> {
     })
 }
 
+/// An array of `zero`s of the shape `dims` at `sizes`, allocated fallibly
+/// (`what`: its element type, for the error).
+fn zeroed<T: Clone>(
+    dims: &[crate::syntax::ast::Size],
+    sizes: &interp::Sizes,
+    zero: T,
+    what: &dyn std::fmt::Display,
+) -> Result<ndarray::ArrayD<T>> {
+    let shape = dims
+        .iter()
+        .map(|n| interp::value::resolve(n, sizes))
+        .collect::<Result<Vec<usize>>>()?;
+    let n = interp::value::checked_elements(&shape)?;
+    let mut data = crate::mem::with_capacity(n, || {
+        format!("the result (an {what} array of shape {shape:?})")
+    })?;
+    data.resize(n, zero);
+    ndarray::ArrayD::from_shape_vec(ndarray::IxDyn(&shape), data)
+        .map_err(|e| jit_err(format!("internal shape mismatch: {e}")))
+}
+
 /// The output of an `F32` call for the result boundary `b` at `sizes`:
 /// `f32` arrays of zeros (allocated fallibly), numbers in cells.
 fn alloc32(b: &Boundary, sizes: &interp::Sizes) -> Result<crate::jit::run::boundary::arg::Out32> {
     use crate::jit::run::boundary::arg::Out32;
     Ok(match b {
         Boundary::Array(d) if d.is_empty() => Out32::Real(0.0),
-        Boundary::Array(d) => {
-            let shape = d
-                .iter()
-                .map(|n| interp::value::resolve(n, sizes))
-                .collect::<Result<Vec<usize>>>()?;
-            let n = interp::value::checked_elements(&shape)?;
-            let mut data = crate::mem::with_capacity(n, || {
-                format!("the result (an f32 array of shape {shape:?})")
-            })?;
-            data.resize(n, 0.0f32);
-            Out32::Array(
-                ndarray::ArrayD::from_shape_vec(ndarray::IxDyn(&shape), data)
-                    .map_err(|e| jit_err(format!("internal shape mismatch: {e}")))?,
-            )
-        }
+        Boundary::Array(d) => Out32::Array(zeroed(d, sizes, 0.0f32, &"f32")?),
         Boundary::Pair(a, c) => {
             Out32::Pair(Box::new(alloc32(a, sizes)?), Box::new(alloc32(c, sizes)?))
         }
@@ -269,21 +276,7 @@ fn alloc_int<T: crate::precision::IntElem>(
     use crate::jit::run::boundary::arg::OutInt;
     Ok(match b {
         Boundary::Array(d) if d.is_empty() => OutInt::Real(0.0),
-        Boundary::Array(d) => {
-            let shape = d
-                .iter()
-                .map(|n| interp::value::resolve(n, sizes))
-                .collect::<Result<Vec<usize>>>()?;
-            let n = interp::value::checked_elements(&shape)?;
-            let mut data = crate::mem::with_capacity(n, || {
-                format!("the result (an {} array of shape {shape:?})", T::PRECISION)
-            })?;
-            data.resize(n, T::default());
-            OutInt::Array(
-                ndarray::ArrayD::from_shape_vec(ndarray::IxDyn(&shape), data)
-                    .map_err(|e| jit_err(format!("internal shape mismatch: {e}")))?,
-            )
-        }
+        Boundary::Array(d) => OutInt::Array(zeroed(d, sizes, T::default(), &T::PRECISION)?),
         Boundary::Pair(a, c) => OutInt::Pair(
             Box::new(alloc_int(a, sizes)?),
             Box::new(alloc_int(c, sizes)?),
