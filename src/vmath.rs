@@ -12,7 +12,8 @@
 //! reduction here is a three-part Cody–Waite) is recomputed with the
 //! scalar library function. Core domains: `exp` `|x| < 708`; `log`
 //! normal positive finite `x`; `sin`/`cos` `|x| ≤ 1e5`; `tanh`
-//! `2^-1000 ≤ |x| < 20`. Inside them the kernels are branch-free
+//! `|x| ≥ 2^-1000`, ±inf included (±1 from 20 on, exactly the library's
+//! result). Inside them the kernels are branch-free
 //! double-double-corrected polynomials (the reductions and the last
 //! additions are compensated, so a lane's error is about half an ulp
 //! plus a small fraction): `exp` by `2^k·e^r` with a degree-13 Taylor
@@ -619,13 +620,17 @@ fn cos_lane(x: f64) -> f64 {
 
 #[inline(always)]
 fn tanh_core(x: f64) -> bool {
-    let a = x.abs();
-    (9.332_636_185_032_189e-302..20.0).contains(&a)
+    // (NaN compares false; ±inf is in: see `tanh_lane`)
+    x.abs() >= 9.332_636_185_032_189e-302
 }
 
 #[inline(always)]
 fn tanh_lane(x: f64) -> f64 {
-    let a = x.abs();
+    // tanh(a) rounds to 1 from a = 19.06…: from 20 (and at inf) the lane
+    // computes tanh(20), which is 1.0 after the final rounding, so large
+    // arguments (GELU's, most of a layer's pre-activations) stay on the
+    // vector path instead of one library call each
+    let a = x.abs().min(20.0);
     let small = a < 0.625;
     let (s, tail, scale) = exp_parts(a + a);
     // small: expm1(2a) / (expm1(2a) + 2)
