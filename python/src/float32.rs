@@ -12,16 +12,13 @@
 //! of gathers do not take part in the result dtype and are passed as
 //! float32 after a check ([`super::index`]: integers up to 2^24).
 
+use super::operand::{self, Assemble, Operand};
 use super::{fail, from_einsat, native, numpy, run_call, Exc, Kernel, Res};
 use einsat::interp::Boundary;
 use einsat::jit::{Arg32, Value32};
 use einsat::{jit, opt, Precision};
-use ndarray::IxDyn;
-use numpy::npyffi::NPY_ARRAY_ALIGNED;
-use numpy::{
-    PyArrayDescrMethods, PyArrayDyn, PyArrayMethods, PyReadonlyArrayDyn, PyUntypedArray,
-    PyUntypedArrayMethods,
-};
+use ndarray::ArrayViewD;
+use numpy::{PyArrayDyn, PyUntypedArrayMethods};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyFloat, PyInt, PyTuple};
 use std::sync::Arc;
@@ -129,87 +126,30 @@ pub(super) fn result_kind(py: Python<'_>, args: &[Bound<'_, PyAny>]) -> Option<(
 
 /// An argument read as float32: a number, or an array borrowed in place
 /// (float32, aligned) or converted to a float32 copy.
-enum Op32<'py> {
-    Num(f32),
-    Array(PyReadonlyArrayDyn<'py, f32>),
-}
+type Op32<'py> = Operand<'py, f32>;
 
 fn operand32<'py>(py: Python<'py>, obj: &Bound<'py, PyAny>, what: &str) -> Res<Op32<'py>> {
-    let read = |a: &Bound<'py, PyArrayDyn<f32>>| {
-        a.try_readonly().map_err(|e| {
-            fail(
-                Exc::Shape,
-                format!(
-                    "{what}: the array cannot be read ({e}): it is being written by another call"
-                ),
-            )
-        })
-    };
-    if let Ok(a) = obj.cast::<PyArrayDyn<f32>>() {
-        // SAFETY: `a` is a live numpy array; the flags field is plain data.
-        let aligned = unsafe { (*a.as_array_ptr()).flags } & NPY_ARRAY_ALIGNED != 0;
-        if aligned && a.ndim() <= 32 && a.strides().iter().all(|s| s % 4 == 0) {
-            return Ok(Op32::Array(read(a)?));
-        }
+    if let Some(op) = operand::in_place(obj, &what)? {
+        return Ok(op);
     }
     if weak(obj) {
         let x: f64 = obj
             .extract()
             .map_err(|e| fail(Exc::DType, format!("{what}: {e}")))?;
-        return Ok(Op32::Num(x as f32));
+        return Ok(Operand::Num(x as f32));
     }
-    let np = numpy(py).map_err(|e| fail(Exc::DType, format!("{what}: {e}")))?;
-    let arr = np
-        .call_method1("asarray", (obj,))
-        .and_then(|a| a.cast_into::<PyUntypedArray>().map_err(PyErr::from))
-        .map_err(|e| fail(Exc::DType, format!("{what}: {e}")))?;
-    if arr.ndim() > 32 {
-        return Err(fail(
-            Exc::Shape,
-            format!("{what}: {} axes is more than the limit of 32", arr.ndim()),
-        ));
-    }
-    let kind = arr.dtype().kind() as char;
-    if !matches!(kind, 'b' | 'i' | 'u' | 'f') {
-        let name = arr.dtype().str().map(|s| s.to_string()).unwrap_or_default();
-        return Err(fail(
-            Exc::DType,
-            format!("{what}: arrays of dtype `{name}` are not supported by programs (bool, integer and float arrays are)"),
-        ));
-    }
-    let conv = np
-        .call_method1(
-            "array",
-            (
-                &arr,
-                np.getattr("float32")
-                    .map_err(|e| fail(Exc::DType, e.to_string()))?,
-            ),
-        )
-        .and_then(|a| a.cast_into::<PyArrayDyn<f32>>().map_err(PyErr::from))
-        .map_err(|e| fail(Exc::DType, format!("{what}: {e}")))?;
-    Ok(Op32::Array(read(&conv)?))
+    operand::converted(py, obj, &what, "float32", true)
 }
 
-fn assemble<'a>(b: &Boundary, ops: &'a [Op32<'_>], next: &mut usize) -> Arg32<'a> {
-    match b {
-        Boundary::Array(s) => {
-            let op = &ops[*next];
-            *next += 1;
-            match op {
-                Op32::Num(x) => Arg32::Real(*x),
-                // a 0-d array for a number parameter is that number
-                Op32::Array(a) if s.is_empty() && a.ndim() == 0 => {
-                    Arg32::Real(a.as_array()[IxDyn(&[])])
-                }
-                Op32::Array(a) => Arg32::Array(a.as_array()),
-            }
-        }
-        Boundary::Pair(x, y) => {
-            let a = assemble(x, ops, next);
-            let c = assemble(y, ops, next);
-            Arg32::pair(a, c)
-        }
+impl<'a> Assemble<'a, f32> for Arg32<'a> {
+    fn number(x: f32) -> Self {
+        Arg32::Real(x)
+    }
+    fn array(a: ArrayViewD<'a, f32>) -> Self {
+        Arg32::Array(a)
+    }
+    fn pair(a: Self, b: Self) -> Self {
+        Arg32::pair(a, b)
     }
 }
 
@@ -322,7 +262,7 @@ impl Kernel {
         let argv: Vec<Arg32<'_>> = self
             .params
             .iter()
-            .map(|(_, b)| assemble(b, &ops, &mut next))
+            .map(|(_, b)| operand::assemble(b, &ops, &mut next))
             .collect();
         let work = kernel.work_f32(&argv);
         let v = run_call(py, false, work, &self.pace32, || {

@@ -17,15 +17,13 @@
 //! int32, whole numbers for float index arrays).
 
 use super::float32::leaves_of;
+use super::operand::{self, Assemble, Operand};
 use super::{fail, from_einsat, native, numpy, run_call, Exc, Kernel, Res};
-use einsat::interp::{Boundary, IntValue};
+use einsat::interp::IntValue;
 use einsat::jit::IntArg;
 use einsat::{jit, opt, IntElem, Precision};
-use ndarray::IxDyn;
-use numpy::npyffi::NPY_ARRAY_ALIGNED;
-use numpy::{
-    Element, PyArrayDyn, PyArrayMethods, PyReadonlyArrayDyn, PyUntypedArray, PyUntypedArrayMethods,
-};
+use ndarray::ArrayViewD;
+use numpy::{Element, PyArrayDyn};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyFloat, PyInt, PyTuple};
 use std::sync::Arc;
@@ -47,33 +45,13 @@ pub(super) fn wanted(py: Python<'_>, args: &[Bound<'_, PyAny>]) -> Option<Precis
 
 /// An argument read as integers of `T`: a number, or an array borrowed
 /// in place (of `T`, aligned) or converted to a copy of `T`.
-enum OpInt<'py, T: Element> {
-    Num(T),
-    Array(PyReadonlyArrayDyn<'py, T>),
-}
-
 fn operand<'py, T: IntElem + Element>(
     py: Python<'py>,
     obj: &Bound<'py, PyAny>,
     what: &str,
-) -> Res<OpInt<'py, T>> {
-    let read = |a: &Bound<'py, PyArrayDyn<T>>| {
-        a.try_readonly().map_err(|e| {
-            fail(
-                Exc::Shape,
-                format!(
-                    "{what}: the array cannot be read ({e}): it is being written by another call"
-                ),
-            )
-        })
-    };
-    let bytes = T::PRECISION.bytes() as isize;
-    if let Ok(a) = obj.cast::<PyArrayDyn<T>>() {
-        // SAFETY: `a` is a live numpy array; the flags field is plain data.
-        let aligned = unsafe { (*a.as_array_ptr()).flags } & NPY_ARRAY_ALIGNED != 0;
-        if aligned && a.ndim() <= 32 && a.strides().iter().all(|s| s % bytes == 0) {
-            return Ok(OpInt::Array(read(a)?));
-        }
+) -> Res<Operand<'py, T>> {
+    if let Some(op) = operand::in_place(obj, &what)? {
+        return Ok(op);
     }
     if obj.is_instance_of::<PyInt>() || obj.is_instance_of::<PyBool>() {
         let x: i64 = obj.extract().map_err(|e| {
@@ -91,56 +69,21 @@ fn operand<'py, T: IntElem + Element>(
                 ),
             ));
         }
-        return Ok(OpInt::Num(T::from_i64(x)));
+        return Ok(Operand::Num(T::from_i64(x)));
     }
-    let np = numpy(py).map_err(|e| fail(Exc::DType, format!("{what}: {e}")))?;
-    let arr = np
-        .call_method1("asarray", (obj,))
-        .and_then(|a| a.cast_into::<PyUntypedArray>().map_err(PyErr::from))
-        .map_err(|e| fail(Exc::DType, format!("{what}: {e}")))?;
-    if arr.ndim() > 32 {
-        return Err(fail(
-            Exc::Shape,
-            format!("{what}: {} axes is more than the limit of 32", arr.ndim()),
-        ));
-    }
-    let conv = np
-        .call_method1(
-            "array",
-            (
-                &arr,
-                np.getattr(T::PRECISION.numpy_name())
-                    .map_err(|e| fail(Exc::DType, e.to_string()))?,
-            ),
-        )
-        .and_then(|a| a.cast_into::<PyArrayDyn<T>>().map_err(PyErr::from))
-        .map_err(|e| fail(Exc::DType, format!("{what}: {e}")))?;
-    Ok(OpInt::Array(read(&conv)?))
+    // (the result dtype chose this path: bool and integer arrays only)
+    operand::converted(py, obj, &what, T::PRECISION.numpy_name(), false)
 }
 
-fn assemble<'a, T: IntElem + Element>(
-    b: &Boundary,
-    ops: &'a [OpInt<'_, T>],
-    next: &mut usize,
-) -> IntArg<'a, T> {
-    match b {
-        Boundary::Array(s) => {
-            let op = &ops[*next];
-            *next += 1;
-            match op {
-                OpInt::Num(x) => IntArg::Int(*x),
-                // a 0-d array for a number parameter is that number
-                OpInt::Array(a) if s.is_empty() && a.ndim() == 0 => {
-                    IntArg::Int(a.as_array()[IxDyn(&[])])
-                }
-                OpInt::Array(a) => IntArg::Array(a.as_array()),
-            }
-        }
-        Boundary::Pair(x, y) => {
-            let a = assemble(x, ops, next);
-            let c = assemble(y, ops, next);
-            IntArg::pair(a, c)
-        }
+impl<'a, T: IntElem + Element> Assemble<'a, T> for IntArg<'a, T> {
+    fn number(x: T) -> Self {
+        IntArg::Int(x)
+    }
+    fn array(a: ArrayViewD<'a, T>) -> Self {
+        IntArg::Array(a)
+    }
+    fn pair(a: Self, b: Self) -> Self {
+        IntArg::pair(a, b)
     }
 }
 
@@ -240,7 +183,7 @@ impl Kernel {
         let argv: Vec<IntArg<'_, T>> = self
             .params
             .iter()
-            .map(|(_, b)| assemble(b, &ops, &mut next))
+            .map(|(_, b)| operand::assemble(b, &ops, &mut next))
             .collect();
         // the work estimate sends a long call where Ctrl-C reaches it
         let work = kernel.work_int(&argv);

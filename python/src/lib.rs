@@ -41,6 +41,7 @@ mod contract;
 mod float32;
 mod index;
 mod ints;
+mod operand;
 mod typed;
 mod words;
 
@@ -49,10 +50,8 @@ use einsat::jit::{Arg, ArgMut};
 use einsat::syntax::{print_function, Function};
 use einsat::{jit, opt};
 use ndarray::{ArrayViewD, ArrayViewMutD, IxDyn};
-use numpy::npyffi::NPY_ARRAY_ALIGNED;
 use numpy::{
-    PyArrayDescrMethods, PyArrayDyn, PyArrayMethods, PyReadonlyArrayDyn, PyUntypedArray,
-    PyUntypedArrayMethods,
+    PyArrayDescrMethods, PyArrayDyn, PyArrayMethods, PyUntypedArray, PyUntypedArrayMethods,
 };
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -416,39 +415,7 @@ fn numpy(py: Python<'_>) -> PyResult<&Bound<'_, PyModule>> {
 
 /// A Python argument read as float64: a number, or a numpy array borrowed
 /// for reading (in place when it already is an aligned float64 array).
-enum Operand<'py> {
-    Num(f64),
-    Array(PyReadonlyArrayDyn<'py, f64>),
-}
-
-impl Operand<'_> {
-    fn shape(&self) -> &[usize] {
-        match self {
-            Operand::Num(_) => &[],
-            Operand::Array(a) => a.shape(),
-        }
-    }
-}
-
-/// Whether numpy's array can be viewed in place: aligned, strides whole
-/// elements, few enough axes for the numpy crate.
-fn viewable(a: &Bound<'_, PyArrayDyn<f64>>) -> bool {
-    // SAFETY: `a` is a live numpy array; the flags field is plain data.
-    let aligned = unsafe { (*a.as_array_ptr()).flags } & NPY_ARRAY_ALIGNED != 0;
-    aligned && a.ndim() <= 32 && a.strides().iter().all(|s| s % 8 == 0)
-}
-
-fn borrow<'py>(
-    a: &Bound<'py, PyArrayDyn<f64>>,
-    what: &dyn Display,
-) -> Res<PyReadonlyArrayDyn<'py, f64>> {
-    a.try_readonly().map_err(|e| {
-        fail(
-            Exc::Shape,
-            format!("{what}: the array cannot be read ({e}): it is being written by another call"),
-        )
-    })
-}
+type Operand<'py> = operand::Operand<'py, f64>;
 
 /// `operand K` in messages (formatted only for an error).
 struct OperandNo(usize);
@@ -464,57 +431,20 @@ impl Display for OperandNo {
 /// (and Python numbers and nested lists of them) are converted to float64;
 /// every other dtype is refused.
 fn operand<'py>(py: Python<'py>, obj: &Bound<'py, PyAny>, what: &dyn Display) -> Res<Operand<'py>> {
-    if let Ok(a) = obj.cast::<PyArrayDyn<f64>>() {
-        if viewable(a) {
-            return Ok(Operand::Array(borrow(a, what)?));
-        }
+    if let Some(op) = operand::in_place(obj, what)? {
+        return Ok(op);
     }
     if let Ok(f) = obj.cast::<PyFloat>() {
         return Ok(Operand::Num(f.value()));
     }
-    // (numpy's MemoryError, converting a large argument, stays one)
-    let py_err = |e: PyErr| {
-        let exc = if e.is_instance_of::<pyo3::exceptions::PyMemoryError>(py) {
-            Exc::Memory
-        } else {
-            Exc::DType
-        };
-        fail(exc, format!("{what}: {e}"))
-    };
     if obj.is_instance_of::<pyo3::types::PyInt>() || obj.is_instance_of::<pyo3::types::PyBool>() {
-        return obj.extract::<f64>().map(Operand::Num).map_err(py_err);
-    }
-    let np = numpy(py).map_err(py_err)?;
-    let arr = match obj.cast::<PyUntypedArray>() {
-        Ok(a) => a.clone(),
-        Err(_) => np
-            .call_method1("asarray", (obj,))
-            .and_then(|a| a.cast_into::<PyUntypedArray>().map_err(PyErr::from))
-            .map_err(py_err)?,
-    };
-    let dtype = arr.dtype();
-    let kind = dtype.kind() as char;
-    if !matches!(kind, 'b' | 'i' | 'u' | 'f') {
-        let name = dtype.str().map(|s| s.to_string()).unwrap_or_default();
-        return Err(fail(
-            Exc::DType,
-            format!(
-                "{what}: arrays of dtype `{name}` are not supported (einsat computes in float64 and converts only bool, integer and float arrays)"
-            ),
-        ));
-    }
-    if arr.ndim() > 32 {
-        return Err(fail(
-            Exc::Shape,
-            format!("{what}: {} axes is more than the limit of 32", arr.ndim()),
-        ));
+        return obj
+            .extract::<f64>()
+            .map(Operand::Num)
+            .map_err(|e| fail(Exc::DType, format!("{what}: {e}")));
     }
     // a fresh, aligned, C-order float64 copy
-    let conv = np
-        .call_method1("array", (&arr, np.getattr("float64").map_err(py_err)?))
-        .and_then(|a| a.cast_into::<PyArrayDyn<f64>>().map_err(PyErr::from))
-        .map_err(py_err)?;
-    Ok(Operand::Array(borrow(&conv, what)?))
+    operand::converted(py, obj, what, "float64", true)
 }
 
 /// The one place arguments cross into einsat: borrowed views (read and
@@ -985,7 +915,7 @@ fn run_einsum<'py>(
                     "einsum: out must be a float64 numpy array (of the result's shape)",
                 )
             })?;
-            if !viewable(arr) {
+            if !operand::viewable(arr) {
                 return Err(fail(
                     Exc::Shape,
                     "einsum: out must be an aligned array whose strides are whole elements",
@@ -1149,13 +1079,6 @@ struct Kernel {
     pace32: Pace,
 }
 
-fn arg_of<'a>(op: &'a Operand<'_>) -> Arg<'a> {
-    match op {
-        Operand::Num(x) => Arg::Real(*x),
-        Operand::Array(a) => Arg::Array(a.as_array()),
-    }
-}
-
 /// Read the argument for a parameter of boundary form `b` into `ops`
 /// (pairs: a tuple of two, recursively; or a complex number or array,
 /// whose real and imaginary parts are the pair's, `complex` noting it).
@@ -1267,25 +1190,15 @@ fn complex_result(py: Python<'_>, v: Value, given: &[Bound<'_, PyAny>]) -> PyRes
     }
 }
 
-/// Build the argument of boundary form `b` from the operands at `*next`.
-fn assemble<'a>(b: &Boundary, ops: &'a [Operand<'_>], next: &mut usize) -> Arg<'a> {
-    match b {
-        Boundary::Array(s) => {
-            let op = &ops[*next];
-            *next += 1;
-            match op {
-                // a 0-d array for a number parameter is that number
-                Operand::Array(a) if s.is_empty() && a.ndim() == 0 => {
-                    Arg::Real(a.as_array()[IxDyn(&[])])
-                }
-                _ => arg_of(op),
-            }
-        }
-        Boundary::Pair(x, y) => {
-            let a = assemble(x, ops, next);
-            let b = assemble(y, ops, next);
-            Arg::Pair(Box::new(a), Box::new(b))
-        }
+impl<'a> operand::Assemble<'a, f64> for Arg<'a> {
+    fn number(x: f64) -> Self {
+        Arg::Real(x)
+    }
+    fn array(a: ArrayViewD<'a, f64>) -> Self {
+        Arg::Array(a)
+    }
+    fn pair(a: Self, b: Self) -> Self {
+        Arg::Pair(Box::new(a), Box::new(b))
     }
 }
 
@@ -1388,7 +1301,7 @@ impl Kernel {
         let argv: Vec<Arg<'_>> = self
             .params
             .iter()
-            .map(|(_, b)| assemble(b, &ops, &mut next))
+            .map(|(_, b)| operand::assemble(b, &ops, &mut next))
             .collect();
         let kernel = &self.kernel;
         let work = kernel.work(&argv);
