@@ -144,12 +144,7 @@ pub const F32_INDEX_LIMIT: i64 = 1 << 24;
 /// parameter `param` of `f` at position `pos`, an integer the format `p`
 /// cannot hold ([`fits`]): the words of the call's check.
 pub fn beyond_error(f: &Function, param: &str, pos: &[usize], shown: &str, p: Precision) -> Error {
-    let ty = f
-        .params
-        .iter()
-        .find(|q| q.name == param)
-        .map(|q| crate::syntax::print_type(&q.ty))
-        .unwrap_or_default();
+    let ty = param_type(f, param);
     let range = match p {
         Precision::F32 => "at most 2^24 in magnitude (the integers f32 holds exactly)".to_string(),
         Precision::F64 => "at most 2^53 in magnitude (the integers f64 holds exactly)".to_string(),
@@ -164,16 +159,20 @@ pub fn beyond_error(f: &Function, param: &str, pos: &[usize], shown: &str, p: Pr
 /// The refusal of the element `shown` of the integer array parameter
 /// `param` at `pos`, not an integer: the words of the call's check.
 pub fn not_integer_error(f: &Function, param: &str, pos: &[usize], shown: &str) -> Error {
-    let ty = f
-        .params
-        .iter()
-        .find(|q| q.name == param)
-        .map(|q| crate::syntax::print_type(&q.ty))
-        .unwrap_or_default();
+    let ty = param_type(f, param);
     Error::Gather(format!(
         "{} = {shown} is not an integer (`{param}` is an integer array, {ty})",
         position(param, pos)
     ))
+}
+
+/// The printed type of parameter `param` of `f` (empty if there is none).
+fn param_type(f: &Function, param: &str) -> String {
+    f.params
+        .iter()
+        .find(|q| q.name == param)
+        .map(|q| crate::syntax::print_type(&q.ty))
+        .unwrap_or_default()
 }
 
 fn position(param: &str, pos: &[usize]) -> String {
