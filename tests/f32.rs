@@ -12,26 +12,21 @@
 
 mod common;
 
+use common::load1;
+
 use common::cases;
 use einsat::interp::{self, Value};
 use einsat::opt::{optimize, Options};
 use einsat::syntax::print_function;
 use einsat::testing::difftest::contract_judge_in;
 use einsat::testing::{arb_function, random_inputs, random_sizes, GenConfig};
+use einsat::Precision;
 use einsat::{jit, Arg32, Value32};
-use einsat::{Function, Precision};
 use ndarray::{arr1, s, Array2, ArrayD};
 use proptest::prelude::*;
 use rand::SeedableRng;
 
 const F32: Precision = Precision::F32;
-
-fn load1(src: &str) -> Function {
-    einsat::load(src)
-        .unwrap_or_else(|e| panic!("{src}: {e}"))
-        .functions
-        .remove(0)
-}
 
 fn vec1(x: &[f32]) -> Value {
     Value::Array(arr1(&x.iter().map(|&v| v as f64).collect::<Vec<_>>()).into_dyn())

@@ -8,6 +8,10 @@
 //! differential testing with it, and `examples/fold.tl`.
 #![cfg(feature = "testing")] // uses the testing support
 
+mod common;
+
+use common::load1;
+
 use einsat::frontend::builder::{fold, fold_named, func, gen, num, pair, sum};
 use einsat::interp::{self, Value};
 use einsat::jit;
@@ -17,13 +21,6 @@ use einsat::testing::difftest::{run, DiffConfig};
 use einsat::testing::{gen_function, relayout_value, GenConfig, Layout};
 use einsat::{Expr, Function};
 use ndarray::arr1;
-
-fn load1(src: &str) -> Function {
-    einsat::load(src)
-        .unwrap_or_else(|e| panic!("{src}: {e}"))
-        .functions
-        .remove(0)
-}
 
 fn vec1(x: &[f64]) -> Value {
     Value::Array(arr1(x).into_dyn())

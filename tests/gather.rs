@@ -7,20 +7,15 @@
 #![cfg(feature = "testing")]
 
 mod common;
+
 use common::agree::agree_in_every_layout;
+use common::load1;
 
 use einsat::interp::{self, Value};
 use einsat::jit;
 use einsat::opt::{optimize, Options};
 use einsat::syntax::{parse_program, print_function};
 use ndarray::{arr1, arr2, ArrayD};
-
-fn load1(src: &str) -> einsat::Function {
-    einsat::load(src)
-        .unwrap_or_else(|e| panic!("{e}"))
-        .functions
-        .remove(0)
-}
 
 fn arr(v: ArrayD<f64>) -> Value {
     Value::Array(v)

@@ -13,6 +13,8 @@
 
 mod common;
 
+use common::{jit_opts, load1};
+
 use common::cases;
 use einsat::interp::{self, IntValue};
 use einsat::jit::{self, Arg32, Value32};
@@ -23,22 +25,6 @@ use einsat::{Function, IntArg, IntElem, Precision, Value};
 use ndarray::{arr1, Array2, ArrayD, IxDyn, Slice};
 use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
-
-fn load1(src: &str) -> Function {
-    einsat::load(src)
-        .unwrap_or_else(|e| panic!("{src}: {e}"))
-        .functions
-        .remove(0)
-}
-
-fn jit_opts(p: Precision) -> jit::Options {
-    jit::Options {
-        precision: p,
-        parallel_threshold: 0,
-        threads: 2,
-        ..jit::Options::default()
-    }
-}
 
 /// `f` optimised for `p` (as the Python package compiles it).
 fn optimised(f: &Function, p: Precision) -> Function {

@@ -12,6 +12,8 @@
 
 mod common;
 
+use common::{jit_opts, load1};
+
 use common::cases;
 use einsat::interp::{self, IntValue};
 use einsat::opt::{optimize, Options};
@@ -22,13 +24,6 @@ use ndarray::{arr1, Array2, ArrayD, IxDyn, Slice};
 use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
 
-fn load1(src: &str) -> Function {
-    einsat::load(src)
-        .unwrap_or_else(|e| panic!("{src}: {e}"))
-        .functions
-        .remove(0)
-}
-
 fn v1<T: Clone>(x: &[T]) -> IntValue<T> {
     IntValue::Array(arr1(x).into_dyn())
 }
@@ -37,15 +32,6 @@ fn arr<T: Clone + std::fmt::Debug>(v: &IntValue<T>) -> Vec<T> {
     match v {
         IntValue::Array(a) => a.iter().cloned().collect(),
         _ => panic!("not an array: {v:?}"),
-    }
-}
-
-fn jit_opts(p: Precision) -> jit::Options {
-    jit::Options {
-        precision: p,
-        parallel_threshold: 0,
-        threads: 2,
-        ..jit::Options::default()
     }
 }
 

@@ -9,6 +9,8 @@
 
 mod common;
 
+use common::load1;
+
 use einsat::frontend::builder::{func, max_over, min_over, reduce_auto};
 use einsat::interp::{self, Value};
 use einsat::jit;
@@ -19,13 +21,6 @@ use einsat::{Expr, Function};
 use ndarray::{arr1, arr2, ArrayD};
 use rand::SeedableRng;
 use std::collections::BTreeMap;
-
-fn load1(src: &str) -> Function {
-    einsat::load(src)
-        .unwrap_or_else(|e| panic!("{src}: {e}"))
-        .functions
-        .remove(0)
-}
 
 fn vec1(x: &[f64]) -> Value {
     Value::Array(arr1(x).into_dyn())

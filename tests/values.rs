@@ -5,7 +5,9 @@
 #![cfg(feature = "testing")]
 
 mod common;
+
 use common::agree::agree_in_every_layout;
+use common::load1;
 
 use einsat::interp::{self, Value};
 use einsat::jit;
@@ -14,13 +16,6 @@ use einsat::syntax::{parse_program, print_function, Expr};
 use einsat::testing::{gen_function, random_inputs, random_sizes, GenConfig};
 use ndarray::{arr1, ArrayD};
 use rand::SeedableRng;
-
-fn load1(src: &str) -> einsat::Function {
-    einsat::load(src)
-        .unwrap_or_else(|e| panic!("{e}"))
-        .functions
-        .remove(0)
-}
 
 fn vec_arg(v: &[f64]) -> Value {
     Value::Array(arr1(v).into_dyn())

@@ -3,6 +3,8 @@
 
 pub mod agree;
 
+use einsat::{jit, Function, Precision};
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -34,4 +36,23 @@ pub fn tmpdir(name: &str) -> PathBuf {
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d
+}
+
+/// The first function of `src` (panics with the source on an error).
+pub fn load1(src: &str) -> Function {
+    einsat::load(src)
+        .unwrap_or_else(|e| panic!("{src}: {e}"))
+        .functions
+        .remove(0)
+}
+
+/// JIT options for format `p` that split every nest across two threads
+/// (the parallel paths run even on small inputs).
+pub fn jit_opts(p: Precision) -> jit::Options {
+    jit::Options {
+        precision: p,
+        parallel_threshold: 0,
+        threads: 2,
+        ..jit::Options::default()
+    }
 }
