@@ -56,8 +56,13 @@
 //!   fixed value), calls the fused sum instead (`Σ f(x + c)` per block,
 //!   no buffer); a max/min reduction of a run calls the vector
 //!   reduction; a map dividing a run by a fixed value, stored along a
-//!   unit-stride axis, calls the vector division (all in
-//!   [`crate::vmath`], full vector width).
+//!   unit-stride axis, calls the vector division, and the other affine
+//!   maps of a run with fixed values (`(x ± c) / d`, `(x ± c)·d`, `x·d`,
+//!   `x ± c`) the affine map; a sum of a run, or of the square of a run
+//!   plus or minus a fixed value (a mean's and a variance's,
+//!   `Σ (x - m)·(x - m)` with its two factors written alike), calls the
+//!   vector sum (all in [`crate::vmath`], full vector width, `f64`; the
+//!   same operations as written, sums reordered only).
 //! - **loops** are rotated (one test before the loop, then one at the
 //!   bottom of each iteration), and a flag-free load on the left of `+` or
 //!   `*` is evaluated last and swapped to the right (both are exactly
