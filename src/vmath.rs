@@ -36,6 +36,11 @@
 //! term is one kernel function of a run (log-sum-exp's
 //! `sum(i:n) exp(x[i] - m)`) and for a max/min reduction of a run.
 //!
+//! **Moments and affine maps** ([`moments`]): the plain sum of a slice,
+//! the sum of squares of a shifted slice and the maps `(x + c) / d`,
+//! `(x + c)·d`, `x·d`, `x + c` on the full vector width, for the passes
+//! of a layer normalisation (the sums in [`sum_of`]'s order).
+//!
 //! **Dispatch.** The same lane code is compiled three ways and chosen at
 //! run time ([`Level`], detected once per process): AVX-512 (F, DQ, VL),
 //! AVX2 with FMA, and a scalar fallback that calls the library function
@@ -49,6 +54,11 @@
 
 use crate::syntax::ast::{Func, RedOp};
 use std::sync::atomic::{AtomicU8, Ordering};
+
+mod moments;
+pub use moments::{
+    affine_to, einsat_vaffine, einsat_vsum, einsat_vsumsq_add, sum, sum_sq_add, Affine,
+};
 
 /// An instruction-set level the kernels are compiled for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

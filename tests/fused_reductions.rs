@@ -386,3 +386,313 @@ fn the_division_entry_point_in_place_and_overlapping() {
         unsafe { einsat::vmath::einsat_vdiv(xs.as_ptr(), ys.as_mut_ptr(), -3, c) };
     }
 }
+
+// ------------------------------------------------ moments and affine maps
+
+use einsat::vmath::{affine_to, sum, sum_sq_add, Affine};
+
+/// The data classes of [`data`] and a large common offset (`1e8 + u`,
+/// class 5: a variance's terms cancel all but the last digits).
+fn data6(class: usize, n: usize, r: &mut Rng) -> Vec<f64> {
+    if class == 5 {
+        (0..n).map(|_| 1e8 + (r.unit() - 0.5)).collect()
+    } else {
+        data(class, n, r)
+    }
+}
+
+/// Whether a sum of `terms` computed in another order is what the
+/// contract accepts: within a pairwise sum's error of the compensated
+/// sum, or non-finite where the terms are (NaN terms, `∞ - ∞`, or an
+/// overflow of some order).
+fn sum_accepted(got: f64, terms: &[f64]) -> bool {
+    let want = neumaier(terms);
+    let mag: f64 = terms.iter().map(|t| t.abs()).sum();
+    if want.is_nan() || !mag.is_finite() {
+        !got.is_finite() || !mag.is_finite()
+    } else {
+        (got - want).abs() <= 1e-14 * mag + 1e-300
+    }
+}
+
+#[test]
+fn moment_sums_match_their_written_terms() {
+    let mut r = Rng(11);
+    for n in LENGTHS {
+        for class in 0..6 {
+            let xs = data6(class, n, &mut r);
+            assert!(sum_accepted(sum(&xs), &xs), "sum n={n} class {class}");
+            let mean = if n > 0 { neumaier(&xs) / n as f64 } else { 0.0 };
+            for c in [0.0, -1.25, -1e6, -mean, f64::INFINITY, f64::NAN] {
+                // each term the rounded sum, then the rounded square
+                let terms: Vec<f64> = xs.iter().map(|x| (x + c) * (x + c)).collect();
+                let got = sum_sq_add(&xs, c);
+                assert!(
+                    sum_accepted(got, &terms),
+                    "sum of squares n={n} class {class} c={c}: {got:e} want {:e}",
+                    neumaier(&terms)
+                );
+            }
+        }
+    }
+    assert_eq!(sum(&[]), 0.0);
+    assert_eq!(sum_sq_add(&[], 3.0), 0.0);
+    // a sum of squares of centred offset data keeps its digits (no
+    // expansion into Σx² - n·m²): 1e8 ± 0.5 around its mean
+    let xs: Vec<f64> = (0..1001)
+        .map(|k| 1e8 + (k as f64 - 500.0) / 1000.0)
+        .collect();
+    // (x - 1e8 is exact here, and so is its square's neighbourhood)
+    let terms: Vec<f64> = xs.iter().map(|x| (x - 1e8) * (x - 1e8)).collect();
+    let want = neumaier(&terms);
+    let got = sum_sq_add(&xs, -1e8);
+    assert!(((got - want) / want).abs() < 1e-12, "{got:e} want {want:e}");
+}
+
+#[test]
+fn long_moment_sums_are_as_accurate_as_pairwise_summation() {
+    // 10^7 equal inexact terms: one running sum per lane would lose
+    // about four digits
+    let t = 0.1f64;
+    let exact = t * LONG as f64;
+    let xs = vec![t; LONG];
+    let got = sum(&xs);
+    assert!(((got - exact) / exact).abs() < 4e-15, "sum: {got:e}");
+    let sq = 0.3f64 * 0.3;
+    let exact_sq = sq * LONG as f64;
+    let zs = vec![0.0; LONG];
+    let got = sum_sq_add(&zs, 0.3);
+    assert!(
+        ((got - exact_sq) / exact_sq).abs() < 4e-15,
+        "sum_sq: {got:e}"
+    );
+    // the sum of squares through the JIT: a kernel call per block, the
+    // blocks' totals on the loops' levels (a plain sum of a whole run is
+    // a register-tile reduction, not this kernel)
+    let p = einsat::load("fn q(x: [n]R) -> R = sum(i:n) (x[i] + 0.3) * (x[i] + 0.3)").unwrap();
+    let k = einsat::jit::compile(&p.functions[0]).unwrap();
+    let arg = Value::Array(ndarray::Array1::from(zs).into_dyn());
+    let Value::Real(got) = k.call(&[arg]).unwrap() else {
+        panic!("a scalar result")
+    };
+    assert!(
+        ((got - exact_sq) / exact_sq).abs() < 4e-15,
+        "JIT: {got:e} want {exact_sq:e}"
+    );
+}
+
+#[test]
+fn affine_maps_are_the_scalar_operations_bit_for_bit() {
+    let mut r = Rng(13);
+    let bits = |x: f64| if x.is_nan() { u64::MAX } else { x.to_bits() };
+    let fixed = [
+        1.5,
+        -3.0,
+        1e-300,
+        1e300,
+        0.0,
+        -0.0,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        f64::NAN,
+    ];
+    for kind in Affine::ALL {
+        assert_eq!(Affine::from_code(kind.code()), Some(kind));
+        for n in LENGTHS {
+            for class in 0..6 {
+                let xs = data6(class, n, &mut r);
+                for (k, &c) in fixed.iter().enumerate() {
+                    let d = fixed[(k * 5 + 3) % fixed.len()];
+                    let mut ys = vec![0.0; n];
+                    affine_to(kind, &xs, &mut ys, c, d);
+                    for (x, y) in xs.iter().zip(&ys) {
+                        assert_eq!(
+                            bits(*y),
+                            bits(kind.apply(*x, c, d)),
+                            "{kind:?} n={n} class {class} x={x:e} c={c:e} d={d:e}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+    assert_eq!(Affine::from_code(-1), None);
+    assert_eq!(Affine::from_code(Affine::ALL.len() as i64), None);
+}
+
+#[test]
+fn the_affine_entry_point_in_place_and_overlapping() {
+    use einsat::vmath::einsat_vaffine;
+    let xs: Vec<f64> = (0..300).map(|k| k as f64 - 7.5).collect();
+    let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    let (c, d) = (-1.25, 3.0);
+    for kind in Affine::ALL {
+        let want: Vec<f64> = xs.iter().map(|x| kind.apply(*x, c, d)).collect();
+        let mut ys = vec![1.0; 301];
+        // SAFETY: 300 elements at `xs`, room for them at `ys`.
+        unsafe { einsat_vaffine(xs.as_ptr(), ys.as_mut_ptr(), 300, c, d, kind.code()) };
+        assert_eq!(bits(&ys[..300]), bits(&want), "{kind:?}");
+        assert_eq!(ys[300], 1.0, "{kind:?}: past the end");
+        let mut zs = xs.clone();
+        // SAFETY: 300 elements at the pointer.
+        unsafe { einsat_vaffine(zs.as_ptr(), zs.as_mut_ptr(), 300, c, d, kind.code()) };
+        assert_eq!(bits(&zs), bits(&want), "{kind:?} in place");
+        let mut buf: Vec<f64> = xs.iter().copied().chain([0.0]).collect();
+        let p = buf.as_mut_ptr();
+        // SAFETY: 301 elements at `p`.
+        unsafe { einsat_vaffine(p, p.wrapping_add(1), 300, c, d, kind.code()) };
+        assert_eq!(bits(&buf[1..]), bits(&want), "{kind:?} overlapping");
+    }
+    // n <= 0 and an unknown kind write nothing
+    let mut ys = vec![1.0; 4];
+    // SAFETY: 4 elements at each (nothing is read or written).
+    unsafe {
+        einsat_vaffine(xs.as_ptr(), ys.as_mut_ptr(), -3, c, d, 0);
+        einsat_vaffine(xs.as_ptr(), ys.as_mut_ptr(), 4, c, d, 99);
+        assert_eq!(einsat::vmath::einsat_vsum(xs.as_ptr(), 0), 0.0);
+        assert_eq!(einsat::vmath::einsat_vsumsq_add(xs.as_ptr(), -1, c), 0.0);
+    }
+    assert_eq!(ys, vec![1.0; 4]);
+}
+
+/// Layer normalisation, its passes on their own, a triangular row sum (a
+/// sum with a domain: the generated loops, where a whole row's sum is a
+/// register-tile reduction), and maps and sums that read strided runs
+/// (columns), where nothing may call the kernels.
+const MOMENTS: &str = "
+fn ln(X: [r,n]R) -> [r,n]R = gen(i:r) let mu = (sum(j:n) X[i,j]) / n in let v = (sum(j:n) (X[i,j] - mu) * (X[i,j] - mu)) / n in gen(j:n) (X[i,j] - mu) / sqrt(v + 0.00001)
+fn rsum(X: [r,n]R) -> [r]R = gen(i:r) sum(j:n) X[i,j]
+fn tri(X: [n,n]R) -> [n]R = gen(i:n) sum(j:n) [j <= i] * X[i,j]
+fn rsq(X: [r,n]R) -> [r]R = gen(i:r) sum(j:n) X[i,j] * X[i,j]
+fn rcsq(X: [r,n]R, c: [r]R) -> [r]R = gen(i:r) sum(j:n) (c[i] + X[i,j]) * (c[i] + X[i,j])
+fn raddiv(X: [r,n]R, c: [r]R, d: [r]R) -> [r,n]R = gen(i:r, j:n) (X[i,j] - c[i]) / d[i]
+fn raddmul(X: [r,n]R, c: [r]R, d: [r]R) -> [r,n]R = gen(i:r, j:n) d[i] * (X[i,j] + c[i])
+fn rmul(X: [r,n]R, d: [r]R) -> [r,n]R = gen(i:r, j:n) X[i,j] * d[i]
+fn radd(X: [r,n]R, c: [r]R) -> [r,n]R = gen(i:r, j:n) X[i,j] - c[i]
+fn csum(X: [n,r]R) -> [r]R = gen(i:r) sum(j:n) X[j,i]
+fn csq(X: [n,r]R, c: [r]R) -> [r]R = gen(i:r) sum(j:n) (X[j,i] - c[i]) * (X[j,i] - c[i])
+fn cdiv(X: [n,r]R, c: [n]R, d: [n]R) -> [r,n]R = gen(i:r, j:n) (X[j,i] - c[j]) / d[j]
+";
+
+/// The arguments of a [`MOMENTS`] function: its matrix (`rows × n`, or
+/// `n × rows` for a column program) of data class `class`, its vectors
+/// of the same class (offsets and divisors alike).
+fn moment_args(f: &einsat::Function, n: usize, class: usize, r: &mut Rng) -> Vec<Value> {
+    const ROWS: usize = 3;
+    let cols = f.name.starts_with('c');
+    let (a, b) = if f.name == "tri" {
+        (n, n)
+    } else if cols {
+        (n, ROWS)
+    } else {
+        (ROWS, n)
+    };
+    let mut args = vec![Value::Array(
+        ndarray::Array2::from_shape_vec((a, b), data6(class, a * b, r))
+            .unwrap()
+            .into_dyn(),
+    )];
+    for _ in &f.params[1..] {
+        // a vector along the matrix's first axis (`c[i]` of rows,
+        // `c[j]` of columns), or its second (`csq`'s `c[i]`)
+        let len = if f.name == "csq" { b } else { a };
+        let v = data6(class, len, r);
+        args.push(Value::Array(ndarray::Array1::from(v).into_dyn()));
+    }
+    args
+}
+
+/// The JIT's values of `k` on `args` against the contract's oracle for
+/// the written `f` ([`einsat::interp::shadow`]).
+fn check_contract(f: &einsat::Function, k: &einsat::jit::Kernel, args: &[Value], what: &str) {
+    use einsat::interp::shadow::Shadow;
+    let oracle = Shadow::for_inputs(args);
+    let want: Vec<_> = einsat::interp::run_domain(f, args, &oracle)
+        .unwrap()
+        .into_iter()
+        .flat_map(|l| l.data)
+        .collect();
+    let got = flat(&k.call(args).unwrap());
+    assert_eq!(got.len(), want.len(), "{what}");
+    for (g, (w, _)) in got.iter().zip(&want) {
+        assert!(
+            w.accepts(*g),
+            "{} {what}: jit {g:e}, the contract allows {}",
+            f.name,
+            w.describe()
+        );
+    }
+}
+
+#[test]
+fn jit_moments_and_affine_maps_keep_the_contract() {
+    let p = einsat::load(MOMENTS).unwrap();
+    let mut r = Rng(17);
+    for f in &p.functions {
+        let g = optimize(f, &Options::default()).unwrap().program;
+        let k = einsat::jit::compile(&g).unwrap();
+        for n in LENGTHS {
+            if f.name == "tri" && n > 257 {
+                // (n² elements)
+                continue;
+            }
+            for class in 0..6 {
+                let args = moment_args(f, n, class, &mut r);
+                check_contract(f, &k, &args, &format!("n={n} class {class}"));
+                if n > 1 {
+                    // the matrix through a strided view (its transpose's
+                    // transpose): the generated loops
+                    let Value::Array(a) = &args[0] else {
+                        unreachable!()
+                    };
+                    let t = a.t().to_owned();
+                    let mut strided = args.clone();
+                    strided[0] = Value::Array(t.t().to_owned());
+                    check_contract(f, &k, &strided, &format!("n={n} class {class} strided"));
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn the_moment_calls_are_in_the_generated_code() {
+    let p = einsat::load(MOMENTS).unwrap();
+    let opts = einsat::jit::Options::default();
+    let text = |name: &str| {
+        let f = p.functions.iter().find(|f| f.name == name).unwrap();
+        let g = optimize(f, &Options::default()).unwrap().program;
+        einsat::jit::testing::clif_text(&g, &opts)
+            .unwrap()
+            .join("\n")
+    };
+    // the plain sum: (src, n) -> f64; the sum of squares: (src, n, c)
+    // -> f64; the affine map: (src, dst, n, c, d, kind)
+    let sum_sig = "(i64, i64) -> f64";
+    let sq_sig = "(i64, i64, f64) -> f64";
+    let map_sig = "(i64, i64, i64, f64, f64, i64)";
+    // layer normalisation: its variance and its last pass are calls (its
+    // mean, a whole row's sum, a register-tile reduction)
+    let ln = text("ln");
+    assert!(
+        calls_with_signature(&ln, sq_sig) > 0,
+        "ln's variance:\n{ln}"
+    );
+    assert!(calls_with_signature(&ln, map_sig) > 0, "ln's map:\n{ln}");
+    for (name, sig) in [
+        ("tri", sum_sig),
+        ("rcsq", sq_sig),
+        ("raddiv", map_sig),
+        ("raddmul", map_sig),
+        ("rmul", map_sig),
+        ("radd", map_sig),
+    ] {
+        let t = text(name);
+        assert!(calls_with_signature(&t, sig) > 0, "{name}: no call:\n{t}");
+    }
+    // strided runs: the generated loops, no call
+    for (name, sig) in [("csum", sum_sig), ("csq", sq_sig), ("cdiv", map_sig)] {
+        let t = text(name);
+        assert_eq!(calls_with_signature(&t, sig), 0, "{name}:\n{t}");
+    }
+}

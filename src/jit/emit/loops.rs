@@ -56,8 +56,13 @@
 //!   fixed value), calls the fused sum instead (`Σ f(x + c)` per block,
 //!   no buffer); a max/min reduction of a run calls the vector
 //!   reduction; a map dividing a run by a fixed value, stored along a
-//!   unit-stride axis, calls the vector division (all in
-//!   [`crate::vmath`], full vector width).
+//!   unit-stride axis, calls the vector division, and the other affine
+//!   maps of a run with fixed values (`(x ± c) / d`, `(x ± c)·d`, `x·d`,
+//!   `x ± c`) the affine map; a sum of a run, or of the square of a run
+//!   plus or minus a fixed value (a mean's and a variance's,
+//!   `Σ (x - m)·(x - m)` with its two factors written alike), calls the
+//!   vector sum (all in [`crate::vmath`], full vector width, `f64`; the
+//!   same operations as written, sums reordered only).
 //! - **loops** are rotated (one test before the loop, then one at the
 //!   bottom of each iteration), and a flag-free load on the left of `+` or
 //!   `*` is evaluated last and swapped to the right (both are exactly
@@ -268,6 +273,13 @@ pub(crate) struct At<'l> {
     pub vreduce: Vec<(RedOp, cranelift_codegen::ir::FuncRef)>,
     /// `dst[0..n] = src[0..n] / c` of [`crate::vmath`].
     pub vdiv: cranelift_codegen::ir::FuncRef,
+    /// `Σ src[0..n]` of [`crate::vmath`] (`src, n -> f64`).
+    pub vsum: cranelift_codegen::ir::FuncRef,
+    /// `Σ (src[0..n] + c)²` of [`crate::vmath`] (`src, n, c -> f64`).
+    pub vsum_sq: cranelift_codegen::ir::FuncRef,
+    /// `dst[0..n] = kind(src[0..n], c, d)` of [`crate::vmath`]
+    /// ([`crate::vmath::Affine`]; `src, dst, n, c, d, kind`).
+    pub vaffine: cranelift_codegen::ir::FuncRef,
 }
 
 /// The slice kernels of one function of [`crate::vmath`], imported into
@@ -306,6 +318,9 @@ pub(crate) fn emit<'a>(
         vfuncs,
         vreduce,
         vdiv,
+        vsum,
+        vsum_sq,
+        vaffine,
     } = at;
     let mf = MemFlagsData::trusted();
     let mut used = vec![false; p.bufs.len()];
@@ -352,6 +367,9 @@ pub(crate) fn emit<'a>(
         vfuncs,
         vreduce,
         vdiv,
+        vsum,
+        vsum_sq,
+        vaffine,
         n_bufs,
         staging: false,
         bases,
@@ -364,6 +382,7 @@ pub(crate) fn emit<'a>(
         range: (e.lo, e.hi),
         layout,
         hoisted: Vec::new(),
+        hoisted_src: Vec::new(),
         defined: vec![false; p.n_vars],
         copies: 1,
         copy_budget: copy_nodes,
@@ -405,6 +424,12 @@ struct LoopEmitter<'a, 'l> {
     vreduce: Vec<(RedOp, cranelift_codegen::ir::FuncRef)>,
     /// The division of a run ([`At::vdiv`]).
     vdiv: cranelift_codegen::ir::FuncRef,
+    /// The sum of a run ([`At::vsum`]).
+    vsum: cranelift_codegen::ir::FuncRef,
+    /// The sum of squares of a shifted run ([`At::vsum_sq`]).
+    vsum_sq: cranelift_codegen::ir::FuncRef,
+    /// The affine maps of a run ([`At::vaffine`]).
+    vaffine: cranelift_codegen::ir::FuncRef,
     /// The buffers of the program; `bases`/`strides` entries beyond are
     /// the stack buffers of staged calls ([`LoopEmitter::stage`]),
     /// unit-stride.
@@ -426,6 +451,10 @@ struct LoopEmitter<'a, 'l> {
     layout: &'l Layout,
     /// Values computed before a loop (loop-invariant code motion).
     hoisted: Vec<(Value, Option<Value>)>,
+    /// What each of [`LoopEmitter::hoisted`] computed (two hoisted
+    /// copies of one expression have the same value,
+    /// [`LoopEmitter::same_expr`]).
+    hoisted_src: Vec<SchedExpr>,
     /// The loop variables whose loops enclose the code being emitted.
     defined: Vec<bool>,
     /// How many copies of the current code peeling, short sums and tiling
@@ -810,6 +839,7 @@ impl LoopEmitter<'_, '_> {
             {
                 let (v, f) = self.scalar(&t);
                 self.hoisted.push((v, f));
+                self.hoisted_src.push(t);
                 SchedExpr::Hoisted(self.hoisted.len() - 1, f.is_some())
             }
             SchedExpr::Bin(op, a, b) => {
@@ -1004,7 +1034,7 @@ impl LoopEmitter<'_, '_> {
             LoopAction::Level(n, ns, k) => {
                 self.for_range(var, lo, hi, &mut |g| g.levels(n, ns, k, body.clone()));
             }
-            LoopAction::Store(n) if vector && self.divide_run(n, var, lo, hi, body) => {}
+            LoopAction::Store(n) if vector && self.affine_run(n, var, lo, hi, body) => {}
             LoopAction::Store(n) => {
                 let pos = n.vars.iter().position(|(v, _)| *v == var);
                 let unit_out = pos.is_some_and(|a| {
@@ -1058,6 +1088,7 @@ impl LoopEmitter<'_, '_> {
                     });
                 }
             }
+            LoopAction::Accum(acc) if vector && self.moment_sum(var, lo, hi, body, acc) => {}
             LoopAction::Accum(acc) => self.accum_part(var, lo, hi, body, acc, vector),
             LoopAction::Reduce(op, acc) => self.reduce_part(var, lo, hi, body, op, acc, vector),
         }
@@ -1354,33 +1385,169 @@ impl LoopEmitter<'_, '_> {
         self.b.ins().iadd(base, bytes)
     }
 
-    /// A map dividing a run by a value fixed in the loop (softmax's
-    /// `E[i,j] / z[i]`), stored along a unit-stride output axis: one call
-    /// of the vector division ([`crate::vmath::div_to`], the same IEEE
-    /// quotients on the vector unit's full width). Returns whether it
-    /// emitted the call.
-    fn divide_run(&mut self, n: &Nest, var: usize, lo: Value, hi: Value, body: &SchedExpr) -> bool {
-        let SchedExpr::Bin(BinOp::Div, a, c) = body else {
-            return false;
-        };
+    /// A value fixed in loop `var` that a kernel may take as an argument:
+    /// it does not move with the loop and has no loop or strong zero.
+    fn fixed_in(&self, c: &SchedExpr, var: usize) -> bool {
+        !mentions(c, var) && !has_loop(c) && !strong(c)
+    }
+
+    /// The value of a [`RunSrc`] addend (`-c` for `x - c`: `x + (-c)` is
+    /// `x - c` exactly), or `+0` without one.
+    fn addend(&mut self, addend: &Option<(SchedExpr, bool)>) -> Value {
+        match addend {
+            None => self.f64c(0.0),
+            Some((c, neg)) => {
+                let (v, _) = self.scalar(c);
+                if *neg {
+                    self.b.ins().fneg(v)
+                } else {
+                    v
+                }
+            }
+        }
+    }
+
+    /// An affine map of a run with values fixed in the loop, stored along
+    /// a unit-stride output axis: `x / d` (softmax's `E[i,j] / z[i]`), one
+    /// call of the vector division ([`crate::vmath::div_to`]); `(x ± c) / d`
+    /// (layer normalisation's last pass), `(x ± c)·d`, `x·d` and `x ± c`,
+    /// one call of the affine map ([`crate::vmath::affine_to`]): the same
+    /// IEEE operations, in the written order, on the vector unit's full
+    /// width. Returns whether it emitted the call.
+    fn affine_run(&mut self, n: &Nest, var: usize, lo: Value, hi: Value, body: &SchedExpr) -> bool {
+        use crate::vmath::Affine;
         if self.ft != types::F64
             || self.staging
             || self.out_flag.is_some()
             || !self.unit_out(n, var)
-            || !self.unit_run(a, var)
-            || mentions(c, var)
-            || has_loop(c)
-            || strong(c)
         {
             return false;
         }
+        // (the run, its addend, the factor or divisor, the kind)
+        let (run, addend, d, kind) = match body {
+            SchedExpr::Bin(BinOp::Div, a, d) if self.fixed_in(d, var) => {
+                match self.run_src(a, var) {
+                    Some((run, None)) => (run, None, Some(&**d), Affine::Div),
+                    Some((run, Some(c))) => (run, Some(c), Some(&**d), Affine::AddDiv),
+                    None => return false,
+                }
+            }
+            SchedExpr::Bin(BinOp::Mul, x, y) => {
+                // (`x·d = d·x` exactly)
+                let (a, d) = if self.fixed_in(y, var) {
+                    (x, y)
+                } else if self.fixed_in(x, var) {
+                    (y, x)
+                } else {
+                    return false;
+                };
+                match self.run_src(a, var) {
+                    Some((run, None)) => (run, None, Some(&**d), Affine::Mul),
+                    Some((run, Some(c))) => (run, Some(c), Some(&**d), Affine::AddMul),
+                    None => return false,
+                }
+            }
+            _ => match self.run_src(body, var) {
+                Some((run, Some(c))) => (run, Some(c), None, Affine::Add),
+                _ => return false,
+            },
+        };
         self.set_var(var, lo);
         let dst = self.out_addr(n, n.buf);
-        let src = self.run_addr(a);
+        let src = self.run_addr(&run);
         self.cur[var] = None;
         let count = self.b.ins().isub(hi, lo);
-        let (cv, _) = self.scalar(c);
-        self.b.ins().call(self.vdiv, &[src, dst, count, cv]);
+        let dv = match d {
+            Some(d) => self.scalar(d).0,
+            None => self.f64c(1.0),
+        };
+        if kind == Affine::Div {
+            self.b.ins().call(self.vdiv, &[src, dst, count, dv]);
+            return true;
+        }
+        let cv = self.addend(&addend);
+        let k = self.b.ins().iconst(types::I64, kind.code());
+        self.b
+            .ins()
+            .call(self.vaffine, &[src, dst, count, cv, dv, k]);
+        true
+    }
+
+    /// `t` with its hoisted values replaced by what they computed
+    /// ([`LoopEmitter::hoisted_src`]).
+    fn unhoisted(&self, t: &SchedExpr) -> SchedExpr {
+        match t {
+            SchedExpr::Hoisted(k, _) => self.unhoisted(&self.hoisted_src[*k]),
+            SchedExpr::Bin(op, a, b) => SchedExpr::Bin(
+                *op,
+                Box::new(self.unhoisted(a)),
+                Box::new(self.unhoisted(b)),
+            ),
+            SchedExpr::Neg(a) => SchedExpr::Neg(Box::new(self.unhoisted(a))),
+            SchedExpr::Call(f, args) => {
+                SchedExpr::Call(*f, args.iter().map(|a| self.unhoisted(a)).collect())
+            }
+            _ => t.clone(),
+        }
+    }
+
+    /// Whether `a` and `b` are the same expression, hoisted values
+    /// compared by what they computed (the printed form is the whole
+    /// tree, numbers at full precision; pure expressions, so the same
+    /// value).
+    fn same_expr(&self, a: &SchedExpr, b: &SchedExpr) -> bool {
+        format!("{:?}", self.unhoisted(a)) == format!("{:?}", self.unhoisted(b))
+    }
+
+    /// A sum whose term is a unit-stride run (`Σ X[i,j]`, a mean's) or the
+    /// square of a run plus or minus a value fixed in the loop
+    /// (`Σ (X[i,j] - mu)·(X[i,j] - mu)`, a variance's, the two factors
+    /// written alike), without strong zeros: one call of the vector sum
+    /// ([`crate::vmath::sum`], [`crate::vmath::sum_sq_add`]: the written
+    /// terms, the product rounded on its own, added in blocks pairwise)
+    /// whose total goes to the first accumulator. Returns whether it
+    /// emitted the call.
+    fn moment_sum(
+        &mut self,
+        var: usize,
+        lo: Value,
+        hi: Value,
+        body: &SchedExpr,
+        acc: Accumulators,
+    ) -> bool {
+        if self.ft != types::F64 || self.staging || acc.all.is_some() {
+            return false;
+        }
+        let (run, addend, square) = if self.unit_run(body, var) {
+            (body.clone(), None, false)
+        } else {
+            let SchedExpr::Bin(BinOp::Mul, a, b) = body else {
+                return false;
+            };
+            if !self.same_expr(a, b) {
+                return false;
+            }
+            match self.run_src(a, var) {
+                Some((run, addend)) => (run, addend, true),
+                None => return false,
+            }
+        };
+        self.set_var(var, lo);
+        let src = self.run_addr(&run);
+        self.cur[var] = None;
+        let count = self.b.ins().isub(hi, lo);
+        let call = if square {
+            // (without an addend `(x + 0)²`: only `x = -0` changes, to
+            // `+0`, and its square is `+0` either way)
+            let c = self.addend(&addend);
+            self.b.ins().call(self.vsum_sq, &[src, count, c])
+        } else {
+            self.b.ins().call(self.vsum, &[src, count])
+        };
+        let total = self.b.inst_results(call)[0];
+        let a = self.b.use_var(acc.accs[0]);
+        let s = self.b.ins().fadd(a, total);
+        self.b.def_var(acc.accs[0], s);
         true
     }
 

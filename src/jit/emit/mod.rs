@@ -231,7 +231,18 @@ type VCallIds = Vec<(Func, FuncId, FuncId, FuncId)>;
 /// The imported reductions of a run.
 type RCallIds = Vec<(RedOp, FuncId)>;
 
-fn new_module() -> Result<(JITModule, CallIds, VCallIds, RCallIds, FuncId), String> {
+/// The imported moment kernels of [`crate::vmath`]: `Σ x`, `Σ (x + c)²`
+/// and the affine maps of a run.
+#[derive(Clone, Copy)]
+struct MomentIds {
+    sum: FuncId,
+    sum_sq: FuncId,
+    affine: FuncId,
+}
+
+type Imports = (JITModule, CallIds, VCallIds, RCallIds, FuncId, MomentIds);
+
+fn new_module() -> Result<Imports, String> {
     let isa = host_isa()?;
     let mut jb = JITBuilder::with_isa(isa, cranelift_module::default_libcall_names());
     jb.symbol("einsat_exp", f_exp as *const u8);
@@ -290,6 +301,12 @@ fn new_module() -> Result<(JITModule, CallIds, VCallIds, RCallIds, FuncId), Stri
         ("einsat_vmax", crate::vmath::einsat_vmax as *const u8),
         ("einsat_vmin", crate::vmath::einsat_vmin as *const u8),
         ("einsat_vdiv", crate::vmath::einsat_vdiv as *const u8),
+        ("einsat_vsum", crate::vmath::einsat_vsum as *const u8),
+        (
+            "einsat_vsumsq_add",
+            crate::vmath::einsat_vsumsq_add as *const u8,
+        ),
+        ("einsat_vaffine", crate::vmath::einsat_vaffine as *const u8),
     ] {
         jb.symbol(name, f);
     }
@@ -354,7 +371,36 @@ fn new_module() -> Result<(JITModule, CallIds, VCallIds, RCallIds, FuncId), Stri
     let vdiv = module
         .declare_function("einsat_vdiv", Linkage::Import, &sig)
         .map_err(|e| e.to_string())?;
-    Ok((module, calls, vcalls, rcalls, vdiv))
+    // (src, n) -> f64: `Σ src[0..n]`
+    let mut sig = module.make_signature();
+    sig.params.push(AbiParam::new(ptr));
+    sig.params.push(AbiParam::new(types::I64));
+    sig.returns.push(AbiParam::new(types::F64));
+    let sum = module
+        .declare_function("einsat_vsum", Linkage::Import, &sig)
+        .map_err(|e| e.to_string())?;
+    // (src, n, c) -> f64: `Σ (src[0..n] + c)²`
+    sig.params.push(AbiParam::new(types::F64));
+    let sum_sq = module
+        .declare_function("einsat_vsumsq_add", Linkage::Import, &sig)
+        .map_err(|e| e.to_string())?;
+    // (src, dst, n, c, d, kind): `dst[0..n] = kind(src[0..n], c, d)`
+    let mut sig = module.make_signature();
+    sig.params.push(AbiParam::new(ptr));
+    sig.params.push(AbiParam::new(ptr));
+    sig.params.push(AbiParam::new(types::I64));
+    sig.params.push(AbiParam::new(types::F64));
+    sig.params.push(AbiParam::new(types::F64));
+    sig.params.push(AbiParam::new(types::I64));
+    let affine = module
+        .declare_function("einsat_vaffine", Linkage::Import, &sig)
+        .map_err(|e| e.to_string())?;
+    let moments = MomentIds {
+        sum,
+        sum_sq,
+        affine,
+    };
+    Ok((module, calls, vcalls, rcalls, vdiv, moments))
 }
 
 /// Where each buffer's strides start in the strides array.
@@ -388,7 +434,7 @@ pub fn compile(
     layout: &Layout,
     opts: &Options,
 ) -> Result<Native, String> {
-    let (mut module, calls, vcalls, rcalls, vdiv) = new_module()?;
+    let (mut module, calls, vcalls, rcalls, vdiv, moments) = new_module()?;
     let tcfg = module.target_config();
     let ptr = tcfg.pointer_type();
     let stride_at = stride_starts(p);
@@ -465,6 +511,9 @@ pub fn compile(
                         vfuncs,
                         vreduce,
                         vdiv: module.declare_func_in_func(vdiv, b.func),
+                        vsum: module.declare_func_in_func(moments.sum, b.func),
+                        vsum_sq: module.declare_func_in_func(moments.sum_sq, b.func),
+                        vaffine: module.declare_func_in_func(moments.affine, b.func),
                     };
                     b = loops::emit(b, p, &plan.nest, sched, at, plan.poll);
                 }
