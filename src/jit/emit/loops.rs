@@ -62,7 +62,9 @@
 //!   plus or minus a fixed value (a mean's and a variance's,
 //!   `Σ (x - m)·(x - m)` with its two factors written alike), calls the
 //!   vector sum (all in [`crate::vmath`], full vector width, `f64`; the
-//!   same operations as written, sums reordered only).
+//!   same operations as written, sums reordered only). The affine maps
+//!   and sums call their kernel for runs of at least [`MIN_KERNEL_RUN`]
+//!   iterations and run inline below that (a branch per run).
 //! - **loops** are rotated (one test before the loop, then one at the
 //!   bottom of each iteration), and a flag-free load on the left of `+` or
 //!   `*` is evaluated last and swapped to the right (both are exactly
@@ -130,6 +132,23 @@ pub const STAGE_BLOCK: usize = 256;
 /// ([`LoopEmitter::run_src`]): the load of a unit-stride run, and an
 /// addend with whether it is negated.
 type RunSrc = (SchedExpr, Option<(SchedExpr, bool)>);
+
+/// Fewest iterations for which a loop calls a slice kernel of
+/// [`crate::vmath`] (the affine maps and moment sums) instead of running
+/// inline ([`LoopEmitter::kernel_or_inline`]).
+const MIN_KERNEL_RUN: i64 = 32;
+
+/// An affine map's call: the run, its addend (negated when `true`), the
+/// factor or divisor, the kind.
+type AffinePlan = (
+    SchedExpr,
+    Option<(SchedExpr, bool)>,
+    Option<SchedExpr>,
+    crate::vmath::Affine,
+);
+
+/// A moment sum's call: the run, its addend, whether the term is squared.
+type MomentPlan = (SchedExpr, Option<(SchedExpr, bool)>, bool);
 
 /// Most staged calls in one loop body.
 pub const MAX_STAGED: usize = 4;
@@ -1034,65 +1053,131 @@ impl LoopEmitter<'_, '_> {
             LoopAction::Level(n, ns, k) => {
                 self.for_range(var, lo, hi, &mut |g| g.levels(n, ns, k, body.clone()));
             }
-            LoopAction::Store(n) if vector && self.affine_run(n, var, lo, hi, body) => {}
-            LoopAction::Store(n) => {
-                let pos = n.vars.iter().position(|(v, _)| *v == var);
-                let unit_out = pos.is_some_and(|a| {
-                    self.layout.is_unit(n.buf, a)
-                        && n.vars.iter().filter(|(v, _)| *v == var).count() == 1
-                });
-                if vector
-                    && unit_out
-                    && self.out_flag.is_none()
-                    && self.vec_ok(body, var)
-                    && self.copyable(body, VSTORE_UNROLL + 2)
-                {
-                    let saved = self.rows.len();
-                    self.vec_rows(body, var);
-                    // the output row at `var = 0`: stores go to
-                    // `out_row + 8 * i` like the loads
-                    let zero = self.b.ins().iconst(types::I64, 0);
-                    self.set_var(var, zero);
-                    let out_row = self.out_addr(n, n.buf);
-                    let base = self.take(types::I64);
-                    self.b.def_var(base, lo);
-                    for step in [VSTORE_UNROLL, 1] {
-                        self.strided(base, hi, self.lanes * step as i64, &mut |g, i| {
-                            g.vidx = Some(i);
-                            let bytes = g.b.ins().ishl_imm_s(i, g.esh);
-                            let addr = g.b.ins().iadd(out_row, bytes);
-                            for u in 0..step {
-                                let iu = g.b.ins().iadd_imm_s(i, g.lanes * u as i64);
-                                g.set_var(var, iu);
-                                g.voff = 16 * u as i64;
-                                let v = g.vscalar(body, var);
-                                g.b.ins().store(g.vmf, v, addr, 16 * u as i32);
-                            }
-                            g.voff = 0;
-                            g.vidx = None;
-                        });
-                    }
-                    self.cur[var] = None;
-                    self.rows.truncate(saved);
-                    self.row_sigs.clear();
-                    let rest = self.b.use_var(base);
-                    self.give(types::I64, &[base]);
-                    self.for_range(var, rest, hi, &mut |g| {
-                        let (v, f) = g.scalar(body);
-                        g.store(n, v, f);
-                    });
-                } else {
-                    self.for_range(var, lo, hi, &mut |g| {
-                        let (v, f) = g.scalar(body);
-                        g.store(n, v, f);
-                    });
-                }
-            }
-            LoopAction::Accum(acc) if vector && self.moment_sum(var, lo, hi, body, acc) => {}
-            LoopAction::Accum(acc) => self.accum_part(var, lo, hi, body, acc, vector),
+            LoopAction::Store(n) => match if vector {
+                self.affine_plan(n, var, body)
+            } else {
+                None
+            } {
+                Some(plan) => self.kernel_or_inline(
+                    lo,
+                    hi,
+                    &mut |g| g.affine_call(n, var, lo, hi, &plan),
+                    &mut |g| g.store_part(n, var, lo, hi, body, vector),
+                ),
+                None => self.store_part(n, var, lo, hi, body, vector),
+            },
+            LoopAction::Accum(acc) => match if vector {
+                self.moment_plan(var, body, acc)
+            } else {
+                None
+            } {
+                Some(plan) => self.kernel_or_inline(
+                    lo,
+                    hi,
+                    &mut |g| g.moment_call(var, lo, hi, &plan, acc),
+                    &mut |g| g.accum_part(var, lo, hi, body, acc, vector),
+                ),
+                None => self.accum_part(var, lo, hi, body, acc, vector),
+            },
             LoopAction::Reduce(op, acc) => self.reduce_part(var, lo, hi, body, op, acc, vector),
         }
         self.defined[var] = false;
+    }
+
+    /// A range of a loop that stores its body (on `f64x2` where it can).
+    fn store_part(
+        &mut self,
+        n: &Nest,
+        var: usize,
+        lo: Value,
+        hi: Value,
+        body: &SchedExpr,
+        vector: bool,
+    ) {
+        let pos = n.vars.iter().position(|(v, _)| *v == var);
+        let unit_out = pos.is_some_and(|a| {
+            self.layout.is_unit(n.buf, a) && n.vars.iter().filter(|(v, _)| *v == var).count() == 1
+        });
+        if vector
+            && unit_out
+            && self.out_flag.is_none()
+            && self.vec_ok(body, var)
+            && self.copyable(body, VSTORE_UNROLL + 2)
+        {
+            let saved = self.rows.len();
+            self.vec_rows(body, var);
+            // the output row at `var = 0`: stores go to
+            // `out_row + 8 * i` like the loads
+            let zero = self.b.ins().iconst(types::I64, 0);
+            self.set_var(var, zero);
+            let out_row = self.out_addr(n, n.buf);
+            let base = self.take(types::I64);
+            self.b.def_var(base, lo);
+            for step in [VSTORE_UNROLL, 1] {
+                self.strided(base, hi, self.lanes * step as i64, &mut |g, i| {
+                    g.vidx = Some(i);
+                    let bytes = g.b.ins().ishl_imm_s(i, g.esh);
+                    let addr = g.b.ins().iadd(out_row, bytes);
+                    for u in 0..step {
+                        let iu = g.b.ins().iadd_imm_s(i, g.lanes * u as i64);
+                        g.set_var(var, iu);
+                        g.voff = 16 * u as i64;
+                        let v = g.vscalar(body, var);
+                        g.b.ins().store(g.vmf, v, addr, 16 * u as i32);
+                    }
+                    g.voff = 0;
+                    g.vidx = None;
+                });
+            }
+            self.cur[var] = None;
+            self.rows.truncate(saved);
+            self.row_sigs.clear();
+            let rest = self.b.use_var(base);
+            self.give(types::I64, &[base]);
+            self.for_range(var, rest, hi, &mut |g| {
+                let (v, f) = g.scalar(body);
+                g.store(n, v, f);
+            });
+        } else {
+            self.for_range(var, lo, hi, &mut |g| {
+                let (v, f) = g.scalar(body);
+                g.store(n, v, f);
+            });
+        }
+    }
+
+    /// A run that a slice kernel of [`crate::vmath`] can take: the kernel's
+    /// call when the range has at least [`MIN_KERNEL_RUN`] iterations,
+    /// else the loop inline (a call costs about a dozen elements of
+    /// inline vector code: rows of 4 or 8 ran 2–5 times slower as calls).
+    fn kernel_or_inline(
+        &mut self,
+        lo: Value,
+        hi: Value,
+        kernel: &mut dyn FnMut(&mut Self),
+        inline: &mut dyn FnMut(&mut Self),
+    ) {
+        let count = self.b.ins().isub(hi, lo);
+        let long = self
+            .b
+            .ins()
+            .icmp_imm_s(IntCC::SignedGreaterThanOrEqual, count, MIN_KERNEL_RUN);
+        let (kb, ib, join) = (
+            self.b.create_block(),
+            self.b.create_block(),
+            self.b.create_block(),
+        );
+        self.b.ins().brif(long, kb, &[], ib, &[]);
+        self.b.seal_block(kb);
+        self.b.seal_block(ib);
+        self.b.switch_to_block(kb);
+        kernel(self);
+        self.b.ins().jump(join, &[]);
+        self.b.switch_to_block(ib);
+        inline(self);
+        self.b.ins().jump(join, &[]);
+        self.b.seal_block(join);
+        self.b.switch_to_block(join);
     }
 
     /// Staged calls: a loop whose body applies `exp`, `log`, `sin`, `cos`
@@ -1413,23 +1498,21 @@ impl LoopEmitter<'_, '_> {
     /// (layer normalisation's last pass), `(x ± c)·d`, `x·d` and `x ± c`,
     /// one call of the affine map ([`crate::vmath::affine_to`]): the same
     /// IEEE operations, in the written order, on the vector unit's full
-    /// width. Returns whether it emitted the call.
-    fn affine_run(&mut self, n: &Nest, var: usize, lo: Value, hi: Value, body: &SchedExpr) -> bool {
+    /// width. The plan of the call, if the body is one of these.
+    fn affine_plan(&self, n: &Nest, var: usize, body: &SchedExpr) -> Option<AffinePlan> {
         use crate::vmath::Affine;
         if self.ft != types::F64
             || self.staging
             || self.out_flag.is_some()
             || !self.unit_out(n, var)
         {
-            return false;
+            return None;
         }
-        // (the run, its addend, the factor or divisor, the kind)
-        let (run, addend, d, kind) = match body {
+        Some(match body {
             SchedExpr::Bin(BinOp::Div, a, d) if self.fixed_in(d, var) => {
-                match self.run_src(a, var) {
-                    Some((run, None)) => (run, None, Some(&**d), Affine::Div),
-                    Some((run, Some(c))) => (run, Some(c), Some(&**d), Affine::AddDiv),
-                    None => return false,
+                match self.run_src(a, var)? {
+                    (run, None) => (run, None, Some((**d).clone()), Affine::Div),
+                    (run, Some(c)) => (run, Some(c), Some((**d).clone()), Affine::AddDiv),
                 }
             }
             SchedExpr::Bin(BinOp::Mul, x, y) => {
@@ -1439,38 +1522,43 @@ impl LoopEmitter<'_, '_> {
                 } else if self.fixed_in(x, var) {
                     (y, x)
                 } else {
-                    return false;
+                    return None;
                 };
-                match self.run_src(a, var) {
-                    Some((run, None)) => (run, None, Some(&**d), Affine::Mul),
-                    Some((run, Some(c))) => (run, Some(c), Some(&**d), Affine::AddMul),
-                    None => return false,
+                match self.run_src(a, var)? {
+                    (run, None) => (run, None, Some((**d).clone()), Affine::Mul),
+                    (run, Some(c)) => (run, Some(c), Some((**d).clone()), Affine::AddMul),
                 }
             }
-            _ => match self.run_src(body, var) {
-                Some((run, Some(c))) => (run, Some(c), None, Affine::Add),
-                _ => return false,
+            _ => match self.run_src(body, var)? {
+                (run, Some(c)) => (run, Some(c), None, Affine::Add),
+                _ => return None,
             },
-        };
+        })
+    }
+
+    /// The call of an [`LoopEmitter::affine_plan`] for the range from `lo`
+    /// (the count `hi - lo` is [`LoopEmitter::kernel_or_inline`]'s).
+    fn affine_call(&mut self, n: &Nest, var: usize, lo: Value, hi: Value, plan: &AffinePlan) {
+        use crate::vmath::Affine;
+        let (run, addend, d, kind) = plan;
         self.set_var(var, lo);
         let dst = self.out_addr(n, n.buf);
-        let src = self.run_addr(&run);
+        let src = self.run_addr(run);
         self.cur[var] = None;
         let count = self.b.ins().isub(hi, lo);
         let dv = match d {
             Some(d) => self.scalar(d).0,
             None => self.f64c(1.0),
         };
-        if kind == Affine::Div {
+        if *kind == Affine::Div {
             self.b.ins().call(self.vdiv, &[src, dst, count, dv]);
-            return true;
+            return;
         }
-        let cv = self.addend(&addend);
+        let cv = self.addend(addend);
         let k = self.b.ins().iconst(types::I64, kind.code());
         self.b
             .ins()
             .call(self.vaffine, &[src, dst, count, cv, dv, k]);
-        true
     }
 
     /// `t` with its hoisted values replaced by what they computed
@@ -1505,41 +1593,43 @@ impl LoopEmitter<'_, '_> {
     /// written alike), without strong zeros: one call of the vector sum
     /// ([`crate::vmath::sum`], [`crate::vmath::sum_sq_add`]: the written
     /// terms, the product rounded on its own, added in blocks pairwise)
-    /// whose total goes to the first accumulator. Returns whether it
-    /// emitted the call.
-    fn moment_sum(
+    /// whose total goes to the first accumulator. The plan of the call,
+    /// if the body is one of these.
+    fn moment_plan(&self, var: usize, body: &SchedExpr, acc: Accumulators) -> Option<MomentPlan> {
+        if self.ft != types::F64 || self.staging || acc.all.is_some() {
+            return None;
+        }
+        if self.unit_run(body, var) {
+            return Some((body.clone(), None, false));
+        }
+        let SchedExpr::Bin(BinOp::Mul, a, b) = body else {
+            return None;
+        };
+        if !self.same_expr(a, b) {
+            return None;
+        }
+        let (run, addend) = self.run_src(a, var)?;
+        Some((run, addend, true))
+    }
+
+    /// The call of a [`LoopEmitter::moment_plan`] for the range from `lo`
+    /// to `hi`, its total added to the first accumulator.
+    fn moment_call(
         &mut self,
         var: usize,
         lo: Value,
         hi: Value,
-        body: &SchedExpr,
+        (run, addend, square): &MomentPlan,
         acc: Accumulators,
-    ) -> bool {
-        if self.ft != types::F64 || self.staging || acc.all.is_some() {
-            return false;
-        }
-        let (run, addend, square) = if self.unit_run(body, var) {
-            (body.clone(), None, false)
-        } else {
-            let SchedExpr::Bin(BinOp::Mul, a, b) = body else {
-                return false;
-            };
-            if !self.same_expr(a, b) {
-                return false;
-            }
-            match self.run_src(a, var) {
-                Some((run, addend)) => (run, addend, true),
-                None => return false,
-            }
-        };
+    ) {
         self.set_var(var, lo);
-        let src = self.run_addr(&run);
+        let src = self.run_addr(run);
         self.cur[var] = None;
         let count = self.b.ins().isub(hi, lo);
-        let call = if square {
+        let call = if *square {
             // (without an addend `(x + 0)²`: only `x = -0` changes, to
             // `+0`, and its square is `+0` either way)
-            let c = self.addend(&addend);
+            let c = self.addend(addend);
             self.b.ins().call(self.vsum_sq, &[src, count, c])
         } else {
             self.b.ins().call(self.vsum, &[src, count])
@@ -1548,7 +1638,6 @@ impl LoopEmitter<'_, '_> {
         let a = self.b.use_var(acc.accs[0]);
         let s = self.b.ins().fadd(a, total);
         self.b.def_var(acc.accs[0], s);
-        true
     }
 
     /// Whether nest `n`'s output axis of `var` is unit-stride and indexed
