@@ -904,6 +904,9 @@ fn run_reduce(op: RedOp, xs: &[f64]) -> f64 {
 }
 
 #[cfg(target_arch = "x86_64")]
+mod exp;
+
+#[cfg(target_arch = "x86_64")]
 mod x86 {
     use crate::syntax::ast::Func;
     use crate::syntax::ast::RedOp;
@@ -946,6 +949,9 @@ mod x86 {
     pub(super) unsafe fn sum(f: Func, wide: bool, xs: &[f64], c: Option<f64>) -> f64 {
         // SAFETY: the caller checked the features.
         unsafe {
+            if f == Func::Exp && super::exp::has(wide) {
+                return super::exp::sum(wide, xs, c);
+            }
             match (wide, c) {
                 (true, None) => avx512_sum(f, xs),
                 (false, None) => avx2_sum(f, xs),
@@ -1028,6 +1034,9 @@ mod x86 {
     pub(super) unsafe fn run_to(f: Func, wide: bool, xs: &[f64], ys: &mut [f64], c: Option<f64>) {
         // SAFETY: the caller checked the features.
         unsafe {
+            if f == Func::Exp && super::exp::has(wide) {
+                return super::exp::map(wide, xs.as_ptr(), ys.as_mut_ptr(), xs.len(), c);
+            }
             match (wide, c) {
                 (true, None) => avx512_to(f, xs, ys),
                 (false, None) => avx2_to(f, xs, ys),
@@ -1042,6 +1051,9 @@ mod x86 {
     pub(super) unsafe fn run(f: Func, wide: bool, xs: &mut [f64]) {
         // SAFETY: the caller checked the features.
         unsafe {
+            if f == Func::Exp && super::exp::has(wide) {
+                return super::exp::map(wide, xs.as_ptr(), xs.as_mut_ptr(), xs.len(), None);
+            }
             if wide {
                 avx512(f, xs)
             } else {
