@@ -949,7 +949,7 @@ mod x86 {
     pub(super) unsafe fn sum(f: Func, wide: bool, xs: &[f64], c: Option<f64>) -> f64 {
         // SAFETY: the caller checked the features.
         unsafe {
-            if f == Func::Exp && super::exp::has(wide) {
+            if f == Func::Exp {
                 return super::exp::sum(wide, xs, c);
             }
             match (wide, c) {
@@ -1034,7 +1034,7 @@ mod x86 {
     pub(super) unsafe fn run_to(f: Func, wide: bool, xs: &[f64], ys: &mut [f64], c: Option<f64>) {
         // SAFETY: the caller checked the features.
         unsafe {
-            if f == Func::Exp && super::exp::has(wide) {
+            if f == Func::Exp {
                 return super::exp::map(wide, xs.as_ptr(), ys.as_mut_ptr(), xs.len(), c);
             }
             match (wide, c) {
@@ -1051,7 +1051,7 @@ mod x86 {
     pub(super) unsafe fn run(f: Func, wide: bool, xs: &mut [f64]) {
         // SAFETY: the caller checked the features.
         unsafe {
-            if f == Func::Exp && super::exp::has(wide) {
+            if f == Func::Exp {
                 return super::exp::map(wide, xs.as_ptr(), xs.as_mut_ptr(), xs.len(), None);
             }
             if wide {
