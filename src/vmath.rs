@@ -10,13 +10,21 @@
 //! *core domain* (NaN, ±inf, zero where it matters, subnormal inputs or
 //! results, overflow, `|x| > 1e5` for `sin`/`cos` whose argument
 //! reduction here is a three-part Cody–Waite) is recomputed with the
-//! scalar library function. Core domains: `exp` `|x| < 708`; `log`
+//! scalar library function. Core domains: `exp` every argument at
+//! AVX-512 (overflow to +inf, subnormal results and underflow to +0,
+//! NaN to a NaN, all on the vector path) and at AVX2 `|x| < 708`, `x ≥ 746`
+//! (+inf) and `x ≤ -746` (+0); `log`
 //! normal positive finite `x`; `sin`/`cos` `|x| ≤ 1e5`; `tanh`
 //! `|x| ≥ 2^-1000`, ±inf included (±1 from 20 on, exactly the library's
-//! result). Inside them the kernels are branch-free
-//! double-double-corrected polynomials (the reductions and the last
-//! additions are compensated, so a lane's error is about half an ulp
-//! plus a small fraction): `exp` by `2^k·e^r` with a degree-13 Taylor
+//! result). Inside them the kernels are branch-free polynomials.
+//! `exp` has kernels of its own (`src/vmath/exp.rs`, in intrinsics):
+//! at AVX-512 `2^m·2^(j/16)·e^r`, `|r| ≤ ln2/32`, the sixteen `2^(j/16)`
+//! as double-doubles held in registers, a degree-7 polynomial and one
+//! `scalef` (about 0.54 ulp from `e^x`); at AVX2 the lane below. The
+//! other kernels are double-double-corrected (the reductions and the
+//! last additions are compensated, so a lane's error is about half an
+//! ulp plus a small fraction): `exp`'s lane (AVX2, and `tanh`'s
+//! `e^{2|x|}`) by `2^k·e^r` with a degree-13 Taylor
 //! polynomial; `log` by the fdlibm reduction and polynomial with the sum
 //! of its parts compensated; `sin`/`cos` by fdlibm's kernels on the
 //! reduced argument as a double-double; `tanh` from `expm1(2|x|)` below

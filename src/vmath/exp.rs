@@ -53,7 +53,7 @@ static TH: [f64; 16] = [
     1.241857812073484,
     1.2968395546510096,
     1.3542555469368927,
-    1.4142135623730951,
+    std::f64::consts::SQRT_2,
     1.4768261459394993,
     1.5422108254079407,
     1.6104903319492543,
@@ -219,7 +219,7 @@ pub(super) unsafe fn map2<const ADD: bool>(src: *const f64, dst: *mut f64, n: us
             for (a, &x) in arg.iter_mut().zip(s) {
                 let v = if ADD { x + c } else { x };
                 *a = v;
-                bad |= u64::from(!(v.abs() < CORE2));
+                bad |= u64::from(!super::exp_core(v));
             }
         }
         // SAFETY: room for `len` elements from `i`; `s` is gone.
@@ -233,7 +233,7 @@ pub(super) unsafe fn map2<const ADD: bool>(src: *const f64, dst: *mut f64, n: us
                 *y = super::exp_lane(x.clamp(-CORE2, CORE2));
             }
             for (y, &x) in d.iter_mut().zip(arg.iter()) {
-                if !(x.abs() < CORE2) {
+                if !super::exp_core(x) {
                     *y = if x >= EDGE2 {
                         f64::INFINITY
                     } else if x <= -EDGE2 {
