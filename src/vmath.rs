@@ -10,13 +10,21 @@
 //! *core domain* (NaN, ±inf, zero where it matters, subnormal inputs or
 //! results, overflow, `|x| > 1e5` for `sin`/`cos` whose argument
 //! reduction here is a three-part Cody–Waite) is recomputed with the
-//! scalar library function. Core domains: `exp` `|x| < 708`; `log`
+//! scalar library function. Core domains: `exp` every argument at
+//! AVX-512 (overflow to +inf, subnormal results and underflow to +0,
+//! NaN to a NaN, all on the vector path) and at AVX2 `|x| < 708`, `x ≥ 746`
+//! (+inf) and `x ≤ -746` (+0); `log`
 //! normal positive finite `x`; `sin`/`cos` `|x| ≤ 1e5`; `tanh`
 //! `|x| ≥ 2^-1000`, ±inf included (±1 from 20 on, exactly the library's
-//! result). Inside them the kernels are branch-free
-//! double-double-corrected polynomials (the reductions and the last
-//! additions are compensated, so a lane's error is about half an ulp
-//! plus a small fraction): `exp` by `2^k·e^r` with a degree-13 Taylor
+//! result). Inside them the kernels are branch-free polynomials.
+//! `exp` has kernels of its own (`src/vmath/exp.rs`, in intrinsics):
+//! at AVX-512 `2^m·2^(j/16)·e^r`, `|r| ≤ ln2/32`, the sixteen `2^(j/16)`
+//! as double-doubles held in registers, a degree-7 polynomial and one
+//! `scalef` (about 0.54 ulp from `e^x`); at AVX2 the lane below. The
+//! other kernels are double-double-corrected (the reductions and the
+//! last additions are compensated, so a lane's error is about half an
+//! ulp plus a small fraction): `exp`'s lane (AVX2, and `tanh`'s
+//! `e^{2|x|}`) by `2^k·e^r` with a degree-13 Taylor
 //! polynomial; `log` by the fdlibm reduction and polynomial with the sum
 //! of its parts compensated; `sin`/`cos` by fdlibm's kernels on the
 //! reduced argument as a double-double; `tanh` from `expm1(2|x|)` below
@@ -914,6 +922,9 @@ fn run_reduce(op: RedOp, xs: &[f64]) -> f64 {
 }
 
 #[cfg(target_arch = "x86_64")]
+mod exp;
+
+#[cfg(target_arch = "x86_64")]
 mod x86 {
     use crate::syntax::ast::Func;
     use crate::syntax::ast::RedOp;
@@ -956,6 +967,9 @@ mod x86 {
     pub(super) unsafe fn sum(f: Func, wide: bool, xs: &[f64], c: Option<f64>) -> f64 {
         // SAFETY: the caller checked the features.
         unsafe {
+            if f == Func::Exp {
+                return super::exp::sum(wide, xs, c);
+            }
             match (wide, c) {
                 (true, None) => avx512_sum(f, xs),
                 (false, None) => avx2_sum(f, xs),
@@ -1038,6 +1052,9 @@ mod x86 {
     pub(super) unsafe fn run_to(f: Func, wide: bool, xs: &[f64], ys: &mut [f64], c: Option<f64>) {
         // SAFETY: the caller checked the features.
         unsafe {
+            if f == Func::Exp {
+                return super::exp::map(wide, xs.as_ptr(), ys.as_mut_ptr(), xs.len(), c);
+            }
             match (wide, c) {
                 (true, None) => avx512_to(f, xs, ys),
                 (false, None) => avx2_to(f, xs, ys),
@@ -1052,6 +1069,9 @@ mod x86 {
     pub(super) unsafe fn run(f: Func, wide: bool, xs: &mut [f64]) {
         // SAFETY: the caller checked the features.
         unsafe {
+            if f == Func::Exp {
+                return super::exp::map(wide, xs.as_ptr(), xs.as_mut_ptr(), xs.len(), None);
+            }
             if wide {
                 avx512(f, xs)
             } else {

@@ -192,7 +192,7 @@ fn numeric_dtypes_are_converted() {
 /// A .npy file holding strings (dtype `<U3`), which is not numeric.
 fn write_string_npy(p: &Path) {
     let mut header = "{'descr': '<U3', 'fortran_order': False, 'shape': (2,), }".to_string();
-    while (10 + header.len() + 1) % 64 != 0 {
+    while !(10 + header.len() + 1).is_multiple_of(64) {
         header.push(' ');
     }
     header.push('\n');

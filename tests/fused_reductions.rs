@@ -65,7 +65,7 @@ fn data(class: usize, n: usize, r: &mut Rng) -> Vec<f64> {
         for (k, s) in specials.iter().enumerate() {
             let at = [k, n / 2 + k, n.saturating_sub(1 + k)];
             for a in at {
-                if a < n && r.next() % 3 == 0 {
+                if a < n && r.next().is_multiple_of(3) {
                     xs[a] = *s;
                 }
             }

@@ -380,3 +380,127 @@ fn jit_staged_calls_match_the_interpreter() {
         }
     }
 }
+
+#[test]
+fn exp_overflow_and_underflow_are_exact_at_every_level() {
+    // far beyond the thresholds (masked attention's -inf and -1e9
+    // logits): +0 and +inf exactly, by every form (in place, into
+    // another buffer, with an addend, summed), mixed with ordinary
+    // lanes in one chunk, around the thresholds the library's values
+    let mut xs = vec![
+        f64::NEG_INFINITY,
+        -1e9,
+        -1000.0,
+        -746.0,
+        -745.2,
+        -745.1332191019412,
+        -745.1332191019411,
+        -745.0,
+        -720.0,
+        -708.4,
+        -708.3964185322641,
+        -708.39,
+        1000.0,
+        1e9,
+        1e300,
+        f64::INFINITY,
+        f64::MAX,
+        709.78,
+        709.782712893384,
+        709.7827128933841,
+        709.8,
+        710.0,
+        -f64::MAX,
+    ];
+    let n0 = xs.len();
+    for i in 0..300 {
+        xs.push((i as f64 - 150.0) * 0.77);
+        xs.push(if i % 2 == 0 { f64::NEG_INFINITY } else { -1e9 });
+    }
+    let check = |got: &[f64], xs: &[f64], what: &str| {
+        for (&y, &x) in got.iter().zip(xs) {
+            let want = x.exp();
+            if want == 0.0 || want.is_infinite() {
+                assert_eq!(y.to_bits(), want.to_bits(), "{what}: exp({x:e}) = {y:e}");
+            } else {
+                assert!(
+                    ulps(y, want) <= 1,
+                    "{what}: exp({x:e}) = {y:e}, want {want:e}"
+                );
+            }
+        }
+    };
+    for level in levels() {
+        let mut ys = xs.clone();
+        apply_at(Func::Exp, level, &mut ys);
+        check(&ys, &xs, &format!("{level:?}"));
+    }
+    assert_eq!(xs[..n0].iter().filter(|x| x.exp() == 0.0).count(), 7);
+    let mut ys = vec![0.0; xs.len()];
+    einsat::vmath::apply_to(Func::Exp, &xs, &mut ys);
+    check(&ys, &xs, "apply_to");
+    let c = -0.5;
+    einsat::vmath::apply_to_add(Func::Exp, &xs, &mut ys, Some(c));
+    let shifted: Vec<f64> = xs.iter().map(|x| x + c).collect();
+    check(&ys, &shifted, "apply_to_add");
+    // a sum of exp(x - m) over -inf and -1e9 terms: those add +0
+    let row: Vec<f64> = (0..1000)
+        .map(|i| {
+            if i % 3 == 0 {
+                (i as f64) * 1e-3
+            } else if i % 3 == 1 {
+                f64::NEG_INFINITY
+            } else {
+                -1e9
+            }
+        })
+        .collect();
+    let got = einsat::vmath::sum_of(Func::Exp, &row, Some(-1.0));
+    let want: f64 = row.iter().map(|x| (x - 1.0).exp()).sum();
+    assert!((got - want).abs() <= 1e-13 * want, "sum {got} want {want}");
+    assert_eq!(
+        einsat::vmath::sum_of(Func::Exp, &[f64::NEG_INFINITY; 9], Some(3.0)),
+        0.0
+    );
+    assert_eq!(
+        einsat::vmath::sum_of(Func::Exp, &[0.0, 1000.0], None),
+        f64::INFINITY
+    );
+}
+
+#[test]
+fn masked_softmax_matches_the_interpreter() {
+    // rows with -inf and -1e9 logits (masked attention), a fully masked
+    // row of -1e9 (a uniform softmax) and one of -inf (NaN: 0/0)
+    let src = "fn sm(X: [n,m]R) -> [n,m]R = gen(i:n) let mx = max(j:m) X[i,j] in \
+               let z = sum(j:m) exp(X[i,j] - mx) in gen(j:m) exp(X[i,j] - mx) / z";
+    let p = einsat::load(src).unwrap();
+    let f = &p.functions[0];
+    let g = einsat::opt::optimize(f, &einsat::opt::Options::default())
+        .unwrap()
+        .program;
+    let k = einsat::jit::compile(&g).unwrap();
+    let mut r = Rng(5);
+    for (n, m) in [(3usize, 7usize), (6, 300), (4, 1000)] {
+        let a = ndarray::Array2::from_shape_fn((n, m), |(i, j)| match i {
+            0 => -1e9,
+            1 if n > 3 => f64::NEG_INFINITY,
+            _ if j % 3 == 1 => f64::NEG_INFINITY,
+            _ if j % 5 == 2 => -1e9,
+            _ => (r.unit() - 0.5) * 30.0,
+        });
+        let args = [einsat::Value::Array(a.into_dyn())];
+        let want = flat(&einsat::interp::run(f, &args).unwrap());
+        let got = flat(&k.call(&args).unwrap());
+        assert_eq!(want.len(), got.len());
+        for (g, w) in got.iter().zip(&want) {
+            let ok = if w.is_nan() {
+                g.is_nan()
+            } else {
+                (g - w).abs() <= 1e-12 * w.abs() + 1e-300 && (*w != 0.0 || *g == 0.0)
+            };
+            assert!(ok, "{n}x{m}: jit {g:e}, interpreter {w:e}");
+        }
+        assert!(want.iter().filter(|w| **w == 0.0).count() >= n);
+    }
+}

@@ -98,7 +98,7 @@ pub fn random_einsum(n: usize, seed: u64) -> Network {
 /// until simple), every index of size `bond`, scalar result; `n·degree`
 /// must be even.
 pub fn random_regular(n: usize, degree: usize, bond: u64, seed: u64) -> Network {
-    assert!((n * degree) % 2 == 0 && degree < n);
+    assert!((n * degree).is_multiple_of(2) && degree < n);
     let mut r = Rng::new(seed, 23);
     'retry: loop {
         let mut stubs: Vec<usize> = (0..n * degree).map(|s| s / degree).collect();

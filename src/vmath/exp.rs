@@ -1,0 +1,292 @@
+//! `exp` over slices on the vector unit, written with `std::arch`
+//! intrinsics (the other functions of [`crate::vmath`] are scalar lane
+//! code the compiler vectorises; `exp` is most of the cost of
+//! log-sum-exp and softmax, so it has kernels of its own).
+//!
+//! **AVX-512** ([`map512`]): `x = (16m + j)·ln2/16 + r`, `|r| ≤ ln2/32`
+//! (`k = 16m + j` the nearest integer to `16x/ln2`), and
+//! `e^x = 2^m · 2^(j/16) · e^r`. The sixteen `2^(j/16)` are held in
+//! registers as double-doubles `Th + Tl` (two `vpermt2pd` look-ups of
+//! the low four bits of `k`); `e^r - 1 = p = r + r²·q(r)`, `q` the
+//! Taylor polynomial to `r^7` (truncation below `2^-62` relative);
+//! `v = Th + (Th·p + Tl)` and the result is `scalef(v, m)`, which
+//! rounds to +inf above the largest double and through the subnormals
+//! to +0 below them, so every finite `x` is on the vector path (the
+//! argument is first clamped to `±1e4`, NaN passing through: the
+//! result is NaN). No branch and no library call.
+//!
+//! Error bound (in ulps of the result, normal results): the reduction
+//! `t = x - k·L_hi` is exact (`L_hi` has 32 significant bits, `|k| <
+//! 2^18`), `r = t - k·L_lo` rounds once (`|r| < 2^-5`, so at most
+//! `2^-59` absolute, 1/128 ulp); the polynomial's evaluation errors are
+//! below `2^-64` relative (`r²·q ≤ 2.4e-4`); `Th·p + Tl` rounds once
+//! (`|Th·p| < 0.045`: at most `2^-58`, 1/64 ulp), `Tl`'s own error and
+//! the dropped `Tl·p` are below 1/100 ulp; the sum `Th + (…)` rounds
+//! once (½ ulp). So a lane is within about 0.54 ulp of `e^x`, and the
+//! library's result (within 0.502) at most one ulp from it. A
+//! subnormal result is `v·2^m` rounded once more (half an ulp of the
+//! subnormal plus `v`'s error, far below one).
+//!
+//! Owns the `exp` kernels and their constants; [`crate::vmath`]
+//! dispatches to them.
+
+use std::arch::x86_64::*;
+
+/// `1.5·2^52`: `y + SHIFT` rounds `y` to an integer in the low bits.
+const SHIFT: f64 = 6755399441055744.0;
+/// `16/ln2`.
+const INV_L: f64 = 23.083120654223414;
+/// `ln2/16` split: fdlibm's `ln2_hi` (32 significant bits) and
+/// `ln2_lo`, over 16.
+const L_HI: f64 = 6.931_471_803_691_238_164_90e-01 / 16.0;
+const L_LO: f64 = 1.908_214_929_270_587_700_02e-10 / 16.0;
+/// Arguments are clamped to `±CLAMP` (far beyond overflow/underflow).
+const CLAMP: f64 = 1e4;
+
+/// `2^(j/16)` rounded (high parts) ...
+static TH: [f64; 16] = [
+    1.0,
+    1.0442737824274138,
+    1.0905077326652577,
+    1.1387886347566916,
+    1.189207115002721,
+    1.241857812073484,
+    1.2968395546510096,
+    1.3542555469368927,
+    std::f64::consts::SQRT_2,
+    1.4768261459394993,
+    1.5422108254079407,
+    1.6104903319492543,
+    1.681792830507429,
+    1.7562521603732995,
+    1.8340080864093424,
+    1.9152065613971474,
+];
+/// ... and the rest, `2^(j/16) - TH[j]` rounded.
+static TL: [f64; 16] = [
+    0.0,
+    8.551889705537965e-17,
+    -3.046782079812471e-17,
+    8.912812676025408e-17,
+    3.982015231465646e-17,
+    4.658027591836937e-17,
+    2.5382502794888315e-17,
+    7.70094837980299e-17,
+    -9.667293313452913e-17,
+    -3.483994556892796e-17,
+    7.949834809697621e-17,
+    2.4707192569797888e-17,
+    8.199010020581497e-17,
+    2.960140695448873e-17,
+    3.283107224245627e-17,
+    -1.0619946056195963e-16,
+];
+
+/// `q(r) = (e^r - 1 - r)/r²` to `r^5` (Taylor: `1/2, 1/6, …, 1/7!`).
+const Q: [f64; 6] = [
+    1.0 / 2.0,
+    1.0 / 6.0,
+    1.0 / 24.0,
+    1.0 / 120.0,
+    1.0 / 720.0,
+    1.0 / 5040.0,
+];
+
+/// The table in four registers.
+struct Table512 {
+    h0: __m512d,
+    h1: __m512d,
+    l0: __m512d,
+    l1: __m512d,
+}
+
+#[inline]
+#[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
+fn table512() -> Table512 {
+    // SAFETY: each load reads 8 of the 16 elements of a static.
+    unsafe {
+        Table512 {
+            h0: _mm512_loadu_pd(TH.as_ptr()),
+            h1: _mm512_loadu_pd(TH.as_ptr().add(8)),
+            l0: _mm512_loadu_pd(TL.as_ptr()),
+            l1: _mm512_loadu_pd(TL.as_ptr().add(8)),
+        }
+    }
+}
+
+/// `e^x` of eight lanes (see the module's comment).
+#[inline]
+#[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
+fn exp512(t: &Table512, x: __m512d) -> __m512d {
+    let set = _mm512_set1_pd;
+    // (the argument second: a NaN passes through max and min)
+    let x = _mm512_min_pd(set(CLAMP), _mm512_max_pd(set(-CLAMP), x));
+    let ks = _mm512_fmadd_pd(x, set(INV_L), set(SHIFT));
+    let kd = _mm512_sub_pd(ks, set(SHIFT));
+    let r = _mm512_fnmadd_pd(kd, set(L_HI), x);
+    let r = _mm512_fnmadd_pd(kd, set(L_LO), r);
+    let mut q = set(Q[5]);
+    for c in Q[..5].iter().rev() {
+        q = _mm512_fmadd_pd(q, r, set(*c));
+    }
+    let p = _mm512_fmadd_pd(_mm512_mul_pd(r, r), q, r);
+    // the low four bits of k index the table (bit 3: which register)
+    let j = _mm512_castpd_si512(ks);
+    let th = _mm512_permutex2var_pd(t.h0, j, t.h1);
+    let tl = _mm512_permutex2var_pd(t.l0, j, t.l1);
+    let v = _mm512_add_pd(th, _mm512_fmadd_pd(th, p, tl));
+    // 2^floor(k/16)
+    _mm512_scalef_pd(v, _mm512_mul_pd(kd, set(1.0 / 16.0)))
+}
+
+/// `dst[i] = e^(src[i] + c)` (`e^src[i]` when `!ADD`) for `i < n`, on
+/// AVX-512; `src == dst` is allowed.
+///
+/// # Safety
+/// AVX-512 F/DQ/VL are present; `src` points to `n` initialised
+/// doubles and `dst` to room for `n`, the two equal or disjoint.
+#[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
+pub(super) unsafe fn map512<const ADD: bool>(src: *const f64, dst: *mut f64, n: usize, c: f64) {
+    let t = table512();
+    let cv = _mm512_set1_pd(c);
+    let mut i = 0;
+    while i + 8 <= n {
+        // SAFETY: `i + 8 <= n` elements at each.
+        unsafe {
+            let mut x = _mm512_loadu_pd(src.add(i));
+            if ADD {
+                x = _mm512_add_pd(x, cv);
+            }
+            _mm512_storeu_pd(dst.add(i), exp512(&t, x));
+        }
+        i += 8;
+    }
+    if i < n {
+        let m: __mmask8 = (1u8 << (n - i)) - 1;
+        // SAFETY: the masked lanes are the `n - i` elements left (the
+        // others are neither read nor written).
+        unsafe {
+            let mut x = _mm512_maskz_loadu_pd(m, src.add(i));
+            if ADD {
+                x = _mm512_add_pd(x, cv);
+            }
+            _mm512_mask_storeu_pd(dst.add(i), m, exp512(&t, x));
+        }
+    }
+}
+
+#[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
+fn sum512<const ADD: bool>(xs: &[f64], c: f64) -> f64 {
+    // SAFETY: `s` and `t` are as long (a chunk and its buffer).
+    super::run_sum(xs, |s, t| unsafe {
+        map512::<ADD>(s.as_ptr(), t.as_mut_ptr(), s.len(), c)
+    })
+}
+
+/// AVX2's core: `|x|` below this, `e^x` is a normal double and
+/// [`super::exp_lane`] computes it.
+const CORE2: f64 = 708.0;
+/// From here on `e^x` is +inf, and it is +0 from `-EDGE2` down (the
+/// library's results: `e^x` overflows from 709.78…, and is below half
+/// the smallest subnormal from -745.13…).
+const EDGE2: f64 = 746.0;
+/// Chunk of the AVX2 map.
+const CH: usize = 256;
+
+/// `dst[i] = e^(src[i] + c)` (`e^src[i]` when `!ADD`) for `i < n`, on
+/// AVX2: per chunk, the arguments into a buffer with their domain check,
+/// then [`super::exp_lane`] (vectorised by the compiler). A chunk with an
+/// argument outside `|x| < 708` runs the lanes on clamped arguments and
+/// then sets those lanes: +inf from 746 on, +0 from -746 down (masked
+/// softmax's -inf and -1e9 logits), the library's result in between
+/// (subnormal results, the last 1.8 before overflow) and for NaN.
+///
+/// # Safety
+/// AVX2 and FMA are present; `src` points to `n` initialised doubles and
+/// `dst` to room for `n`, the two equal or disjoint.
+#[target_feature(enable = "avx2,fma")]
+pub(super) unsafe fn map2<const ADD: bool>(src: *const f64, dst: *mut f64, n: usize, c: f64) {
+    let mut arg = [0.0f64; CH];
+    let mut i = 0;
+    while i < n {
+        let len = CH.min(n - i);
+        let arg = &mut arg[..len];
+        let mut bad = 0u64;
+        {
+            // SAFETY: `len` elements from `i` (read before `dst` is
+            // written: `src` may be `dst`).
+            let s = unsafe { std::slice::from_raw_parts(src.add(i), len) };
+            for (a, &x) in arg.iter_mut().zip(s) {
+                let v = if ADD { x + c } else { x };
+                *a = v;
+                bad |= u64::from(!super::exp_core(v));
+            }
+        }
+        // SAFETY: room for `len` elements from `i`; `s` is gone.
+        let d = unsafe { std::slice::from_raw_parts_mut(dst.add(i), len) };
+        if bad == 0 {
+            for (y, &x) in d.iter_mut().zip(arg.iter()) {
+                *y = super::exp_lane(x);
+            }
+        } else {
+            for (y, &x) in d.iter_mut().zip(arg.iter()) {
+                *y = super::exp_lane(x.clamp(-CORE2, CORE2));
+            }
+            for (y, &x) in d.iter_mut().zip(arg.iter()) {
+                if !super::exp_core(x) {
+                    *y = if x >= EDGE2 {
+                        f64::INFINITY
+                    } else if x <= -EDGE2 {
+                        0.0
+                    } else {
+                        x.exp()
+                    };
+                }
+            }
+        }
+        i += len;
+    }
+}
+
+#[target_feature(enable = "avx2,fma")]
+fn sum2<const ADD: bool>(xs: &[f64], c: f64) -> f64 {
+    // SAFETY: `s` and `t` are as long (a chunk and its buffer).
+    super::run_sum(xs, |s, t| unsafe {
+        map2::<ADD>(s.as_ptr(), t.as_mut_ptr(), s.len(), c)
+    })
+}
+
+/// `dst[i] = e^(src[i] + c)` (`e^src[i]` without `c`) for `i < n`, at
+/// AVX-512 when `wide`, else AVX2.
+///
+/// # Safety
+/// The level's features are present; `src` points to `n` initialised
+/// doubles and `dst` to room for `n`, equal or disjoint.
+pub(super) unsafe fn map(wide: bool, src: *const f64, dst: *mut f64, n: usize, c: Option<f64>) {
+    // SAFETY: the caller's contract.
+    unsafe {
+        match (wide, c) {
+            (true, None) => map512::<false>(src, dst, n, 0.0),
+            (true, Some(c)) => map512::<true>(src, dst, n, c),
+            (false, None) => map2::<false>(src, dst, n, 0.0),
+            (false, Some(c)) => map2::<true>(src, dst, n, c),
+        }
+    }
+}
+
+/// `Σ e^(xs[i] + c)` as [`crate::vmath::sum_of`] adds it, at AVX-512
+/// when `wide`, else AVX2.
+///
+/// # Safety
+/// The level's features are present.
+pub(super) unsafe fn sum(wide: bool, xs: &[f64], c: Option<f64>) -> f64 {
+    // SAFETY: the caller's contract.
+    unsafe {
+        match (wide, c) {
+            (true, None) => sum512::<false>(xs, 0.0),
+            (true, Some(c)) => sum512::<true>(xs, c),
+            (false, None) => sum2::<false>(xs, 0.0),
+            (false, Some(c)) => sum2::<true>(xs, c),
+        }
+    }
+}
