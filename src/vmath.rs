@@ -15,21 +15,27 @@
 //! NaN to a NaN, all on the vector path) and at AVX2 `|x| < 708`, `x ≥ 746`
 //! (+inf) and `x ≤ -746` (+0); `log`
 //! normal positive finite `x`; `sin`/`cos` `|x| ≤ 1e5`; `tanh`
-//! `|x| ≥ 2^-1000`, ±inf included (±1 from 20 on, exactly the library's
-//! result). Inside them the kernels are branch-free polynomials.
+//! `|x| ≥ 2^-1000` at AVX2 and every non-NaN `x` at AVX-512, ±inf
+//! included (±1 from 20 on, exactly the library's result).
 //! `exp` has kernels of its own (`src/vmath/exp.rs`, in intrinsics):
 //! at AVX-512 `2^m·2^(j/16)·e^r`, `|r| ≤ ln2/32`, the sixteen `2^(j/16)`
 //! as double-doubles held in registers, a degree-7 polynomial and one
-//! `scalef` (about 0.54 ulp from `e^x`); at AVX2 the lane below. The
-//! other kernels are double-double-corrected (the reductions and the
-//! last additions are compensated, so a lane's error is about half an
-//! ulp plus a small fraction): `exp`'s lane (AVX2, and `tanh`'s
-//! `e^{2|x|}`) by `2^k·e^r` with a degree-13 Taylor
-//! polynomial; `log` by the fdlibm reduction and polynomial with the sum
-//! of its parts compensated; `sin`/`cos` by fdlibm's kernels on the
-//! reduced argument as a double-double; `tanh` from `expm1(2|x|)` below
-//! 0.625 and `1 - 2/(e^{2|x|}+1)` above, either by one division (a
-//! reciprocal, its quotient corrected by the remainder).
+//! `scalef` (about 0.54 ulp from `e^x`); at AVX2 the lane below. So has
+//! `tanh` at AVX-512 ([`tanh`], within 0.8 ulp by its error analysis): a
+//! degree-10 polynomial on one of 16 intervals of `|x| < 4.75`
+//! (`|x| + |x|³·P(x²)` on the first), coefficients picked by permutes
+//! from tables, and above by `1 - 2y/(1+y)`, `y = e^{-2|x|}` from a
+//! series, no division either way; a chunk of 256 elements runs one of
+//! the two, or both and a blend when it has both kinds. The other
+//! kernels are branch-free double-double-corrected polynomials (the
+//! reductions and the last additions are compensated, so a lane's error
+//! is about half an ulp plus a small fraction): `exp`'s lane (AVX2) by
+//! `2^k·e^r` with a degree-13 Taylor polynomial; `log` by the fdlibm
+//! reduction and polynomial with the sum of its parts compensated;
+//! `sin`/`cos` by fdlibm's kernels on the reduced argument as a
+//! double-double; `tanh` at AVX2 from `expm1(2|x|)` below 0.625 and
+//! `1 - 2/(e^{2|x|}+1)` above, either by one division (a reciprocal, its
+//! quotient corrected by the remainder).
 //! `tests/vmath.rs` sweeps millions of points per function and level.
 //!
 //! **Fused reductions.** [`sum_of`] adds `f(x[i] + c)` over a slice
@@ -67,6 +73,8 @@ mod moments;
 pub use moments::{
     affine_to, einsat_vaffine, einsat_vsum, einsat_vsumsq_add, sum, sum_sq_add, Affine,
 };
+#[cfg(target_arch = "x86_64")]
+mod tanh;
 
 /// An instruction-set level the kernels are compiled for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -929,7 +937,7 @@ mod x86 {
     use crate::syntax::ast::Func;
     use crate::syntax::ast::RedOp;
     use crate::vmath::{
-        add_then, run_div, run_func, run_func_to, run_func_to_add, run_reduce, run_sum,
+        add_then, run_div, run_func, run_func_to, run_func_to_add, run_reduce, run_sum, tanh,
     };
 
     #[target_feature(enable = "avx2,fma")]
@@ -939,6 +947,9 @@ mod x86 {
 
     #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
     unsafe fn avx512_sum(f: Func, xs: &[f64]) -> f64 {
+        if f == Func::Tanh {
+            return run_sum(xs, |s, t| tanh::apply_to(s, t, None));
+        }
         run_sum(xs, |s, t| run_func_to(f, s, t))
     }
 
@@ -949,6 +960,9 @@ mod x86 {
 
     #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
     unsafe fn avx512_sum_add(f: Func, xs: &[f64], c: f64) -> f64 {
+        if f == Func::Tanh {
+            return run_sum(xs, |s, t| tanh::apply_to(s, t, Some(c)));
+        }
         run_sum(xs, |s, t| add_then(f, s, t, c))
     }
 
@@ -1022,6 +1036,9 @@ mod x86 {
 
     #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
     unsafe fn avx512(f: Func, xs: &mut [f64]) {
+        if f == Func::Tanh {
+            return tanh::apply(xs);
+        }
         run_func(f, xs)
     }
 
@@ -1032,6 +1049,9 @@ mod x86 {
 
     #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
     unsafe fn avx512_to(f: Func, xs: &[f64], ys: &mut [f64]) {
+        if f == Func::Tanh {
+            return tanh::apply_to(xs, ys, None);
+        }
         run_func_to(f, xs, ys)
     }
 
@@ -1044,6 +1064,9 @@ mod x86 {
 
     #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
     unsafe fn avx512_to_add(f: Func, xs: &[f64], ys: &mut [f64], c: f64) {
+        if f == Func::Tanh {
+            return tanh::apply_to(xs, ys, Some(c));
+        }
         run_func_to_add(f, xs, ys, c)
     }
 

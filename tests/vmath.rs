@@ -226,6 +226,76 @@ fn every_level_within_one_ulp() {
     }
 }
 
+/// The ends of the AVX-512 `tanh` kernel's table intervals
+/// (`src/vmath/tanh.rs`: interval 0's odd form ends at the first; the
+/// exp lane takes over at 4.75, the last interval's fit reaching
+/// 4.7593), and where the result rounds to 1 and the kernel clamps.
+const TANH_ENDS: [f64; 19] = [
+    0.49590274016643593,
+    0.4959028,
+    0.7035361956013022,
+    0.9171483783307524,
+    1.137287570313157,
+    1.3645913585050198,
+    1.599808431930906,
+    1.843827736799443,
+    2.097718274379403,
+    2.3627847141919447,
+    2.6406472578799236,
+    2.933360085676203,
+    3.243593952558341,
+    3.574931319199675,
+    3.9323725421878937,
+    4.323273418563613,
+    4.75,
+    4.759271995540935,
+    19.06154746539849,
+];
+
+#[test]
+fn tanh_every_interval_and_lane() {
+    // a million and a half points of |x| < 6 (every table interval and
+    // the exp lane above 4.75), each interval end ± 16 ulps, and some
+    // large ones; sorted, so most chunks of 256 run one lane, then
+    // shuffled, so most run both (the blend); both signs
+    let mut r = Rng(0x7a4b);
+    let mut xs: Vec<f64> = (0..1_500_000).map(|_| r.unit() * 6.0).collect();
+    xs.extend((0..20_000).map(|_| 6.0 + r.unit() * 20.0));
+    for t in TANH_ENDS.into_iter().chain([20.0, 0.0]) {
+        for d in 0..=16u64 {
+            xs.push(f64::from_bits(t.to_bits() + d));
+            if t > 0.0 {
+                xs.push(f64::from_bits(t.to_bits() - d));
+            }
+        }
+    }
+    xs.sort_by(f64::total_cmp);
+    let neg: Vec<f64> = xs.iter().map(|x| -x).collect();
+    xs.extend(neg);
+    let want: Vec<f64> = xs
+        .iter()
+        .map(|&x| reference(Func::Tanh, Level::Avx2, x))
+        .collect();
+    // a fixed shuffle (a multiplicative step through the indices)
+    let n = xs.len();
+    let step = 1_000_003 % n;
+    let order: Vec<usize> = (0..n).map(|i| (i * step) % n).collect();
+    for level in levels().into_iter().filter(|l| *l != Level::Scalar) {
+        for shuffled in [false, true] {
+            let pick = |i: usize| if shuffled { order[i] } else { i };
+            let mut ys: Vec<f64> = (0..n).map(|i| xs[pick(i)]).collect();
+            apply_at(Func::Tanh, level, &mut ys);
+            for (i, y) in ys.iter().enumerate() {
+                let (x, w) = (xs[pick(i)], want[pick(i)]);
+                assert!(
+                    y.to_bits() == w.to_bits() || (w != 0.0 && ulps(*y, w) <= 1),
+                    "tanh({x:e}) = {y:e} at {level:?} (shuffled: {shuffled}): want {w:e}"
+                );
+            }
+        }
+    }
+}
+
 #[test]
 fn short_and_odd_lengths_and_unsupported_levels() {
     // lengths around the chunking, each lane checked; a level the CPU
