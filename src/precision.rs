@@ -122,6 +122,20 @@ impl Precision {
     }
 }
 
+/// `1 / c` when dividing by `c` is multiplying by it bit for bit in both
+/// float formats: `c` is `±2^e` with `|e| <= 126`, so `1 / c` is a normal
+/// number of binary32 and binary64, and `x / c` and `x * (1 / c)` are both
+/// the correctly rounded value of the same real number for every `x`
+/// (also where it underflows or overflows; ±0, ±∞ and NaN alike). Used
+/// where a product's written division by a constant becomes the GEMM
+/// library's scale factor (`extract::normal`, `jit::schedule::gemm`).
+pub fn exact_reciprocal(c: f64) -> Option<f64> {
+    let bits = c.abs().to_bits();
+    let mantissa = bits & ((1u64 << 52) - 1);
+    let exponent = (bits >> 52) as i64 - 1023;
+    (c.is_normal() && mantissa == 0 && (-126..=126).contains(&exponent)).then(|| 1.0 / c)
+}
+
 impl fmt::Display for Precision {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {

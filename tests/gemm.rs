@@ -355,3 +355,233 @@ fn the_cost_model_knows_gemm_stages() {
     let k = jit::compile_with(&o.program, &opts(true, 1)).unwrap();
     assert_eq!(k.stages(), ["gemm n×n×n", "gemm n×n×n"]);
 }
+
+#[test]
+fn scaled_products_are_one_stage() {
+    // a product divided by a power of two, or times any constant, is one
+    // stage (the library's scale factor); by any other divisor it is not
+    for (n, m, k) in [
+        (3, 4, 5),
+        (17, 2, 64),
+        (1, 9, 20),
+        (0, 2, 3),
+        (2, 2, 0),
+        (4, 4, 2),
+    ] {
+        let sz = [("n", n), ("m", m), ("k", k)];
+        for scaled in [
+            "(sum(l:k) A[i,l] * B[l,j]) / 8",
+            "(sum(l:k) A[i,l] * B[l,j]) / -0.25",
+            "-(sum(l:k) A[i,l] * B[l,j]) / 4",
+            "(sum(l:k) A[i,l] * B[l,j]) * 3",
+            "0.1 * sum(l:k) A[i,l] * B[l,j]",
+        ] {
+            check(
+                &format!("fn f(A: [n,k]R, B: [k,m]R) -> [n,m]R = gen(i:n, j:m) {scaled}"),
+                &sz,
+                &["gemm n×m×k"],
+            );
+        }
+    }
+    // M = (i, i2), K = (l, l2): scratch copies where they do not fuse
+    check(
+        "fn f(A: [n,m,k,k]R, B: [k,k,m]R) -> [n,m,m]R =
+           gen(i:n, i2:m, j:m) (sum(l:k, l2:k) A[i,i2,l,l2] * B[l,l2,j]) / 16",
+        &[("n", 3), ("m", 2), ("k", 4)],
+        &["gemm n·m×m×k·k"],
+    );
+    let huge = format!("(sum(l:n) A[i,l] * B[l,j]) / {:e}", 2f64.powi(127));
+    for (why, body) in [
+        (
+            "a divisor not a power of two",
+            "(sum(l:n) A[i,l] * B[l,j]) / 3",
+        ),
+        ("a power of two out of range", huge.as_str()),
+        ("a divisor that is a size", "(sum(l:n) A[i,l] * B[l,j]) / n"),
+        ("a scaled numerator", "(2 * sum(l:n) A[i,l] * B[l,j]) / 8"),
+        ("a division by zero", "(sum(l:n) A[i,l] * B[l,j]) / 0"),
+    ] {
+        let src = format!("fn f(A: [n,n]R, B: [n,n]R) -> [n,n]R = gen(i:n, j:n) {body}");
+        assert_eq!(stages(&src), ["native"], "{why}: {src}");
+    }
+}
+
+/// `n` values of `A` and `B` whose products straddle the bottom of the
+/// normal range (so a product divided by 8 rounds to a subnormal), with
+/// huge ones, zeros, infinities and NaN mixed in.
+fn extreme(len: usize, rng: &mut impl rand::Rng) -> Vec<f64> {
+    (0..len)
+        .map(|_| {
+            let x: f64 = rng.gen_range(1.0..2.0) * if rng.gen() { 1.0 } else { -1.0 };
+            match rng.gen_range(0..40) {
+                0 => f64::INFINITY,
+                1 => f64::NAN,
+                2 => 0.0,
+                3..=5 => x * 2f64.powi(rng.gen_range(500..512)),
+                _ => x * 2f64.powi(rng.gen_range(-530..-500)),
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn a_scaled_product_is_the_written_division_bit_for_bit() {
+    use rand::Rng;
+    // each shape takes another path of the library: blocked kernels
+    // (k <= 512: the library scales), k > 512 and matrix–vector or k <= 2
+    // (scaled after the product), the small-output kernel, a batch
+    let shapes = [
+        (5, 7, 3),
+        (17, 17, 64),
+        (3, 40, 512),
+        (2, 3, 600),
+        (1, 9, 20),
+        (9, 1, 20),
+        (4, 4, 2),
+        (70, 33, 513),
+    ];
+    let mut rng = rand::rngs::StdRng::seed_from_u64(26);
+    let mm = |scale: &str| {
+        func(&format!(
+            "fn f(A: [n,k]R, B: [k,m]R) -> [n,m]R = gen(i:n, j:m) (sum(l:k) A[i,l] * B[l,j]){scale}"
+        ))
+    };
+    let plain = mm("");
+    let scaled_before = jit::testing::gemm::scaled_blocks();
+    for c in [8.0, 0.5, -2.0, 2f64.powi(-126), 2f64.powi(126)] {
+        let f = mm(&format!(" / {c:e}"));
+        for (n, m, k) in shapes {
+            let a = ArrayD::from_shape_vec(IxDyn(&[n, k]), extreme(n * k, &mut rng)).unwrap();
+            let b = ArrayD::from_shape_vec(IxDyn(&[k, m]), extreme(k * m, &mut rng)).unwrap();
+            for threads in [1, 2] {
+                let o = opts(true, threads);
+                let kp = jit::compile_with(&plain, &o).unwrap();
+                let ks = jit::compile_with(&f, &o).unwrap();
+                assert_eq!(ks.stages(), ["gemm n×m×k"]);
+                for layout in [Layout::ALL[0], Layout::ALL[Layout::ALL.len() - 1]] {
+                    let args = [
+                        relayout_value(&Value::Array(a.clone()), layout),
+                        relayout_value(&Value::Array(b.clone()), layout),
+                    ];
+                    let (Value::Array(p), Value::Array(s)) =
+                        (kp.call(&args).unwrap(), ks.call(&args).unwrap())
+                    else {
+                        panic!("not arrays")
+                    };
+                    for (x, y) in p.iter().zip(s.iter()) {
+                        let want = x / c;
+                        assert!(
+                            want.to_bits() == y.to_bits() || (want.is_nan() && y.is_nan()),
+                            "/ {c:e} {n}x{m}x{k} {threads} threads {layout:?}: \
+                             {x:e} / c = {want:e}, the stage gave {y:e}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+    // the matrix–vector, k <= 2 and k > 512 shapes were scaled after
+    // the library's product
+    assert!(jit::testing::gemm::scaled_blocks() > scaled_before);
+    // f32: the division in f32, bit for bit
+    let f = mm(" / 8");
+    let o = Options {
+        precision: einsat::Precision::F32,
+        ..opts(true, 1)
+    };
+    let kp = jit::compile_with(&plain, &o).unwrap();
+    let ks = jit::compile_with(&f, &o).unwrap();
+    assert_eq!(ks.stages(), ["gemm n×m×k"]);
+    for (n, m, k) in shapes {
+        let gen = |len: usize, rng: &mut rand::rngs::StdRng| {
+            (0..len)
+                .map(|_| match rng.gen_range(0..30) {
+                    0 => f32::INFINITY,
+                    1 => f32::NAN,
+                    _ => rng.gen_range(1.0f32..2.0) * 2f32.powi(rng.gen_range(-80..-55)),
+                })
+                .collect::<Vec<f32>>()
+        };
+        let a = ndarray::Array2::from_shape_vec((n, k), gen(n * k, &mut rng)).unwrap();
+        let b = ndarray::Array2::from_shape_vec((k, m), gen(k * m, &mut rng)).unwrap();
+        let args = [einsat::Arg32::from(&a), einsat::Arg32::from(&b)];
+        let (einsat::Value32::Array(p), einsat::Value32::Array(s)) =
+            (kp.call_f32(&args).unwrap(), ks.call_f32(&args).unwrap())
+        else {
+            panic!("not arrays")
+        };
+        for (x, y) in p.iter().zip(s.iter()) {
+            let want = x / 8.0;
+            assert!(
+                want.to_bits() == y.to_bits() || (want.is_nan() && y.is_nan()),
+                "f32 {n}x{m}x{k}: {x:e} / 8 = {want:e}, the stage gave {y:e}"
+            );
+        }
+    }
+}
+
+fn gemm_count(stages: &[String]) -> usize {
+    stages.iter().filter(|s| s.starts_with("gemm")).count()
+}
+
+#[test]
+fn the_optimiser_makes_a_scaled_product_one_stage() {
+    // attention: `S = (Q Kᵀ) / 8` is one stage its uses read, not `Q Kᵀ`
+    // with `/ 8` at each use
+    let att = func(
+        "fn att(Q: [s,d]R, K: [s,d]R, V: [s,d]R) -> [s,d]R =
+           let S = gen(i:s, j:s) (sum(l:d) Q[i,l] * K[j,l]) / 8 in
+           let P = gen(i:s) let mx = max(j:s) S[i,j] in let z = sum(j:s) exp(S[i,j] - mx) in
+             gen(j:s) exp(S[i,j] - mx) / z in
+           gen(i:s, c:d) sum(j:s) P[i,j] * V[j,c]",
+    );
+    let o = einsat::opt::optimize(&att, &einsat::opt::Options::default()).unwrap();
+    let text = einsat::syntax::print_function(&o.program);
+    assert!(text.contains("(sum(k:d) Q[i, k] * K[j, k]) / 8"), "{text}");
+    assert_eq!(text.matches("/ 8").count(), 1, "{text}");
+    let k = jit::compile_with(&o.program, &opts(true, 1)).unwrap();
+    let st = k.stages();
+    assert_eq!(st.first().map(String::as_str), Some("gemm s×s×d"), "{st:?}");
+    assert_eq!(st.last().map(String::as_str), Some("gemm s×d×s"), "{st:?}");
+    // values: the interpreter's on the written program
+    for (s, d) in [(1, 1), (5, 3), (33, 8)] {
+        let sizes: BTreeMap<String, usize> = [("s".to_string(), s), ("d".to_string(), d)]
+            .into_iter()
+            .collect();
+        let mut rng = rand::rngs::StdRng::seed_from_u64(s as u64);
+        let args = random_inputs(&att, &sizes, &mut rng).unwrap();
+        let want = interp::run(&att, &args).unwrap();
+        for threads in [1, 2] {
+            let k = jit::compile_with(&o.program, &opts(true, threads)).unwrap();
+            let got = k.call(&args).unwrap();
+            assert!(
+                want.approx_eq(&got, 1e-12, 1e-12),
+                "s {s} d {d}\n{want}\n{got}"
+            );
+        }
+    }
+    // a product also used unscaled is one stage, divided at the use
+    let both = func(
+        "fn f(Q: [s,d]R, K: [s,d]R) -> [s,s]R =
+           let S = gen(i:s, j:s) sum(l:d) Q[i,l] * K[j,l] in
+           gen(i:s, j:s) exp(S[i,j] / 8) + S[i,j]",
+    );
+    let o = einsat::opt::optimize(&both, &einsat::opt::Options::default()).unwrap();
+    let k = jit::compile_with(&o.program, &opts(true, 1)).unwrap();
+    let st = k.stages();
+    assert_eq!(
+        gemm_count(&st),
+        1,
+        "{}\n{st:?}",
+        einsat::syntax::print_function(&o.program)
+    );
+    // a divisor that is not a power of two stays a division at the uses
+    let att3 = func(
+        "fn f(Q: [s,d]R, K: [s,d]R) -> [s,s]R =
+           let S = gen(i:s, j:s) (sum(l:d) Q[i,l] * K[j,l]) / 3 in
+           gen(i:s, j:s) exp(S[i,j])",
+    );
+    let o = einsat::opt::optimize(&att3, &einsat::opt::Options::default()).unwrap();
+    let text = einsat::syntax::print_function(&o.program);
+    assert!(text.contains("t0[i, j] / 3"), "{text}");
+}

@@ -123,6 +123,25 @@ pub fn gemm_stage(e: &Expr) -> bool {
         gens.push(i.as_str());
         cur = b;
     }
+    // a product divided by a power of two, without a literal factor of
+    // its own: the library's scale factor
+    if let Expr::Bin(BinOp::Div, a, c) = cur {
+        fn literal(e: &Expr) -> bool {
+            matches!(e, Expr::Num(_)) || e.children().into_iter().any(literal)
+        }
+        let divisor = match &**c {
+            Expr::Num(x) => Some(*x),
+            Expr::Neg(x) => match **x {
+                Expr::Num(x) => Some(-x),
+                _ => None,
+            },
+            _ => None,
+        };
+        match divisor {
+            Some(x) if crate::precision::exact_reciprocal(x).is_some() && !literal(a) => cur = a,
+            _ => return false,
+        }
+    }
     let (mut sums, mut loads) = (Vec::new(), Vec::new());
     if gens.is_empty() || factors(cur, &mut sums, &mut loads).is_none() {
         return false;

@@ -26,7 +26,10 @@
 //!    activation around it, inside another sum) becomes a `let` of its own,
 //!    and its factors that are not plain loads (a centred operand, a
 //!    shifted read) are materialised, so that the JIT runs it on the GEMM
-//!    library (`Norm::gemm_stage`, [`NormalOptions::gemm_stage_min_work`]).
+//!    library (`Norm::gemm_stage`, [`NormalOptions::gemm_stage_min_work`]);
+//!    a product divided by a power of two (`(Q Kᵀ) / 8`) is one stage with
+//!    its scale, the library's scale factor being the written division
+//!    (`scaled_product`), so its uses read the scaled value.
 //!
 //! Finally binders are renamed by depth (`i`, `j`, …) and lets `t0`, `t1`, ….
 
@@ -975,6 +978,15 @@ impl Norm<'_> {
             {
                 self.gemm_stage(e, root, cx)
             }
+            Expr::Bin(BinOp::Div, ..)
+                if self.gemm_min_work.is_finite()
+                    && (root || !self.guarded)
+                    && scaled_product(&e).is_some_and(|p| {
+                        self.is_matrix_product(p, cx) && self.always_scaled(&e, p, cx)
+                    }) =>
+            {
+                self.gemm_stage(e, root, cx)
+            }
             Expr::Sum(i, n, b) => {
                 if self.licm && !cx.idx.is_empty() {
                     let whole = Expr::sum(i.clone(), n.clone(), (*b).clone());
@@ -1388,9 +1400,28 @@ impl Norm<'_> {
         outer * inner >= self.gemm_min_work
     }
 
-    /// Make the matrix product `e` ([`Norm::is_matrix_product`]) a stage:
-    /// its factors plain loads, itself the whole value of its nest.
+    /// Whether the product `p` of the scaled product `e` occurs in the
+    /// scalar being normalised only as `e` (as many times, by
+    /// [`Norm::count_candidates`]): a product also used unscaled, or with
+    /// another scale, stays one stage without its scale, divided at each
+    /// use, instead of two stages.
+    fn always_scaled(&self, e: &Expr, p: &Expr, cx: &Cx) -> bool {
+        let count = |x: &Expr| {
+            let chosen = used_positions(x, cx);
+            let key = candidate_key(x, cx, &chosen);
+            self.shared.get(&key).copied().unwrap_or(1)
+        };
+        self.shared.is_empty() || count(p) == count(e)
+    }
+
+    /// Make the matrix product `e` ([`Norm::is_matrix_product`]), or a
+    /// scaled one ([`scaled_product`]), a stage: its factors plain loads,
+    /// itself (with its scale) the whole value of its nest.
     fn gemm_stage(&mut self, e: Expr, root: bool, cx: &mut Cx) -> Expr {
+        let (e, divisor) = match e {
+            Expr::Bin(BinOp::Div, a, c) => (*a, Some(*c)),
+            e => (e, None),
+        };
         let mut ks: Vec<(String, Size)> = Vec::new();
         let mut body = e;
         while let Expr::Sum(k, n, b) = body {
@@ -1408,6 +1439,9 @@ impl Norm<'_> {
         let mut s = Expr::bin(BinOp::Mul, a, b);
         for (k, n) in ks.into_iter().rev() {
             s = Expr::sum(k, n, s);
+        }
+        if let Some(c) = divisor {
+            s = Expr::bin(BinOp::Div, s, c);
         }
         let used = fv_idx(&s);
         let whole_nest = root && cx.idx.iter().all(|(x, _)| used.contains(x));
@@ -1456,6 +1490,38 @@ impl Norm<'_> {
             ty = *el;
         }
         !idx.is_empty() && ty == Type::Real
+    }
+}
+
+/// The product of a scaled product: `e` is `sum(…) / c` with `c` a power
+/// of two whose reciprocal is exact (`crate::precision::exact_reciprocal`:
+/// the division is then the GEMM library's scale factor bit for bit, see
+/// `jit::schedule::gemm`). Such a product is a stage with its scale (`S =
+/// (Q Kᵀ) / 8` computed once, not `Q Kᵀ` with `/ 8` at each of its uses);
+/// a division by any other constant (`/ 3`, which is not `· (1/3)`)
+/// leaves the product alone a stage and divides where it is used. (A
+/// product times a constant stays a stage without it: `0.5 * h` and
+/// `h * 0.044715` of one `h` are one product, not three.)
+fn scaled_product(e: &Expr) -> Option<&Expr> {
+    match e {
+        Expr::Bin(BinOp::Div, a, c)
+            if matches!(**a, Expr::Sum(..))
+                && literal(c)
+                    .and_then(crate::precision::exact_reciprocal)
+                    .is_some() =>
+        {
+            Some(a)
+        }
+        _ => None,
+    }
+}
+
+/// The value of a number literal, negated or not.
+fn literal(e: &Expr) -> Option<f64> {
+    match e {
+        Expr::Num(x) => Some(*x),
+        Expr::Neg(a) => literal(a).map(|x| -x),
+        _ => None,
     }
 }
 

@@ -316,9 +316,16 @@ impl GemmPlan {
         } else {
             (dm, dn, dk, db)
         };
-        let Some(product) = Product::of(dm, dn, dk, db, k_empty, alpha, acc) else {
+        let Some(mut product) = Product::of(dm, dn, dk, db, k_empty, alpha, acc) else {
             return false;
         };
+        // a written division's `α` scales each finished sum once: a sum
+        // over several calls (K axes that do not fuse, without scratch)
+        // is left to the native code
+        product.exact = self.exact_alpha;
+        if product.exact && product.loops[..product.nl].iter().any(|(_, is_k)| *is_k) {
+            return false;
+        }
         let (dst0, lhs0, rhs0) = match &mut scratch {
             Some(p) => p.pointers(bufs[self.out.buf], bufs[self.lhs.buf], bufs[self.rhs.buf]),
             None => (
@@ -646,6 +653,8 @@ struct Product {
     loops: [(Dim, bool); MAX_VARS],
     nl: usize,
     alpha: f64,
+    /// `α` must scale each finished sum once ([`GemmPlan::exact_alpha`]).
+    exact: bool,
     /// Add to the destination (every call accumulates).
     acc: bool,
 }
@@ -711,6 +720,7 @@ impl Product {
             loops,
             nl,
             alpha,
+            exact: false,
             acc,
         })
     }
@@ -766,6 +776,7 @@ impl Product {
                     rhs_cs: n.st[2],
                     rhs_rs: k.st[2],
                     alpha: self.alpha,
+                    exact: self.exact,
                     elem,
                 }
                 .run(threads, cancel);
@@ -782,6 +793,48 @@ impl Product {
                     break;
                 }
                 idx[a] = 0;
+            }
+        }
+    }
+}
+
+/// An `m×n` block of a destination, with its row and column strides.
+struct Block {
+    m: usize,
+    n: usize,
+    dst: *mut f64,
+    rs: isize,
+    cs: isize,
+    elem: Elem,
+}
+
+impl Block {
+    /// Every element multiplied by `alpha`, in the element type: for an
+    /// `alpha` from [`crate::precision::exact_reciprocal`], the written
+    /// division of the element bit for bit. Complex blocks are never
+    /// scaled here (a complex product has no written divisor).
+    ///
+    /// # Safety
+    /// `dst` with `rs`, `cs` addresses `m×n` live elements of `elem`.
+    unsafe fn scale(&self, alpha: f64) {
+        SCALED_BLOCKS.fetch_add(1, Ordering::Relaxed);
+        // the unit-stride direction innermost
+        let (outer, inner, os, is) = if self.rs.abs() < self.cs.abs() {
+            (self.n, self.m, self.cs, self.rs)
+        } else {
+            (self.m, self.n, self.rs, self.cs)
+        };
+        for a in 0..outer {
+            for b in 0..inner {
+                let p = moved_mut(self.dst, a as isize * os + b as isize * is, self.elem);
+                // SAFETY: as this function's
+                unsafe {
+                    match self.elem {
+                        Elem::F64 => *p *= alpha,
+                        Elem::F32 => *(p as *mut f32) *= alpha as f32,
+                        Elem::C64 | Elem::C32 => {}
+                    }
+                }
             }
         }
     }
@@ -1161,6 +1214,20 @@ static PACKED_STAGES: AtomicU64 = AtomicU64::new(0);
 
 static COMPLEX_STAGES: AtomicU64 = AtomicU64::new(0);
 
+static SCALED_BLOCKS: AtomicU64 = AtomicU64::new(0);
+
+/// The most depth `k` of a call whose `alpha` the library applies to each
+/// finished sum once ([`Call::library_scales_once`]).
+const LIBRARY_SCALED_MAX_K: usize = 512;
+
+/// How many output blocks GEMM stages so far, process-wide, scaled
+/// after the library's product instead of passing a written division's
+/// `α` to the library ([`Call::library_scales_once`]; tests).
+#[doc(hidden)]
+pub fn scaled_blocks() -> u64 {
+    SCALED_BLOCKS.load(Ordering::Relaxed)
+}
+
 /// How many complex products so far, process-wide, ran both parts on the
 /// library's complex kernel ([`ComplexPair`]; tests).
 #[doc(hidden)]
@@ -1202,6 +1269,8 @@ struct Call {
     rhs_cs: isize,
     rhs_rs: isize,
     alpha: f64,
+    /// `alpha` must scale the finished sum once ([`GemmPlan::exact_alpha`]).
+    exact: bool,
     /// The buffers' element type: the library's kernel for it.
     elem: Elem,
 }
@@ -1268,6 +1337,27 @@ impl Call {
     /// As [`GemmPlan::run`]: the pointers and strides address live buffers for
     /// every index below `m`, `n`, `k`.
     unsafe fn single(&self, par: gemm::Parallelism) {
+        if self.exact && !self.library_scales_once() {
+            let plain = Call {
+                alpha: 1.0,
+                exact: false,
+                ..*self
+            };
+            let block = Block {
+                m: self.m,
+                n: self.n,
+                dst: self.dst,
+                rs: self.dst_rs,
+                cs: self.dst_cs,
+                elem: self.elem,
+            };
+            // SAFETY: as this function's; the block is the call's output
+            unsafe {
+                plain.single(par);
+                block.scale(self.alpha);
+            }
+            return;
+        }
         LIBRARY_CALLS.fetch_add(1, Ordering::Relaxed);
         type C64 = num_complex::Complex64;
         type C32 = num_complex::Complex32;
@@ -1313,6 +1403,24 @@ impl Call {
                 par,
             )
         }
+    }
+
+    /// Whether the library multiplies each output element's finished sum
+    /// by `alpha` once (what [`Call::exact`] needs), read from gemm
+    /// 0.19.0's source: its blocked kernels sum depth blocks of at least
+    /// `min(k, 512)` (1024 in the kernel for small outputs) and scale each
+    /// block's sum as they store it, so a product with `k <= 512` is
+    /// scaled once; its matrix-vector (`m` or `n` 1) and `k <= 2` paths
+    /// scale an operand instead, which differs where that operand's
+    /// scaled elements underflow. Otherwise the call runs with `alpha = 1`
+    /// and its block is scaled after it ([`Block::scale`]); tests/gemm.rs
+    /// checks both against the unscaled product, bit for bit.
+    fn library_scales_once(&self) -> bool {
+        self.alpha == 1.0
+            || (!self.accumulate
+                && self.m >= 2
+                && self.n >= 2
+                && (3..=LIBRARY_SCALED_MAX_K).contains(&self.k))
     }
 
     /// The panel `i` of `width` columns (`along_n`) or rows.

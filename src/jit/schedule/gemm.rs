@@ -14,9 +14,13 @@
 //! number literals and scalar (0-d) loads, every gen variable occurs in `X`
 //! or `Y`, every sum variable in both; gen variables only in `X` form M,
 //! only in `Y` form N, in both the batch; there is at least one sum
-//! variable and at least one M or N variable. Brackets, padding (checked
-//! indices), `ε`, calls, divisions, sums of terms or a third tensor factor
-//! are left to generated code.
+//! variable and at least one M or N variable. The whole product may be
+//! divided by a power of two, `(sum(k..) X[..] * Y[..]) / 8` (the scaled
+//! scores of attention): `α = 1/8` then, which the run side applies to
+//! each finished sum once, so the stage gives the written division's
+//! value bit for bit ([`GemmPlan::exact_alpha`]). Brackets, padding
+//! (checked indices), `ε`, calls, other divisions, sums of terms or a
+//! third tensor factor are left to generated code.
 //!
 //! # Complex products ([`plan_complex`])
 //!
@@ -41,6 +45,7 @@
 
 use crate::jit::ir::walk::factors;
 use crate::jit::ir::{LoadIndex, LoopProgram, Nest, Scalar, SizeRef};
+use crate::syntax::ast::BinOp;
 
 /// The role of a loop variable in the product.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -74,6 +79,13 @@ pub struct GemmPlan {
     /// `α`: the literal factor, and the scalar buffers it is multiplied by.
     pub(crate) alpha: f64,
     pub(crate) alpha_loads: Vec<usize>,
+    /// `α` is the reciprocal of a written divisor, a power of two
+    /// ([`scaled`]): it must scale each output element's finished sum
+    /// once, as the division does (`run::gemm` passes it to the library
+    /// only where the library does that, and else scales the output
+    /// after the product); a literal factor is free to scale partial
+    /// sums (a factor moved into a sum, which the contract allows).
+    pub(crate) exact_alpha: bool,
     pub(crate) desc: String,
     /// A complex product's part ([`plan_complex`]): the second product,
     /// over the same variables and output, accumulated into the output
@@ -157,6 +169,9 @@ fn size_name(p: &LoopProgram, s: &SizeRef) -> String {
 pub fn plan(p: &LoopProgram, nest: &Nest) -> Option<GemmPlan> {
     if p.touches_strong_buffers(nest) {
         return None;
+    }
+    if let Scalar::Bin(BinOp::Div, a, c) = &nest.body {
+        return scaled(p, nest, a, c);
     }
     let mut f = Factors {
         alpha: 1.0,
@@ -259,10 +274,40 @@ pub fn plan(p: &LoopProgram, nest: &Nest) -> Option<GemmPlan> {
         rhs,
         alpha: f.alpha,
         alpha_loads: f.scalars,
+        exact_alpha: false,
         desc,
         then: None,
         complex: None,
     })
+}
+
+/// `buf[g..] = (sum(k..) ±X[..] * Y[..]) / c` with `c` a power of two
+/// whose reciprocal is exact ([`crate::precision::exact_reciprocal`]):
+/// the product's plan with `α = ±1/c` applied to each finished sum once
+/// ([`GemmPlan::exact_alpha`]), which is the written division bit for bit.
+/// Any other divisor (`/3`: `x/3` is not `x·(1/3)`), or a numerator with
+/// a scale of its own, is left to generated code.
+fn scaled(p: &LoopProgram, nest: &Nest, a: &Scalar, c: &Scalar) -> Option<GemmPlan> {
+    fn literal(c: &Scalar) -> Option<f64> {
+        match c {
+            Scalar::Num(x) => Some(*x),
+            Scalar::Neg(a) => literal(a).map(|x| -x),
+            _ => None,
+        }
+    }
+    let r = crate::precision::exact_reciprocal(literal(c)?)?;
+    let inner = Nest {
+        buf: nest.buf,
+        vars: nest.vars.clone(),
+        body: a.clone(),
+    };
+    let mut g = plan(p, &inner)?;
+    if g.alpha.abs() != 1.0 || !g.alpha_loads.is_empty() || g.exact_alpha {
+        return None;
+    }
+    g.alpha *= r;
+    g.exact_alpha = true;
+    Some(g)
 }
 
 /// Whether buffers `a` and `b` are the two parts of one pair of numbers:
@@ -307,8 +352,8 @@ fn two_terms(p: &LoopProgram, nest: &Nest) -> Option<[GemmPlan; 2]> {
         return None;
     };
     let neg = match op {
-        crate::syntax::ast::BinOp::Add => false,
-        crate::syntax::ast::BinOp::Sub => true,
+        BinOp::Add => false,
+        BinOp::Sub => true,
         _ => return None,
     };
     let term = |t: &Scalar| -> Option<GemmPlan> {
