@@ -937,7 +937,8 @@ mod x86 {
     use crate::syntax::ast::Func;
     use crate::syntax::ast::RedOp;
     use crate::vmath::{
-        add_then, run_div, run_func, run_func_to, run_func_to_add, run_reduce, run_sum, tanh,
+        add_then, exp, exp_core, exp_lane, run_div, run_func, run_func_to, run_func_to_add,
+        run_reduce, run_sum, tanh,
     };
 
     #[target_feature(enable = "avx2,fma")]
@@ -982,7 +983,7 @@ mod x86 {
         // SAFETY: the caller checked the features.
         unsafe {
             if f == Func::Exp {
-                return super::exp::sum(wide, xs, c);
+                return exp_sum(wide, xs, c);
             }
             match (wide, c) {
                 (true, None) => avx512_sum(f, xs),
@@ -1076,7 +1077,7 @@ mod x86 {
         // SAFETY: the caller checked the features.
         unsafe {
             if f == Func::Exp {
-                return super::exp::map(wide, xs.as_ptr(), ys.as_mut_ptr(), xs.len(), c);
+                return exp_map(wide, xs.as_ptr(), ys.as_mut_ptr(), xs.len(), c);
             }
             match (wide, c) {
                 (true, None) => avx512_to(f, xs, ys),
@@ -1093,12 +1094,136 @@ mod x86 {
         // SAFETY: the caller checked the features.
         unsafe {
             if f == Func::Exp {
-                return super::exp::map(wide, xs.as_ptr(), xs.as_mut_ptr(), xs.len(), None);
+                return exp_map(wide, xs.as_ptr(), xs.as_mut_ptr(), xs.len(), None);
             }
             if wide {
                 avx512(f, xs)
             } else {
                 avx2(f, xs)
+            }
+        }
+    }
+
+    // ---------------------------------------------- exp (src/vmath/exp.rs)
+
+    #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
+    fn exp_sum512<const ADD: bool>(xs: &[f64], c: f64) -> f64 {
+        // SAFETY: `s` and `t` are as long (a chunk and its buffer).
+        run_sum(xs, |s, t| unsafe {
+            exp::map512::<ADD>(s.as_ptr(), t.as_mut_ptr(), s.len(), c)
+        })
+    }
+
+    /// AVX2's core: `|x|` below this, `e^x` is a normal double and
+    /// [`exp_lane`] computes it.
+    const EXP_CORE2: f64 = 708.0;
+    /// From here on `e^x` is +inf, and it is +0 from `-EXP_EDGE2` down (the
+    /// library's results: `e^x` overflows from 709.78…, and is below half
+    /// the smallest subnormal from -745.13…).
+    const EXP_EDGE2: f64 = 746.0;
+    /// Chunk of the AVX2 map.
+    const EXP_CH: usize = 256;
+
+    /// `dst[i] = e^(src[i] + c)` (`e^src[i]` when `!ADD`) for `i < n`, on
+    /// AVX2: per chunk, the arguments into a buffer with their domain check,
+    /// then [`exp_lane`] (vectorised by the compiler). A chunk with an
+    /// argument outside `|x| < 708` runs the lanes on clamped arguments and
+    /// then sets those lanes: +inf from 746 on, +0 from -746 down (masked
+    /// softmax's -inf and -1e9 logits), the library's result in between
+    /// (subnormal results, the last 1.8 before overflow) and for NaN.
+    ///
+    /// # Safety
+    /// AVX2 and FMA are present; `src` points to `n` initialised doubles and
+    /// `dst` to room for `n`, the two equal or disjoint.
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn exp_map2<const ADD: bool>(src: *const f64, dst: *mut f64, n: usize, c: f64) {
+        let mut arg = [0.0f64; EXP_CH];
+        let mut i = 0;
+        while i < n {
+            let len = EXP_CH.min(n - i);
+            let arg = &mut arg[..len];
+            let mut bad = 0u64;
+            {
+                // SAFETY: `len` elements from `i` (read before `dst` is
+                // written: `src` may be `dst`).
+                let s = unsafe { std::slice::from_raw_parts(src.add(i), len) };
+                for (a, &x) in arg.iter_mut().zip(s) {
+                    let v = if ADD { x + c } else { x };
+                    *a = v;
+                    bad |= u64::from(!exp_core(v));
+                }
+            }
+            // SAFETY: room for `len` elements from `i`; `s` is gone.
+            let d = unsafe { std::slice::from_raw_parts_mut(dst.add(i), len) };
+            if bad == 0 {
+                for (y, &x) in d.iter_mut().zip(arg.iter()) {
+                    *y = exp_lane(x);
+                }
+            } else {
+                for (y, &x) in d.iter_mut().zip(arg.iter()) {
+                    *y = exp_lane(x.clamp(-EXP_CORE2, EXP_CORE2));
+                }
+                for (y, &x) in d.iter_mut().zip(arg.iter()) {
+                    if !exp_core(x) {
+                        *y = if x >= EXP_EDGE2 {
+                            f64::INFINITY
+                        } else if x <= -EXP_EDGE2 {
+                            0.0
+                        } else {
+                            x.exp()
+                        };
+                    }
+                }
+            }
+            i += len;
+        }
+    }
+
+    #[target_feature(enable = "avx2,fma")]
+    fn exp_sum2<const ADD: bool>(xs: &[f64], c: f64) -> f64 {
+        // SAFETY: `s` and `t` are as long (a chunk and its buffer).
+        run_sum(xs, |s, t| unsafe {
+            exp_map2::<ADD>(s.as_ptr(), t.as_mut_ptr(), s.len(), c)
+        })
+    }
+
+    /// `dst[i] = e^(src[i] + c)` (`e^src[i]` without `c`) for `i < n`, at
+    /// AVX-512 when `wide`, else AVX2.
+    ///
+    /// # Safety
+    /// The level's features are present; `src` points to `n` initialised
+    /// doubles and `dst` to room for `n`, equal or disjoint.
+    pub(super) unsafe fn exp_map(
+        wide: bool,
+        src: *const f64,
+        dst: *mut f64,
+        n: usize,
+        c: Option<f64>,
+    ) {
+        // SAFETY: the caller's contract.
+        unsafe {
+            match (wide, c) {
+                (true, None) => exp::map512::<false>(src, dst, n, 0.0),
+                (true, Some(c)) => exp::map512::<true>(src, dst, n, c),
+                (false, None) => exp_map2::<false>(src, dst, n, 0.0),
+                (false, Some(c)) => exp_map2::<true>(src, dst, n, c),
+            }
+        }
+    }
+
+    /// `Σ e^(xs[i] + c)` as [`crate::vmath::sum_of`] adds it, at AVX-512
+    /// when `wide`, else AVX2.
+    ///
+    /// # Safety
+    /// The level's features are present.
+    pub(super) unsafe fn exp_sum(wide: bool, xs: &[f64], c: Option<f64>) -> f64 {
+        // SAFETY: the caller's contract.
+        unsafe {
+            match (wide, c) {
+                (true, None) => exp_sum512::<false>(xs, 0.0),
+                (true, Some(c)) => exp_sum512::<true>(xs, c),
+                (false, None) => exp_sum2::<false>(xs, 0.0),
+                (false, Some(c)) => exp_sum2::<true>(xs, c),
             }
         }
     }

@@ -27,8 +27,11 @@
 //! subnormal result is `v·2^m` rounded once more (half an ulp of the
 //! subnormal plus `v`'s error, far below one).
 //!
-//! Owns the `exp` kernels and their constants; [`crate::vmath`]
-//! dispatches to them.
+//! Owns the AVX-512 `exp` kernel and its constants. The AVX2 path (the
+//! lane code of [`crate::vmath`] over chunks, with exp's overflow and
+//! underflow set exactly) and the dispatch live in `crate::vmath`'s
+//! `x86` module: this module uses nothing of its parent (no circle of
+//! module dependencies, `tests/architecture.rs`).
 
 use std::arch::x86_64::*;
 
@@ -171,122 +174,6 @@ pub(super) unsafe fn map512<const ADD: bool>(src: *const f64, dst: *mut f64, n: 
                 x = _mm512_add_pd(x, cv);
             }
             _mm512_mask_storeu_pd(dst.add(i), m, exp512(&t, x));
-        }
-    }
-}
-
-#[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
-fn sum512<const ADD: bool>(xs: &[f64], c: f64) -> f64 {
-    // SAFETY: `s` and `t` are as long (a chunk and its buffer).
-    super::run_sum(xs, |s, t| unsafe {
-        map512::<ADD>(s.as_ptr(), t.as_mut_ptr(), s.len(), c)
-    })
-}
-
-/// AVX2's core: `|x|` below this, `e^x` is a normal double and
-/// [`super::exp_lane`] computes it.
-const CORE2: f64 = 708.0;
-/// From here on `e^x` is +inf, and it is +0 from `-EDGE2` down (the
-/// library's results: `e^x` overflows from 709.78…, and is below half
-/// the smallest subnormal from -745.13…).
-const EDGE2: f64 = 746.0;
-/// Chunk of the AVX2 map.
-const CH: usize = 256;
-
-/// `dst[i] = e^(src[i] + c)` (`e^src[i]` when `!ADD`) for `i < n`, on
-/// AVX2: per chunk, the arguments into a buffer with their domain check,
-/// then [`super::exp_lane`] (vectorised by the compiler). A chunk with an
-/// argument outside `|x| < 708` runs the lanes on clamped arguments and
-/// then sets those lanes: +inf from 746 on, +0 from -746 down (masked
-/// softmax's -inf and -1e9 logits), the library's result in between
-/// (subnormal results, the last 1.8 before overflow) and for NaN.
-///
-/// # Safety
-/// AVX2 and FMA are present; `src` points to `n` initialised doubles and
-/// `dst` to room for `n`, the two equal or disjoint.
-#[target_feature(enable = "avx2,fma")]
-pub(super) unsafe fn map2<const ADD: bool>(src: *const f64, dst: *mut f64, n: usize, c: f64) {
-    let mut arg = [0.0f64; CH];
-    let mut i = 0;
-    while i < n {
-        let len = CH.min(n - i);
-        let arg = &mut arg[..len];
-        let mut bad = 0u64;
-        {
-            // SAFETY: `len` elements from `i` (read before `dst` is
-            // written: `src` may be `dst`).
-            let s = unsafe { std::slice::from_raw_parts(src.add(i), len) };
-            for (a, &x) in arg.iter_mut().zip(s) {
-                let v = if ADD { x + c } else { x };
-                *a = v;
-                bad |= u64::from(!super::exp_core(v));
-            }
-        }
-        // SAFETY: room for `len` elements from `i`; `s` is gone.
-        let d = unsafe { std::slice::from_raw_parts_mut(dst.add(i), len) };
-        if bad == 0 {
-            for (y, &x) in d.iter_mut().zip(arg.iter()) {
-                *y = super::exp_lane(x);
-            }
-        } else {
-            for (y, &x) in d.iter_mut().zip(arg.iter()) {
-                *y = super::exp_lane(x.clamp(-CORE2, CORE2));
-            }
-            for (y, &x) in d.iter_mut().zip(arg.iter()) {
-                if !super::exp_core(x) {
-                    *y = if x >= EDGE2 {
-                        f64::INFINITY
-                    } else if x <= -EDGE2 {
-                        0.0
-                    } else {
-                        x.exp()
-                    };
-                }
-            }
-        }
-        i += len;
-    }
-}
-
-#[target_feature(enable = "avx2,fma")]
-fn sum2<const ADD: bool>(xs: &[f64], c: f64) -> f64 {
-    // SAFETY: `s` and `t` are as long (a chunk and its buffer).
-    super::run_sum(xs, |s, t| unsafe {
-        map2::<ADD>(s.as_ptr(), t.as_mut_ptr(), s.len(), c)
-    })
-}
-
-/// `dst[i] = e^(src[i] + c)` (`e^src[i]` without `c`) for `i < n`, at
-/// AVX-512 when `wide`, else AVX2.
-///
-/// # Safety
-/// The level's features are present; `src` points to `n` initialised
-/// doubles and `dst` to room for `n`, equal or disjoint.
-pub(super) unsafe fn map(wide: bool, src: *const f64, dst: *mut f64, n: usize, c: Option<f64>) {
-    // SAFETY: the caller's contract.
-    unsafe {
-        match (wide, c) {
-            (true, None) => map512::<false>(src, dst, n, 0.0),
-            (true, Some(c)) => map512::<true>(src, dst, n, c),
-            (false, None) => map2::<false>(src, dst, n, 0.0),
-            (false, Some(c)) => map2::<true>(src, dst, n, c),
-        }
-    }
-}
-
-/// `Σ e^(xs[i] + c)` as [`crate::vmath::sum_of`] adds it, at AVX-512
-/// when `wide`, else AVX2.
-///
-/// # Safety
-/// The level's features are present.
-pub(super) unsafe fn sum(wide: bool, xs: &[f64], c: Option<f64>) -> f64 {
-    // SAFETY: the caller's contract.
-    unsafe {
-        match (wide, c) {
-            (true, None) => sum512::<false>(xs, 0.0),
-            (true, Some(c)) => sum512::<true>(xs, c),
-            (false, None) => sum2::<false>(xs, 0.0),
-            (false, Some(c)) => sum2::<true>(xs, c),
         }
     }
 }
