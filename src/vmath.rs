@@ -21,7 +21,7 @@
 //! at AVX-512 `2^m·2^(j/16)·e^r`, `|r| ≤ ln2/32`, the sixteen `2^(j/16)`
 //! as double-doubles held in registers, a degree-7 polynomial and one
 //! `scalef` (about 0.54 ulp from `e^x`); at AVX2 the lane below. So has
-//! `tanh` at AVX-512 ([`tanh`], within 0.8 ulp by its error analysis): a
+//! `tanh` at AVX-512 (`vmath/tanh.rs`, within 0.8 ulp by its error analysis): a
 //! degree-10 polynomial on one of 16 intervals of `|x| < 4.75`
 //! (`|x| + |x|³·P(x²)` on the first), coefficients picked by permutes
 //! from tables, and above by `1 - 2y/(1+y)`, `y = e^{-2|x|}` from a
@@ -50,7 +50,7 @@
 //! term is one kernel function of a run (log-sum-exp's
 //! `sum(i:n) exp(x[i] - m)`) and for a max/min reduction of a run.
 //!
-//! **Moments and affine maps** ([`moments`]): the plain sum of a slice,
+//! **Moments and affine maps** (`vmath/moments.rs`): the plain sum of a slice,
 //! the sum of squares of a shifted slice and the maps `(x + c) / d`,
 //! `(x + c)·d`, `x·d`, `x + c` on the full vector width, for the passes
 //! of a layer normalisation (the sums in [`sum_of`]'s order).

@@ -194,7 +194,7 @@ fn run_affine(kind: Affine, xs: &[f64], ys: &mut [f64], c: f64, d: f64) {
     }
 }
 
-/// `Σ xs[i]` at the best level (in [`tree_sum`]'s order); 0 for an empty
+/// `Σ xs[i]` at the best level (in `tree_sum`'s order); 0 for an empty
 /// slice.
 pub fn sum(xs: &[f64]) -> f64 {
     match super::best() {
@@ -209,7 +209,7 @@ pub fn sum(xs: &[f64]) -> f64 {
 
 /// `Σ (xs[i] + c)·(xs[i] + c)` at the best level: each term the rounded
 /// sum, then the rounded product (no fused multiply-add), added in
-/// [`tree_sum`]'s order; 0 for an empty slice.
+/// `tree_sum`'s order; 0 for an empty slice.
 pub fn sum_sq_add(xs: &[f64], c: f64) -> f64 {
     match super::best() {
         #[cfg(target_arch = "x86_64")]
