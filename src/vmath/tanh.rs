@@ -13,7 +13,9 @@
 //!   interval's middle whose `tanh` is within 2^-12 ulp of the double
 //!   `c0`. Coefficients are Chebyshev interpolants (computed at 40
 //!   digits, then rounded) picked from 16-entry tables by one
-//!   two-register permute each; no division, no `exp`.
+//!   two-register permute each; no division, no `exp`. The tables are
+//!   printed by `src/vmath/tanh_tables.py` (Python with `mpmath`), which
+//!   also prints each interval's fit error.
 //! * **exp** (every `|x| ≥ 4.75`, ±inf included): `1 - q`,
 //!   `q = 2y/(1+y) = 2y(1 - y + y² - y³)`, `y = e^{-2a}` (a clamped to
 //!   20, where the result rounds to 1) by `2^(j/16)` from a table and a
