@@ -11,7 +11,7 @@ first, then times the engines interleaved, round after round, on the same
 arrays, and reports the median time per call and each peer's time divided
 by einsat's (> 1: einsat is faster). The process is pinned to as many
 CPUs as `--threads` (XLA's thread pool follows the CPUs it may use, not
-its flags). The header names the CPU and its vector width; the last line gives the median JIT compile time per program.
+its flags). The header names the CPU and its vector width; the last line gives the median JIT compile time per program (each program's median of three fresh compiles).
 
 jax runs with x64 enabled (float64 rows) and is skipped, with a message,
 where it is not installed (`pip install jax jaxlib`). `--threads N` sets
@@ -280,7 +280,10 @@ def run_table(reps=7, quick=False, threads=1, dtype="float64", only=None):
         try:
             k = einsat.compile(src, threads=threads)
             got = k(*ops)
-            compile_ms.append(compile_time(src, threads))
+            # each program's median of three fresh compiles (one sample
+            # is at the mercy of whatever else the machine does)
+            samples = sorted(compile_time(src, threads) for _ in range(3))
+            compile_ms.append(samples[1])
         except einsat.Error as e:
             failed.append((name, str(e).splitlines()[0]))
             continue
