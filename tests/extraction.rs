@@ -298,3 +298,24 @@ fn calls_of_a_shared_sum_are_hoisted_and_the_sum_computed_once() {
     }
     agrees(&f, g);
 }
+
+/// Softmax: the row sum of the hoisted numerator reads it back, so every
+/// `exp` is computed once (the sum's body, materialised, keeps the counts
+/// of the scalar it came from), and attention's `P · V` keeps that shape.
+#[test]
+fn a_sum_of_a_hoisted_call_reads_the_call_back() {
+    for src in [
+        "fn sm(X: [n,m]R) -> [n,m]R = gen(i:n) let mx = max(j:m) X[i,j] in \
+         let z = sum(j:m) exp(X[i,j] - mx) in gen(j:m) exp(X[i,j] - mx) / z",
+        "fn att(Q: [s,d]R, K: [s,d]R, V: [s,d]R) -> [s,d]R = \
+         let S = gen(i:s, j:s) (sum(l:d) Q[i,l] * K[j,l]) / 8 in \
+         let P = gen(i:s) let mx = max(j:s) S[i,j] in let z = sum(j:s) exp(S[i,j] - mx) in \
+         gen(j:s) exp(S[i,j] - mx) / z in gen(i:s, c:d) sum(j:s) P[i,j] * V[j,c]",
+    ] {
+        let f = func(src);
+        let o = opt_with(&f, Extraction::Dag);
+        let g = &o.program;
+        assert_eq!(count(&g.body, &is_call), 1, "{}", print_function(g));
+        agrees(&f, g);
+    }
+}

@@ -21,7 +21,9 @@
 //!    alpha-canonical (De Bruijn) form, so equal ones share one `let`; a
 //!    call, division or `sum` that occurs twice in one scalar (a subterm
 //!    the DAG-aware extractor priced once) is materialised when that is
-//!    cheaper, so it is computed once;
+//!    cheaper, so it is computed once; the body of a materialised value
+//!    counts with the scalar it came from, so softmax's row sum
+//!    `sum(j) exp(x[i, j] - m[i])` reads the hoisted numerator back;
 //! 6. GEMM stages: a matrix product inside a larger expression (a bias and
 //!    activation around it, inside another sum) becomes a `let` of its own,
 //!    and its factors that are not plain loads (a centred operand, a
@@ -839,6 +841,9 @@ struct Norm<'a> {
     /// normalised, by key ([`Norm::count_candidates`]); only keys that
     /// occur at least twice.
     shared: BTreeMap<Key, usize>,
+    /// The keys of the values being materialised (innermost last), which
+    /// their own bodies must not hoist again.
+    making: Vec<Key>,
     /// The least work of a matrix product inside a scalar that becomes a
     /// stage of its own ([`Norm::gemm_stage`]); infinite: none does.
     gemm_min_work: f64,
@@ -950,6 +955,15 @@ impl Norm<'_> {
             Type::Real | Type::Int => {
                 let mut counts = BTreeMap::new();
                 self.count_candidates(&e, cx, &mut counts);
+                // A materialised value's body (a hoisted `sum`) keeps the
+                // counts of the scalar it came from: softmax's
+                // `sum(j) exp(x[i, j] - m[i])` reads the hoisted numerator
+                // `exp(x[i, j] - m[i])` instead of computing every `exp`
+                // again (keys are closed forms, the same in either scalar).
+                for (k, v) in &self.shared {
+                    let c = counts.entry(k.clone()).or_insert(0);
+                    *c = (*c).max(*v);
+                }
                 counts.retain(|_, k| *k >= 2);
                 let saved = std::mem::replace(&mut self.shared, counts);
                 self.root = true;
@@ -1287,8 +1301,11 @@ impl Norm<'_> {
         let mut top = self.cx();
         let ty = type_of(&whole, &mut top);
         // the let's own body is a new scalar: its calls may be hoisted
+        // (not the value itself, which the counts it inherits still list)
         let calls = std::mem::replace(&mut self.hoist_calls, true);
+        self.making.push(key_of(&whole));
         let body = self.output(whole, &ty, &mut top);
+        self.making.pop();
         self.hoist_calls = calls;
         let key = key_of(&body);
         let name = match self.keys.get(&key) {
@@ -1585,6 +1602,10 @@ impl Norm<'_> {
         if !invariant && uses < 2 {
             return false;
         }
+        if self.making.contains(&candidate_key(e, cx, &chosen)) {
+            // the value being materialised, at the root of its own body
+            return false;
+        }
         let m = &self.model;
         let all: f64 = cx.idx.iter().map(|(_, s)| m.trip(s)).product();
         let c = ir_cost(e, m);
@@ -1740,6 +1761,7 @@ pub fn normalize(f: &Function, opts: &NormalOptions) -> Function {
         memory_limit: opts.memory_limit,
         hoist_calls: true,
         shared: BTreeMap::new(),
+        making: Vec::new(),
         gemm_min_work: opts.gemm_stage_min_work,
         root: false,
         guarded: false,
