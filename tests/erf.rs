@@ -323,3 +323,55 @@ fn jit_matches_the_interpreter_f32() {
         }
     }
 }
+
+/// Calls in CLIF `text` of functions whose signature starts with `sig`.
+fn calls_with_signature(text: &str, sig: &str) -> usize {
+    let sigs: Vec<String> = text
+        .lines()
+        .filter_map(|l| {
+            let (name, rest) = l.trim().split_once(" = ")?;
+            (name.starts_with("sig") && rest.starts_with(sig)).then(|| name.to_string())
+        })
+        .collect();
+    let fns: Vec<String> = text
+        .lines()
+        .filter_map(|l| {
+            let (name, rest) = l.trim().split_once(" = ")?;
+            (name.starts_with("fn") && sigs.iter().any(|s| rest.ends_with(&format!(" {s}"))))
+                .then(|| name.to_string())
+        })
+        .collect();
+    text.lines()
+        .filter(|l| fns.iter().any(|f| l.contains(&format!("call {f}("))))
+        .count()
+}
+
+#[test]
+fn the_jit_calls_the_slice_kernels() {
+    // `erf` has a vector kernel: a map of a run is a staged call
+    // (src, dst, n) or (src, dst, n, c), a sum of `erf` terms one fused
+    // call (src, n, c) -> f64
+    assert!(einsat::vmath::has_kernel(Func::Erf));
+    let p = einsat::load(PROGRAMS).unwrap();
+    let opts = jit::Options::default();
+    let text = |name: &str| {
+        let f = p.functions.iter().find(|f| f.name == name).unwrap();
+        let g = optimize(f, &Options::default()).unwrap().program;
+        jit::testing::clif_text(&g, &opts).unwrap().join("\n")
+    };
+    let map = text("map");
+    assert!(
+        calls_with_signature(&map, "(i64, i64, i64)") > 0,
+        "map not staged:\n{map}"
+    );
+    let mapc = text("mapc");
+    assert!(
+        calls_with_signature(&mapc, "(i64, i64, i64, f64)") > 0,
+        "mapc not staged:\n{mapc}"
+    );
+    let s = text("sumerf");
+    assert!(
+        calls_with_signature(&s, "(i64, i64, f64) -> f64") > 0,
+        "sumerf not fused:\n{s}"
+    );
+}

@@ -285,7 +285,8 @@ fn exp_dd(y: TwoFloat) -> TwoFloat {
 /// from 2.5 on); ±1 from `|x| ≥ 9` (`erfc` below 1e-36 there). Odd;
 /// ±0 and NaN are returned as they are.
 pub fn erf_dd(x: TwoFloat) -> TwoFloat {
-    let two_over_sqrt_pi = TwoFloat::new_add(1.1283791670955126, 1.533545961316588e-17);
+    let two_over_sqrt_pi =
+        TwoFloat::new_add(std::f64::consts::FRAC_2_SQRT_PI, 1.533545961316588e-17);
     let one_over_sqrt_pi = TwoFloat::new_add(0.5641895835477563, 7.66772980658294e-18);
     let h = x.hi();
     if h.is_nan() || h == 0.0 {

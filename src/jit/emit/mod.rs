@@ -130,6 +130,12 @@ const VCALLS: &[(&str, &str, &str, Func)] = &[
         "einsat_vsum_tanh_add",
         Func::Tanh,
     ),
+    (
+        "einsat_verf",
+        "einsat_verf_add",
+        "einsat_vsum_erf_add",
+        Func::Erf,
+    ),
 ];
 
 /// The max/min reductions of a run in [`crate::vmath`]
@@ -313,6 +319,15 @@ fn new_module() -> Result<Imports, String> {
             crate::vmath::einsat_vsumsq_add as *const u8,
         ),
         ("einsat_vaffine", crate::vmath::einsat_vaffine as *const u8),
+        ("einsat_verf", crate::vmath::einsat_verf as *const u8),
+        (
+            "einsat_verf_add",
+            crate::vmath::einsat_verf_add as *const u8,
+        ),
+        (
+            "einsat_vsum_erf_add",
+            crate::vmath::einsat_vsum_erf_add as *const u8,
+        ),
     ] {
         jb.symbol(name, f);
     }
