@@ -12,12 +12,13 @@ use einsat::vmath::{apply_at, levels};
 use einsat::Value;
 use ndarray::Array1;
 
-const FUNCS: [(Func, &str); 5] = [
+const FUNCS: [(Func, &str); 6] = [
     (Func::Exp, "exp"),
     (Func::Log, "log"),
     (Func::Sin, "sin"),
     (Func::Cos, "cos"),
     (Func::Tanh, "tanh"),
+    (Func::Erf, "erf"),
 ];
 
 /// Arguments in each function's usual range (positive for `log`).
@@ -28,6 +29,7 @@ fn data(f: Func, n: usize) -> Vec<f64> {
             match f {
                 Func::Log => 1e-3 + 1e3 * t,
                 Func::Exp => -50.0 + 100.0 * t,
+                Func::Erf => -4.0 + 8.0 * t,
                 _ => -10.0 + 20.0 * t,
             }
         })

@@ -1,5 +1,5 @@
 //! Vectorised `f64` elementary functions over slices: `exp`, `log`,
-//! `sin`, `cos` and `tanh`, evaluated in place on a buffer (what the
+//! `sin`, `cos`, `tanh` and `erf`, evaluated in place on a buffer (what the
 //! JIT's staged calls use, [`crate::jit`]'s generic loops: they compute a
 //! block of arguments into a buffer, call one of the `einsat_v*` entry
 //! points of this module, and read the results back).
@@ -36,6 +36,11 @@
 //! double-double; `tanh` at AVX2 from `expm1(2|x|)` below 0.625 and
 //! `1 - 2/(e^{2|x|}+1)` above, either by one division (a reciprocal, its
 //! quotient corrected by the remainder).
+//! `erf` (`vmath/erf.rs`, lane code compiled at both levels) performs
+//! the `libm` crate's operations (fdlibm's rational approximations and
+//! its `exp`) per lane, coefficients picked per lane, so it is the
+//! library's result bit for bit on every input (NaN to a NaN); a chunk
+//! of 256 runs the cheapest of three lanes that covers it.
 //! `tests/vmath.rs` sweeps millions of points per function and level.
 //!
 //! **Fused reductions.** [`sum_of`] adds `f(x[i] + c)` over a slice
@@ -73,6 +78,8 @@ mod moments;
 pub use moments::{
     affine_to, einsat_vaffine, einsat_vsum, einsat_vsumsq_add, sum, sum_sq_add, Affine,
 };
+#[cfg(target_arch = "x86_64")]
+mod erf;
 #[cfg(target_arch = "x86_64")]
 mod tanh;
 
@@ -134,7 +141,7 @@ pub fn best() -> Level {
 pub fn has_kernel(f: Func) -> bool {
     matches!(
         f,
-        Func::Exp | Func::Log | Func::Sin | Func::Cos | Func::Tanh
+        Func::Exp | Func::Log | Func::Sin | Func::Cos | Func::Tanh | Func::Erf
     )
 }
 
@@ -162,7 +169,7 @@ pub fn apply_at(f: Func, level: Level, xs: &mut [f64]) {
     match (f, level) {
         #[cfg(target_arch = "x86_64")]
         (
-            Func::Exp | Func::Log | Func::Sin | Func::Cos | Func::Tanh,
+            Func::Exp | Func::Log | Func::Sin | Func::Cos | Func::Tanh | Func::Erf,
             Level::Avx2 | Level::Avx512,
         ) => {
             // SAFETY: the level's features were detected on this CPU.
@@ -371,6 +378,7 @@ entry!(einsat_vlog, Func::Log);
 entry!(einsat_vsin, Func::Sin);
 entry!(einsat_vcos, Func::Cos);
 entry!(einsat_vtanh, Func::Tanh);
+entry!(einsat_verf, Func::Erf);
 
 /// The JIT's entry points with an addend: `dst[0..n] = f(src[0..n] + c)`.
 macro_rules! entry_add {
@@ -394,6 +402,7 @@ entry_add!(einsat_vlog_add, Func::Log);
 entry_add!(einsat_vsin_add, Func::Sin);
 entry_add!(einsat_vcos_add, Func::Cos);
 entry_add!(einsat_vtanh_add, Func::Tanh);
+entry_add!(einsat_verf_add, Func::Erf);
 
 /// The JIT's fused sums: `Σ f(src[0..n] + c)` ([`sum_of`]).
 macro_rules! entry_sum {
@@ -418,6 +427,7 @@ entry_sum!(einsat_vsum_log_add, Func::Log);
 entry_sum!(einsat_vsum_sin_add, Func::Sin);
 entry_sum!(einsat_vsum_cos_add, Func::Cos);
 entry_sum!(einsat_vsum_tanh_add, Func::Tanh);
+entry_sum!(einsat_vsum_erf_add, Func::Erf);
 
 /// The JIT's max/min reductions of a run ([`reduce_of`]).
 macro_rules! entry_reduce {
@@ -937,7 +947,7 @@ mod x86 {
     use crate::syntax::ast::Func;
     use crate::syntax::ast::RedOp;
     use crate::vmath::{
-        add_then, exp, exp_core, exp_lane, run_div, run_func, run_func_to, run_func_to_add,
+        add_then, erf, exp, exp_core, exp_lane, run_div, run_func, run_func_to, run_func_to_add,
         run_reduce, run_sum, tanh,
     };
 
@@ -984,6 +994,9 @@ mod x86 {
         unsafe {
             if f == Func::Exp {
                 return exp_sum(wide, xs, c);
+            }
+            if f == Func::Erf {
+                return erf_sum(wide, xs, c);
             }
             match (wide, c) {
                 (true, None) => avx512_sum(f, xs),
@@ -1079,6 +1092,9 @@ mod x86 {
             if f == Func::Exp {
                 return exp_map(wide, xs.as_ptr(), ys.as_mut_ptr(), xs.len(), c);
             }
+            if f == Func::Erf {
+                return erf_map(wide, xs.as_ptr(), ys.as_mut_ptr(), xs.len(), c);
+            }
             match (wide, c) {
                 (true, None) => avx512_to(f, xs, ys),
                 (false, None) => avx2_to(f, xs, ys),
@@ -1095,6 +1111,9 @@ mod x86 {
         unsafe {
             if f == Func::Exp {
                 return exp_map(wide, xs.as_ptr(), xs.as_mut_ptr(), xs.len(), None);
+            }
+            if f == Func::Erf {
+                return erf_map(wide, xs.as_ptr(), xs.as_mut_ptr(), xs.len(), None);
             }
             if wide {
                 avx512(f, xs)
@@ -1224,6 +1243,65 @@ mod x86 {
                 (true, Some(c)) => exp_sum512::<true>(xs, c),
                 (false, None) => exp_sum2::<false>(xs, 0.0),
                 (false, Some(c)) => exp_sum2::<true>(xs, c),
+            }
+        }
+    }
+
+    // ---------------------------------------------- erf (src/vmath/erf.rs)
+
+    /// `dst[i] = erf(src[i] + c)` (`erf(src[i])` without `c`) for
+    /// `i < n`, at AVX-512 when `wide`, else AVX2.
+    ///
+    /// # Safety
+    /// The level's features are present; `src` points to `n` initialised
+    /// doubles and `dst` to room for `n`, equal or disjoint.
+    pub(super) unsafe fn erf_map(
+        wide: bool,
+        src: *const f64,
+        dst: *mut f64,
+        n: usize,
+        c: Option<f64>,
+    ) {
+        // SAFETY: the caller's contract.
+        unsafe {
+            match (wide, c) {
+                (true, None) => erf::map512::<false>(src, dst, n, 0.0),
+                (true, Some(c)) => erf::map512::<true>(src, dst, n, c),
+                (false, None) => erf::map2::<false>(src, dst, n, 0.0),
+                (false, Some(c)) => erf::map2::<true>(src, dst, n, c),
+            }
+        }
+    }
+
+    #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
+    fn erf_sum512<const ADD: bool>(xs: &[f64], c: f64) -> f64 {
+        // SAFETY: `s` and `t` are as long (a chunk and its buffer).
+        run_sum(xs, |s, t| unsafe {
+            erf::map512::<ADD>(s.as_ptr(), t.as_mut_ptr(), s.len(), c)
+        })
+    }
+
+    #[target_feature(enable = "avx2,fma")]
+    fn erf_sum2<const ADD: bool>(xs: &[f64], c: f64) -> f64 {
+        // SAFETY: `s` and `t` are as long (a chunk and its buffer).
+        run_sum(xs, |s, t| unsafe {
+            erf::map2::<ADD>(s.as_ptr(), t.as_mut_ptr(), s.len(), c)
+        })
+    }
+
+    /// `Σ erf(xs[i] + c)` as [`crate::vmath::sum_of`] adds it, at AVX-512
+    /// when `wide`, else AVX2.
+    ///
+    /// # Safety
+    /// The level's features are present.
+    pub(super) unsafe fn erf_sum(wide: bool, xs: &[f64], c: Option<f64>) -> f64 {
+        // SAFETY: the caller's contract.
+        unsafe {
+            match (wide, c) {
+                (true, None) => erf_sum512::<false>(xs, 0.0),
+                (true, Some(c)) => erf_sum512::<true>(xs, c),
+                (false, None) => erf_sum2::<false>(xs, 0.0),
+                (false, Some(c)) => erf_sum2::<true>(xs, c),
             }
         }
     }

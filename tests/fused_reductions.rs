@@ -93,7 +93,14 @@ fn neumaier(xs: &[f64]) -> f64 {
 #[test]
 fn fused_sums_match_the_library_terms() {
     let mut r = Rng(3);
-    for f in [Func::Exp, Func::Log, Func::Sin, Func::Cos, Func::Tanh] {
+    for f in [
+        Func::Exp,
+        Func::Log,
+        Func::Sin,
+        Func::Cos,
+        Func::Tanh,
+        Func::Erf,
+    ] {
         for n in LENGTHS {
             for class in 0..5 {
                 let xs = data(class, n, &mut r);

@@ -160,6 +160,7 @@ fn points(f: Func, n: usize, seed: u64) -> Vec<f64> {
             (Func::Exp, _) => (r.unit() - 0.5) * 1500.0,
             (Func::Tanh, 1) => (r.unit() - 0.5) * 50.0,
             (Func::Tanh, _) => r.logspaced(-10.0, 2.0),
+            (Func::Erf, 1 | 2) => (r.unit() - 0.5) * 14.0,
             (Func::Log, 1) => 1.0 + (r.unit() - 0.5) * 0.7,
             (Func::Log, 2) => 1.0 + r.logspaced(-16.0, -1.0),
             (Func::Log, _) => f64::from_bits(r.next() >> 1), // every positive double
@@ -215,7 +216,14 @@ fn check(f: Func, level: Level, n: usize) {
     );
 }
 
-const FUNCS: [Func; 5] = [Func::Exp, Func::Log, Func::Sin, Func::Cos, Func::Tanh];
+const FUNCS: [Func; 6] = [
+    Func::Exp,
+    Func::Log,
+    Func::Sin,
+    Func::Cos,
+    Func::Tanh,
+    Func::Erf,
+];
 
 #[test]
 fn every_level_within_one_ulp() {
@@ -296,6 +304,96 @@ fn tanh_every_interval_and_lane() {
     }
 }
 
+/// The ends of `erf`'s intervals (`src/vmath/erf.rs`, fdlibm's): 2^-28,
+/// 0.84375, 1.25, high word `0x4006db6d` (≈ 1/0.35), 6, where it
+/// rounds to 1 (5.9215…), and the subnormal boundary.
+const ERF_ENDS: [f64; 7] = [
+    3.725290298461914e-9,
+    0.84375,
+    1.25,
+    2.8571414947509766,
+    6.0,
+    5.921587195794507,
+    2.2250738585072014e-308,
+];
+
+/// `erf` at every level over its whole range: 1.6 million points of
+/// `|x| < 6.5` (every interval), tiny and subnormal ones, every interval
+/// end ± 16 ulps, large ones, ±inf, NaN, ±0; sorted (most chunks of 256
+/// run one lane) and shuffled (most run every interval, blended); both
+/// signs. Each lane is the library's result bit for bit (the kernel
+/// performs its operations), and within 1 ulp of the correctly rounded
+/// value (a double-double reference, `einsat::interp::domain::erf_dd`,
+/// itself checked against the library on the way).
+#[test]
+fn erf_whole_range_against_a_reference() {
+    use einsat::interp::domain::erf_dd;
+    let mut r = Rng(0xe2f);
+    let mut xs: Vec<f64> = (0..1_600_000).map(|_| r.unit() * 6.5).collect();
+    xs.extend((0..20_000).map(|_| r.logspaced(-320.0, 0.0).abs()));
+    xs.extend((0..5_000).map(|_| 6.0 + r.logspaced(-3.0, 300.0).abs()));
+    for t in ERF_ENDS.into_iter().chain([f64::MIN_POSITIVE, 5e-324, 0.0]) {
+        for d in 0..=16u64 {
+            xs.push(f64::from_bits(t.to_bits() + d));
+            if t > 0.0 && t.to_bits() > d {
+                xs.push(f64::from_bits(t.to_bits() - d));
+            }
+        }
+    }
+    xs.extend([f64::INFINITY, f64::MAX, f64::NAN]);
+    xs.sort_by(f64::total_cmp);
+    let neg: Vec<f64> = xs.iter().map(|x| -x).collect();
+    xs.extend(neg);
+    let lib: Vec<f64> = xs.iter().map(|&x| libm::erf(x)).collect();
+    // the reference, checked against the library: within 1 ulp of the
+    // correctly rounded value (|lib - erf| < 1 ulp of lib)
+    let mut worst = (0.0f64, 0.0);
+    for (&x, &l) in xs.iter().zip(&lib) {
+        if x.is_nan() {
+            assert!(l.is_nan());
+            continue;
+        }
+        let e = erf_dd(twofloat::TwoFloat::from(x));
+        let cr = e.hi();
+        if cr == 0.0 || cr.abs() == 1.0 || l == 0.0 {
+            assert_eq!(
+                l.to_bits(),
+                cr.to_bits(),
+                "erf({x:e}): libm {l:e}, reference {cr:e}"
+            );
+            continue;
+        }
+        assert!(ulps(l, cr) <= 1, "erf({x:e}): libm {l:e}, reference {cr:e}");
+        let ulp = f64::EPSILON * 0.5f64.max(l.abs());
+        let err = if l.abs() >= f64::MIN_POSITIVE {
+            (twofloat::TwoFloat::from(l) - e).hi().abs() / ulp
+        } else {
+            0.0
+        };
+        if err > worst.0 {
+            worst = (err, x);
+        }
+    }
+    eprintln!("libm erf: worst {:.3} ulp at {:e}", worst.0, worst.1);
+    let n = xs.len();
+    let step = 1_000_003 % n;
+    let order: Vec<usize> = (0..n).map(|i| (i * step) % n).collect();
+    for level in levels() {
+        for shuffled in [false, true] {
+            let pick = |i: usize| if shuffled { order[i] } else { i };
+            let mut ys: Vec<f64> = (0..n).map(|i| xs[pick(i)]).collect();
+            apply_at(Func::Erf, level, &mut ys);
+            for (i, y) in ys.iter().enumerate() {
+                let (x, w) = (xs[pick(i)], lib[pick(i)]);
+                assert!(
+                    y.to_bits() == w.to_bits() || (y.is_nan() && w.is_nan()),
+                    "erf({x:e}) = {y:e} at {level:?} (shuffled: {shuffled}): libm {w:e}"
+                );
+            }
+        }
+    }
+}
+
 #[test]
 fn short_and_odd_lengths_and_unsupported_levels() {
     // lengths around the chunking, each lane checked; a level the CPU
@@ -322,7 +420,7 @@ fn short_and_odd_lengths_and_unsupported_levels() {
 fn entry_points_write_another_buffer() {
     // src -> dst (the staged maps' form: input row to output row)
     let mut r = Rng(11);
-    for f in [Func::Exp, Func::Log, Func::Sin, Func::Cos, Func::Tanh] {
+    for f in FUNCS {
         for n in [0usize, 1, 7, 255, 256, 257, 1000] {
             let xs: Vec<f64> = (0..n).map(|_| 0.1 + r.unit() * 30.0).collect();
             let mut ys = vec![f64::NAN; n + 1];

@@ -303,6 +303,10 @@ pub fn max(a: E, b: E) -> E {
 pub fn min(a: E, b: E) -> E {
     E(Expr::Call(Func::Min, vec![a.0, b.0]))
 }
+/// `erf(e)`.
+pub fn erf(e: E) -> E {
+    E(Expr::Call(Func::Erf, vec![e.0]))
+}
 
 impl E {
     /// `e[i]`.

@@ -533,6 +533,11 @@ impl Shadow {
                         s.add_kind(Kind::Fin(l, h));
                     }
                     Func::Max | Func::Min => unreachable!("binary"),
+                    Func::Erf => {
+                        // increasing and bounded, as tanh
+                        let (l, h) = (at(lo), at(hi));
+                        s.add_kind(widened(l, h, round(h.abs().max(l.abs()))));
+                    }
                 },
             }
         }

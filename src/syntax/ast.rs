@@ -399,11 +399,13 @@ pub enum Func {
     Max,
     /// `min` (two arguments)
     Min,
+    /// `erf`, the error function `2/√π ∫₀ˣ e^(-t²) dt` (`libm::erf`)
+    Erf,
 }
 
 impl Func {
     /// Every scalar function.
-    pub const ALL: [Func; 9] = [
+    pub const ALL: [Func; 10] = [
         Func::Sqrt,
         Func::Exp,
         Func::Log,
@@ -413,6 +415,7 @@ impl Func {
         Func::Abs,
         Func::Max,
         Func::Min,
+        Func::Erf,
     ];
     /// The name as written.
     pub fn name(self) -> &'static str {
@@ -426,6 +429,7 @@ impl Func {
             Func::Abs => "abs",
             Func::Max => "max",
             Func::Min => "min",
+            Func::Erf => "erf",
         }
     }
     /// The function of a name.
@@ -451,6 +455,7 @@ impl Func {
             Func::Abs => args[0].abs(),
             Func::Max => args[0].max(args[1]),
             Func::Min => args[0].min(args[1]),
+            Func::Erf => libm::erf(args[0]),
         }
     }
 }

@@ -906,7 +906,7 @@ impl<R: Rng> Gen<'_, R> {
     }
     fn call(&mut self, d: u32) -> Expr {
         let a = self.real(d);
-        match self.rng.gen_range(0..8) {
+        match self.rng.gen_range(0..9) {
             0 => Expr::Call(Func::Sqrt, vec![Expr::Call(Func::Abs, vec![a])]),
             1 => Expr::Call(
                 Func::Log,
@@ -921,7 +921,8 @@ impl<R: Rng> Gen<'_, R> {
             4 => Expr::Call(Func::Tanh, vec![a]),
             5 => Expr::Call(Func::Abs, vec![a]),
             6 => Expr::Call(Func::Max, vec![a, self.real(d)]),
-            _ => Expr::Call(Func::Min, vec![a, self.real(d)]),
+            7 => Expr::Call(Func::Min, vec![a, self.real(d)]),
+            _ => Expr::Call(Func::Erf, vec![a]),
         }
     }
 }

@@ -80,6 +80,10 @@ extern "C" fn f_min(x: f64, y: f64) -> f64 {
     Func::Min.apply(&[x, y])
 }
 
+extern "C" fn f_erf(x: f64) -> f64 {
+    Func::Erf.apply(&[x])
+}
+
 const CALLS: &[(&str, Func, usize)] = &[
     ("einsat_exp", Func::Exp, 1),
     ("einsat_log", Func::Log, 1),
@@ -88,6 +92,7 @@ const CALLS: &[(&str, Func, usize)] = &[
     ("einsat_tanh", Func::Tanh, 1),
     ("einsat_max", Func::Max, 2),
     ("einsat_min", Func::Min, 2),
+    ("einsat_erf", Func::Erf, 1),
 ];
 
 /// The slice kernels of [`crate::vmath`] (`dst[0..n] = f(src[0..n])`),
@@ -124,6 +129,12 @@ const VCALLS: &[(&str, &str, &str, Func)] = &[
         "einsat_vtanh_add",
         "einsat_vsum_tanh_add",
         Func::Tanh,
+    ),
+    (
+        "einsat_verf",
+        "einsat_verf_add",
+        "einsat_vsum_erf_add",
+        Func::Erf,
     ),
 ];
 
@@ -252,6 +263,7 @@ fn new_module() -> Result<Imports, String> {
     jb.symbol("einsat_tanh", f_tanh as *const u8);
     jb.symbol("einsat_max", f_max as *const u8);
     jb.symbol("einsat_min", f_min as *const u8);
+    jb.symbol("einsat_erf", f_erf as *const u8);
     jb.symbol("einsat_vexp", crate::vmath::einsat_vexp as *const u8);
     jb.symbol("einsat_vlog", crate::vmath::einsat_vlog as *const u8);
     jb.symbol("einsat_vsin", crate::vmath::einsat_vsin as *const u8);
@@ -307,6 +319,15 @@ fn new_module() -> Result<Imports, String> {
             crate::vmath::einsat_vsumsq_add as *const u8,
         ),
         ("einsat_vaffine", crate::vmath::einsat_vaffine as *const u8),
+        ("einsat_verf", crate::vmath::einsat_verf as *const u8),
+        (
+            "einsat_verf_add",
+            crate::vmath::einsat_verf_add as *const u8,
+        ),
+        (
+            "einsat_vsum_erf_add",
+            crate::vmath::einsat_vsum_erf_add as *const u8,
+        ),
     ] {
         jb.symbol(name, f);
     }
