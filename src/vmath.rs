@@ -73,8 +73,18 @@ mod moments;
 pub use moments::{
     affine_to, einsat_vaffine, einsat_vsum, einsat_vsumsq_add, sum, sum_sq_add, Affine,
 };
+mod single;
 #[cfg(target_arch = "x86_64")]
 mod tanh;
+pub use single::{
+    affine_to_f32, apply_at_f32, apply_to_add_f32, div_to_f32, einsat_vaffine_f32,
+    einsat_vcos_add_f32, einsat_vcos_f32, einsat_vdiv_f32, einsat_vexp_add_f32, einsat_vexp_f32,
+    einsat_vlog_add_f32, einsat_vlog_f32, einsat_vmax_f32, einsat_vmin_f32, einsat_vsin_add_f32,
+    einsat_vsin_f32, einsat_vsum_cos_add_f32, einsat_vsum_exp_add_f32, einsat_vsum_f32,
+    einsat_vsum_log_add_f32, einsat_vsum_sin_add_f32, einsat_vsum_tanh_add_f32,
+    einsat_vsumsq_add_f32, einsat_vtanh_add_f32, einsat_vtanh_f32, reduce_of_f32, sum_f32,
+    sum_of_f32, sum_sq_add_f32,
+};
 
 /// An instruction-set level the kernels are compiled for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
