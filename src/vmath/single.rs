@@ -9,11 +9,11 @@
 //!
 //! **Values.** As the interpreter's `F32`: `x + c` rounded to `f32`,
 //! then the `f64` function of the (exact) widened argument rounded to
-//! `f32`. `exp` at AVX-512 has a kernel of its own (`single/exp.rs`:
-//! double lanes with a polynomial sized for `f32`, rounded once; within
-//! 1 ulp of the correctly rounded value and equal to the library's
-//! rounded result except in rare double-rounding cases). The other
-//! functions, and `exp` below AVX-512, widen a chunk of 256 arguments
+//! `f32`. `exp` and `tanh` at AVX-512 have kernels of their own
+//! (`single/avx512.rs`: double lanes with polynomials sized for `f32`,
+//! rounded once; within 1 ulp of the correctly rounded value and equal
+//! to the library's rounded result except in rare double-rounding
+//! cases). The other functions, and these two below AVX-512, widen a chunk of 256 arguments
 //! into a stack buffer of doubles, run the parent's `f64` kernel there
 //! (within 1 `f64` ulp of the library) and round each result to `f32`:
 //! again equal to the library's rounded result but for double rounding.
@@ -39,7 +39,7 @@ use super::{Affine, Level, SUM_BLOCK};
 use crate::syntax::ast::{Func, RedOp};
 
 #[cfg(target_arch = "x86_64")]
-mod exp;
+mod avx512;
 
 /// Elements per chunk (a stack buffer of doubles, a chunk of a sum).
 const CH: usize = 256;
@@ -78,15 +78,10 @@ pub fn apply_at_f32(f: Func, level: Level, xs: &[f32], ys: &mut [f32], c: Option
 /// The map at a level this CPU has.
 fn map_at(f: Func, level: Level, xs: &[f32], ys: &mut [f32], c: Option<f32>) {
     #[cfg(target_arch = "x86_64")]
-    if f == Func::Exp && level == Level::Avx512 {
+    if level == Level::Avx512 && own512(f) {
         // SAFETY: the level's features were detected; `xs` and `ys` are
         // as long, distinct slices.
-        unsafe {
-            match c {
-                None => exp::map512::<false>(xs.as_ptr(), ys.as_mut_ptr(), xs.len(), 0.0),
-                Some(c) => exp::map512::<true>(xs.as_ptr(), ys.as_mut_ptr(), xs.len(), c),
-            }
-        }
+        unsafe { map512(f, xs.as_ptr(), ys.as_mut_ptr(), xs.len(), c) };
         return;
     }
     if level == Level::Scalar || !super::has_kernel(f) {
@@ -130,6 +125,32 @@ fn widen_add(s: &[f32], b: &mut [f64], c: f32) {
 fn narrow(b: &[f64], d: &mut [f32]) {
     for (y, w) in d.iter_mut().zip(b) {
         *y = *w as f32;
+    }
+}
+
+/// Whether `f` has an `f32` kernel of its own at AVX-512
+/// (`single/avx512.rs`).
+#[cfg(target_arch = "x86_64")]
+fn own512(f: Func) -> bool {
+    matches!(f, Func::Exp | Func::Tanh)
+}
+
+/// `dst[i] = f(src[i] + c)` by the AVX-512 kernel of an [`own512`]
+/// function.
+///
+/// # Safety
+/// AVX-512 F/DQ/VL are present; `src` points to `n` initialised `f32`s
+/// and `dst` to room for `n`, the two equal or disjoint.
+#[cfg(target_arch = "x86_64")]
+unsafe fn map512(f: Func, src: *const f32, dst: *mut f32, n: usize, c: Option<f32>) {
+    // SAFETY: the caller's contract.
+    unsafe {
+        match (f, c) {
+            (Func::Tanh, None) => avx512::tanh512::<false>(src, dst, n, 0.0),
+            (Func::Tanh, Some(c)) => avx512::tanh512::<true>(src, dst, n, c),
+            (_, None) => avx512::exp512::<false>(src, dst, n, 0.0),
+            (_, Some(c)) => avx512::exp512::<true>(src, dst, n, c),
+        }
     }
 }
 
@@ -567,7 +588,7 @@ pub unsafe extern "C" fn einsat_vmin_f32(src: *const f32, n: i64) -> f32 {
 mod x86 {
     use crate::syntax::ast::{Func, RedOp};
     use crate::vmath::single::{
-        exp, map_at, plain, run_affine, run_reduce, run_sum, square, term_sum,
+        avx512, map_at, plain, run_affine, run_reduce, run_sum, square, term_sum,
     };
     use crate::vmath::{Affine, Level};
 
@@ -582,10 +603,21 @@ mod x86 {
             // SAFETY: `s` and `t` are as long; AVX-512 is enabled here.
             return match c {
                 None => run_sum(xs, |s, t| unsafe {
-                    exp::map512::<false>(s.as_ptr(), t.as_mut_ptr(), s.len(), 0.0)
+                    avx512::exp512::<false>(s.as_ptr(), t.as_mut_ptr(), s.len(), 0.0)
                 }),
                 Some(c) => run_sum(xs, |s, t| unsafe {
-                    exp::map512::<true>(s.as_ptr(), t.as_mut_ptr(), s.len(), c)
+                    avx512::exp512::<true>(s.as_ptr(), t.as_mut_ptr(), s.len(), c)
+                }),
+            };
+        }
+        if f == Func::Tanh {
+            // SAFETY: as for `exp`.
+            return match c {
+                None => run_sum(xs, |s, t| unsafe {
+                    avx512::tanh512::<false>(s.as_ptr(), t.as_mut_ptr(), s.len(), 0.0)
+                }),
+                Some(c) => run_sum(xs, |s, t| unsafe {
+                    avx512::tanh512::<true>(s.as_ptr(), t.as_mut_ptr(), s.len(), c)
                 }),
             };
         }
