@@ -55,6 +55,14 @@
 //! `(x + c)·d`, `x·d`, `x + c` on the full vector width, for the passes
 //! of a layer normalisation (the sums in [`sum_of`]'s order).
 //!
+//! **Single precision** (`vmath/single.rs`): the `f32` forms of the
+//! maps, fused sums, reductions, moments, affine maps and division
+//! (`f32` slices in and out, each value as the interpreter's `F32`
+//! computes it, sums accumulated in `f32` in the same blocks), what the
+//! JIT calls in `Precision::F32`; `exp` and `tanh` have AVX-512 kernels
+//! in double lanes sized for `f32` there, the others widen chunks into
+//! the `f64` kernels above.
+//!
 //! **Dispatch.** The same lane code is compiled three ways and chosen at
 //! run time ([`Level`], detected once per process): AVX-512 (F, DQ, VL),
 //! AVX2 with FMA, and a scalar fallback that calls the library function

@@ -61,8 +61,9 @@
 //!   `x ± c`) the affine map; a sum of a run, or of the square of a run
 //!   plus or minus a fixed value (a mean's and a variance's,
 //!   `Σ (x - m)·(x - m)` with its two factors written alike), calls the
-//!   vector sum (all in [`crate::vmath`], full vector width, `f64`; the
-//!   same operations as written, sums reordered only). The affine maps
+//!   vector sum (all in [`crate::vmath`], full vector width, `f64`, or
+//!   their `f32` forms in `F32`, the stage buffers then holding `f32`s;
+//!   the same operations as written, sums reordered only). The affine maps
 //!   and sums call their kernel for runs of at least [`MIN_KERNEL_RUN`]
 //!   iterations and run inline below that (a branch per run).
 //! - **loops** are rotated (one test before the loop, then one at the
