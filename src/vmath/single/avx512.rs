@@ -9,8 +9,8 @@
 //! `k = 16m + j` the nearest integer to `16x/ln2` (`x/ln2 + 1.5·2^48`
 //! rounds to a multiple of 1/16, `k/16`); `e^x = 2^m · 2^(j/16) · e^r`,
 //! the sixteen `2^(j/16)` held in two registers (one `vpermt2pd`
-//! look-up), `e^r` a degree-4 polynomial fitted to its relative error
-//! (below `2^-37.4`), `2^m` by `scalef` (which floors `k/16`). The
+//! look-up), `e^r` its Taylor polynomial to `r^5` (truncation below
+//! `1.5·10^-13` relative), `2^m` by `scalef` (which floors `k/16`). The
 //! double is rounded once to `f32` (`vcvtpd2ps`), which gives overflow
 //! to +inf (from `x ≈ 88.72`), subnormal results and underflow to +0
 //! exactly as rounding the exact value would. No branch, no library call.
@@ -19,22 +19,21 @@
 //! end: below `1/16` the Taylor polynomial `a + a³·P(a²)` to `a^9`
 //! (truncation below `2^-46` relative; `x = ±0` and subnormal `x` give
 //! `x`), else `(E - 1)/(E + 1)`, `E = e^{2·min(a, 10)}` by the exp
-//! lanes above with Taylor's polynomial to `r^5` (truncation below
-//! `1.5·10^-13` relative) (from `a = 10` the quotient rounds to 1 in `f32`, as
+//! lanes above (from `a = 10` the quotient rounds to 1 in `f32`, as
 //! `tanh` does from 9.01), the quotient by `vrcp14pd` and two Newton
 //! steps (no division): `E - 1` cancels at most a factor 8.5 from `a ≥
 //! 1/16`, so the lane is within `2^-38` of `tanh(a)`. The polynomial
 //! runs only for a vector with a small lane. ±inf gives ±1, NaN a NaN.
 //!
 //! **Error.** The double before the final rounding is within about
-//! `2^-37` (exp) or `2^-38` (tanh) of the exact value: the reduction
+//! `2^-42` (exp) or `2^-38` (tanh) of the exact value: the reduction
 //! `r = x - (k/16)·ln2` is one fused multiply-add (`|k/16| ≤ 160`, the
 //! constant's own error adds below `2^-45`), the table entries are
-//! rounded doubles (`2^-53`), the polynomials' errors `2^-37.4` (exp)
-//! and `2^-42.6` (tanh's exp), their evaluation a few `2^-53`. So the `f32` result is the correctly
+//! rounded doubles (`2^-53`), the polynomial's truncation `2^-42.6`, its
+//! evaluation a few `2^-53`. So the `f32` result is the correctly
 //! rounded value or its neighbour (within 1 ulp), and equals the f64
 //! library function rounded to `f32` except when the exact value lies
-//! within about `2^-13` ulp of a midpoint between two floats (a few
+//! within about `2^-14` ulp of a midpoint between two floats (a few
 //! arguments in ten thousand at most; `tests/vmath_f32.rs` counts them).
 //!
 //! Owns these kernels and their constants; uses nothing of its parents
@@ -92,46 +91,23 @@ fn consts() -> Consts {
     }
 }
 
-/// `e^r`'s polynomial for `exp` alone: `1 + r + r²·(C2 + C3·r + C4·r²)`,
-/// fitted (Lawson's iteration) to the relative error of `e^r` on
-/// `|r| ≤ ln2/32`: at most `2^-37.4` (Taylor's to `r^4`: `2^-34.5`).
-const C2: f64 = 0.5000000007971221;
-const C3: f64 = 0.1666700647661739;
-const C4: f64 = 0.04166510759909614;
-
 /// `e^x` of eight doubles in `[-110, 100]` (or NaN), before the final
-/// rounding: `e^r` by the fitted degree-4 polynomial (`exp`'s, within
-/// `2^-37` relative) or, with `TAYLOR5`, Taylor's to `r^5` (`tanh`'s,
-/// within `2^-42`, as `E - 1` cancels up to a factor 8.5 there).
+/// rounding.
 #[inline]
 #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
-fn exp8<const TAYLOR5: bool>(x: __m512d, k: Consts) -> __m512d {
+fn exp8(x: __m512d, k: Consts) -> __m512d {
     let ks = _mm512_fmadd_pd(x, _mm512_set1_pd(INV_LN2), _mm512_set1_pd(SHIFT));
     let kd = _mm512_sub_pd(ks, _mm512_set1_pd(SHIFT));
     let r = _mm512_fnmadd_pd(kd, _mm512_set1_pd(LN2), x);
     let t = _mm512_permutex2var_pd(k.t0, _mm512_castpd_si512(ks), k.t1);
-    // q = (e^r - 1)/r
-    let q = if TAYLOR5 {
-        let mut q = _mm512_fmadd_pd(_mm512_set1_pd(1.0 / 120.0), r, _mm512_set1_pd(1.0 / 24.0));
-        q = _mm512_fmadd_pd(q, r, _mm512_set1_pd(1.0 / 6.0));
-        q = _mm512_fmadd_pd(q, r, _mm512_set1_pd(0.5));
-        _mm512_fmadd_pd(q, r, _mm512_set1_pd(1.0))
-    } else {
-        let mut q = _mm512_fmadd_pd(_mm512_set1_pd(C4), r, _mm512_set1_pd(C3));
-        q = _mm512_fmadd_pd(q, r, _mm512_set1_pd(C2));
-        _mm512_fmadd_pd(q, r, _mm512_set1_pd(1.0))
-    };
+    let mut q = _mm512_fmadd_pd(_mm512_set1_pd(1.0 / 120.0), r, _mm512_set1_pd(1.0 / 24.0));
+    q = _mm512_fmadd_pd(q, r, _mm512_set1_pd(1.0 / 6.0));
+    q = _mm512_fmadd_pd(q, r, _mm512_set1_pd(0.5));
+    q = _mm512_fmadd_pd(q, r, _mm512_set1_pd(1.0));
     // t·e^r = t + (t·r)·q
     let tr = _mm512_mul_pd(t, r);
     let v = _mm512_fmadd_pd(tr, q, t);
     _mm512_scalef_pd(v, kd)
-}
-
-/// `exp`'s lanes: [`exp8`] with the fitted polynomial.
-#[inline]
-#[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
-fn exp8_fit(x: __m512d, k: Consts) -> __m512d {
-    exp8::<false>(x, k)
 }
 
 /// `tanh(x)` of eight doubles (widened `f32`s), before the final
@@ -144,7 +120,7 @@ fn tanh8(x: __m512d, k: Consts) -> __m512d {
     let a = _mm512_andnot_pd(sign_bit, x);
     // (NaN passes: `min` returns its second operand then)
     let ac = _mm512_min_pd(_mm512_set1_pd(10.0), a);
-    let e = exp8::<true>(_mm512_add_pd(ac, ac), k);
+    let e = exp8(_mm512_add_pd(ac, ac), k);
     let one = _mm512_set1_pd(1.0);
     let num = _mm512_sub_pd(e, one);
     let den = _mm512_add_pd(e, one);
@@ -232,7 +208,7 @@ pub(crate) unsafe fn exp512<const ADD: bool>(src: *const f32, dst: *mut f32, n: 
     map_loop!(src, dst, n, c, ADD, |v, k| halves!(
         _mm512_min_ps(hi, _mm512_max_ps(lo, v)),
         k,
-        exp8_fit
+        exp8
     ))
 }
 
