@@ -60,6 +60,14 @@
 //! `(x + c)·d`, `x·d`, `x + c` on the full vector width, for the passes
 //! of a layer normalisation (the sums in [`sum_of`]'s order).
 //!
+//! **Single precision** (`vmath/single.rs`): the `f32` forms of the
+//! maps, fused sums, reductions, moments, affine maps and division
+//! (`f32` slices in and out, each value as the interpreter's `F32`
+//! computes it, sums accumulated in `f32` in the same blocks), what the
+//! JIT calls in `Precision::F32`; `exp` and `tanh` have AVX-512 kernels
+//! in double lanes sized for `f32` there, the others widen chunks into
+//! the `f64` kernels above.
+//!
 //! **Dispatch.** The same lane code is compiled three ways and chosen at
 //! run time ([`Level`], detected once per process): AVX-512 (F, DQ, VL),
 //! AVX2 with FMA, and a scalar fallback that calls the library function
@@ -80,8 +88,18 @@ pub use moments::{
 };
 #[cfg(target_arch = "x86_64")]
 mod erf;
+mod single;
 #[cfg(target_arch = "x86_64")]
 mod tanh;
+pub use single::{
+    affine_to_f32, apply_at_f32, apply_to_add_f32, div_to_f32, einsat_vaffine_f32,
+    einsat_vcos_add_f32, einsat_vcos_f32, einsat_vdiv_f32, einsat_verf_add_f32, einsat_verf_f32,
+    einsat_vexp_add_f32, einsat_vexp_f32, einsat_vlog_add_f32, einsat_vlog_f32, einsat_vmax_f32,
+    einsat_vmin_f32, einsat_vsin_add_f32, einsat_vsin_f32, einsat_vsum_cos_add_f32,
+    einsat_vsum_erf_add_f32, einsat_vsum_exp_add_f32, einsat_vsum_f32, einsat_vsum_log_add_f32,
+    einsat_vsum_sin_add_f32, einsat_vsum_tanh_add_f32, einsat_vsumsq_add_f32, einsat_vtanh_add_f32,
+    einsat_vtanh_f32, reduce_of_f32, sum_f32, sum_of_f32, sum_sq_add_f32,
+};
 
 /// An instruction-set level the kernels are compiled for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -61,8 +61,9 @@
 //!   `x ± c`) the affine map; a sum of a run, or of the square of a run
 //!   plus or minus a fixed value (a mean's and a variance's,
 //!   `Σ (x - m)·(x - m)` with its two factors written alike), calls the
-//!   vector sum (all in [`crate::vmath`], full vector width, `f64`; the
-//!   same operations as written, sums reordered only). The affine maps
+//!   vector sum (all in [`crate::vmath`], full vector width, `f64`, or
+//!   their `f32` forms in `F32`, the stage buffers then holding `f32`s;
+//!   the same operations as written, sums reordered only). The affine maps
 //!   and sums call their kernel for runs of at least [`MIN_KERNEL_RUN`]
 //!   iterations and run inline below that (a branch per run).
 //! - **loops** are rotated (one test before the loop, then one at the
@@ -1213,16 +1214,10 @@ impl LoopEmitter<'_, '_> {
                 None => return false,
             }
         }
-        // (the slice kernels are f64: in F32 everything goes through the
-        // stage buffers, widened and rounded)
-        let f64 = self.ft == types::F64;
         // an argument that is a unit-stride run of a buffer (plus or minus
         // a value that does not move with the loop) is read by the kernel
         // in place, not copied into a stage buffer
-        let srcs: Vec<Option<RunSrc>> = calls
-            .iter()
-            .map(|(_, a)| if f64 { self.run_src(a, var) } else { None })
-            .collect();
+        let srcs: Vec<Option<RunSrc>> = calls.iter().map(|(_, a)| self.run_src(a, var)).collect();
         let direct: Vec<bool> = srcs.iter().map(Option::is_some).collect();
         // a sum whose term is the one call of a run (log-sum-exp's
         // `sum(i:n) exp(x[i] - m)`): one fused kernel call adds the terms
@@ -1265,8 +1260,7 @@ impl LoopEmitter<'_, '_> {
         // output axis): the kernel writes the output in place
         let map_out = match act {
             LoopAction::Store(n)
-                if f64
-                    && calls.len() == 1
+                if calls.len() == 1
                     && self.out_flag.is_none()
                     && matches!(&staged, SchedExpr::Load { buf, .. } if *buf == first)
                     && self.unit_out(n, var) =>
@@ -1290,10 +1284,11 @@ impl LoopEmitter<'_, '_> {
             .zip(&direct)
             .map(|(_, &d)| {
                 // (a direct pure map needs no buffer at all)
+                let el = self.ft.bytes() as usize;
                 let bytes = if d && map_out.is_some() {
-                    8
+                    el
                 } else {
-                    STAGE_BLOCK * 8
+                    STAGE_BLOCK * el
                 };
                 self.b.create_sized_stack_slot(StackSlotData::new(
                     StackSlotKind::ExplicitSlot,
@@ -1309,10 +1304,10 @@ impl LoopEmitter<'_, '_> {
             STAGE_BLOCK as i64,
             self.poll,
             &mut |g, b0, b1| {
-                // the buffers' element `var` is at `addr + 8 * (var - b0)`
-                // (the stage buffers hold f64s, also in F32: the slice
-                // kernels are f64)
-                let off0 = g.b.ins().ishl_imm_s(b0, 3);
+                // the buffers' element `var` is at `addr + size * (var - b0)`
+                // (the stage buffers hold numbers of the program's type:
+                // the slice kernels have `f64` and `f32` forms)
+                let off0 = g.b.ins().ishl_imm_s(b0, g.esh);
                 let n = g.b.ins().isub(b1, b0);
                 let mut bases = Vec::with_capacity(calls.len());
                 for (c, (_, arg)) in calls.iter().enumerate() {
@@ -1337,18 +1332,17 @@ impl LoopEmitter<'_, '_> {
                         continue;
                     }
                     let mut from = b0;
-                    if g.ft == types::F64 && g.vec_ok(arg, var) {
-                        // two arguments per step, then the odd one (the
-                        // buffers hold f64s: in `F32` scalar, widened)
+                    if g.vec_ok(arg, var) {
+                        // a vector of arguments per step, then the rest
                         let saved = g.rows.len();
                         g.vec_rows(arg, var);
                         let bv = g.take(types::I64);
                         g.b.def_var(bv, b0);
-                        g.strided(bv, b1, 2, &mut |g, i| {
+                        g.strided(bv, b1, g.lanes, &mut |g, i| {
                             g.vidx = Some(i);
                             g.set_var(var, i);
                             let v = g.vscalar(arg, var);
-                            let bytes = g.b.ins().ishl_imm_s(i, 3);
+                            let bytes = g.b.ins().ishl_imm_s(i, g.esh);
                             let a = g.b.ins().iadd(base, bytes);
                             g.b.ins().store(g.vmf, v, a, 0);
                             g.vidx = None;
@@ -1361,13 +1355,8 @@ impl LoopEmitter<'_, '_> {
                     }
                     g.for_range(var, from, b1, &mut |g| {
                         let (v, _) = g.scalar(arg);
-                        let v = if g.ft == types::F32 {
-                            g.b.ins().fpromote(types::F64, v)
-                        } else {
-                            v
-                        };
                         let i = g.var(var);
-                        let bytes = g.b.ins().ishl_imm_s(i, 3);
+                        let bytes = g.b.ins().ishl_imm_s(i, g.esh);
                         let a = g.b.ins().iadd(base, bytes);
                         g.b.ins().store(g.mf, v, a, 0);
                     });
@@ -1466,7 +1455,7 @@ impl LoopEmitter<'_, '_> {
         };
         let (off, _) = self.offset(*buf, ixs);
         let base = self.base(*buf);
-        let bytes = self.b.ins().ishl_imm_s(off, 3);
+        let bytes = self.b.ins().ishl_imm_s(off, self.esh);
         self.b.ins().iadd(base, bytes)
     }
 
@@ -1501,11 +1490,7 @@ impl LoopEmitter<'_, '_> {
     /// width. The plan of the call, if the body is one of these.
     fn affine_plan(&self, n: &Nest, var: usize, body: &SchedExpr) -> Option<AffinePlan> {
         use crate::vmath::Affine;
-        if self.ft != types::F64
-            || self.staging
-            || self.out_flag.is_some()
-            || !self.unit_out(n, var)
-        {
+        if self.int() || self.staging || self.out_flag.is_some() || !self.unit_out(n, var) {
             return None;
         }
         Some(match body {
@@ -1596,7 +1581,7 @@ impl LoopEmitter<'_, '_> {
     /// whose total goes to the first accumulator. The plan of the call,
     /// if the body is one of these.
     fn moment_plan(&self, var: usize, body: &SchedExpr, acc: Accumulators) -> Option<MomentPlan> {
-        if self.ft != types::F64 || self.staging || acc.all.is_some() {
+        if self.int() || self.staging || acc.all.is_some() {
             return None;
         }
         if self.unit_run(body, var) {
@@ -1719,14 +1704,6 @@ impl LoopEmitter<'_, '_> {
     fn load(&mut self, buf: usize, ixs: &[LoadIndex]) -> Value {
         let (off, ok) = self.offset(buf, ixs);
         let base = self.base(buf);
-        if buf >= self.n_bufs && self.ft == types::F32 {
-            // a staged call's result (an f64 stack buffer, unit stride,
-            // read in range): rounded to f32, as the interpreter's F32
-            let bytes = self.b.ins().ishl_imm_s(off, 3);
-            let addr = self.b.ins().iadd(base, bytes);
-            let x = self.b.ins().load(types::F64, self.mf, addr, 0);
-            return self.b.ins().fdemote(types::F32, x);
-        }
         match ok {
             None => {
                 let bytes = self.b.ins().ishl_imm_s(off, self.esh);
@@ -2256,7 +2233,7 @@ impl LoopEmitter<'_, '_> {
         // the reduction of a run (`max(j:m) X[i,j]`): one call of the
         // vector kernel, whose result joins the accumulator (`maximum` and
         // `minimum` are exactly associative, any order agrees bit for bit)
-        if vector && self.ft == types::F64 && self.unit_run(body, var) {
+        if vector && !self.int() && self.unit_run(body, var) {
             if let Some(&(_, kernel)) = self.vreduce.iter().find(|(o, _)| *o == op) {
                 self.set_var(var, lo);
                 let src = self.run_addr(body);
@@ -2589,13 +2566,8 @@ impl LoopEmitter<'_, '_> {
                 on.is_empty()
                     || (on.len() == 1
                         && coef(&ixs[on[0]].aff, var) == 1
-                        // (staged buffers hold f64s: in `F32` their loads
-                        // are rounded one by one, not vectorised)
-                        && (if *buf >= self.n_bufs {
-                            self.ft == types::F64
-                        } else {
-                            self.layout.is_unit(*buf, on[0])
-                        })
+                        // (staged buffers are unit-stride)
+                        && (*buf >= self.n_bufs || self.layout.is_unit(*buf, on[0]))
                         && ixs.iter().all(|ix| !ix.checked))
             }
             SchedExpr::Eps(_) => !mentions(t, var),

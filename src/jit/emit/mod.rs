@@ -253,7 +253,11 @@ struct MomentIds {
 
 type Imports = (JITModule, CallIds, VCallIds, RCallIds, FuncId, MomentIds);
 
-fn new_module() -> Result<Imports, String> {
+/// `kt`: the slice kernels' number type, `F64` or `F32` (their `_f32`
+/// forms, [`crate::vmath`]'s single-precision module).
+fn new_module(kt: types::Type) -> Result<Imports, String> {
+    let sfx = if kt == types::F32 { "_f32" } else { "" };
+    let name_of = |n: &str| format!("{n}{sfx}");
     let isa = host_isa()?;
     let mut jb = JITBuilder::with_isa(isa, cranelift_module::default_libcall_names());
     jb.symbol("einsat_exp", f_exp as *const u8);
@@ -331,6 +335,107 @@ fn new_module() -> Result<Imports, String> {
     ] {
         jb.symbol(name, f);
     }
+    // the `f32` forms (`Precision::F32`), named with `_f32`
+    for (name, f) in [
+        (
+            "einsat_vexp_f32",
+            crate::vmath::einsat_vexp_f32 as *const u8,
+        ),
+        (
+            "einsat_vlog_f32",
+            crate::vmath::einsat_vlog_f32 as *const u8,
+        ),
+        (
+            "einsat_vsin_f32",
+            crate::vmath::einsat_vsin_f32 as *const u8,
+        ),
+        (
+            "einsat_vcos_f32",
+            crate::vmath::einsat_vcos_f32 as *const u8,
+        ),
+        (
+            "einsat_vtanh_f32",
+            crate::vmath::einsat_vtanh_f32 as *const u8,
+        ),
+        (
+            "einsat_vexp_add_f32",
+            crate::vmath::einsat_vexp_add_f32 as *const u8,
+        ),
+        (
+            "einsat_vlog_add_f32",
+            crate::vmath::einsat_vlog_add_f32 as *const u8,
+        ),
+        (
+            "einsat_vsin_add_f32",
+            crate::vmath::einsat_vsin_add_f32 as *const u8,
+        ),
+        (
+            "einsat_vcos_add_f32",
+            crate::vmath::einsat_vcos_add_f32 as *const u8,
+        ),
+        (
+            "einsat_vtanh_add_f32",
+            crate::vmath::einsat_vtanh_add_f32 as *const u8,
+        ),
+        (
+            "einsat_vsum_exp_add_f32",
+            crate::vmath::einsat_vsum_exp_add_f32 as *const u8,
+        ),
+        (
+            "einsat_vsum_log_add_f32",
+            crate::vmath::einsat_vsum_log_add_f32 as *const u8,
+        ),
+        (
+            "einsat_vsum_sin_add_f32",
+            crate::vmath::einsat_vsum_sin_add_f32 as *const u8,
+        ),
+        (
+            "einsat_vsum_cos_add_f32",
+            crate::vmath::einsat_vsum_cos_add_f32 as *const u8,
+        ),
+        (
+            "einsat_vsum_tanh_add_f32",
+            crate::vmath::einsat_vsum_tanh_add_f32 as *const u8,
+        ),
+        (
+            "einsat_verf_f32",
+            crate::vmath::einsat_verf_f32 as *const u8,
+        ),
+        (
+            "einsat_verf_add_f32",
+            crate::vmath::einsat_verf_add_f32 as *const u8,
+        ),
+        (
+            "einsat_vsum_erf_add_f32",
+            crate::vmath::einsat_vsum_erf_add_f32 as *const u8,
+        ),
+        (
+            "einsat_vmax_f32",
+            crate::vmath::einsat_vmax_f32 as *const u8,
+        ),
+        (
+            "einsat_vmin_f32",
+            crate::vmath::einsat_vmin_f32 as *const u8,
+        ),
+        (
+            "einsat_vdiv_f32",
+            crate::vmath::einsat_vdiv_f32 as *const u8,
+        ),
+        (
+            "einsat_vsum_f32",
+            crate::vmath::einsat_vsum_f32 as *const u8,
+        ),
+        (
+            "einsat_vsumsq_add_f32",
+            crate::vmath::einsat_vsumsq_add_f32 as *const u8,
+        ),
+        (
+            "einsat_vaffine_f32",
+            crate::vmath::einsat_vaffine_f32 as *const u8,
+        ),
+    ] {
+        jb.symbol(name, f);
+    }
     let mut module = JITModule::new(jb);
     let mut calls: CallIds = Vec::new();
     for (name, f, arity) in CALLS {
@@ -353,21 +458,21 @@ fn new_module() -> Result<Imports, String> {
         sig.params.push(AbiParam::new(ptr));
         sig.params.push(AbiParam::new(types::I64));
         let id = module
-            .declare_function(name, Linkage::Import, &sig)
+            .declare_function(&name_of(name), Linkage::Import, &sig)
             .map_err(|e| e.to_string())?;
         // (src, dst, n, c): `dst[0..n] = f(src[0..n] + c)`
-        sig.params.push(AbiParam::new(types::F64));
+        sig.params.push(AbiParam::new(kt));
         let id_add = module
-            .declare_function(name_add, Linkage::Import, &sig)
+            .declare_function(&name_of(name_add), Linkage::Import, &sig)
             .map_err(|e| e.to_string())?;
         // (src, n, c) -> f64: `Σ f(src[0..n] + c)`
         let mut sig = module.make_signature();
         sig.params.push(AbiParam::new(ptr));
         sig.params.push(AbiParam::new(types::I64));
-        sig.params.push(AbiParam::new(types::F64));
-        sig.returns.push(AbiParam::new(types::F64));
+        sig.params.push(AbiParam::new(kt));
+        sig.returns.push(AbiParam::new(kt));
         let id_sum = module
-            .declare_function(name_sum, Linkage::Import, &sig)
+            .declare_function(&name_of(name_sum), Linkage::Import, &sig)
             .map_err(|e| e.to_string())?;
         vcalls.push((*f, id, id_add, id_sum));
     }
@@ -377,9 +482,9 @@ fn new_module() -> Result<Imports, String> {
         let mut sig = module.make_signature();
         sig.params.push(AbiParam::new(ptr));
         sig.params.push(AbiParam::new(types::I64));
-        sig.returns.push(AbiParam::new(types::F64));
+        sig.returns.push(AbiParam::new(kt));
         let id = module
-            .declare_function(name, Linkage::Import, &sig)
+            .declare_function(&name_of(name), Linkage::Import, &sig)
             .map_err(|e| e.to_string())?;
         rcalls.push((*op, id));
     }
@@ -388,33 +493,33 @@ fn new_module() -> Result<Imports, String> {
     sig.params.push(AbiParam::new(ptr));
     sig.params.push(AbiParam::new(ptr));
     sig.params.push(AbiParam::new(types::I64));
-    sig.params.push(AbiParam::new(types::F64));
+    sig.params.push(AbiParam::new(kt));
     let vdiv = module
-        .declare_function("einsat_vdiv", Linkage::Import, &sig)
+        .declare_function(&name_of("einsat_vdiv"), Linkage::Import, &sig)
         .map_err(|e| e.to_string())?;
     // (src, n) -> f64: `Σ src[0..n]`
     let mut sig = module.make_signature();
     sig.params.push(AbiParam::new(ptr));
     sig.params.push(AbiParam::new(types::I64));
-    sig.returns.push(AbiParam::new(types::F64));
+    sig.returns.push(AbiParam::new(kt));
     let sum = module
-        .declare_function("einsat_vsum", Linkage::Import, &sig)
+        .declare_function(&name_of("einsat_vsum"), Linkage::Import, &sig)
         .map_err(|e| e.to_string())?;
     // (src, n, c) -> f64: `Σ (src[0..n] + c)²`
-    sig.params.push(AbiParam::new(types::F64));
+    sig.params.push(AbiParam::new(kt));
     let sum_sq = module
-        .declare_function("einsat_vsumsq_add", Linkage::Import, &sig)
+        .declare_function(&name_of("einsat_vsumsq_add"), Linkage::Import, &sig)
         .map_err(|e| e.to_string())?;
     // (src, dst, n, c, d, kind): `dst[0..n] = kind(src[0..n], c, d)`
     let mut sig = module.make_signature();
     sig.params.push(AbiParam::new(ptr));
     sig.params.push(AbiParam::new(ptr));
     sig.params.push(AbiParam::new(types::I64));
-    sig.params.push(AbiParam::new(types::F64));
-    sig.params.push(AbiParam::new(types::F64));
+    sig.params.push(AbiParam::new(kt));
+    sig.params.push(AbiParam::new(kt));
     sig.params.push(AbiParam::new(types::I64));
     let affine = module
-        .declare_function("einsat_vaffine", Linkage::Import, &sig)
+        .declare_function(&name_of("einsat_vaffine"), Linkage::Import, &sig)
         .map_err(|e| e.to_string())?;
     let moments = MomentIds {
         sum,
@@ -455,7 +560,12 @@ pub fn compile(
     layout: &Layout,
     opts: &Options,
 ) -> Result<Native, String> {
-    let (mut module, calls, vcalls, rcalls, vdiv, moments) = new_module()?;
+    let kt = if opts.precision == crate::precision::Precision::F32 {
+        types::F32
+    } else {
+        types::F64
+    };
+    let (mut module, calls, vcalls, rcalls, vdiv, moments) = new_module(kt)?;
     let tcfg = module.target_config();
     let ptr = tcfg.pointer_type();
     let stride_at = stride_starts(p);
@@ -502,8 +612,7 @@ pub fn compile(
                         funcs.push((*f, module.declare_func_in_func(*id, b.func)));
                     }
                     let mut vfuncs = Vec::new();
-                    // (the slice kernels are f64: in F32 the staged
-                    // arguments are widened and the results rounded)
+                    // (in F32 the slice kernels' `f32` forms)
                     for (f, id, id_add, id_sum) in &vcalls {
                         vfuncs.push(loops::VFunc {
                             f: *f,

@@ -1,0 +1,729 @@
+//! The `f32` forms of [`crate::vmath`]'s slice kernels, for programs run
+//! in `Precision::F32` (`f32` in, `f32` out, no `f64` buffers on the
+//! caller's side): the maps `y = f(x + c)` of `exp`, `log`, `sin`, `cos`,
+//! `tanh` ([`apply_to_add_f32`]), their fused sums `Σ f(x[i] + c)`
+//! ([`sum_of_f32`]), the `maximum`/`minimum` of a slice
+//! ([`reduce_of_f32`]), and the passes of a layer normalisation and a
+//! softmax: `Σ x`, `Σ (x + c)²`, the affine maps and `x / c`
+//! ([`sum_f32`], [`sum_sq_add_f32`], [`affine_to_f32`], [`div_to_f32`]).
+//!
+//! **Values.** As the interpreter's `F32`: `x + c` rounded to `f32`,
+//! then the `f64` function of the (exact) widened argument rounded to
+//! `f32`. `exp` and `tanh` at AVX-512 have kernels of their own
+//! (`single/avx512.rs`: double lanes with polynomials sized for `f32`,
+//! rounded once; within 1 ulp of the correctly rounded value and equal
+//! to the library's rounded result except in rare double-rounding
+//! cases). The other functions, and these two below AVX-512, widen a chunk of 256 arguments
+//! into a stack buffer of doubles, run the parent's `f64` kernel there
+//! (within 1 `f64` ulp of the library) and round each result to `f32`:
+//! again equal to the library's rounded result but for double rounding.
+//! Special values (NaN, ±inf, ±0, subnormals, overflow) follow from the
+//! `f64` kernels' exact special values and the one rounding.
+//!
+//! **Sums** accumulate in `f32` in the order of the parent's `f64`
+//! ones: per [`SUM_BLOCK`]-term block, chunks of 256 terms added
+//! pairwise (halves onto halves) down to sixteen values, those into
+//! sixteen accumulators, the blocks' totals on two levels; every term
+//! is the `f32` value of the term (`(x + c)·(x + c)` the rounded sum,
+//! then the rounded product). The affine maps and the division are the
+//! written `f32` operations (an IEEE division, never a reciprocal).
+//!
+//! **Dispatch.** As the parent's: the code compiled for AVX-512, for
+//! AVX2 with FMA and plainly, chosen at run time ([`super::best`]);
+//! [`apply_at_f32`] picks a level (the tests sweep each).
+//!
+//! Owns these `f32` kernels and their JIT entry points; it knows nothing
+//! of programs.
+
+use super::{Affine, Level, SUM_BLOCK};
+use crate::syntax::ast::{Func, RedOp};
+
+#[cfg(target_arch = "x86_64")]
+mod avx512;
+
+/// Elements per chunk (a stack buffer of doubles, a chunk of a sum).
+const CH: usize = 256;
+/// Accumulators of a sum.
+const ACCS: usize = 16;
+
+/// `ys[i] = f(xs[i] + c)` (`f(xs[i])` without `c`) in `f32`, at the best
+/// level: the sum rounded to `f32`, then the `f64` function of it rounded
+/// to `f32`. `f` takes one argument (`max`/`min` are applied as
+/// `f(x, x)`).
+pub fn apply_to_add_f32(f: Func, xs: &[f32], ys: &mut [f32], c: Option<f32>) {
+    assert_eq!(
+        xs.len(),
+        ys.len(),
+        "apply_to_add_f32: slices of different lengths"
+    );
+    map_at(f, super::best(), xs, ys, c)
+}
+
+/// [`apply_to_add_f32`] at `level`, which must be one of
+/// [`super::levels`] (a level this CPU lacks runs the scalar fallback).
+pub fn apply_at_f32(f: Func, level: Level, xs: &[f32], ys: &mut [f32], c: Option<f32>) {
+    assert_eq!(
+        xs.len(),
+        ys.len(),
+        "apply_at_f32: slices of different lengths"
+    );
+    let level = if super::levels().contains(&level) {
+        level
+    } else {
+        Level::Scalar
+    };
+    map_at(f, level, xs, ys, c)
+}
+
+/// The map at a level this CPU has.
+fn map_at(f: Func, level: Level, xs: &[f32], ys: &mut [f32], c: Option<f32>) {
+    #[cfg(target_arch = "x86_64")]
+    if level == Level::Avx512 && own512(f) {
+        // SAFETY: the level's features were detected; `xs` and `ys` are
+        // as long, distinct slices.
+        unsafe { map512(f, xs.as_ptr(), ys.as_mut_ptr(), xs.len(), c) };
+        return;
+    }
+    if level == Level::Scalar || !super::has_kernel(f) {
+        for (y, x) in ys.iter_mut().zip(xs) {
+            let x = c.map_or(*x, |c| *x + c);
+            *y = f.apply(&[f64::from(x), f64::from(x)]) as f32;
+        }
+        return;
+    }
+    let mut buf = [0.0f64; CH];
+    for (s, d) in xs.chunks(CH).zip(ys.chunks_mut(CH)) {
+        let b = &mut buf[..s.len()];
+        match c {
+            None => widen(s, b),
+            Some(c) => widen_add(s, b, c),
+        }
+        if level == super::best() {
+            super::apply(f, b);
+        } else {
+            super::apply_at(f, level, b);
+        }
+        narrow(b, d);
+    }
+}
+
+#[inline]
+fn widen(s: &[f32], b: &mut [f64]) {
+    for (w, x) in b.iter_mut().zip(s) {
+        *w = f64::from(*x);
+    }
+}
+
+#[inline]
+fn widen_add(s: &[f32], b: &mut [f64], c: f32) {
+    for (w, x) in b.iter_mut().zip(s) {
+        *w = f64::from(*x + c);
+    }
+}
+
+#[inline]
+fn narrow(b: &[f64], d: &mut [f32]) {
+    for (y, w) in d.iter_mut().zip(b) {
+        *y = *w as f32;
+    }
+}
+
+/// Whether `f` has an `f32` kernel of its own at AVX-512
+/// (`single/avx512.rs`).
+#[cfg(target_arch = "x86_64")]
+fn own512(f: Func) -> bool {
+    matches!(f, Func::Exp | Func::Tanh)
+}
+
+/// `dst[i] = f(src[i] + c)` by the AVX-512 kernel of an [`own512`]
+/// function.
+///
+/// # Safety
+/// AVX-512 F/DQ/VL are present; `src` points to `n` initialised `f32`s
+/// and `dst` to room for `n`, the two equal or disjoint.
+#[cfg(target_arch = "x86_64")]
+unsafe fn map512(f: Func, src: *const f32, dst: *mut f32, n: usize, c: Option<f32>) {
+    // SAFETY: the caller's contract.
+    unsafe {
+        match (f, c) {
+            (Func::Tanh, None) => avx512::tanh512::<false>(src, dst, n, 0.0),
+            (Func::Tanh, Some(c)) => avx512::tanh512::<true>(src, dst, n, c),
+            (_, None) => avx512::exp512::<false>(src, dst, n, 0.0),
+            (_, Some(c)) => avx512::exp512::<true>(src, dst, n, c),
+        }
+    }
+}
+
+/// `dst[i] = f(src[i] + c)`, `src` and `dst` equal or disjoint (the
+/// JIT's entry points).
+///
+/// # Safety
+/// `src` points to `n` initialised `f32`s and `dst` to room for `n`.
+unsafe fn map_raw(f: Func, src: *const f32, dst: *mut f32, n: usize, c: Option<f32>) {
+    if n == 0 {
+        return;
+    }
+    let (a, b) = (src as usize, dst as usize);
+    if a < b + n * 4 && b < a + n * 4 {
+        // in place (or overlapping): from a copy
+        // SAFETY: the caller passes `n` elements at each.
+        let xs = unsafe { std::slice::from_raw_parts(src, n) }.to_vec();
+        let ys = unsafe { std::slice::from_raw_parts_mut(dst, n) };
+        return apply_to_add_f32(f, &xs, ys, c);
+    }
+    // SAFETY: the caller passes `n` elements at each, not overlapping.
+    let (xs, ys) = unsafe {
+        (
+            std::slice::from_raw_parts(src, n),
+            std::slice::from_raw_parts_mut(dst, n),
+        )
+    };
+    apply_to_add_f32(f, xs, ys, c)
+}
+
+/// The sum of `acc` as a balanced tree.
+#[inline(always)]
+fn pairwise(acc: [f32; ACCS]) -> f32 {
+    let mut a = acc;
+    let mut w = ACCS;
+    while w > 1 {
+        w /= 2;
+        for k in 0..w {
+            a[k] += a[k + w];
+        }
+    }
+    a[0]
+}
+
+/// `Σ block(b)` over the [`SUM_BLOCK`]-term blocks `b` of `xs`, the
+/// blocks' totals on two levels (as the parent's `f64` sums).
+#[inline(always)]
+fn sum_blocks(xs: &[f32], mut block: impl FnMut(&[f32]) -> f32) -> f32 {
+    const MID: usize = 64;
+    let (mut outer, mut mid, mut k) = (0.0f32, 0.0f32, 0);
+    for b in xs.chunks(SUM_BLOCK) {
+        mid += block(b);
+        k += 1;
+        if k == MID {
+            outer += mid;
+            mid = 0.0;
+            k = 0;
+        }
+    }
+    outer + mid
+}
+
+/// `Σ` of the terms `terms` writes for each chunk (into a buffer of its
+/// length), in the parent's order: per chunk the terms added pairwise
+/// down to [`ACCS`] values, those into [`ACCS`] accumulators.
+#[inline(always)]
+fn run_sum(xs: &[f32], mut terms: impl FnMut(&[f32], &mut [f32])) -> f32 {
+    sum_blocks(xs, |blk| {
+        let mut acc = [0.0f32; ACCS];
+        let mut buf = [0.0f32; CH];
+        for s in blk.chunks(CH) {
+            terms(s, &mut buf[..s.len()]);
+            if s.len() < CH {
+                // (+0 terms: the sum of the others, -0 aside)
+                buf[s.len()..].fill(0.0);
+            }
+            let mut w = CH;
+            while w > ACCS {
+                w /= 2;
+                let (a, b) = buf.split_at_mut(w);
+                for (x, y) in a.iter_mut().zip(&b[..w]) {
+                    *x += *y;
+                }
+            }
+            for (a, x) in acc.iter_mut().zip(&buf[..ACCS]) {
+                *a += *x;
+            }
+        }
+        pairwise(acc)
+    })
+}
+
+/// `Σ f(xs[i] + c)` (`Σ f(xs[i])` without `c`) in `f32`, at the best
+/// level: each term what [`apply_to_add_f32`] gives, added in `f32` in
+/// blocks (module doc); 0 for an empty slice.
+pub fn sum_of_f32(f: Func, xs: &[f32], c: Option<f32>) -> f32 {
+    let level = super::best();
+    match level {
+        #[cfg(target_arch = "x86_64")]
+        Level::Avx2 | Level::Avx512 => {
+            // SAFETY: `best` detected the level's features on this CPU.
+            unsafe { x86::sum_of(f, level == Level::Avx512, xs, c) }
+        }
+        _ => run_sum(xs, |s, t| map_at(f, level, s, t, c)),
+    }
+}
+
+/// A term of the plain sum.
+#[inline(always)]
+fn plain(x: f32, _c: f32) -> f32 {
+    x
+}
+
+/// A term of the sum of squares: the rounded sum, then the rounded
+/// product.
+#[inline(always)]
+fn square(x: f32, c: f32) -> f32 {
+    let d = x + c;
+    d * d
+}
+
+/// [`run_sum`] of `term(x, c)`, written out (the terms straight into the
+/// chunk buffer, which vectorises).
+#[inline(always)]
+fn term_sum(xs: &[f32], c: f32, term: impl Fn(f32, f32) -> f32 + Copy) -> f32 {
+    run_sum(xs, |s, t| {
+        for (y, x) in t.iter_mut().zip(s) {
+            *y = term(*x, c);
+        }
+    })
+}
+
+/// `Σ xs[i]` in `f32` at the best level (the sums' order, module doc);
+/// 0 for an empty slice.
+pub fn sum_f32(xs: &[f32]) -> f32 {
+    match super::best() {
+        #[cfg(target_arch = "x86_64")]
+        l @ (Level::Avx2 | Level::Avx512) => {
+            // SAFETY: `best` detected the level's features on this CPU.
+            unsafe { x86::sum_sq(l == Level::Avx512, false, xs, 0.0) }
+        }
+        _ => term_sum(xs, 0.0, plain),
+    }
+}
+
+/// `Σ (xs[i] + c)·(xs[i] + c)` in `f32` at the best level: each term the
+/// rounded sum, then the rounded product (no fused multiply-add); 0 for
+/// an empty slice.
+pub fn sum_sq_add_f32(xs: &[f32], c: f32) -> f32 {
+    match super::best() {
+        #[cfg(target_arch = "x86_64")]
+        l @ (Level::Avx2 | Level::Avx512) => {
+            // SAFETY: `best` detected the level's features on this CPU.
+            unsafe { x86::sum_sq(l == Level::Avx512, true, xs, c) }
+        }
+        _ => term_sum(xs, c, square),
+    }
+}
+
+/// A `f32`'s place in the total order of the floats, as an integer
+/// (-NaN < -inf < … < -0 < +0 < … < +inf < +NaN); its own inverse.
+#[inline(always)]
+fn order_key(x: f32) -> i32 {
+    let b = x.to_bits() as i32;
+    b ^ ((((b >> 31) as u32) >> 1) as i32)
+}
+
+/// As the parent's `f64` reduction: the largest and the smallest key,
+/// NaN if either is beyond ±inf's.
+#[inline(always)]
+fn run_reduce(op: RedOp, xs: &[f32]) -> f32 {
+    let (top, bottom) = (order_key(f32::INFINITY), order_key(f32::NEG_INFINITY));
+    let (mut hi, mut lo) = (bottom, top);
+    for &x in xs {
+        let k = order_key(x);
+        hi = hi.max(k);
+        lo = lo.min(k);
+    }
+    if hi > top || lo < bottom {
+        return f32::NAN;
+    }
+    let k = if op == RedOp::Max { hi } else { lo };
+    f32::from_bits(order_key(f32::from_bits(k as u32)) as u32)
+}
+
+/// The reduction `op` of an `f32` slice: IEEE 754-2019 `maximum` or
+/// `minimum` (NaN if any element is NaN, -0 below +0), its identity
+/// (-inf, +inf) for an empty slice; at the best level.
+pub fn reduce_of_f32(op: RedOp, xs: &[f32]) -> f32 {
+    match super::best() {
+        #[cfg(target_arch = "x86_64")]
+        l @ (Level::Avx2 | Level::Avx512) => {
+            // SAFETY: `best` detected the level's features on this CPU.
+            unsafe { x86::reduce(op, l == Level::Avx512, xs) }
+        }
+        _ => run_reduce(op, xs),
+    }
+}
+
+#[inline(always)]
+fn run_affine(kind: Affine, xs: &[f32], ys: &mut [f32], c: f32, d: f32) {
+    // (one loop per kind: each vectorises on its own)
+    macro_rules! map {
+        ($x:ident => $e:expr) => {
+            for (y, &$x) in ys.iter_mut().zip(xs) {
+                *y = $e;
+            }
+        };
+    }
+    match kind {
+        Affine::AddDiv => map!(x => (x + c) / d),
+        Affine::AddMul => map!(x => (x + c) * d),
+        Affine::Mul => map!(x => x * d),
+        Affine::Add => map!(x => x + c),
+        Affine::Div => map!(x => x / d),
+    }
+}
+
+/// `ys[i] = kind(xs[i], c, d)` in `f32` (the written IEEE operations,
+/// each rounded to `f32`), at the best level.
+pub fn affine_to_f32(kind: Affine, xs: &[f32], ys: &mut [f32], c: f32, d: f32) {
+    assert_eq!(
+        xs.len(),
+        ys.len(),
+        "affine_to_f32: slices of different lengths"
+    );
+    match super::best() {
+        #[cfg(target_arch = "x86_64")]
+        l @ (Level::Avx2 | Level::Avx512) => {
+            // SAFETY: `best` detected the level's features on this CPU.
+            unsafe { x86::affine(kind, l == Level::Avx512, xs, ys, c, d) }
+        }
+        _ => run_affine(kind, xs, ys, c, d),
+    }
+}
+
+/// `ys[i] = xs[i] / c` in `f32` (IEEE division), at the best level.
+pub fn div_to_f32(xs: &[f32], ys: &mut [f32], c: f32) {
+    affine_to_f32(Affine::Div, xs, ys, 0.0, c)
+}
+
+/// `src[0..n]` and `dst[0..n]` as slices, or `None` when they overlap.
+///
+/// # Safety
+/// `src` points to `n` initialised `f32`s and `dst` to room for `n`.
+unsafe fn two<'a>(src: *const f32, dst: *mut f32, n: usize) -> Option<(&'a [f32], &'a mut [f32])> {
+    let (a, b) = (src as usize, dst as usize);
+    if a < b + n * 4 && b < a + n * 4 {
+        return None;
+    }
+    // SAFETY: the caller's contract, not overlapping.
+    unsafe {
+        Some((
+            std::slice::from_raw_parts(src, n),
+            std::slice::from_raw_parts_mut(dst, n),
+        ))
+    }
+}
+
+/// A JIT entry point: `dst[i] = kind(src[i], c, d)` for `i` in `0..n` in
+/// `f32` ([`affine_to_f32`], `kind` an [`Affine::code`]); nothing for
+/// `n <= 0` or an unknown code. `src` and `dst` may be the same buffer
+/// or overlap (then read from a copy).
+///
+/// # Safety
+/// `src` points to `n` initialised `f32`s and `dst` to room for `n` (or
+/// `n <= 0`).
+pub unsafe extern "C" fn einsat_vaffine_f32(
+    src: *const f32,
+    dst: *mut f32,
+    n: i64,
+    c: f32,
+    d: f32,
+    kind: i64,
+) {
+    let Some(kind) = Affine::from_code(kind) else {
+        return;
+    };
+    if n <= 0 {
+        return;
+    }
+    let n = n as usize;
+    // SAFETY: the caller's contract.
+    match unsafe { two(src, dst, n) } {
+        Some((xs, ys)) => affine_to_f32(kind, xs, ys, c, d),
+        None => {
+            // SAFETY: the caller passes `n` elements at each.
+            let xs = unsafe { std::slice::from_raw_parts(src, n) }.to_vec();
+            let ys = unsafe { std::slice::from_raw_parts_mut(dst, n) };
+            affine_to_f32(kind, &xs, ys, c, d)
+        }
+    }
+}
+
+/// A JIT entry point: `dst[i] = src[i] / c` in `f32` ([`div_to_f32`]).
+///
+/// # Safety
+/// As [`einsat_vaffine_f32`].
+pub unsafe extern "C" fn einsat_vdiv_f32(src: *const f32, dst: *mut f32, n: i64, c: f32) {
+    // SAFETY: the caller's contract.
+    unsafe { einsat_vaffine_f32(src, dst, n, 0.0, c, Affine::Div.code()) }
+}
+
+/// A JIT entry point: `Σ src[i]` in `f32` ([`sum_f32`]); 0 for `n <= 0`.
+///
+/// # Safety
+/// `src` points to `n` initialised `f32`s (or `n <= 0`).
+pub unsafe extern "C" fn einsat_vsum_f32(src: *const f32, n: i64) -> f32 {
+    if n <= 0 {
+        return 0.0;
+    }
+    // SAFETY: the caller's contract.
+    sum_f32(unsafe { std::slice::from_raw_parts(src, n as usize) })
+}
+
+/// A JIT entry point: `Σ (src[i] + c)·(src[i] + c)` in `f32`
+/// ([`sum_sq_add_f32`]); 0 for `n <= 0`.
+///
+/// # Safety
+/// `src` points to `n` initialised `f32`s (or `n <= 0`).
+pub unsafe extern "C" fn einsat_vsumsq_add_f32(src: *const f32, n: i64, c: f32) -> f32 {
+    if n <= 0 {
+        return 0.0;
+    }
+    // SAFETY: the caller's contract.
+    sum_sq_add_f32(unsafe { std::slice::from_raw_parts(src, n as usize) }, c)
+}
+
+/// The JIT's `f32` maps, maps with an addend and fused sums of one
+/// function.
+macro_rules! entries {
+    ($map:ident, $add:ident, $sum:ident, $f:expr) => {
+        /// A JIT entry point: `dst[i] = f(src[i])` in `f32` for `i` in
+        /// `0..n` ([`apply_to_add_f32`]).
+        ///
+        /// # Safety
+        /// `src` points to `n` initialised `f32`s and `dst` to room for
+        /// `n` (or `n <= 0`); in place or overlapping reads a copy.
+        pub unsafe extern "C" fn $map(src: *const f32, dst: *mut f32, n: i64) {
+            if n > 0 {
+                // SAFETY: the caller's contract.
+                unsafe { map_raw($f, src, dst, n as usize, None) }
+            }
+        }
+
+        /// A JIT entry point: `dst[i] = f(src[i] + c)` in `f32` for `i`
+        /// in `0..n` ([`apply_to_add_f32`]).
+        ///
+        /// # Safety
+        /// As the entry point without addend.
+        pub unsafe extern "C" fn $add(src: *const f32, dst: *mut f32, n: i64, c: f32) {
+            if n > 0 {
+                // SAFETY: the caller's contract.
+                unsafe { map_raw($f, src, dst, n as usize, Some(c)) }
+            }
+        }
+
+        /// A JIT entry point: `Σ f(src[i] + c)` in `f32` for `i` in
+        /// `0..n` ([`sum_of_f32`]); 0 for `n <= 0`.
+        ///
+        /// # Safety
+        /// `src` points to `n` initialised `f32`s (or `n <= 0`).
+        pub unsafe extern "C" fn $sum(src: *const f32, n: i64, c: f32) -> f32 {
+            if n <= 0 {
+                return 0.0;
+            }
+            // SAFETY: the caller's contract.
+            let xs = unsafe { std::slice::from_raw_parts(src, n as usize) };
+            sum_of_f32($f, xs, Some(c))
+        }
+    };
+}
+entries!(
+    einsat_vexp_f32,
+    einsat_vexp_add_f32,
+    einsat_vsum_exp_add_f32,
+    Func::Exp
+);
+entries!(
+    einsat_vlog_f32,
+    einsat_vlog_add_f32,
+    einsat_vsum_log_add_f32,
+    Func::Log
+);
+entries!(
+    einsat_vsin_f32,
+    einsat_vsin_add_f32,
+    einsat_vsum_sin_add_f32,
+    Func::Sin
+);
+entries!(
+    einsat_vcos_f32,
+    einsat_vcos_add_f32,
+    einsat_vsum_cos_add_f32,
+    Func::Cos
+);
+entries!(
+    einsat_vtanh_f32,
+    einsat_vtanh_add_f32,
+    einsat_vsum_tanh_add_f32,
+    Func::Tanh
+);
+entries!(
+    einsat_verf_f32,
+    einsat_verf_add_f32,
+    einsat_vsum_erf_add_f32,
+    Func::Erf
+);
+
+/// A JIT entry point: the `maximum` of `src[0..n]` in `f32`
+/// ([`reduce_of_f32`]); -inf for `n <= 0`.
+///
+/// # Safety
+/// `src` points to `n` initialised `f32`s (or `n <= 0`).
+pub unsafe extern "C" fn einsat_vmax_f32(src: *const f32, n: i64) -> f32 {
+    if n <= 0 {
+        return f32::NEG_INFINITY;
+    }
+    // SAFETY: the caller's contract.
+    reduce_of_f32(RedOp::Max, unsafe {
+        std::slice::from_raw_parts(src, n as usize)
+    })
+}
+
+/// A JIT entry point: the `minimum` of `src[0..n]` in `f32`
+/// ([`reduce_of_f32`]); +inf for `n <= 0`.
+///
+/// # Safety
+/// `src` points to `n` initialised `f32`s (or `n <= 0`).
+pub unsafe extern "C" fn einsat_vmin_f32(src: *const f32, n: i64) -> f32 {
+    if n <= 0 {
+        return f32::INFINITY;
+    }
+    // SAFETY: the caller's contract.
+    reduce_of_f32(RedOp::Min, unsafe {
+        std::slice::from_raw_parts(src, n as usize)
+    })
+}
+
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use crate::syntax::ast::{Func, RedOp};
+    use crate::vmath::single::{
+        avx512, map_at, plain, run_affine, run_reduce, run_sum, square, term_sum,
+    };
+    use crate::vmath::{Affine, Level};
+
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn avx2_sum_of(f: Func, xs: &[f32], c: Option<f32>) -> f32 {
+        run_sum(xs, |s, t| map_at(f, Level::Avx2, s, t, c))
+    }
+
+    #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
+    unsafe fn avx512_sum_of(f: Func, xs: &[f32], c: Option<f32>) -> f32 {
+        if f == Func::Exp {
+            // SAFETY: `s` and `t` are as long; AVX-512 is enabled here.
+            return match c {
+                None => run_sum(xs, |s, t| unsafe {
+                    avx512::exp512::<false>(s.as_ptr(), t.as_mut_ptr(), s.len(), 0.0)
+                }),
+                Some(c) => run_sum(xs, |s, t| unsafe {
+                    avx512::exp512::<true>(s.as_ptr(), t.as_mut_ptr(), s.len(), c)
+                }),
+            };
+        }
+        if f == Func::Tanh {
+            // SAFETY: as for `exp`.
+            return match c {
+                None => run_sum(xs, |s, t| unsafe {
+                    avx512::tanh512::<false>(s.as_ptr(), t.as_mut_ptr(), s.len(), 0.0)
+                }),
+                Some(c) => run_sum(xs, |s, t| unsafe {
+                    avx512::tanh512::<true>(s.as_ptr(), t.as_mut_ptr(), s.len(), c)
+                }),
+            };
+        }
+        run_sum(xs, |s, t| map_at(f, Level::Avx512, s, t, c))
+    }
+
+    /// # Safety
+    /// The level's features (AVX2+FMA, or AVX-512 F/DQ/VL too) are present.
+    pub(super) unsafe fn sum_of(f: Func, wide: bool, xs: &[f32], c: Option<f32>) -> f32 {
+        // SAFETY: the caller checked the features.
+        unsafe {
+            if wide {
+                avx512_sum_of(f, xs, c)
+            } else {
+                avx2_sum_of(f, xs, c)
+            }
+        }
+    }
+
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn avx2_sum_sq(sq: bool, xs: &[f32], c: f32) -> f32 {
+        if sq {
+            term_sum(xs, c, square)
+        } else {
+            term_sum(xs, c, plain)
+        }
+    }
+
+    #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
+    unsafe fn avx512_sum_sq(sq: bool, xs: &[f32], c: f32) -> f32 {
+        if sq {
+            term_sum(xs, c, square)
+        } else {
+            term_sum(xs, c, plain)
+        }
+    }
+
+    /// # Safety
+    /// As [`sum_of`].
+    pub(super) unsafe fn sum_sq(wide: bool, sq: bool, xs: &[f32], c: f32) -> f32 {
+        // SAFETY: the caller checked the features.
+        unsafe {
+            if wide {
+                avx512_sum_sq(sq, xs, c)
+            } else {
+                avx2_sum_sq(sq, xs, c)
+            }
+        }
+    }
+
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn avx2_reduce(op: RedOp, xs: &[f32]) -> f32 {
+        run_reduce(op, xs)
+    }
+
+    #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
+    unsafe fn avx512_reduce(op: RedOp, xs: &[f32]) -> f32 {
+        run_reduce(op, xs)
+    }
+
+    /// # Safety
+    /// As [`sum_of`].
+    pub(super) unsafe fn reduce(op: RedOp, wide: bool, xs: &[f32]) -> f32 {
+        // SAFETY: the caller checked the features.
+        unsafe {
+            if wide {
+                avx512_reduce(op, xs)
+            } else {
+                avx2_reduce(op, xs)
+            }
+        }
+    }
+
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn avx2_affine(kind: Affine, xs: &[f32], ys: &mut [f32], c: f32, d: f32) {
+        run_affine(kind, xs, ys, c, d)
+    }
+
+    #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
+    unsafe fn avx512_affine(kind: Affine, xs: &[f32], ys: &mut [f32], c: f32, d: f32) {
+        run_affine(kind, xs, ys, c, d)
+    }
+
+    /// # Safety
+    /// As [`sum_of`].
+    pub(super) unsafe fn affine(
+        kind: Affine,
+        wide: bool,
+        xs: &[f32],
+        ys: &mut [f32],
+        c: f32,
+        d: f32,
+    ) {
+        // SAFETY: the caller checked the features.
+        unsafe {
+            if wide {
+                avx512_affine(kind, xs, ys, c, d)
+            } else {
+                avx2_affine(kind, xs, ys, c, d)
+            }
+        }
+    }
+}
