@@ -181,6 +181,7 @@ define_language! {
         "abs" = Abs([Id; 1]),
         "max" = Max([Id; 2]),
         "min" = Min([Id; 2]),
+        "pow" = Pow([Id; 2]),
         "pair" = Pair([Id; 2]),
         "fst" = Fst([Id; 1]),
         "snd" = Snd([Id; 1]),
@@ -231,6 +232,7 @@ pub const OPERATORS: &[(&str, Option<usize>)] = &[
     ("abs", Some(1)),
     ("max", Some(2)),
     ("min", Some(2)),
+    ("pow", Some(2)),
     ("pair", Some(2)),
     ("fst", Some(1)),
     ("snd", Some(1)),
@@ -280,6 +282,7 @@ pub fn make_op(op: &str, ch: &[Id]) -> Option<TL> {
         "abs" => TL::Abs([a(0)]),
         "max" => TL::Max([a(0), a(1)]),
         "min" => TL::Min([a(0), a(1)]),
+        "pow" => TL::Pow([a(0), a(1)]),
         "pair" => TL::Pair([a(0), a(1)]),
         "fst" => TL::Fst([a(0)]),
         "snd" => TL::Snd([a(0)]),
@@ -338,6 +341,7 @@ pub(crate) fn node_func(n: &TL) -> Option<Func> {
         TL::Abs(_) => Func::Abs,
         TL::Max(_) => Func::Max,
         TL::Min(_) => Func::Min,
+        TL::Pow(_) => Func::Pow,
         _ => return None,
     })
 }

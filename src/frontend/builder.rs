@@ -303,6 +303,10 @@ pub fn max(a: E, b: E) -> E {
 pub fn min(a: E, b: E) -> E {
     E(Expr::Call(Func::Min, vec![a.0, b.0]))
 }
+/// `pow(a, b)`: `a` to the power `b` (C's `pow`).
+pub fn pow(a: E, b: E) -> E {
+    E(Expr::Call(Func::Pow, vec![a.0, b.0]))
+}
 
 impl E {
     /// `e[i]`.

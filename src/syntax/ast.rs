@@ -399,11 +399,13 @@ pub enum Func {
     Max,
     /// `min` (two arguments)
     Min,
+    /// `pow` (two arguments): `x` to the power `y`, C's `pow`
+    Pow,
 }
 
 impl Func {
     /// Every scalar function.
-    pub const ALL: [Func; 9] = [
+    pub const ALL: [Func; 10] = [
         Func::Sqrt,
         Func::Exp,
         Func::Log,
@@ -413,6 +415,7 @@ impl Func {
         Func::Abs,
         Func::Max,
         Func::Min,
+        Func::Pow,
     ];
     /// The name as written.
     pub fn name(self) -> &'static str {
@@ -426,6 +429,7 @@ impl Func {
             Func::Abs => "abs",
             Func::Max => "max",
             Func::Min => "min",
+            Func::Pow => "pow",
         }
     }
     /// The function of a name.
@@ -435,7 +439,7 @@ impl Func {
     /// Its number of arguments.
     pub fn arity(self) -> usize {
         match self {
-            Func::Max | Func::Min => 2,
+            Func::Max | Func::Min | Func::Pow => 2,
             _ => 1,
         }
     }
@@ -451,6 +455,7 @@ impl Func {
             Func::Abs => args[0].abs(),
             Func::Max => args[0].max(args[1]),
             Func::Min => args[0].min(args[1]),
+            Func::Pow => args[0].powf(args[1]),
         }
     }
 }

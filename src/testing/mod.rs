@@ -906,7 +906,7 @@ impl<R: Rng> Gen<'_, R> {
     }
     fn call(&mut self, d: u32) -> Expr {
         let a = self.real(d);
-        match self.rng.gen_range(0..8) {
+        match self.rng.gen_range(0..9) {
             0 => Expr::Call(Func::Sqrt, vec![Expr::Call(Func::Abs, vec![a])]),
             1 => Expr::Call(
                 Func::Log,
@@ -921,8 +921,21 @@ impl<R: Rng> Gen<'_, R> {
             4 => Expr::Call(Func::Tanh, vec![a]),
             5 => Expr::Call(Func::Abs, vec![a]),
             6 => Expr::Call(Func::Max, vec![a, self.real(d)]),
-            _ => Expr::Call(Func::Min, vec![a, self.real(d)]),
+            7 => Expr::Call(Func::Min, vec![a, self.real(d)]),
+            _ => self.pow(a, d),
         }
+    }
+    /// `pow(a, e)`: a literal exponent (the common case, integer or not),
+    /// a power of `|a|`, or any exponent (random values easily overflow
+    /// or make NaN; every engine must still agree on them).
+    fn pow(&mut self, a: Expr, d: u32) -> Expr {
+        const LITS: [f64; 8] = [2.0, 3.0, -1.0, -2.0, 0.5, 1.5, -1.5, 0.0];
+        let (x, y) = match self.rng.gen_range(0..3) {
+            0 => (a, Expr::Num(LITS[self.rng.gen_range(0..LITS.len())])),
+            1 => (Expr::Call(Func::Abs, vec![a]), self.real(d)),
+            _ => (a, self.real(d)),
+        };
+        Expr::Call(Func::Pow, vec![x, y])
     }
 }
 

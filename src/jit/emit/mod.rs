@@ -80,6 +80,10 @@ extern "C" fn f_min(x: f64, y: f64) -> f64 {
     Func::Min.apply(&[x, y])
 }
 
+extern "C" fn f_pow(x: f64, y: f64) -> f64 {
+    Func::Pow.apply(&[x, y])
+}
+
 const CALLS: &[(&str, Func, usize)] = &[
     ("einsat_exp", Func::Exp, 1),
     ("einsat_log", Func::Log, 1),
@@ -88,6 +92,7 @@ const CALLS: &[(&str, Func, usize)] = &[
     ("einsat_tanh", Func::Tanh, 1),
     ("einsat_max", Func::Max, 2),
     ("einsat_min", Func::Min, 2),
+    ("einsat_pow", Func::Pow, 2),
 ];
 
 /// The slice kernels of [`crate::vmath`] (`dst[0..n] = f(src[0..n])`),
@@ -252,6 +257,7 @@ fn new_module() -> Result<Imports, String> {
     jb.symbol("einsat_tanh", f_tanh as *const u8);
     jb.symbol("einsat_max", f_max as *const u8);
     jb.symbol("einsat_min", f_min as *const u8);
+    jb.symbol("einsat_pow", f_pow as *const u8);
     jb.symbol("einsat_vexp", crate::vmath::einsat_vexp as *const u8);
     jb.symbol("einsat_vlog", crate::vmath::einsat_vlog as *const u8);
     jb.symbol("einsat_vsin", crate::vmath::einsat_vsin as *const u8);
