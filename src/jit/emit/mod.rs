@@ -243,6 +243,9 @@ struct MomentIds {
     sum: FuncId,
     sum_sq: FuncId,
     affine: FuncId,
+    /// `pow` of two runs and of a run and a constant exponent
+    /// (`einsat_vpow`, `einsat_vpow_const`).
+    pow: (FuncId, FuncId),
 }
 
 type Imports = (JITModule, CallIds, VCallIds, RCallIds, FuncId, MomentIds);
@@ -313,6 +316,11 @@ fn new_module() -> Result<Imports, String> {
             crate::vmath::einsat_vsumsq_add as *const u8,
         ),
         ("einsat_vaffine", crate::vmath::einsat_vaffine as *const u8),
+        ("einsat_vpow", crate::vmath::einsat_vpow as *const u8),
+        (
+            "einsat_vpow_const",
+            crate::vmath::einsat_vpow_const as *const u8,
+        ),
     ] {
         jb.symbol(name, f);
     }
@@ -401,10 +409,29 @@ fn new_module() -> Result<Imports, String> {
     let affine = module
         .declare_function("einsat_vaffine", Linkage::Import, &sig)
         .map_err(|e| e.to_string())?;
+    // (x, y, dst, n): `dst[0..n] = pow(x[0..n], y[0..n])`
+    let mut sig = module.make_signature();
+    for _ in 0..3 {
+        sig.params.push(AbiParam::new(ptr));
+    }
+    sig.params.push(AbiParam::new(types::I64));
+    let vpow = module
+        .declare_function("einsat_vpow", Linkage::Import, &sig)
+        .map_err(|e| e.to_string())?;
+    // (x, dst, n, c): `dst[0..n] = pow(x[0..n], c)`
+    let mut sig = module.make_signature();
+    sig.params.push(AbiParam::new(ptr));
+    sig.params.push(AbiParam::new(ptr));
+    sig.params.push(AbiParam::new(types::I64));
+    sig.params.push(AbiParam::new(types::F64));
+    let vpow_const = module
+        .declare_function("einsat_vpow_const", Linkage::Import, &sig)
+        .map_err(|e| e.to_string())?;
     let moments = MomentIds {
         sum,
         sum_sq,
         affine,
+        pow: (vpow, vpow_const),
     };
     Ok((module, calls, vcalls, rcalls, vdiv, moments))
 }
@@ -520,6 +547,10 @@ pub fn compile(
                         vsum: module.declare_func_in_func(moments.sum, b.func),
                         vsum_sq: module.declare_func_in_func(moments.sum_sq, b.func),
                         vaffine: module.declare_func_in_func(moments.affine, b.func),
+                        vpow: (
+                            module.declare_func_in_func(moments.pow.0, b.func),
+                            module.declare_func_in_func(moments.pow.1, b.func),
+                        ),
                     };
                     b = loops::emit(b, p, &plan.nest, sched, at, plan.poll);
                 }
