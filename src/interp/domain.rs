@@ -293,7 +293,7 @@ fn dd_div(a: TwoFloat, b: TwoFloat) -> TwoFloat {
 }
 
 /// ln 2 in double-double.
-const DD_LN2: (f64, f64) = (0.6931471805599453, 2.3190468138462996e-17);
+const DD_LN2: (f64, f64) = (std::f64::consts::LN_2, 2.3190468138462996e-17);
 
 /// `2^k` for an exponent in the range of doubles' normal numbers.
 fn pow2(k: i32) -> f64 {
@@ -307,14 +307,14 @@ pub fn dd_ln(a: TwoFloat) -> TwoFloat {
     let mut a = a;
     let mut k = 0i32;
     if a.hi() < f64::MIN_POSITIVE {
-        a = a * pow2(54);
+        a *= pow2(54);
         k -= 54;
     }
     let e = ((a.hi().to_bits() >> 52) & 0x7ff) as i32 - 1023;
     a = a * pow2(-e / 2) * pow2(-e + e / 2);
     k += e;
     if a.hi() > std::f64::consts::SQRT_2 {
-        a = a * 0.5;
+        a *= 0.5;
         k += 1;
     }
     let one = TwoFloat::from(1.0);
