@@ -931,7 +931,16 @@ impl<R: Rng> Gen<'_, R> {
     fn pow(&mut self, a: Expr, d: u32) -> Expr {
         const LITS: [f64; 8] = [2.0, 3.0, -1.0, -2.0, 0.5, 1.5, -1.5, 0.0];
         let (x, y) = match self.rng.gen_range(0..3) {
-            0 => (a, Expr::Num(LITS[self.rng.gen_range(0..LITS.len())])),
+            0 => {
+                // (a negative literal is written, and parsed, as `-c`)
+                let c = LITS[self.rng.gen_range(0..LITS.len())];
+                let y = if c < 0.0 {
+                    Expr::Neg(Box::new(Expr::Num(-c)))
+                } else {
+                    Expr::Num(c)
+                };
+                (a, y)
+            }
             1 => (Expr::Call(Func::Abs, vec![a]), self.real(d)),
             _ => (a, self.real(d)),
         };
