@@ -45,19 +45,19 @@ const CASES: &[(&str, &[Expected])] = &[
     (
         "fn f(x: R) -> R = sigmoid(x)",
         &[
-            (1, 19, "unknown function `sigmoid`: the language has no `sigmoid`; write it as `1 / (1 + exp(-x))` (the functions are `sqrt`, `exp`, `log`, `sin`, `cos`, `tanh`, `abs`, `max`, `min`)"),
+            (1, 19, "unknown function `sigmoid`: the language has no `sigmoid`; write it as `1 / (1 + exp(-x))` (the functions are `sqrt`, `exp`, `log`, `sin`, `cos`, `tanh`, `abs`, `max`, `min`, `erf`, `pow`)"),
         ],
     ),
     (
         "fn f(x: R) -> R = expp(x)",
         &[
-            (1, 19, "unknown function `expp` (did you mean `exp`?) (the functions are `sqrt`, `exp`, `log`, `sin`, `cos`, `tanh`, `abs`, `max`, `min`; a product is written with `*`)"),
+            (1, 19, "unknown function `expp` (did you mean `exp`?) (the functions are `sqrt`, `exp`, `log`, `sin`, `cos`, `tanh`, `abs`, `max`, `min`, `erf`, `pow`; a product is written with `*`)"),
         ],
     ),
     (
         "fn f(x: R) -> R = relu(x)",
         &[
-            (1, 19, "unknown function `relu`: the language has no `relu`; write it as `max(x, 0)` (the functions are `sqrt`, `exp`, `log`, `sin`, `cos`, `tanh`, `abs`, `max`, `min`)"),
+            (1, 19, "unknown function `relu`: the language has no `relu`; write it as `max(x, 0)` (the functions are `sqrt`, `exp`, `log`, `sin`, `cos`, `tanh`, `abs`, `max`, `min`, `erf`, `pow`)"),
         ],
     ),
     (
@@ -258,7 +258,7 @@ const CASES: &[(&str, &[Expected])] = &[
     (
         "fn f(x: R) -> R = x(2)",
         &[
-            (1, 19, "unknown function `x` (the functions are `sqrt`, `exp`, `log`, `sin`, `cos`, `tanh`, `abs`, `max`, `min`; a product is written with `*`)"),
+            (1, 19, "unknown function `x` (the functions are `sqrt`, `exp`, `log`, `sin`, `cos`, `tanh`, `abs`, `max`, `min`, `erf`, `pow`; a product is written with `*`)"),
         ],
     ),
     (

@@ -159,7 +159,7 @@ class TraceError(Error, ValueError):
 
 
 _RESERVED = {"fn", "let", "in", "gen", "sum", "eps", "R", "Z", "sqrt", "exp", "log", "sin", "cos",
-             "tanh", "abs", "max", "min", "fold", "where"}
+             "tanh", "abs", "max", "min", "fold", "where", "pow"}
 _SIZE_NAMES = ["n", "m", "k", "l", "p", "q", "r", "s", "t", "u", "v", "w"]
 
 # ---------------------------------------------------------------- tracing state

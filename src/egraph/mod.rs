@@ -182,6 +182,7 @@ define_language! {
         "max" = Max([Id; 2]),
         "min" = Min([Id; 2]),
         "erf" = Erf([Id; 1]),
+        "pow" = Pow([Id; 2]),
         "pair" = Pair([Id; 2]),
         "fst" = Fst([Id; 1]),
         "snd" = Snd([Id; 1]),
@@ -233,6 +234,7 @@ pub const OPERATORS: &[(&str, Option<usize>)] = &[
     ("max", Some(2)),
     ("min", Some(2)),
     ("erf", Some(1)),
+    ("pow", Some(2)),
     ("pair", Some(2)),
     ("fst", Some(1)),
     ("snd", Some(1)),
@@ -283,6 +285,7 @@ pub fn make_op(op: &str, ch: &[Id]) -> Option<TL> {
         "max" => TL::Max([a(0), a(1)]),
         "min" => TL::Min([a(0), a(1)]),
         "erf" => TL::Erf([a(0)]),
+        "pow" => TL::Pow([a(0), a(1)]),
         "pair" => TL::Pair([a(0), a(1)]),
         "fst" => TL::Fst([a(0)]),
         "snd" => TL::Snd([a(0)]),
@@ -342,6 +345,7 @@ pub(crate) fn node_func(n: &TL) -> Option<Func> {
         TL::Max(_) => Func::Max,
         TL::Min(_) => Func::Min,
         TL::Erf(_) => Func::Erf,
+        TL::Pow(_) => Func::Pow,
         _ => return None,
     })
 }

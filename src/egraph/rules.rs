@@ -200,9 +200,9 @@ impl Rule {
         fn ok(s: &Sexp) -> bool {
             match s {
                 Sexp::Atom(a) => {
-                    const DENY: [&str; 18] = [
+                    const DENY: [&str; 19] = [
                         "/", "rmax", "rmin", "<", "<=", ">", ">=", "sqrt", "exp", "log", "sin",
-                        "cos", "tanh", "abs", "max", "min", "call", "erf",
+                        "cos", "tanh", "abs", "max", "min", "call", "erf", "pow",
                     ];
                     if DENY.contains(&a.as_str()) {
                         return false;

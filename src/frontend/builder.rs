@@ -308,6 +308,11 @@ pub fn erf(e: E) -> E {
     E(Expr::Call(Func::Erf, vec![e.0]))
 }
 
+/// `pow(a, b)`: `a` to the power `b` (C's `pow`).
+pub fn pow(a: E, b: E) -> E {
+    E(Expr::Call(Func::Pow, vec![a.0, b.0]))
+}
+
 impl E {
     /// `e[i]`.
     pub fn at(&self, i: impl Into<Aff>) -> E {

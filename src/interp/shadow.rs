@@ -352,6 +352,100 @@ fn div_kinds(a: Kind, b: Kind, out: &mut Vec<Kind>) -> Option<()> {
     Some(())
 }
 
+/// Representatives of a kind for [`Shadow::pow`] with a special value
+/// as the other argument: the special value itself, or the ends of the
+/// interval with every point `pow` treats apart that it holds (0, ±1, an
+/// odd integer of either sign, the neighbours of its ends: a non-odd
+/// point where an end is an odd integer).
+fn kind_reps(k: Kind) -> Vec<f64> {
+    match k {
+        Kind::P => vec![f64::INFINITY],
+        Kind::M => vec![f64::NEG_INFINITY],
+        Kind::N => vec![f64::NAN],
+        Kind::Fin(lo, hi) => {
+            let mut r = vec![lo, hi, lo.next_up().min(hi), hi.next_down().max(lo)];
+            for c in [0.0, 1.0, -1.0] {
+                if lo <= c && c <= hi {
+                    r.push(c);
+                }
+            }
+            // an odd integer of each sign, if the interval holds one
+            for (a, b) in [(lo, hi.min(-1.0)), (lo.max(1.0), hi)] {
+                let mut k = a.ceil();
+                if k % 2.0 == 0.0 {
+                    k += 1.0;
+                }
+                if k <= b && k.abs() < 2f64.powi(53) {
+                    r.push(k);
+                }
+            }
+            r
+        }
+    }
+}
+
+/// The outcomes of `pow(x, y)` for `x` in `[x0, x1]`, `y` in `[y0, y1]`
+/// (finite intervals; see [`Shadow::pow`]), before rounding.
+fn pow_box(x0: f64, x1: f64, y0: f64, y1: f64, out: &mut Vec<Kind>) {
+    // a zero x
+    if x0 <= 0.0 && 0.0 <= x1 {
+        if y0 < 0.0 {
+            // the sign of a zero is not part of the contract
+            out.extend([Kind::P, Kind::M]);
+        }
+        if y1 > 0.0 {
+            out.push(Kind::Fin(0.0, 0.0));
+        }
+        if y0 <= 0.0 && 0.0 <= y1 {
+            out.push(Kind::Fin(1.0, 1.0));
+        }
+    }
+    // |x|^y over the box of magnitudes [m0, m1] (m0 > 0): its corners
+    let corners = |m0: f64, m1: f64| {
+        let c = [m0.powf(y0), m0.powf(y1), m1.powf(y0), m1.powf(y1)];
+        let lo = c.iter().cloned().fold(f64::INFINITY, f64::min);
+        let hi = c.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+        (lo, hi)
+    };
+    let tiny = f64::from_bits(1);
+    // a magnitude range as outcomes of one sign (an overflow stays an
+    // infinite upper end: the finite values below it are kept)
+    let push = |lo: f64, hi: f64, neg: bool, out: &mut Vec<Kind>| {
+        if lo.is_finite() {
+            let hi = hi.min(f64::MAX);
+            out.push(if neg {
+                Kind::Fin(-hi, -lo)
+            } else {
+                Kind::Fin(lo, hi)
+            });
+        }
+        if hi == f64::INFINITY {
+            out.push(if neg { Kind::M } else { Kind::P });
+        }
+    };
+    if x1 > 0.0 {
+        let (lo, hi) = corners(x0.max(tiny), x1);
+        push(lo, hi, false, out);
+    }
+    if x0 < 0.0 {
+        let (lo, hi) = corners((-x1).max(tiny), -x0);
+        if y0 == y1 {
+            if y0.fract() != 0.0 {
+                out.push(Kind::N);
+            } else {
+                push(lo, hi, y0 % 2.0 != 0.0, out);
+            }
+        } else {
+            // a non-integer exponent, or integers of either parity
+            out.push(Kind::N);
+            if y0.ceil() <= y1 {
+                push(lo, hi, false, out);
+                push(lo, hi, true, out);
+            }
+        }
+    }
+}
+
 /// The running state of a sum: which kinds some choice of terms can give.
 pub struct ShAcc {
     v: f64,
@@ -532,7 +626,7 @@ impl Shadow {
                         let h = if pos || neg { mag(lo, hi) } else { 0.0 };
                         s.add_kind(Kind::Fin(l, h));
                     }
-                    Func::Max | Func::Min => unreachable!("binary"),
+                    Func::Max | Func::Min | Func::Pow => unreachable!("binary"),
                     Func::Erf => {
                         // increasing and bounded, as tanh
                         let (l, h) = (at(lo), at(hi));
@@ -551,6 +645,67 @@ impl Shadow {
 
     fn func2(&self, f: Func, a: &Sh, b: &Sh) -> Sh {
         self.monotone2(&|x: f64, y: f64| f.apply(&[x, y]), a, b)
+    }
+
+    /// `pow(a, b)`: the union over the kinds of its arguments. On finite
+    /// intervals, for `x > 0` the value `exp(y·ln x)` is monotone in `ln x`
+    /// and in `y` separately (bilinear in the exponent), so its extremes
+    /// over a box are at the box's corners: that carries the conditioning
+    /// in both arguments (`|y|` in `x`, `|y·ln x|` in `y`). A negative `x`
+    /// gives `±|x|^y` at an integer `y` and NaN elsewhere (an exponent
+    /// known only to an interval may be a non-integer); a zero `x` gives
+    /// 0, 1 or an infinity by the sign of `y`. Special values follow C99's
+    /// table (`pow(x, 0) = 1` even for a NaN `x`, `pow(1, y) = 1` even for
+    /// a NaN `y`), found by evaluating `pow` at a representative of every
+    /// case the other argument's interval holds.
+    fn pow(&self, a: &Sh, b: &Sh) -> Sh {
+        let f = |x: f64, y: f64| x.powf(y);
+        let v = self.r(f(a.v, b.v));
+        if a.is_any() || b.is_any() {
+            return Sh::any(v);
+        }
+        let mut out = Vec::new();
+        for x in a.kinds() {
+            for y in b.kinds() {
+                match (x, y) {
+                    (Kind::Fin(x0, x1), Kind::Fin(y0, y1)) => pow_box(x0, x1, y0, y1, &mut out),
+                    _ => {
+                        for &xr in &kind_reps(x) {
+                            for &yr in &kind_reps(y) {
+                                out.push(Sh::exact(f(xr, yr)).kinds().pop().expect("one kind"));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        let mut s = Sh::none(v);
+        let max = self.p.max();
+        for k in out {
+            match k {
+                Kind::Fin(lo, hi) => {
+                    // beyond the format's range: an infinity there (an
+                    // overflow), and the finite values up to the range
+                    if hi > max {
+                        s.pinf = true;
+                    }
+                    if lo < -max {
+                        s.ninf = true;
+                    }
+                    let (lo, hi) = (lo.max(-max), hi.min(max));
+                    if lo <= hi {
+                        s.add_kind(widened(lo, hi, 4.0 * self.u() * mag(lo, hi) + self.eta()));
+                    }
+                }
+                k => s.add_kind(k),
+            }
+        }
+        s.big = if s.finite_ok() {
+            mag(s.lo, s.hi).max(1.0)
+        } else {
+            1.0
+        };
+        s.settle(self.p)
     }
 
     /// A function of two numbers monotone in both (binary max/min, a step
@@ -732,6 +887,7 @@ impl Domain for Shadow {
     fn call(&self, f: Func, args: &[Sh]) -> Sh {
         match f {
             Func::Max | Func::Min => self.func2(f, &args[0], &args[1]),
+            Func::Pow => self.pow(&args[0], &args[1]),
             _ => self.func1(f, &args[0]),
         }
     }

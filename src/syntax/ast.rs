@@ -401,11 +401,13 @@ pub enum Func {
     Min,
     /// `erf`, the error function `2/√π ∫₀ˣ e^(-t²) dt` (`libm::erf`)
     Erf,
+    /// `pow` (two arguments): `x` to the power `y`, C's `pow`
+    Pow,
 }
 
 impl Func {
     /// Every scalar function.
-    pub const ALL: [Func; 10] = [
+    pub const ALL: [Func; 11] = [
         Func::Sqrt,
         Func::Exp,
         Func::Log,
@@ -416,6 +418,7 @@ impl Func {
         Func::Max,
         Func::Min,
         Func::Erf,
+        Func::Pow,
     ];
     /// The name as written.
     pub fn name(self) -> &'static str {
@@ -430,6 +433,7 @@ impl Func {
             Func::Max => "max",
             Func::Min => "min",
             Func::Erf => "erf",
+            Func::Pow => "pow",
         }
     }
     /// The function of a name.
@@ -439,7 +443,7 @@ impl Func {
     /// Its number of arguments.
     pub fn arity(self) -> usize {
         match self {
-            Func::Max | Func::Min => 2,
+            Func::Max | Func::Min | Func::Pow => 2,
             _ => 1,
         }
     }
@@ -456,6 +460,7 @@ impl Func {
             Func::Max => args[0].max(args[1]),
             Func::Min => args[0].min(args[1]),
             Func::Erf => libm::erf(args[0]),
+            Func::Pow => args[0].powf(args[1]),
         }
     }
 }

@@ -1442,7 +1442,6 @@ fn unknown_function(name: &str) -> String {
         "sinh" => Some("`(exp(x) - exp(-x)) / 2`"),
         "cosh" => Some("`(exp(x) + exp(-x)) / 2`"),
         "square" | "sqr" => Some("`x * x`"),
-        "pow" => Some("a product (`x * x * x`) or `exp(y * log(x))` for x > 0"),
         "ln" => Some("`log(x)` (the natural logarithm)"),
         "fabs" => Some("`abs(x)`"),
         "maximum" | "fmax" | "amax" => Some("`max(a, b)`"),

@@ -906,7 +906,7 @@ impl<R: Rng> Gen<'_, R> {
     }
     fn call(&mut self, d: u32) -> Expr {
         let a = self.real(d);
-        match self.rng.gen_range(0..9) {
+        match self.rng.gen_range(0..10) {
             0 => Expr::Call(Func::Sqrt, vec![Expr::Call(Func::Abs, vec![a])]),
             1 => Expr::Call(
                 Func::Log,
@@ -922,8 +922,30 @@ impl<R: Rng> Gen<'_, R> {
             5 => Expr::Call(Func::Abs, vec![a]),
             6 => Expr::Call(Func::Max, vec![a, self.real(d)]),
             7 => Expr::Call(Func::Min, vec![a, self.real(d)]),
-            _ => Expr::Call(Func::Erf, vec![a]),
+            8 => Expr::Call(Func::Erf, vec![a]),
+            _ => self.pow(a, d),
         }
+    }
+    /// `pow(a, e)`: a literal exponent (the common case, integer or not),
+    /// a power of `|a|`, or any exponent (random values easily overflow
+    /// or make NaN; every engine must still agree on them).
+    fn pow(&mut self, a: Expr, d: u32) -> Expr {
+        const LITS: [f64; 8] = [2.0, 3.0, -1.0, -2.0, 0.5, 1.5, -1.5, 0.0];
+        let (x, y) = match self.rng.gen_range(0..3) {
+            0 => {
+                // (a negative literal is written, and parsed, as `-c`)
+                let c = LITS[self.rng.gen_range(0..LITS.len())];
+                let y = if c < 0.0 {
+                    Expr::Neg(Box::new(Expr::Num(-c)))
+                } else {
+                    Expr::Num(c)
+                };
+                (a, y)
+            }
+            1 => (Expr::Call(Func::Abs, vec![a]), self.real(d)),
+            _ => (a, self.real(d)),
+        };
+        Expr::Call(Func::Pow, vec![x, y])
     }
 }
 

@@ -63,7 +63,11 @@
 //!   `Σ (x - m)·(x - m)` with its two factors written alike), calls the
 //!   vector sum (all in [`crate::vmath`], full vector width, `f64`, or
 //!   their `f32` forms in `F32`, the stage buffers then holding `f32`s;
-//!   the same operations as written, sums reordered only). The affine maps
+//!   the same operations as written, sums reordered only). A `pow(x, y)`
+//!   whose arguments (no loops of their own) move with the loop is staged
+//!   too: `x` into the stage buffer, `y` into a second one (or, fixed in
+//!   the loop, passed as a constant exponent), one call of
+//!   [`crate::vmath::einsat_vpow`] (`einsat_vpow_const`) for the block. The affine maps
 //!   and sums call their kernel for runs of at least [`MIN_KERNEL_RUN`]
 //!   iterations and run inline below that (a branch per run).
 //! - **loops** are rotated (one test before the loop, then one at the
@@ -173,6 +177,28 @@ fn staged_calls(
         {
             let buf = first + calls.len();
             calls.push((*f, args[0].clone()));
+            SchedExpr::Load {
+                buf,
+                ixs: vec![LoadIndex {
+                    aff: IndexExpr {
+                        terms: vec![(var, 1)],
+                        constant: 0,
+                    },
+                    dim: SizeRef::Lit(STAGE_BLOCK as i64),
+                    checked: false,
+                }],
+                flag: None,
+            }
+        }
+        // `pow(x, y)`: the call itself is the staged "argument" (its two
+        // arguments are staged apart, [`LoopEmitter::stage`])
+        SchedExpr::Call(Func::Pow, args)
+            if calls.len() < MAX_STAGED
+                && args.iter().any(|a| mentions(a, var))
+                && !args.iter().any(has_loop) =>
+        {
+            let buf = first + calls.len();
+            calls.push((Func::Pow, t.clone()));
             SchedExpr::Load {
                 buf,
                 ixs: vec![LoadIndex {
@@ -300,6 +326,12 @@ pub(crate) struct At<'l> {
     /// `dst[0..n] = kind(src[0..n], c, d)` of [`crate::vmath`]
     /// ([`crate::vmath::Affine`]; `src, dst, n, c, d, kind`).
     pub vaffine: cranelift_codegen::ir::FuncRef,
+    /// `pow` of [`crate::vmath`]: of two runs (`x, y, dst, n`) and of a
+    /// run and a constant exponent (`x, dst, n, c`).
+    pub vpow: (
+        cranelift_codegen::ir::FuncRef,
+        cranelift_codegen::ir::FuncRef,
+    ),
 }
 
 /// The slice kernels of one function of [`crate::vmath`], imported into
@@ -341,6 +373,7 @@ pub(crate) fn emit<'a>(
         vsum,
         vsum_sq,
         vaffine,
+        vpow,
     } = at;
     let mf = MemFlagsData::trusted();
     let mut used = vec![false; p.bufs.len()];
@@ -390,6 +423,7 @@ pub(crate) fn emit<'a>(
         vsum,
         vsum_sq,
         vaffine,
+        vpow,
         n_bufs,
         staging: false,
         bases,
@@ -450,6 +484,11 @@ struct LoopEmitter<'a, 'l> {
     vsum_sq: cranelift_codegen::ir::FuncRef,
     /// The affine maps of a run ([`At::vaffine`]).
     vaffine: cranelift_codegen::ir::FuncRef,
+    /// `pow` of runs ([`At::vpow`]).
+    vpow: (
+        cranelift_codegen::ir::FuncRef,
+        cranelift_codegen::ir::FuncRef,
+    ),
     /// The buffers of the program; `bases`/`strides` entries beyond are
     /// the stack buffers of staged calls ([`LoopEmitter::stage`]),
     /// unit-stride.
@@ -1211,13 +1250,27 @@ impl LoopEmitter<'_, '_> {
         for (f, _) in &calls {
             match self.vfuncs.iter().find(|v| v.f == *f) {
                 Some(v) => kernels.push((v.map, v.map_add, v.sum_add)),
+                // (its own call below; `f64` buffers only: in `F32` the
+                // stage buffers hold `f32`s, and `pow` stays a scalar call)
+                None if *f == Func::Pow && self.ft == types::F64 => {
+                    kernels.push((self.vpow.0, self.vpow.1, self.vpow.0))
+                }
                 None => return false,
             }
         }
         // an argument that is a unit-stride run of a buffer (plus or minus
         // a value that does not move with the loop) is read by the kernel
         // in place, not copied into a stage buffer
-        let srcs: Vec<Option<RunSrc>> = calls.iter().map(|(_, a)| self.run_src(a, var)).collect();
+        let srcs: Vec<Option<RunSrc>> = calls
+            .iter()
+            .map(|(f, a)| {
+                if *f != Func::Pow {
+                    self.run_src(a, var)
+                } else {
+                    None
+                }
+            })
+            .collect();
         let direct: Vec<bool> = srcs.iter().map(Option::is_some).collect();
         // a sum whose term is the one call of a run (log-sum-exp's
         // `sum(i:n) exp(x[i] - m)`): one fused kernel call adds the terms
@@ -1297,6 +1350,20 @@ impl LoopEmitter<'_, '_> {
                 ))
             })
             .collect();
+        // a `pow` whose exponent moves with the loop: a buffer for it
+        let pow_y: Vec<_> = calls
+            .iter()
+            .map(|(f, a)| match a {
+                SchedExpr::Call(Func::Pow, args) if *f == Func::Pow && mentions(&args[1], var) => {
+                    Some(self.b.create_sized_stack_slot(StackSlotData::new(
+                        StackSlotKind::ExplicitSlot,
+                        (STAGE_BLOCK * 8) as u32,
+                        4,
+                    )))
+                }
+                _ => None,
+            })
+            .collect();
         for_blocks(
             self,
             lo,
@@ -1328,6 +1395,25 @@ impl LoopEmitter<'_, '_> {
                         g.set_var(var, b0);
                         g.run_call((kernels[c].0, kernels[c].1), src, dst, n);
                         g.cur[var] = None;
+                        bases.push(base);
+                        continue;
+                    }
+                    if let (Func::Pow, SchedExpr::Call(_, args)) = &calls[c] {
+                        // x into the stage buffer, y into its own (or
+                        // the constant exponent), then the kernel
+                        g.stage_fill(&args[0], var, base, b0, b1);
+                        match pow_y[c] {
+                            Some(slot) => {
+                                let ya = g.b.ins().stack_addr(ptr, slot, 0);
+                                let ybase = g.b.ins().isub(ya, off0);
+                                g.stage_fill(&args[1], var, ybase, b0, b1);
+                                g.b.ins().call(g.vpow.0, &[addr, ya, dst, n]);
+                            }
+                            None => {
+                                let (y, _) = g.scalar(&args[1]);
+                                g.b.ins().call(g.vpow.1, &[addr, dst, n, y]);
+                            }
+                        }
                         bases.push(base);
                         continue;
                     }
@@ -1380,6 +1466,19 @@ impl LoopEmitter<'_, '_> {
             },
         );
         true
+    }
+
+    /// Write `arg` for `var` in `b0..b1` to a stage buffer whose element
+    /// `var` is at `base + 8·var` (as `f64`: `pow` is staged in `F64` only), one
+    /// iteration at a time (the arguments of a staged `pow`).
+    fn stage_fill(&mut self, arg: &SchedExpr, var: usize, base: Value, b0: Value, b1: Value) {
+        self.for_range(var, b0, b1, &mut |g| {
+            let (v, _) = g.scalar(arg);
+            let i = g.var(var);
+            let bytes = g.b.ins().ishl_imm_s(i, 3);
+            let a = g.b.ins().iadd(base, bytes);
+            g.b.ins().store(g.mf, v, a, 0);
+        });
     }
 
     /// Whether `t` is a load of a program buffer (no flags, no checked

@@ -84,6 +84,10 @@ extern "C" fn f_erf(x: f64) -> f64 {
     Func::Erf.apply(&[x])
 }
 
+extern "C" fn f_pow(x: f64, y: f64) -> f64 {
+    Func::Pow.apply(&[x, y])
+}
+
 const CALLS: &[(&str, Func, usize)] = &[
     ("einsat_exp", Func::Exp, 1),
     ("einsat_log", Func::Log, 1),
@@ -93,6 +97,7 @@ const CALLS: &[(&str, Func, usize)] = &[
     ("einsat_max", Func::Max, 2),
     ("einsat_min", Func::Min, 2),
     ("einsat_erf", Func::Erf, 1),
+    ("einsat_pow", Func::Pow, 2),
 ];
 
 /// The slice kernels of [`crate::vmath`] (`dst[0..n] = f(src[0..n])`),
@@ -249,6 +254,9 @@ struct MomentIds {
     sum: FuncId,
     sum_sq: FuncId,
     affine: FuncId,
+    /// `pow` of two runs and of a run and a constant exponent
+    /// (`einsat_vpow`, `einsat_vpow_const`).
+    pow: (FuncId, FuncId),
 }
 
 type Imports = (JITModule, CallIds, VCallIds, RCallIds, FuncId, MomentIds);
@@ -268,6 +276,7 @@ fn new_module(kt: types::Type) -> Result<Imports, String> {
     jb.symbol("einsat_max", f_max as *const u8);
     jb.symbol("einsat_min", f_min as *const u8);
     jb.symbol("einsat_erf", f_erf as *const u8);
+    jb.symbol("einsat_pow", f_pow as *const u8);
     jb.symbol("einsat_vexp", crate::vmath::einsat_vexp as *const u8);
     jb.symbol("einsat_vlog", crate::vmath::einsat_vlog as *const u8);
     jb.symbol("einsat_vsin", crate::vmath::einsat_vsin as *const u8);
@@ -331,6 +340,11 @@ fn new_module(kt: types::Type) -> Result<Imports, String> {
         (
             "einsat_vsum_erf_add",
             crate::vmath::einsat_vsum_erf_add as *const u8,
+        ),
+        ("einsat_vpow", crate::vmath::einsat_vpow as *const u8),
+        (
+            "einsat_vpow_const",
+            crate::vmath::einsat_vpow_const as *const u8,
         ),
     ] {
         jb.symbol(name, f);
@@ -521,10 +535,29 @@ fn new_module(kt: types::Type) -> Result<Imports, String> {
     let affine = module
         .declare_function(&name_of("einsat_vaffine"), Linkage::Import, &sig)
         .map_err(|e| e.to_string())?;
+    // (x, y, dst, n): `dst[0..n] = pow(x[0..n], y[0..n])`
+    let mut sig = module.make_signature();
+    for _ in 0..3 {
+        sig.params.push(AbiParam::new(ptr));
+    }
+    sig.params.push(AbiParam::new(types::I64));
+    let vpow = module
+        .declare_function("einsat_vpow", Linkage::Import, &sig)
+        .map_err(|e| e.to_string())?;
+    // (x, dst, n, c): `dst[0..n] = pow(x[0..n], c)`
+    let mut sig = module.make_signature();
+    sig.params.push(AbiParam::new(ptr));
+    sig.params.push(AbiParam::new(ptr));
+    sig.params.push(AbiParam::new(types::I64));
+    sig.params.push(AbiParam::new(types::F64));
+    let vpow_const = module
+        .declare_function("einsat_vpow_const", Linkage::Import, &sig)
+        .map_err(|e| e.to_string())?;
     let moments = MomentIds {
         sum,
         sum_sq,
         affine,
+        pow: (vpow, vpow_const),
     };
     Ok((module, calls, vcalls, rcalls, vdiv, moments))
 }
@@ -644,6 +677,10 @@ pub fn compile(
                         vsum: module.declare_func_in_func(moments.sum, b.func),
                         vsum_sq: module.declare_func_in_func(moments.sum_sq, b.func),
                         vaffine: module.declare_func_in_func(moments.affine, b.func),
+                        vpow: (
+                            module.declare_func_in_func(moments.pow.0, b.func),
+                            module.declare_func_in_func(moments.pow.1, b.func),
+                        ),
                     };
                     b = loops::emit(b, p, &plan.nest, sched, at, plan.poll);
                 }
