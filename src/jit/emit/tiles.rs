@@ -3,7 +3,12 @@
 //! `o.. * sum(k..) m.. * sum(l..) f1 * f2 * …`) whose factors are loads
 //! with plain indices (no brackets, no padding, no calls) and numbers is
 //! emitted as a scheduled, register-tiled, vectorised (`f64x2`, `fma`) loop
-//! nest instead of the general scalar code of [`super::loops`].
+//! nest instead of the general scalar code of [`super::loops`]. In
+//! `Precision::F32` the same code runs on `f32` (`f32x4` vectors where
+//! `f64` has `f64x2`, so the plan's lanes are 4; 4-byte loads and stores,
+//! `f32` accumulators, literals rounded to `f32`): every operation rounds
+//! to `f32` as the scalar code does, and the `fma` is only a sum's
+//! accumulation, which the contract allows in either format.
 //!
 //! [`crate::jit::schedule::tiles::plan`] decides from the nest and the layout whether this module takes
 //! the nest, and how: which loop variable the `f64x2` lanes run along (the
