@@ -719,10 +719,11 @@ impl TileEmitter<'_, '_> {
         if unit {
             return self.load_ro(vt, base, &[ro, geo.col_off[a][vl * c]]);
         }
-        let x0 = self.load_ro(ft, base, &[ro, geo.col_off[a][vl * c]]);
-        let mut v = self.b.ins().splat(vt, x0);
-        for l in 1..vl {
-            let x = self.load_ro(ft, base, &[ro, geo.col_off[a][vl * c + l]]);
+        let xs: Vec<Value> = (0..vl)
+            .map(|l| self.load_ro(ft, base, &[ro, geo.col_off[a][vl * c + l]]))
+            .collect();
+        let mut v = self.b.ins().splat(vt, xs[0]);
+        for (l, &x) in xs.iter().enumerate().skip(1) {
             v = self.b.ins().insertlane(v, x, l as u8);
         }
         v
@@ -1183,10 +1184,11 @@ impl TileEmitter<'_, '_> {
         if self.unit(0, self.plan.v) {
             return self.load_at(vt, base, &[ro, geo.col_off[0][vl * c]]);
         }
-        let x0 = self.load_at(ft, base, &[ro, geo.col_off[0][vl * c]]);
-        let mut v = self.b.ins().splat(vt, x0);
-        for l in 1..vl {
-            let x = self.load_at(ft, base, &[ro, geo.col_off[0][vl * c + l]]);
+        let xs: Vec<Value> = (0..vl)
+            .map(|l| self.load_at(ft, base, &[ro, geo.col_off[0][vl * c + l]]))
+            .collect();
+        let mut v = self.b.ins().splat(vt, xs[0]);
+        for (l, &x) in xs.iter().enumerate().skip(1) {
             v = self.b.ins().insertlane(v, x, l as u8);
         }
         v
