@@ -102,13 +102,8 @@ pub(crate) struct Levels {
 }
 
 impl Levels {
-    /// `k` totals, all 0, defined where the blocks' loop starts.
-    pub(crate) fn new(b: &mut FunctionBuilder, k: usize) -> Levels {
-        Levels::new_typed(b, k, types::F64)
-    }
-
-    /// [`Levels::new`] with totals of the number type `ty` (`F64`, `F32`,
-    /// `I64`, `I32`).
+    /// `k` totals of the number type `ty` (`F64`, `F32`, `I64`, `I32`),
+    /// all 0, defined where the blocks' loop starts.
     pub(crate) fn new_typed(b: &mut FunctionBuilder, k: usize, ty: types::Type) -> Levels {
         let zero = fzero(b, ty);
         let var = |b: &mut FunctionBuilder| {

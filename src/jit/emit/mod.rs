@@ -632,13 +632,19 @@ pub fn compile(
                 Backend::Skip => {
                     b.ins().return_(&[]);
                 }
-                Backend::Tiles(_) if opts.precision != crate::precision::Precision::F64 => {
+                Backend::Tiles(_) if opts.precision.is_int() => {
                     return Err(
-                        "register tiles are written for f64 (the schedule never plans them in other formats)"
+                        "register tiles are written for f64 and f32 (the schedule never plans them in integer formats)"
                             .into(),
                     );
                 }
-                Backend::Tiles(t) => tiles::emit(&mut b, p, layout, &stride_at, e, t, plan.poll),
+                Backend::Tiles(t) => {
+                    let ft = match opts.precision {
+                        crate::precision::Precision::F32 => types::F32,
+                        _ => types::F64,
+                    };
+                    tiles::emit(&mut b, p, layout, &stride_at, e, t, plan.poll, ft)
+                }
                 Backend::Loops(sched) => {
                     let mut funcs = Vec::new();
                     for (f, id) in &calls {

@@ -3,7 +3,12 @@
 //! `o.. * sum(k..) m.. * sum(l..) f1 * f2 * …`) whose factors are loads
 //! with plain indices (no brackets, no padding, no calls) and numbers is
 //! emitted as a scheduled, register-tiled, vectorised (`f64x2`, `fma`) loop
-//! nest instead of the general scalar code of [`super::loops`].
+//! nest instead of the general scalar code of [`super::loops`]. In
+//! `Precision::F32` the same code runs on `f32` (`f32x4` vectors where
+//! `f64` has `f64x2`, so the plan's lanes are 4; 4-byte loads and stores,
+//! `f32` accumulators, literals rounded to `f32`): every operation rounds
+//! to `f32` as the scalar code does, and the `fma` is only a sum's
+//! accumulation, which the contract allows in either format.
 //!
 //! [`crate::jit::schedule::tiles::plan`] decides from the nest and the layout whether this module takes
 //! the nest, and how: which loop variable the `f64x2` lanes run along (the
@@ -188,6 +193,12 @@ struct TileEmitter<'a, 'b> {
     poll: Option<Poll>,
     /// Loops emitted so far.
     loops: usize,
+    /// The number type (`F64` or `F32`), its vector of 16 bytes
+    /// (`F64X2`, `F32X4`), its size in bytes and that size's log2.
+    ft: Type,
+    vt: Type,
+    esz: i64,
+    esh: i64,
 }
 
 /// The block of the reduction being emitted (see [`TilePlan::kblock`]).
@@ -206,7 +217,9 @@ impl<'a> Emits<'a> for TileEmitter<'a, '_> {
 }
 
 /// Emit the body of the nest's function, return included. `stride_at[b]`
-/// is where buffer `b`'s strides start in the strides array.
+/// is where buffer `b`'s strides start in the strides array; `ft` the
+/// number type (`F64`, or `F32` with `f32x4` vectors).
+#[allow(clippy::too_many_arguments)]
 pub fn emit(
     b: &mut FunctionBuilder,
     p: &LoopProgram,
@@ -215,8 +228,14 @@ pub fn emit(
     e: EntryParams,
     plan: &TilePlan,
     poll: bool,
+    ft: Type,
 ) {
     let mf = MemFlagsData::trusted();
+    let (vt, esz, esh) = if ft == types::F32 {
+        (types::F32X4, 4, 2)
+    } else {
+        (types::F64X2, 8, 3)
+    };
     let poll = poll.then(|| Poll::setup(b, e.sizes, p.sizes.len()));
     let mut bases: Vec<Option<Value>> = vec![None; p.bufs.len()];
     let mut ptrs = Vec::with_capacity(plan.acc.len());
@@ -273,13 +292,17 @@ pub fn emit(
         cur_k: None,
         poll,
         loops: 0,
+        ft,
+        vt,
+        esz,
+        esh,
     };
     if plan.pack.is_some() {
         let kc = plan.kblock as u32;
         let mk = |em: &mut TileEmitter, n: u32| {
             em.b.create_sized_stack_slot(StackSlotData::new(
                 StackSlotKind::ExplicitSlot,
-                kc * n * 8,
+                kc * n * em.esz as u32,
                 6,
             ))
         };
@@ -303,6 +326,16 @@ fn mul(b: &mut FunctionBuilder, a: Option<Value>, x: Value) -> Option<Value> {
 }
 
 impl TileEmitter<'_, '_> {
+    /// The number `x` in the number type (rounded to `f32` in `F32`, as
+    /// the language rounds literals).
+    fn fconst(&mut self, x: f64) -> Value {
+        if self.ft == types::F32 {
+            self.b.ins().f32const(x as f32)
+        } else {
+            self.b.ins().f64const(x)
+        }
+    }
+
     fn iconst(&mut self, x: i64) -> Value {
         self.b.ins().iconst(types::I64, x)
     }
@@ -337,10 +370,10 @@ impl TileEmitter<'_, '_> {
             let plan = self.plan;
             let k = plan.red[0].0;
             let (st, unit) = match (a == PA, v) {
-                (true, x) if x == k => (8 * self.mr as i64, false),
+                (true, x) if x == k => (self.esz * self.mr as i64, false),
                 (true, x) if Some(x) == plan.w => (8, true),
-                (false, x) if x == k => ((8 * plan.cols * plan.lanes) as i64, false),
-                (false, x) if x == plan.v => ((8 * plan.kblock) as i64, false),
+                (false, x) if x == k => (self.esz * (plan.cols * plan.lanes) as i64, false),
+                (false, x) if x == plan.v => (self.esz * plan.kblock as i64, false),
                 _ => return None,
             };
             return Some((self.iconst(st), unit));
@@ -350,7 +383,8 @@ impl TileEmitter<'_, '_> {
             .find(|(x, _, _)| *x == v)?
             .clone();
         if unit {
-            return Some((self.iconst(8), true));
+            let esz = self.esz;
+            return Some((self.iconst(esz), true));
         }
         let mut tot: Option<Value> = None;
         for k in at {
@@ -364,7 +398,7 @@ impl TileEmitter<'_, '_> {
             });
         }
         let tot = tot.expect("an access indexes an axis by each of its variables");
-        Some((self.b.ins().ishl_imm_s(tot, 3), false))
+        Some((self.b.ins().ishl_imm_s(tot, self.esh), false))
     }
 
     /// Whether access `a` is unit-stride along `v`.
@@ -449,7 +483,7 @@ impl TileEmitter<'_, '_> {
             None
         } else {
             let ov = self.b.declare_var(types::I64);
-            let o0 = self.b.ins().ishl_imm_s(start, 3);
+            let o0 = self.b.ins().ishl_imm_s(start, self.esh);
             self.b.def_var(ov, o0);
             Some(ov)
         };
@@ -489,7 +523,7 @@ impl TileEmitter<'_, '_> {
             if let Some(off) = off {
                 let o = match j {
                     0 => off,
-                    _ => self.b.ins().iadd_imm_s(off, 8 * step * j as i64),
+                    _ => self.b.ins().iadd_imm_s(off, self.esz * step * j as i64),
                 };
                 for &k in &shared {
                     inner[k] = self.b.ins().iadd(ptrs[k], o);
@@ -517,7 +551,10 @@ impl TileEmitter<'_, '_> {
             self.b.def_var(*pv, p1);
         }
         if let (Some(ov), Some(off)) = (offv, off) {
-            let o1 = self.b.ins().iadd_imm_s(off, 8 * step * unroll as i64);
+            let o1 = self
+                .b
+                .ins()
+                .iadd_imm_s(off, self.esz * step * unroll as i64);
             self.b.def_var(ov, o1);
         }
         self.b.ins().jump(head, &[]);
@@ -577,7 +614,7 @@ impl TileEmitter<'_, '_> {
                 }
                 Some((_, true)) => {
                     slot.push(vec![a; rows]);
-                    off.push((0..rows).map(|r| Offset::C(8 * r as i64)).collect());
+                    off.push((0..rows).map(|r| Offset::C(self.esz * r as i64)).collect());
                 }
                 Some((s, false)) => {
                     let mut sl = vec![a];
@@ -599,11 +636,12 @@ impl TileEmitter<'_, '_> {
     fn geo(&mut self, rg: &RowGeo, cols: usize, lanes: usize) -> TileGeometry {
         let v = self.plan.v;
         let n = cols * lanes;
+        let esz = self.esz;
         let col_off = (0..self.plan.acc.len())
             .map(|a| match self.stride(a, v) {
-                Some(_) if self.eff(a) == PB => (0..n).map(|k| Offset::C(8 * k as i64)).collect(),
+                Some(_) if self.eff(a) == PB => (0..n).map(|k| Offset::C(esz * k as i64)).collect(),
                 None => vec![Offset::C(0); n],
-                Some((_, true)) => (0..n).map(|k| Offset::C(8 * k as i64)).collect(),
+                Some((_, true)) => (0..n).map(|k| Offset::C(esz * k as i64)).collect(),
                 Some((s, false)) => (0..n)
                     .map(|k| {
                         if k == 0 {
@@ -643,23 +681,23 @@ impl TileEmitter<'_, '_> {
 
     fn load_at(&mut self, ty: Type, base: Value, offs: &[Offset]) -> Value {
         let (a, c) = self.addr(base, offs);
-        let f = if ty == types::F64 { self.mf } else { self.mv };
+        let f = if ty.is_vector() { self.mv } else { self.mf };
         self.b.ins().load(ty, f, a, c)
     }
 
     /// A load of a factor (read-only during the nest; see [`TileEmitter::rf`]).
     fn load_ro(&mut self, ty: Type, base: Value, offs: &[Offset]) -> Value {
         let (a, c) = self.addr(base, offs);
-        let f = if ty == types::F64 { self.rf } else { self.rv };
+        let f = if ty.is_vector() { self.rv } else { self.rf };
         self.b.ins().load(ty, f, a, c)
     }
 
     fn store_at(&mut self, x: Value, base: Value, offs: &[Offset]) {
         let (a, c) = self.addr(base, offs);
-        let f = if self.b.func.dfg.value_type(x) == types::F64 {
-            self.mf
-        } else {
+        let f = if self.b.func.dfg.value_type(x).is_vector() {
             self.mv
+        } else {
+            self.mf
         };
         self.b.ins().store(f, x, a, c);
     }
@@ -670,20 +708,25 @@ impl TileEmitter<'_, '_> {
         let base = ptrs[geo.row_slot[a][r]];
         let ro = geo.row_off[a][r];
         let along_v = self.dep(a, Some(self.plan.v));
+        let (ft, vt, vl) = (self.ft, self.vt, geo.lanes);
         if !along_v {
-            return self.load_ro(types::F64, base, &[ro]);
+            return self.load_ro(ft, base, &[ro]);
         }
-        if geo.lanes == 1 {
-            return self.load_ro(types::F64, base, &[ro, geo.col_off[a][c]]);
+        if vl == 1 {
+            return self.load_ro(ft, base, &[ro, geo.col_off[a][c]]);
         }
         let unit = self.unit(a, self.plan.v);
         if unit {
-            return self.load_ro(types::F64X2, base, &[ro, geo.col_off[a][2 * c]]);
+            return self.load_ro(vt, base, &[ro, geo.col_off[a][vl * c]]);
         }
-        let x0 = self.load_ro(types::F64, base, &[ro, geo.col_off[a][2 * c]]);
-        let x1 = self.load_ro(types::F64, base, &[ro, geo.col_off[a][2 * c + 1]]);
-        let v = self.b.ins().splat(types::F64X2, x0);
-        self.b.ins().insertlane(v, x1, 1)
+        let xs: Vec<Value> = (0..vl)
+            .map(|l| self.load_ro(ft, base, &[ro, geo.col_off[a][vl * c + l]]))
+            .collect();
+        let mut v = self.b.ins().splat(vt, xs[0]);
+        for (l, &x) in xs.iter().enumerate().skip(1) {
+            v = self.b.ins().insertlane(v, x, l as u8);
+        }
+        v
     }
 
     /// Multiply `items` into the partial products of a tile.
@@ -693,7 +736,7 @@ impl TileEmitter<'_, '_> {
         for it in items {
             match *it {
                 Factor::Num(x) => {
-                    let k = self.b.ins().f64const(x);
+                    let k = self.fconst(x);
                     for r in 0..parts.s.len() {
                         parts.s[r] = mul(self.b, parts.s[r], k);
                     }
@@ -739,7 +782,7 @@ impl TileEmitter<'_, '_> {
     fn splat_s(&mut self, lanes: usize, parts: &mut Parts) {
         for r in 0..parts.s.len() {
             parts.ss[r] = match (lanes, parts.s[r]) {
-                (2, Some(s)) => Some(self.b.ins().splat(types::F64X2, s)),
+                (l, Some(s)) if l > 1 => Some(self.b.ins().splat(self.vt, s)),
                 (_, s) => s,
             };
         }
@@ -898,9 +941,9 @@ impl TileEmitter<'_, '_> {
             }
             (Some(s), None) | (None, Some(s)) => self.b.ins().fadd(a, s),
             (None, None) => {
-                let one = self.b.ins().f64const(1.0);
-                let one = if lanes == 2 {
-                    self.b.ins().splat(types::F64X2, one)
+                let one = self.fconst(1.0);
+                let one = if lanes > 1 {
+                    self.b.ins().splat(self.vt, one)
                 } else {
                     one
                 };
@@ -911,16 +954,16 @@ impl TileEmitter<'_, '_> {
     }
 
     fn zero(&mut self, lanes: usize) -> Value {
-        let z = self.b.ins().f64const(0.0);
-        if lanes == 2 {
-            self.b.ins().splat(types::F64X2, z)
+        let z = self.fconst(0.0);
+        if lanes > 1 {
+            self.b.ins().splat(self.vt, z)
         } else {
             z
         }
     }
 
     fn acc_var(&mut self, lanes: usize) -> Variable {
-        let ty = if lanes == 2 { types::F64X2 } else { types::F64 };
+        let ty = if lanes > 1 { self.vt } else { self.ft };
         let v = self.b.declare_var(ty);
         let z = self.zero(lanes);
         self.b.def_var(v, z);
@@ -932,11 +975,13 @@ impl TileEmitter<'_, '_> {
         let first = add_tree(self.b, vals);
         let mut s = match (first.as_ref(), tail) {
             (None, Some(t)) => return t,
-            (None, None) => self.b.ins().f64const(0.0),
-            (Some(&v), _) if lanes == 2 => {
-                let x0 = self.b.ins().extractlane(v, 0);
-                let x1 = self.b.ins().extractlane(v, 1);
-                self.b.ins().fadd(x0, x1)
+            (None, None) => self.fconst(0.0),
+            (Some(&v), _) if lanes > 1 => {
+                // the lanes' pairwise tree
+                let xs = (0..lanes)
+                    .map(|l| self.b.ins().extractlane(v, l as u8))
+                    .collect();
+                add_tree(self.b, xs).expect("lanes")
             }
             (Some(&v), _) => v,
         };
@@ -1132,16 +1177,21 @@ impl TileEmitter<'_, '_> {
     fn load_tile(&mut self, ptrs: &[Value], geo: &TileGeometry, r: usize, c: usize) -> Value {
         let base = ptrs[geo.row_slot[0][r]];
         let ro = geo.row_off[0][r];
-        if geo.lanes == 1 {
-            return self.load_at(types::F64, base, &[ro, geo.col_off[0][c]]);
+        let (ft, vt, vl) = (self.ft, self.vt, geo.lanes);
+        if vl == 1 {
+            return self.load_at(ft, base, &[ro, geo.col_off[0][c]]);
         }
         if self.unit(0, self.plan.v) {
-            return self.load_at(types::F64X2, base, &[ro, geo.col_off[0][2 * c]]);
+            return self.load_at(vt, base, &[ro, geo.col_off[0][vl * c]]);
         }
-        let x0 = self.load_at(types::F64, base, &[ro, geo.col_off[0][2 * c]]);
-        let x1 = self.load_at(types::F64, base, &[ro, geo.col_off[0][2 * c + 1]]);
-        let v = self.b.ins().splat(types::F64X2, x0);
-        self.b.ins().insertlane(v, x1, 1)
+        let xs: Vec<Value> = (0..vl)
+            .map(|l| self.load_at(ft, base, &[ro, geo.col_off[0][vl * c + l]]))
+            .collect();
+        let mut v = self.b.ins().splat(vt, xs[0]);
+        for (l, &x) in xs.iter().enumerate().skip(1) {
+            v = self.b.ins().insertlane(v, x, l as u8);
+        }
+        v
     }
 
     /// Store a tile's value (a vector or a number) at row `r`, column `c`.
@@ -1153,11 +1203,11 @@ impl TileEmitter<'_, '_> {
         }
         let unit = self.unit(0, self.plan.v);
         if unit {
-            return self.store_at(val, base, &[ro, geo.col_off[0][2 * c]]);
+            return self.store_at(val, base, &[ro, geo.col_off[0][geo.lanes * c]]);
         }
-        for l in 0..2 {
+        for l in 0..geo.lanes {
             let x = self.b.ins().extractlane(val, l as u8);
-            self.store_at(x, base, &[ro, geo.col_off[0][2 * c + l]]);
+            self.store_at(x, base, &[ro, geo.col_off[0][geo.lanes * c + l]]);
         }
     }
 
@@ -1279,8 +1329,9 @@ impl TileEmitter<'_, '_> {
         let (v, k) = (plan.v, plan.red[0].0);
         let nr = (plan.cols * plan.lanes) as i64;
         let base = self.b.ins().stack_addr(types::I64, slot, 0);
-        let o1 = self.b.ins().imul_imm_s(from, 8 * plan.kblock as i64);
-        let o2 = self.b.ins().imul_imm_s(kb.start, 8 * nr);
+        let (ft, vt, esz) = (self.ft, self.vt, self.esz);
+        let o1 = self.b.ins().imul_imm_s(from, esz * plan.kblock as i64);
+        let o2 = self.b.ins().imul_imm_s(kb.start, esz * nr);
         let o = self.b.ins().iadd(o1, o2);
         let vb = self.b.ins().isub(base, o);
         let saved = std::mem::replace(&mut self.owners, vec![pk.b, PB]);
@@ -1292,16 +1343,17 @@ impl TileEmitter<'_, '_> {
             em.lp(k, kb.start, kb.end, 1, q, &mut |em, r, _| {
                 if unit {
                     for c in 0..cols {
-                        let x = em.b.ins().load(types::F64X2, mv, r[0], 16 * c as i32);
-                        em.b.ins().store(mv, x, r[1], 16 * c as i32);
+                        let o = (16 * c) as i32;
+                        let x = em.b.ins().load(vt, mv, r[0], o);
+                        em.b.ins().store(mv, x, r[1], o);
                     }
                 } else {
                     let (s, _) = em.stride(pk.b, v).expect("b runs along v");
                     for l in 0..nr {
                         let o = em.b.ins().imul_imm_s(s, l);
                         let a = em.b.ins().iadd(r[0], o);
-                        let x = em.b.ins().load(types::F64, mf, a, 0);
-                        em.b.ins().store(mf, x, r[1], 8 * l as i32);
+                        let x = em.b.ins().load(ft, mf, a, 0);
+                        em.b.ins().store(mf, x, r[1], (esz * l) as i32);
                     }
                 }
             });
@@ -1326,7 +1378,8 @@ impl TileEmitter<'_, '_> {
         }
         self.mr = rows;
         let base = self.b.ins().stack_addr(types::I64, slot, 0);
-        let o = self.b.ins().imul_imm_s(kb.start, 8 * rows as i64);
+        let (ft, esz) = (self.ft, self.esz);
+        let o = self.b.ins().imul_imm_s(kb.start, esz * rows as i64);
         let va = self.b.ins().isub(base, o);
         src.push(va);
         let mut owners = vec![pk.a; rows];
@@ -1336,8 +1389,8 @@ impl TileEmitter<'_, '_> {
         // (`pa_on` is off: `a` is read in place, the copy is `PA`)
         self.lp(k, kb.start, kb.end, 1, &src, &mut |em, q, _| {
             for r in 0..rows {
-                let x = em.b.ins().load(types::F64, mf, q[r], 0);
-                em.b.ins().store(mf, x, q[rows], 8 * r as i32);
+                let x = em.b.ins().load(ft, mf, q[r], 0);
+                em.b.ins().store(mf, x, q[rows], (esz * r as i64) as i32);
             }
         });
         self.owners = saved;
@@ -1498,7 +1551,7 @@ impl TileEmitter<'_, '_> {
             None if self.plan.hi.is_empty() => {
                 // blocks of `SUM_BLOCK` terms on fresh accumulators, their
                 // sums kept by `Levels` (the accuracy of a long sum)
-                let levels = Levels::new(self.b, rows);
+                let levels = Levels::new_typed(self.b, rows, self.ft);
                 let nv = self.size(&vn);
                 let z = self.iconst(0);
                 for_blocks(self, z, nv, SUM_BLOCK, self.poll, &mut |em, a0, a1| {
@@ -1546,7 +1599,7 @@ impl TileEmitter<'_, '_> {
         let accs: Vec<Vec<Variable>> = (0..rows)
             .map(|_| (0..cols).map(|_| self.acc_var(lanes)).collect())
             .collect();
-        let tails: Vec<Variable> = if lanes == 2 {
+        let tails: Vec<Variable> = if lanes > 1 {
             (0..rows).map(|_| self.acc_var(1)).collect()
         } else {
             vec![]

@@ -740,9 +740,10 @@ impl Product {
     ) {
         let (m, n, k) = (self.m, self.n, self.k);
         let loops = &self.loops[..self.nl];
-        if elem == Elem::F64 && !self.acc && self.small() {
+        if matches!(elem, Elem::F64 | Elem::F32) && !self.acc && self.small() {
+            let f32 = elem == Elem::F32;
             // SAFETY: as this function's
-            return unsafe { self.small_calls((dst0, lhs0, rhs0), threads.threads, cancel) };
+            return unsafe { self.small_calls((dst0, lhs0, rhs0), threads.threads, cancel, f32) };
         }
         let mut idx = [0usize; MAX_VARS];
         'calls: loop {
@@ -853,6 +854,8 @@ struct SmallShared<'a> {
     p: &'a Product,
     ptrs: (*mut f64, *const f64, *const f64),
     total: usize,
+    /// The buffers hold `f32` elements (`Precision::F32`).
+    f32: bool,
 }
 
 // SAFETY: the products write disjoint parts of the destination (each
@@ -867,8 +870,27 @@ impl SmallShared<'_> {
     /// # Safety
     /// As [`Product::calls`].
     unsafe fn chunk(&self, at: usize) {
-        let p = self.p;
         let (dst0, lhs0, rhs0) = self.ptrs;
+        // SAFETY: as this function's
+        unsafe {
+            if self.f32 {
+                self.chunk_as::<f32>(at, (dst0.cast(), lhs0.cast(), rhs0.cast()))
+            } else {
+                self.chunk_as::<f64>(at, (dst0, lhs0, rhs0))
+            }
+        }
+    }
+
+    /// [`SmallShared::chunk`] on elements of type `T`.
+    ///
+    /// # Safety
+    /// As [`Product::calls`]; the buffers hold `T` elements.
+    unsafe fn chunk_as<T: small::Real>(
+        &self,
+        at: usize,
+        (dst0, lhs0, rhs0): (*mut T, *const T, *const T),
+    ) {
+        let p = self.p;
         let loops = &p.loops[..p.nl];
         let mut batch = [small::Small {
             m: p.m.size,
@@ -883,7 +905,7 @@ impl SmallShared<'_> {
             c: dst0,
             c_rs: p.dst_rs,
             c_cs: p.dst_cs,
-            alpha: p.alpha,
+            alpha: T::from_f64(p.alpha),
         }; SMALL_CHUNK];
         let len = SMALL_CHUNK.min(self.total - at);
         for (q, s) in batch[..len].iter_mut().enumerate() {
@@ -908,8 +930,8 @@ impl SmallShared<'_> {
 }
 
 impl Product {
-    /// Whether the calls are small products for [`small`]: f64 (checked
-    /// by the caller), at least two products (a single one stays the
+    /// Whether the calls are small products for [`small`]: f64 or f32
+    /// (checked by the caller), at least two products (a single one stays the
     /// library's), at most [`SMALL_MNK`] multiply-adds each, at least one
     /// term, no K axis left to accumulate over.
     fn small(&self) -> bool {
@@ -932,6 +954,7 @@ impl Product {
         ptrs: (*mut f64, *const f64, *const f64),
         threads: usize,
         cancel: &AtomicBool,
+        f32: bool,
     ) {
         let total: usize = self.loops[..self.nl].iter().map(|(d, _)| d.size).product();
         let work = total.saturating_mul(self.m.size * self.n.size * self.k.size);
@@ -939,6 +962,7 @@ impl Product {
             p: self,
             ptrs,
             total,
+            f32,
         };
         let chunks = total.div_ceil(SMALL_CHUNK);
         let threads = if work >= SMALL_PARALLEL_WORK {
@@ -1607,29 +1631,61 @@ pub struct Threads {
 /// multiplied by `α`: a valid order of the written sum's terms and a
 /// factor moved out of it (docs/fp-contract.md).
 mod small {
+    /// The element types of the kernels: `f64`, `f32` (`Precision::F32`:
+    /// every operation rounds to `f32`, as the language says).
+    pub(super) trait Real:
+        Copy + std::ops::Add<Output = Self> + std::ops::Mul<Output = Self>
+    {
+        const ZERO: Self;
+        fn mul_add(self, a: Self, b: Self) -> Self;
+        fn from_f64(x: f64) -> Self;
+    }
+
+    impl Real for f64 {
+        const ZERO: f64 = 0.0;
+        #[inline(always)]
+        fn mul_add(self, a: f64, b: f64) -> f64 {
+            f64::mul_add(self, a, b)
+        }
+        fn from_f64(x: f64) -> f64 {
+            x
+        }
+    }
+
+    impl Real for f32 {
+        const ZERO: f32 = 0.0;
+        #[inline(always)]
+        fn mul_add(self, a: f32, b: f32) -> f32 {
+            f32::mul_add(self, a, b)
+        }
+        fn from_f64(x: f64) -> f32 {
+            x as f32
+        }
+    }
+
     /// One product `c = α · a · b`, `m×k` by `k×n`, each operand with its
     /// row and column strides (elements).
     #[derive(Clone, Copy)]
-    pub(super) struct Small {
+    pub(super) struct Small<T> {
         pub m: usize,
         pub n: usize,
         pub k: usize,
-        pub a: *const f64,
+        pub a: *const T,
         pub a_rs: isize,
         pub a_cs: isize,
-        pub b: *const f64,
+        pub b: *const T,
         pub b_rs: isize,
         pub b_cs: isize,
-        pub c: *mut f64,
+        pub c: *mut T,
         pub c_rs: isize,
         pub c_cs: isize,
-        pub alpha: f64,
+        pub alpha: T,
     }
 
-    impl Small {
+    impl<T: Real> Small<T> {
         /// The same product transposed (`cᵀ = α · bᵀ · aᵀ`): the same
         /// elements, each the same sum in the same order.
-        fn transposed(self) -> Small {
+        fn transposed(self) -> Small<T> {
             Small {
                 m: self.n,
                 n: self.m,
@@ -1649,7 +1705,7 @@ mod small {
 
         /// Oriented so that the lanes run along unit-stride rows of `b`
         /// and `c` where either orientation has them; `true` then.
-        fn oriented(self) -> (Small, bool) {
+        fn oriented(self) -> (Small<T>, bool) {
             if self.b_cs == 1 && self.c_cs == 1 {
                 (self, true)
             } else if self.a_rs == 1 && self.c_rs == 1 {
@@ -1666,18 +1722,18 @@ mod small {
     /// `i + R <= m`, `j + W <= n`, and the pointers and strides address
     /// every element of the operands below `m`, `n`, `k`.
     #[inline(always)]
-    unsafe fn block<const R: usize, const W: usize, const UNIT: bool, const FMA: bool>(
-        s: &Small,
+    unsafe fn block<T: Real, const R: usize, const W: usize, const UNIT: bool, const FMA: bool>(
+        s: &Small<T>,
         i: usize,
         j: usize,
     ) {
-        let mut acc = [[0.0f64; W]; R];
+        let mut acc = [[T::ZERO; W]; R];
         let b_cs = if UNIT { 1 } else { s.b_cs };
         for t in 0..s.k {
             let t = t as isize;
             // SAFETY: as this function's: every index is below its size
             let brow = s.b.wrapping_offset(t * s.b_rs + j as isize * b_cs);
-            let mut y = [0.0f64; W];
+            let mut y = [T::ZERO; W];
             for (l, y) in y.iter_mut().enumerate() {
                 *y = unsafe { *brow.wrapping_offset(l as isize * b_cs) };
             }
@@ -1697,43 +1753,46 @@ mod small {
             let crow =
                 s.c.wrapping_offset((i + r) as isize * s.c_rs + j as isize * c_cs);
             for (l, v) in acc.iter().enumerate() {
-                unsafe { *crow.wrapping_offset(l as isize * c_cs) = s.alpha * v };
+                unsafe { *crow.wrapping_offset(l as isize * c_cs) = s.alpha * *v };
             }
         }
     }
 
     /// The rows `i..i + R` of `c`, in blocks of 8, 4, 2 and 1 columns.
     #[inline(always)]
-    unsafe fn rows<const R: usize, const UNIT: bool, const FMA: bool>(s: &Small, i: usize) {
+    unsafe fn rows<T: Real, const R: usize, const UNIT: bool, const FMA: bool>(
+        s: &Small<T>,
+        i: usize,
+    ) {
         let mut j = 0;
         while j + 8 <= s.n {
-            unsafe { block::<R, 8, UNIT, FMA>(s, i, j) };
+            unsafe { block::<T, R, 8, UNIT, FMA>(s, i, j) };
             j += 8;
         }
         if j + 4 <= s.n {
-            unsafe { block::<R, 4, UNIT, FMA>(s, i, j) };
+            unsafe { block::<T, R, 4, UNIT, FMA>(s, i, j) };
             j += 4;
         }
         if j + 2 <= s.n {
-            unsafe { block::<R, 2, UNIT, FMA>(s, i, j) };
+            unsafe { block::<T, R, 2, UNIT, FMA>(s, i, j) };
             j += 2;
         }
         if j < s.n {
-            unsafe { block::<R, 1, UNIT, FMA>(s, i, j) };
+            unsafe { block::<T, R, 1, UNIT, FMA>(s, i, j) };
         }
     }
 
     /// Every product of `batch`, in rows of four.
     #[inline(always)]
-    unsafe fn all<const UNIT: bool, const FMA: bool>(batch: &[Small]) {
+    unsafe fn all<T: Real, const UNIT: bool, const FMA: bool>(batch: &[Small<T>]) {
         for s in batch {
             let mut i = 0;
             while i + 4 <= s.m {
-                unsafe { rows::<4, UNIT, FMA>(s, i) };
+                unsafe { rows::<T, 4, UNIT, FMA>(s, i) };
                 i += 4;
             }
             while i < s.m {
-                unsafe { rows::<1, UNIT, FMA>(s, i) };
+                unsafe { rows::<T, 1, UNIT, FMA>(s, i) };
                 i += 1;
             }
         }
@@ -1741,14 +1800,14 @@ mod small {
 
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx512f,avx2,fma")]
-    unsafe fn all_avx512<const UNIT: bool>(batch: &[Small]) {
-        unsafe { all::<UNIT, true>(batch) }
+    unsafe fn all_avx512<T: Real, const UNIT: bool>(batch: &[Small<T>]) {
+        unsafe { all::<T, UNIT, true>(batch) }
     }
 
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2,fma")]
-    unsafe fn all_avx2<const UNIT: bool>(batch: &[Small]) {
-        unsafe { all::<UNIT, true>(batch) }
+    unsafe fn all_avx2<T: Real, const UNIT: bool>(batch: &[Small<T>]) {
+        unsafe { all::<T, UNIT, true>(batch) }
     }
 
     /// The CPU level, detected once: 2 AVX-512, 1 AVX2 with FMA, 0 neither.
@@ -1779,7 +1838,7 @@ mod small {
     /// # Safety
     /// Each product's pointers and strides address every element of its
     /// operands below `m`, `n`, `k`; outputs do not overlap the operands.
-    pub(super) unsafe fn run(batch: &mut [Small]) {
+    pub(super) unsafe fn run<T: Real>(batch: &mut [Small<T>]) {
         let mut unit = true;
         for s in batch.iter_mut() {
             let (o, u) = s.oriented();
@@ -1791,18 +1850,18 @@ mod small {
         {
             // SAFETY: the CPU has the features (`level`)
             match (level, unit) {
-                (2, true) => return unsafe { all_avx512::<true>(batch) },
-                (2, false) => return unsafe { all_avx512::<false>(batch) },
-                (1, true) => return unsafe { all_avx2::<true>(batch) },
-                (1, false) => return unsafe { all_avx2::<false>(batch) },
+                (2, true) => return unsafe { all_avx512::<T, true>(batch) },
+                (2, false) => return unsafe { all_avx512::<T, false>(batch) },
+                (1, true) => return unsafe { all_avx2::<T, true>(batch) },
+                (1, false) => return unsafe { all_avx2::<T, false>(batch) },
                 _ => {}
             }
         }
         let _ = level;
         if unit {
-            unsafe { all::<true, false>(batch) }
+            unsafe { all::<T, true, false>(batch) }
         } else {
-            unsafe { all::<false, false>(batch) }
+            unsafe { all::<T, false, false>(batch) }
         }
     }
 }

@@ -9,6 +9,7 @@ use super::gemm::{self, GemmPlan};
 use super::loops::{self, LoopSchedule};
 use super::tiles::{self, TilePlan};
 use crate::jit::ir::{Layout, LoopProgram, Nest};
+use crate::precision::Precision;
 
 /// How a nest's native code is generated in one layout.
 #[derive(Clone, Debug)]
@@ -34,11 +35,22 @@ pub fn gemm_stage(p: &LoopProgram, nest: &Nest, gemm: bool) -> Option<GemmPlan> 
 }
 
 /// The back end of a nest's native code in `layout` (`ran`: the nest as
-/// it runs there): register tiles when [`tiles::plan`] takes it, else
-/// generic loops. With [`gemm_stage`], the one place the back end is
-/// chosen.
-pub fn choose_backend(p: &LoopProgram, ran: &Nest, layout: &Layout) -> Backend {
-    match tiles::plan(p, ran, layout) {
+/// it runs there) and `precision`: register tiles when [`tiles::plan_lanes`]
+/// takes it (`f64x2` vectors in `F64`, `f32x4` in `F32`; never in the
+/// integer formats), else generic loops. With [`gemm_stage`], the one
+/// place the back end is chosen.
+pub fn choose_backend(
+    p: &LoopProgram,
+    ran: &Nest,
+    layout: &Layout,
+    precision: Precision,
+) -> Backend {
+    let vl = match precision {
+        Precision::F64 => Some(2),
+        Precision::F32 => Some(4),
+        Precision::I64 | Precision::I32 => None,
+    };
+    match vl.and_then(|vl| tiles::plan_lanes(p, ran, layout, vl)) {
         Some(t) => Backend::Tiles(Box::new(t)),
         None => Backend::Loops(loops::schedule(p, ran, layout)),
     }

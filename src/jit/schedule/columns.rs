@@ -10,6 +10,7 @@ use crate::jit::ir::walk::{rename, s_any, s_free};
 use crate::jit::ir::{
     Buf, BufKind, Col, IndexExpr, Layout, LoadIndex, LoopProgram, Nest, Scalar, SizeRef,
 };
+use crate::precision::Precision;
 use std::collections::BTreeSet;
 
 /// At most this many column sums per nest get a scratch vector.
@@ -30,7 +31,7 @@ pub const MAX_COLS: usize = 4;
 /// sum whose nest is a GEMM stage (a matrix-vector product) is computed
 /// ahead in every layout ([`Col::lib`]): the library takes any strides
 /// and beats the generated row or column walk.
-pub fn columns(p: &mut LoopProgram, gemm: bool) {
+pub fn columns(p: &mut LoopProgram, gemm: bool, precision: Precision) {
     let mut k = 0;
     while k < p.nests.len() {
         let nest = &p.nests[k];
@@ -38,7 +39,7 @@ pub fn columns(p: &mut LoopProgram, gemm: bool) {
             || s_any(&nest.body, &|x| matches!(x, Scalar::Bracket(_)))
             || gemm_stage(p, nest, true).is_some()
             || matches!(
-                choose_backend(p, nest, &Layout::c_order(p)),
+                choose_backend(p, nest, &Layout::c_order(p), precision),
                 Backend::Tiles(_)
             )
             || p.cols.iter().any(|c| c.buf == nest.buf)

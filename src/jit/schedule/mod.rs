@@ -38,10 +38,9 @@ use std::borrow::Cow;
 /// axis order of temporaries only GEMM stages read ([`permute`]).
 pub fn prepare(prog: &mut LoopProgram, opts: &Options) {
     reuse::reuse_temps(prog);
-    columns::columns(
-        prog,
-        opts.gemm && opts.precision == crate::precision::Precision::F64,
-    );
+    // (F32: the GEMM stages of column sums run on the library's f32
+    // kernel; integer formats have no GEMM stages)
+    columns::columns(prog, opts.gemm && !opts.precision.is_int(), opts.precision);
     if opts.gemm {
         permute::permute_temps(prog);
     }
@@ -70,10 +69,6 @@ pub fn plan_nest<'n>(
     layout: &Layout,
     opts: &Options,
 ) -> NestPlan<'n> {
-    // F32: GEMM stages on the library's f32 kernel, else generic loops
-    // (`f32x4` vectors where f64 uses `f64x2`): the register tiles are
-    // written for f64
-    let f64 = opts.precision == crate::precision::Precision::F64;
     // integer formats: generic loops only (no GEMM library stage)
     let gemm = gemm_stage(p, nest, opts.gemm && !opts.precision.is_int());
     let Some(ran) = columns::with_columns(p, nest, layout) else {
@@ -84,11 +79,9 @@ pub fn plan_nest<'n>(
             poll: false,
         };
     };
-    let backend = if f64 {
-        choose_backend(p, &ran, layout)
-    } else {
-        Backend::Loops(loops::schedule(p, &ran, layout))
-    };
+    // (F32: GEMM stages on the library's f32 kernel, register tiles of
+    // `f32x4` vectors; integer formats: generic loops only)
+    let backend = choose_backend(p, &ran, layout, opts.precision);
     let poll = opts.poll
         && match &backend {
             Backend::Skip => false,

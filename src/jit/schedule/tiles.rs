@@ -58,7 +58,8 @@ pub struct TilePlan {
     pub v: usize,
     /// The variable the tile's rows run along.
     pub w: Option<usize>,
-    /// 2 (`f64x2`) or 1 (no unit-stride axis to vectorise along).
+    /// The vectors' lanes (2 `f64x2` in `F64`, 4 `f32x4` in `F32`: 16
+    /// bytes either way), or 1 (no unit-stride axis to vectorise along).
     pub lanes: usize,
     /// Rows of a register tile.
     pub rows: usize,
@@ -354,6 +355,7 @@ fn lanes(
     c: &Contraction,
     tiles: &[(usize, SizeRef)],
     layout: &Layout,
+    vl: usize,
 ) -> Option<(Mode, usize, usize)> {
     let (acc, two) = (&c.acc, c.two);
     let mut best = choose(acc, layout, tiles, &c.red, &c.mid, &c.inner, two);
@@ -367,8 +369,8 @@ fn lanes(
         best = Some((usize::MAX, true, 0, v));
     }
     Some(match best {
-        Some((_, true, _, v)) => (Mode::Tile, v, 2),
-        Some((_, false, _, v)) => (Mode::Reduce, v, 2),
+        Some((_, true, _, v)) => (Mode::Tile, v, vl),
+        Some((_, false, _, v)) => (Mode::Reduce, v, vl),
         None => match tiles.last() {
             Some((v, _)) => (Mode::Tile, *v, 1),
             None => (Mode::Reduce, c.red.last()?.0, 1),
@@ -431,7 +433,8 @@ fn bracket_domains(
                 }
                 Mode::Tile => {
                     // with no unit-stride axis the general code generator's
-                    // exact loop domains do better than masks
+                    // exact loop domains do better than masks (and the
+                    // masks are written for `f64x2` only)
                     if lanes != 2 {
                         return None;
                     }
@@ -460,15 +463,17 @@ fn tile_shape(
     let (acc, inner, red) = (&c.acc, &c.inner, &c.red);
     // (rows, columns, unrolling of the innermost loop), by measurement
     // on x86-64 (16 xmm registers: accumulators + loads + a splat)
-    let (rows, cols, unroll) = match (mode, lanes, w.is_some()) {
-        (Mode::Tile, 2, true) => (4, 2, 2),
-        (Mode::Tile, 2, false) => (1, 8, 2),
-        (Mode::Reduce, 2, true) => (4, 2, 2),
-        (Mode::Reduce, 2, false) => (1, 4, 2),
+    // (the same shapes in `F32`: an `f32x4` takes one register, as an
+    // `f64x2` does)
+    let (rows, cols, unroll) = match (mode, lanes > 1, w.is_some()) {
+        (Mode::Tile, true, true) => (4, 2, 2),
+        (Mode::Tile, true, false) => (1, 8, 2),
+        (Mode::Reduce, true, true) => (4, 2, 2),
+        (Mode::Reduce, true, false) => (1, 4, 2),
         (_, _, true) => (2, 4, 1),
         (_, _, false) => (1, 4, 1),
     };
-    let panel = if mode == Mode::Tile && w.is_some() && lanes == 2 {
+    let panel = if mode == Mode::Tile && w.is_some() && lanes > 1 {
         64
     } else {
         0
@@ -505,13 +510,20 @@ fn tile_shape(
     (rows, cols, unroll, panel, kblock, pack)
 }
 
-/// The plan for `nest`, when it is a dense contraction this module handles.
+/// The plan for `nest` in `F64`, when it is a dense contraction this
+/// module handles ([`plan_lanes`] with `f64x2` vectors).
 pub fn plan(p: &LoopProgram, nest: &Nest, layout: &Layout) -> Option<TilePlan> {
+    plan_lanes(p, nest, layout, 2)
+}
+
+/// [`plan`] with vectors of `vl` lanes: 2 (`f64x2`, `Precision::F64`) or
+/// 4 (`f32x4`, `Precision::F32`).
+pub fn plan_lanes(p: &LoopProgram, nest: &Nest, layout: &Layout, vl: usize) -> Option<TilePlan> {
     let mut c = contraction(p, nest)?;
     let gens = nest.vars.clone();
     orient(&mut c, layout);
     let tiles: Vec<(usize, SizeRef)> = if c.two { c.outer.clone() } else { gens.clone() };
-    let (mode, v, lanes) = lanes(&c, &tiles, layout)?;
+    let (mode, v, lanes) = lanes(&c, &tiles, layout, vl)?;
     let w = rows_var(&c, &tiles, v);
     let size_of = |x: usize| {
         gens.iter()
@@ -539,14 +551,13 @@ pub fn plan(p: &LoopProgram, nest: &Nest, layout: &Layout) -> Option<TilePlan> {
     let (rows, cols, unroll, panel, kblock, pack) =
         tile_shape(&c, mode, (v, w, lanes), tdom.is_empty());
     let (acc, inner, red) = (&c.acc, &c.inner, &c.red);
-    let vblock = match (mode, lanes, w) {
-        (Mode::Reduce, 2, None) if hi.is_empty() && !c.two && red.len() >= 2 => {
-            loads(inner).find(|&a| {
+    let vblock = match (mode, lanes > 1, w) {
+        (Mode::Reduce, true, None) if hi.is_empty() && !c.two && red.len() >= 2 => loads(inner)
+            .find(|&a| {
                 acc[a].dep(v)
                     && !acc[a].unit(v, layout)
                     && red.iter().any(|&(x, _)| x != v && acc[a].unit(x, layout))
-            })
-        }
+            }),
         _ => None,
     };
     let Contraction {
