@@ -29,7 +29,7 @@ The traced function is the program the text form gives
   either side; complex numbers below), indexing ``A[i, j]``, ``A[i][j]``,
   ``x[i+1]``, ``x[2*i-1]``, ``x[0]`` (index arithmetic: affine, as the
   language's), the scalar functions :func:`exp`, :func:`log`,
-  :func:`sqrt`, :func:`sin`, :func:`cos`, :func:`tanh`, :func:`abs`,
+  :func:`sqrt`, :func:`sin`, :func:`cos`, :func:`tanh`, :func:`erf`, :func:`abs`,
   :func:`maximum`, :func:`minimum`, and pairs: a Python tuple ``(a, b)``
   as a result (of the function or of a ``gen`` body) is the pair ``(a,
   b)``; the call returns a tuple.
@@ -134,6 +134,7 @@ __all__ = [
     "sin",
     "cos",
     "tanh",
+    "erf",
     "abs",
     "maximum",
     "minimum",
@@ -159,7 +160,7 @@ class TraceError(Error, ValueError):
 
 
 _RESERVED = {"fn", "let", "in", "gen", "sum", "eps", "R", "Z", "sqrt", "exp", "log", "sin", "cos",
-             "tanh", "abs", "max", "min", "fold", "where", "pow"}
+             "tanh", "erf", "abs", "max", "min", "fold", "where", "pow"}
 _SIZE_NAMES = ["n", "m", "k", "l", "p", "q", "r", "s", "t", "u", "v", "w"]
 
 # ---------------------------------------------------------------- tracing state
@@ -1583,6 +1584,7 @@ sqrt = _scalar_fn("sqrt")
 sin = _scalar_fn("sin")
 cos = _scalar_fn("cos")
 tanh = _scalar_fn("tanh")
+erf = _scalar_fn("erf")
 abs = _scalar_fn("abs")
 
 

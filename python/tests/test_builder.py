@@ -93,6 +93,18 @@ def test_scalar_functions():
     np.testing.assert_allclose(f(x), want, rtol=1e-12)
 
 
+def test_erf_and_exact_gelu():
+    # the error function (libm's erf in the interpreter; the JIT's kernel is
+    # the same operations, bit for bit), checked against math.erf
+    import math
+
+    f = einsat.fn(lambda x: gen(lambda i: 0.5 * x[i] * (1 + einsat.erf(x[i] * 0.7071067811865476))))
+    x = np.concatenate([rng.standard_normal(1000) * 3, [0.0, -0.0, 6.5, -30.0, np.inf, -np.inf, np.nan]])
+    same_as_text(f, "fn f(x: [n]R) -> [n]R = gen(i:n) 0.5 * x[i] * (1 + erf(x[i] * 0.7071067811865476))", x)
+    want = np.array([0.5 * v * (1 + math.erf(v * 0.7071067811865476)) for v in x])
+    np.testing.assert_allclose(f(x), want, rtol=1e-14, atol=0, equal_nan=True)
+
+
 def test_index_arithmetic_pads_with_zeros():
     blur = einsat.fn(lambda x: gen(lambda i: (x[i - 1] + x[i] + x[i + 1]) / 3))
     x = rng.random(7)
