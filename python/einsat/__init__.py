@@ -91,7 +91,7 @@ fn(f, name=None, threads=None, fast_math=False) -> Traced
     is ``fn f(A: [n,m]R, x: [m]R) -> [n]R = gen(i:n) sum(j:m) A[i,j] * x[j]``,
     traced and compiled at the first call per signature of argument ranks
     (``.source`` shows the program). ``gen``, ``sum``, ``exp``, ``log``,
-    ``sqrt``, ``sin``, ``cos``, ``tanh``, ``erf``, ``abs``, ``maximum``, ``minimum``,
+    ``sqrt``, ``sin``, ``cos``, ``tanh``, ``erf``, ``power``, ``abs``, ``maximum``, ``minimum``,
     ``max_over``, ``min_over``, ``where``, ``bracket``, ``fold``, ``let``
     and ``eps`` build it (an integer numpy array is an integer array
     ``[n]Z``, read inside an index: a gather; a complex array or number a
@@ -232,6 +232,7 @@ from .builder import (  # noqa: E402
     min_over,
     minimum,
     ne,
+    power,
     sin,
     sqrt,
     sum,

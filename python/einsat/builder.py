@@ -29,7 +29,7 @@ The traced function is the program the text form gives
   either side; complex numbers below), indexing ``A[i, j]``, ``A[i][j]``,
   ``x[i+1]``, ``x[2*i-1]``, ``x[0]`` (index arithmetic: affine, as the
   language's), the scalar functions :func:`exp`, :func:`log`,
-  :func:`sqrt`, :func:`sin`, :func:`cos`, :func:`tanh`, :func:`erf`, :func:`abs`,
+  :func:`sqrt`, :func:`sin`, :func:`cos`, :func:`tanh`, :func:`erf`, :func:`power`, :func:`abs`,
   :func:`maximum`, :func:`minimum`, and pairs: a Python tuple ``(a, b)``
   as a result (of the function or of a ``gen`` body) is the pair ``(a,
   b)``; the call returns a tuple.
@@ -138,6 +138,7 @@ __all__ = [
     "abs",
     "maximum",
     "minimum",
+    "power",
     "max_over",
     "min_over",
     "where",
@@ -672,9 +673,14 @@ class Expr(_Ordered):
     __hash__ = object.__hash__
 
     def __pow__(self, o):
+        # `x ** 2` is `x * x` (the same value: both are the correctly
+        # rounded square), any other power the language's `pow`
         if _whole(o) and o == 2:
             return self * self
-        raise TraceError("einsat.fn: `**`: the language has no powers (write x * x, or exp(y * log(x)))")
+        return power(self, o)
+
+    def __rpow__(self, o):
+        return power(o, self)
 
     def __bool__(self):
         raise TraceError(
@@ -1610,6 +1616,23 @@ maximum = _two("max", "``max(a, b)``: the larger of two traced numbers (a NaN an
 maximum.__name__ = "maximum"
 minimum = _two("min", "``min(a, b)``: the smaller of two traced numbers (a NaN and a number give the number).")
 minimum.__name__ = "minimum"
+
+
+def power(a, b):
+    """``pow(a, b)``: ``a`` to the power ``b`` (C's ``pow``, numpy's ``power``
+    on floats: a negative base to a non-integer power is NaN); ``a ** b``
+    of traced numbers is the same."""
+    x, y = _expr_of(a), _expr_of(b)
+    for e in (x, y):
+        if e.ty == _C:
+            raise TraceError(
+                "einsat.power of a complex number: the builder has no complex power (numpy's has "
+                "its branch cuts); write it from z.real and z.imag"
+            )
+        if e.ty != _R:
+            _not_number(e, "einsat.power")
+            raise TraceError("einsat.power of %s: it takes numbers" % _what(e.ty))
+    return Expr(_R, lambda: "pow(%s, %s)" % (x._text(0), y._text(0)), _POST, _free(x, y))
 
 
 # ---------------------------------------------------------------- the trace

@@ -101,8 +101,26 @@ def test_erf_and_exact_gelu():
     f = einsat.fn(lambda x: gen(lambda i: 0.5 * x[i] * (1 + einsat.erf(x[i] * 0.7071067811865476))))
     x = np.concatenate([rng.standard_normal(1000) * 3, [0.0, -0.0, 6.5, -30.0, np.inf, -np.inf, np.nan]])
     same_as_text(f, "fn f(x: [n]R) -> [n]R = gen(i:n) 0.5 * x[i] * (1 + erf(x[i] * 0.7071067811865476))", x)
-    want = np.array([0.5 * v * (1 + math.erf(v * 0.7071067811865476)) for v in x])
+    with np.errstate(invalid="ignore"):  # -inf * (1 + erf(-inf)) is NaN, as in the program
+        want = np.array([0.5 * v * (1 + math.erf(v * 0.7071067811865476)) for v in x])
     np.testing.assert_allclose(f(x), want, rtol=1e-14, atol=0, equal_nan=True)
+
+
+def test_powers():
+    # `**` and einsat.power are the language's pow (C's pow, numpy's power
+    # on floats); `x ** 2` stays `x * x`, the same value
+    f = einsat.fn(lambda x, y: gen(lambda i: x[i] ** 1.5 + einsat.power(x[i], y[i]) + 2 ** y[i] + x[i] ** 2))
+    x = np.concatenate([rng.random(50) * 10, [0.0, -0.0, -2.0, -8.0, np.inf, -np.inf, np.nan, 1.0]])
+    y = np.concatenate([rng.standard_normal(50) * 3, [0.5, -1.0, 3.0, 1.0 / 3.0, 2.0, -0.5, 0.0, np.nan]])
+    same_as_text(
+        f,
+        "fn f(x: [n]R, y: [n]R) -> [n]R = gen(i:n) pow(x[i], 1.5) + pow(x[i], y[i]) + pow(2, y[i]) + x[i] * x[i]",
+        x,
+        y,
+    )
+    with np.errstate(all="ignore"):
+        want = np.power(x, 1.5) + np.power(x, y) + np.power(2.0, y) + x * x
+    np.testing.assert_allclose(f(x, y), want, rtol=1e-14, atol=0, equal_nan=True)
 
 
 def test_index_arithmetic_pads_with_zeros():
