@@ -49,26 +49,6 @@ fn lib(f: Func, x: f64) -> f64 {
     f.apply(&[x])
 }
 
-/// `e^y` in double-double: `y = k ln2 + r`, `e^(r/256)` by its Taylor
-/// series, squared eight times (about 100 good bits; `twofloat`'s own
-/// `exp` is several ulps off, e.g. at `y = -2`).
-fn exp_dd(y: twofloat::TwoFloat) -> twofloat::TwoFloat {
-    use twofloat::TwoFloat;
-    let ln2 = TwoFloat::new_add(std::f64::consts::LN_2, 2.3190468138462996e-17);
-    let k = (y.hi() / ln2.hi()).round();
-    let r = (y - ln2 * k) / 256.0;
-    let mut term = TwoFloat::from(1.0);
-    let mut sum = TwoFloat::from(1.0);
-    for n in 1..=16 {
-        term = term * r / n as f64;
-        sum += term;
-    }
-    for _ in 0..8 {
-        sum = sum * sum;
-    }
-    sum * 2f64.powi(k as i32)
-}
-
 /// The reference: the C library's result, except for `tanh` at the
 /// vector levels on `1e-300 < |x| < 20`, where glibc's `tanh` is itself
 /// up to 2 ulps off (`tanh(-0.45898522914607714)` is
@@ -88,7 +68,7 @@ fn reference(f: Func, level: Level, x: f64) -> f64 {
         let p = x2 * p - TwoFloat::from(1.0) / 3.0;
         t + t * x2 * p
     } else {
-        let e = exp_dd(t * 2.0);
+        let e = einsat::interp::domain::dd_exp(t * 2.0);
         (e - 1.0) / (e + 1.0)
     };
     v.hi()

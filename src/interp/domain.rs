@@ -256,25 +256,6 @@ fn dd_finite(x: TwoFloat) -> TwoFloat {
     }
 }
 
-/// `e^y` in double-double for `-750 < y ≤ 0`: `y = k ln2 + r`,
-/// `e^(r/256)` by its Taylor series, squared eight times (about 96 good
-/// bits; `twofloat`'s own `exp` is about as accurate as an `f64`).
-fn exp_dd(y: TwoFloat) -> TwoFloat {
-    let ln2 = TwoFloat::new_add(std::f64::consts::LN_2, 2.3190468138462996e-17);
-    let k = (y.hi() / ln2.hi()).round();
-    let r = (y - ln2 * k) / 256.0;
-    let mut term = TwoFloat::from(1.0);
-    let mut sum = TwoFloat::from(1.0);
-    for n in 1..=16 {
-        term = term * r / n as f64;
-        sum += term;
-    }
-    for _ in 0..8 {
-        sum = sum * sum;
-    }
-    sum * 2f64.powi(k as i32)
-}
-
 /// The error function in double-double, about 95 good bits (the
 /// interpreter's [`Dd`] reference, and the reference `tests/vmath.rs`
 /// checks `erf`'s kernels against): for `|x| < 2.5` the Taylor series
@@ -312,7 +293,7 @@ pub fn erf_dd(x: TwoFloat) -> TwoFloat {
         for k in (1..=200).rev() {
             f = a + TwoFloat::from(k as f64 / 2.0) / f;
         }
-        let erfc = exp_dd(-(a * a)) * one_over_sqrt_pi / f;
+        let erfc = dd_exp(-(a * a)) * one_over_sqrt_pi / f;
         TwoFloat::from(1.0) - erfc
     } else {
         TwoFloat::from(1.0)
