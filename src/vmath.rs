@@ -870,7 +870,7 @@ const ACCS: usize = 16;
 
 /// The sum of `acc` as a balanced tree.
 #[inline(always)]
-fn pairwise(acc: [f64; ACCS]) -> f64 {
+fn pairwise<T: Copy + std::ops::AddAssign>(acc: [T; ACCS]) -> T {
     let mut a = acc;
     let mut w = ACCS;
     while w > 1 {
@@ -883,17 +883,21 @@ fn pairwise(acc: [f64; ACCS]) -> f64 {
 }
 
 /// `Σ block(b)` over the [`SUM_BLOCK`]-term blocks `b` of `xs`, the
-/// blocks' totals on two levels (as `jit::emit::common::Levels`).
+/// blocks' totals on two levels (as `jit::emit::common::Levels`); the
+/// `f64` and `f32` sums (`vmath/single.rs`) alike.
 #[inline(always)]
-fn sum_blocks(xs: &[f64], mut block: impl FnMut(&[f64]) -> f64) -> f64 {
+fn sum_blocks<T: Copy + Default + std::ops::AddAssign + std::ops::Add<Output = T>>(
+    xs: &[T],
+    mut block: impl FnMut(&[T]) -> T,
+) -> T {
     const MID: usize = 64;
-    let (mut outer, mut mid, mut k) = (0.0, 0.0, 0);
+    let (mut outer, mut mid, mut k) = (T::default(), T::default(), 0);
     for b in xs.chunks(SUM_BLOCK) {
         mid += block(b);
         k += 1;
         if k == MID {
             outer += mid;
-            mid = 0.0;
+            mid = T::default();
             k = 0;
         }
     }

@@ -21,7 +21,7 @@
 //! `f64` kernels' exact special values and the one rounding.
 //!
 //! **Sums** accumulate in `f32` in the order of the parent's `f64`
-//! ones: per [`SUM_BLOCK`]-term block, chunks of 256 terms added
+//! ones: per [`super::SUM_BLOCK`]-term block, chunks of 256 terms added
 //! pairwise (halves onto halves) down to sixteen values, those into
 //! sixteen accumulators, the blocks' totals on two levels; every term
 //! is the `f32` value of the term (`(x + c)·(x + c)` the rounded sum,
@@ -35,7 +35,7 @@
 //! Owns these `f32` kernels and their JIT entry points; it knows nothing
 //! of programs.
 
-use super::{Affine, Level, SUM_BLOCK};
+use super::{pairwise, sum_blocks, Affine, Level, ACCS};
 use crate::syntax::ast::{Func, RedOp};
 
 #[cfg(target_arch = "x86_64")]
@@ -43,8 +43,6 @@ mod avx512;
 
 /// Elements per chunk (a stack buffer of doubles, a chunk of a sum).
 const CH: usize = 256;
-/// Accumulators of a sum.
-const ACCS: usize = 16;
 
 /// `ys[i] = f(xs[i] + c)` (`f(xs[i])` without `c`) in `f32`, at the best
 /// level: the sum rounded to `f32`, then the `f64` function of it rounded
@@ -179,38 +177,6 @@ unsafe fn map_raw(f: Func, src: *const f32, dst: *mut f32, n: usize, c: Option<f
         )
     };
     apply_to_add_f32(f, xs, ys, c)
-}
-
-/// The sum of `acc` as a balanced tree.
-#[inline(always)]
-fn pairwise(acc: [f32; ACCS]) -> f32 {
-    let mut a = acc;
-    let mut w = ACCS;
-    while w > 1 {
-        w /= 2;
-        for k in 0..w {
-            a[k] += a[k + w];
-        }
-    }
-    a[0]
-}
-
-/// `Σ block(b)` over the [`SUM_BLOCK`]-term blocks `b` of `xs`, the
-/// blocks' totals on two levels (as the parent's `f64` sums).
-#[inline(always)]
-fn sum_blocks(xs: &[f32], mut block: impl FnMut(&[f32]) -> f32) -> f32 {
-    const MID: usize = 64;
-    let (mut outer, mut mid, mut k) = (0.0f32, 0.0f32, 0);
-    for b in xs.chunks(SUM_BLOCK) {
-        mid += block(b);
-        k += 1;
-        if k == MID {
-            outer += mid;
-            mid = 0.0;
-            k = 0;
-        }
-    }
-    outer + mid
 }
 
 /// `Σ` of the terms `terms` writes for each chunk (into a buffer of its
