@@ -13,7 +13,8 @@
 //!   program run in [`crate::precision::Precision::I64`] or
 //!   [`crate::precision::Precision::I32`] ([`super::run_int`]).
 //! - [`Dd`]: double-double arithmetic (about 106 bits, the `twofloat`
-//!   crate): a high-precision reference for measuring the rounding error of
+//!   crate's numbers; division and the functions are this module's own,
+//!   to about 2⁻¹⁰⁰): a high-precision reference for measuring the rounding error of
 //!   a program, as the optimiser's accuracy check does
 //!   ([`crate::extract::accuracy`]).
 //! - [`super::shadow::Shadow`]: the set of results a correct optimisation
@@ -240,8 +241,15 @@ impl Domain for Int {
     }
 }
 
-/// Double-double arithmetic (`twofloat`): about 106 significant bits, the
-/// reference a program's rounding error is measured against. Meant for
+/// Double-double arithmetic (`twofloat`'s numbers): about 106 significant
+/// bits, the reference a program's rounding error is measured against.
+/// Division and the functions are this module's ([`dd_div`], [`dd_sqrt`],
+/// [`dd_exp`], [`dd_ln`], [`dd_tanh`], [`dd_sin_cos`], [`erf_dd`],
+/// [`dd_pow`]):
+/// `twofloat`'s division drops the quotient's low part, its `ln` is about
+/// 2⁻⁴⁸ off on large arguments, its `sin` about 2⁻⁶⁸ and its `sqrt`
+/// about 2⁻⁸⁰ on tiny ones (`tests/dd_domain.rs` measures them all
+/// against mpmath). Meant for
 /// finite inputs; a non-finite intermediate makes the result NaN or an
 /// infinity, which callers treat as "no reference".
 #[derive(Clone, Copy, Debug, Default)]
@@ -330,9 +338,139 @@ pub fn dd_pow(a: TwoFloat, b: TwoFloat) -> TwoFloat {
     }
 }
 
+/// `a / b` in the [`Dd`] domain: [`dd_div`] for finite operands and a
+/// non-zero divisor, IEEE's quotient of the leading parts otherwise (an
+/// infinity, a NaN or a zero divisor).
+fn dd_quotient(a: TwoFloat, b: TwoFloat) -> TwoFloat {
+    if a.hi().is_finite() && a.hi() != 0.0 && b.hi().is_finite() && b.hi() != 0.0 {
+        dd_div(a, b)
+    } else {
+        TwoFloat::from(a.hi() / b.hi())
+    }
+}
+
+/// `tanh` of a double-double, to about 2⁻¹⁰⁰ relative: `x` itself where
+/// `|x| < 2⁻⁵⁶` (the next term, `x³/3`, is below 2⁻¹¹² of it),
+/// `sign(x)·(1 − 2/(e^(2|x|) + 1))` from `|x| ≥ 0.5` (no cancellation:
+/// the result is at least 0.46), and `m/(m + 2)` with `m = e^(2x) − 1`
+/// from [`dd_expm1`] between (`twofloat`'s own `tanh`,
+/// `(e^x − e^-x)/(e^x + e^-x)` through its `exp` and its division, loses
+/// bits to cancellation near 0). ±1 beyond `|x| = 40`; NaN and ±0 as
+/// they are.
+pub fn dd_tanh(x: TwoFloat) -> TwoFloat {
+    let h = x.hi();
+    if h.is_nan() || h.abs() < f64::powi(2.0, -56) {
+        return x;
+    }
+    if h.abs() > 40.0 {
+        return TwoFloat::from(h.signum());
+    }
+    let one = TwoFloat::from(1.0);
+    if h.abs() >= 0.5 {
+        let e = dd_exp(x.abs() * 2.0);
+        let t = one - dd_div(TwoFloat::from(2.0), e + one);
+        if h < 0.0 {
+            -t
+        } else {
+            t
+        }
+    } else {
+        let m = dd_expm1(x * 2.0);
+        dd_div(m, m + 2.0)
+    }
+}
+
+/// The square root of a positive finite double-double, to about 2⁻¹⁰⁴
+/// relative: scaled by an even power of 2 into `[1, 4)` (`twofloat`'s own
+/// `sqrt` loses bits when `x.hi()²`'s rounding error is subnormal), then
+/// one Newton step `s + (x − s²)/(2s)` from `s = √x.hi()`, `s²` exact.
+pub fn dd_sqrt(x: TwoFloat) -> TwoFloat {
+    let e = ((x.hi().to_bits() >> 52) & 0x7ff) as i32 - 1023;
+    // subnormal leading parts: scale up first
+    let (x, e0) = if x.hi() < f64::MIN_POSITIVE {
+        (x * pow2(108), -54)
+    } else {
+        (x, 0)
+    };
+    let e = if e0 != 0 {
+        ((x.hi().to_bits() >> 52) & 0x7ff) as i32 - 1023
+    } else {
+        e
+    };
+    let half = e.div_euclid(2);
+    let m = x * pow2(-2 * half);
+    let s = m.hi().sqrt();
+    let r = m - TwoFloat::new_mul(s, s);
+    let root = TwoFloat::new_add(s, r.hi() / (2.0 * s));
+    root * pow2(half + e0)
+}
+
+/// `e^z − 1` for `|z| ≤ 1`, to about 2⁻¹⁰⁴ relative: the Taylor series to
+/// `z³⁰/30!` (below 2⁻¹⁰⁷ of the sum; for negative `z` the alternating
+/// terms cancel at most one bit, `|e^z − 1| ≥ 0.63·|z|`).
+fn dd_expm1(z: TwoFloat) -> TwoFloat {
+    let mut t = z;
+    let mut s = z;
+    for j in 2..=30 {
+        t = dd_div(t * z, TwoFloat::from(f64::from(j)));
+        s += t;
+    }
+    s
+}
+
+/// π/2 in three doubles (about 160 bits), for [`dd_sin_cos`]'s reduction.
+const DD_PI_2: [f64; 3] = [
+    std::f64::consts::FRAC_PI_2,
+    6.123233995736766e-17,
+    -1.4973849048591698e-33,
+];
+
+/// `sin x` and `cos x` of a double-double, to about 2⁻¹⁰⁰ (absolute
+/// near a zero of the function, relative elsewhere) for `|x| < 2⁴⁰`:
+/// `x = k·π/2 + r`, `|r| ≤ π/4`, with π/2 in three doubles (`k·π/2` exact
+/// to about 2⁻¹¹⁵ at the largest `k`), then the Taylor series of `sin r`
+/// and `cos r` to the 27th and 28th powers (below 2⁻¹⁰⁹). Beyond `2⁴⁰`,
+/// `twofloat`'s.
+pub fn dd_sin_cos(x: TwoFloat) -> (TwoFloat, TwoFloat) {
+    let h = x.hi();
+    if !h.is_finite() {
+        let nan = TwoFloat::from(f64::NAN);
+        return (nan, nan);
+    }
+    if h == 0.0 {
+        return (x, TwoFloat::from(1.0));
+    }
+    if h.abs() >= f64::powi(2.0, 40) {
+        return (x.sin(), x.cos());
+    }
+    let k = (h / DD_PI_2[0]).round();
+    // k·π/2 in parts: k has at most 41 bits, each product below is exact
+    // up to its own rounding, kept as a double-double
+    let r = x
+        - TwoFloat::new_mul(k, DD_PI_2[0])
+        - TwoFloat::new_mul(k, DD_PI_2[1])
+        - TwoFloat::new_mul(k, DD_PI_2[2]);
+    let r2 = r * r;
+    let (mut s, mut c) = (r, TwoFloat::from(1.0));
+    let (mut ts, mut tc) = (r, TwoFloat::from(1.0));
+    for j in 1..=14 {
+        let j = f64::from(j);
+        ts = dd_div(-(ts * r2), TwoFloat::from((2.0 * j) * (2.0 * j + 1.0)));
+        tc = dd_div(-(tc * r2), TwoFloat::from((2.0 * j - 1.0) * (2.0 * j)));
+        s += ts;
+        c += tc;
+    }
+    match (k as i64).rem_euclid(4) {
+        0 => (s, c),
+        1 => (c, -s),
+        2 => (-s, -c),
+        _ => (-c, s),
+    }
+}
+
 /// `a / b` in double-double, three quotient digits (`twofloat`'s own
 /// division drops the low part, `1/3` has none).
-fn dd_div(a: TwoFloat, b: TwoFloat) -> TwoFloat {
+pub fn dd_div(a: TwoFloat, b: TwoFloat) -> TwoFloat {
     let q1 = a.hi() / b.hi();
     let r = a - b * q1;
     let q2 = r.hi() / b.hi();
@@ -419,7 +557,7 @@ impl Domain for Dd {
             BinOp::Add => *a + *b,
             BinOp::Sub => *a - *b,
             BinOp::Mul => *a * *b,
-            BinOp::Div => *a / *b,
+            BinOp::Div => dd_quotient(*a, *b),
         })
     }
     fn neg(&self, a: &TwoFloat) -> TwoFloat {
@@ -431,25 +569,34 @@ impl Domain for Dd {
             Func::Sqrt => {
                 if a.hi() < 0.0 {
                     TwoFloat::from(f64::NAN)
-                } else if a.hi() == 0.0 {
+                } else if a.hi() == 0.0 || a.hi() == f64::INFINITY {
                     a
                 } else {
-                    a.sqrt()
+                    dd_sqrt(a)
                 }
             }
-            Func::Exp => a.exp(),
-            Func::Log => {
-                if a.hi() < 0.0 {
-                    TwoFloat::from(f64::NAN)
-                } else if a.hi() == 0.0 {
-                    TwoFloat::from(f64::NEG_INFINITY)
+            Func::Exp => {
+                if a.hi().is_nan() {
+                    a
                 } else {
-                    a.ln()
+                    dd_exp(a)
                 }
             }
-            Func::Sin => a.sin(),
-            Func::Cos => a.cos(),
-            Func::Tanh => a.tanh(),
+            Func::Log => {
+                let h = a.hi();
+                if h.is_nan() || h < 0.0 {
+                    TwoFloat::from(f64::NAN)
+                } else if h == 0.0 {
+                    TwoFloat::from(f64::NEG_INFINITY)
+                } else if h == f64::INFINITY {
+                    a
+                } else {
+                    dd_ln(a)
+                }
+            }
+            Func::Sin => dd_sin_cos(a).0,
+            Func::Cos => dd_sin_cos(a).1,
+            Func::Tanh => dd_tanh(a),
             Func::Abs => a.abs(),
             Func::Max => {
                 let b = args[1];
