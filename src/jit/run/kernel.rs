@@ -73,6 +73,7 @@ use crate::jit::emit::{self, Native};
 use crate::jit::ir::{resolve, BufKind, Layout, LoopProgram};
 use crate::jit::options::{Options, MAX_LAYOUTS};
 use crate::jit::schedule::gemm::GemmPlan;
+use crate::jit::schedule::rows::{self, RowGroup};
 use crate::jit::schedule::storage::{self, temp_liveness};
 use crate::jit::schedule::{self, nest_work};
 use crate::syntax::ast::Function;
@@ -128,6 +129,10 @@ pub struct Kernel {
     /// them: two temporaries whose ranges do not meet share storage (see
     /// [`temp_liveness`]).
     live: Vec<(usize, (usize, usize))>,
+    /// Runs of nests run a block of rows at a time
+    /// ([`rows::row_groups`]); the temporaries they touch are live
+    /// through the whole run (in `live`).
+    groups: Vec<RowGroup>,
     /// Every call writes every element of the result, which is one array
     /// ([`writes_whole_result`]): `call` allocates it without zeroing.
     whole: bool,
@@ -188,7 +193,10 @@ impl Kernel {
         if let Some(key) = pack(&flat) {
             let _ = fast[0].set((key, native.clone()));
         }
-        let live = temp_liveness(&prog);
+        let mut live = temp_liveness(&prog);
+        let lib: Vec<bool> = gemm.iter().map(Option::is_some).collect();
+        let groups = rows::row_groups(&prog, &lib);
+        rows::extend_liveness(&mut live, &groups);
         let whole = writes_whole_result(&prog);
         let sig = Sig::new(f, &result, &prog);
         let leaf_buf = sig.leaf_buffers(&prog);
@@ -207,6 +215,7 @@ impl Kernel {
             result,
             spare: Mutex::new(Vec::new()),
             live,
+            groups,
             whole,
         }
     }
@@ -978,6 +987,16 @@ impl Kernel {
                 &self.opts,
             ));
         }
+        let elem = if self.opts.precision == crate::precision::Precision::F32 {
+            4
+        } else {
+            8
+        };
+        ws.blocks.clear();
+        for g in &self.groups {
+            ws.blocks
+                .push(rows::block_rows(&self.prog, g, &ws.svals, elem));
+        }
         ws.native = Some(native);
         ws.mode = self.mode(ws);
         Ok(())
@@ -1127,10 +1146,11 @@ impl Kernel {
         let Some(native) = ws.native.as_deref() else {
             return call::Mode::Steps;
         };
-        if ws
-            .plan
-            .iter()
-            .any(|s| s.gemm || s.parallel || s.rows < s.n0)
+        if !self.groups.is_empty()
+            || ws
+                .plan
+                .iter()
+                .any(|s| s.gemm || s.parallel || s.rows < s.n0)
         {
             return call::Mode::Steps;
         }
@@ -1196,6 +1216,7 @@ impl Kernel {
             strides,
             native,
             plan,
+            blocks,
             ..
         } = ws;
         let native = native
@@ -1215,11 +1236,47 @@ impl Kernel {
         // the next nest was run by this one's stage (a complex product's
         // two parts on the complex kernel)
         let mut done = false;
+        // the nests up to this one ran in a row group
+        let mut ran_to = 0;
+        let mut groups = self.groups.iter().zip(blocks.iter()).peekable();
         for (k, (entry, step)) in native.entries.iter().zip(plan.iter()).enumerate() {
-            if std::mem::take(&mut done) || step.skip {
+            if std::mem::take(&mut done) || step.skip || k < ran_to {
                 continue;
             }
             stopped(flag)?;
+            if let Some((g, &block)) = groups.next_if(|(g, _)| g.first == k) {
+                let entries = &native.entries[g.first..=g.last];
+                let steps = &plan[g.first..=g.last];
+                let n0 = step.n0;
+                // SAFETY: as below, for each nest of the group in turn on
+                // rows `at..to` within `0..n0` (every nest of a group has
+                // its outermost loop over the same range); a nest of the
+                // group reads, of what the group writes, only the rows
+                // `at..to` that the group's earlier nests have just
+                // written (`rows::row_groups`), and the temporaries the
+                // group touches do not share storage (`rows::
+                // extend_liveness`). Threads take disjoint rows, so they
+                // write disjoint elements.
+                let run = move |lo: usize, hi: usize| {
+                    let r = raw;
+                    let mut at = lo;
+                    while at < hi && !flag.load(Ordering::Relaxed) {
+                        let to = hi.min(at.saturating_add(block));
+                        for e in entries {
+                            unsafe { e(r.bufs, r.strides, r.sizes, at as i64, to as i64) }
+                        }
+                        at = to;
+                    }
+                };
+                if steps.iter().any(|s| s.parallel) {
+                    let (len, chunks) = chunking(n0, threads);
+                    pool::run(threads, chunks, |c| run(c * len, ((c + 1) * len).min(n0)));
+                } else {
+                    run(0, n0);
+                }
+                ran_to = g.last + 1;
+                continue;
+            }
             if step.gemm {
                 if let Some(g) = &self.gemm[k] {
                     // SAFETY: as below (the library gets the same pointers

@@ -23,6 +23,7 @@ pub mod gemm;
 pub mod loops;
 pub mod permute;
 pub mod reuse;
+pub mod rows;
 pub mod storage;
 pub mod tiles;
 
