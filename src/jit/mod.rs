@@ -52,6 +52,7 @@ use crate::syntax::ast::Function;
 pub use options::{
     GemmAxis, GemmSplit, Options, CHECK_WORK, COPY_NODES, DEFAULT_GEMM_SPLIT, GEMM_MIN_WORK,
     GEMM_SPLIT_MIN_WORK, MAX_LAYOUTS, MAX_NEST_NODES, MAX_THREADS, PARALLEL_THRESHOLD,
+    ROW_BLOCK_BYTES,
 };
 pub use run::boundary::arg::{
     Arg, Arg32, ArgMut, FromValue, IntArg, IntoArg, IntoArgMut, IntoArgs, Value32,

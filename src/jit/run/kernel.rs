@@ -195,7 +195,7 @@ impl Kernel {
         }
         let mut live = temp_liveness(&prog);
         let lib: Vec<bool> = gemm.iter().map(Option::is_some).collect();
-        let groups = rows::row_groups(&prog, &lib);
+        let groups = rows::row_groups(&prog, &lib, opts);
         rows::extend_liveness(&mut live, &groups);
         let whole = writes_whole_result(&prog);
         let sig = Sig::new(f, &result, &prog);
@@ -994,8 +994,13 @@ impl Kernel {
         };
         ws.blocks.clear();
         for g in &self.groups {
-            ws.blocks
-                .push(rows::block_rows(&self.prog, g, &ws.svals, elem));
+            ws.blocks.push(rows::block_rows(
+                &self.prog,
+                g,
+                &ws.svals,
+                elem,
+                self.opts.row_block_bytes,
+            ));
         }
         ws.native = Some(native);
         ws.mode = self.mode(ws);

@@ -27,12 +27,8 @@
 //! Owns these decisions; it reads the IR only.
 
 use crate::jit::ir::{resolve, IndexExpr, LoopProgram, Nest, Scalar, SizeRef};
+use crate::jit::options::Options;
 use std::collections::BTreeSet;
-
-/// Bytes of the rows a block touches (over the buffers whose first axis is
-/// the row, written or read by row): about a fifth of a 2 MB L2, so the
-/// block's rows are still in L2 when the next nest reads them.
-pub const BLOCK_BYTES: usize = 384 * 1024;
 
 /// A run of nests `first..=last` that may run by blocks of rows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -42,9 +38,13 @@ pub struct RowGroup {
 }
 
 /// The row groups of `p` (at least two nests each, in order, disjoint);
-/// `gemm[k]`: nest `k` may run as a GEMM stage.
-pub fn row_groups(p: &LoopProgram, gemm: &[bool]) -> Vec<RowGroup> {
+/// `gemm[k]`: nest `k` may run as a GEMM stage. None when
+/// `opts.row_block_bytes` is 0.
+pub fn row_groups(p: &LoopProgram, gemm: &[bool], opts: &Options) -> Vec<RowGroup> {
     let mut out = Vec::new();
+    if opts.row_block_bytes == 0 {
+        return out;
+    }
     let mut k = 0;
     while k < p.nests.len() {
         if !candidate(p, k, gemm) {
@@ -169,10 +169,17 @@ pub fn extend_liveness(live: &mut [(usize, (usize, usize))], groups: &[RowGroup]
 }
 
 /// The rows per block of `g` for a call with the sizes `svals` and
-/// elements of `elem` bytes: [`BLOCK_BYTES`] over the bytes per row of
+/// elements of `elem` bytes: `budget` bytes
+/// ([`crate::jit::Options::row_block_bytes`]) over the bytes per row of
 /// the buffers the group writes and the buffers it reads by row (at
 /// least 1; the whole range when it fits).
-pub fn block_rows(p: &LoopProgram, g: &RowGroup, svals: &[i64], elem: usize) -> usize {
+pub fn block_rows(
+    p: &LoopProgram,
+    g: &RowGroup,
+    svals: &[i64],
+    elem: usize,
+    budget: usize,
+) -> usize {
     let mut bufs: BTreeSet<usize> = BTreeSet::new();
     for n in &p.nests[g.first..=g.last] {
         bufs.insert(n.buf);
@@ -189,7 +196,7 @@ pub fn block_rows(p: &LoopProgram, g: &RowGroup, svals: &[i64], elem: usize) -> 
                 .saturating_mul(elem)
         })
         .fold(0usize, |a, x| a.saturating_add(x));
-    (BLOCK_BYTES / row_bytes.max(1)).max(1)
+    (budget / row_bytes.max(1)).max(1)
 }
 
 /// The buffers `s` loads with the nest's outermost variable on the first
