@@ -87,7 +87,8 @@ pub mod testing {
         pub use crate::jit::schedule::columns::{columns, materialise};
         pub use crate::jit::schedule::loops::{schedule, LoopSchedule, SchedExpr, SchedSum};
         pub use crate::jit::schedule::reuse::reuse_temps;
-        pub use crate::jit::schedule::{plan_nest, Backend, NestPlan};
+        pub use crate::jit::schedule::rows::{row_groups, RowGroup};
+        pub use crate::jit::schedule::{plan_nest, prepare, Backend, NestPlan};
     }
     /// Register tiles: their planning.
     pub mod tiles {
