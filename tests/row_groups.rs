@@ -247,7 +247,12 @@ fn softmax_and_layer_norm_by_blocks_of_rows() {
                     data(class, rows, cols, (rows * 31 + cols) as u64),
                 );
                 let what = format!("{rows}x{cols} class {class}");
-                check(SOFTMAX, p, &[x.clone()], &format!("softmax {what}"));
+                check(
+                    SOFTMAX,
+                    p,
+                    std::slice::from_ref(&x),
+                    &format!("softmax {what}"),
+                );
                 if class != 2 || p == Precision::F64 {
                     check(LAYER_NORM, p, &[x], &format!("layer norm {what}"));
                 }
@@ -267,7 +272,12 @@ fn attention_and_ungrouped_programs_by_blocks_of_rows() {
         }
         for n in [1, 6, 17] {
             let x = arr2(n, n, data(0, n, n, 4));
-            check(NEXT_ROW, p, &[x.clone()], &format!("next row n={n}"));
+            check(
+                NEXT_ROW,
+                p,
+                std::slice::from_ref(&x),
+                &format!("next row n={n}"),
+            );
             check(TRANSPOSED, p, &[x], &format!("transposed n={n}"));
         }
     }
