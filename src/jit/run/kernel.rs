@@ -21,7 +21,9 @@
 //! its buffer pointers (see [`call`]).
 //!
 //! **Threads.** The nests run in order (a temporary is written before it is
-//! read). A nest whose estimated work — trip counts times body size, see
+//! read); the nests of a row group (`schedule::rows`) run a block of rows
+//! at a time, each nest of the group over the block before the next block
+//! (split across threads by rows when one of them is). A nest whose estimated work — trip counts times body size, see
 //! [`nest_work`] — is at least [`Options::parallel_threshold`] (default
 //! [`PARALLEL_THRESHOLD`], measured on a 2-core Zen 3: below it, handing
 //! chunks to a worker costs more than it saves) has the range `0..n0` of
