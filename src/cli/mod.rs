@@ -176,6 +176,11 @@ enum Cmd {
         /// threads (default: the built-in threshold).
         #[arg(long)]
         parallel_threshold: Option<u64>,
+        /// The bytes of rows a block of a row group touches (default: the
+        /// built-in budget; 0 runs every nest over all its rows before
+        /// the next).
+        #[arg(long)]
+        row_block_bytes: Option<usize>,
         /// The precision to compute in: f64 (default), f32, or i64, i32
         /// for integral programs.
         #[arg(long, default_value = "f64")]
@@ -357,6 +362,7 @@ fn dispatch(cmd: Cmd) -> CliResult {
             threads,
             no_gemm,
             parallel_threshold,
+            row_block_bytes,
             dtype,
         } => {
             let threads = threads_flag("--threads", threads)?;
@@ -380,6 +386,7 @@ fn dispatch(cmd: Cmd) -> CliResult {
             };
             let jit = crate::jit::Options {
                 parallel_threshold: parallel_threshold.unwrap_or(jit.parallel_threshold),
+                row_block_bytes: row_block_bytes.unwrap_or(jit.row_block_bytes),
                 ..jit
             };
             bench::bench(

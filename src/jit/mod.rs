@@ -52,6 +52,7 @@ use crate::syntax::ast::Function;
 pub use options::{
     GemmAxis, GemmSplit, Options, CHECK_WORK, COPY_NODES, DEFAULT_GEMM_SPLIT, GEMM_MIN_WORK,
     GEMM_SPLIT_MIN_WORK, MAX_LAYOUTS, MAX_NEST_NODES, MAX_THREADS, PARALLEL_THRESHOLD,
+    ROW_BLOCK_BYTES,
 };
 pub use run::boundary::arg::{
     Arg, Arg32, ArgMut, FromValue, IntArg, IntoArg, IntoArgMut, IntoArgs, Value32,
@@ -86,7 +87,8 @@ pub mod testing {
         pub use crate::jit::schedule::columns::{columns, materialise};
         pub use crate::jit::schedule::loops::{schedule, LoopSchedule, SchedExpr, SchedSum};
         pub use crate::jit::schedule::reuse::reuse_temps;
-        pub use crate::jit::schedule::{plan_nest, Backend, NestPlan};
+        pub use crate::jit::schedule::rows::{row_groups, RowGroup};
+        pub use crate::jit::schedule::{plan_nest, prepare, Backend, NestPlan};
     }
     /// Register tiles: their planning.
     pub mod tiles {

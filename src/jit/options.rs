@@ -45,6 +45,14 @@ pub struct Options {
     /// vector-math calls on the f64 kernels, rounded; no register tiles or
     /// vectors yet).
     pub precision: crate::precision::Precision,
+    /// The bytes of rows a block of a row group touches (default
+    /// [`ROW_BLOCK_BYTES`]): runs of nests over the same rows, where each
+    /// row reads only its own row of what the run writes (a row
+    /// softmax's max, exp, sum and division), run a block of rows at a
+    /// time, each nest over the block, so the block stays in cache from
+    /// one nest to the next (`schedule::rows`). 0: every nest over all
+    /// its rows before the next (the values are the same either way).
+    pub row_block_bytes: usize,
 }
 
 /// The most threads [`Options::threads`] may ask for: the one limit of
@@ -58,6 +66,11 @@ pub const MAX_THREADS: usize = 1024;
 /// chunks to a worker costs more than it saves (measured:
 /// `benches/README.md`, "Generated nests on threads").
 pub const PARALLEL_THRESHOLD: u64 = 1 << 20;
+
+/// The default [`Options::row_block_bytes`]: about a fifth of a 2 MB L2,
+/// so the rows of a block are still in L2 when the next nest of its row
+/// group reads them.
+pub const ROW_BLOCK_BYTES: usize = 384 * 1024;
 
 /// The default [`Options::gemm_min_work`]: a GEMM stage whose nest has
 /// less estimated work ([`nest_work`](crate::jit::nest_work)) than this runs on its generated
@@ -78,6 +91,7 @@ impl Default for Options {
             gemm_split: DEFAULT_GEMM_SPLIT,
             gemm_split_min_work: GEMM_SPLIT_MIN_WORK,
             precision: crate::precision::Precision::F64,
+            row_block_bytes: ROW_BLOCK_BYTES,
         }
     }
 }

@@ -21,7 +21,9 @@
 //! its buffer pointers (see [`call`]).
 //!
 //! **Threads.** The nests run in order (a temporary is written before it is
-//! read). A nest whose estimated work — trip counts times body size, see
+//! read); the nests of a row group (`schedule::rows`) run a block of rows
+//! at a time, each nest of the group over the block before the next block
+//! (split across threads by rows when one of them is). A nest whose estimated work — trip counts times body size, see
 //! [`nest_work`] — is at least [`Options::parallel_threshold`] (default
 //! [`PARALLEL_THRESHOLD`], measured on a 2-core Zen 3: below it, handing
 //! chunks to a worker costs more than it saves) has the range `0..n0` of
@@ -73,6 +75,7 @@ use crate::jit::emit::{self, Native};
 use crate::jit::ir::{resolve, BufKind, Layout, LoopProgram};
 use crate::jit::options::{Options, MAX_LAYOUTS};
 use crate::jit::schedule::gemm::GemmPlan;
+use crate::jit::schedule::rows::{self, RowGroup};
 use crate::jit::schedule::storage::{self, temp_liveness};
 use crate::jit::schedule::{self, nest_work};
 use crate::syntax::ast::Function;
@@ -128,6 +131,10 @@ pub struct Kernel {
     /// them: two temporaries whose ranges do not meet share storage (see
     /// [`temp_liveness`]).
     live: Vec<(usize, (usize, usize))>,
+    /// Runs of nests run a block of rows at a time
+    /// ([`rows::row_groups`]); the temporaries they touch are live
+    /// through the whole run (in `live`).
+    groups: Vec<RowGroup>,
     /// Every call writes every element of the result, which is one array
     /// ([`writes_whole_result`]): `call` allocates it without zeroing.
     whole: bool,
@@ -188,7 +195,10 @@ impl Kernel {
         if let Some(key) = pack(&flat) {
             let _ = fast[0].set((key, native.clone()));
         }
-        let live = temp_liveness(&prog);
+        let mut live = temp_liveness(&prog);
+        let lib: Vec<bool> = gemm.iter().map(Option::is_some).collect();
+        let groups = rows::row_groups(&prog, &lib, opts);
+        rows::extend_liveness(&mut live, &groups);
         let whole = writes_whole_result(&prog);
         let sig = Sig::new(f, &result, &prog);
         let leaf_buf = sig.leaf_buffers(&prog);
@@ -207,6 +217,7 @@ impl Kernel {
             result,
             spare: Mutex::new(Vec::new()),
             live,
+            groups,
             whole,
         }
     }
@@ -252,6 +263,44 @@ fn zeroed<T: Clone>(
     data.resize(n, zero);
     ndarray::ArrayD::from_shape_vec(ndarray::IxDyn(&shape), data)
         .map_err(|e| jit_err(format!("internal shape mismatch: {e}")))
+}
+
+/// An `f32` array of the shape `dims` at `sizes`, allocated fallibly and
+/// not initialised: the result of an `F32` call that writes every
+/// element ([`writes_whole_result`]).
+fn uninit32(
+    dims: &[crate::syntax::ast::Size],
+    sizes: &interp::Sizes,
+) -> Result<ndarray::ArrayD<std::mem::MaybeUninit<f32>>> {
+    let shape = dims
+        .iter()
+        .map(|n| interp::value::resolve(n, sizes))
+        .collect::<Result<Vec<usize>>>()?;
+    let n = interp::value::checked_elements(&shape)?;
+    let mut data: Vec<std::mem::MaybeUninit<f32>> = crate::mem::with_capacity(n, || {
+        format!("the result (an f32 array of shape {shape:?})")
+    })?;
+    // SAFETY: the capacity is `n`, and a `MaybeUninit` needs no
+    // initialisation.
+    unsafe { data.set_len(n) };
+    ndarray::ArrayD::from_shape_vec(ndarray::IxDyn(&shape), data)
+        .map_err(|e| jit_err(format!("internal shape mismatch: {e}")))
+}
+
+/// The output of an `F32` call allocated by [`uninit32`] (C order); an
+/// array only once the call has written it.
+struct Fresh32(ndarray::ArrayD<std::mem::MaybeUninit<f32>>);
+
+impl AsOperandMut for Fresh32 {
+    fn operand_mut(&mut self) -> crate::interp::value::OperandMut<'_, Self> {
+        let ptr = self.0.as_mut_ptr() as *mut f64;
+        let a: &ndarray::ArrayD<std::mem::MaybeUninit<f32>> = &self.0;
+        crate::interp::value::OperandMut::Array {
+            ptr,
+            shape: a.shape(),
+            strides: a.strides(),
+        }
+    }
 }
 
 /// The output of an `F32` call for the result boundary `b` at `sizes`:
@@ -610,6 +659,16 @@ impl Kernel {
         self.expect(crate::precision::Precision::F32)?;
         let ops: Vec<Op32<'_>> = args.iter().map(Op32::of).collect();
         let sizes = interp::value::bind_operands(&self.func, &ops)?;
+        if let (true, Boundary::Array(d)) = (self.whole, &self.result) {
+            if !d.is_empty() {
+                // every call writes every element: no zeroing (as `call`)
+                let mut out = Fresh32(uninit32(d, &sizes)?);
+                self.call_into_generic(&ops, &mut out)?;
+                // SAFETY: the call returned `Ok`, and it writes every
+                // element of its result (`self.whole`).
+                return Ok(crate::jit::Value32::Array(unsafe { out.0.assume_init() }));
+            }
+        }
         let mut out = alloc32(&self.result, &sizes)?;
         self.call_into_generic(&ops, &mut out)?;
         Ok(out.into_value())
@@ -978,6 +1037,21 @@ impl Kernel {
                 &self.opts,
             ));
         }
+        let elem = if self.opts.precision == crate::precision::Precision::F32 {
+            4
+        } else {
+            8
+        };
+        ws.blocks.clear();
+        for g in &self.groups {
+            ws.blocks.push(rows::block_rows(
+                &self.prog,
+                g,
+                &ws.svals,
+                elem,
+                self.opts.row_block_bytes,
+            ));
+        }
         ws.native = Some(native);
         ws.mode = self.mode(ws);
         Ok(())
@@ -1127,10 +1201,11 @@ impl Kernel {
         let Some(native) = ws.native.as_deref() else {
             return call::Mode::Steps;
         };
-        if ws
-            .plan
-            .iter()
-            .any(|s| s.gemm || s.parallel || s.rows < s.n0)
+        if !self.groups.is_empty()
+            || ws
+                .plan
+                .iter()
+                .any(|s| s.gemm || s.parallel || s.rows < s.n0)
         {
             return call::Mode::Steps;
         }
@@ -1196,6 +1271,7 @@ impl Kernel {
             strides,
             native,
             plan,
+            blocks,
             ..
         } = ws;
         let native = native
@@ -1215,11 +1291,47 @@ impl Kernel {
         // the next nest was run by this one's stage (a complex product's
         // two parts on the complex kernel)
         let mut done = false;
+        // the nests up to this one ran in a row group
+        let mut ran_to = 0;
+        let mut groups = self.groups.iter().zip(blocks.iter()).peekable();
         for (k, (entry, step)) in native.entries.iter().zip(plan.iter()).enumerate() {
-            if std::mem::take(&mut done) || step.skip {
+            if std::mem::take(&mut done) || step.skip || k < ran_to {
                 continue;
             }
             stopped(flag)?;
+            if let Some((g, &block)) = groups.next_if(|(g, _)| g.first == k) {
+                let entries = &native.entries[g.first..=g.last];
+                let steps = &plan[g.first..=g.last];
+                let n0 = step.n0;
+                // SAFETY: as below, for each nest of the group in turn on
+                // rows `at..to` within `0..n0` (every nest of a group has
+                // its outermost loop over the same range); a nest of the
+                // group reads, of what the group writes, only the rows
+                // `at..to` that the group's earlier nests have just
+                // written (`rows::row_groups`), and the temporaries the
+                // group touches do not share storage (`rows::
+                // extend_liveness`). Threads take disjoint rows, so they
+                // write disjoint elements.
+                let run = move |lo: usize, hi: usize| {
+                    let r = raw;
+                    let mut at = lo;
+                    while at < hi && !flag.load(Ordering::Relaxed) {
+                        let to = hi.min(at.saturating_add(block));
+                        for e in entries {
+                            unsafe { e(r.bufs, r.strides, r.sizes, at as i64, to as i64) }
+                        }
+                        at = to;
+                    }
+                };
+                if steps.iter().any(|s| s.parallel) {
+                    let (len, chunks) = chunking(n0, threads);
+                    pool::run(threads, chunks, |c| run(c * len, ((c + 1) * len).min(n0)));
+                } else {
+                    run(0, n0);
+                }
+                ran_to = g.last + 1;
+                continue;
+            }
             if step.gemm {
                 if let Some(g) = &self.gemm[k] {
                     // SAFETY: as below (the library gets the same pointers

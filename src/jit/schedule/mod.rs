@@ -23,6 +23,7 @@ pub mod gemm;
 pub mod loops;
 pub mod permute;
 pub mod reuse;
+pub mod rows;
 pub mod storage;
 pub mod tiles;
 
@@ -35,7 +36,7 @@ use std::borrow::Cow;
 /// The program-level passes, in order, before any code is generated:
 /// reuse of temporaries, then column sums (given scratch nests when
 /// `opts.gemm` may run them on the library), then (with `opts.gemm`) the
-/// axis order of temporaries only GEMM stages read ([`permute`]).
+/// axis order of temporaries only GEMM stages read (`permute`).
 pub fn prepare(prog: &mut LoopProgram, opts: &Options) {
     reuse::reuse_temps(prog);
     // (F32: the GEMM stages of column sums run on the library's f32

@@ -636,6 +636,9 @@ pub struct Workspace {
     pub native: Option<Arc<Native>>,
     /// Per nest, how the remembered call runs it.
     pub plan: Vec<Step>,
+    /// Per row group of the kernel (`schedule::rows`), the rows per block
+    /// for the remembered call's sizes.
+    pub blocks: Vec<usize>,
     /// How the remembered call runs its nests, from `plan` and `native`.
     pub mode: Mode,
 }
