@@ -129,7 +129,7 @@ pub struct Kernel {
     /// [`temp_liveness`]).
     live: Vec<(usize, (usize, usize))>,
     /// Every call writes every element of the result, which is one array
-    /// ([`writes_whole_result`]): `call` allocates it without zeroing.
+    /// ([`writes_whole_result`]): `call` and `call_f32` allocate it without zeroing.
     whole: bool,
 }
 
@@ -384,9 +384,9 @@ impl Kernel {
         self.stages_of()
     }
 
-    /// Whether calls allocate the result without zeroing it: every call
-    /// writes every element ([`writes_whole_result`]). Unstable (for
-    /// tests).
+    /// Whether calls allocate the result without zeroing it (`call`,
+    /// `call_args`, `call_f32`): every call writes every element
+    /// ([`writes_whole_result`]). Unstable (for tests).
     #[doc(hidden)]
     pub fn fresh_result(&self) -> bool {
         self.whole
@@ -610,6 +610,19 @@ impl Kernel {
         self.expect(crate::precision::Precision::F32)?;
         let ops: Vec<Op32<'_>> = args.iter().map(Op32::of).collect();
         let sizes = interp::value::bind_operands(&self.func, &ops)?;
+        if let (true, Boundary::Array(d)) = (self.whole, &self.result) {
+            // every call writes every element ([`writes_whole_result`]):
+            // not zeroed, an array only once the call returned `Ok`
+            let shape = d
+                .iter()
+                .map(|n| interp::value::resolve(n, &sizes))
+                .collect::<Result<Vec<usize>>>()?;
+            let mut out = crate::jit::run::boundary::arg::Fresh32::new(&shape)?;
+            self.call_into_generic(&ops, &mut out)?;
+            // SAFETY: the call returned `Ok`, and it writes every element
+            // of its result (`self.whole`).
+            return Ok(crate::jit::Value32::Array(unsafe { out.assume_init() }));
+        }
         let mut out = alloc32(&self.result, &sizes)?;
         self.call_into_generic(&ops, &mut out)?;
         Ok(out.into_value())
