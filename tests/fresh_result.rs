@@ -57,11 +57,12 @@ fn arr(shape: &[usize], seed: u64) -> Value {
     Value::Array(ArrayD::from_shape_vec(IxDyn(shape), data).unwrap())
 }
 
-#[test]
-fn whole_results_are_fresh_and_right_at_every_shape() {
-    // (source, whether the result is fresh, argument shapes from n)
-    type Shapes = fn(usize) -> Vec<Vec<usize>>;
-    let cases: &[(&str, bool, Shapes)] = &[
+/// Argument shapes for a size `n`.
+type Shapes = fn(usize) -> Vec<Vec<usize>>;
+
+/// The programs: source, whether the result is fresh, argument shapes.
+fn cases() -> Vec<(&'static str, bool, Shapes)> {
+    vec![
         ("fn f(x: [n]R) -> [n]R = gen(i:n) exp(x[i])", true, |n| {
             vec![vec![n]]
         }),
@@ -115,8 +116,19 @@ fn whole_results_are_fresh_and_right_at_every_shape() {
             false,
             |n| vec![vec![n]],
         ),
-    ];
-    for (src, fresh, shapes) in cases {
+        // a GEMM stage and its elementwise epilogue (the MLP layer)
+        (
+            "fn f(X: [n,k]R, W: [k,m]R, b: [m]R) -> [n,m]R = \
+             gen(i:n, j:m) max(b[j] + sum(l:k) X[i,l] * W[l,j], 0)",
+            true,
+            |n| vec![vec![n, 20], vec![20, 33], vec![33]],
+        ),
+    ]
+}
+
+#[test]
+fn whole_results_are_fresh_and_right_at_every_shape() {
+    for (src, fresh, shapes) in cases() {
         let p = einsat::load(src).unwrap();
         // (the optimised program, as the command line and Python run it)
         let g = einsat::opt::optimize(&p.functions[0], &einsat::opt::Options::default())
@@ -124,7 +136,7 @@ fn whole_results_are_fresh_and_right_at_every_shape() {
             .program;
         let f = &p.functions[0];
         let k = einsat::jit::compile(&g).unwrap();
-        assert_eq!(k.fresh_result(), *fresh, "{src}");
+        assert_eq!(k.fresh_result(), fresh, "{src}");
         for n in [0usize, 1, 2, 3, 5, 17, 255, 256, 257, 600] {
             let args: Vec<Value> = shapes(n)
                 .iter()
@@ -138,6 +150,69 @@ fn whole_results_are_fresh_and_right_at_every_shape() {
                 if let Some(d) = differs(&got, &want) {
                     panic!("{src} n={n}: {d}");
                 }
+            }
+        }
+    }
+}
+
+/// The numbers of an `f32` result, widened.
+fn flat32(v: &einsat::Value32) -> Vec<f64> {
+    match v {
+        einsat::Value32::Real(x) => vec![f64::from(*x)],
+        einsat::Value32::Array(a) => a.iter().map(|&x| f64::from(x)).collect(),
+        einsat::Value32::Pair(a, b) => {
+            let mut x = flat32(a);
+            x.extend(flat32(b));
+            x
+        }
+    }
+}
+
+/// An argument as `f32` (rounded), and the interpreter's value of it.
+fn arg32(v: &Value) -> (ArrayD<f32>, Value) {
+    let Value::Array(a) = v else {
+        panic!("not an array")
+    };
+    let a32 = a.mapv(|x| x as f32);
+    let back = Value::Array(a32.mapv(f64::from));
+    (a32, back)
+}
+
+#[test]
+fn whole_f32_results_are_fresh_and_right_at_every_shape() {
+    // `call_f32` allocates a whole result without zeroing too
+    let f32 = einsat::jit::Options {
+        precision: einsat::Precision::F32,
+        ..Default::default()
+    };
+    for (src, fresh, shapes) in cases() {
+        let p = einsat::load(src).unwrap();
+        let g = einsat::opt::optimize(&p.functions[0], &einsat::opt::Options::default())
+            .unwrap()
+            .program;
+        let f = &p.functions[0];
+        let k = einsat::jit::compile_with(&g, &f32).unwrap();
+        assert_eq!(k.fresh_result(), fresh, "{src}");
+        for n in [0usize, 1, 2, 3, 5, 17, 255, 256, 257, 600] {
+            let (a32, args): (Vec<ArrayD<f32>>, Vec<Value>) = shapes(n)
+                .iter()
+                .enumerate()
+                .map(|(s, sh)| arg32(&arr(sh, n as u64 * 31 + s as u64)))
+                .unzip();
+            let want = flat(&einsat::interp::run_with(f, &args, einsat::Precision::F32).unwrap());
+            let views: Vec<einsat::Arg32<'_>> = a32.iter().map(einsat::Arg32::from).collect();
+            for _ in 0..2 {
+                for sz in [1usize, 7, 64, 300, 4096, 70_000] {
+                    std::hint::black_box(vec![f32::NAN; sz]);
+                }
+                let got = flat32(&k.call_f32(&views).unwrap());
+                // f32 roundings; sums reordered by the GEMM library
+                let scale = want.iter().fold(1.0f64, |m, x| m.max(x.abs()));
+                let bad = got.len() != want.len()
+                    || got.iter().zip(&want).any(|(x, y)| {
+                        !((x.is_nan() && y.is_nan()) || (x - y).abs() <= 1e-5 * scale)
+                    });
+                assert!(!bad, "{src} n={n}: {got:?}\nwant {want:?}");
             }
         }
     }

@@ -33,7 +33,7 @@
 //!   and whose moving loads walk unit-stride axes unchecked runs on `f64x2`
 //!   (`f32x4` in `F32`: 16-byte vectors either way, the lanes rounded as
 //!   the scalar code rounds them; `fma` only for a sum's accumulation,
-//!   calls other than `sqrt`/`abs` lane by lane)
+//!   `sqrt`, `abs`, `max` and `min` inline, other calls lane by lane)
 //!   with a scalar tail: stores of a gen loop whose output axis is
 //!   unit-stride ([`VSTORE_UNROLL`] vectors per step, then one), or a sum
 //!   into [`VACCS`] vector accumulators. Every moving load and the store
@@ -1909,6 +1909,7 @@ impl LoopEmitter<'_, '_> {
         match f {
             Func::Sqrt => self.b.ins().sqrt(args[0]),
             Func::Abs => self.b.ins().fabs(args[0]),
+            Func::Max | Func::Min => self.min_max(f, args[0], args[1]),
             _ => {
                 let fr = self
                     .funcs
@@ -1930,6 +1931,36 @@ impl LoopEmitter<'_, '_> {
                 let inst = self.b.ins().call(fr, args);
                 self.b.inst_results(inst)[0]
             }
+        }
+    }
+
+    /// The binary `max(a, b)` or `min(a, b)` of floats (scalars of the
+    /// kernel's type or its vectors, lane by lane), inline: Rust's
+    /// `f64::max`/`min`, which the interpreter and the called function
+    /// this replaces compute, as the compiler lowers them on x86-64
+    /// (`maxsd`/`minsd` with a NaN check of the first argument, the same
+    /// sequence as that function's code): `b` when `a` is NaN, else `b`
+    /// when it is larger (smaller), else `a` (so a NaN `b` gives `a`, and
+    /// of `-0` and `+0` the first argument). The comparison and select
+    /// are Cranelift's pattern for one `maxsd`/`maxpd` (`minsd`/`minpd`).
+    fn min_max(&mut self, f: Func, a: Value, b: Value) -> Value {
+        use cranelift_codegen::ir::condcodes::FloatCC;
+        let ty = self.b.func.dfg.value_type(a);
+        // `b` beats `a`: `a < b` for max, `b < a` for min
+        let beats = match f {
+            Func::Max => self.b.ins().fcmp(FloatCC::LessThan, a, b),
+            _ => self.b.ins().fcmp(FloatCC::LessThan, b, a),
+        };
+        let nan = self.b.ins().fcmp(FloatCC::Unordered, a, a);
+        if ty.is_vector() {
+            let le = MemFlagsData::new().with_endianness(cranelift_codegen::ir::Endianness::Little);
+            let beats = self.b.ins().bitcast(ty, le, beats);
+            let m = self.b.ins().bitselect(beats, b, a);
+            let nan = self.b.ins().bitcast(ty, le, nan);
+            self.b.ins().bitselect(nan, b, m)
+        } else {
+            let m = self.b.ins().select(beats, b, a);
+            self.b.ins().select(nan, b, m)
         }
     }
 
@@ -2793,6 +2824,7 @@ impl LoopEmitter<'_, '_> {
                 match f {
                     Func::Sqrt => self.b.ins().sqrt(vs[0]),
                     Func::Abs => self.b.ins().fabs(vs[0]),
+                    Func::Max | Func::Min => self.min_max(*f, vs[0], vs[1]),
                     _ => {
                         // lane by lane
                         let mut lanes = Vec::new();

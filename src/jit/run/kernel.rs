@@ -136,7 +136,7 @@ pub struct Kernel {
     /// through the whole run (in `live`).
     groups: Vec<RowGroup>,
     /// Every call writes every element of the result, which is one array
-    /// ([`writes_whole_result`]): `call` allocates it without zeroing.
+    /// ([`writes_whole_result`]): `call` and `call_f32` allocate it without zeroing.
     whole: bool,
 }
 
@@ -263,44 +263,6 @@ fn zeroed<T: Clone>(
     data.resize(n, zero);
     ndarray::ArrayD::from_shape_vec(ndarray::IxDyn(&shape), data)
         .map_err(|e| jit_err(format!("internal shape mismatch: {e}")))
-}
-
-/// An `f32` array of the shape `dims` at `sizes`, allocated fallibly and
-/// not initialised: the result of an `F32` call that writes every
-/// element ([`writes_whole_result`]).
-fn uninit32(
-    dims: &[crate::syntax::ast::Size],
-    sizes: &interp::Sizes,
-) -> Result<ndarray::ArrayD<std::mem::MaybeUninit<f32>>> {
-    let shape = dims
-        .iter()
-        .map(|n| interp::value::resolve(n, sizes))
-        .collect::<Result<Vec<usize>>>()?;
-    let n = interp::value::checked_elements(&shape)?;
-    let mut data: Vec<std::mem::MaybeUninit<f32>> = crate::mem::with_capacity(n, || {
-        format!("the result (an f32 array of shape {shape:?})")
-    })?;
-    // SAFETY: the capacity is `n`, and a `MaybeUninit` needs no
-    // initialisation.
-    unsafe { data.set_len(n) };
-    ndarray::ArrayD::from_shape_vec(ndarray::IxDyn(&shape), data)
-        .map_err(|e| jit_err(format!("internal shape mismatch: {e}")))
-}
-
-/// The output of an `F32` call allocated by [`uninit32`] (C order); an
-/// array only once the call has written it.
-struct Fresh32(ndarray::ArrayD<std::mem::MaybeUninit<f32>>);
-
-impl AsOperandMut for Fresh32 {
-    fn operand_mut(&mut self) -> crate::interp::value::OperandMut<'_, Self> {
-        let ptr = self.0.as_mut_ptr() as *mut f64;
-        let a: &ndarray::ArrayD<std::mem::MaybeUninit<f32>> = &self.0;
-        crate::interp::value::OperandMut::Array {
-            ptr,
-            shape: a.shape(),
-            strides: a.strides(),
-        }
-    }
 }
 
 /// The output of an `F32` call for the result boundary `b` at `sizes`:
@@ -433,9 +395,9 @@ impl Kernel {
         self.stages_of()
     }
 
-    /// Whether calls allocate the result without zeroing it: every call
-    /// writes every element ([`writes_whole_result`]). Unstable (for
-    /// tests).
+    /// Whether calls allocate the result without zeroing it (`call`,
+    /// `call_args`, `call_f32`): every call writes every element
+    /// ([`writes_whole_result`]). Unstable (for tests).
     #[doc(hidden)]
     pub fn fresh_result(&self) -> bool {
         self.whole
@@ -660,14 +622,17 @@ impl Kernel {
         let ops: Vec<Op32<'_>> = args.iter().map(Op32::of).collect();
         let sizes = interp::value::bind_operands(&self.func, &ops)?;
         if let (true, Boundary::Array(d)) = (self.whole, &self.result) {
-            if !d.is_empty() {
-                // every call writes every element: no zeroing (as `call`)
-                let mut out = Fresh32(uninit32(d, &sizes)?);
-                self.call_into_generic(&ops, &mut out)?;
-                // SAFETY: the call returned `Ok`, and it writes every
-                // element of its result (`self.whole`).
-                return Ok(crate::jit::Value32::Array(unsafe { out.0.assume_init() }));
-            }
+            // every call writes every element ([`writes_whole_result`]):
+            // not zeroed, an array only once the call returned `Ok`
+            let shape = d
+                .iter()
+                .map(|n| interp::value::resolve(n, &sizes))
+                .collect::<Result<Vec<usize>>>()?;
+            let mut out = crate::jit::run::boundary::arg::Fresh32::new(&shape)?;
+            self.call_into_generic(&ops, &mut out)?;
+            // SAFETY: the call returned `Ok`, and it writes every element
+            // of its result (`self.whole`).
+            return Ok(crate::jit::Value32::Array(unsafe { out.assume_init() }));
         }
         let mut out = alloc32(&self.result, &sizes)?;
         self.call_into_generic(&ops, &mut out)?;

@@ -679,6 +679,49 @@ impl Out32 {
     }
 }
 
+/// An `f32` result array allocated without zeroing (C order), for a
+/// kernel whose every call writes every element of its result (as
+/// [`super::Fresh`] for `f64`): uninitialised until the call has run,
+/// an array only then ([`Fresh32::assume_init`]).
+pub(crate) struct Fresh32(ndarray::ArrayD<std::mem::MaybeUninit<f32>>);
+
+impl Fresh32 {
+    /// An array of `shape`, allocated fallibly.
+    pub(crate) fn new(shape: &[usize]) -> crate::error::Result<Fresh32> {
+        let n = crate::interp::value::checked_elements(shape)?;
+        let what = || format!("the result (an f32 array of shape {shape:?})");
+        let mut v: Vec<std::mem::MaybeUninit<f32>> = crate::mem::with_capacity(n, what)?;
+        // SAFETY: the capacity is `n`, and a `MaybeUninit` needs no
+        // initialisation.
+        unsafe { v.set_len(n) };
+        let a = ndarray::ArrayD::from_shape_vec(ndarray::IxDyn(shape), v)
+            .map_err(|e| crate::error::Error::Call(format!("internal shape mismatch: {e}")))?;
+        Ok(Fresh32(a))
+    }
+
+    /// The array, once every element has been written.
+    ///
+    /// # Safety
+    /// Every element has been written (a call of a kernel that writes its
+    /// whole result returned `Ok`).
+    pub(crate) unsafe fn assume_init(self) -> ndarray::ArrayD<f32> {
+        // SAFETY: the caller's promise.
+        unsafe { self.0.assume_init() }
+    }
+}
+
+impl AsOperandMut for Fresh32 {
+    fn operand_mut(&mut self) -> OperandMut<'_, Self> {
+        let ptr = self.0.as_mut_ptr() as *mut f64;
+        let a: &ndarray::ArrayD<std::mem::MaybeUninit<f32>> = &self.0;
+        OperandMut::Array {
+            ptr,
+            shape: a.shape(),
+            strides: a.strides(),
+        }
+    }
+}
+
 impl AsOperandMut for Out32 {
     fn operand_mut(&mut self) -> OperandMut<'_, Self> {
         match self {
