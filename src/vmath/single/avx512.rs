@@ -48,9 +48,9 @@
 //!
 //! **exp in double lanes** (`exp8`, the subnormal band's and `tanh`'s).
 //! Sixteen `f32` arguments are widened to two vectors of eight doubles
-//! (exactly), and `x = (16m + j)·ln2/16 + r`, `|r| ≤ ln2/32`, `k = 16m
-//! + j` the nearest integer to `16x/ln2` (`x/ln2 + 1.5·2^48` rounds to a
-//! multiple of 1/16, `k/16`); `e^x = 2^m · 2^(j/16) · e^r`, the sixteen
+//! (exactly), and `x = (16m + j)·ln2/16 + r`, `|r| ≤ ln2/32`,
+//! `k = 16m + j` the nearest integer to `16x/ln2` (`x/ln2 + 1.5·2^48`
+//! rounds to a multiple of 1/16, `k/16`); `e^x = 2^m · 2^(j/16) · e^r`, the sixteen
 //! `2^(j/16)` held in two registers (one `vpermt2pd` look-up), `e^r` its
 //! Taylor polynomial to `r^5` (truncation below `1.5·10^-13` relative),
 //! `2^m` by `scalef` (which floors `k/16`). The double is rounded once
