@@ -82,7 +82,24 @@ fn compile_here(f: &Function, opts: &Options) -> Result<Kernel> {
     schedule::prepare(&mut prog, opts);
     let layout = Layout::c_order(&prog);
     let plans = schedule::plan_program(&prog, &layout, opts);
-    let native = emit::compile(&prog, &plans, &layout, opts).map_err(jit_err)?;
+    // (the native code of GEMM stages waits for a call that runs it)
+    let defer = deferred(&prog, &plans, opts);
+    let native = emit::compile(&prog, &plans, &layout, opts, &defer).map_err(jit_err)?;
     let gemm = plans.into_iter().map(|p| p.gemm).collect();
     Ok(Kernel::new(f, prog, &sig.ret, layout, native, gemm, opts))
+}
+
+/// Per nest, whether its native code is left out of a layout's first
+/// compile ([`schedule::defer_native`]); the kernel compiles the layout's
+/// complete code on the first call that needs it.
+pub(crate) fn deferred(
+    prog: &crate::jit::ir::LoopProgram,
+    plans: &[schedule::NestPlan<'_>],
+    opts: &Options,
+) -> Vec<bool> {
+    prog.nests
+        .iter()
+        .zip(plans)
+        .map(|(nest, plan)| schedule::defer_native(prog, nest, plan, opts))
+        .collect()
 }
