@@ -183,9 +183,7 @@ fn a_declined_call_runs_the_deferred_code() {
             let (a, b) = (gen(&mut rng), gen(&mut rng));
             let va = a.slice_each_axis(|_| Slice::new(0, None, 2));
             let vb = b.slice_each_axis(|_| Slice::new(0, None, 2));
-            let call = |k: &Kernel| match k
-                .call_f32(&[Arg32::from(&va), Arg32::from(&vb)])
-                .unwrap()
+            let call = |k: &Kernel| match k.call_f32(&[Arg32::from(&va), Arg32::from(&vb)]).unwrap()
             {
                 Value32::Array(x) => x,
                 _ => panic!("not an array"),

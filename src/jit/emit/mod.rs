@@ -14,7 +14,10 @@
 //! any sign), the named sizes (then the address of the call's
 //! cancellation flag), and the range `lo..hi` of the nest's outermost
 //! loop (so the caller can run a nest in pieces, on several threads; a
-//! nest without loops ignores it). The code is specialised for a
+//! nest without loops ignores it). [`compile`] leaves out the nests the
+//! run time asks it to (the native code of GEMM stages, compiled on the
+//! first call that needs it: `schedule::defer_native`); a nest's
+//! function is the same either way. The code is specialised for a
 //! [`Layout`]: an axis the layout marks unit-stride uses the constant 1
 //! instead of the stride it is passed. With more than one nest, a chain
 //! function runs them all in order ([`Native::chain`]).

@@ -83,25 +83,10 @@ fn compile_here(f: &Function, opts: &Options) -> Result<Kernel> {
     let layout = Layout::c_order(&prog);
     let plans = schedule::plan_program(&prog, &layout, opts);
     // (the native code of GEMM stages waits for a call that runs it)
-    let defer = deferred(&prog, &plans, opts);
+    let defer = schedule::deferred(&prog, &plans, opts);
     let native = emit::compile(&prog, &plans, &layout, opts, &defer).map_err(jit_err)?;
     let gemm = plans.into_iter().map(|p| p.gemm).collect();
     Ok(Kernel::new(f, prog, &sig.ret, layout, native, gemm, opts))
-}
-
-/// Per nest, whether its native code is left out of a layout's first
-/// compile ([`schedule::defer_native`]); the kernel compiles the layout's
-/// complete code on the first call that needs it.
-pub(crate) fn deferred(
-    prog: &crate::jit::ir::LoopProgram,
-    plans: &[schedule::NestPlan<'_>],
-    opts: &Options,
-) -> Vec<bool> {
-    prog.nests
-        .iter()
-        .zip(plans)
-        .map(|(nest, plan)| schedule::defer_native(prog, nest, plan, opts))
-        .collect()
 }
 
 #[cfg(test)]
@@ -147,9 +132,8 @@ mod tests {
         let k = compile_uncached_with(&named, &no_gemm).unwrap();
         assert!(!k.c_order_native().unwrap().partial());
         // literal sizes: a small product always runs natively
-        let literal = func(
-            "fn f(X: [4,4]R, W: [4,4]R) -> [4,4]R = gen(i:4, j:4) sum(l:4) X[i,l] * W[l,j]",
-        );
+        let literal =
+            func("fn f(X: [4,4]R, W: [4,4]R) -> [4,4]R = gen(i:4, j:4) sum(l:4) X[i,l] * W[l,j]");
         let k = compile_uncached_with(&literal, &opts).unwrap();
         assert!(k.stages()[0].starts_with("gemm"), "{:?}", k.stages());
         assert!(!k.c_order_native().unwrap().partial());

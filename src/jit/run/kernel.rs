@@ -89,7 +89,12 @@ type Natives = Vec<(Layout, Vec<bool>, Arc<Native>)>;
 /// with ([`Layout`]: which axes have unit stride). [`compile`](crate::jit::compile)
 /// generates the code for C-order arguments; a call with another layout
 /// compiles (once) code for that layout, up to [`MAX_LAYOUTS`] of them, and
-/// then falls back to the generic code.
+/// then falls back to the generic code. A layout's first compile leaves
+/// out the native code of GEMM stages' nests ([`schedule::defer_native`]:
+/// the library runs them unless the call is small or the library
+/// declines it); the first call that runs one natively compiles the
+/// layout's complete code ([`Kernel::complete`]), the same code a compile
+/// without deferral gives, and later calls of that layout use it.
 pub struct Kernel {
     func: Function,
     prog: LoopProgram,
@@ -364,7 +369,7 @@ impl Kernel {
         };
         let plans = schedule::plan_program(&self.prog, &layout, &self.opts);
         // (the native code of GEMM stages waits for a call that runs it)
-        let defer = super::compile::deferred(&self.prog, &plans, &self.opts);
+        let defer = schedule::deferred(&self.prog, &plans, &self.opts);
         let n = Arc::new(
             emit::compile(&self.prog, &plans, &layout, &self.opts, &defer).map_err(jit_err)?,
         );
@@ -403,9 +408,8 @@ impl Kernel {
             .find(|(_, _, n)| Arc::ptr_eq(n, native))
             .ok_or_else(|| jit_err("internal: native code of another kernel"))?;
         let plans = schedule::plan_program(&self.prog, layout, &self.opts);
-        let c = Arc::new(
-            emit::compile(&self.prog, &plans, layout, &self.opts, &[]).map_err(jit_err)?,
-        );
+        let c =
+            Arc::new(emit::compile(&self.prog, &plans, layout, &self.opts, &[]).map_err(jit_err)?);
         let _ = native.complete.set(c.clone());
         Ok(c)
     }

@@ -124,6 +124,16 @@ pub fn defer_native(p: &LoopProgram, nest: &Nest, plan: &NestPlan<'_>, opts: &Op
     !p.sizes.is_empty() || step(nest, Some(g), false, &[], 1, opts).gemm
 }
 
+/// Per nest of `p` with its plan, whether its native code is left out of
+/// a layout's first compile ([`defer_native`]).
+pub fn deferred(p: &LoopProgram, plans: &[NestPlan<'_>], opts: &Options) -> Vec<bool> {
+    p.nests
+        .iter()
+        .zip(plans)
+        .map(|(nest, plan)| defer_native(p, nest, plan, opts))
+        .collect()
+}
+
 /// How a call runs one nest, decided once per sizes and layout.
 #[derive(Clone, Copy, Debug)]
 pub struct Step {
