@@ -105,7 +105,7 @@ fn small_calls_run_the_deferred_code_of_a_kernel_without_gemm() {
         for small_first in [true, false] {
             let k = jit::compile_uncached_with(&f, &with_gemm(true)).unwrap();
             assert!(k.stages()[0].starts_with("gemm"), "{src}: {:?}", k.stages());
-            let mut sizes = vec![40, 1, 3, 9, 0];
+            let mut sizes = [40, 1, 3, 9, 0];
             if small_first {
                 sizes.reverse();
             }
