@@ -156,7 +156,7 @@ pub struct Native {
     module: Option<JITModule>,
     /// One entry per nest of the loop program, in the same order; `None`
     /// for a nest whose code was left out of this compile (`defer` of
-    /// [`compile`]).
+    /// `compile`).
     pub entries: Vec<Option<Entry>>,
     /// With more than one nest and none left out: an entry running every
     /// nest not skipped in order, each over its whole outermost range, on

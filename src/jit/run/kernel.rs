@@ -90,10 +90,10 @@ type Natives = Vec<(Layout, Vec<bool>, Arc<Native>)>;
 /// generates the code for C-order arguments; a call with another layout
 /// compiles (once) code for that layout, up to [`MAX_LAYOUTS`] of them, and
 /// then falls back to the generic code. A layout's first compile leaves
-/// out the native code of GEMM stages' nests ([`schedule::defer_native`]:
+/// out the native code of GEMM stages' nests (`schedule::defer_native`:
 /// the library runs them unless the call is small or the library
 /// declines it); the first call that runs one natively compiles the
-/// layout's complete code ([`Kernel::complete`]), the same code a compile
+/// layout's complete code (`Kernel::complete`), the same code a compile
 /// without deferral gives, and later calls of that layout use it.
 pub struct Kernel {
     func: Function,
