@@ -285,7 +285,8 @@ fn run_in_pieces(f: &Function, args: &[Value], out: &mut Value, cuts: &[i64]) {
     for w in bounds.windows(2) {
         // SAFETY: C-order buffers of the shapes the loop program declares
         // (checked by `bind`), pieces within the outermost range.
-        unsafe { (native.entries[0])(ptrs.as_ptr(), strides.as_ptr(), svals.as_ptr(), w[0], w[1]) };
+        let entry = native.entries[0].expect("every nest compiled");
+        unsafe { entry(ptrs.as_ptr(), strides.as_ptr(), svals.as_ptr(), w[0], w[1]) };
     }
 }
 

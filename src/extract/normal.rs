@@ -1593,16 +1593,17 @@ impl Norm<'_> {
         }
         let chosen = used_positions(e, cx);
         let invariant = chosen.len() < cx.idx.len();
-        let uses = if self.shared.is_empty() {
-            1
-        } else {
-            let key = candidate_key(e, cx, &chosen);
-            self.shared.get(&key).copied().unwrap_or(1)
+        // (the key, built once, when something is looked up by it)
+        let key = (!self.shared.is_empty() || !self.making.is_empty())
+            .then(|| candidate_key(e, cx, &chosen));
+        let uses = match &key {
+            Some(key) if !self.shared.is_empty() => self.shared.get(key).copied().unwrap_or(1),
+            _ => 1,
         };
         if !invariant && uses < 2 {
             return false;
         }
-        if self.making.contains(&candidate_key(e, cx, &chosen)) {
+        if key.is_some_and(|key| self.making.contains(&key)) {
             // the value being materialised, at the root of its own body
             return false;
         }

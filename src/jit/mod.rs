@@ -105,11 +105,11 @@ pub mod testing {
         use crate::jit::ir::{Layout, LoopProgram};
 
         /// Native code for `p` in `layout`, every nest planned with the
-        /// default options (as a kernel would compile it).
+        /// default options and compiled (a kernel's complete code).
         pub fn compile(p: &LoopProgram, layout: &Layout) -> Result<Native, String> {
             let opts = crate::jit::Options::default();
             let plans = crate::jit::schedule::plan_program(p, layout, &opts);
-            crate::jit::emit::compile(p, &plans, layout, &opts)
+            crate::jit::emit::compile(p, &plans, layout, &opts, &[])
         }
     }
     /// The thread pool.
@@ -122,13 +122,28 @@ pub mod testing {
     /// generic layout (no unit strides), followed by the kernel's
     /// [`Kernel::stages`](crate::jit::Kernel::stages): what a before/after comparison of the generated
     /// code hashes (`tests/codegen_snapshot.rs`). Not part of the stable API.
+    ///
+    /// Each layout's code is its complete code, every nest compiled: the
+    /// code a compile leaves out (`schedule::defer_native`) is compiled
+    /// here, and its text stands for the first compile's.
     pub fn clif_text(f: &Function, opts: &Options) -> Result<Vec<String>> {
-        let (kernel, mut text) = crate::jit::emit::captured(|| compile_uncached_with(f, opts));
+        use crate::jit::emit::captured;
+        let (kernel, first) = captured(|| compile_uncached_with(f, opts));
         let kernel = kernel?;
+        // the text of `native`'s layout with every nest: `text`, what
+        // compiling `native` captured, unless it left nests out
+        let complete = |native: std::sync::Arc<crate::jit::emit::Native>, text: Vec<String>| {
+            if native.partial() && native.complete.get().is_none() {
+                let (c, text) = captured(|| kernel.complete(&native));
+                c.map(|_| text)
+            } else {
+                Ok(text)
+            }
+        };
+        let mut text = complete(kernel.c_order_native()?, first)?;
         let generic = kernel.generic.clone();
-        let (native, more) = crate::jit::emit::captured(|| kernel.native(&generic));
-        native?;
-        text.extend(more);
+        let (native, more) = captured(|| kernel.native(&generic));
+        text.extend(complete(native?, more)?);
         text.extend(kernel.stages());
         Ok(text)
     }

@@ -14,7 +14,10 @@
 //! any sign), the named sizes (then the address of the call's
 //! cancellation flag), and the range `lo..hi` of the nest's outermost
 //! loop (so the caller can run a nest in pieces, on several threads; a
-//! nest without loops ignores it). The code is specialised for a
+//! nest without loops ignores it). [`compile`] leaves out the nests the
+//! run time asks it to (the native code of GEMM stages, compiled on the
+//! first call that needs it: `schedule::defer_native`); a nest's
+//! function is the same either way. The code is specialised for a
 //! [`Layout`]: an axis the layout marks unit-stride uses the constant 1
 //! instead of the stride it is passed. With more than one nest, a chain
 //! function runs them all in order ([`Native::chain`]).
@@ -151,15 +154,27 @@ const RCALLS: &[(&str, RedOp)] = &[("einsat_vmax", RedOp::Max), ("einsat_vmin", 
 /// as the kernel.
 pub struct Native {
     module: Option<JITModule>,
-    /// One entry per nest of the loop program, in the same order.
-    pub entries: Vec<Entry>,
-    /// With more than one nest: an entry running every nest not skipped
-    /// in order, each over its whole outermost range, on the calling
-    /// thread (its `lo` and `hi` are ignored).
+    /// One entry per nest of the loop program, in the same order; `None`
+    /// for a nest whose code was left out of this compile (`defer` of
+    /// `compile`).
+    pub entries: Vec<Option<Entry>>,
+    /// With more than one nest and none left out: an entry running every
+    /// nest not skipped in order, each over its whole outermost range, on
+    /// the calling thread (its `lo` and `hi` are ignored).
     pub chain: Option<Entry>,
     /// Per nest: it does nothing in this layout (a column sum's nest that
     /// is not computed ahead, `schedule::with_columns`); not run at all.
     pub skip: Vec<bool>,
+    /// For code with nests left out: the same layout's code with every
+    /// nest, once the run time has compiled it (`run::kernel`).
+    pub complete: OnceLock<std::sync::Arc<Native>>,
+}
+
+impl Native {
+    /// Whether some nest's code was left out of this compile.
+    pub fn partial(&self) -> bool {
+        self.entries.iter().any(Option::is_none)
+    }
 }
 
 impl Drop for Native {
@@ -586,12 +601,17 @@ fn entry_signature(sig: &mut cranelift_codegen::ir::Signature, ptr: types::Type)
 }
 
 /// Compile a loop program's nests as `plans` say ([`NestPlan`], one per
-/// nest in order, all for `layout`), with `opts`' code-size budget.
+/// nest in order, all for `layout`), with `opts`' code-size budget,
+/// leaving out the nests `defer` marks (as `schedule::defer_native`
+/// decided; empty: none): their entries are `None`, and there is no
+/// chain. A nest's function is the same whether others are left out or
+/// not.
 pub fn compile(
     p: &LoopProgram,
     plans: &[NestPlan<'_>],
     layout: &Layout,
     opts: &Options,
+    defer: &[bool],
 ) -> Result<Native, String> {
     let kt = if opts.precision == crate::precision::Precision::F32 {
         types::F32
@@ -608,6 +628,10 @@ pub fn compile(
     let mut skip = Vec::with_capacity(plans.len());
     for (k, plan) in plans.iter().enumerate() {
         skip.push(matches!(plan.backend, Backend::Skip));
+        if defer.get(k).copied().unwrap_or(false) {
+            ids.push(None);
+            continue;
+        }
         entry_signature(&mut ctx.func.signature, ptr);
         {
             let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
@@ -694,12 +718,19 @@ pub fn compile(
             b.seal_all_blocks();
             b.finalize(tcfg);
         }
-        ids.push(define(&mut module, &mut ctx, &format!("nest{k}"), Some(k))?);
+        ids.push(Some(define(
+            &mut module,
+            &mut ctx,
+            &format!("nest{k}"),
+            Some(k),
+        )?));
     }
-    let chain = if ids.len() > 1 {
-        Some(chain(&mut module, &mut ctx, &mut fctx, p, &ids, &skip)?)
-    } else {
-        None
+    let all: Option<Vec<FuncId>> = ids.iter().copied().collect();
+    let chain = match all {
+        Some(all) if all.len() > 1 => {
+            Some(chain(&mut module, &mut ctx, &mut fctx, p, &all, &skip)?)
+        }
+        _ => None,
     };
     module.finalize_definitions().map_err(|e| e.to_string())?;
     // SAFETY: as for the entries below.
@@ -709,10 +740,12 @@ pub fn compile(
     let entries = ids
         .into_iter()
         .map(|id| {
-            let code = module.get_finalized_function(id);
-            // SAFETY: `code` was compiled from a function with exactly this
-            // signature (three pointers and two i64s, no result).
-            unsafe { std::mem::transmute::<*const u8, Entry>(code) }
+            id.map(|id| {
+                let code = module.get_finalized_function(id);
+                // SAFETY: `code` was compiled from a function with exactly
+                // this signature (three pointers and two i64s, no result).
+                unsafe { std::mem::transmute::<*const u8, Entry>(code) }
+            })
         })
         .collect();
     Ok(Native {
@@ -720,6 +753,7 @@ pub fn compile(
         entries,
         chain,
         skip,
+        complete: OnceLock::new(),
     })
 }
 

@@ -82,7 +82,60 @@ fn compile_here(f: &Function, opts: &Options) -> Result<Kernel> {
     schedule::prepare(&mut prog, opts);
     let layout = Layout::c_order(&prog);
     let plans = schedule::plan_program(&prog, &layout, opts);
-    let native = emit::compile(&prog, &plans, &layout, opts).map_err(jit_err)?;
+    // (the native code of GEMM stages waits for a call that runs it)
+    let defer = schedule::deferred(&prog, &plans, opts);
+    let native = emit::compile(&prog, &plans, &layout, opts, &defer).map_err(jit_err)?;
     let gemm = plans.into_iter().map(|p| p.gemm).collect();
     Ok(Kernel::new(f, prog, &sig.ret, layout, native, gemm, opts))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::jit::emit::captured;
+
+    fn func(src: &str) -> Function {
+        crate::load(src).unwrap().functions.remove(0)
+    }
+
+    /// A GEMM stage's native code is left out of the first compile when
+    /// sizes come with the call, and compiled with it when literal sizes
+    /// make every call native; the code left out is the same code.
+    #[test]
+    fn gemm_native_code_waits_for_a_call_that_needs_it() {
+        let opts = Options::default();
+        let named = func(
+            "fn f(X: [n,k]R, W: [k,m]R, b: [m]R) -> [n,m]R = \
+             let H = gen(i:n, j:m) sum(l:k) X[i,l] * W[l,j] in gen(i:n, j:m) max(b[j] + H[i,j], 0)",
+        );
+        let (k, first) = captured(|| compile_uncached_with(&named, &opts));
+        let k = k.unwrap();
+        let partial = k.c_order_native().unwrap();
+        assert!(partial.partial());
+        assert!(partial.chain.is_none());
+        let left_out: Vec<bool> = partial.entries.iter().map(Option::is_none).collect();
+        assert_eq!(left_out.len(), 2);
+        assert!(left_out[0] && !left_out[1], "{left_out:?}");
+        let (full, all) = captured(|| k.complete(&partial));
+        let full = full.unwrap();
+        assert!(!full.partial() && full.chain.is_some());
+        // (nest 1's function, then the chain)
+        assert_eq!(all.len(), 3);
+        assert_eq!(first, all[1..2]);
+        // compiled once
+        assert!(Arc::ptr_eq(&k.complete(&partial).unwrap(), &full));
+        // without the GEMM stage nothing is left out
+        let no_gemm = Options {
+            gemm: false,
+            ..Options::default()
+        };
+        let k = compile_uncached_with(&named, &no_gemm).unwrap();
+        assert!(!k.c_order_native().unwrap().partial());
+        // literal sizes: a small product always runs natively
+        let literal =
+            func("fn f(X: [4,4]R, W: [4,4]R) -> [4,4]R = gen(i:4, j:4) sum(l:4) X[i,l] * W[l,j]");
+        let k = compile_uncached_with(&literal, &opts).unwrap();
+        assert!(k.stages()[0].starts_with("gemm"), "{:?}", k.stages());
+        assert!(!k.c_order_native().unwrap().partial());
+    }
 }

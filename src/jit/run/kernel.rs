@@ -71,7 +71,7 @@ use crate::cancel::{current_flag, stopped};
 use crate::error::{Error, Result};
 use crate::interp::value::{AsOperand, AsOperandMut};
 use crate::interp::{self, Boundary, Value};
-use crate::jit::emit::{self, Native};
+use crate::jit::emit::{self, Entry, Native};
 use crate::jit::ir::{resolve, BufKind, Layout, LoopProgram};
 use crate::jit::options::{Options, MAX_LAYOUTS};
 use crate::jit::schedule::gemm::GemmPlan;
@@ -92,7 +92,12 @@ type Natives = Vec<(Layout, Vec<bool>, Arc<Native>)>;
 /// with ([`Layout`]: which axes have unit stride). [`compile`](crate::jit::compile)
 /// generates the code for C-order arguments; a call with another layout
 /// compiles (once) code for that layout, up to [`MAX_LAYOUTS`] of them, and
-/// then falls back to the generic code.
+/// then falls back to the generic code. A layout's first compile leaves
+/// out the native code of GEMM stages' nests (`schedule::defer_native`:
+/// the library runs them unless the call is small or the library
+/// declines it); the first call that runs one natively compiles the
+/// layout's complete code (`Kernel::complete`), the same code a compile
+/// without deferral gives, and later calls of that layout use it.
 pub struct Kernel {
     func: Function,
     prog: LoopProgram,
@@ -374,7 +379,11 @@ impl Kernel {
                 .collect(),
         };
         let plans = schedule::plan_program(&self.prog, &layout, &self.opts);
-        let n = Arc::new(emit::compile(&self.prog, &plans, &layout, &self.opts).map_err(jit_err)?);
+        // (the native code of GEMM stages waits for a call that runs it)
+        let defer = schedule::deferred(&self.prog, &plans, &self.opts);
+        let n = Arc::new(
+            emit::compile(&self.prog, &plans, &layout, &self.opts, &defer).map_err(jit_err)?,
+        );
         if let Some(key) = pack(&flat) {
             // under the lock: slots fill in order, each once
             if let Some(free) = self.fast.iter().find(|f| f.get().is_none()) {
@@ -383,6 +392,49 @@ impl Kernel {
         }
         natives.push((layout, flat, n.clone()));
         Ok(n)
+    }
+
+    /// `native` itself, or when it left some nest's code out (the native
+    /// code of a GEMM stage, [`schedule::defer_native`]), the same
+    /// layout's code with every nest, compiled on the first call that
+    /// needs it (a call small enough for native code, or one the library
+    /// declines) and kept with `native`.
+    pub(crate) fn complete(&self, native: &Arc<Native>) -> Result<Arc<Native>> {
+        if !native.partial() {
+            return Ok(native.clone());
+        }
+        if let Some(c) = native.complete.get() {
+            return Ok(c.clone());
+        }
+        // (under the lock: compiled once)
+        let natives = self
+            .natives
+            .lock()
+            .map_err(|_| jit_err("kernel poisoned"))?;
+        if let Some(c) = native.complete.get() {
+            return Ok(c.clone());
+        }
+        let (layout, _, _) = natives
+            .iter()
+            .find(|(_, _, n)| Arc::ptr_eq(n, native))
+            .ok_or_else(|| jit_err("internal: native code of another kernel"))?;
+        let plans = schedule::plan_program(&self.prog, layout, &self.opts);
+        let c =
+            Arc::new(emit::compile(&self.prog, &plans, layout, &self.opts, &[]).map_err(jit_err)?);
+        let _ = native.complete.set(c.clone());
+        Ok(c)
+    }
+
+    /// The C-order code (the first compiled), as compiled.
+    pub(crate) fn c_order_native(&self) -> Result<Arc<Native>> {
+        let natives = self
+            .natives
+            .lock()
+            .map_err(|_| jit_err("kernel poisoned"))?;
+        natives
+            .first()
+            .map(|(_, _, n)| n.clone())
+            .ok_or_else(|| jit_err("internal: a kernel without native code"))
     }
 
     /// Per nest, in execution order: how it runs — `gemm M×N×K` (with
@@ -1017,6 +1069,14 @@ impl Kernel {
                 self.opts.row_block_bytes,
             ));
         }
+        // a nest whose code was left out runs natively at these sizes:
+        // the layout's complete code
+        let wanted = |(e, s): (&Option<Entry>, &schedule::Step)| e.is_none() && !s.gemm && !s.skip;
+        let native = if native.entries.iter().zip(&ws.plan).any(wanted) {
+            self.complete(&native)?
+        } else {
+            native
+        };
         ws.native = Some(native);
         ws.mode = self.mode(ws);
         Ok(())
@@ -1175,7 +1235,7 @@ impl Kernel {
             return call::Mode::Steps;
         }
         match (&native.entries[..], &ws.plan[..], native.chain) {
-            ([entry], [step], _) if !step.skip => call::Mode::One(*entry, step.n0 as i64),
+            ([Some(entry)], [step], _) if !step.skip => call::Mode::One(*entry, step.n0 as i64),
             // (the chain leaves out the nests this layout skips)
             (_, _, Some(chain)) => call::Mode::Chain(chain),
             _ => call::Mode::Steps,
@@ -1239,8 +1299,8 @@ impl Kernel {
             blocks,
             ..
         } = ws;
-        let native = native
-            .as_deref()
+        let mut code = native
+            .clone()
             .ok_or_else(|| jit_err("internal: a call without native code"))?;
         let threads = self.threads;
         let gemm_threads = Threads {
@@ -1259,13 +1319,26 @@ impl Kernel {
         // the nests up to this one ran in a row group
         let mut ran_to = 0;
         let mut groups = self.groups.iter().zip(blocks.iter()).peekable();
-        for (k, (entry, step)) in native.entries.iter().zip(plan.iter()).enumerate() {
+        for (k, step) in plan.iter().enumerate() {
             if std::mem::take(&mut done) || step.skip || k < ran_to {
                 continue;
             }
             stopped(flag)?;
             if let Some((g, &block)) = groups.next_if(|(g, _)| g.first == k) {
-                let entries = &native.entries[g.first..=g.last];
+                // (a group has no GEMM stage, so none of its nests' code
+                // is left out; if one were, the complete code)
+                let of = |c: &Native| -> Option<Vec<Entry>> {
+                    c.entries[g.first..=g.last].iter().copied().collect()
+                };
+                let entries = match of(&code) {
+                    Some(e) => e,
+                    None => {
+                        code = self.complete(&code)?;
+                        *native = Some(code.clone());
+                        of(&code).ok_or_else(|| jit_err("internal: a nest without native code"))?
+                    }
+                };
+                let entries = &entries[..];
                 let steps = &plan[g.first..=g.last];
                 let n0 = step.n0;
                 // SAFETY: as below, for each nest of the group in turn on
@@ -1314,7 +1387,21 @@ impl Kernel {
                     }
                 }
             }
-            let entry = *entry;
+            let entry = match code.entries.get(k).copied().flatten() {
+                Some(entry) => entry,
+                // a GEMM stage declined this call and its native code was
+                // left out: the layout's complete code, from here on (the
+                // nests before ran the same code, compiled once more)
+                None => {
+                    code = self.complete(&code)?;
+                    *native = Some(code.clone());
+                    code.entries
+                        .get(k)
+                        .copied()
+                        .flatten()
+                        .ok_or_else(|| jit_err("internal: a nest without native code"))?
+                }
+            };
             let (n0, rows) = (step.n0, step.rows.max(1));
             // SAFETY: every pointer is the first element of a live buffer
             // whose shape was checked against the buffer's declared dims,

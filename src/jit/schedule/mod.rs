@@ -105,6 +105,36 @@ pub fn plan_program<'p>(p: &'p LoopProgram, layout: &Layout, opts: &Options) -> 
         .collect()
 }
 
+/// Whether the native code of `plan`'s nest is left out of a layout's
+/// first compile, to be compiled on the first call that runs it: the nest
+/// has a GEMM stage (which runs it whenever the work is large enough, so
+/// its native code, register tiles, the largest function of most
+/// kernels, serves only small calls and calls the library declines),
+/// unless the program has no named sizes and its [`step`] is native (a
+/// product of literal sizes below [`Options::gemm_min_work`] always runs
+/// natively). The code itself is the same whenever it is compiled.
+/// (`nest`: as lowered, the nest [`step`] is given at a call.)
+pub fn defer_native(p: &LoopProgram, nest: &Nest, plan: &NestPlan<'_>, opts: &Options) -> bool {
+    let Some(g) = &plan.gemm else {
+        return false;
+    };
+    if matches!(plan.backend, Backend::Skip) {
+        return false;
+    }
+    // (no named sizes: every size is a literal, the step is known now)
+    !p.sizes.is_empty() || step(nest, Some(g), false, &[], 1, opts).gemm
+}
+
+/// Per nest of `p` with its plan, whether its native code is left out of
+/// a layout's first compile ([`defer_native`]).
+pub fn deferred(p: &LoopProgram, plans: &[NestPlan<'_>], opts: &Options) -> Vec<bool> {
+    p.nests
+        .iter()
+        .zip(plans)
+        .map(|(nest, plan)| defer_native(p, nest, plan, opts))
+        .collect()
+}
+
 /// How a call runs one nest, decided once per sizes and layout.
 #[derive(Clone, Copy, Debug)]
 pub struct Step {
