@@ -1326,19 +1326,16 @@ impl Kernel {
             stopped(flag)?;
             if let Some((g, &block)) = groups.next_if(|(g, _)| g.first == k) {
                 // (a group has no GEMM stage, so none of its nests' code
-                // is left out; if one were, the complete code)
-                let of = |c: &Native| -> Option<Vec<Entry>> {
-                    c.entries[g.first..=g.last].iter().copied().collect()
-                };
-                let entries = match of(&code) {
-                    Some(e) => e,
-                    None => {
-                        code = self.complete(&code)?;
-                        *native = Some(code.clone());
-                        of(&code).ok_or_else(|| jit_err("internal: a nest without native code"))?
-                    }
-                };
-                let entries = &entries[..];
+                // is left out; if one were, the complete code, with no
+                // allocation per call)
+                if code.entries[g.first..=g.last].iter().any(Option::is_none) {
+                    code = self.complete(&code)?;
+                    *native = Some(code.clone());
+                }
+                let entries = &code.entries[g.first..=g.last];
+                if entries.iter().any(Option::is_none) {
+                    return Err(jit_err("internal: a nest without native code"));
+                }
                 let steps = &plan[g.first..=g.last];
                 let n0 = step.n0;
                 // SAFETY: as below, for each nest of the group in turn on
@@ -1355,7 +1352,7 @@ impl Kernel {
                     let mut at = lo;
                     while at < hi && !flag.load(Ordering::Relaxed) {
                         let to = hi.min(at.saturating_add(block));
-                        for e in entries {
+                        for e in entries.iter().flatten() {
                             unsafe { e(r.bufs, r.strides, r.sizes, at as i64, to as i64) }
                         }
                         at = to;
