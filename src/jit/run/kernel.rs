@@ -140,6 +140,9 @@ pub struct Kernel {
     /// ([`rows::row_groups`]); the temporaries they touch are live
     /// through the whole run (in `live`).
     groups: Vec<RowGroup>,
+    /// Per row group, the buffers a block touches ([`rows::row_buffers`]),
+    /// for sizing its blocks at each new call shape without allocating.
+    group_bufs: Vec<Vec<usize>>,
     /// Every call writes every element of the result, which is one array
     /// ([`writes_whole_result`]): `call` and `call_f32` allocate it without zeroing.
     whole: bool,
@@ -204,6 +207,7 @@ impl Kernel {
         let lib: Vec<bool> = gemm.iter().map(Option::is_some).collect();
         let groups = rows::row_groups(&prog, &lib, opts);
         rows::extend_liveness(&mut live, &groups);
+        let group_bufs = groups.iter().map(|g| rows::row_buffers(&prog, g)).collect();
         let whole = writes_whole_result(&prog);
         let sig = Sig::new(f, &result, &prog);
         let leaf_buf = sig.leaf_buffers(&prog);
@@ -223,6 +227,7 @@ impl Kernel {
             spare: Mutex::new(Vec::new()),
             live,
             groups,
+            group_bufs,
             whole,
         }
     }
@@ -1060,10 +1065,10 @@ impl Kernel {
             8
         };
         ws.blocks.clear();
-        for g in &self.groups {
+        for bufs in &self.group_bufs {
             ws.blocks.push(rows::block_rows(
                 &self.prog,
-                g,
+                bufs,
                 &ws.svals,
                 elem,
                 self.opts.row_block_bytes,

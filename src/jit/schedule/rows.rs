@@ -168,23 +168,31 @@ pub fn extend_liveness(live: &mut [(usize, (usize, usize))], groups: &[RowGroup]
     }
 }
 
-/// The rows per block of `g` for a call with the sizes `svals` and
-/// elements of `elem` bytes: `budget` bytes
-/// ([`crate::jit::Options::row_block_bytes`]) over the bytes per row of
-/// the buffers the group writes and the buffers it reads by row (at
-/// least 1; the whole range when it fits).
-pub fn block_rows(
-    p: &LoopProgram,
-    g: &RowGroup,
-    svals: &[i64],
-    elem: usize,
-    budget: usize,
-) -> usize {
+/// The buffers whose rows a block of `g` touches: those it writes and
+/// those it reads by row (sorted, each once). They do not depend on the
+/// sizes: computed when the kernel is built, so that [`block_rows`], run
+/// when a call's sizes or layouts change, allocates nothing.
+pub fn row_buffers(p: &LoopProgram, g: &RowGroup) -> Vec<usize> {
     let mut bufs: BTreeSet<usize> = BTreeSet::new();
     for n in &p.nests[g.first..=g.last] {
         bufs.insert(n.buf);
         by_row(n, &n.body, &mut bufs);
     }
+    bufs.into_iter().collect()
+}
+
+/// The rows per block of a group whose blocks touch the buffers `bufs`
+/// ([`row_buffers`]) for a call with the sizes `svals` and elements of
+/// `elem` bytes: `budget` bytes ([`crate::jit::Options::row_block_bytes`])
+/// over the bytes per row of those buffers (at least 1; the whole range
+/// when it fits).
+pub fn block_rows(
+    p: &LoopProgram,
+    bufs: &[usize],
+    svals: &[i64],
+    elem: usize,
+    budget: usize,
+) -> usize {
     let row_bytes: usize = bufs
         .iter()
         .map(|&b| {
