@@ -408,7 +408,7 @@ pub fn dd_sqrt(x: TwoFloat) -> TwoFloat {
 /// `e^z − 1` for `|z| ≤ 1`, to about 2⁻¹⁰⁴ relative: the Taylor series to
 /// `z³⁰/30!` (below 2⁻¹⁰⁷ of the sum; for negative `z` the alternating
 /// terms cancel at most one bit, `|e^z − 1| ≥ 0.63·|z|`).
-fn dd_expm1(z: TwoFloat) -> TwoFloat {
+pub fn dd_expm1(z: TwoFloat) -> TwoFloat {
     let mut t = z;
     let mut s = z;
     for j in 2..=30 {
