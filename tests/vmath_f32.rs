@@ -148,13 +148,22 @@ fn every_level_within_one_ulp_of_the_rounded_library() {
 #[test]
 fn dense_ranges_where_the_kernels_work() {
     // every float in slices of the ranges that matter (softmax's
-    // negative logits, tanh's small and large arguments, log near 1)
+    // negative logits, tanh's small and large arguments, log near 1,
+    // exp's far ends)
     let mut xs = Vec::new();
     for (lo, n) in [
         (-20.0f32, 300_000),
         (-0.07, 300_000),
         (0.9, 200_000),
         (8.9, 200_000),
+        // exp's large reductions (|k| up to 4100 in the f32 lanes), the
+        // edge of its normal results, its subnormal band and underflow to
+        // +0 (negative starts count towards zero)
+        (-86.0, 100_000),
+        (80.0, 100_000),
+        (-87.3, 100_000),
+        (-90.0, 100_000),
+        (-104.2, 100_000),
     ] {
         let b = lo.to_bits();
         for k in 0..n {
