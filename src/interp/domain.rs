@@ -385,18 +385,13 @@ pub fn dd_tanh(x: TwoFloat) -> TwoFloat {
 /// `sqrt` loses bits when `x.hi()²`'s rounding error is subnormal), then
 /// one Newton step `s + (x − s²)/(2s)` from `s = √x.hi()`, `s²` exact.
 pub fn dd_sqrt(x: TwoFloat) -> TwoFloat {
-    let e = ((x.hi().to_bits() >> 52) & 0x7ff) as i32 - 1023;
     // subnormal leading parts: scale up first
     let (x, e0) = if x.hi() < f64::MIN_POSITIVE {
         (x * pow2(108), -54)
     } else {
         (x, 0)
     };
-    let e = if e0 != 0 {
-        ((x.hi().to_bits() >> 52) & 0x7ff) as i32 - 1023
-    } else {
-        e
-    };
+    let e = ((x.hi().to_bits() >> 52) & 0x7ff) as i32 - 1023;
     let half = e.div_euclid(2);
     let m = x * pow2(-2 * half);
     let s = m.hi().sqrt();
