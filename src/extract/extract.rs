@@ -198,7 +198,7 @@ pub fn node_dag_cost<'c>(
     node: &TL,
     child: impl Fn(Id) -> Option<&'c DagCost>,
 ) -> Option<DagCost> {
-    let tl = TlCost { egraph, model };
+    let tl = TlCost::new(egraph, model);
     let mut kids = DagCost::default();
     let loop_node =
         matches!(node, TL::Gen(_) | TL::Sum(_) | TL::Fold(_)) || node_red(node).is_some();
@@ -348,7 +348,7 @@ pub fn extract_best(
     model: &CostModel,
     how: Extraction,
 ) -> Option<(f64, RecExpr<TL>)> {
-    let ex = tree_choices(egraph, TlCost { egraph, model });
+    let ex = tree_choices(egraph, TlCost::new(egraph, model));
     if how == Extraction::Tree {
         let cost = ex.cost(egraph.find(root))?;
         return build_term(&ex, egraph, root).map(|t| (cost, t));
