@@ -41,7 +41,7 @@
 //! its `exp`) per lane, coefficients picked per lane, so it is the
 //! library's result bit for bit on every input (NaN to a NaN); a chunk
 //! of 256 runs the cheapest of three lanes that covers it.
-//! `tests/vmath.rs` sweeps millions of points per function and level.
+//! `tests/suite/vmath.rs` sweeps millions of points per function and level.
 //!
 //! **Fused reductions.** [`sum_of`] adds `f(x[i] + c)` over a slice
 //! without writing the values anywhere (a chunk of them in a stack

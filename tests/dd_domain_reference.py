@@ -1,4 +1,4 @@
-"""Prints the reference values of tests/dd_domain.rs: mpmath at 60 digits, as
+"""Prints the reference values of tests/suite/dd_domain.rs: mpmath at 60 digits, as
 double-doubles (hi, lo). Run: python3 tests/dd_domain_reference.py (needs mpmath)."""
 import mpmath as mp
 

@@ -121,7 +121,7 @@ pub fn difftest(a: &DiffArgs) -> CliResult {
         .map_err(|e| format!("error: --dtype: {e}"))?;
     if precision.is_int() {
         return Err(format!(
-            "error: --dtype {precision}: difftest runs f64 or f32 (integer programs are checked by tests/ints.rs)"
+            "error: --dtype {precision}: difftest runs f64 or f32 (integer programs are checked by tests/suite/ints.rs)"
         ));
     }
     let f32 = precision == Precision::F32;

@@ -17,7 +17,7 @@
 //! atoms still simplified). Nothing is added to the e-graph, which is why
 //! this is a pass and not a rule family: the same identities by rewriting
 //! need associativity and commutativity chains through every partial
-//! product (measured in `tests/algebra.rs`' notes and the README).
+//! product (measured in `tests/suite/algebra.rs`' notes and the README).
 //!
 //! **Policy on NaN and infinity** (REWRITES.md, `## Algebra`): like the
 //! rules `sub-self` and `mul-zero`, cancellation assumes finite values

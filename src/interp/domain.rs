@@ -248,7 +248,7 @@ impl Domain for Int {
 /// [`dd_pow`]):
 /// `twofloat`'s division drops the quotient's low part, its `ln` is about
 /// 2⁻⁴⁸ off on large arguments, its `sin` about 2⁻⁶⁸ and its `sqrt`
-/// about 2⁻⁸⁰ on tiny ones (`tests/dd_domain.rs` measures them all
+/// about 2⁻⁸⁰ on tiny ones (`tests/suite/dd_domain.rs` measures them all
 /// against mpmath). Meant for
 /// finite inputs; a non-finite intermediate makes the result NaN or an
 /// infinity, which callers treat as "no reference".
@@ -265,7 +265,7 @@ fn dd_finite(x: TwoFloat) -> TwoFloat {
 }
 
 /// The error function in double-double, about 95 good bits (the
-/// interpreter's [`Dd`] reference, and the reference `tests/vmath.rs`
+/// interpreter's [`Dd`] reference, and the reference `tests/suite/vmath.rs`
 /// checks `erf`'s kernels against): for `|x| < 2.5` the Taylor series
 /// `2/√π · Σ (-1)^n x^(2n+1) / (n! (2n+1))` (its alternating terms cost
 /// at most 9 bits to cancellation); from 2.5 on `1 - erfc(x)`,

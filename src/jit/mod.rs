@@ -121,7 +121,7 @@ pub mod testing {
     /// (uncached), for the layout with every buffer contiguous and for the
     /// generic layout (no unit strides), followed by the kernel's
     /// [`Kernel::stages`](crate::jit::Kernel::stages): what a before/after comparison of the generated
-    /// code hashes (`tests/codegen_snapshot.rs`). Not part of the stable API.
+    /// code hashes (`tests/suite/codegen_snapshot.rs`). Not part of the stable API.
     ///
     /// Each layout's code is its complete code, every nest compiled: the
     /// code a compile leaves out (`schedule::defer_native`) is compiled

@@ -636,7 +636,7 @@ pub fn check(case: &Case, cfg: &DiffConfig) -> Verdict {
             let refs: Vec<jit::Arg32<'_>> = a32.iter().map(jit::Value32::as_arg).collect();
             k.call_f32(&refs).map(|r| r.to_value())
         }
-        // integer programs are not generated here (`tests/ints.rs`)
+        // integer programs are not generated here (`tests/suite/ints.rs`)
         Precision::I64 | Precision::I32 => Err(crate::error::Error::Call(format!(
             "difftest does not run {p}"
         ))),

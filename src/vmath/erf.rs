@@ -3,7 +3,7 @@
 //! *the same floating-point operations in the same order* as the `libm`
 //! crate's `erf` (fdlibm's algorithm, what the interpreter calls), so
 //! every lane is that function's result bit for bit, and its accuracy is
-//! the library's: within 1 ulp of `erf` (fdlibm's bound; `tests/vmath.rs`
+//! the library's: within 1 ulp of `erf` (fdlibm's bound; `tests/suite/vmath.rs`
 //! checks every lane against a double-double reference, ≤ 1 ulp from
 //! the correctly rounded value, and against the library bit for bit, at
 //! millions of points of every interval and their ends).

@@ -31,7 +31,7 @@
 //! lane code of [`crate::vmath`] over chunks, with exp's overflow and
 //! underflow set exactly) and the dispatch live in `crate::vmath`'s
 //! `x86` module: this module uses nothing of its parent (no circle of
-//! module dependencies, `tests/architecture.rs`).
+//! module dependencies, `tests/suite/architecture.rs`).
 
 use std::arch::x86_64::*;
 

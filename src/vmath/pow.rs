@@ -34,7 +34,7 @@
 //! rounds once (`2^-62` absolute), the polynomial's evaluation below
 //! `2^-62` relative, the table's `τ` below `2^-105`; the last `fma`
 //! rounds once (½ ulp). So a lane is within about 0.52 ulp of
-//! `x^y` (`tests/vmath.rs` measures it against a double-double
+//! `x^y` (`tests/suite/vmath.rs` measures it against a double-double
 //! reference), and within 1 ulp of the correctly rounded result.
 //!
 //! **Core domain**: `x` positive, normal and finite, `y` finite, and
@@ -46,7 +46,7 @@
 //!
 //! Owns the `pow` kernel and its tables; it uses nothing of its parent
 //! ([`crate::vmath`] dispatches to it: no circle of module dependencies,
-//! `tests/architecture.rs`).
+//! `tests/suite/architecture.rs`).
 
 // the tables are generated with more digits than an f64 holds
 #![allow(clippy::excessive_precision, clippy::unreadable_literal)]

@@ -35,7 +35,7 @@
 //! ≤ 0.79. *exp*: `q ≤ 1.5·10^-4`, its relative error (the table's
 //! rounding, the Taylor remainder `r^7/7!`, the truncated series
 //! `y^4`) is under 2^-50, so under 2^-62 absolute: ≤ 0.51. So every
-//! lane is within 0.8 ulp (`tests/vmath.rs` checks ≤ 1 ulp against a
+//! lane is within 0.8 ulp (`tests/suite/vmath.rs` checks ≤ 1 ulp against a
 //! double-double reference at millions of points, every interval's
 //! ends included).
 //!

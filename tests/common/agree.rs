@@ -1,5 +1,5 @@
 //! The JIT against the reference interpreter in every memory layout: the
-//! agreement harness of `tests/jit.rs` and `tests/records.rs`.
+//! agreement harness of `tests/suite/jit.rs` and `tests/suite/records.rs`.
 
 use einsat::interp::{self, Value};
 use einsat::jit;

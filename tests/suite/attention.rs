@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 
 /// The attention program as `einsat opt` wrote python/bench_programs.py's
 /// before a product divided by a power of two was one GEMM stage (now
-/// `t0 = (Q Kᵀ) / 8`, tests/gemm.rs): `/ 8` at each use and a `let` that
+/// `t0 = (Q Kᵀ) / 8`, tests/suite/gemm.rs): `/ 8` at each use and a `let` that
 /// renames it, what reuse must see through.
 const ATT: &str = "fn att(Q: [s,d]R, K: [s,d]R, V: [s,d]R) -> [s,d]R =
   let t0 = gen(i:s, j:s) sum(k:d) Q[i, k] * K[j, k] in

@@ -2,7 +2,7 @@
 //! einsum, demo, and every kind of bad input with exit status 1.
 #![cfg(feature = "cli")] // runs the `einsat` binary
 
-mod common;
+use crate::common;
 
 use common::tmpdir;
 use ndarray::{arr1, arr2, ArrayD};

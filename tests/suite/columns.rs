@@ -10,7 +10,7 @@
 //! softmax computes each `exp` once.
 #![cfg(feature = "testing")] // uses the testing support
 
-mod common;
+use crate::common;
 
 use common::agree::{agree_with, bits};
 use einsat::interp::{self, Value};

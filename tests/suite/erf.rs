@@ -9,7 +9,7 @@
 //! subnormals) at lengths around the vector widths and chunks.
 #![cfg(feature = "testing")] // uses the testing support
 
-mod common;
+use crate::common;
 
 use common::{jit_opts, load1};
 use einsat::interp::{self, Value};

@@ -61,7 +61,7 @@ fn unknown_name() {
 
 #[test]
 fn index_used_as_value() {
-    // an index in scope is a number (tests/values.rs); one out of scope is
+    // an index in scope is a number (tests/suite/values.rs); one out of scope is
     // an unknown name
     has(
         "fn f(x: [3]R) -> [3]R = (gen(i:3) x[i]) * i",

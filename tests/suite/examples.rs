@@ -6,7 +6,7 @@
 //! refers to a folder beside it.
 #![cfg(feature = "cli")] // runs the `einsat` binary
 
-mod common;
+use crate::common;
 
 use einsat::testing::random_inputs;
 use einsat::{interp, load};

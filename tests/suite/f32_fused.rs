@@ -9,7 +9,7 @@
 //! magnitudes, inf and NaN.
 #![cfg(feature = "testing")] // uses the testing support
 
-mod common;
+use crate::common;
 
 use common::load1;
 use einsat::interp::{self, Value};

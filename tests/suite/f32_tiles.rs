@@ -10,7 +10,7 @@
 //! generic loops), with `f32x4` lanes.
 #![cfg(feature = "testing")] // uses the testing support
 
-mod common;
+use crate::common;
 
 use einsat::interp::{self, Value};
 use einsat::jit;

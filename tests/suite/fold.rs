@@ -8,7 +8,7 @@
 //! differential testing with it, and `examples/fold.tl`.
 #![cfg(feature = "testing")] // uses the testing support
 
-mod common;
+use crate::common;
 
 use common::load1;
 

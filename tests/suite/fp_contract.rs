@@ -5,7 +5,7 @@
 //! sum centred even against rules that would expand it.
 #![cfg(feature = "cli")] // runs the `einsat` binary
 
-mod common;
+use crate::common;
 use einsat::interp::{self, Value};
 use einsat::opt::{optimize, Optimized, Options};
 use einsat::rules::{builtin_rules, parse_rules_with, RuleCheck};

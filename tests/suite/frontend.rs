@@ -3,7 +3,7 @@
 //! agrees with a direct evaluation of the contraction.
 #![cfg(feature = "testing")] // uses the testing support
 
-mod common;
+use crate::common;
 use common::cases;
 use einsat::frontend::builder::*;
 use einsat::frontend::einsum::{einsum, einsum_batched, parse_batch_args};
@@ -13,7 +13,7 @@ use ndarray::{ArrayD, IxDyn};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 
-const NOTEBOOK: &str = include_str!("../examples/notebook.tl");
+const NOTEBOOK: &str = include_str!("../../examples/notebook.tl");
 
 fn built(name: &str) -> Function {
     match name {

@@ -6,7 +6,7 @@
 //! JIT.
 #![cfg(feature = "testing")]
 
-mod common;
+use crate::common;
 
 use common::agree::agree_in_every_layout;
 use common::load1;

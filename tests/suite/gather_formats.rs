@@ -11,7 +11,7 @@
 //! `I64`/`I32` (the integer interpreter).
 #![cfg(feature = "testing")]
 
-mod common;
+use crate::common;
 
 use common::{jit_opts, load1};
 

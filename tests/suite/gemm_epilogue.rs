@@ -11,7 +11,7 @@
 //! offset, huge, tiny and special data, with 1 and 2 threads.
 #![cfg(feature = "testing")] // uses the testing support
 
-mod common;
+use crate::common;
 
 use common::load1;
 use einsat::interp::{self, Value};

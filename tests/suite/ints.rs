@@ -10,7 +10,7 @@
 //! bit); calls with the wrong element type.
 #![cfg(feature = "testing")] // uses the testing support
 
-mod common;
+use crate::common;
 
 use common::{jit_opts, load1};
 

@@ -4,7 +4,7 @@
 //! and `call_into`, wrong arguments, the cache, and random programs.
 #![cfg(feature = "testing")] // uses the testing support
 
-mod common;
+use crate::common;
 use common::agree::agree_in_every_layout;
 use common::cases;
 use einsat::interp::{self, Value};

@@ -10,7 +10,7 @@
 //! rounding of the exact sum.
 #![cfg(feature = "testing")] // uses the testing support
 
-mod common;
+use crate::common;
 
 use common::agree::agree_with;
 use einsat::interp::Value;

@@ -6,7 +6,7 @@ use einsat::testing::{relayout_value, Layout};
 use einsat::{interp, load, Value};
 use ndarray::{arr1, arr2, Array3, ArrayD};
 
-const NOTEBOOK: &str = include_str!("../examples/notebook.tl");
+const NOTEBOOK: &str = include_str!("../../examples/notebook.tl");
 
 fn v1(x: &[f64]) -> Value {
     Value::Array(arr1(x).into_dyn())

@@ -3,7 +3,7 @@
 //! and speed.
 #![cfg(feature = "testing")] // uses the testing support
 
-mod common;
+use crate::common;
 use common::cases;
 use einsat::egraph::check::check_rules;
 use einsat::extract::cost::{ir_cost, CostModel};

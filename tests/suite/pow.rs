@@ -6,7 +6,7 @@
 //! `F64` and `F32` on offset, huge, tiny, infinite and NaN data.
 #![cfg(feature = "testing")] // uses the testing support
 
-mod common;
+use crate::common;
 
 use common::{cases, load1};
 use einsat::interp::{self, Value};

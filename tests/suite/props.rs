@@ -3,7 +3,7 @@
 //! JSON round-trips, and the interpreter does not care about input layout.
 #![cfg(feature = "testing")] // uses the testing support
 
-mod common;
+use crate::common;
 use common::cases;
 use einsat::syntax::{parse_program, print_function, Program};
 use einsat::testing::{

@@ -4,7 +4,7 @@
 //! and after `optimize`, and agree with the interpreter.
 #![cfg(feature = "testing")] // uses the testing support
 
-mod common;
+use crate::common;
 use common::agree::agree_in_every_layout;
 use common::cases;
 use einsat::extract::is_normal;
@@ -50,7 +50,7 @@ fn guarded(x: [n]R) -> [n](R,R) =
 ";
 
 fn functions() -> Vec<Function> {
-    let records = include_str!("../examples/records.tl");
+    let records = include_str!("../../examples/records.tl");
     let mut out = Vec::new();
     for src in [records, CMV, MORE] {
         out.extend(einsat::load(src).unwrap().functions);

@@ -7,7 +7,7 @@
 //! involved), and the numerically stable softmax of `examples/softmax.tl`.
 #![cfg(feature = "testing")] // uses the testing support
 
-mod common;
+use crate::common;
 
 use common::load1;
 
@@ -427,7 +427,7 @@ fn stable_softmax_is_finite_at_large_logits() {
 fn the_jit_reduces_in_vector_lanes_with_ieee_max_and_min() {
     // a unit-stride reduction runs on f64x2 fmax/fmin (exact in any order);
     // the reduction of a plain run is a call of the vector kernel
-    // (`vmath::reduce_of`; tests/fused_reductions.rs)
+    // (`vmath::reduce_of`; tests/suite/fused_reductions.rs)
     for (src, op) in [
         (
             "fn f(A: [n,m]R) -> [n]R = gen(i:n) max(j:m) A[i,j] * 3",

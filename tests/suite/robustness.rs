@@ -7,7 +7,7 @@
 //! assert on the report (stop reason, node counts), never on elapsed time.
 #![cfg(feature = "cli")] // runs the `einsat` binary
 
-mod common;
+use crate::common;
 use common::{einsat_in, tmpdir};
 use einsat::extract::is_normal;
 use einsat::interp::{self, Value};
@@ -626,15 +626,7 @@ fn extraction_costs_are_monotone_on_random_e_graphs() {
         let (runner, _) = saturate(&rec, &[], analysis, &rws, &limits);
         let eg = &runner.egraph;
         let root = runner.roots[0];
-        check(
-            eg,
-            || TlCost {
-                egraph: eg,
-                model: &model,
-            },
-            root,
-            seed,
-        );
+        check(eg, || TlCost::new(eg, &model), root, seed);
         check(
             eg,
             || PolySize {

@@ -12,7 +12,7 @@
 //! odd lengths.
 #![cfg(feature = "testing")] // uses the testing support
 
-mod common;
+use crate::common;
 
 use common::load1;
 use einsat::interp::{self, Value};

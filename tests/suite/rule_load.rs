@@ -3,7 +3,7 @@
 //! explicitly, sound files load, and rule-file errors carry file and line.
 #![cfg(feature = "cli")] // runs the `einsat` binary
 
-mod common;
+use crate::common;
 use einsat::rules::{
     builtin_rules, load_rules_dir, load_rules_dir_with, parse_rules, parse_rules_with, RuleCheck,
 };

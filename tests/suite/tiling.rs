@@ -9,7 +9,7 @@
 //! reversed strides and the threaded path against the interpreter.
 #![cfg(feature = "testing")] // uses the testing support
 
-mod common;
+use crate::common;
 
 use common::agree::bits;
 use einsat::interp::{self, Value};

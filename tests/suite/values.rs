@@ -4,7 +4,7 @@
 //! data near 1e8), and the optimiser and the JIT against the interpreter.
 #![cfg(feature = "testing")]
 
-mod common;
+use crate::common;
 
 use common::agree::agree_in_every_layout;
 use common::load1;

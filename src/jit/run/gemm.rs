@@ -1437,7 +1437,7 @@ impl Call {
     /// scaled once; its matrix-vector (`m` or `n` 1) and `k <= 2` paths
     /// scale an operand instead, which differs where that operand's
     /// scaled elements underflow. Otherwise the call runs with `alpha = 1`
-    /// and its block is scaled after it ([`Block::scale`]); tests/gemm.rs
+    /// and its block is scaled after it ([`Block::scale`]); tests/suite/gemm.rs
     /// checks both against the unscaled product, bit for bit.
     fn library_scales_once(&self) -> bool {
         self.alpha == 1.0

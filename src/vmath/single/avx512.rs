@@ -78,10 +78,10 @@
 //! correctly rounded value or its neighbour (within 1 ulp), and equals
 //! the f64 library function rounded to `f32` except when the exact value
 //! lies within about `2^-14` ulp of a midpoint between two floats (a few
-//! arguments in ten thousand at most; `tests/vmath_f32.rs` counts them).
+//! arguments in ten thousand at most; `tests/suite/vmath_f32.rs` counts them).
 //!
 //! Owns these kernels and their constants; uses nothing of its parents
-//! (no circle of module dependencies, `tests/architecture.rs`).
+//! (no circle of module dependencies, `tests/suite/architecture.rs`).
 
 use std::arch::x86_64::*;
 
