@@ -1,6 +1,7 @@
 //! Helpers shared by the integration tests (each test crate uses a part).
 #![allow(dead_code)]
 
+#[cfg(feature = "testing")] // uses the testing support
 pub mod agree;
 
 use einsat::{jit, Function, Precision};
