@@ -47,6 +47,8 @@ use crate::syntax::ast::{Func, RedOp};
 mod avx2;
 #[cfg(target_arch = "x86_64")]
 mod avx512;
+#[cfg(target_arch = "x86_64")]
+mod table32;
 
 /// Elements per chunk (a stack buffer of doubles, a chunk of a sum).
 const CH: usize = 256;

@@ -23,60 +23,17 @@
 //! subnormal, where that second rounding would round a second time)
 //! take the library function, one lane at a time.
 //!
-//! Owns this kernel and its constants; uses nothing of its parents.
+//! Owns this kernel and its own constants (the shared ones are
+//! `table32`'s); uses nothing of its parents.
 
+use super::table32::{BAND_HI, BAND_LO, C16, H16, HI32, LO32, SHIFT32};
 use std::arch::x86_64::*;
 
-/// `16/ln2`, `ln2/16` rounded to `f32` and `-(ln2/16 - LH16)` rounded,
-/// `1.5·2^23` (`y + SHIFT` rounds `y` to an integer in the low bits).
+/// `16/ln2`, `ln2/16` rounded to `f32` and `-(ln2/16 - LH16)` rounded
+/// (the shift, clamp, band and tables: `table32`).
 const INV16: f32 = 23.08312;
 const LH16: f32 = 0.0433217;
 const NLL16: f32 = 1.1904089e-10;
-const SHIFT: f32 = 12_582_912.0;
-/// The clamp (as the AVX-512 kernel's) and the subnormal band.
-const LO: f32 = -110.0;
-const HI: f32 = 100.0;
-const BAND_LO: f32 = -104.0;
-const BAND_HI: f32 = -87.33;
-
-/// `2^(j/16)` rounded to `f32`, and `2^(j/16)/H16[j] - 1` rounded.
-static H16: [f32; 16] = [
-    1.0,
-    1.0442737,
-    1.0905077,
-    1.1387886,
-    1.1892071,
-    1.2418578,
-    1.2968396,
-    1.3542556,
-    std::f32::consts::SQRT_2,
-    1.4768262,
-    1.5422108,
-    1.6104903,
-    1.6817929,
-    1.7562522,
-    1.8340081,
-    1.9152066,
-];
-static C16: [f32; 16] = [
-    0.0,
-    4.628547e-8,
-    -1.19921575e-8,
-    4.7297824e-8,
-    3.193418e-8,
-    3.6210572e-8,
-    -3.099072e-8,
-    -7.475213e-9,
-    1.7114271e-8,
-    -3.0476834e-8,
-    5.233334e-9,
-    6.1075918e-9,
-    -1.4719605e-8,
-    -5.258795e-9,
-    -6.1282597e-9,
-    5.1406093e-9,
-];
-
 /// The tables, in registers: each as two halves of eight.
 struct Tables {
     h0: __m256,
@@ -90,8 +47,8 @@ struct Tables {
 #[inline]
 #[target_feature(enable = "avx2,fma")]
 fn exp8(x: __m256, t: &Tables) -> __m256 {
-    let ks = _mm256_fmadd_ps(x, _mm256_set1_ps(INV16), _mm256_set1_ps(SHIFT));
-    let kd = _mm256_sub_ps(ks, _mm256_set1_ps(SHIFT));
+    let ks = _mm256_fmadd_ps(x, _mm256_set1_ps(INV16), _mm256_set1_ps(SHIFT32));
+    let kd = _mm256_sub_ps(ks, _mm256_set1_ps(SHIFT32));
     // exact (module doc)
     let r1 = _mm256_fnmadd_ps(kd, _mm256_set1_ps(LH16), x);
     let rlo = _mm256_mul_ps(kd, _mm256_set1_ps(NLL16));
@@ -139,7 +96,7 @@ fn exp8(x: __m256, t: &Tables) -> __m256 {
 fn exp_f32(v: __m256, t: &Tables) -> __m256 {
     // (the clamp in `f32`, NaN passing: `max`/`min` return their second
     // operand for a NaN)
-    let x = _mm256_min_ps(_mm256_set1_ps(HI), _mm256_max_ps(_mm256_set1_ps(LO), v));
+    let x = _mm256_min_ps(_mm256_set1_ps(HI32), _mm256_max_ps(_mm256_set1_ps(LO32), v));
     let band = _mm256_and_ps(
         _mm256_cmp_ps::<_CMP_LT_OQ>(x, _mm256_set1_ps(BAND_HI)),
         _mm256_cmp_ps::<_CMP_GT_OQ>(x, _mm256_set1_ps(BAND_LO)),

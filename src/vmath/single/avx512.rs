@@ -83,6 +83,7 @@
 //! Owns these kernels and their constants; uses nothing of its parents
 //! (no circle of module dependencies, `tests/suite/architecture.rs`).
 
+use super::table32::{BAND_HI, BAND_LO, C32, H32, HI32, LO32, SHIFT32};
 use std::arch::x86_64::*;
 
 /// `1.5·2^48`: `y + SHIFT` rounds `y` to a multiple of 1/16 (`k/16`,
@@ -91,9 +92,7 @@ const SHIFT: f64 = 1.5 * 281474976710656.0;
 /// `1/ln2` and `ln2`.
 const INV_LN2: f64 = std::f64::consts::LOG2_E;
 const LN2: f64 = std::f64::consts::LN_2;
-/// The clamp: `e^100` overflows `f32`, `e^-110` rounds to +0 in it.
-const HI: f64 = 100.0;
-const LO: f64 = -110.0;
+// (the clamp, the subnormal band and the `f32` tables: `table32`)
 
 /// `2^(j/16)`, rounded.
 static T: [f64; 16] = [
@@ -122,83 +121,6 @@ const INV32: f32 = 46.16624;
 const LH32: f32 = 0.02166085;
 /// `-(ln2/32 - LH32)`, rounded.
 const NLL32: f32 = 5.9520444e-11;
-const SHIFT32: f32 = 12_582_912.0;
-/// The subnormal band: `e^x` of `x` in `(BAND_LO, BAND_HI)` is subnormal
-/// (or next to it), computed on the double lanes; below it `e^x` rounds
-/// to +0.
-const BAND_LO: f32 = -104.0;
-const BAND_HI: f32 = -87.33;
-
-/// `2^(j/32)` rounded to `f32` (`H32`), and `2^(j/32)/H32[j] - 1` rounded
-/// (`C32`, below `2^-24`).
-static H32: [f32; 32] = [
-    1.0,
-    1.0218972,
-    1.0442737,
-    1.0671405,
-    1.0905077,
-    1.1143868,
-    1.1387886,
-    1.1637249,
-    1.1892071,
-    1.2152474,
-    1.2418578,
-    1.269051,
-    1.2968396,
-    1.3252367,
-    1.3542556,
-    1.38391,
-    std::f32::consts::SQRT_2,
-    1.4451808,
-    1.4768262,
-    1.5091645,
-    1.5422108,
-    1.5759809,
-    1.6104903,
-    1.6457555,
-    1.6817929,
-    1.7186193,
-    1.7562522,
-    1.7947091,
-    1.8340081,
-    1.8741677,
-    1.9152066,
-    1.9571441,
-];
-static C32: [f32; 32] = [
-    0.0,
-    -4.7084576e-8,
-    4.628547e-8,
-    -5.5604225e-8,
-    -1.19921575e-8,
-    -4.8776062e-8,
-    4.7297824e-8,
-    -3.4814427e-8,
-    3.193418e-8,
-    -2.6886665e-8,
-    3.6210572e-8,
-    1.118421e-9,
-    -3.099072e-8,
-    -2.638301e-8,
-    -7.475213e-9,
-    -4.2456357e-8,
-    1.7114271e-8,
-    2.3001967e-8,
-    -3.0476834e-8,
-    -1.6538538e-8,
-    5.233334e-9,
-    -3.5920646e-8,
-    6.1075918e-9,
-    -3.1140544e-8,
-    -1.4719605e-8,
-    -2.8218102e-8,
-    -5.258795e-9,
-    -6.3603873e-9,
-    -6.1282597e-9,
-    -2.4880409e-8,
-    5.1406093e-9,
-    -8.697267e-9,
-];
 
 /// The tables of one call, in registers.
 #[derive(Clone, Copy)]
@@ -371,10 +293,7 @@ macro_rules! map_loop {
 fn exp_f32(v: __m512, k: Consts) -> __m512 {
     // (the clamp in `f32`, NaN passing: `max`/`min` return their second
     // operand for a NaN)
-    let x = _mm512_min_ps(
-        _mm512_set1_ps(HI as f32),
-        _mm512_max_ps(_mm512_set1_ps(LO as f32), v),
-    );
+    let x = _mm512_min_ps(_mm512_set1_ps(HI32), _mm512_max_ps(_mm512_set1_ps(LO32), v));
     let band = _mm512_mask_cmp_ps_mask::<_CMP_GT_OQ>(
         _mm512_cmp_ps_mask::<_CMP_LT_OQ>(x, _mm512_set1_ps(BAND_HI)),
         x,
