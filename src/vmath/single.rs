@@ -15,10 +15,14 @@
 //! terms summed exactly, rounded once; within 1 ulp of the correctly
 //! rounded value (checked over all `2^32` inputs) and equal to the
 //! library's rounded result but for about one argument in 40 000.
-//! `tanh` at AVX-512 has one in double lanes (`single/avx512.rs`: with
-//! polynomials sized for `f32`, rounded once; within 1 ulp, and equal to
-//! the library's rounded result except in rare double-rounding cases).
-//! The other functions, and `tanh` below AVX-512, widen a chunk of 256 arguments
+//! `tanh` has one in `f32` lanes at AVX-512 (`single/avx512.rs`: 26
+//! intervals of `|x|` found from its bits, tables by permutes, a
+//! polynomial, rounded once; within 0.8 ulp of the exact value, and
+//! other than the library's rounded result for 0.033% of all `2^32`
+//! inputs) and one in double lanes at AVX2 (`single/avx2.rs`: `e^{2a}`
+//! without a table, one division, rounded once; the library's rounded
+//! result but in rare double-rounding cases).
+//! The other functions widen a chunk of 256 arguments
 //! into a stack buffer of doubles, run the parent's `f64` kernel there
 //! (within 1 `f64` ulp of the library) and round each result to `f32`:
 //! again equal to the library's rounded result but for double rounding.
@@ -49,6 +53,8 @@ mod avx2;
 mod avx512;
 #[cfg(target_arch = "x86_64")]
 mod table32;
+#[cfg(target_arch = "x86_64")]
+mod tanh32;
 
 /// Elements per chunk (a stack buffer of doubles, a chunk of a sum).
 const CH: usize = 256;
@@ -92,13 +98,16 @@ fn map_at(f: Func, level: Level, xs: &[f32], ys: &mut [f32], c: Option<f32>) {
         return;
     }
     #[cfg(target_arch = "x86_64")]
-    if level == Level::Avx2 && f == Func::Exp {
+    if level == Level::Avx2 && matches!(f, Func::Exp | Func::Tanh) {
+        let (s, d, n) = (xs.as_ptr(), ys.as_mut_ptr(), xs.len());
         // SAFETY: the level's features were detected; `xs` and `ys` are
         // as long, distinct slices.
         unsafe {
-            match c {
-                None => avx2::exp256::<false>(xs.as_ptr(), ys.as_mut_ptr(), xs.len(), 0.0),
-                Some(c) => avx2::exp256::<true>(xs.as_ptr(), ys.as_mut_ptr(), xs.len(), c),
+            match (f, c) {
+                (Func::Tanh, None) => avx2::tanh256::<false>(s, d, n, 0.0),
+                (Func::Tanh, Some(c)) => avx2::tanh256::<true>(s, d, n, c),
+                (_, None) => avx2::exp256::<false>(s, d, n, 0.0),
+                (_, Some(c)) => avx2::exp256::<true>(s, d, n, c),
             }
         }
         return;
@@ -596,6 +605,17 @@ mod x86 {
                 }),
                 Some(c) => run_sum(xs, |s, t| unsafe {
                     avx2::exp256::<true>(s.as_ptr(), t.as_mut_ptr(), s.len(), c)
+                }),
+            };
+        }
+        if f == Func::Tanh {
+            // SAFETY: as for `exp`.
+            return match c {
+                None => run_sum(xs, |s, t| unsafe {
+                    avx2::tanh256::<false>(s.as_ptr(), t.as_mut_ptr(), s.len(), 0.0)
+                }),
+                Some(c) => run_sum(xs, |s, t| unsafe {
+                    avx2::tanh256::<true>(s.as_ptr(), t.as_mut_ptr(), s.len(), c)
                 }),
             };
         }

@@ -5,7 +5,8 @@
 //! (about a million points, both signs, subnormals, huge arguments) and
 //! the special values: every lane within 1 `f32` ulp, special results
 //! (NaN, ±inf, ±0) exactly, and results other than the library's rounded
-//! one (double rounding) rare; with an addend too. The fused sums, the
+//! one rare (double rounding; `tanh` in `f32` lanes at AVX-512, at most
+//! half a percent); with an addend too. The fused sums, the
 //! max/min reductions and the moments and affine maps in `f32` against
 //! `f64` references, on offset data, huge and tiny magnitudes, inf and
 //! NaN.
@@ -121,6 +122,19 @@ fn check(f: Func, what: &str, xs: &[f32], c: Option<f32>, got: &[f32]) -> usize 
     off
 }
 
+/// How many of `n` results may differ (by 1 ulp) from the library's
+/// rounded value: double rounding, a few per ten thousand at most; `tanh`
+/// at AVX-512, computed in `f32` lanes within 0.8 ulp of the exact value
+/// (`vmath/single/avx512.rs`), at most half a percent (0.18% of the dense
+/// ranges, measured).
+fn rare(f: Func, level: einsat::vmath::Level, n: usize) -> usize {
+    if f == Func::Tanh && level == einsat::vmath::Level::Avx512 {
+        n / 200
+    } else {
+        n / 2000
+    }
+}
+
 #[test]
 fn every_level_within_one_ulp_of_the_rounded_library() {
     let xs = sweep(4093);
@@ -131,9 +145,8 @@ fn every_level_within_one_ulp_of_the_rounded_library() {
             apply_at_f32(f, level, &xs, &mut ys, None);
             let off = check(f, &format!("{level:?}"), &xs, None, &ys);
             eprintln!("{level:?} {f:?}: {off} of {} differ", xs.len());
-            // double rounding only: a few per ten thousand at most
             assert!(
-                off * 2000 <= xs.len(),
+                off <= rare(f, level, xs.len()),
                 "{level:?} {f:?}: {off} of {} differ from the rounded library",
                 xs.len()
             );
@@ -177,7 +190,10 @@ fn dense_ranges_where_the_kernels_work() {
             apply_at_f32(f, level, &xs, &mut ys, None);
             let off = check(f, &format!("{level:?}"), &xs, None, &ys);
             eprintln!("dense {level:?} {f:?}: {off} of {} differ", xs.len());
-            assert!(off * 2000 <= xs.len(), "{level:?} {f:?}: {off} differ");
+            assert!(
+                off <= rare(f, level, xs.len()),
+                "{level:?} {f:?}: {off} differ"
+            );
         }
     }
 }

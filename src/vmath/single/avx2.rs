@@ -1,7 +1,8 @@
-//! `exp` of `f32` slices at AVX2 with FMA in eight `f32` lanes, written
-//! with `std::arch` intrinsics (the kernel behind `crate::vmath`'s `f32`
-//! map and fused sum of `exp` at that level; the other functions widen
-//! into the `f64` kernels).
+//! `exp` of `f32` slices at AVX2 with FMA in eight `f32` lanes, and
+//! `tanh` in double lanes (`tanh256`), written with `std::arch`
+//! intrinsics (the kernels behind `crate::vmath`'s `f32` maps and fused
+//! sums of these two at that level; the other functions widen into the
+//! `f64` kernels).
 //!
 //! The algorithm and its error analysis are the AVX-512 kernel's
 //! (`single/avx512.rs`, "exp in f32 lanes") with a sixteen-entry table
@@ -23,7 +24,7 @@
 //! subnormal, where that second rounding would round a second time)
 //! take the library function, one lane at a time.
 //!
-//! Owns this kernel and its own constants (the shared ones are
+//! Owns these kernels and their own constants (the shared ones are
 //! `table32`'s); uses nothing of its parents.
 
 use super::table32::{BAND_HI, BAND_LO, C16, H16, HI32, LO32, SHIFT32};
@@ -157,6 +158,135 @@ pub(crate) unsafe fn exp256<const ADD: bool>(src: *const f32, dst: *mut f32, n: 
                 v = _mm256_add_ps(v, cv);
             }
             _mm256_storeu_ps(a.as_mut_ptr(), exp_f32(v, &t));
+            std::ptr::copy_nonoverlapping(a.as_ptr(), dst.add(i), n - i);
+        }
+    }
+}
+
+/// `1.5·2^52`: `y + SHIFT64` rounds `y` to an integer, `k`, in the low
+/// bits.
+const SHIFT64: f64 = 6_755_399_441_055_744.0;
+/// `ln2` split as fdlibm's (`LN2_HI` has 32 significant bits, so
+/// `k·LN2_HI` is exact for `|k| < 2^21`).
+const LN2_HI: f64 = 6.931_471_803_691_238_2e-1;
+const LN2_LO: f64 = 1.908_214_929_270_587_7e-10;
+
+/// `tanh(a)` of four doubles (widened `f32`s, `a = |x|`, or NaN), before
+/// the final rounding, within about `2^-44` of it (module doc of
+/// `tanh256`).
+#[inline]
+#[target_feature(enable = "avx2,fma")]
+fn tanh4(a: __m256d) -> __m256d {
+    // (NaN passes: `min` returns its second operand then)
+    let x = _mm256_min_pd(_mm256_set1_pd(10.0), a);
+    let x = _mm256_add_pd(x, x);
+    // e^x = 2^k·e^r, |r| ≤ ln2/2, e^r by Taylor to r^11
+    let ks = _mm256_fmadd_pd(
+        x,
+        _mm256_set1_pd(std::f64::consts::LOG2_E),
+        _mm256_set1_pd(SHIFT64),
+    );
+    let kd = _mm256_sub_pd(ks, _mm256_set1_pd(SHIFT64));
+    let r = _mm256_fnmadd_pd(kd, _mm256_set1_pd(LN2_HI), x);
+    let r = _mm256_fnmadd_pd(kd, _mm256_set1_pd(LN2_LO), r);
+    let mut p = _mm256_set1_pd(1.0 / 39_916_800.0);
+    for c in [
+        1.0 / 3_628_800.0,
+        1.0 / 362_880.0,
+        1.0 / 40_320.0,
+        1.0 / 5_040.0,
+        1.0 / 720.0,
+        1.0 / 120.0,
+        1.0 / 24.0,
+        1.0 / 6.0,
+        0.5,
+        1.0,
+    ] {
+        p = _mm256_fmadd_pd(p, r, _mm256_set1_pd(c));
+    }
+    // e^r - 1 = r·p, e^x - 1 = 2^k·(r·p) + (2^k - 1) (exact for small k)
+    let scale = _mm256_castsi256_pd(_mm256_add_epi64(
+        _mm256_slli_epi64::<52>(_mm256_castpd_si256(ks)),
+        _mm256_set1_epi64x(1023 << 52),
+    ));
+    let one = _mm256_set1_pd(1.0);
+    let num = _mm256_fmadd_pd(_mm256_mul_pd(r, p), scale, _mm256_sub_pd(scale, one));
+    let den = _mm256_add_pd(num, _mm256_set1_pd(2.0));
+    let q = _mm256_div_pd(num, den);
+    // a < 1/16: a + a³·P(a²), Taylor to a^9
+    let a2 = _mm256_mul_pd(a, a);
+    let mut s = _mm256_fmadd_pd(
+        _mm256_set1_pd(62.0 / 2835.0),
+        a2,
+        _mm256_set1_pd(-17.0 / 315.0),
+    );
+    s = _mm256_fmadd_pd(s, a2, _mm256_set1_pd(2.0 / 15.0));
+    s = _mm256_fmadd_pd(s, a2, _mm256_set1_pd(-1.0 / 3.0));
+    let t = _mm256_fmadd_pd(_mm256_mul_pd(a, a2), s, a);
+    let small = _mm256_cmp_pd::<_CMP_LT_OQ>(a, _mm256_set1_pd(1.0 / 16.0));
+    _mm256_blendv_pd(q, t, small)
+}
+
+/// `tanh` of eight `f32`s: `|x|` widened in two halves, [`tanh4`] of
+/// each rounded once to `f32`, `x`'s sign put back.
+#[inline]
+#[target_feature(enable = "avx2,fma")]
+fn tanh_f32(v: __m256) -> __m256 {
+    let sign_bit = _mm256_set1_ps(-0.0);
+    let sign = _mm256_and_ps(v, sign_bit);
+    let a = _mm256_andnot_ps(sign_bit, v);
+    let lo = _mm256_cvtpd_ps(tanh4(_mm256_cvtps_pd(_mm256_castps256_ps128(a))));
+    let hi = _mm256_cvtpd_ps(tanh4(_mm256_cvtps_pd(_mm256_extractf128_ps::<1>(a))));
+    _mm256_or_ps(_mm256_set_m128(hi, lo), sign)
+}
+
+/// `dst[i] = tanh(src[i] + c)` (`tanh(src[i])` when `!ADD`; the sum
+/// rounded to `f32`) for `i < n`, each the `f32` of double lanes.
+///
+/// **tanh in double lanes.** On `a = |x|` (the sign put back at the
+/// end): below `1/16` the Taylor polynomial `a + a³·P(a²)` to `a^9`
+/// (truncation below `2^-46` relative; ±0 and subnormal `x` give `x`),
+/// else `m/(m + 2)`, `m = e^{2·min(a, 10)} - 1` (from `a = 10` the
+/// quotient rounds to 1 in `f32`, as `tanh` does from 9.01). `e^y` is
+/// `2^k·e^r`, `k` the nearest integer to `y/ln2` (`0 ≤ k ≤ 29`), `r = y -
+/// k·ln2` by fdlibm's two-part `ln2` (error below `2^-60`), `e^r - 1 =
+/// r·p(r)` to `r^11` (`|r| ≤ ln2/2`, truncation below `2^-44` relative),
+/// `m = 2^k·(r·p) + (2^k - 1)` (`2^k - 1` exact). `m` is within about
+/// `2^-50` relative of `e^y - 1`, so the correctly rounded quotient is
+/// within `2^-49` of `tanh(a)`. The double is rounded once to `f32`: the
+/// correctly rounded value or its neighbour, the library's rounded value
+/// but where `tanh(a)` lies within about `2^-25` ulp of a midpoint
+/// (`tests/suite/vmath_f32.rs` counts them). ±inf gives ±1, NaN a NaN.
+///
+/// # Safety
+/// As [`exp256`].
+#[target_feature(enable = "avx2,fma")]
+pub(crate) unsafe fn tanh256<const ADD: bool>(src: *const f32, dst: *mut f32, n: usize, c: f32) {
+    let cv = _mm256_set1_ps(c);
+    let mut i = 0;
+    while i + 8 <= n {
+        // SAFETY: eight elements from `i` at each (loaded before the
+        // store: `src` may be `dst`).
+        unsafe {
+            let mut v = _mm256_loadu_ps(src.add(i));
+            if ADD {
+                v = _mm256_add_ps(v, cv);
+            }
+            _mm256_storeu_ps(dst.add(i), tanh_f32(v));
+        }
+        i += 8;
+    }
+    if i < n {
+        // the tail through a buffer of eight (unused lanes +0)
+        let mut a = [0.0f32; 8];
+        // SAFETY: `n - i < 8` elements at each from `i`.
+        unsafe {
+            std::ptr::copy_nonoverlapping(src.add(i), a.as_mut_ptr(), n - i);
+            let mut v = _mm256_loadu_ps(a.as_ptr());
+            if ADD {
+                v = _mm256_add_ps(v, cv);
+            }
+            _mm256_storeu_ps(a.as_mut_ptr(), tanh_f32(v));
             std::ptr::copy_nonoverlapping(a.as_ptr(), dst.add(i), n - i);
         }
     }

@@ -1,7 +1,7 @@
-//! `exp` and `tanh` of `f32` slices at AVX-512, written with `std::arch`
-//! intrinsics (the single-precision kernels behind `crate::vmath`'s
-//! `f32` maps and fused sums of these two functions; the others widen
-//! into the `f64` kernels).
+//! `exp` and `tanh` of `f32` slices at AVX-512, both in `f32` lanes,
+//! written with `std::arch` intrinsics (the single-precision kernels
+//! behind `crate::vmath`'s `f32` maps and fused sums of these two
+//! functions; the others widen into the `f64` kernels).
 //!
 //! **exp in f32 lanes** ([`exp512`], [`exp16`]). Sixteen `f32` arguments
 //! are clamped to `[-110, 100]` (NaN passes through; `e^100` overflows
@@ -46,7 +46,7 @@
 //! `(-104, -87.33)` is computed on the double lanes below instead (below
 //! `-104`, `e^x < 2^-150.04` and the lane gives +0 exactly).
 //!
-//! **exp in double lanes** (`exp8`, the subnormal band's and `tanh`'s).
+//! **exp in double lanes** (`exp8`, the subnormal band's).
 //! Sixteen `f32` arguments are widened to two vectors of eight doubles
 //! (exactly), and `x = (16m + j)·ln2/16 + r`, `|r| ≤ ln2/32`,
 //! `k = 16m + j` the nearest integer to `16x/ln2` (`x/ln2 + 1.5·2^48`
@@ -58,19 +58,38 @@
 //! 88.72`), subnormal results and underflow to +0 exactly as rounding
 //! the exact value would.
 //!
-//! **tanh** ([`tanh512`]), on `a = |x|` widened, the sign put back at the
-//! end: below `1/16` the Taylor polynomial `a + a³·P(a²)` to `a^9`
-//! (truncation below `2^-46` relative; `x = ±0` and subnormal `x` give
-//! `x`), else `(E - 1)/(E + 1)`, `E = e^{2·min(a, 10)}` by the double
-//! exp lanes (from `a = 10` the quotient rounds to 1 in `f32`, as
-//! `tanh` does from 9.01), the quotient by `vrcp14pd` and two Newton
-//! steps (no division): `E - 1` cancels at most a factor 8.5 from `a ≥
-//! 1/16`, so the lane is within `2^-38` of `tanh(a)`. The polynomial
-//! runs on every lane and a blend picks (no branch). ±inf gives ±1,
-//! NaN a NaN.
+//! **tanh in f32 lanes** ([`tanh512`], `tanh16`), on `a = min(|x|,
+//! 9.5)` (from 9.01 `tanh` rounds to 1 in `f32`; NaN passes), the sign
+//! put back at the end. `a` falls in one of 26 intervals, found from its
+//! bits: interval 0 is `[0, 1/8)`, and from `1/8` on, interval `k =
+//! (bits(a) >> 21) - 495` is a quarter of a binade (`[2^e(1 + j/4),
+//! 2^e(1 + (j+1)/4))`, the last `[8, 10)`). Each interval's constants
+//! come from 32-entry tables (`tanh32.rs`), by one two-register
+//! `vpermt2ps` each (no gather, no branch, no division, no `exp`):
+//! `tanh(a) = C0 + (Q0 + r·p(r))`, `r = a - M`, `M` the interval's
+//! middle (`a`'s bits with the low 21 set to `0x100000`; exact: `M` is
+//! within a factor 2 of `a`), `C0` the `f32` of `tanh(M)`, `Q0` the rest of the
+//! fit's constant term (below 2^-25), `p` of degree 5 by Horner; in
+//! interval 0, `tanh(a) = a + a·p(a)` (`M = 0`, `Q0 = 0`, and `p(0) = 0`,
+//! so tiny and subnormal `a` give `a`, and ±0 gives ±0).
+//!
+//! **Error of tanh** (in ulps of the result; the final addition rounds
+//! once, 0.5). The fit with rounded coefficients is within 0.061 ulp
+//! (printed per interval by `tanh32_tables.py`). `p`'s last Horner step
+//! rounds once (half an ulp of `p ≤ 1`, 2^-25) and the earlier ones are
+//! damped by `|r|`, which is at most an eighth of `a`; in intervals 1–8
+//! (`a < 1/2`, `tanh(a) ≥ 0.9a`, and an ulp of the result is at least
+//! `2^-24·tanh(a)`), `|r·δp|` is under 0.08 ulp, and the rounding of
+//! `q = Q0 + r·p` (`|q| ≤ a/8`) under 0.14; beyond, `tanh' ≤ 0.79` and
+//! both are smaller. In interval 0, `|p| ≤ 0.0052`, so `a·p` and its
+//! errors are that fraction of the result: under 0.03 ulp. So every lane
+//! is within 0.8 ulp of `tanh(x)`: the correctly rounded value or its
+//! neighbour, not always the library's rounded value (about one argument
+//! in ten differs by 1 ulp; `tests/suite/vmath_f32.rs` bounds every lane
+//! at 1 ulp and counts them). ±inf gives ±1, NaN a NaN.
 //!
 //! **Error of the double lanes.** The double before the final rounding
-//! is within about `2^-42` (exp) or `2^-38` (tanh) of the exact value:
+//! is within about `2^-42` of the exact value:
 //! the reduction `r = x - (k/16)·ln2` is one fused multiply-add (`|k/16|
 //! ≤ 160`, the constant's own error adds below `2^-45`), the table
 //! entries are rounded doubles (`2^-53`), the polynomial's truncation
@@ -84,6 +103,7 @@
 //! (no circle of module dependencies, `tests/suite/architecture.rs`).
 
 use super::table32::{BAND_HI, BAND_LO, C32, H32, HI32, LO32, SHIFT32};
+use super::tanh32;
 use std::arch::x86_64::*;
 
 /// `1.5·2^48`: `y + SHIFT` rounds `y` to a multiple of 1/16 (`k/16`,
@@ -202,40 +222,74 @@ fn exp16(x: __m512, k: Consts) -> __m512 {
     _mm512_scalef_ps(y, _mm512_mul_ps(kd, _mm512_set1_ps(1.0 / 32.0)))
 }
 
-/// `tanh(x)` of eight doubles (widened `f32`s), before the final
-/// rounding.
+/// `tanh(x)` of sixteen `f32` lanes in `f32` arithmetic (module doc):
+/// `a = min(|x|, 9.5)`, its interval `k` from its bits, `r = a - M`
+/// (exact; `M` the middle of the interval, from the bits too), `q = Q0[k] + r·p(r)`, the result `C0[k] + q` (`a + a·p(a)`
+/// in interval 0), rounded once, with `x`'s sign.
 #[inline]
 #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
-fn tanh8(x: __m512d, k: Consts) -> __m512d {
-    let sign_bit = _mm512_set1_pd(-0.0);
-    let sign = _mm512_and_pd(x, sign_bit);
-    let a = _mm512_andnot_pd(sign_bit, x);
+fn tanh16(x: __m512, t: &TanhTables) -> __m512 {
+    let sign_bit = _mm512_set1_ps(-0.0);
+    let sign = _mm512_and_ps(x, sign_bit);
     // (NaN passes: `min` returns its second operand then)
-    let ac = _mm512_min_pd(_mm512_set1_pd(10.0), a);
-    let e = exp8(_mm512_add_pd(ac, ac), k);
-    let one = _mm512_set1_pd(1.0);
-    let num = _mm512_sub_pd(e, one);
-    let den = _mm512_add_pd(e, one);
-    let mut y = _mm512_rcp14_pd(den);
-    let mut d = _mm512_fnmadd_pd(den, y, one);
-    y = _mm512_fmadd_pd(y, d, y);
-    d = _mm512_fnmadd_pd(den, y, one);
-    y = _mm512_fmadd_pd(y, d, y);
-    let q = _mm512_mul_pd(num, y);
-    let small = _mm512_cmp_pd_mask::<_CMP_LT_OQ>(a, _mm512_set1_pd(1.0 / 16.0));
-    // (branch-free: on normal data a vector has a small lane a third
-    // of the time, at random, and the mispredicted branch cost more
-    // than the polynomial)
-    let a2 = _mm512_mul_pd(a, a);
-    let mut p = _mm512_fmadd_pd(
-        _mm512_set1_pd(62.0 / 2835.0),
-        a2,
-        _mm512_set1_pd(-17.0 / 315.0),
+    let a = _mm512_min_ps(_mm512_set1_ps(9.5), _mm512_andnot_ps(sign_bit, x));
+    let k = _mm512_max_epi32(
+        _mm512_sub_epi32(
+            _mm512_srli_epi32::<21>(_mm512_castps_si512(a)),
+            _mm512_set1_epi32(495),
+        ),
+        _mm512_setzero_si512(),
     );
-    p = _mm512_fmadd_pd(p, a2, _mm512_set1_pd(2.0 / 15.0));
-    p = _mm512_fmadd_pd(p, a2, _mm512_set1_pd(-1.0 / 3.0));
-    let r = _mm512_fmadd_pd(_mm512_mul_pd(a, a2), p, a);
-    _mm512_or_pd(_mm512_mask_blend_pd(small, q, r), sign)
+    // one two-register permute per table (the index's low five bits)
+    macro_rules! look {
+        ($j:expr) => {
+            _mm512_permutex2var_ps(t.0[$j][0], k, t.0[$j][1])
+        };
+    }
+    let small = _mm512_cmp_ps_mask::<_CMP_LT_OQ>(a, _mm512_set1_ps(0.125));
+    // `M`: the middle of `a`'s quarter binade (its bits with the low 21
+    // set to 0x100000), 0 in interval 0
+    let m = _mm512_maskz_ternarylogic_epi32::<0xF8>(
+        !small,
+        _mm512_set1_epi32(0x0010_0000),
+        _mm512_castps_si512(a),
+        _mm512_set1_epi32(!0x001f_ffff),
+    );
+    let r = _mm512_sub_ps(a, _mm512_castsi512_ps(m));
+    let mut p = look!(7);
+    for j in (2..7).rev() {
+        p = _mm512_fmadd_ps(p, r, look!(j));
+    }
+    let q = _mm512_fmadd_ps(p, r, look!(1));
+    let c0 = _mm512_mask_blend_ps(small, look!(0), a);
+    _mm512_or_ps(_mm512_add_ps(c0, q), sign)
+}
+
+/// The tables of [`tanh16`] in registers, two per table (`C0`, `Q0`,
+/// then `P` by power).
+struct TanhTables([[__m512; 2]; 8]);
+
+/// [`TanhTables`], loaded.
+#[inline]
+#[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
+fn tanh_tables() -> TanhTables {
+    let rows: [&[f32; 32]; 8] = [
+        &tanh32::C0,
+        &tanh32::Q0,
+        &tanh32::P[0],
+        &tanh32::P[1],
+        &tanh32::P[2],
+        &tanh32::P[3],
+        &tanh32::P[4],
+        &tanh32::P[5],
+    ];
+    // SAFETY: each row holds 32 floats.
+    TanhTables(rows.map(|r| unsafe {
+        [
+            _mm512_loadu_ps(r.as_ptr()),
+            _mm512_loadu_ps(r.as_ptr().add(16)),
+        ]
+    }))
 }
 
 /// A function of sixteen `f32`s: both halves widened, `$f` of each,
@@ -316,12 +370,13 @@ pub(crate) unsafe fn exp512<const ADD: bool>(src: *const f32, dst: *mut f32, n: 
     map_loop!(src, dst, n, c, ADD, |v, k| exp_f32(v, k))
 }
 
-/// `dst[i] = tanh(src[i] + c)` (`tanh(src[i])` when `!ADD`) for `i < n`,
-/// each the `f32` of the double lanes.
+/// `dst[i] = tanh(src[i] + c)` (`tanh(src[i])` when `!ADD`; the sum
+/// rounded to `f32`) for `i < n`, in `f32` lanes (module doc).
 ///
 /// # Safety
 /// As [`exp512`].
 #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
 pub(crate) unsafe fn tanh512<const ADD: bool>(src: *const f32, dst: *mut f32, n: usize, c: f32) {
-    map_loop!(src, dst, n, c, ADD, |v, k| halves!(v, k, tanh8))
+    let t = tanh_tables();
+    map_loop!(src, dst, n, c, ADD, |v, _k| tanh16(v, &t))
 }
