@@ -1,6 +1,6 @@
 """Fused programs: einsat kernels against jax.jit (XLA on CPU) and numpy.
 
-    python python/bench_programs.py [--reps N] [--quick] [--threads N] [--dtype float64|float32] [--only WORDS]
+    python python/bench_programs.py [--reps N] [--quick] [--threads N] [--dtype float64|float32] [--only WORDS] [--pause S]
 
 The rows are the programs index notation is for: elementwise maps of
 elementary functions, reductions (log-sum-exp, softmax, layer
@@ -9,7 +9,10 @@ MLP layer, attention, a centred Gram matrix), a 2D stencil and a batched
 small-matrix product. Each row checks einsat's result against numpy's
 first, then times the engines interleaved, round after round, on the same
 arrays, and reports the median time per call and each peer's time divided
-by einsat's (> 1: einsat is faster). The process is pinned to as many
+by einsat's (> 1: einsat is faster). With more than one thread, each
+engine's sample starts after a pause (`--pause`, 0.2 s): OpenBLAS's and
+XLA's worker threads keep spinning for a while after a call returns, and
+would otherwise take the second core from the engine timed next. The process is pinned to as many
 CPUs as `--threads` (XLA's thread pool follows the CPUs it may use, not
 its flags). The header names the CPU and its vector width; the last line gives the median JIT compile time per program (each program's median of three fresh compiles).
 
@@ -263,13 +266,15 @@ def compile_time(src, threads):
     return (time.perf_counter() - w) * 1e3, (time.process_time() - c) * 1e3
 
 
-def run_table(reps=7, quick=False, threads=1, dtype="float64", only=None):
+def run_table(reps=7, quick=False, threads=1, dtype="float64", only=None, pause=None):
     """Check and time every program; print the table (Markdown)."""
     dt = np.dtype(dtype)
+    if pause is None:
+        pause = 0.2 if threads > 1 else 0.0
     rng = np.random.default_rng(0)
     jfns = jax_fns()
     load = "load average %.2f %.2f %.2f" % os.getloadavg() if hasattr(os, "getloadavg") else ""
-    print(f"\nCPU: {cpu()}; {threads} thread(s) for every engine; {dtype}; {load}")
+    print(f"\nCPU: {cpu()}; {threads} thread(s) for every engine; {dtype}; {load}; pause {pause} s")
     if jax is None:
         print("jax is not installed: its column is skipped (pip install jax jaxlib)")
     out, compile_ms, failed = [], [], []
@@ -299,6 +304,8 @@ def run_table(reps=7, quick=False, threads=1, dtype="float64", only=None):
         times = {e: [] for e in engines}
         for _ in range(reps):
             for e, f in engines.items():
+                if pause:
+                    time.sleep(pause)
                 times[e].extend(timeit(f, 1))
         out.append((name, {e: statistics.median(v) for e, v in times.items()}))
     print("\n| program | einsat | jax.jit | ratio | numpy | ratio |")
@@ -330,9 +337,15 @@ def main():
     ap.add_argument("--threads", type=int, default=1, help="threads of every engine")
     ap.add_argument("--dtype", default="float64", choices=["float64", "float32"])
     ap.add_argument("--only", default="", help="comma-separated beginnings of row names")
+    ap.add_argument(
+        "--pause",
+        type=float,
+        default=None,
+        help="seconds of idle before each engine's sample (default 0.2 with --threads > 1, else 0)",
+    )
     args = ap.parse_args()
     only = [w for w in args.only.split(",") if w]
-    run_table(args.reps, args.quick, args.threads, args.dtype, only)
+    run_table(args.reps, args.quick, args.threads, args.dtype, only, args.pause)
 
 
 if __name__ == "__main__":
