@@ -9,13 +9,29 @@
 //! allocation (a mutex, two condition variables and atomics), so a kernel
 //! call stays allocation-free with threads > 1 once the workers exist.
 //!
+//! **Placement** (Linux). A worker that finds itself on the CPU its
+//! caller ran on when it last took a chunk restricts itself to the other
+//! CPUs the process may use (the kernel moves it at once); the caller
+//! records its CPU (`sched_getcpu`, no system call) at every chunk it
+//! takes, the worker compares at every chunk it takes. Without it, once
+//! the process had been idle, the scheduler kept the two on one CPU with
+//! the other idle, and a two-thread call ran at one thread's speed or
+//! worse: each call wakes the worker, and its end wakes the caller, and
+//! the wake-ups kept the partners together (an MLP layer at 2 threads,
+//! 256×512·512×512 on a 2-core Zen 4: 1.4 ms per call before the first
+//! pause of 0.2–0.3 s between rounds of calls, 2.4–2.9 ms after it, the
+//! one-thread time 2.5–3.3 ms; with placement 1.3–1.9 ms in 38 rounds of
+//! 40: `benches/README.md`, "The pool's threads on the CPUs").
+//!
 //! **Spinning** (off by default). A worker that finishes a job can spin
 //! for up to [`WORKER_SPIN`] watching for the next one before it sleeps on
 //! the condition variable, and the caller, once its own chunks are done,
 //! for up to [`CALLER_SPIN`] waiting for the workers to leave before it
-//! sleeps ([`set_spin`] changes both, process-wide: the pool is shared by
-//! every kernel). Both are zero: spinning lost in every measurement so far
-//! (`benches/README.md`, "The pool's spinning").
+//! sleeps, yielding its CPU between looks ([`set_spin`] changes both,
+//! process-wide: the pool is shared by every kernel). Both are zero:
+//! spinning lost in every measurement on a loaded machine, and with
+//! placement it no longer helps on a quiet one (`benches/README.md`,
+//! "The pool's spinning").
 //! A poster makes the wake-up system call only when some worker is asleep,
 //! and a worker only when the caller is.
 //!
@@ -26,7 +42,7 @@
 //!
 //! Owns the worker threads only; it knows nothing of kernels or nests.
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -48,7 +64,7 @@ static SPIN_NS: [AtomicU64; 2] = [
 
 /// Set how long workers and the caller spin before they sleep,
 /// process-wide (default [`WORKER_SPIN`], [`CALLER_SPIN`]; zero sleeps at
-/// once, as the pool did before it spun): a knob for
+/// once, as the pool does by default): a knob for
 /// `examples/thread_sweep.rs`, which compares both in one process; not part
 /// of the stable API.
 #[doc(hidden)]
@@ -57,8 +73,9 @@ pub fn set_spin(worker: Duration, caller: Duration) {
     SPIN_NS[1].store(caller.as_nanos() as u64, Ordering::Relaxed);
 }
 
-/// Spin (with [`std::hint::spin_loop`]) until `done()` or the limit
-/// `SPIN_NS[which]` has passed; whether `done()` became true.
+/// Spin (with [`std::hint::spin_loop`], yielding the CPU between rounds
+/// of looks) until `done()` or the limit `SPIN_NS[which]` has passed;
+/// whether `done()` became true.
 fn spin_until(which: usize, done: impl Fn() -> bool) -> bool {
     let limit = Duration::from_nanos(SPIN_NS[which].load(Ordering::Relaxed));
     if limit.is_zero() {
@@ -75,6 +92,8 @@ fn spin_until(which: usize, done: impl Fn() -> bool) -> bool {
         if start.elapsed() >= limit {
             return done();
         }
+        // (a thread sharing this CPU runs meanwhile)
+        std::thread::yield_now();
     }
 }
 
@@ -130,6 +149,10 @@ struct Pool {
     generation: AtomicU64,
     /// Workers inside the current job's chunk loop (the caller spins on it).
     busy: AtomicUsize,
+    /// The CPU the poster of the current job ran on when it last took a
+    /// chunk (-1: unknown), which a worker that finds itself there leaves
+    /// (`place`).
+    caller_cpu: AtomicI32,
 }
 
 fn pool() -> &'static Pool {
@@ -151,10 +174,83 @@ fn pool() -> &'static Pool {
         owner: Mutex::new(()),
         generation: AtomicU64::new(0),
         busy: AtomicUsize::new(0),
+        caller_cpu: AtomicI32::new(-1),
     })
 }
 
+/// Keeping a worker off its caller's CPU (module doc, "Placement"):
+/// Linux only; elsewhere nothing is done.
+mod place {
+    /// The CPUs this thread may run on (as spawned: the process's).
+    #[cfg(target_os = "linux")]
+    pub(super) struct Allowed(pub(super) Option<libc::cpu_set_t>);
+    #[cfg(not(target_os = "linux"))]
+    pub(super) struct Allowed;
+
+    impl Allowed {
+        #[cfg(target_os = "linux")]
+        pub(super) fn of_this_thread() -> Allowed {
+            // SAFETY: a zeroed `cpu_set_t` is a valid empty set, and the
+            // call writes at most its size.
+            unsafe {
+                let mut s: libc::cpu_set_t = std::mem::zeroed();
+                let ok = libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut s);
+                Allowed((ok == 0).then_some(s))
+            }
+        }
+        #[cfg(not(target_os = "linux"))]
+        pub(super) fn of_this_thread() -> Allowed {
+            Allowed
+        }
+
+        /// If this thread runs on `cpu` (the caller's), restrict it to the
+        /// others it was allowed when it started (when there are any): the
+        /// kernel moves it at once. A `cpu` beyond the set's size is no
+        /// CPU this thread runs on.
+        #[cfg(target_os = "linux")]
+        pub(super) fn leave(&self, cpu: i32) {
+            let Some(all) = &self.0 else { return };
+            // SAFETY: `sched_getcpu` has no preconditions.
+            if cpu < 0 || unsafe { libc::sched_getcpu() } != cpu {
+                return;
+            }
+            let mut s = *all;
+            // SAFETY: `cpu` is the CPU this thread runs on, below
+            // `CPU_SETSIZE`; the set is ours.
+            unsafe {
+                libc::CPU_CLR(cpu as usize, &mut s);
+                if libc::CPU_COUNT(&s) > 0 {
+                    libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &s);
+                }
+            }
+        }
+        #[cfg(not(target_os = "linux"))]
+        pub(super) fn leave(&self, _cpu: i32) {}
+    }
+
+    /// The CPUs this thread may run on now.
+    #[cfg(all(test, target_os = "linux"))]
+    pub(super) fn current_set() -> libc::cpu_set_t {
+        // SAFETY: as in `Allowed::of_this_thread`.
+        unsafe {
+            let mut s: libc::cpu_set_t = std::mem::zeroed();
+            libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut s);
+            s
+        }
+    }
+
+    /// The CPU this thread runs on (-1: unknown).
+    pub(super) fn current() -> i32 {
+        #[cfg(target_os = "linux")]
+        // SAFETY: `sched_getcpu` has no preconditions.
+        return unsafe { libc::sched_getcpu() };
+        #[cfg(not(target_os = "linux"))]
+        return -1;
+    }
+}
+
 fn worker(p: &'static Pool) {
+    let allowed = place::Allowed::of_this_thread();
     let mut seen = {
         let mut st = p.state.lock().unwrap_or_else(|e| e.into_inner());
         st.started += 1;
@@ -183,6 +279,7 @@ fn worker(p: &'static Pool) {
             }
         };
         loop {
+            allowed.leave(p.caller_cpu.load(Ordering::Relaxed));
             let i = p.next.fetch_add(1, Ordering::AcqRel);
             if i >= job.chunks {
                 break;
@@ -238,6 +335,7 @@ pub fn run<F: Fn(usize) + Sync>(threads: usize, chunks: usize, f: F) {
             st.caller_waits = false;
         }
         p.next.store(0, Ordering::Release);
+        p.caller_cpu.store(place::current(), Ordering::Relaxed);
         st.job = Some(Job {
             run: trampoline::<F>,
             ctx: &f as *const F as *const (),
@@ -256,6 +354,7 @@ pub fn run<F: Fn(usize) + Sync>(threads: usize, chunks: usize, f: F) {
     // panic here: nothing may refer to `f` once this frame is gone
     let _withdraw = Withdraw(p);
     loop {
+        p.caller_cpu.store(place::current(), Ordering::Relaxed);
         let i = p.next.fetch_add(1, Ordering::AcqRel);
         if i >= chunks {
             break;
@@ -301,6 +400,35 @@ mod tests {
                 assert!(hits.iter().all(|h| h.load(Ordering::Relaxed) == 1));
             }
         }
+    }
+
+    /// A thread that leaves its CPU runs elsewhere at once (where it may
+    /// run elsewhere), and leaving another CPU changes nothing.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_worker_leaves_its_callers_cpu() {
+        std::thread::spawn(|| {
+            let allowed = place::Allowed::of_this_thread();
+            let Some(all) = &allowed.0 else { return };
+            // SAFETY: reads the set.
+            if unsafe { libc::CPU_COUNT(all) } < 2 {
+                return;
+            }
+            let here = place::current();
+            assert!(here >= 0);
+            allowed.leave(here + 1_000);
+            // SAFETY: compares two sets.
+            assert!(unsafe { libc::CPU_EQUAL(&place::current_set(), all) });
+            allowed.leave(here);
+            assert_ne!(place::current(), here);
+            let mut without = *all;
+            // SAFETY: `here` is a CPU number below `CPU_SETSIZE`.
+            unsafe { libc::CPU_CLR(here as usize, &mut without) };
+            // SAFETY: compares two sets.
+            assert!(unsafe { libc::CPU_EQUAL(&place::current_set(), &without) });
+        })
+        .join()
+        .unwrap();
     }
 
     #[test]
