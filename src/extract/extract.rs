@@ -190,15 +190,16 @@ impl DagCost {
 }
 
 /// The scoped DAG cost of node `node` of class `class`, given its
-/// children's costs (`None` when a child has none yet).
+/// children's costs (`None` when a child has none yet). `tl` is the
+/// e-graph's cost (its memo of plain loads lasts as long as it does: one
+/// per extraction).
 pub fn node_dag_cost<'c>(
-    egraph: &TlGraph,
-    model: &CostModel,
+    tl: &TlCost<'_>,
     class: Id,
     node: &TL,
     child: impl Fn(Id) -> Option<&'c DagCost>,
 ) -> Option<DagCost> {
-    let tl = TlCost::new(egraph, model);
+    let (egraph, model) = (tl.egraph, tl.model);
     let mut kids = DagCost::default();
     let loop_node =
         matches!(node, TL::Gen(_) | TL::Sum(_) | TL::Fold(_)) || node_red(node).is_some();
@@ -266,9 +267,10 @@ pub fn scoped_cost<'a>(
     choice: &dyn Fn(Id) -> Option<&'a TL>,
 ) -> Option<f64> {
     let order = post_order(egraph, root, choice)?;
+    let tl = TlCost::new(egraph, model);
     let mut costs: BTreeMap<Id, DagCost> = BTreeMap::new();
     for c in order {
-        let d = node_dag_cost(egraph, model, c, choice(c)?, |ch| costs.get(&ch))?;
+        let d = node_dag_cost(&tl, c, choice(c)?, |ch| costs.get(&ch))?;
         costs.insert(c, d);
     }
     costs.get(&egraph.find(root)).map(DagCost::total)
@@ -287,6 +289,7 @@ pub fn dag_choices(egraph: &TlGraph, model: &CostModel) -> BTreeMap<Id, TL> {
             }
         }
     }
+    let tl = TlCost::new(egraph, model);
     let mut best: BTreeMap<Id, (f64, DagCost, TL)> = BTreeMap::new();
     let mut work: BTreeSet<Id> = ids.iter().copied().collect();
     // every update is strictly cheaper; the budget only guards against a
@@ -302,8 +305,7 @@ pub fn dag_choices(egraph: &TlGraph, model: &CostModel) -> BTreeMap<Id, TL> {
             if n.children().iter().any(|ch| egraph.find(*ch) == c) {
                 continue;
             }
-            let Some(d) = node_dag_cost(egraph, model, c, n, |ch| best.get(&ch).map(|b| &b.1))
-            else {
+            let Some(d) = node_dag_cost(&tl, c, n, |ch| best.get(&ch).map(|b| &b.1)) else {
                 continue;
             };
             let t = d.total();
