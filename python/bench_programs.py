@@ -10,9 +10,11 @@ small-matrix product. Each row checks einsat's result against numpy's
 first, then times the engines interleaved, round after round, on the same
 arrays, and reports the median time per call and each peer's time divided
 by einsat's (> 1: einsat is faster). With more than one thread, each
-engine's sample starts after a pause (`--pause`, 0.2 s): OpenBLAS's and
-XLA's worker threads keep spinning for a while after a call returns, and
-would otherwise take the second core from the engine timed next. The process is pinned to as many
+engine's sample starts after a pause (`--pause`, 0.2 s) and lasts 20 ms
+of calls: OpenBLAS's and XLA's worker threads keep spinning for a while
+after a call returns, and would otherwise take the second core from the
+engine timed next; and the first calls after idling (threads woken, the
+scheduler placing them) are not the steady state a loop of calls sees. The process is pinned to as many
 CPUs as `--threads` (XLA's thread pool follows the CPUs it may use, not
 its flags). The header names the CPU and its vector width; the last line gives the median JIT compile time per program (each program's median of three fresh compiles).
 
@@ -85,11 +87,13 @@ def cpu():
     return f"{model}, {os.cpu_count()} cores, {width}"
 
 
-def timeit(f, reps):
+def timeit(f, reps, budget=2e-3):
+    """`reps` samples of `f`'s time per call, each over as many calls as
+    fill `budget` seconds (at least one), after one call to warm up."""
     t0 = time.perf_counter()
     f()
     one = max(time.perf_counter() - t0, 1e-7)
-    inner = max(1, int(2e-3 / one))
+    inner = max(1, int(budget / one))
     out = []
     for _ in range(reps):
         t0 = time.perf_counter()
@@ -306,7 +310,9 @@ def run_table(reps=7, quick=False, threads=1, dtype="float64", only=None, pause=
             for e, f in engines.items():
                 if pause:
                     time.sleep(pause)
-                times[e].extend(timeit(f, 1))
+                # (after a pause, a sample of 20 ms: a call or two after
+                # idling is not the steady state a loop of calls sees)
+                times[e].extend(timeit(f, 1, 2e-2 if pause else 2e-3))
         out.append((name, {e: statistics.median(v) for e, v in times.items()}))
     print("\n| program | einsat | jax.jit | ratio | numpy | ratio |")
     print("|---|---|---|---|---|---|")
