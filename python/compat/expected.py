@@ -16,6 +16,14 @@ _PATHS = (
     "single-tensor sums as steps, so it picks other paths than numpy's greedy/optimal "
     "(of lower or equal cost in its own count; in numpy's count within a few percent)"
 )
+_JAX = (
+    "opt_einsum's jax backend (run where jax is installed, skipped elsewhere): einsat's "
+    "contract accepts backend= and ignores it, computing numpy arrays: jax arrays are read "
+    "as numpy arrays, which jax's tracers under jax.jit (the gradient test) cannot be; a "
+    "ContractExpression's constants are einsat's own, not jax arrays in "
+    "_evaluated_constants; and a full contraction gives numpy's scalar, as np.einsum does, "
+    "where the jax backend converts its result to a 0-d ndarray"
+)
 _MEMORY = (
     "memory_limit: einsat keeps intermediates within the limit by slicing (recomputing "
     "in loops) where numpy and opt_einsum give up pairwise contraction (one step of all "
@@ -53,6 +61,9 @@ EXPECTED = {
     ],
     "opt_einsum": [
         ("test_object_arrays_backend*", _DTYPES),
+        ("test_jax[[]ijk,ikj[]]", _JAX),
+        ("test_jax_with_constants*", _JAX),
+        ("test_jax_jit_gradient", _JAX),
         (
             "test_contract_expression_checks",
             "einsat's contract_expression accepts optimize=False (einsat always plans) and "

@@ -116,6 +116,42 @@ fn exp_f32(v: __m256, t: &Tables) -> __m256 {
     exp8(x, t)
 }
 
+/// `dst[i] = g(src[i] + c)` (`g(src[i])` when `!ADD`; the sum rounded
+/// to `f32`) for `i < n`, `g` the vector function of eight `f32`s `$g` of
+/// the loaded vector; the tail through a buffer of eight (unused lanes
+/// +0).
+macro_rules! map_loop {
+    ($src:ident, $dst:ident, $n:ident, $c:ident, $add:ident, |$v:ident| $g:expr) => {{
+        let cv = _mm256_set1_ps($c);
+        let mut i = 0;
+        while i + 8 <= $n {
+            // SAFETY: eight elements from `i` at each (loaded before the
+            // store: `src` may be `dst`).
+            unsafe {
+                let mut $v = _mm256_loadu_ps($src.add(i));
+                if $add {
+                    $v = _mm256_add_ps($v, cv);
+                }
+                _mm256_storeu_ps($dst.add(i), $g);
+            }
+            i += 8;
+        }
+        if i < $n {
+            let mut a = [0.0f32; 8];
+            // SAFETY: `n - i < 8` elements at each from `i`.
+            unsafe {
+                std::ptr::copy_nonoverlapping($src.add(i), a.as_mut_ptr(), $n - i);
+                let mut $v = _mm256_loadu_ps(a.as_ptr());
+                if $add {
+                    $v = _mm256_add_ps($v, cv);
+                }
+                _mm256_storeu_ps(a.as_mut_ptr(), $g);
+                std::ptr::copy_nonoverlapping(a.as_ptr(), $dst.add(i), $n - i);
+            }
+        }
+    }};
+}
+
 /// `dst[i] = e^(src[i] + c)` (`e^src[i]` when `!ADD`; the sum rounded
 /// to `f32`) for `i < n`, in `f32` lanes (module doc).
 ///
@@ -133,34 +169,7 @@ pub(crate) unsafe fn exp256<const ADD: bool>(src: *const f32, dst: *mut f32, n: 
             c1: _mm256_loadu_ps(C16.as_ptr().add(8)),
         }
     };
-    let cv = _mm256_set1_ps(c);
-    let mut i = 0;
-    while i + 8 <= n {
-        // SAFETY: eight elements from `i` at each (loaded before the
-        // store: `src` may be `dst`).
-        unsafe {
-            let mut v = _mm256_loadu_ps(src.add(i));
-            if ADD {
-                v = _mm256_add_ps(v, cv);
-            }
-            _mm256_storeu_ps(dst.add(i), exp_f32(v, &t));
-        }
-        i += 8;
-    }
-    if i < n {
-        // the tail through a buffer of eight (unused lanes +0)
-        let mut a = [0.0f32; 8];
-        // SAFETY: `n - i < 8` elements at each from `i`.
-        unsafe {
-            std::ptr::copy_nonoverlapping(src.add(i), a.as_mut_ptr(), n - i);
-            let mut v = _mm256_loadu_ps(a.as_ptr());
-            if ADD {
-                v = _mm256_add_ps(v, cv);
-            }
-            _mm256_storeu_ps(a.as_mut_ptr(), exp_f32(v, &t));
-            std::ptr::copy_nonoverlapping(a.as_ptr(), dst.add(i), n - i);
-        }
-    }
+    map_loop!(src, dst, n, c, ADD, |v| exp_f32(v, &t))
 }
 
 /// `1.5·2^52`: `y + SHIFT64` rounds `y` to an integer, `k`, in the low
@@ -262,32 +271,5 @@ fn tanh_f32(v: __m256) -> __m256 {
 /// As [`exp256`].
 #[target_feature(enable = "avx2,fma")]
 pub(crate) unsafe fn tanh256<const ADD: bool>(src: *const f32, dst: *mut f32, n: usize, c: f32) {
-    let cv = _mm256_set1_ps(c);
-    let mut i = 0;
-    while i + 8 <= n {
-        // SAFETY: eight elements from `i` at each (loaded before the
-        // store: `src` may be `dst`).
-        unsafe {
-            let mut v = _mm256_loadu_ps(src.add(i));
-            if ADD {
-                v = _mm256_add_ps(v, cv);
-            }
-            _mm256_storeu_ps(dst.add(i), tanh_f32(v));
-        }
-        i += 8;
-    }
-    if i < n {
-        // the tail through a buffer of eight (unused lanes +0)
-        let mut a = [0.0f32; 8];
-        // SAFETY: `n - i < 8` elements at each from `i`.
-        unsafe {
-            std::ptr::copy_nonoverlapping(src.add(i), a.as_mut_ptr(), n - i);
-            let mut v = _mm256_loadu_ps(a.as_ptr());
-            if ADD {
-                v = _mm256_add_ps(v, cv);
-            }
-            _mm256_storeu_ps(a.as_mut_ptr(), tanh_f32(v));
-            std::ptr::copy_nonoverlapping(a.as_ptr(), dst.add(i), n - i);
-        }
-    }
+    map_loop!(src, dst, n, c, ADD, |v| tanh_f32(v))
 }
