@@ -214,29 +214,35 @@ unsafe fn map_raw(f: Func, src: *const f32, dst: *mut f32, n: usize, c: Option<f
 /// down to [`ACCS`] values, those into [`ACCS`] accumulators.
 #[inline(always)]
 fn run_sum(xs: &[f32], mut terms: impl FnMut(&[f32], &mut [f32])) -> f32 {
-    sum_blocks(xs, |blk| {
-        let mut acc = [0.0f32; ACCS];
-        let mut buf = [0.0f32; CH];
-        for s in blk.chunks(CH) {
-            terms(s, &mut buf[..s.len()]);
-            if s.len() < CH {
-                // (+0 terms: the sum of the others, -0 aside)
-                buf[s.len()..].fill(0.0);
-            }
-            let mut w = CH;
-            while w > ACCS {
-                w /= 2;
-                let (a, b) = buf.split_at_mut(w);
-                for (x, y) in a.iter_mut().zip(&b[..w]) {
-                    *x += *y;
+    // (the closures inlined: compiled on their own, they would lack the
+    // calling kernel's target features, and their loops ran on SSE2)
+    sum_blocks(
+        xs,
+        #[inline(always)]
+        |blk| {
+            let mut acc = [0.0f32; ACCS];
+            let mut buf = [0.0f32; CH];
+            for s in blk.chunks(CH) {
+                terms(s, &mut buf[..s.len()]);
+                if s.len() < CH {
+                    // (+0 terms: the sum of the others, -0 aside)
+                    buf[s.len()..].fill(0.0);
+                }
+                let mut w = CH;
+                while w > ACCS {
+                    w /= 2;
+                    let (a, b) = buf.split_at_mut(w);
+                    for (x, y) in a.iter_mut().zip(&b[..w]) {
+                        *x += *y;
+                    }
+                }
+                for (a, x) in acc.iter_mut().zip(&buf[..ACCS]) {
+                    *a += *x;
                 }
             }
-            for (a, x) in acc.iter_mut().zip(&buf[..ACCS]) {
-                *a += *x;
-            }
-        }
-        pairwise(acc)
-    })
+            pairwise(acc)
+        },
+    )
 }
 
 /// `Σ f(xs[i] + c)` (`Σ f(xs[i])` without `c`) in `f32`, at the best
@@ -272,11 +278,15 @@ fn square(x: f32, c: f32) -> f32 {
 /// chunk buffer, which vectorises).
 #[inline(always)]
 fn term_sum(xs: &[f32], c: f32, term: impl Fn(f32, f32) -> f32 + Copy) -> f32 {
-    run_sum(xs, |s, t| {
-        for (y, x) in t.iter_mut().zip(s) {
-            *y = term(*x, c);
-        }
-    })
+    run_sum(
+        xs,
+        #[inline(always)]
+        |s, t| {
+            for (y, x) in t.iter_mut().zip(s) {
+                *y = term(*x, c);
+            }
+        },
+    )
 }
 
 /// `Σ xs[i]` in `f32` at the best level (the sums' order, module doc);
