@@ -912,32 +912,45 @@ fn sum_blocks<T: Copy + Default + std::ops::AddAssign + std::ops::Add<Output = T
 /// forms in one function some lanes were not inlined, see
 /// [`run_func_to_add`]. Accumulating a chunk straight into `[f64; 16]`
 /// was vectorised across chunks, by gathers.)
+///
+/// Generic over the element type: the `f32` sums (`vmath/single.rs`) are
+/// this function in `f32`. The closures are inlined into the caller (a
+/// kernel compiled with a level's features): compiled on their own, they
+/// would lack those features, and the `f32` form's pairwise loops did run
+/// on SSE2 so.
 #[inline(always)]
-fn run_sum(xs: &[f64], terms: impl Fn(&[f64], &mut [f64])) -> f64 {
+fn run_sum<T: Copy + Default + std::ops::AddAssign + std::ops::Add<Output = T>>(
+    xs: &[T],
+    mut terms: impl FnMut(&[T], &mut [T]),
+) -> T {
     const CH: usize = 256;
-    sum_blocks(xs, |blk| {
-        let mut acc = [0.0f64; ACCS];
-        let mut buf = [0.0f64; CH];
-        for s in blk.chunks(CH) {
-            terms(s, &mut buf[..s.len()]);
-            if s.len() < CH {
-                // (+0 terms: the sum of the others, -0 aside)
-                buf[s.len()..].fill(0.0);
-            }
-            let mut w = CH;
-            while w > ACCS {
-                w /= 2;
-                let (a, b) = buf.split_at_mut(w);
-                for (x, y) in a.iter_mut().zip(&b[..w]) {
-                    *x += *y;
+    sum_blocks(
+        xs,
+        #[inline(always)]
+        |blk| {
+            let mut acc = [T::default(); ACCS];
+            let mut buf = [T::default(); CH];
+            for s in blk.chunks(CH) {
+                terms(s, &mut buf[..s.len()]);
+                if s.len() < CH {
+                    // (+0 terms: the sum of the others, -0 aside)
+                    buf[s.len()..].fill(T::default());
+                }
+                let mut w = CH;
+                while w > ACCS {
+                    w /= 2;
+                    let (a, b) = buf.split_at_mut(w);
+                    for (x, y) in a.iter_mut().zip(&b[..w]) {
+                        *x += *y;
+                    }
+                }
+                for (a, x) in acc.iter_mut().zip(&buf[..ACCS]) {
+                    *a += *x;
                 }
             }
-            for (a, x) in acc.iter_mut().zip(&buf[..ACCS]) {
-                *a += *x;
-            }
-        }
-        pairwise(acc)
-    })
+            pairwise(acc)
+        },
+    )
 }
 
 /// A double's place in the total order of the doubles, as an integer

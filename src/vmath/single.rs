@@ -44,7 +44,7 @@
 //! Owns these `f32` kernels and their JIT entry points; it knows nothing
 //! of programs.
 
-use super::{pairwise, sum_blocks, Affine, Level, ACCS};
+use super::{run_sum, Affine, Level};
 use crate::syntax::ast::{Func, RedOp};
 
 #[cfg(target_arch = "x86_64")]
@@ -91,25 +91,10 @@ pub fn apply_at_f32(f: Func, level: Level, xs: &[f32], ys: &mut [f32], c: Option
 /// The map at a level this CPU has.
 fn map_at(f: Func, level: Level, xs: &[f32], ys: &mut [f32], c: Option<f32>) {
     #[cfg(target_arch = "x86_64")]
-    if level == Level::Avx512 && own512(f) {
+    if let Some(k) = own_kernel(f, level, c.is_some()) {
         // SAFETY: the level's features were detected; `xs` and `ys` are
         // as long, distinct slices.
-        unsafe { map512(f, xs.as_ptr(), ys.as_mut_ptr(), xs.len(), c) };
-        return;
-    }
-    #[cfg(target_arch = "x86_64")]
-    if level == Level::Avx2 && matches!(f, Func::Exp | Func::Tanh) {
-        let (s, d, n) = (xs.as_ptr(), ys.as_mut_ptr(), xs.len());
-        // SAFETY: the level's features were detected; `xs` and `ys` are
-        // as long, distinct slices.
-        unsafe {
-            match (f, c) {
-                (Func::Tanh, None) => avx2::tanh256::<false>(s, d, n, 0.0),
-                (Func::Tanh, Some(c)) => avx2::tanh256::<true>(s, d, n, c),
-                (_, None) => avx2::exp256::<false>(s, d, n, 0.0),
-                (_, Some(c)) => avx2::exp256::<true>(s, d, n, c),
-            }
-        }
+        unsafe { k(xs.as_ptr(), ys.as_mut_ptr(), xs.len(), c.unwrap_or(0.0)) };
         return;
     }
     if level == Level::Scalar || !super::has_kernel(f) {
@@ -156,30 +141,29 @@ fn narrow(b: &[f64], d: &mut [f32]) {
     }
 }
 
-/// Whether `f` has an `f32` kernel of its own at AVX-512
-/// (`single/avx512.rs`).
+/// An `f32` kernel of its own: `dst[i] = f(src[i] + c)` (or `f(src[i])`)
+/// for `i < n`.
 #[cfg(target_arch = "x86_64")]
-fn own512(f: Func) -> bool {
-    matches!(f, Func::Exp | Func::Tanh)
-}
+type OwnKernel = unsafe fn(*const f32, *mut f32, usize, f32);
 
-/// `dst[i] = f(src[i] + c)` by the AVX-512 kernel of an [`own512`]
-/// function.
-///
-/// # Safety
-/// AVX-512 F/DQ/VL are present; `src` points to `n` initialised `f32`s
-/// and `dst` to room for `n`, the two equal or disjoint.
+/// The kernel of its own that `f` has at `level` (`exp` and `tanh` at
+/// AVX2, `single/avx2.rs`, and AVX-512, `single/avx512.rs`), of `f(x +
+/// c)` when `add`; `None` for the others, which widen into the `f64`
+/// kernels. Calling it needs the level's features, `src` with `n`
+/// initialised `f32`s and `dst` room for `n`, the two equal or disjoint.
 #[cfg(target_arch = "x86_64")]
-unsafe fn map512(f: Func, src: *const f32, dst: *mut f32, n: usize, c: Option<f32>) {
-    // SAFETY: the caller's contract.
-    unsafe {
-        match (f, c) {
-            (Func::Tanh, None) => avx512::tanh512::<false>(src, dst, n, 0.0),
-            (Func::Tanh, Some(c)) => avx512::tanh512::<true>(src, dst, n, c),
-            (_, None) => avx512::exp512::<false>(src, dst, n, 0.0),
-            (_, Some(c)) => avx512::exp512::<true>(src, dst, n, c),
-        }
-    }
+fn own_kernel(f: Func, level: Level, add: bool) -> Option<OwnKernel> {
+    Some(match (level, f, add) {
+        (Level::Avx512, Func::Exp, false) => avx512::exp512::<false>,
+        (Level::Avx512, Func::Exp, true) => avx512::exp512::<true>,
+        (Level::Avx512, Func::Tanh, false) => avx512::tanh512::<false>,
+        (Level::Avx512, Func::Tanh, true) => avx512::tanh512::<true>,
+        (Level::Avx2, Func::Exp, false) => avx2::exp256::<false>,
+        (Level::Avx2, Func::Exp, true) => avx2::exp256::<true>,
+        (Level::Avx2, Func::Tanh, false) => avx2::tanh256::<false>,
+        (Level::Avx2, Func::Tanh, true) => avx2::tanh256::<true>,
+        _ => return None,
+    })
 }
 
 /// `dst[i] = f(src[i] + c)`, `src` and `dst` equal or disjoint (the
@@ -207,42 +191,6 @@ unsafe fn map_raw(f: Func, src: *const f32, dst: *mut f32, n: usize, c: Option<f
         )
     };
     apply_to_add_f32(f, xs, ys, c)
-}
-
-/// `Σ` of the terms `terms` writes for each chunk (into a buffer of its
-/// length), in the parent's order: per chunk the terms added pairwise
-/// down to [`ACCS`] values, those into [`ACCS`] accumulators.
-#[inline(always)]
-fn run_sum(xs: &[f32], mut terms: impl FnMut(&[f32], &mut [f32])) -> f32 {
-    // (the closures inlined: compiled on their own, they would lack the
-    // calling kernel's target features, and their loops ran on SSE2)
-    sum_blocks(
-        xs,
-        #[inline(always)]
-        |blk| {
-            let mut acc = [0.0f32; ACCS];
-            let mut buf = [0.0f32; CH];
-            for s in blk.chunks(CH) {
-                terms(s, &mut buf[..s.len()]);
-                if s.len() < CH {
-                    // (+0 terms: the sum of the others, -0 aside)
-                    buf[s.len()..].fill(0.0);
-                }
-                let mut w = CH;
-                while w > ACCS {
-                    w /= 2;
-                    let (a, b) = buf.split_at_mut(w);
-                    for (x, y) in a.iter_mut().zip(&b[..w]) {
-                        *x += *y;
-                    }
-                }
-                for (a, x) in acc.iter_mut().zip(&buf[..ACCS]) {
-                    *a += *x;
-                }
-            }
-            pairwise(acc)
-        },
-    )
 }
 
 /// `Σ f(xs[i] + c)` (`Σ f(xs[i])` without `c`) in `f32`, at the best
@@ -600,63 +548,32 @@ pub unsafe extern "C" fn einsat_vmin_f32(src: *const f32, n: i64) -> f32 {
 mod x86 {
     use crate::syntax::ast::{Func, RedOp};
     use crate::vmath::single::{
-        avx2, avx512, map_at, plain, run_affine, run_reduce, run_sum, square, term_sum,
+        map_at, own_kernel, plain, run_affine, run_reduce, run_sum, square, term_sum,
     };
     use crate::vmath::{Affine, Level};
 
+    /// `Σ f(x + c)` at `level` (compiled with its features, below): a
+    /// kernel of its own per chunk, or the map.
+    #[inline(always)]
+    fn sum_of_at(f: Func, level: Level, xs: &[f32], c: Option<f32>) -> f32 {
+        match own_kernel(f, level, c.is_some()) {
+            // SAFETY: the caller has the level's features; `s` and `t`
+            // are as long.
+            Some(k) => run_sum(xs, |s, t| unsafe {
+                k(s.as_ptr(), t.as_mut_ptr(), s.len(), c.unwrap_or(0.0))
+            }),
+            None => run_sum(xs, |s, t| map_at(f, level, s, t, c)),
+        }
+    }
+
     #[target_feature(enable = "avx2,fma")]
     unsafe fn avx2_sum_of(f: Func, xs: &[f32], c: Option<f32>) -> f32 {
-        if f == Func::Exp {
-            // SAFETY: `s` and `t` are as long; AVX2 and FMA are enabled
-            // here.
-            return match c {
-                None => run_sum(xs, |s, t| unsafe {
-                    avx2::exp256::<false>(s.as_ptr(), t.as_mut_ptr(), s.len(), 0.0)
-                }),
-                Some(c) => run_sum(xs, |s, t| unsafe {
-                    avx2::exp256::<true>(s.as_ptr(), t.as_mut_ptr(), s.len(), c)
-                }),
-            };
-        }
-        if f == Func::Tanh {
-            // SAFETY: as for `exp`.
-            return match c {
-                None => run_sum(xs, |s, t| unsafe {
-                    avx2::tanh256::<false>(s.as_ptr(), t.as_mut_ptr(), s.len(), 0.0)
-                }),
-                Some(c) => run_sum(xs, |s, t| unsafe {
-                    avx2::tanh256::<true>(s.as_ptr(), t.as_mut_ptr(), s.len(), c)
-                }),
-            };
-        }
-        run_sum(xs, |s, t| map_at(f, Level::Avx2, s, t, c))
+        sum_of_at(f, Level::Avx2, xs, c)
     }
 
     #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
     unsafe fn avx512_sum_of(f: Func, xs: &[f32], c: Option<f32>) -> f32 {
-        if f == Func::Exp {
-            // SAFETY: `s` and `t` are as long; AVX-512 is enabled here.
-            return match c {
-                None => run_sum(xs, |s, t| unsafe {
-                    avx512::exp512::<false>(s.as_ptr(), t.as_mut_ptr(), s.len(), 0.0)
-                }),
-                Some(c) => run_sum(xs, |s, t| unsafe {
-                    avx512::exp512::<true>(s.as_ptr(), t.as_mut_ptr(), s.len(), c)
-                }),
-            };
-        }
-        if f == Func::Tanh {
-            // SAFETY: as for `exp`.
-            return match c {
-                None => run_sum(xs, |s, t| unsafe {
-                    avx512::tanh512::<false>(s.as_ptr(), t.as_mut_ptr(), s.len(), 0.0)
-                }),
-                Some(c) => run_sum(xs, |s, t| unsafe {
-                    avx512::tanh512::<true>(s.as_ptr(), t.as_mut_ptr(), s.len(), c)
-                }),
-            };
-        }
-        run_sum(xs, |s, t| map_at(f, Level::Avx512, s, t, c))
+        sum_of_at(f, Level::Avx512, xs, c)
     }
 
     /// # Safety
