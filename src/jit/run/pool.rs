@@ -190,13 +190,7 @@ mod place {
     impl Allowed {
         #[cfg(target_os = "linux")]
         pub(super) fn of_this_thread() -> Allowed {
-            // SAFETY: a zeroed `cpu_set_t` is a valid empty set, and the
-            // call writes at most its size.
-            unsafe {
-                let mut s: libc::cpu_set_t = std::mem::zeroed();
-                let ok = libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut s);
-                Allowed((ok == 0).then_some(s))
-            }
+            Allowed(affinity())
         }
         #[cfg(not(target_os = "linux"))]
         pub(super) fn of_this_thread() -> Allowed {
@@ -228,14 +222,15 @@ mod place {
         pub(super) fn leave(&self, _cpu: i32) {}
     }
 
-    /// The CPUs this thread may run on now.
-    #[cfg(all(test, target_os = "linux"))]
-    pub(super) fn current_set() -> libc::cpu_set_t {
-        // SAFETY: as in `Allowed::of_this_thread`.
+    /// The CPUs this thread may run on now (`None`: not known).
+    #[cfg(target_os = "linux")]
+    pub(super) fn affinity() -> Option<libc::cpu_set_t> {
+        // SAFETY: a zeroed `cpu_set_t` is a valid empty set, and the call
+        // writes at most its size.
         unsafe {
             let mut s: libc::cpu_set_t = std::mem::zeroed();
-            libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut s);
-            s
+            let ok = libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut s);
+            (ok == 0).then_some(s)
         }
     }
 
@@ -418,14 +413,14 @@ mod tests {
             assert!(here >= 0);
             allowed.leave(here + 1_000);
             // SAFETY: compares two sets.
-            assert!(unsafe { libc::CPU_EQUAL(&place::current_set(), all) });
+            assert!(unsafe { libc::CPU_EQUAL(&place::affinity().unwrap(), all) });
             allowed.leave(here);
             assert_ne!(place::current(), here);
             let mut without = *all;
             // SAFETY: `here` is a CPU number below `CPU_SETSIZE`.
             unsafe { libc::CPU_CLR(here as usize, &mut without) };
             // SAFETY: compares two sets.
-            assert!(unsafe { libc::CPU_EQUAL(&place::current_set(), &without) });
+            assert!(unsafe { libc::CPU_EQUAL(&place::affinity().unwrap(), &without) });
         })
         .join()
         .unwrap();

@@ -20,11 +20,17 @@ errors printed are of the rounded coefficients evaluated exactly (the
 kernel's own roundings are bounded in avx512.rs's module doc).
 """
 import math
+import os
 import struct
+import sys
 
 import mpmath as mp
 
-mp.mp.dps = 30
+# the f64 tables' script, beside the parent module: its Chebyshev fit
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from tanh_tables import cheb_fit  # noqa: E402
+
+mp.mp.dps = 30  # (after the import, which sets 40)
 D = 6  # coefficients of p
 
 
@@ -41,19 +47,6 @@ def ulp32(x):
     if x == 0:
         return 2.0 ** -149
     return 2.0 ** max(math.frexp(x)[1] - 1 - 23, -149)
-
-
-def cheb_fit(f, lo, hi, deg):
-    """Monomial coefficients of the Chebyshev interpolant of f on [lo, hi]."""
-    n = deg + 1
-    nodes = [(lo + hi) / 2 + (hi - lo) / 2 * mp.cos(mp.pi * (k + mp.mpf(1) / 2) / n) for k in range(n)]
-    a, b = mp.matrix(n, n), mp.matrix(n, 1)
-    for i, x in enumerate(nodes):
-        for j in range(n):
-            a[i, j] = x ** j
-        b[i] = f(x)
-    c = mp.lu_solve(a, b)
-    return [c[j] for j in range(n)]
 
 
 def main():
