@@ -20,7 +20,9 @@
 //! `exp` has kernels of its own (`src/vmath/exp.rs`, in intrinsics):
 //! at AVX-512 `2^m·2^(j/16)·e^r`, `|r| ≤ ln2/32`, the sixteen `2^(j/16)`
 //! as double-doubles held in registers, a degree-7 polynomial and one
-//! `scalef` (about 0.54 ulp from `e^x`); at AVX2 the lane below. So has
+//! `scalef` (about 0.54 ulp from `e^x`); at AVX2 the same operations with
+//! the table gathered and `2^m` added to the exponent (the same bits
+//! for `|x| < 708`). So has
 //! `tanh` at AVX-512 (`vmath/tanh.rs`, within 0.8 ulp by its error analysis): a
 //! degree-10 polynomial on one of 16 intervals of `|x| < 4.75`
 //! (`|x| + |x|³·P(x²)` on the first), coefficients picked by permutes
@@ -29,8 +31,9 @@
 //! the two, or both and a blend when it has both kinds. The other
 //! kernels are branch-free double-double-corrected polynomials (the
 //! reductions and the last additions are compensated, so a lane's error
-//! is about half an ulp plus a small fraction): `exp`'s lane (AVX2) by
-//! `2^k·e^r` with a degree-13 Taylor polynomial; `log` by the fdlibm
+//! is about half an ulp plus a small fraction): `exp`'s lane (the
+//! other kernels' building block) by `2^k·e^r` with a degree-13 Taylor
+//! polynomial; `log` by the fdlibm
 //! reduction and polynomial with the sum of its parts compensated;
 //! `sin`/`cos` by fdlibm's kernels on the reduced argument as a
 //! double-double; `tanh` at AVX2 from `expm1(2|x|)` below 0.625 and
@@ -54,6 +57,12 @@
 //! so it vectorises. The JIT's staged loops call them for a sum whose
 //! term is one kernel function of a run (log-sum-exp's
 //! `sum(i:n) exp(x[i] - m)`) and for a max/min reduction of a run.
+//!
+//! **Division by one divisor** (`vmath/quotient.rs`): `x / d` and `(x +
+//! c) / d` over a run from `RN(1/d)` and two corrections by the remainder
+//! (Markstein's method), the IEEE quotient bit for bit without the
+//! divider (lanes and divisors outside its proven range go to the
+//! divider).
 //!
 //! **Moments and affine maps** (`vmath/moments.rs`): the plain sum of a slice,
 //! the sum of squares of a shifted slice and the maps `(x + c) / d`,
@@ -92,25 +101,30 @@ use std::sync::atomic::{AtomicU8, Ordering};
 
 mod moments;
 pub use moments::{
-    affine_to, einsat_vaffine, einsat_vsum, einsat_vsumsq_add, sum, sum_sq_add, Affine,
+    affine_to, affine_to_at, einsat_vaffine, einsat_vsum, einsat_vsumsq_add, sum, sum_sq_add,
+    Affine,
 };
 #[cfg(target_arch = "x86_64")]
 mod erf;
+#[cfg(target_arch = "x86_64")]
+mod quotient;
 mod single;
 #[cfg(target_arch = "x86_64")]
 mod tanh;
 pub use single::{
-    affine_to_f32, apply_at_f32, apply_to_add_f32, div_to_f32, einsat_vaffine_f32,
-    einsat_vcos_add_f32, einsat_vcos_f32, einsat_vdiv_f32, einsat_verf_add_f32, einsat_verf_f32,
-    einsat_vexp_add_f32, einsat_vexp_f32, einsat_vlog_add_f32, einsat_vlog_f32, einsat_vmax_f32,
-    einsat_vmin_f32, einsat_vsin_add_f32, einsat_vsin_f32, einsat_vsum_cos_add_f32,
-    einsat_vsum_erf_add_f32, einsat_vsum_exp_add_f32, einsat_vsum_f32, einsat_vsum_log_add_f32,
-    einsat_vsum_sin_add_f32, einsat_vsum_tanh_add_f32, einsat_vsumsq_add_f32, einsat_vtanh_add_f32,
-    einsat_vtanh_f32, reduce_of_f32, sum_f32, sum_of_f32, sum_sq_add_f32,
+    affine_to_at_f32, affine_to_f32, apply_at_f32, apply_to_add_f32, div_to_f32,
+    einsat_vaffine_f32, einsat_vcos_add_f32, einsat_vcos_f32, einsat_vdiv_f32, einsat_verf_add_f32,
+    einsat_verf_f32, einsat_vexp_add_f32, einsat_vexp_f32, einsat_vlog_add_f32, einsat_vlog_f32,
+    einsat_vmax_f32, einsat_vmin_f32, einsat_vsin_add_f32, einsat_vsin_f32,
+    einsat_vsum_cos_add_f32, einsat_vsum_erf_add_f32, einsat_vsum_exp_add_f32, einsat_vsum_f32,
+    einsat_vsum_log_add_f32, einsat_vsum_sin_add_f32, einsat_vsum_tanh_add_f32,
+    einsat_vsumsq_add_f32, einsat_vtanh_add_f32, einsat_vtanh_f32, reduce_of_f32, sum_f32,
+    sum_of_f32, sum_sq_add_f32,
 };
 
-/// An instruction-set level the kernels are compiled for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// An instruction-set level the kernels are compiled for, lowest first
+/// (each includes the ones below it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Level {
     /// The library function per element (every CPU).
     Scalar,
@@ -320,25 +334,43 @@ pub fn reduce_of(op: RedOp, xs: &[f64]) -> f64 {
     }
 }
 
-/// `ys[i] = xs[i] / c` (IEEE division, exactly the scalar one), at the
+/// `ys[i] = xs[i] / c` (the IEEE quotient, bit for bit the scalar
+/// division's: `vmath/quotient.rs`), at the
 /// best level: on the vector unit's full width (the generated loops
 /// divide two lanes at a time).
 pub fn div_to(xs: &[f64], ys: &mut [f64], c: f64) {
     assert_eq!(xs.len(), ys.len(), "div_to: slices of different lengths");
-    match best() {
-        #[cfg(target_arch = "x86_64")]
-        l @ (Level::Avx2 | Level::Avx512) => {
-            // SAFETY: `best` detected the level's features on this CPU.
-            unsafe { x86::div(l == Level::Avx512, xs, ys, c) }
-        }
-        _ => run_div(xs, ys, c),
-    }
+    // SAFETY: `best` is this CPU's; the slices are disjoint, of one length.
+    unsafe { div_raw(best(), xs.as_ptr(), ys.as_mut_ptr(), xs.len(), c) }
 }
 
-#[inline(always)]
-fn run_div(xs: &[f64], ys: &mut [f64], c: f64) {
-    for (y, x) in ys.iter_mut().zip(xs) {
-        *y = *x / c;
+/// [`div_to`] at `level` (a level above this CPU's best runs at its best).
+pub fn div_to_at(level: Level, xs: &[f64], ys: &mut [f64], c: f64) {
+    assert_eq!(xs.len(), ys.len(), "div_to: slices of different lengths");
+    let level = level.min(best());
+    // SAFETY: the level is this CPU's; the slices are disjoint, of one length.
+    unsafe { div_raw(level, xs.as_ptr(), ys.as_mut_ptr(), xs.len(), c) }
+}
+
+/// `dst[i] = src[i] / c` for `i < n` at `level`.
+///
+/// # Safety
+/// This CPU has `level`'s features; `src` has `n` readable elements,
+/// `dst` room for `n`, the two equal or disjoint.
+unsafe fn div_raw(level: Level, src: *const f64, dst: *mut f64, n: usize, c: f64) {
+    match level {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: the caller's contract.
+        l @ (Level::Avx2 | Level::Avx512) => unsafe {
+            x86::div(l == Level::Avx512, src, dst, n, c)
+        },
+        _ => {
+            for i in 0..n {
+                // SAFETY: the caller's contract (each element read before
+                // it is written).
+                unsafe { *dst.add(i) = *src.add(i) / c };
+            }
+        }
     }
 }
 
@@ -354,30 +386,16 @@ pub unsafe extern "C" fn einsat_vdiv(src: *const f64, dst: *mut f64, n: i64, c: 
         return;
     }
     let n = n as usize;
-    if std::ptr::eq(src, dst) {
-        // SAFETY: the caller passes `n` elements at `dst` (= `src`).
-        let ys = unsafe { std::slice::from_raw_parts_mut(dst, n) };
-        for y in ys.iter_mut() {
-            *y /= c;
-        }
-        return;
-    }
     let (a, b) = (src as usize, dst as usize);
-    if a < b + n * 8 && b < a + n * 8 {
+    if a != b && a < b + n * 8 && b < a + n * 8 {
         // overlapping (no caller does this but in place): from a copy
         // SAFETY: the caller passes `n` elements at each.
         let xs = unsafe { std::slice::from_raw_parts(src, n) }.to_vec();
         let ys = unsafe { std::slice::from_raw_parts_mut(dst, n) };
         return div_to(&xs, ys, c);
     }
-    // SAFETY: the caller passes `n` elements at each, not overlapping.
-    let (xs, ys) = unsafe {
-        (
-            std::slice::from_raw_parts(src, n),
-            std::slice::from_raw_parts_mut(dst, n),
-        )
-    };
-    div_to(xs, ys, c)
+    // SAFETY: the caller passes `n` elements at each, equal or disjoint.
+    unsafe { div_raw(best(), src, dst, n, c) }
 }
 
 /// The JIT's entry points: `dst[0..n] = f(src[0..n])`, in place when
@@ -990,8 +1008,7 @@ mod x86 {
     use crate::syntax::ast::Func;
     use crate::syntax::ast::RedOp;
     use crate::vmath::{
-        add_then, erf, exp, exp_core, exp_lane, run_div, run_func, run_func_to, run_func_to_add,
-        run_reduce, run_sum, tanh,
+        add_then, erf, exp, run_func, run_func_to, run_func_to_add, run_reduce, run_sum, tanh,
     };
 
     #[target_feature(enable = "avx2,fma")]
@@ -1050,25 +1067,24 @@ mod x86 {
         }
     }
 
-    #[target_feature(enable = "avx2,fma")]
-    unsafe fn avx2_div(xs: &[f64], ys: &mut [f64], c: f64) {
-        run_div(xs, ys, c)
-    }
-
-    #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
-    unsafe fn avx512_div(xs: &[f64], ys: &mut [f64], c: f64) {
-        run_div(xs, ys, c)
-    }
-
+    /// `dst[i] = src[i] / c` for `i < n` (`vmath/quotient.rs`'s kernels
+    /// where they serve `c`, the divider otherwise).
+    ///
     /// # Safety
-    /// The level's features (AVX2+FMA, or AVX-512 F/DQ/VL too) are present.
-    pub(super) unsafe fn div(wide: bool, xs: &[f64], ys: &mut [f64], c: f64) {
-        // SAFETY: the caller checked the features.
+    /// The level's features (AVX2+FMA, or AVX-512 F/DQ/VL too) are present;
+    /// `src` has `n` readable elements, `dst` room for `n`, the two equal
+    /// or disjoint.
+    pub(super) unsafe fn div(wide: bool, src: *const f64, dst: *mut f64, n: usize, c: f64) {
+        // SAFETY: the caller checked the features and the buffers.
         unsafe {
-            if wide {
-                avx512_div(xs, ys, c)
-            } else {
-                avx2_div(xs, ys, c)
+            match (super::quotient::serves(c), wide) {
+                (true, true) => super::quotient::div512::<false>(src, dst, n, 0.0, c),
+                (true, false) => super::quotient::div256::<false>(src, dst, n, 0.0, c),
+                (false, _) => {
+                    for i in 0..n {
+                        *dst.add(i) = *src.add(i) / c;
+                    }
+                }
             }
         }
     }
@@ -1176,76 +1192,11 @@ mod x86 {
         })
     }
 
-    /// AVX2's core: `|x|` below this, `e^x` is a normal double and
-    /// [`exp_lane`] computes it.
-    const EXP_CORE2: f64 = 708.0;
-    /// From here on `e^x` is +inf, and it is +0 from `-EXP_EDGE2` down (the
-    /// library's results: `e^x` overflows from 709.78…, and is below half
-    /// the smallest subnormal from -745.13…).
-    const EXP_EDGE2: f64 = 746.0;
-    /// Chunk of the AVX2 map.
-    const EXP_CH: usize = 256;
-
-    /// `dst[i] = e^(src[i] + c)` (`e^src[i]` when `!ADD`) for `i < n`, on
-    /// AVX2: per chunk, the arguments into a buffer with their domain check,
-    /// then [`exp_lane`] (vectorised by the compiler). A chunk with an
-    /// argument outside `|x| < 708` runs the lanes on clamped arguments and
-    /// then sets those lanes: +inf from 746 on, +0 from -746 down (masked
-    /// softmax's -inf and -1e9 logits), the library's result in between
-    /// (subnormal results, the last 1.8 before overflow) and for NaN.
-    ///
-    /// # Safety
-    /// AVX2 and FMA are present; `src` points to `n` initialised doubles and
-    /// `dst` to room for `n`, the two equal or disjoint.
-    #[target_feature(enable = "avx2,fma")]
-    unsafe fn exp_map2<const ADD: bool>(src: *const f64, dst: *mut f64, n: usize, c: f64) {
-        let mut arg = [0.0f64; EXP_CH];
-        let mut i = 0;
-        while i < n {
-            let len = EXP_CH.min(n - i);
-            let arg = &mut arg[..len];
-            let mut bad = 0u64;
-            {
-                // SAFETY: `len` elements from `i` (read before `dst` is
-                // written: `src` may be `dst`).
-                let s = unsafe { std::slice::from_raw_parts(src.add(i), len) };
-                for (a, &x) in arg.iter_mut().zip(s) {
-                    let v = if ADD { x + c } else { x };
-                    *a = v;
-                    bad |= u64::from(!exp_core(v));
-                }
-            }
-            // SAFETY: room for `len` elements from `i`; `s` is gone.
-            let d = unsafe { std::slice::from_raw_parts_mut(dst.add(i), len) };
-            if bad == 0 {
-                for (y, &x) in d.iter_mut().zip(arg.iter()) {
-                    *y = exp_lane(x);
-                }
-            } else {
-                for (y, &x) in d.iter_mut().zip(arg.iter()) {
-                    *y = exp_lane(x.clamp(-EXP_CORE2, EXP_CORE2));
-                }
-                for (y, &x) in d.iter_mut().zip(arg.iter()) {
-                    if !exp_core(x) {
-                        *y = if x >= EXP_EDGE2 {
-                            f64::INFINITY
-                        } else if x <= -EXP_EDGE2 {
-                            0.0
-                        } else {
-                            x.exp()
-                        };
-                    }
-                }
-            }
-            i += len;
-        }
-    }
-
     #[target_feature(enable = "avx2,fma")]
     fn exp_sum2<const ADD: bool>(xs: &[f64], c: f64) -> f64 {
         // SAFETY: `s` and `t` are as long (a chunk and its buffer).
         run_sum(xs, |s, t| unsafe {
-            exp_map2::<ADD>(s.as_ptr(), t.as_mut_ptr(), s.len(), c)
+            exp::map256::<ADD>(s.as_ptr(), t.as_mut_ptr(), s.len(), c)
         })
     }
 
@@ -1267,8 +1218,8 @@ mod x86 {
             match (wide, c) {
                 (true, None) => exp::map512::<false>(src, dst, n, 0.0),
                 (true, Some(c)) => exp::map512::<true>(src, dst, n, c),
-                (false, None) => exp_map2::<false>(src, dst, n, 0.0),
-                (false, Some(c)) => exp_map2::<true>(src, dst, n, c),
+                (false, None) => exp::map256::<false>(src, dst, n, 0.0),
+                (false, Some(c)) => exp::map256::<true>(src, dst, n, c),
             }
         }
     }

@@ -27,11 +27,19 @@
 //! subnormal result is `v·2^m` rounded once more (half an ulp of the
 //! subnormal plus `v`'s error, far below one).
 //!
-//! Owns the AVX-512 `exp` kernel and its constants. The AVX2 path (the
-//! lane code of [`crate::vmath`] over chunks, with exp's overflow and
-//! underflow set exactly) and the dispatch live in `crate::vmath`'s
-//! `x86` module: this module uses nothing of its parent (no circle of
-//! module dependencies, `tests/suite/architecture.rs`).
+//! **AVX2** ([`map256`]): the same operations on four lanes, the table
+//! read by two gathers (AVX2 has no two-register permute) and `2^m`
+//! added to the result's exponent, which is `scalef`'s value while the
+//! result is normal: for `|x| < 708` the bits are [`map512`]'s. A vector
+//! with a lane outside (or NaN) computes on clamped arguments and sets
+//! those lanes to the library's result (+inf from 746 on, +0 from -746
+//! down, `f64::exp` in between: subnormal results, the last 1.8 before
+//! overflow, NaN).
+//!
+//! Owns the AVX-512 and AVX2 `exp` kernels and their constants. The
+//! dispatch lives in `crate::vmath`'s `x86` module: this module uses
+//! nothing of its parent (no circle of module dependencies,
+//! `tests/suite/architecture.rs`).
 
 use std::arch::x86_64::*;
 
@@ -174,6 +182,129 @@ pub(super) unsafe fn map512<const ADD: bool>(src: *const f64, dst: *mut f64, n: 
                 x = _mm512_add_pd(x, cv);
             }
             _mm512_mask_storeu_pd(dst.add(i), m, exp512(&t, x));
+        }
+    }
+}
+
+/// AVX2's core domain: `|x|` below this, `e^x` is a normal double
+/// ([`map256`] computes it on the vector path).
+const CORE2: f64 = 708.0;
+/// From here on `e^x` is +inf, and +0 from `-EDGE2` down (the library's
+/// results: `e^x` overflows from 709.78…, and is below half the smallest
+/// subnormal from -745.13…).
+const EDGE2: f64 = 746.0;
+
+/// `e^x` of four lanes with `|x| < 708`: [`exp512`]'s operations, the
+/// table read by two gathers (AVX2 has no two-register permute) and `2^m`
+/// added to the exponent (the result is normal, so this is `scalef`'s
+/// value): the same bits as [`exp512`].
+#[inline]
+#[target_feature(enable = "avx2,fma")]
+fn exp256(x: __m256d) -> __m256d {
+    let set = _mm256_set1_pd;
+    let ks = _mm256_fmadd_pd(x, set(INV_L), set(SHIFT));
+    let kd = _mm256_sub_pd(ks, set(SHIFT));
+    let r = _mm256_fnmadd_pd(kd, set(L_HI), x);
+    let r = _mm256_fnmadd_pd(kd, set(L_LO), r);
+    let mut q = set(Q[5]);
+    for c in Q[..5].iter().rev() {
+        q = _mm256_fmadd_pd(q, r, set(*c));
+    }
+    let p = _mm256_fmadd_pd(_mm256_mul_pd(r, r), q, r);
+    // k in the low bits of ks's bits, less SHIFT's (two's complement)
+    let k = _mm256_sub_epi64(_mm256_castpd_si256(ks), _mm256_castpd_si256(set(SHIFT)));
+    let j = _mm256_and_si256(k, _mm256_set1_epi64x(15));
+    // SAFETY: every index is in 0..16, the tables' length.
+    let (th, tl) = unsafe {
+        (
+            _mm256_i64gather_pd::<8>(TH.as_ptr(), j),
+            _mm256_i64gather_pd::<8>(TL.as_ptr(), j),
+        )
+    };
+    let v = _mm256_add_pd(th, _mm256_fmadd_pd(th, p, tl));
+    // 2^floor(k/16) into the exponent: (k & ~15) << 48 = floor(k/16) << 52
+    let m = _mm256_slli_epi64::<48>(_mm256_andnot_si256(_mm256_set1_epi64x(15), k));
+    _mm256_castsi256_pd(_mm256_add_epi64(_mm256_castpd_si256(v), m))
+}
+
+/// The library's `e^x` for a lane outside AVX2's core domain: +inf from
+/// 746 on, +0 from -746 down, `f64::exp` in between and for NaN.
+fn edge(x: f64) -> f64 {
+    if x >= EDGE2 {
+        f64::INFINITY
+    } else if x <= -EDGE2 {
+        0.0
+    } else {
+        x.exp()
+    }
+}
+
+/// `out = e^x` per lane: [`exp256`] when every lane is in the core domain,
+/// else on clamped arguments with the lanes outside (and NaN's) set by
+/// [`edge`].
+#[inline]
+#[target_feature(enable = "avx2,fma")]
+fn lanes(x: __m256d, out: &mut [f64; 4]) {
+    let core = _mm256_set1_pd(CORE2);
+    let ok = _mm256_cmp_pd::<_CMP_LT_OQ>(_mm256_andnot_pd(_mm256_set1_pd(-0.0), x), core);
+    if _mm256_movemask_pd(ok) == 0xf {
+        // SAFETY: room for four.
+        unsafe { _mm256_storeu_pd(out.as_mut_ptr(), exp256(x)) };
+        return;
+    }
+    let xc = _mm256_min_pd(core, _mm256_max_pd(_mm256_set1_pd(-CORE2), x));
+    let mut xs = [0.0; 4];
+    // SAFETY: room for four each.
+    unsafe {
+        _mm256_storeu_pd(out.as_mut_ptr(), exp256(xc));
+        _mm256_storeu_pd(xs.as_mut_ptr(), x);
+    }
+    let bad = !_mm256_movemask_pd(ok);
+    for (k, (o, x)) in out.iter_mut().zip(xs).enumerate() {
+        if bad & (1 << k) != 0 {
+            *o = edge(x);
+        }
+    }
+}
+
+/// `dst[i] = e^(src[i] + c)` (`e^src[i]` when `!ADD`) for `i < n`, on
+/// AVX2 and FMA: four lanes at a time by [`exp256`]; a vector with a lane
+/// outside `|x| < 708` (or NaN) computes on clamped arguments and then
+/// sets those lanes ([`edge`]); the tail by [`edge`]'s library or the
+/// lanes of a padded vector. `src == dst` is allowed.
+///
+/// # Safety
+/// AVX2 and FMA are present; `src` points to `n` initialised doubles and
+/// `dst` to room for `n`, the two equal or disjoint.
+#[target_feature(enable = "avx2,fma")]
+pub(super) unsafe fn map256<const ADD: bool>(src: *const f64, dst: *mut f64, n: usize, c: f64) {
+    let cv = _mm256_set1_pd(c);
+    let mut out = [0.0; 4];
+    let mut i = 0;
+    while i + 4 <= n {
+        // SAFETY: `i + 4 <= n` elements at each.
+        unsafe {
+            let mut x = _mm256_loadu_pd(src.add(i));
+            if ADD {
+                x = _mm256_add_pd(x, cv);
+            }
+            lanes(x, &mut out);
+            std::ptr::copy_nonoverlapping(out.as_ptr(), dst.add(i), 4);
+        }
+        i += 4;
+    }
+    if i < n {
+        let mut pad = [0.0; 4];
+        for (k, p) in pad.iter_mut().enumerate().take(n - i) {
+            // SAFETY: `i + k < n`.
+            let x = unsafe { *src.add(i + k) };
+            *p = if ADD { x + c } else { x };
+        }
+        // SAFETY: four elements of `pad`.
+        lanes(unsafe { _mm256_loadu_pd(pad.as_ptr()) }, &mut out);
+        for (k, o) in out.iter().enumerate().take(n - i) {
+            // SAFETY: `i + k < n`.
+            unsafe { *dst.add(i + k) = *o };
         }
     }
 }

@@ -10,7 +10,9 @@
 //! **Values.** Every term and every map is the written operation,
 //! rounded as the interpreter rounds it: `x + c`, then the product `d·d`
 //! rounded on its own (no fused multiply-add), then the quotient or
-//! product (an IEEE division, never a multiplication by a reciprocal).
+//! product (the IEEE quotient bit for bit: `vmath/quotient.rs` computes it
+//! from a reciprocal and two corrections by the remainder, never the
+//! reciprocal's product alone).
 //! Only the order of a sum's terms changes, as the floating-point
 //! contract allows (`docs/fp-contract.md`): the terms are added as
 //! [`super::sum_of`] adds its own, per [`super::SUM_BLOCK`]-term block
@@ -27,6 +29,8 @@
 //! Owns these kernels, their entry points and their dispatch; it knows
 //! nothing of programs.
 
+#[cfg(target_arch = "x86_64")]
+use super::quotient;
 use super::{pairwise, Level, ACCS, SUM_BLOCK};
 
 // a chunk: one level from the slice, then three halvings to the accumulators
@@ -224,10 +228,16 @@ pub fn sum_sq_add(xs: &[f64], c: f64) -> f64 {
 /// `ys[i] = kind(xs[i], c, d)` ([`Affine::apply`], exactly the scalar
 /// operations) at the best level.
 pub fn affine_to(kind: Affine, xs: &[f64], ys: &mut [f64], c: f64, d: f64) {
+    affine_to_at(kind, super::best(), xs, ys, c, d)
+}
+
+/// [`affine_to`] at `level` (a level above this CPU's best runs the
+/// scalar operations).
+pub fn affine_to_at(kind: Affine, level: Level, xs: &[f64], ys: &mut [f64], c: f64, d: f64) {
     assert_eq!(xs.len(), ys.len(), "affine_to: slices of different lengths");
-    match super::best() {
+    match level {
         #[cfg(target_arch = "x86_64")]
-        l @ (Level::Avx2 | Level::Avx512) => {
+        l @ (Level::Avx2 | Level::Avx512) if l <= super::best() => {
             // SAFETY: `best` detected the level's features on this CPU.
             unsafe { x86::affine(kind, l == Level::Avx512, xs, ys, c, d) }
         }
@@ -372,12 +382,22 @@ mod x86 {
         c: f64,
         d: f64,
     ) {
-        // SAFETY: the caller checked the features.
+        use super::quotient;
+        let (src, dst, n) = (xs.as_ptr(), ys.as_mut_ptr(), xs.len().min(ys.len()));
+        // SAFETY: the caller checked the features; the slices are disjoint.
         unsafe {
-            if wide {
-                avx512_affine(kind, xs, ys, c, d)
-            } else {
-                avx2_affine(kind, xs, ys, c, d)
+            match (kind, wide) {
+                (Affine::Div | Affine::AddDiv, _) if quotient::serves(d) => {
+                    let add = kind == Affine::AddDiv;
+                    match (add, wide) {
+                        (true, true) => quotient::div512::<true>(src, dst, n, c, d),
+                        (false, true) => quotient::div512::<false>(src, dst, n, c, d),
+                        (true, false) => quotient::div256::<true>(src, dst, n, c, d),
+                        (false, false) => quotient::div256::<false>(src, dst, n, c, d),
+                    }
+                }
+                (_, true) => avx512_affine(kind, xs, ys, c, d),
+                (_, false) => avx2_affine(kind, xs, ys, c, d),
             }
         }
     }

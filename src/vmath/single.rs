@@ -35,7 +35,8 @@
 //! sixteen accumulators, the blocks' totals on two levels; every term
 //! is the `f32` value of the term (`(x + c)·(x + c)` the rounded sum,
 //! then the rounded product). The affine maps and the division are the
-//! written `f32` operations (an IEEE division, never a reciprocal).
+//! written `f32` operations (the division the IEEE quotient bit for bit,
+//! by `vmath/quotient.rs`).
 //!
 //! **Dispatch.** As the parent's: the code compiled for AVX-512, for
 //! AVX2 with FMA and plainly, chosen at run time ([`super::best`]);
@@ -44,6 +45,8 @@
 //! Owns these `f32` kernels and their JIT entry points; it knows nothing
 //! of programs.
 
+#[cfg(target_arch = "x86_64")]
+use super::quotient;
 use super::{run_sum, Affine, Level};
 use crate::syntax::ast::{Func, RedOp};
 
@@ -326,14 +329,20 @@ fn run_affine(kind: Affine, xs: &[f32], ys: &mut [f32], c: f32, d: f32) {
 /// `ys[i] = kind(xs[i], c, d)` in `f32` (the written IEEE operations,
 /// each rounded to `f32`), at the best level.
 pub fn affine_to_f32(kind: Affine, xs: &[f32], ys: &mut [f32], c: f32, d: f32) {
+    affine_to_at_f32(kind, super::best(), xs, ys, c, d)
+}
+
+/// [`affine_to_f32`] at `level` (a level above this CPU's best runs the
+/// scalar operations).
+pub fn affine_to_at_f32(kind: Affine, level: Level, xs: &[f32], ys: &mut [f32], c: f32, d: f32) {
     assert_eq!(
         xs.len(),
         ys.len(),
         "affine_to_f32: slices of different lengths"
     );
-    match super::best() {
+    match level {
         #[cfg(target_arch = "x86_64")]
-        l @ (Level::Avx2 | Level::Avx512) => {
+        l @ (Level::Avx2 | Level::Avx512) if l <= super::best() => {
             // SAFETY: `best` detected the level's features on this CPU.
             unsafe { x86::affine(kind, l == Level::Avx512, xs, ys, c, d) }
         }
@@ -341,7 +350,7 @@ pub fn affine_to_f32(kind: Affine, xs: &[f32], ys: &mut [f32], c: f32, d: f32) {
     }
 }
 
-/// `ys[i] = xs[i] / c` in `f32` (IEEE division), at the best level.
+/// `ys[i] = xs[i] / c` in `f32` (the IEEE quotient), at the best level.
 pub fn div_to_f32(xs: &[f32], ys: &mut [f32], c: f32) {
     affine_to_f32(Affine::Div, xs, ys, 0.0, c)
 }
@@ -663,12 +672,22 @@ mod x86 {
         c: f32,
         d: f32,
     ) {
-        // SAFETY: the caller checked the features.
+        use super::quotient;
+        let (src, dst, n) = (xs.as_ptr(), ys.as_mut_ptr(), xs.len().min(ys.len()));
+        // SAFETY: the caller checked the features; the slices are disjoint.
         unsafe {
-            if wide {
-                avx512_affine(kind, xs, ys, c, d)
-            } else {
-                avx2_affine(kind, xs, ys, c, d)
+            match (kind, wide) {
+                (Affine::Div | Affine::AddDiv, _) if quotient::serves32(d) => {
+                    let add = kind == Affine::AddDiv;
+                    match (add, wide) {
+                        (true, true) => quotient::div512_f32::<true>(src, dst, n, c, d),
+                        (false, true) => quotient::div512_f32::<false>(src, dst, n, c, d),
+                        (true, false) => quotient::div256_f32::<true>(src, dst, n, c, d),
+                        (false, false) => quotient::div256_f32::<false>(src, dst, n, c, d),
+                    }
+                }
+                (_, true) => avx512_affine(kind, xs, ys, c, d),
+                (_, false) => avx2_affine(kind, xs, ys, c, d),
             }
         }
     }

@@ -58,6 +58,7 @@ mod opt;
 mod parse_errors;
 mod pow;
 mod props;
+mod quotient;
 mod records;
 mod reductions;
 mod robustness;

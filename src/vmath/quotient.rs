@@ -1,0 +1,184 @@
+//! Division of a run by one divisor without the divider: `(x + c) / d`
+//! (or `x / d`) in `f64` and `f32` lanes at AVX-512 and AVX2, **the
+//! correctly rounded quotient**, bit for bit what the IEEE division
+//! gives (the JIT's row divisions: softmax's `t1[i,j] / t2[i]`, layer
+//! normalisation's `(x - mu) / s`). The divider takes about nine cycles
+//! per vector; a product and four fused multiply-adds take five.
+//!
+//! **The method** (Markstein's, as on IBM POWER and Itanium). `y =
+//! RN(1/d)` once per call (one scalar division); per lane, `t` the
+//! dividend (`x`, or `RN(x + c)`):
+//!
+//! ```text
+//! q1 = RN(t·y)
+//! r1 = RN(t - d·q1)      q2 = RN(q1 + r1·y)     (fused multiply-adds)
+//! r2 = RN(t - d·q2)      q3 = RN(q2 + r2·y)
+//! ```
+//!
+//! **Why `q3 = RN(t/d)`.** Let `Q = t/d` and `u = 2^-p` (`p` = 53, 24).
+//! `y = (1/d)(1 + ε)`, `|ε| ≤ u`, so `|q1 - Q| ≤ (2u + u²)|Q|` (up to two
+//! ulps: `q1` need not be one of `Q`'s two neighbours). `r1` is rounded
+//! once (`δ`, `|δ| ≤ u`, a normal number by the bounds below), so `q1 +
+//! r1·y = Q + (Q - q1)(δ + ε + δε)`: within `5u²|Q|` of `Q`, far less
+//! than half the spacing of the floats next to `Q` (at least `u|Q|/4`),
+//! so `q2`, its rounding, is `Q`'s lower or upper neighbour (faithful).
+//! Markstein's theorem (P. Markstein, IBM J. Res. Dev. 34, 1990; the
+//! *Handbook of Floating-Point Arithmetic*, §4.7): if `y` is within half
+//! an ulp of `1/d` and `q` is a faithful quotient, the remainder `t -
+//! d·q` is a float (so the fused multiply-add computes it exactly) and
+//! `RN(q + r·y) = RN(t/d)`. Applied to `q2`: `q3` is the IEEE quotient.
+//!
+//! **Bounds** (where the proof holds; every other lane is divided by the
+//! divider, the same quotient): the remainder is exact when `e_d + e_q ≥
+//! e_min + p - 1` (its bits are multiples of `ulp(d)·ulp(q)`), and
+//! `r1` is normal when `e_d + e_q - 2(p-1) ≥ e_min`; both follow from
+//! `e_d + e_q ≥ e_t - 1` and `|t| ≥ 2^-800` (`f64`; `2^-75` for `f32`).
+//! No step overflows, and `Q` and `y` are normal, for `|t| ≤ 2^900`
+//! and `2^-100 ≤ |d| ≤ 2^100` (`f32`: `2^100`, `2^-20..2^20`). A divisor
+//! outside its range (zero, subnormal, huge, inf, NaN) sends the whole
+//! call to the divider; a lane whose `t` is outside (zeros, whose sign
+//! the formula would lose, subnormals, inf, NaN, huge) is recomputed by
+//! the divider in its vector (one masked division, only in a vector that
+//! has such a lane). `tests/suite/quotient.rs` compares every lane with
+//! the IEEE division, bit for bit, at both levels and in both formats.
+//!
+//! Owns these kernels and their bounds; uses nothing of its parent (no
+//! circle of module dependencies, `tests/suite/architecture.rs`).
+
+use std::arch::x86_64::*;
+
+/// The `f64` bounds (module doc): dividends `T_LO..=T_HI` in magnitude,
+/// divisors `D_LO..=D_HI`.
+const T_LO: f64 = 1.4941915762522582e-241; // 2^-800
+const T_HI: f64 = 8.452712498170644e270; // 2^900
+const D_LO: f64 = 7.888609052210118e-31; // 2^-100
+const D_HI: f64 = 1.2676506002282294e30; // 2^100
+/// The `f32` bounds.
+const T_LO32: f32 = 2.646978e-23; // 2^-75
+const T_HI32: f32 = 1.2676506e30; // 2^100
+const D_LO32: f32 = 9.536743e-7; // 2^-20
+const D_HI32: f32 = 1048576.0; // 2^20
+
+/// Whether the kernels serve the divisor `d` (`f64`): `2^-100 ≤ |d| ≤
+/// 2^100` (no NaN).
+pub(super) fn serves(d: f64) -> bool {
+    (D_LO..=D_HI).contains(&d.abs())
+}
+
+/// Whether the kernels serve the divisor `d` (`f32`): `2^-20 ≤ |d| ≤ 2^20`.
+pub(super) fn serves32(d: f32) -> bool {
+    (D_LO32..=D_HI32).contains(&d.abs())
+}
+
+/// One kernel: `$name::<ADD>(src, dst, n, c, d)` writes `dst[i] =
+/// (src[i] + c) / d` (`src[i] / d` when `!ADD`) for `i < n`, in vectors
+/// of `$w` lanes, the tail in scalar IEEE operations.
+macro_rules! kernel {
+    ($name:ident, $feat:literal, $t:ty, $w:expr, $v:ty,
+     set1 = $set1:ident, load = $load:ident, store = $store:ident,
+     add = $add:ident, mul = $mul:ident, fma = $fma:ident, fnma = $fnma:ident,
+     $rest:ident ($tv:ident, $dv:ident, $q:ident) => $fix:block) => {
+        /// See the module doc.
+        ///
+        /// # Safety
+        /// The level's features are present; `src` has `n` readable
+        /// elements and `dst` room for `n`, the two equal or disjoint;
+        /// `d` is served (`serves`/`serves32`).
+        #[target_feature(enable = $feat)]
+        pub(super) unsafe fn $name<const ADD: bool>(
+            src: *const $t,
+            dst: *mut $t,
+            n: usize,
+            c: $t,
+            d: $t,
+        ) {
+            let y = 1.0 / d;
+            let (yv, $dv, cv) = ($set1(y), $set1(d), $set1(c));
+            let mut i = 0;
+            while i + $w <= n {
+                // SAFETY: `i + $w <= n` elements at each.
+                unsafe {
+                    let mut $tv: $v = $load(src.add(i));
+                    if ADD {
+                        $tv = $add($tv, cv);
+                    }
+                    let q = $mul($tv, yv);
+                    let r = $fnma(q, $dv, $tv);
+                    let q = $fma(r, yv, q);
+                    let r = $fnma(q, $dv, $tv);
+                    let $q = $fma(r, yv, q);
+                    let $rest = $fix;
+                    $store(dst.add(i), $rest);
+                }
+                i += $w;
+            }
+            while i < n {
+                // SAFETY: `i < n`.
+                unsafe {
+                    let x = *src.add(i);
+                    *dst.add(i) = if ADD { (x + c) / d } else { x / d };
+                }
+                i += 1;
+            }
+        }
+    };
+}
+
+kernel!(div512, "avx512f,avx512dq,avx512vl,avx2,fma", f64, 8, __m512d,
+set1 = _mm512_set1_pd, load = _mm512_loadu_pd, store = _mm512_storeu_pd,
+add = _mm512_add_pd, mul = _mm512_mul_pd, fma = _mm512_fmadd_pd, fnma = _mm512_fnmadd_pd,
+q3 (t, dv, q) => {
+    let a = _mm512_abs_pd(t);
+    let ok = _mm512_cmp_pd_mask::<_CMP_GE_OQ>(a, _mm512_set1_pd(T_LO))
+        & _mm512_cmp_pd_mask::<_CMP_LE_OQ>(a, _mm512_set1_pd(T_HI));
+    if ok == 0xff { q } else { _mm512_mask_div_pd(q, !ok, t, dv) }
+});
+
+kernel!(div256, "avx2,fma", f64, 4, __m256d,
+set1 = _mm256_set1_pd, load = _mm256_loadu_pd, store = _mm256_storeu_pd,
+add = _mm256_add_pd, mul = _mm256_mul_pd, fma = _mm256_fmadd_pd, fnma = _mm256_fnmadd_pd,
+q3 (t, dv, q) => {
+    let a = _mm256_andnot_pd(_mm256_set1_pd(-0.0), t);
+    let ok = _mm256_and_pd(
+        _mm256_cmp_pd::<_CMP_GE_OQ>(a, _mm256_set1_pd(T_LO)),
+        _mm256_cmp_pd::<_CMP_LE_OQ>(a, _mm256_set1_pd(T_HI)),
+    );
+    if _mm256_movemask_pd(ok) == 0xf { q } else { _mm256_blendv_pd(_mm256_div_pd(t, dv), q, ok) }
+});
+
+kernel!(div512_f32, "avx512f,avx512dq,avx512vl,avx2,fma", f32, 16, __m512,
+set1 = _mm512_set1_ps, load = _mm512_loadu_ps, store = _mm512_storeu_ps,
+add = _mm512_add_ps, mul = _mm512_mul_ps, fma = _mm512_fmadd_ps, fnma = _mm512_fnmadd_ps,
+q3 (t, dv, q) => {
+    let a = _mm512_abs_ps(t);
+    let ok = _mm512_cmp_ps_mask::<_CMP_GE_OQ>(a, _mm512_set1_ps(T_LO32))
+        & _mm512_cmp_ps_mask::<_CMP_LE_OQ>(a, _mm512_set1_ps(T_HI32));
+    if ok == 0xffff { q } else { _mm512_mask_div_ps(q, !ok, t, dv) }
+});
+
+kernel!(div256_f32, "avx2,fma", f32, 8, __m256,
+set1 = _mm256_set1_ps, load = _mm256_loadu_ps, store = _mm256_storeu_ps,
+add = _mm256_add_ps, mul = _mm256_mul_ps, fma = _mm256_fmadd_ps, fnma = _mm256_fnmadd_ps,
+q3 (t, dv, q) => {
+    let a = _mm256_andnot_ps(_mm256_set1_ps(-0.0), t);
+    let ok = _mm256_and_ps(
+        _mm256_cmp_ps::<_CMP_GE_OQ>(a, _mm256_set1_ps(T_LO32)),
+        _mm256_cmp_ps::<_CMP_LE_OQ>(a, _mm256_set1_ps(T_HI32)),
+    );
+    if _mm256_movemask_ps(ok) == 0xff { q } else { _mm256_blendv_ps(_mm256_div_ps(t, dv), q, ok) }
+});
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_bounds_are_the_powers_of_two_they_say() {
+        assert_eq!(super::T_LO, 2f64.powi(-800));
+        assert_eq!(super::T_HI, 2f64.powi(900));
+        assert_eq!(super::D_LO, 2f64.powi(-100));
+        assert_eq!(super::D_HI, 2f64.powi(100));
+        assert_eq!(super::T_LO32, 2f32.powi(-75));
+        assert_eq!(super::T_HI32, 2f32.powi(100));
+        assert_eq!(super::D_LO32, 2f32.powi(-20));
+        assert_eq!(super::D_HI32, 2f32.powi(20));
+    }
+}
