@@ -57,3 +57,25 @@ pub fn jit_opts(p: Precision) -> jit::Options {
         ..jit::Options::default()
     }
 }
+
+/// A small deterministic generator (xorshift64*) for the kernels' sweeps.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    /// Uniform in `[0, 1)`.
+    pub fn unit(&mut self) -> f64 {
+        (self.next() >> 11) as f64 / (1u64 << 53) as f64
+    }
+    /// `±m · 10^e`, `e` uniform in `lo..hi`.
+    pub fn logspaced(&mut self, lo: f64, hi: f64) -> f64 {
+        let e = lo + (hi - lo) * self.unit();
+        let s = if self.next() & 1 == 0 { 1.0 } else { -1.0 };
+        s * 10f64.powf(e)
+    }
+}

@@ -20,21 +20,7 @@ use einsat::Precision;
 use einsat::{jit, Arg32, Value32};
 use ndarray::{arr1, ArrayD};
 
-/// A small deterministic generator (xorshift64*).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    /// Uniform in `[0, 1)`.
-    fn unit(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64
-    }
-}
+use crate::common::Rng;
 
 const LENGTHS: [usize; 11] = [0, 1, 2, 7, 8, 9, 255, 256, 257, 1000, 4097];
 

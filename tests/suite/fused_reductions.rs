@@ -16,21 +16,7 @@ use einsat::syntax::ast::{Func, RedOp};
 use einsat::vmath::{reduce_of, sum_of};
 use einsat::Value;
 
-/// A small deterministic generator (xorshift64*).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    /// Uniform in `[0, 1)`.
-    fn unit(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64
-    }
-}
+use crate::common::Rng;
 
 const LENGTHS: [usize; 15] = [
     0, 1, 2, 7, 8, 15, 16, 17, 255, 256, 257, 4095, 4096, 4097, 9001,

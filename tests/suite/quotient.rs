@@ -15,25 +15,16 @@ use einsat::vmath::{
     affine_to_at, affine_to_at_f32, div_to_at, einsat_vaffine_f32, einsat_vdiv, levels, Affine,
 };
 
-/// A small deterministic generator (xorshift64*).
-struct Rng(u64);
+use crate::common::Rng;
 
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    /// A double of random sign and mantissa with a binary exponent in
-    /// `lo..=hi`.
-    fn f64_exp(&mut self, lo: i32, hi: i32) -> f64 {
-        let r = self.next();
-        let e = lo + (r % (hi - lo + 1) as u64) as i32;
-        let m = 1.0 + (self.next() >> 12) as f64 / (1u64 << 52) as f64;
-        let s = if r & (1 << 40) != 0 { -1.0 } else { 1.0 };
-        s * m * 2f64.powi(e)
-    }
+/// A double of random sign and mantissa with a binary exponent in
+/// `lo..=hi`.
+fn f64_exp(g: &mut Rng, lo: i32, hi: i32) -> f64 {
+    let r = g.next();
+    let e = lo + (r % (hi - lo + 1) as u64) as i32;
+    let m = 1.0 + (g.next() >> 12) as f64 / (1u64 << 52) as f64;
+    let s = if r & (1 << 40) != 0 { -1.0 } else { 1.0 };
+    s * m * 2f64.powi(e)
 }
 
 fn same(a: f64, b: f64) -> bool {
@@ -72,8 +63,8 @@ fn divisors() -> Vec<f64> {
         f64::MIN_POSITIVE,
     ];
     let mut r = Rng(0x9e37_79b9_7f4a_7c15);
-    v.extend((0..120).map(|_| r.f64_exp(-110, 110)));
-    v.extend((0..40).map(|_| r.f64_exp(-2, 2)));
+    v.extend((0..120).map(|_| f64_exp(&mut r, -110, 110)));
+    v.extend((0..40).map(|_| f64_exp(&mut r, -2, 2)));
     v
 }
 
@@ -98,12 +89,12 @@ fn dividends(d: f64, r: &mut Rng) -> Vec<f64> {
         -d,
     ];
     // every exponent, subnormals and the largest included
-    v.extend((0..1500).map(|_| r.f64_exp(-1074, 1023)));
+    v.extend((0..1500).map(|_| f64_exp(r, -1074, 1023)));
     // where the row divisions live
-    v.extend((0..1500).map(|_| r.f64_exp(-60, 60)));
+    v.extend((0..1500).map(|_| f64_exp(r, -60, 60)));
     // quotients next to a midpoint: x = RN(d·m), m halfway between floats
     for _ in 0..1500 {
-        let f = r.f64_exp(-40, 40);
+        let f = f64_exp(r, -40, 40);
         let m = f + f.abs() * f64::EPSILON / 2.0 * 1.0000000000000002;
         let x = d * m;
         v.push(x);
@@ -120,7 +111,7 @@ fn f64_quotients_are_the_ieee_division_bit_for_bit() {
     for l in levels() {
         for d in divisors() {
             let xs = dividends(d, &mut r);
-            let c = r.f64_exp(-3, 3);
+            let c = f64_exp(&mut r, -3, 3);
             let mut ys = vec![0.0; xs.len()];
             div_to_at(l, &xs, &mut ys, d);
             for (x, y) in xs.iter().zip(&ys) {
@@ -166,7 +157,7 @@ fn f32_quotients_are_the_ieee_division_bit_for_bit() {
         1e-45,
         f32::MAX,
     ]);
-    ds.extend((0..100).map(|_| r.f64_exp(-24, 24) as f32));
+    ds.extend((0..100).map(|_| f64_exp(&mut r, -24, 24) as f32));
     let mut checked = 0usize;
     for l in levels() {
         for &d in &ds {
@@ -187,15 +178,15 @@ fn f32_quotients_are_the_ieee_division_bit_for_bit() {
             ];
             // random bit patterns (every exponent), then usual magnitudes
             xs.extend((0..3000).map(|_| f32::from_bits(r.next() as u32)));
-            xs.extend((0..3000).map(|_| r.f64_exp(-30, 30) as f32));
+            xs.extend((0..3000).map(|_| f64_exp(&mut r, -30, 30) as f32));
             for _ in 0..600 {
-                let f = r.f64_exp(-20, 20) as f32;
+                let f = f64_exp(&mut r, -20, 20) as f32;
                 let h = f.abs() * f32::EPSILON / 2.0;
                 let h = f32::from_bits(h.to_bits() & 0xff80_0000);
                 let x = d.mul_add(f, d * h);
                 xs.extend((-2i32..=2).map(|k| f32::from_bits(x.to_bits().wrapping_add(k as u32))));
             }
-            let c = r.f64_exp(-3, 3) as f32;
+            let c = f64_exp(&mut r, -3, 3) as f32;
             let mut ys = vec![0.0f32; xs.len()];
             affine_to_at_f32(Affine::Div, l, &xs, &mut ys, 0.0, d);
             for (x, y) in xs.iter().zip(&ys) {
@@ -223,8 +214,8 @@ fn f32_quotients_are_the_ieee_division_bit_for_bit() {
 fn the_entry_points_divide_in_place_and_every_tail() {
     let mut r = Rng(3);
     for n in 0..40usize {
-        let xs: Vec<f64> = (0..n).map(|_| r.f64_exp(-30, 30)).collect();
-        let d = r.f64_exp(-5, 5);
+        let xs: Vec<f64> = (0..n).map(|_| f64_exp(&mut r, -30, 30)).collect();
+        let d = f64_exp(&mut r, -5, 5);
         let want: Vec<f64> = xs.iter().map(|x| x / d).collect();
         let mut out = vec![f64::NAN; n + 1];
         // SAFETY: `n` elements at each, disjoint.
