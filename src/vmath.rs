@@ -1008,7 +1008,8 @@ mod x86 {
     use crate::syntax::ast::Func;
     use crate::syntax::ast::RedOp;
     use crate::vmath::{
-        add_then, erf, exp, run_func, run_func_to, run_func_to_add, run_reduce, run_sum, tanh,
+        add_then, erf, exp, quotient, run_func, run_func_to, run_func_to_add, run_reduce, run_sum,
+        tanh,
     };
 
     #[target_feature(enable = "avx2,fma")]
@@ -1077,9 +1078,9 @@ mod x86 {
     pub(super) unsafe fn div(wide: bool, src: *const f64, dst: *mut f64, n: usize, c: f64) {
         // SAFETY: the caller checked the features and the buffers.
         unsafe {
-            match (super::quotient::serves(c), wide) {
-                (true, true) => super::quotient::div512::<false>(src, dst, n, 0.0, c),
-                (true, false) => super::quotient::div256::<false>(src, dst, n, 0.0, c),
+            match (quotient::serves(c), wide) {
+                (true, true) => quotient::div512::<false>(src, dst, n, 0.0, c),
+                (true, false) => quotient::div256::<false>(src, dst, n, 0.0, c),
                 (false, _) => {
                     for i in 0..n {
                         *dst.add(i) = *src.add(i) / c;
