@@ -49,7 +49,7 @@ use std::arch::x86_64::*;
 
 /// The `f64` bounds (module doc): dividends `T_LO..=T_HI` in magnitude,
 /// divisors `D_LO..=D_HI`.
-const T_LO: f64 = 1.4941915762522582e-241; // 2^-800
+const T_LO: f64 = 1.499696813895631e-241; // 2^-800
 const T_HI: f64 = 8.452712498170644e270; // 2^900
 const D_LO: f64 = 7.888609052210118e-31; // 2^-100
 const D_HI: f64 = 1.2676506002282294e30; // 2^100
