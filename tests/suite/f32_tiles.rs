@@ -371,15 +371,14 @@ fn tiled(f: &Function) -> bool {
 }
 
 /// The property test below does exercise the F32 tiles: some of its
-/// random programs (at least 2 of the first 150 of the deterministic
-/// runner; a plain row sum goes to the vector sum instead) have a
+/// random programs (2 of the first 60 of the deterministic runner) have a
 /// nest on them.
 #[test]
 fn random_dense_programs_reach_the_f32_tiles() {
     use proptest::strategy::{Strategy, ValueTree};
     let mut runner = proptest::test_runner::TestRunner::deterministic();
     let strat = arb_function(dense_cfg());
-    let n = 150;
+    let n = 60;
     let hits = (0..n)
         .filter(|_| tiled(&strat.new_tree(&mut runner).unwrap().current()))
         .count();

@@ -520,10 +520,6 @@ pub fn plan(p: &LoopProgram, nest: &Nest, layout: &Layout) -> Option<TilePlan> {
 /// 4 (`f32x4`, `Precision::F32`).
 pub fn plan_lanes(p: &LoopProgram, nest: &Nest, layout: &Layout, vl: usize) -> Option<TilePlan> {
     let mut c = contraction(p, nest)?;
-    if plain_run_sum(&c, layout) {
-        // the loop emitter calls the vector sum for it (full width)
-        return None;
-    }
     let gens = nest.vars.clone();
     orient(&mut c, layout);
     let tiles: Vec<(usize, SizeRef)> = if c.two { c.outer.clone() } else { gens.clone() };
@@ -598,20 +594,6 @@ pub fn plan_lanes(p: &LoopProgram, nest: &Nest, layout: &Layout, vl: usize) -> O
         tdom,
         vblock,
     })
-}
-
-/// Whether `c` is the plain sum of one unit-stride run per output
-/// (`gen(i) sum(j) X[i,j]`, a softmax's or a mean's row sum): nothing to
-/// tile, and the loop emitter hands such a sum to
-/// [`crate::vmath::sum`] (`einsat_vsum`), on the vector unit's full width
-/// instead of the tiles' `f64x2` lanes.
-fn plain_run_sum(c: &Contraction, layout: &Layout) -> bool {
-    match (c.inner.as_slice(), c.red.as_slice()) {
-        ([Factor::Load(a)], [(j, _)]) => {
-            !c.two && c.post.is_empty() && c.brs.is_empty() && c.acc[*a].unit(*j, layout)
-        }
-        _ => false,
-    }
 }
 
 /// The default [`TilePlan::kblock`], by measurement (matmul, n = 1024).
