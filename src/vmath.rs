@@ -59,7 +59,7 @@
 //! `sum(i:n) exp(x[i] - m)`) and for a max/min reduction of a run.
 //!
 //! **Division by one divisor** (`vmath/quotient.rs`): `x / d` and `(x +
-//! c) / d` over a run from `RN(1/d)` and two corrections by the remainder
+//! c) / d` over an `f64` run from `RN(1/d)` and two corrections by the remainder
 //! (Markstein's method), the IEEE quotient bit for bit without the
 //! divider (lanes and divisors outside its proven range go to the
 //! divider).

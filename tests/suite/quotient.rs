@@ -1,7 +1,8 @@
 //! The division of a run by one divisor (`src/vmath/quotient.rs`: a
 //! reciprocal and two corrections by the remainder instead of the
-//! divider) against the IEEE division, **bit for bit**, in `f64` and
-//! `f32`, at every dispatch level of this CPU: divisors of every kind
+//! divider, for `f64`) against the IEEE division, **bit for bit**, at
+//! every dispatch level of this CPU (and the `f32` maps, which keep the
+//! divider, likewise): divisors of every kind
 //! (mantissas of all ones, `1 + ulp`, powers of two, the ends of the
 //! kernels' range and beyond it, zeros, subnormals, inf, NaN, random
 //! ones over a wide range of exponents) times dividends of every kind
