@@ -386,16 +386,12 @@ mod x86 {
         let (src, dst, n) = (xs.as_ptr(), ys.as_mut_ptr(), xs.len().min(ys.len()));
         // SAFETY: the caller checked the features; the slices are disjoint.
         unsafe {
+            let fast = quotient::serves(d);
             match (kind, wide) {
-                (Affine::Div | Affine::AddDiv, _) if quotient::serves(d) => {
-                    let add = kind == Affine::AddDiv;
-                    match (add, wide) {
-                        (true, true) => quotient::div512::<true>(src, dst, n, c, d),
-                        (false, true) => quotient::div512::<false>(src, dst, n, c, d),
-                        (true, false) => quotient::div256::<true>(src, dst, n, c, d),
-                        (false, false) => quotient::div256::<false>(src, dst, n, c, d),
-                    }
-                }
+                (Affine::AddDiv, true) if fast => quotient::div512::<true>(src, dst, n, c, d),
+                (Affine::Div, true) if fast => quotient::div512::<false>(src, dst, n, c, d),
+                (Affine::AddDiv, false) if fast => quotient::div256::<true>(src, dst, n, c, d),
+                (Affine::Div, false) if fast => quotient::div256::<false>(src, dst, n, c, d),
                 (_, true) => avx512_affine(kind, xs, ys, c, d),
                 (_, false) => avx2_affine(kind, xs, ys, c, d),
             }
