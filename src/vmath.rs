@@ -36,9 +36,11 @@
 //! polynomial; `log` by the fdlibm
 //! reduction and polynomial with the sum of its parts compensated;
 //! `sin`/`cos` by fdlibm's kernels on the reduced argument as a
-//! double-double; `tanh` at AVX2 from `expm1(2|x|)` below 0.625 and
-//! `1 - 2/(e^{2|x|}+1)` above, either by one division (a reciprocal, its
-//! quotient corrected by the remainder).
+//! double-double. `tanh` at AVX2 has a kernel in intrinsics too
+//! (`vmath/tanh.rs`, within 0.56 ulp): the AVX-512 kernel's first
+//! interval's polynomial up to 0.4959, above it `1 - 2y/(1+y)`,
+//! `y = e^{-2|x|}` by the `exp` kernel's reduction and gathered table,
+//! `y` and the quotient carried as double-doubles.
 //! `erf` (`vmath/erf.rs`, lane code compiled at both levels) performs
 //! the `libm` crate's operations (fdlibm's rational approximations and
 //! its `exp`) per lane, coefficients picked per lane, so it is the
@@ -1014,6 +1016,9 @@ mod x86 {
 
     #[target_feature(enable = "avx2,fma")]
     unsafe fn avx2_sum(f: Func, xs: &[f64]) -> f64 {
+        if f == Func::Tanh {
+            return run_sum(xs, |s, t| tanh::apply_to256(s, t, None));
+        }
         run_sum(xs, |s, t| run_func_to(f, s, t))
     }
 
@@ -1027,6 +1032,9 @@ mod x86 {
 
     #[target_feature(enable = "avx2,fma")]
     unsafe fn avx2_sum_add(f: Func, xs: &[f64], c: f64) -> f64 {
+        if f == Func::Tanh {
+            return run_sum(xs, |s, t| tanh::apply_to256(s, t, Some(c)));
+        }
         run_sum(xs, |s, t| add_then(f, s, t, c))
     }
 
@@ -1105,6 +1113,9 @@ mod x86 {
 
     #[target_feature(enable = "avx2,fma")]
     unsafe fn avx2(f: Func, xs: &mut [f64]) {
+        if f == Func::Tanh {
+            return tanh::apply256(xs);
+        }
         run_func(f, xs)
     }
 
@@ -1118,6 +1129,9 @@ mod x86 {
 
     #[target_feature(enable = "avx2,fma")]
     unsafe fn avx2_to(f: Func, xs: &[f64], ys: &mut [f64]) {
+        if f == Func::Tanh {
+            return tanh::apply_to256(xs, ys, None);
+        }
         run_func_to(f, xs, ys)
     }
 
@@ -1133,6 +1147,9 @@ mod x86 {
     // lanes were not inlined into it and ran 20 times slower)
     #[target_feature(enable = "avx2,fma")]
     unsafe fn avx2_to_add(f: Func, xs: &[f64], ys: &mut [f64], c: f64) {
+        if f == Func::Tanh {
+            return tanh::apply_to256(xs, ys, Some(c));
+        }
         run_func_to_add(f, xs, ys, c)
     }
 

@@ -1,5 +1,7 @@
-//! `tanh` on AVX-512 (F, DQ, VL): the vector kernel [`super`] runs for
-//! `Func::Tanh` at [`super::Level::Avx512`], over a slice in chunks of
+//! `tanh` on AVX-512 (F, DQ, VL) and on AVX2: the vector kernels
+//! [`super`] runs for `Func::Tanh` at [`super::Level::Avx512`] (this
+//! one first) and [`super::Level::Avx2`] (the last section below). At
+//! AVX-512 it runs over a slice in chunks of
 //! 256, each chunk by the cheapest of three lanes that covers all of its
 //! elements (a pre-pass over the chunk's magnitudes picks it):
 //!
@@ -42,11 +44,35 @@
 //! Every finite `x` (zeros and subnormals too: `a³` underflows and the
 //! result is `a`, the sign is `x`'s) and ±inf are in the kernel's
 //! domain; only NaN goes to the library.
+//!
+//! **AVX2** ([`map256`], four lanes; no two-register permute, so no
+//! tables of coefficients): interval 0's polynomial above (the same
+//! operations and bits) for `a ≤ 0.4959028`, and above it `1 - 2q`,
+//! `q = y/(1+y)`, `y = e^{-2a}` (`a` clamped to 20) from the `exp`
+//! kernel's pieces: `-2a = k·ln2/16 + r + rl` (`rl` the rounding error
+//! of `r`), the table `2^(j/16) = Th + Tl` gathered, `e^r - 1 = p` by
+//! its degree-7 Taylor polynomial, `y·2^-m = Th + (Th·(p + rl) + Tl)` as
+//! a double-double `yh + yl` (Fast2Sum), scaled by `2^m` exactly;
+//! `d = 1 + y` as a double-double, `w = RN(1/dh)`, `q0 = yh·w` and
+//! `ql = (yh - q0·dh + yl - q0·dl)·w` (the residual's first part exact
+//! by the fma); then `t = RN(1 - 2q0)` with its error `e` (exact: `1 - t`
+//! is exact for `t` in `[0.459, 1]`) and the result `t + (e - 2ql)`.
+//! *Error*: `y`'s relative error is under 2^-57 (the two roundings of
+//! `Th·p + …` and of `p`, each at most 2^-53·0.022, the Taylor remainder
+//! 2^-59.5); the quotient's own error is second order; `2q ≤ 0.542`
+//! and the result is at least 0.459 (ulp 2^-54), so `y`'s error costs at
+//! most `2^-57·0.542/2^-54 < 0.07` ulp; with the last rounding, within
+//! 0.56 ulp (`tests/suite/vmath.rs` measures 0.53 at a million points
+//! against the unrounded double-double value). A vector whose lanes are
+//! all on one side of 0.4959 computes one form; NaN lanes get the
+//! library's `tanh`.
 
 // The coefficients are printed with all the digits of their doubles.
 #![allow(clippy::excessive_precision, clippy::unreadable_literal)]
 
 use std::arch::x86_64::*;
+
+use super::exp::{Q, TH, TL};
 
 /// Elements per chunk (one regime decision each).
 const CH: usize = 256;
@@ -572,5 +598,179 @@ pub(super) unsafe fn apply_to(xs: &[f64], ys: &mut [f64], c: Option<f64>) {
     match c {
         None => map(xs.as_ptr(), ys.as_mut_ptr(), n),
         Some(c) => map_add(xs.as_ptr(), ys.as_mut_ptr(), n, c),
+    }
+}
+
+// ------------------------------------------------------------------ AVX2
+
+/// `|tanh(a)|` for `0 ≤ a ≤ W0`, four lanes: interval 0 of the AVX-512
+/// table lane, the same operations (so the same bits).
+#[inline]
+#[target_feature(enable = "avx2,fma")]
+fn odd256(a: __m256d) -> __m256d {
+    let set = _mm256_set1_pd;
+    let u = _mm256_mul_pd(a, a);
+    let mut p = set(C[C.len() - 1][0]);
+    for c in C[..C.len() - 1].iter().rev() {
+        p = _mm256_fmadd_pd(p, u, set(c[0]));
+    }
+    _mm256_fmadd_pd(_mm256_mul_pd(a, u), p, a)
+}
+
+/// `|tanh(a)| = 1 - 2q`, `q = y/(1 + y)`, `y = e^{-2a}`, four lanes with
+/// `a > W0` (any `a ≥ 0`, +inf too, gives a finite value; see the
+/// module's comment).
+#[inline]
+#[target_feature(enable = "avx2,fma")]
+fn exp256(a: __m256d) -> __m256d {
+    let set = _mm256_set1_pd;
+    // z = -2a = k·ln2/16 + r + rl, |r| ≤ ln2/32
+    let z = _mm256_mul_pd(_mm256_min_pd(a, set(SAT)), set(-2.0));
+    let ks = _mm256_fmadd_pd(z, set(INV_LN2_16), set(SHIFT));
+    let kd = _mm256_sub_pd(ks, set(SHIFT));
+    let rh = _mm256_fnmadd_pd(kd, set(LN2_16_HI), z); // exact
+    let r = _mm256_fnmadd_pd(kd, set(LN2_16_LO), rh);
+    let rl = _mm256_fnmadd_pd(kd, set(LN2_16_LO), _mm256_sub_pd(rh, r));
+    // e^(r + rl) - 1 = p + rl, p = r + r²·q(r)
+    let mut q = set(Q[Q.len() - 1]);
+    for c in Q[..Q.len() - 1].iter().rev() {
+        q = _mm256_fmadd_pd(q, r, set(*c));
+    }
+    let p = _mm256_fmadd_pd(_mm256_mul_pd(r, r), q, r);
+    // k in the low bits of ks's bits, less SHIFT's (two's complement);
+    // 2^(j/16) = th + tl, j = k mod 16
+    let k = _mm256_sub_epi64(_mm256_castpd_si256(ks), _mm256_castpd_si256(set(SHIFT)));
+    let j = _mm256_and_si256(k, _mm256_set1_epi64x(15));
+    // SAFETY: every index is in 0..16, the tables' length.
+    let (th, tl) = unsafe {
+        (
+            _mm256_i64gather_pd::<8>(TH.as_ptr(), j),
+            _mm256_i64gather_pd::<8>(TL.as_ptr(), j),
+        )
+    };
+    // y·2^-m = th + (th·(p + rl) + tl), as yh + yl (Fast2Sum)
+    let s = _mm256_fmadd_pd(th, p, _mm256_fmadd_pd(th, rl, tl));
+    let yh = _mm256_add_pd(th, s);
+    let yl = _mm256_add_pd(_mm256_sub_pd(th, yh), s);
+    // times 2^m, m = floor(k/16) ≥ -58: (k + 16·1023) >> 4 is m's biased
+    // exponent (k ≥ -923, so the shift of a positive number); exact
+    let e = _mm256_srli_epi64::<4>(_mm256_add_epi64(k, _mm256_set1_epi64x(16 * 1023)));
+    let f = _mm256_castsi256_pd(_mm256_slli_epi64::<52>(e));
+    let (yh, yl) = (_mm256_mul_pd(yh, f), _mm256_mul_pd(yl, f));
+    // d = 1 + y as dh + dl (Fast2Sum: y ≤ 1)
+    let one = set(1.0);
+    let dh = _mm256_add_pd(one, yh);
+    let dl = _mm256_add_pd(_mm256_add_pd(_mm256_sub_pd(one, dh), yh), yl);
+    // q = y/d = q0 + ql: w = RN(1/dh), q0 = yh·w, the residual y - q0·d
+    // (its fma part exact), times w
+    let w = _mm256_div_pd(one, dh);
+    let q0 = _mm256_mul_pd(yh, w);
+    let rho = _mm256_fnmadd_pd(q0, dh, yh);
+    let rho = _mm256_fnmadd_pd(q0, dl, _mm256_add_pd(rho, yl));
+    let ql = _mm256_mul_pd(rho, w);
+    // 1 - 2q: t = RN(1 - 2q0) and its error, exactly (1 - t is exact),
+    // then t + (error - 2ql)
+    let two = set(2.0);
+    let t = _mm256_fnmadd_pd(q0, two, one);
+    let err = _mm256_fnmadd_pd(q0, two, _mm256_sub_pd(one, t));
+    _mm256_add_pd(t, _mm256_fnmadd_pd(ql, two, err))
+}
+
+/// `tanh(x)` of four lanes: the odd lane where `|x| ≤ W0`, the exp lane
+/// elsewhere (each computed only when some lane needs it), the sign
+/// `x`'s; NaN lanes get the library's `tanh` (the NaN).
+#[inline]
+#[target_feature(enable = "avx2,fma")]
+fn lanes256(x: __m256d) -> __m256d {
+    let sign = _mm256_set1_pd(-0.0);
+    let a = _mm256_andnot_pd(sign, x);
+    let small = _mm256_cmp_pd::<_CMP_LE_OQ>(a, _mm256_set1_pd(W0));
+    let v = match _mm256_movemask_pd(small) {
+        0xf => odd256(a),
+        0 => exp256(a),
+        _ => _mm256_blendv_pd(exp256(a), odd256(a), small),
+    };
+    let v = _mm256_or_pd(v, _mm256_and_pd(x, sign));
+    let nan = _mm256_cmp_pd::<_CMP_UNORD_Q>(x, x);
+    if _mm256_movemask_pd(nan) == 0 {
+        return v;
+    }
+    let (mut xs, mut vs) = ([0.0; 4], [0.0; 4]);
+    // SAFETY: room for four each.
+    unsafe {
+        _mm256_storeu_pd(xs.as_mut_ptr(), x);
+        _mm256_storeu_pd(vs.as_mut_ptr(), v);
+    }
+    for (v, x) in vs.iter_mut().zip(xs) {
+        if x.is_nan() {
+            *v = x.tanh();
+        }
+    }
+    // SAFETY: four elements.
+    unsafe { _mm256_loadu_pd(vs.as_ptr()) }
+}
+
+/// `dst[i] = tanh(src[i] + c)` (`tanh(src[i])` when `!ADD`; the sum
+/// rounded, as the interpreter rounds it) for `i < n` on AVX2 and FMA,
+/// four lanes at a time by [`lanes256`], the tail in a padded vector.
+///
+/// # Safety
+/// AVX2 and FMA are present; `src` points to `n` initialised doubles and
+/// `dst` to room for `n`, the two equal or disjoint.
+#[target_feature(enable = "avx2,fma")]
+unsafe fn map256<const ADD: bool>(src: *const f64, dst: *mut f64, n: usize, c: f64) {
+    let cv = _mm256_set1_pd(c);
+    let mut i = 0;
+    while i + 4 <= n {
+        // SAFETY: `i + 4 <= n` elements at each.
+        unsafe {
+            let mut x = _mm256_loadu_pd(src.add(i));
+            if ADD {
+                x = _mm256_add_pd(x, cv);
+            }
+            _mm256_storeu_pd(dst.add(i), lanes256(x));
+        }
+        i += 4;
+    }
+    if i < n {
+        let mut pad = [0.0; 4];
+        for (k, p) in pad.iter_mut().enumerate().take(n - i) {
+            // SAFETY: `i + k < n`.
+            let x = unsafe { *src.add(i + k) };
+            *p = if ADD { x + c } else { x };
+        }
+        let mut out = [0.0; 4];
+        // SAFETY: four elements each.
+        unsafe { _mm256_storeu_pd(out.as_mut_ptr(), lanes256(_mm256_loadu_pd(pad.as_ptr()))) };
+        for (k, o) in out.iter().enumerate().take(n - i) {
+            // SAFETY: `i + k < n`.
+            unsafe { *dst.add(i + k) = *o };
+        }
+    }
+}
+
+/// `xs[i] = tanh(xs[i])` at AVX2.
+///
+/// # Safety
+/// AVX2 and FMA are present.
+pub(super) unsafe fn apply256(xs: &mut [f64]) {
+    let p = xs.as_mut_ptr();
+    // SAFETY: the caller checked the features; in place.
+    unsafe { map256::<false>(p, p, xs.len(), 0.0) }
+}
+
+/// `ys[i] = tanh(xs[i] + c)` (`tanh(xs[i])` without `c`) at AVX2; the
+/// slices have the same length.
+///
+/// # Safety
+/// AVX2 and FMA are present.
+pub(super) unsafe fn apply_to256(xs: &[f64], ys: &mut [f64], c: Option<f64>) {
+    let n = xs.len().min(ys.len());
+    // SAFETY: the caller checked the features; `n` elements of each.
+    unsafe {
+        match c {
+            None => map256::<false>(xs.as_ptr(), ys.as_mut_ptr(), n, 0.0),
+            Some(c) => map256::<true>(xs.as_ptr(), ys.as_mut_ptr(), n, c),
+        }
     }
 }
