@@ -277,8 +277,19 @@ pub fn apply_to(f: Func, xs: &[f64], ys: &mut [f64]) {
 /// the sum rounded as the interpreter rounds `x + c` (and `x - c` is
 /// `x + (-c)` exactly), then the function.
 pub fn apply_to_add(f: Func, xs: &[f64], ys: &mut [f64], c: Option<f64>) {
+    apply_to_add_at(f, best(), xs, ys, c)
+}
+
+/// [`apply_to_add`] at `level`, which must be one of [`levels`] (a level
+/// this CPU lacks runs the scalar fallback).
+pub fn apply_to_add_at(f: Func, level: Level, xs: &[f64], ys: &mut [f64], c: Option<f64>) {
     assert_eq!(xs.len(), ys.len(), "apply_to: slices of different lengths");
-    match best() {
+    let level = if levels().contains(&level) {
+        level
+    } else {
+        Level::Scalar
+    };
+    match level {
         #[cfg(target_arch = "x86_64")]
         l @ (Level::Avx2 | Level::Avx512) if has_kernel(f) => {
             // SAFETY: `best` detected the level's features on this CPU.
@@ -305,7 +316,18 @@ pub const SUM_BLOCK: usize = 4096;
 /// partial sum adds more than a few hundred terms one after another.
 /// 0 for an empty slice.
 pub fn sum_of(f: Func, xs: &[f64], c: Option<f64>) -> f64 {
-    match best() {
+    sum_of_at(f, best(), xs, c)
+}
+
+/// [`sum_of`] at `level`, which must be one of [`levels`] (a level this
+/// CPU lacks runs the scalar fallback).
+pub fn sum_of_at(f: Func, level: Level, xs: &[f64], c: Option<f64>) -> f64 {
+    let level = if levels().contains(&level) {
+        level
+    } else {
+        Level::Scalar
+    };
+    match level {
         #[cfg(target_arch = "x86_64")]
         l @ (Level::Avx2 | Level::Avx512) if has_kernel(f) => {
             // SAFETY: `best` detected the level's features on this CPU.
