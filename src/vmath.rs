@@ -304,6 +304,120 @@ pub fn apply_to_add_at(f: Func, level: Level, xs: &[f64], ys: &mut [f64], c: Opt
     }
 }
 
+thread_local! {
+    /// The threads a long sum or reduction called on this thread may use
+    /// ([`with_threads`]); 1 unless a kernel runner set it.
+    static THREADS: std::cell::Cell<usize> = const { std::cell::Cell::new(1) };
+}
+
+/// Run `f` with the long sums and reductions it calls on this thread
+/// ([`sum_of`], [`reduce_of`] and their `f32` forms, what the JIT's nests
+/// call) allowed `threads` threads of the JIT's pool: the JIT's kernel
+/// runner wraps a nest that runs on one thread in it (a log-sum-exp's
+/// passes are such a nest). The result does not depend on the threads
+/// ([`par_sum`]).
+pub fn with_threads<R>(threads: usize, f: impl FnOnce() -> R) -> R {
+    let old = THREADS.with(|t| t.replace(threads.max(1)));
+    let r = f();
+    THREADS.with(|t| t.set(old));
+    r
+}
+
+/// Elements of a group: the [`SUM_BLOCK`]s whose totals a sum adds on
+/// one accumulator before adding that into its running total (64, see
+/// [`sum_blocks`]).
+const GROUP: usize = 64 * SUM_BLOCK;
+
+/// A value the pool's threads hand back through an atomic (its bits).
+trait Bits: Copy + Default + Send + Sync {
+    fn to_u64(self) -> u64;
+    fn from_u64(b: u64) -> Self;
+}
+impl Bits for f64 {
+    fn to_u64(self) -> u64 {
+        self.to_bits()
+    }
+    fn from_u64(b: u64) -> Self {
+        f64::from_bits(b)
+    }
+}
+impl Bits for f32 {
+    fn to_u64(self) -> u64 {
+        u64::from(self.to_bits())
+    }
+    fn from_u64(b: u64) -> Self {
+        f32::from_bits(b as u32)
+    }
+}
+
+/// `part` of each [`GROUP`] of `xs` (the last one shorter), the groups in
+/// batches of up to 64 computed on up to `threads` threads of the JIT's
+/// pool, handed to `fold` in order.
+fn par_parts<T: Bits>(
+    threads: usize,
+    xs: &[T],
+    part: impl Fn(&[T]) -> T + Sync,
+    mut fold: impl FnMut(T),
+) {
+    use std::sync::atomic::AtomicU64;
+    let groups = xs.len().div_ceil(GROUP);
+    let mut first = 0;
+    while first < groups {
+        let m = (groups - first).min(64);
+        let vals: [AtomicU64; 64] = std::array::from_fn(|_| AtomicU64::new(0));
+        crate::jit::run::pool::run(threads, m, |g| {
+            let lo = (first + g) * GROUP;
+            let v = part(&xs[lo..xs.len().min(lo + GROUP)]);
+            vals[g].store(v.to_u64(), Ordering::Relaxed);
+        });
+        for v in &vals[..m] {
+            fold(T::from_u64(v.load(Ordering::Relaxed)));
+        }
+        first += m;
+    }
+}
+
+/// Whether a run of `n` elements is split over this thread's
+/// [`with_threads`] threads (at least two groups).
+fn parallel(n: usize) -> Option<usize> {
+    let t = THREADS.with(|t| t.get());
+    (t > 1 && n >= 2 * GROUP).then_some(t)
+}
+
+/// A sum shaped as [`sum_blocks`] (`sum` of `xs`), on the threads
+/// [`with_threads`] allows when `xs` has two groups or more: each
+/// [`GROUP`]'s sum on some thread, those added in order from +0. The same
+/// bits as `sum(xs)`: `sum_blocks` adds exactly these group totals (its
+/// `mid`) into its running total in this order; a group's own `sum` is
+/// its `mid` plus +0 twice, which only turns a -0 into +0, and a running
+/// total that starts at +0 is never -0, so adding +0 for -0 changes
+/// nothing.
+fn par_sum<T: Bits + std::ops::AddAssign>(xs: &[T], sum: impl Fn(&[T]) -> T + Sync) -> T {
+    match parallel(xs.len()) {
+        None => sum(xs),
+        Some(t) => {
+            let mut total = T::default();
+            par_parts(t, xs, sum, |v| total += v);
+            total
+        }
+    }
+}
+
+/// A max/min reduction (`red` of `xs`) on the threads [`with_threads`]
+/// allows when `xs` has two groups or more: each group's `red`, then
+/// `join` of those (the same value: the reduction is exact and its NaN
+/// and signed-zero rules are those of the whole).
+fn par_reduce<T: Bits>(xs: &[T], red: impl Fn(&[T]) -> T + Sync, join: impl Fn(&[T]) -> T) -> T {
+    match parallel(xs.len()) {
+        None => red(xs),
+        Some(t) => {
+            let mut acc: Option<T> = None;
+            par_parts(t, xs, red, |v| acc = Some(acc.map_or(v, |a| join(&[a, v]))));
+            acc.unwrap_or_else(|| join(&[]))
+        }
+    }
+}
+
 /// Terms of a fused sum ([`sum_of`]) added on one set of accumulators
 /// before the block's total goes to the next level (the JIT's long sums
 /// use the same block, `jit::emit::common::SUM_BLOCK`).
@@ -316,7 +430,8 @@ pub const SUM_BLOCK: usize = 4096;
 /// partial sum adds more than a few hundred terms one after another.
 /// 0 for an empty slice.
 pub fn sum_of(f: Func, xs: &[f64], c: Option<f64>) -> f64 {
-    sum_of_at(f, best(), xs, c)
+    let level = best();
+    par_sum(xs, |g| sum_of_at(f, level, g, c))
 }
 
 /// [`sum_of`] at `level`, which must be one of [`levels`] (a level this
@@ -348,6 +463,11 @@ pub fn sum_of_at(f: Func, level: Level, xs: &[f64], c: Option<f64>) -> f64 {
 /// of every element ([`RedOp::apply`]: NaN if any is NaN, -0 below +0),
 /// its identity (-inf, +inf) for an empty slice; at the best level.
 pub fn reduce_of(op: RedOp, xs: &[f64]) -> f64 {
+    par_reduce(xs, |g| reduce_seq(op, g), |v| reduce_seq(op, v))
+}
+
+/// [`reduce_of`] on this thread.
+fn reduce_seq(op: RedOp, xs: &[f64]) -> f64 {
     match best() {
         #[cfg(target_arch = "x86_64")]
         l @ (Level::Avx2 | Level::Avx512) => {

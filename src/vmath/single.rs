@@ -199,6 +199,11 @@ unsafe fn map_raw(f: Func, src: *const f32, dst: *mut f32, n: usize, c: Option<f
 /// level: each term what [`apply_to_add_f32`] gives, added in `f32` in
 /// blocks (module doc); 0 for an empty slice.
 pub fn sum_of_f32(f: Func, xs: &[f32], c: Option<f32>) -> f32 {
+    super::par_sum(xs, |g| sum_seq_f32(f, g, c))
+}
+
+/// [`sum_of_f32`] on this thread.
+fn sum_seq_f32(f: Func, xs: &[f32], c: Option<f32>) -> f32 {
     let level = super::best();
     match level {
         #[cfg(target_arch = "x86_64")]
@@ -296,6 +301,11 @@ fn run_reduce(op: RedOp, xs: &[f32]) -> f32 {
 /// `minimum` (NaN if any element is NaN, -0 below +0), its identity
 /// (-inf, +inf) for an empty slice; at the best level.
 pub fn reduce_of_f32(op: RedOp, xs: &[f32]) -> f32 {
+    super::par_reduce(xs, |g| reduce_seq_f32(op, g), |v| reduce_seq_f32(op, v))
+}
+
+/// [`reduce_of_f32`] on this thread.
+fn reduce_seq_f32(op: RedOp, xs: &[f32]) -> f32 {
     match super::best() {
         #[cfg(target_arch = "x86_64")]
         l @ (Level::Avx2 | Level::Avx512) => {

@@ -175,8 +175,8 @@ fn a_long_fused_sum_is_as_accurate_as_pairwise_summation() {
         ((got - exact) / exact).abs() < 4e-15,
         "fused kernel: {got:e} want {exact:e}"
     );
-    // the same through the JIT: blocks of the fused kernel, their totals
-    // on the loops' levels
+    // the same through the JIT: one fused kernel call over the range
+    // (the kernel's blocks and levels are the loops' own)
     let p = einsat::load("fn s(x: [n]R) -> R = sum(i:n) exp(x[i] - 2.3)").unwrap();
     let k = einsat::jit::compile(&p.functions[0]).unwrap();
     let arg = Value::Array(ndarray::Array1::from(xs).into_dyn());
@@ -687,5 +687,67 @@ fn the_moment_calls_are_in_the_generated_code() {
     for (name, sig) in [("csum", sum_sig), ("csq", sq_sig), ("cdiv", map_sig)] {
         let t = text(name);
         assert_eq!(calls_with_signature(&t, sig), 0, "{name}:\n{t}");
+    }
+}
+
+/// A long fused sum or reduction in a nest on one thread (log-sum-exp's
+/// passes) is split over the call's threads (`vmath::with_threads`, one
+/// fused call over the whole range): the result is the one-thread
+/// result bit for bit, `f64` and `f32`, at lengths on and around the
+/// groups of 64·4096 terms the split takes, with specials in some runs.
+#[test]
+fn long_fused_reductions_on_two_threads_keep_their_bits() {
+    use einsat::precision::Precision;
+    let p = einsat::load(PROGRAMS).unwrap();
+    let g = 64 * 4096;
+    let mut r = Rng(0x2e);
+    for f in p
+        .functions
+        .iter()
+        .filter(|f| ["lse", "sumexp", "sumtanh", "sumlog", "mx", "mn"].contains(&f.name.as_str()))
+    {
+        let opt = optimize(f, &Options::default()).unwrap().program;
+        for precision in [Precision::F64, Precision::F32] {
+            let k = |threads| {
+                let o = einsat::jit::Options {
+                    threads,
+                    precision,
+                    ..einsat::jit::Options::default()
+                };
+                einsat::jit::compile_uncached_with(&opt, &o).unwrap()
+            };
+            let (k1, k2) = (k(1), k(2));
+            for (n, class) in [
+                (2 * g - 1, 0),
+                (2 * g + 3, 1),
+                (3 * g + 4097, 4),
+                (4 * g, 0),
+            ] {
+                let xs = data(class, n, &mut r);
+                let (one, two) = if precision == Precision::F32 {
+                    use einsat::jit::{Arg32, Value32};
+                    let a = ndarray::Array1::from_iter(xs.iter().map(|&x| x as f32)).into_dyn();
+                    let real = |v: Value32| match v {
+                        Value32::Real(x) => vec![f64::from(x)],
+                        other => panic!("unexpected result {other:?}"),
+                    };
+                    (
+                        real(k1.call_f32(&[Arg32::from(&a)]).unwrap()),
+                        real(k2.call_f32(&[Arg32::from(&a)]).unwrap()),
+                    )
+                } else {
+                    let arg = vec![Value::Array(ndarray::Array1::from(xs).into_dyn())];
+                    (flat(&k1.call(&arg).unwrap()), flat(&k2.call(&arg).unwrap()))
+                };
+                assert_eq!(
+                    one[0].to_bits(),
+                    two[0].to_bits(),
+                    "{} {precision:?} n={n} class {class}: {:e} on one thread, {:e} on two",
+                    f.name,
+                    one[0],
+                    two[0]
+                );
+            }
+        }
     }
 }

@@ -383,6 +383,67 @@ fn shifted_maps_and_sums_at_every_level() {
     }
 }
 
+/// The long sums and reductions split over two threads
+/// (`vmath::with_threads`, what the JIT's kernel runner sets around a
+/// nest on one thread) give the one-thread result bit for bit, `f64` and
+/// `f32`, at lengths on and around the groups' boundaries (64 blocks of
+/// 4096), with a NaN, an inf, or all terms -0 in some runs.
+#[test]
+fn long_sums_and_reductions_split_over_threads_keep_their_bits() {
+    use einsat::syntax::ast::RedOp;
+    use einsat::vmath::{reduce_of, reduce_of_f32, sum_of, sum_of_f32, with_threads};
+    let g = 64 * 4096;
+    let mut r = Rng(0x7e4d);
+    let base: Vec<f64> = (0..5 * g + 77).map(|_| (r.unit() - 0.5) * 8.0).collect();
+    for n in [
+        g - 1,
+        g,
+        2 * g - 1,
+        2 * g,
+        2 * g + 1,
+        3 * g + 4095,
+        5 * g + 77,
+    ] {
+        for special in [None, Some(f64::NAN), Some(f64::INFINITY), Some(-0.0)] {
+            let mut xs = base[..n].to_vec();
+            match special {
+                Some(0.0) => xs.iter_mut().for_each(|x| *x = -0.0),
+                Some(v) => xs[n * 3 / 4] = v,
+                None => {}
+            }
+            let x32: Vec<f32> = xs.iter().map(|&x| x as f32).collect();
+            for f in [Func::Exp, Func::Tanh, Func::Sin] {
+                let one = sum_of(f, &xs, Some(-0.25));
+                let two = with_threads(2, || sum_of(f, &xs, Some(-0.25)));
+                assert_eq!(
+                    one.to_bits(),
+                    two.to_bits(),
+                    "Σ {f:?}, n = {n}, {special:?}"
+                );
+                let one = sum_of_f32(f, &x32, Some(-0.25));
+                let two = with_threads(2, || sum_of_f32(f, &x32, Some(-0.25)));
+                assert_eq!(
+                    one.to_bits(),
+                    two.to_bits(),
+                    "f32 Σ {f:?}, n = {n}, {special:?}"
+                );
+            }
+            for op in [RedOp::Max, RedOp::Min] {
+                let one = reduce_of(op, &xs);
+                let two = with_threads(2, || reduce_of(op, &xs));
+                assert_eq!(one.to_bits(), two.to_bits(), "{op:?}, n = {n}, {special:?}");
+                let one = reduce_of_f32(op, &x32);
+                let two = with_threads(2, || reduce_of_f32(op, &x32));
+                assert_eq!(
+                    one.to_bits(),
+                    two.to_bits(),
+                    "f32 {op:?}, n = {n}, {special:?}"
+                );
+            }
+        }
+    }
+}
+
 /// The ends of the AVX-512 `tanh` kernel's table intervals
 /// (`src/vmath/tanh.rs`: interval 0's odd form ends at the first; the
 /// exp lane takes over at 4.75, the last interval's fit reaching

@@ -143,6 +143,12 @@ type RunSrc = (SchedExpr, Option<(SchedExpr, bool)>);
 /// inline ([`LoopEmitter::kernel_or_inline`]).
 const MIN_KERNEL_RUN: i64 = 32;
 
+/// Terms of a long fused sum ([`LoopEmitter::blocked_sum`]) one kernel
+/// call adds: 64 groups of 64 blocks of [`SUM_BLOCK`] (about 4 ms of
+/// `exp` terms), enough for the kernel to split them over threads, few
+/// enough that a cancelled call stops soon.
+const FUSED_RUN: i64 = 64 * 64 * SUM_BLOCK;
+
 /// An affine map's call: the run, its addend (negated when `true`), the
 /// factor or divisor, the kind.
 type AffinePlan = (
@@ -1184,6 +1190,23 @@ impl LoopEmitter<'_, '_> {
                 g.store(n, v, f);
             });
         }
+    }
+
+    /// Whether a sum's term `body` is the one staged call of a run that
+    /// [`Self::stage`] adds by one fused kernel call (`Σ f(x[i] + c)`):
+    /// its conditions, checked before the sum is split into blocks.
+    fn one_fused_call(&mut self, var: usize, body: &SchedExpr) -> bool {
+        if strong(body) || self.vfuncs.is_empty() || self.int() {
+            return false;
+        }
+        let first = self.bases.len();
+        let mut calls = Vec::new();
+        let staged = staged_calls(body, var, first, &mut calls);
+        calls.len() == 1
+            && matches!(&staged, SchedExpr::Load { buf, .. } if *buf == first)
+            && self.vfuncs.iter().any(|v| v.f == calls[0].0)
+            && self.run_src(&calls[0].1, var).is_some()
+            && self.copyable(body, 2)
     }
 
     /// A run that a slice kernel of [`crate::vmath`] can take: the kernel's
@@ -2544,6 +2567,18 @@ impl LoopEmitter<'_, '_> {
         body: SchedExpr,
         acc: Accumulators,
     ) -> Value {
+        if acc.all.is_none() && self.one_fused_call(var, &body) {
+            // log-sum-exp's `sum(i:n) exp(x[i] - m)`: one fused kernel
+            // call per [`FUSED_RUN`] terms adds them in these blocks and
+            // levels itself (`vmath::sum_of`), so it may split them over
+            // the call's threads (`vmath::with_threads`); the runs' totals
+            // go to the accumulator in order, the cancellation flag
+            // checked between runs
+            for_blocks(self, lo, hi, FUSED_RUN, self.poll, &mut |g, b0, b1| {
+                g.run_loop(var, b0, b1, body.clone(), LoopAction::Accum(acc));
+            });
+            return self.combine(&acc);
+        }
         let levels = Levels::new_typed(&mut self.b, 1, self.ft);
         for_blocks(self, lo, hi, SUM_BLOCK, self.poll, &mut |g, b0, b1| {
             let zero = g.f64c(0.0);

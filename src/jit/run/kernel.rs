@@ -1264,11 +1264,16 @@ impl Kernel {
     fn exec_one(&self, ws: &mut call::Workspace) -> Option<Result<()>> {
         let flag = Self::arm(ws);
         let (bufs, strides, sizes) = (ws.ptrs.as_ptr(), ws.strides.as_ptr(), ws.svals.as_ptr());
-        match ws.mode {
+        let call = || match ws.mode {
             // SAFETY: as in `exec`.
             call::Mode::One(entry, n0) => unsafe { entry(bufs, strides, sizes, 0, n0) },
             call::Mode::Chain(entry) => unsafe { entry(bufs, strides, sizes, 0, 0) },
+            call::Mode::Steps => {}
+        };
+        match ws.mode {
             call::Mode::Steps => return None,
+            _ if self.threads > 1 => crate::vmath::with_threads(self.threads, call),
+            _ => call(),
         }
         Some(stopped(flag))
     }
@@ -1278,7 +1283,7 @@ impl Kernel {
     fn exec(&self, ws: &mut call::Workspace) -> Result<()> {
         let flag = Self::arm(ws);
         let (bufs, strides, sizes) = (ws.ptrs.as_ptr(), ws.strides.as_ptr(), ws.svals.as_ptr());
-        match ws.mode {
+        let call = || match ws.mode {
             // SAFETY: as in `exec_steps` (the entries are those of
             // `ws.native`, which the workspace holds; `One` covers the
             // nest's whole outermost range `0..n0`, `Chain` runs every
@@ -1287,7 +1292,14 @@ impl Kernel {
             // `Cancel::run` keeps alive during the call).
             call::Mode::One(entry, n0) => unsafe { entry(bufs, strides, sizes, 0, n0) },
             call::Mode::Chain(entry) => unsafe { entry(bufs, strides, sizes, 0, 0) },
+            call::Mode::Steps => {}
+        };
+        match ws.mode {
             call::Mode::Steps => return self.exec_steps(ws),
+            // (the long sums and reductions of a call on this thread may
+            // use the threads: `vmath::with_threads`)
+            _ if self.threads > 1 => crate::vmath::with_threads(self.threads, call),
+            _ => call(),
         }
         stopped(flag)
     }
@@ -1363,11 +1375,13 @@ impl Kernel {
                         at = to;
                     }
                 };
-                if steps.iter().any(|s| s.parallel) {
+                if n0 > 1 && steps.iter().any(|s| s.parallel) {
                     let (len, chunks) = chunking(n0, threads);
                     pool::run(threads, chunks, |c| run(c * len, ((c + 1) * len).min(n0)));
                 } else {
-                    run(0, n0);
+                    // (its long sums and reductions may use the threads;
+                    // a nest without loops, n0 = 1, has nothing else to split)
+                    crate::vmath::with_threads(threads, || run(0, n0));
                 }
                 ran_to = g.last + 1;
                 continue;
@@ -1428,11 +1442,13 @@ impl Kernel {
                     at = to;
                 }
             };
-            if step.parallel {
+            if n0 > 1 && step.parallel {
                 let (len, chunks) = chunking(n0, threads);
                 pool::run(threads, chunks, |c| run(c * len, ((c + 1) * len).min(n0)));
             } else {
-                run(0, n0);
+                // (its long sums and reductions may use the threads; a
+                // nest without loops, n0 = 1, has nothing else to split)
+                crate::vmath::with_threads(threads, || run(0, n0));
             }
         }
         stopped(flag)
