@@ -315,7 +315,7 @@ thread_local! {
 /// call) allowed `threads` threads of the JIT's pool: the JIT's kernel
 /// runner wraps a nest that runs on one thread in it (a log-sum-exp's
 /// passes are such a nest). The result does not depend on the threads
-/// ([`par_sum`]).
+/// (the groups' totals are added in their order).
 pub fn with_threads<R>(threads: usize, f: impl FnOnce() -> R) -> R {
     let old = THREADS.with(|t| t.replace(threads.max(1)));
     let r = f();
