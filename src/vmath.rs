@@ -277,18 +277,29 @@ pub fn apply_to(f: Func, xs: &[f64], ys: &mut [f64]) {
 /// the sum rounded as the interpreter rounds `x + c` (and `x - c` is
 /// `x + (-c)` exactly), then the function.
 pub fn apply_to_add(f: Func, xs: &[f64], ys: &mut [f64], c: Option<f64>) {
-    apply_to_add_at(f, best(), xs, ys, c)
+    map_to_add(f, best(), xs, ys, c)
 }
 
 /// [`apply_to_add`] at `level`, which must be one of [`levels`] (a level
 /// this CPU lacks runs the scalar fallback).
 pub fn apply_to_add_at(f: Func, level: Level, xs: &[f64], ys: &mut [f64], c: Option<f64>) {
-    assert_eq!(xs.len(), ys.len(), "apply_to: slices of different lengths");
-    let level = if levels().contains(&level) {
+    map_to_add(f, checked(level), xs, ys, c)
+}
+
+/// `level` if this CPU has it, else [`Level::Scalar`] (`levels` builds a
+/// vector: the calls at the best level, which must not allocate, skip
+/// this).
+fn checked(level: Level) -> Level {
+    if levels().contains(&level) {
         level
     } else {
         Level::Scalar
-    };
+    }
+}
+
+/// [`apply_to_add`] at a level this CPU has.
+fn map_to_add(f: Func, level: Level, xs: &[f64], ys: &mut [f64], c: Option<f64>) {
+    assert_eq!(xs.len(), ys.len(), "apply_to: slices of different lengths");
     match level {
         #[cfg(target_arch = "x86_64")]
         l @ (Level::Avx2 | Level::Avx512) if has_kernel(f) => {
@@ -431,17 +442,17 @@ pub const SUM_BLOCK: usize = 4096;
 /// 0 for an empty slice.
 pub fn sum_of(f: Func, xs: &[f64], c: Option<f64>) -> f64 {
     let level = best();
-    par_sum(xs, |g| sum_of_at(f, level, g, c))
+    par_sum(xs, |g| sum_at_level(f, level, g, c))
 }
 
-/// [`sum_of`] at `level`, which must be one of [`levels`] (a level this
-/// CPU lacks runs the scalar fallback).
+/// [`sum_of`] at `level` (on this thread), which must be one of
+/// [`levels`] (a level this CPU lacks runs the scalar fallback).
 pub fn sum_of_at(f: Func, level: Level, xs: &[f64], c: Option<f64>) -> f64 {
-    let level = if levels().contains(&level) {
-        level
-    } else {
-        Level::Scalar
-    };
+    sum_at_level(f, checked(level), xs, c)
+}
+
+/// [`sum_of`] at a level this CPU has, on this thread.
+fn sum_at_level(f: Func, level: Level, xs: &[f64], c: Option<f64>) -> f64 {
     match level {
         #[cfg(target_arch = "x86_64")]
         l @ (Level::Avx2 | Level::Avx512) if has_kernel(f) => {
