@@ -55,7 +55,7 @@ const L_LO: f64 = 1.908_214_929_270_587_700_02e-10 / 16.0;
 const CLAMP: f64 = 1e4;
 
 /// `2^(j/16)` rounded (high parts) ...
-pub(super) static TH: [f64; 16] = [
+static TH: [f64; 16] = [
     1.0,
     1.0442737824274138,
     1.0905077326652577,
@@ -74,7 +74,7 @@ pub(super) static TH: [f64; 16] = [
     1.9152065613971474,
 ];
 /// ... and the rest, `2^(j/16) - TH[j]` rounded.
-pub(super) static TL: [f64; 16] = [
+static TL: [f64; 16] = [
     0.0,
     8.551889705537965e-17,
     -3.046782079812471e-17,
@@ -94,7 +94,7 @@ pub(super) static TL: [f64; 16] = [
 ];
 
 /// `q(r) = (e^r - 1 - r)/r²` to `r^5` (Taylor: `1/2, 1/6, …, 1/7!`).
-pub(super) const Q: [f64; 6] = [
+const Q: [f64; 6] = [
     1.0 / 2.0,
     1.0 / 6.0,
     1.0 / 24.0,
@@ -194,6 +194,32 @@ const CORE2: f64 = 708.0;
 /// subnormal from -745.13…).
 const EDGE2: f64 = 746.0;
 
+/// The pieces of `e^(k·ln2/16 + r)` on four lanes that [`exp256`] and the
+/// AVX2 `tanh` (`super::tanh`) share: `p = e^r - 1` (`r + r²·q(r)`,
+/// Taylor to `r^7`), the integer `k` from the bits of `ks = x·16/ln2 +
+/// SHIFT` (less SHIFT's, two's complement), and `2^(j/16) = th + tl`,
+/// `j = k mod 16`, gathered from the table.
+#[inline]
+#[target_feature(enable = "avx2,fma")]
+pub(super) fn parts256(r: __m256d, ks: __m256d) -> (__m256d, __m256i, __m256d, __m256d) {
+    let set = _mm256_set1_pd;
+    let mut q = set(Q[5]);
+    for c in Q[..5].iter().rev() {
+        q = _mm256_fmadd_pd(q, r, set(*c));
+    }
+    let p = _mm256_fmadd_pd(_mm256_mul_pd(r, r), q, r);
+    let k = _mm256_sub_epi64(_mm256_castpd_si256(ks), _mm256_castpd_si256(set(SHIFT)));
+    let j = _mm256_and_si256(k, _mm256_set1_epi64x(15));
+    // SAFETY: every index is in 0..16, the tables' length.
+    let (th, tl) = unsafe {
+        (
+            _mm256_i64gather_pd::<8>(TH.as_ptr(), j),
+            _mm256_i64gather_pd::<8>(TL.as_ptr(), j),
+        )
+    };
+    (p, k, th, tl)
+}
+
 /// `e^x` of four lanes with `|x| < 708`: [`exp512`]'s operations, the
 /// table read by two gathers (AVX2 has no two-register permute) and `2^m`
 /// added to the exponent (the result is normal, so this is `scalef`'s
@@ -206,21 +232,7 @@ fn exp256(x: __m256d) -> __m256d {
     let kd = _mm256_sub_pd(ks, set(SHIFT));
     let r = _mm256_fnmadd_pd(kd, set(L_HI), x);
     let r = _mm256_fnmadd_pd(kd, set(L_LO), r);
-    let mut q = set(Q[5]);
-    for c in Q[..5].iter().rev() {
-        q = _mm256_fmadd_pd(q, r, set(*c));
-    }
-    let p = _mm256_fmadd_pd(_mm256_mul_pd(r, r), q, r);
-    // k in the low bits of ks's bits, less SHIFT's (two's complement)
-    let k = _mm256_sub_epi64(_mm256_castpd_si256(ks), _mm256_castpd_si256(set(SHIFT)));
-    let j = _mm256_and_si256(k, _mm256_set1_epi64x(15));
-    // SAFETY: every index is in 0..16, the tables' length.
-    let (th, tl) = unsafe {
-        (
-            _mm256_i64gather_pd::<8>(TH.as_ptr(), j),
-            _mm256_i64gather_pd::<8>(TL.as_ptr(), j),
-        )
-    };
+    let (p, k, th, tl) = parts256(r, ks);
     let v = _mm256_add_pd(th, _mm256_fmadd_pd(th, p, tl));
     // 2^floor(k/16) into the exponent: (k & ~15) << 48 = floor(k/16) << 52
     let m = _mm256_slli_epi64::<48>(_mm256_andnot_si256(_mm256_set1_epi64x(15), k));

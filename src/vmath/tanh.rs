@@ -72,7 +72,7 @@
 
 use std::arch::x86_64::*;
 
-use super::exp::{Q, TH, TL};
+use super::exp::parts256;
 
 /// Elements per chunk (one regime decision each).
 const CH: usize = 256;
@@ -631,23 +631,9 @@ fn exp256(a: __m256d) -> __m256d {
     let rh = _mm256_fnmadd_pd(kd, set(LN2_16_HI), z); // exact
     let r = _mm256_fnmadd_pd(kd, set(LN2_16_LO), rh);
     let rl = _mm256_fnmadd_pd(kd, set(LN2_16_LO), _mm256_sub_pd(rh, r));
-    // e^(r + rl) - 1 = p + rl, p = r + r²·q(r)
-    let mut q = set(Q[Q.len() - 1]);
-    for c in Q[..Q.len() - 1].iter().rev() {
-        q = _mm256_fmadd_pd(q, r, set(*c));
-    }
-    let p = _mm256_fmadd_pd(_mm256_mul_pd(r, r), q, r);
-    // k in the low bits of ks's bits, less SHIFT's (two's complement);
+    // e^(r + rl) - 1 = p + rl (p = e^r - 1), the integer k, and
     // 2^(j/16) = th + tl, j = k mod 16
-    let k = _mm256_sub_epi64(_mm256_castpd_si256(ks), _mm256_castpd_si256(set(SHIFT)));
-    let j = _mm256_and_si256(k, _mm256_set1_epi64x(15));
-    // SAFETY: every index is in 0..16, the tables' length.
-    let (th, tl) = unsafe {
-        (
-            _mm256_i64gather_pd::<8>(TH.as_ptr(), j),
-            _mm256_i64gather_pd::<8>(TL.as_ptr(), j),
-        )
-    };
+    let (p, k, th, tl) = parts256(r, ks);
     // y·2^-m = th + (th·(p + rl) + tl), as yh + yl (Fast2Sum)
     let s = _mm256_fmadd_pd(th, p, _mm256_fmadd_pd(th, rl, tl));
     let yh = _mm256_add_pd(th, s);
