@@ -203,11 +203,7 @@ pub fn apply(f: Func, xs: &mut [f64]) {
 /// level this CPU lacks runs the scalar fallback). `f` takes one
 /// argument (`max`/`min` are applied as `f(x, x)`).
 pub fn apply_at(f: Func, level: Level, xs: &mut [f64]) {
-    let level = if levels().contains(&level) {
-        level
-    } else {
-        Level::Scalar
-    };
+    let level = checked(level);
     match (f, level) {
         #[cfg(target_arch = "x86_64")]
         (
@@ -334,10 +330,14 @@ pub fn with_threads<R>(threads: usize, f: impl FnOnce() -> R) -> R {
     r
 }
 
-/// Elements of a group: the [`SUM_BLOCK`]s whose totals a sum adds on
-/// one accumulator before adding that into its running total (64, see
-/// [`sum_blocks`]).
-const GROUP: usize = 64 * SUM_BLOCK;
+/// Elements of a group: the [`MID`] [`SUM_BLOCK`]s whose totals a sum
+/// adds on one accumulator before adding that into its running total
+/// ([`sum_blocks`]).
+const GROUP: usize = MID * SUM_BLOCK;
+
+/// Blocks whose totals [`sum_blocks`] adds on one accumulator before
+/// adding that into its running total.
+const MID: usize = 64;
 
 /// A value the pool's threads hand back through an atomic (its bits).
 trait Bits: Copy + Default + Send + Sync {
@@ -1063,7 +1063,6 @@ fn sum_blocks<T: Copy + Default + std::ops::AddAssign + std::ops::Add<Output = T
     xs: &[T],
     mut block: impl FnMut(&[T]) -> T,
 ) -> T {
-    const MID: usize = 64;
     let (mut outer, mut mid, mut k) = (T::default(), T::default(), 0);
     for b in xs.chunks(SUM_BLOCK) {
         mid += block(b);

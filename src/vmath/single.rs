@@ -82,12 +82,7 @@ pub fn apply_at_f32(f: Func, level: Level, xs: &[f32], ys: &mut [f32], c: Option
         ys.len(),
         "apply_at_f32: slices of different lengths"
     );
-    let level = if super::levels().contains(&level) {
-        level
-    } else {
-        Level::Scalar
-    };
-    map_at(f, level, xs, ys, c)
+    map_at(f, super::checked(level), xs, ys, c)
 }
 
 /// The map at a level this CPU has.
