@@ -819,7 +819,64 @@ pub fn decide_in(p: &Pred, cx: &Cx) -> Option<bool> {
 type Key = Result<egg::RecExpr<crate::egraph::TL>, String>;
 
 fn key_of(e: &Expr) -> Key {
-    crate::egraph::to_rec(e).map_err(|_| format!("{e:?}"))
+    crate::egraph::to_rec(e)
+        .map(commuted)
+        .map_err(|_| format!("{e:?}"))
+}
+
+/// `rec` with the two operands of every `+` and `*` in a canonical order
+/// (by a structural hash of each operand, itself computed on the
+/// reordered operands), so that values equal up to the commutativity of
+/// `+` and `*` — `Σₖ Q[i,k]·K[j,k]` and `Σₖ K[j,k]·Q[i,k]`, which the
+/// e-graph's extraction may write either way in two places of one
+/// program — get one key and share one `let`. Swapping the operands of
+/// an IEEE addition or multiplication never changes its value, so the
+/// shared value is the one computed either way. Two operands whose
+/// hashes collide keep their written order (a missed sharing, never a
+/// wrong one: the key is still the term itself, compared node by node).
+fn commuted(rec: egg::RecExpr<crate::egraph::TL>) -> egg::RecExpr<crate::egraph::TL> {
+    use crate::egraph::TL;
+    use egg::{Id, Language};
+    use std::hash::{Hash, Hasher};
+    let nodes = rec.as_ref();
+    let mut hashes: Vec<u64> = Vec::with_capacity(nodes.len());
+    let mut ordered: Vec<TL> = Vec::with_capacity(nodes.len());
+    for node in nodes {
+        let mut node = node.clone();
+        if let TL::Add([a, b]) | TL::Mul([a, b]) = &mut node {
+            if hashes[usize::from(*b)] < hashes[usize::from(*a)] {
+                std::mem::swap(a, b);
+            }
+        }
+        // the node without its children's positions, then the children's
+        // hashes in their (now canonical) order
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        node.clone().map_children(|_| Id::from(0usize)).hash(&mut h);
+        for &c in node.children() {
+            hashes[usize::from(c)].hash(&mut h);
+        }
+        hashes.push(h.finish());
+        ordered.push(node);
+    }
+    // written out again from the root, children first in their order, so
+    // that equal trees are equal node vectors
+    fn emit(id: Id, ordered: &[TL], out: &mut egg::RecExpr<TL>, done: &mut Vec<Option<Id>>) -> Id {
+        if let Some(n) = done[usize::from(id)] {
+            return n;
+        }
+        let node = ordered[usize::from(id)]
+            .clone()
+            .map_children(|c| emit(c, ordered, out, done));
+        let n = out.add(node);
+        done[usize::from(id)] = Some(n);
+        n
+    }
+    let mut out = egg::RecExpr::default();
+    if let Some(last) = ordered.len().checked_sub(1) {
+        let mut done = vec![None; ordered.len()];
+        emit(Id::from(last), &ordered, &mut out, &mut done);
+    }
+    out
 }
 
 struct Norm<'a> {

@@ -542,7 +542,9 @@ fn the_optimiser_makes_a_scaled_product_one_stage() {
     let k = jit::compile_with(&o.program, &opts(true, 1)).unwrap();
     let st = k.stages();
     assert_eq!(st.first().map(String::as_str), Some("gemm s×s×d"), "{st:?}");
-    assert_eq!(st.last().map(String::as_str), Some("gemm s×d×s"), "{st:?}");
+    // (P·V is a stage too; the normalisation by the row sums may follow it:
+    // `tests/suite/staging.rs`)
+    assert!(st.iter().any(|s| s == "gemm s×d×s"), "{st:?}");
     // values: the interpreter's on the written program
     for (s, d) in [(1, 1), (5, 3), (33, 8)] {
         let sizes: BTreeMap<String, usize> = [("s".to_string(), s), ("d".to_string(), d)]

@@ -150,6 +150,41 @@ fn attention_computes_q_k_once_and_both_products_on_the_stage() {
     agrees(ATTENTION);
 }
 
+/// Attention with the stable softmax (the row maximum subtracted).
+const STABLE_ATTENTION: &str = "fn att(Q: [s,d]R, K: [s,d]R, V: [s,d]R) -> [s,d]R = \
+    let S = gen(i:s, j:s) (sum(l:d) Q[i,l] * K[j,l]) / 8 in \
+    let P = gen(i:s) let mx = max(j:s) S[i,j] in let z = sum(j:s) exp(S[i,j] - mx) in \
+    gen(j:s) exp(S[i,j] - mx) / z in \
+    gen(i:s, c:d) sum(j:s) P[i,j] * V[j,c]";
+
+#[test]
+fn stable_attention_divides_the_product_by_the_row_sums() {
+    // the e-graph moves `/ z` out of P·V's sum (`sum-div-out`) and writes
+    // Q·Kᵀ once as `Q[i,l] * K[j,l]`, once as `K[j,l] * Q[i,l]` (at two
+    // binder depths: two e-classes); the post-pass keys values up to the
+    // operands' order of `*` and `+`, so both are one stage, and the
+    // s×s probabilities are never divided or stored
+    let (stages, text) = staged(STABLE_ATTENTION);
+    assert_eq!(gemm_count(&stages), 2, "Q·Kᵀ and P·V\n{text}\n{stages:?}");
+    assert_eq!(text.matches("Q[").count(), 1, "Q·Kᵀ computed once\n{text}");
+    let division = text
+        .lines()
+        .find(|l| l.contains(" / t"))
+        .unwrap_or_else(|| panic!("no division by a row sum\n{text}"));
+    assert!(
+        division.contains("gen(i:s, j:d)"),
+        "the division is of the s×d product\n{text}"
+    );
+    agrees(STABLE_ATTENTION);
+    // the same value written both ways in one scalar, at two depths
+    let both = "fn f(Q: [s,d]R, K: [s,d]R) -> [s,s]R = gen(i:s, j:s) \
+        exp((sum(l:d) Q[i,l] * K[j,l]) - max(k:s) sum(m:d) K[k,m] * Q[i,m])";
+    let (stages, text) = staged(both);
+    assert_eq!(text.matches("Q[").count(), 1, "one product\n{text}");
+    assert_eq!(gemm_count(&stages), 1, "{text}\n{stages:?}");
+    agrees(both);
+}
+
 #[test]
 fn a_centred_gram_matrix_materialises_its_centred_factor() {
     let (stages, text) = staged(GRAM);
