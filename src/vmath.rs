@@ -1041,6 +1041,52 @@ fn run_func(f: Func, xs: &mut [f64]) {
 /// Accumulators of a fused sum (two AVX-512 vectors, four AVX2 ones).
 const ACCS: usize = 16;
 
+/// The halving of a 256-term chunk (`buf[k] += buf[k + w]` for `w` =
+/// 128, 64, 32, 16) without the buffer: `first(x)` is the first level's
+/// sixteen values at `x..x + 16` (`t[x + i] + t[x + i + 128]`), and the
+/// result is the sixteen values the halving leaves at the front, each
+/// the same additions in the same order (depth first, in registers: the
+/// in-place halving stored and reloaded every level).
+#[inline(always)]
+fn halved<T: Copy + std::ops::AddAssign>(first: impl Fn(usize) -> [T; ACCS]) -> [T; ACCS] {
+    // (loops, not `array::from_fn`: that was left a call, outside the
+    // caller's target features)
+    #[inline(always)]
+    fn add<T: Copy + std::ops::AddAssign>(mut a: [T; ACCS], b: [T; ACCS]) -> [T; ACCS] {
+        for i in 0..ACCS {
+            a[i] += b[i];
+        }
+        a
+    }
+    // (written out: closures for the levels were left calls)
+    let (f0, f64_, f32_, f96) = (first(0), first(64), first(32), first(96));
+    let lo = add(add(f0, f64_), add(f32_, f96));
+    let (f16, f80, f48, f112) = (first(16), first(80), first(48), first(112));
+    add(lo, add(add(f16, f80), add(f48, f112)))
+}
+
+/// [`halved`] of a chunk held in `buf` (256 terms).
+#[inline(always)]
+fn halved_buf<T: Copy + std::ops::AddAssign>(buf: &[T]) -> [T; ACCS] {
+    halved(
+        #[inline(always)]
+        |x| first_level(buf, x, |t| t),
+    )
+}
+
+/// The first level of [`halved`] at `x` from a whole chunk `s`: `t(s[x +
+/// i]) + t(s[x + i + 128])`.
+#[inline(always)]
+fn first_level<T: Copy + std::ops::AddAssign>(s: &[T], x: usize, t: impl Fn(T) -> T) -> [T; ACCS] {
+    let (a, b) = (&s[x..x + ACCS], &s[x + 128..x + 128 + ACCS]);
+    let mut r = [a[0]; ACCS];
+    for i in 0..ACCS {
+        r[i] = t(a[i]);
+        r[i] += t(b[i]);
+    }
+    r
+}
+
 /// The sum of `acc` as a balanced tree.
 #[inline(always)]
 fn pairwise<T: Copy + std::ops::AddAssign>(acc: [T; ACCS]) -> T {
@@ -1077,9 +1123,9 @@ fn sum_blocks<T: Copy + Default + std::ops::AddAssign + std::ops::Add<Output = T
 }
 
 /// [`sum_of`]'s lane code: per chunk, the terms into a stack buffer (in
-/// cache) by the map's code, the chunk added pairwise in place (halves
-/// onto halves down to [`ACCS`] values: plain loops over consecutive
-/// elements, which vectorise), those into [`ACCS`] accumulators.
+/// cache) by the map's code, the chunk added pairwise (halves onto
+/// halves down to [`ACCS`] values, [`halved`]: in registers, the buffer
+/// only read), those into [`ACCS`] accumulators.
 /// (Each form is compiled in a function of its own, [`x86`]: with both
 /// forms in one function some lanes were not inlined, see
 /// [`run_func_to_add`]. Accumulating a chunk straight into `[f64; 16]`
@@ -1096,6 +1142,7 @@ fn run_sum<T: Copy + Default + std::ops::AddAssign + std::ops::Add<Output = T>>(
     mut terms: impl FnMut(&[T], &mut [T]),
 ) -> T {
     const CH: usize = 256;
+    const _: () = assert!(CH == 16 * ACCS);
     sum_blocks(
         xs,
         #[inline(always)]
@@ -1108,16 +1155,8 @@ fn run_sum<T: Copy + Default + std::ops::AddAssign + std::ops::Add<Output = T>>(
                     // (+0 terms: the sum of the others, -0 aside)
                     buf[s.len()..].fill(T::default());
                 }
-                let mut w = CH;
-                while w > ACCS {
-                    w /= 2;
-                    let (a, b) = buf.split_at_mut(w);
-                    for (x, y) in a.iter_mut().zip(&b[..w]) {
-                        *x += *y;
-                    }
-                }
-                for (a, x) in acc.iter_mut().zip(&buf[..ACCS]) {
-                    *a += *x;
+                for (a, x) in acc.iter_mut().zip(halved_buf(&buf)) {
+                    *a += x;
                 }
             }
             pairwise(acc)

@@ -31,7 +31,7 @@
 
 #[cfg(target_arch = "x86_64")]
 use super::quotient;
-use super::{pairwise, Level, ACCS, SUM_BLOCK};
+use super::{halved, halved_buf, pairwise, Level, ACCS, SUM_BLOCK};
 
 // a chunk: one level from the slice, then three halvings to the accumulators
 const _: () = assert!(CH / 16 == ACCS);
@@ -66,40 +66,26 @@ fn tree_sum(xs: &[f64], c: f64, term: impl Fn(f64, f64) -> f64 + Copy) -> f64 {
 /// values, those into [`ACCS`] accumulators, summed as a balanced tree.
 #[inline(always)]
 fn tree_block(blk: &[f64], c: f64, term: impl Fn(f64, f64) -> f64 + Copy) -> f64 {
-    const H: usize = CH / 2;
     let mut acc = [0.0f64; ACCS];
-    let mut buf = [0.0f64; H];
     for s in blk.chunks(CH) {
-        if s.len() == CH {
-            let (a, b) = s.split_at(H);
-            for ((t, x), y) in buf.iter_mut().zip(a).zip(b) {
-                *t = term(*x, c) + term(*y, c);
-            }
+        let sixteen = if s.len() == CH {
+            halved(
+                #[inline(always)]
+                |x| super::first_level(s, x, |v| term(v, c)),
+            )
         } else {
             // (+0 terms: the sum of the others, -0 aside)
-            for (k, t) in buf.iter_mut().enumerate() {
-                let x = s.get(k).map_or(0.0, |x| term(*x, c));
-                let y = s.get(k + H).map_or(0.0, |y| term(*y, c));
-                *t = x + y;
+            let mut buf = [0.0f64; CH];
+            for (t, x) in buf.iter_mut().zip(s) {
+                *t = term(*x, c);
             }
-        }
-        halve(&mut buf, H / 2);
-        halve(&mut buf, H / 4);
-        halve(&mut buf, H / 8);
-        for (a, x) in acc.iter_mut().zip(&buf[..ACCS]) {
-            *a += *x;
+            halved_buf(&buf)
+        };
+        for (a, x) in acc.iter_mut().zip(sixteen) {
+            *a += x;
         }
     }
     pairwise(acc)
-}
-
-/// `buf[k] += buf[k + w]` for `k < w`.
-#[inline(always)]
-fn halve(buf: &mut [f64], w: usize) {
-    let (a, b) = buf.split_at_mut(w);
-    for (x, y) in a.iter_mut().zip(&b[..w]) {
-        *x += *y;
-    }
 }
 
 /// A term of the plain sum.

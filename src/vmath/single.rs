@@ -224,17 +224,35 @@ fn square(x: f32, c: f32) -> f32 {
     d * d
 }
 
-/// [`run_sum`] of `term(x, c)`, written out (the terms straight into the
-/// chunk buffer, which vectorises).
+/// [`run_sum`] of `term(x, c)`, written out: a whole chunk's terms
+/// straight from the slice into the first level of the halving
+/// ([`super::halved`], in registers), a partial chunk's through a buffer
+/// padded with `+0` terms, as `run_sum` pads it (the same additions).
 #[inline(always)]
 fn term_sum(xs: &[f32], c: f32, term: impl Fn(f32, f32) -> f32 + Copy) -> f32 {
-    run_sum(
+    super::sum_blocks(
         xs,
         #[inline(always)]
-        |s, t| {
-            for (y, x) in t.iter_mut().zip(s) {
-                *y = term(*x, c);
+        |blk| {
+            let mut acc = [0.0f32; super::ACCS];
+            for s in blk.chunks(CH) {
+                let sixteen = if s.len() == CH {
+                    super::halved(
+                        #[inline(always)]
+                        |x| super::first_level(s, x, |v| term(v, c)),
+                    )
+                } else {
+                    let mut buf = [0.0f32; CH];
+                    for (t, x) in buf.iter_mut().zip(s) {
+                        *t = term(*x, c);
+                    }
+                    super::halved_buf(&buf)
+                };
+                for (a, x) in acc.iter_mut().zip(sixteen) {
+                    *a += x;
+                }
             }
+            super::pairwise(acc)
         },
     )
 }
