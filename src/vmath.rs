@@ -55,8 +55,9 @@
 //! JIT's long sums ([`crate::jit`]), so a long sum stays about as
 //! accurate as numpy's pairwise summation; [`reduce_of`] is the IEEE
 //! 754-2019 `maximum`/`minimum` of a slice (NaN if any term is NaN,
-//! -0 < +0), compared as integers in the total order of the doubles,
-//! so it vectorises. The JIT's staged loops call them for a sum whose
+//! -0 < +0): at AVX-512 by `vrangepd` with the NaNs counted on the
+//! side, elsewhere compared as integers in the total order of the
+//! doubles, so it vectorises. The JIT's staged loops call them for a sum whose
 //! term is one kernel function of a run (log-sum-exp's
 //! `sum(i:n) exp(x[i] - m)`) and for a max/min reduction of a run.
 //!
