@@ -102,6 +102,77 @@
 use crate::syntax::ast::{Func, RedOp};
 use std::sync::atomic::{AtomicU8, Ordering};
 
+/// The body of an AVX-512 max/min reduction of a slice, `f64` and `f32`
+/// lanes alike: `vrange` with imm 5 (the larger) or 4 (the smaller), the
+/// sign from the comparison, orders -0 below +0 as IEEE 754-2019
+/// `maximum`/`minimum` do, but returns the other operand for a quiet NaN
+/// (measured): so the NaNs are counted on the side, one unordered compare
+/// per vector; two instructions per vector where `run_reduce`'s order
+/// keys took five. Four accumulators, the tail by a masked load filled
+/// with the identity, the lanes by the calling module's `run_reduce`; any
+/// NaN gives the type's `NAN`, as `run_reduce` does. A block that returns
+/// from the enclosing function.
+#[cfg(target_arch = "x86_64")]
+macro_rules! range_reduce {
+    ($op:expr, $xs:expr, $t:ty, $v:ty, $mask:ty, $w:expr, identity = $ident:expr,
+     set1 = $set1:ident, load = $load:ident, mask_load = $mload:ident, store = $store:ident,
+     range = $range:ident, cmp = $cmp:ident) => {{
+        #[inline]
+        #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
+        fn range(max: bool, a: $v, b: $v) -> $v {
+            if max {
+                $range::<5>(a, b)
+            } else {
+                $range::<4>(a, b)
+            }
+        }
+        #[inline]
+        #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
+        fn nans(x: $v) -> $mask {
+            $cmp::<_CMP_UNORD_Q>(x, x)
+        }
+        let (op, xs): (RedOp, &[$t]) = ($op, $xs);
+        let max = op == RedOp::Max;
+        let id = $set1($ident);
+        let (p, n) = (xs.as_ptr(), xs.len());
+        let mut acc = [id; 4];
+        let mut nan: $mask = 0;
+        let mut i = 0;
+        // SAFETY: every load reads the lanes `i..i + W` with `i + W <= n`,
+        // or (masked) only those below `n`.
+        unsafe {
+            while i + 4 * $w <= n {
+                for (k, a) in acc.iter_mut().enumerate() {
+                    let x = $load(p.add(i + $w * k));
+                    nan |= nans(x);
+                    *a = range(max, *a, x);
+                }
+                i += 4 * $w;
+            }
+            while i + $w <= n {
+                let x = $load(p.add(i));
+                nan |= nans(x);
+                acc[0] = range(max, acc[0], x);
+                i += $w;
+            }
+            if i < n {
+                let m: $mask = (1 << (n - i)) - 1;
+                let x = $mload(id, m, p.add(i));
+                nan |= nans(x);
+                acc[1] = range(max, acc[1], x);
+            }
+        }
+        if nan != 0 {
+            return <$t>::NAN;
+        }
+        let v = range(max, range(max, acc[0], acc[1]), range(max, acc[2], acc[3]));
+        let mut lanes = [<$t>::default(); $w];
+        // SAFETY: room for the lanes.
+        unsafe { $store(lanes.as_mut_ptr(), v) };
+        run_reduce(op, &lanes)
+    }};
+}
+
 mod moments;
 pub use moments::{
     affine_to, affine_to_at, einsat_vaffine, einsat_vsum, einsat_vsumsq_add, sum, sum_sq_add,
@@ -1088,6 +1159,41 @@ fn first_level<T: Copy + std::ops::AddAssign>(s: &[T], x: usize, t: impl Fn(T) -
     r
 }
 
+/// One [`SUM_BLOCK`]-term block of `Σ term(x)`: per chunk of 256 the
+/// terms added pairwise ([`halved`]; a whole chunk's terms straight from
+/// the slice into the first level, a partial chunk's through a buffer
+/// padded with `+0` terms, as [`run_sum`] pads it) down to [`ACCS`]
+/// values, those into [`ACCS`] accumulators, summed as a balanced tree
+/// ([`pairwise`]): `run_sum`'s additions in `run_sum`'s order. The plain
+/// sums and sums of squares of `f64` (`moments`) and `f32` (`single`).
+#[inline(always)]
+fn term_block<T: Copy + Default + std::ops::AddAssign>(
+    blk: &[T],
+    term: impl Fn(T) -> T + Copy,
+) -> T {
+    const CH: usize = 16 * ACCS;
+    let mut acc = [T::default(); ACCS];
+    for s in blk.chunks(CH) {
+        let sixteen = if s.len() == CH {
+            halved(
+                #[inline(always)]
+                |x| first_level(s, x, term),
+            )
+        } else {
+            // (+0 terms: the sum of the others, -0 aside)
+            let mut buf = [T::default(); CH];
+            for (t, x) in buf.iter_mut().zip(s) {
+                *t = term(*x);
+            }
+            halved_buf(&buf)
+        };
+        for (a, x) in acc.iter_mut().zip(sixteen) {
+            *a += x;
+        }
+    }
+    pairwise(acc)
+}
+
 /// The sum of `acc` as a balanced tree.
 #[inline(always)]
 fn pairwise<T: Copy + std::ops::AddAssign>(acc: [T; ACCS]) -> T {
@@ -1256,66 +1362,21 @@ mod x86 {
     #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
     unsafe fn avx512_reduce(op: RedOp, xs: &[f64]) -> f64 {
         use std::arch::x86_64::*;
-        // `vrangepd` with imm 5 (the larger) or 4 (the smaller), the sign
-        // from the comparison, orders -0 below +0 as IEEE 754-2019
-        // `maximum`/`minimum` do, but returns the other operand for a
-        // quiet NaN (measured): so the NaNs are counted on the side, one
-        // unordered compare per vector; two instructions per vector where
-        // `run_reduce`'s order keys took five. Four accumulators, the tail
-        // by a masked load filled with the identity, the lanes by
-        // `RedOp::apply`; any NaN gives `f64::NAN`, as `run_reduce` does.
-        #[inline]
-        #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
-        fn range(max: bool, a: __m512d, b: __m512d) -> __m512d {
-            if max {
-                _mm512_range_pd::<5>(a, b)
-            } else {
-                _mm512_range_pd::<4>(a, b)
-            }
-        }
-        #[inline]
-        #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
-        fn nans(x: __m512d) -> __mmask8 {
-            _mm512_cmp_pd_mask::<_CMP_UNORD_Q>(x, x)
-        }
-        let max = op == RedOp::Max;
-        let id = _mm512_set1_pd(op.identity());
-        let (p, n) = (xs.as_ptr(), xs.len());
-        let mut acc = [id; 4];
-        let mut nan: __mmask8 = 0;
-        let mut i = 0;
-        // SAFETY: every load reads elements `i..i + 8` with `i + 8 <= n`,
-        // or (masked) only those below `n`.
-        unsafe {
-            while i + 32 <= n {
-                for (k, a) in acc.iter_mut().enumerate() {
-                    let x = _mm512_loadu_pd(p.add(i + 8 * k));
-                    nan |= nans(x);
-                    *a = range(max, *a, x);
-                }
-                i += 32;
-            }
-            while i + 8 <= n {
-                let x = _mm512_loadu_pd(p.add(i));
-                nan |= nans(x);
-                acc[0] = range(max, acc[0], x);
-                i += 8;
-            }
-            if i < n {
-                let m: __mmask8 = (1u8 << (n - i)) - 1;
-                let x = _mm512_mask_loadu_pd(id, m, p.add(i));
-                nan |= nans(x);
-                acc[1] = range(max, acc[1], x);
-            }
-        }
-        if nan != 0 {
-            return f64::NAN;
-        }
-        let v = range(max, range(max, acc[0], acc[1]), range(max, acc[2], acc[3]));
-        let mut lanes = [0.0f64; 8];
-        // SAFETY: room for eight.
-        unsafe { _mm512_storeu_pd(lanes.as_mut_ptr(), v) };
-        lanes.iter().fold(op.identity(), |a, &x| op.apply(a, x))
+        range_reduce!(
+            op,
+            xs,
+            f64,
+            __m512d,
+            __mmask8,
+            8,
+            identity = op.identity(),
+            set1 = _mm512_set1_pd,
+            load = _mm512_loadu_pd,
+            mask_load = _mm512_mask_loadu_pd,
+            store = _mm512_storeu_pd,
+            range = _mm512_range_pd,
+            cmp = _mm512_cmp_pd_mask
+        )
     }
 
     /// # Safety

@@ -31,16 +31,10 @@
 
 #[cfg(target_arch = "x86_64")]
 use super::quotient;
-use super::{halved, halved_buf, pairwise, Level, ACCS, SUM_BLOCK};
-
-// a chunk: one level from the slice, then three halvings to the accumulators
-const _: () = assert!(CH / 16 == ACCS);
-
-/// Terms per chunk of a sum, added pairwise.
-const CH: usize = 256;
+use super::{term_block, Level, SUM_BLOCK};
 
 /// `Σ term(x, c)` over `xs` in [`super::run_sum`]'s order: per block of
-/// [`SUM_BLOCK`] terms ([`tree_block`]), the blocks' totals on two
+/// [`SUM_BLOCK`] terms ([`super::term_block`]), the blocks' totals on two
 /// levels (as [`super::sum_blocks`]; written out here, and `term` an
 /// `#[inline(always)]` function item, so that nothing is left outside the
 /// caller's target features: a closure was, and ran on 16-byte vectors).
@@ -49,7 +43,7 @@ fn tree_sum(xs: &[f64], c: f64, term: impl Fn(f64, f64) -> f64 + Copy) -> f64 {
     const MID: usize = 64;
     let (mut outer, mut mid, mut k) = (0.0, 0.0, 0);
     for b in xs.chunks(SUM_BLOCK) {
-        mid += tree_block(b, c, term);
+        mid += term_block(b, |x| term(x, c));
         k += 1;
         if k == MID {
             outer += mid;
@@ -58,34 +52,6 @@ fn tree_sum(xs: &[f64], c: f64, term: impl Fn(f64, f64) -> f64 + Copy) -> f64 {
         }
     }
     outer + mid
-}
-
-/// One block of [`tree_sum`]: per chunk of [`CH`] the terms added
-/// pairwise (halves onto halves: the first level straight from the
-/// slice, a partial chunk padded with `+0` terms) down to [`ACCS`]
-/// values, those into [`ACCS`] accumulators, summed as a balanced tree.
-#[inline(always)]
-fn tree_block(blk: &[f64], c: f64, term: impl Fn(f64, f64) -> f64 + Copy) -> f64 {
-    let mut acc = [0.0f64; ACCS];
-    for s in blk.chunks(CH) {
-        let sixteen = if s.len() == CH {
-            halved(
-                #[inline(always)]
-                |x| super::first_level(s, x, |v| term(v, c)),
-            )
-        } else {
-            // (+0 terms: the sum of the others, -0 aside)
-            let mut buf = [0.0f64; CH];
-            for (t, x) in buf.iter_mut().zip(s) {
-                *t = term(*x, c);
-            }
-            halved_buf(&buf)
-        };
-        for (a, x) in acc.iter_mut().zip(sixteen) {
-            *a += x;
-        }
-    }
-    pairwise(acc)
 }
 
 /// A term of the plain sum.

@@ -225,36 +225,14 @@ fn square(x: f32, c: f32) -> f32 {
     d * d
 }
 
-/// [`run_sum`] of `term(x, c)`, written out: a whole chunk's terms
-/// straight from the slice into the first level of the halving
-/// ([`super::halved`], in registers), a partial chunk's through a buffer
-/// padded with `+0` terms, as `run_sum` pads it (the same additions).
+/// [`run_sum`] of `term(x, c)`, written out ([`super::term_block`]:
+/// whole chunks straight from the slice, no copy into a chunk buffer).
 #[inline(always)]
 fn term_sum(xs: &[f32], c: f32, term: impl Fn(f32, f32) -> f32 + Copy) -> f32 {
     super::sum_blocks(
         xs,
         #[inline(always)]
-        |blk| {
-            let mut acc = [0.0f32; super::ACCS];
-            for s in blk.chunks(CH) {
-                let sixteen = if s.len() == CH {
-                    super::halved(
-                        #[inline(always)]
-                        |x| super::first_level(s, x, |v| term(v, c)),
-                    )
-                } else {
-                    let mut buf = [0.0f32; CH];
-                    for (t, x) in buf.iter_mut().zip(s) {
-                        *t = term(*x, c);
-                    }
-                    super::halved_buf(&buf)
-                };
-                for (a, x) in acc.iter_mut().zip(sixteen) {
-                    *a += x;
-                }
-            }
-            super::pairwise(acc)
-        },
+        |blk| super::term_block(blk, |x| term(x, c)),
     )
 }
 
@@ -660,64 +638,22 @@ mod x86 {
     #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
     unsafe fn avx512_reduce(op: RedOp, xs: &[f32]) -> f32 {
         use std::arch::x86_64::*;
-        // As the parent's `f64` reduction at AVX-512: `vrangeps` with imm
-        // 5 (the larger) or 4 (the smaller), the sign from the comparison
-        // (-0 below +0), the NaNs counted on the side (`vrangeps` returns
-        // the other operand for a quiet NaN); any NaN gives `f32::NAN`,
-        // as `run_reduce` does.
-        #[inline]
-        #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
-        fn range(max: bool, a: __m512, b: __m512) -> __m512 {
-            if max {
-                _mm512_range_ps::<5>(a, b)
-            } else {
-                _mm512_range_ps::<4>(a, b)
-            }
-        }
-        #[inline]
-        #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
-        fn nans(x: __m512) -> __mmask16 {
-            _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(x, x)
-        }
-        let max = op == RedOp::Max;
-        let ident = op.identity() as f32;
-        let id = _mm512_set1_ps(ident);
-        let (p, n) = (xs.as_ptr(), xs.len());
-        let mut acc = [id; 4];
-        let mut nan: __mmask16 = 0;
-        let mut i = 0;
-        // SAFETY: every load reads elements `i..i + 16` with `i + 16 <=
-        // n`, or (masked) only those below `n`.
-        unsafe {
-            while i + 64 <= n {
-                for (k, a) in acc.iter_mut().enumerate() {
-                    let x = _mm512_loadu_ps(p.add(i + 16 * k));
-                    nan |= nans(x);
-                    *a = range(max, *a, x);
-                }
-                i += 64;
-            }
-            while i + 16 <= n {
-                let x = _mm512_loadu_ps(p.add(i));
-                nan |= nans(x);
-                acc[0] = range(max, acc[0], x);
-                i += 16;
-            }
-            if i < n {
-                let m: __mmask16 = (1u16 << (n - i)) - 1;
-                let x = _mm512_mask_loadu_ps(id, m, p.add(i));
-                nan |= nans(x);
-                acc[1] = range(max, acc[1], x);
-            }
-        }
-        if nan != 0 {
-            return f32::NAN;
-        }
-        let v = range(max, range(max, acc[0], acc[1]), range(max, acc[2], acc[3]));
-        let mut lanes = [0.0f32; 16];
-        // SAFETY: room for sixteen.
-        unsafe { _mm512_storeu_ps(lanes.as_mut_ptr(), v) };
-        run_reduce(op, &lanes)
+        // (the parent's `range_reduce`, on `vrangeps`)
+        range_reduce!(
+            op,
+            xs,
+            f32,
+            __m512,
+            __mmask16,
+            16,
+            identity = op.identity() as f32,
+            set1 = _mm512_set1_ps,
+            load = _mm512_loadu_ps,
+            mask_load = _mm512_mask_loadu_ps,
+            store = _mm512_storeu_ps,
+            range = _mm512_range_ps,
+            cmp = _mm512_cmp_ps_mask
+        )
     }
 
     /// # Safety
