@@ -51,27 +51,47 @@ struct Mono {
 /// The monomials of `e`; in safe mode only a single monomial (a product
 /// of factors under sums) is read, anything else is `None`.
 fn expand(e: &Expr, safe: bool) -> Option<Vec<Mono>> {
+    expand_in(e, safe, false)
+}
+
+/// Whether a sum of range `n` may take in the factors beside it: only a
+/// range known not to be empty (the e-graph's `nonempty`, `rules/binding.rules`).
+/// Moved into an empty sum, an infinite or NaN factor times the sum's 0
+/// (NaN) would become 0; the default mode never drops a NaN.
+fn takes_factors(n: &Size) -> bool {
+    matches!(n, Size::Lit(k) if *k >= 1)
+}
+
+/// [`expand`] of `e`, a factor of a product when `inner` (so that lifting
+/// its sums moves the other factors into them). In safe mode a sum there
+/// whose range may be empty ([`takes_factors`]) stays whole, one factor.
+fn expand_in(e: &Expr, safe: bool, inner: bool) -> Option<Vec<Mono>> {
     let out = match e {
+        Expr::Sum(_, n, _) if safe && inner && !takes_factors(n) => vec![Mono {
+            neg: false,
+            binders: vec![],
+            factors: vec![e.clone()],
+        }],
         Expr::Bin(BinOp::Add, a, b) if !safe => {
-            let mut v = expand(a, safe)?;
-            v.extend(expand(b, safe)?);
+            let mut v = expand_in(a, safe, inner)?;
+            v.extend(expand_in(b, safe, inner)?);
             v
         }
         Expr::Bin(BinOp::Sub, a, b) if !safe => {
-            let mut v = expand(a, safe)?;
+            let mut v = expand_in(a, safe, inner)?;
             v.extend(
-                expand(b, safe)?
+                expand_in(b, safe, inner)?
                     .into_iter()
                     .map(|m| Mono { neg: !m.neg, ..m }),
             );
             v
         }
-        Expr::Neg(a) => expand(a, safe)?
+        Expr::Neg(a) => expand_in(a, safe, inner)?
             .into_iter()
             .map(|m| Mono { neg: !m.neg, ..m })
             .collect(),
         Expr::Bin(BinOp::Mul, a, b) => {
-            let (va, vb) = (expand(a, safe)?, expand(b, safe)?);
+            let (va, vb) = (expand_in(a, safe, true)?, expand_in(b, safe, true)?);
             let mut v = Vec::new();
             for x in &va {
                 for y in &vb {
@@ -95,7 +115,7 @@ fn expand(e: &Expr, safe: bool) -> Option<Vec<Mono>> {
             v
         }
         Expr::Sum(i, n, b) => {
-            let mut v = expand(b, safe)?;
+            let mut v = expand_in(b, safe, inner)?;
             for m in &mut v {
                 if m.binders.iter().any(|(j, _)| j == i) {
                     return None; // a shadowed binder
@@ -576,7 +596,9 @@ mod long_products {
 
 /// A product under sums, read in linear time: every factor of a tree of `*`
 /// (and negations) under its leading and nested sums, or `None` when the
-/// expression is not one (a `+` inside, a binder name bound twice).
+/// expression is not one (a `+` inside, a binder name bound twice). A sum
+/// inside the product whose range may be empty ([`takes_factors`]) is a
+/// factor, whole: the plan would move the other factors into it.
 fn read_network(e: &Expr) -> Option<Mono> {
     let mut m = Mono {
         neg: false,
@@ -584,23 +606,25 @@ fn read_network(e: &Expr) -> Option<Mono> {
         factors: vec![],
     };
     let mut names: BTreeSet<String> = BTreeSet::new();
-    let mut stack = vec![e];
-    while let Some(x) = stack.pop() {
+    // (each subterm with whether it is inside the product)
+    let mut stack = vec![(e, false)];
+    while let Some((x, inner)) = stack.pop() {
         match x {
             Expr::Bin(BinOp::Mul, a, b) => {
-                stack.push(b);
-                stack.push(a);
+                stack.push((b, true));
+                stack.push((a, true));
             }
             Expr::Neg(a) => {
                 m.neg = !m.neg;
-                stack.push(a);
+                stack.push((a, inner));
             }
+            Expr::Sum(_, n, _) if inner && !takes_factors(n) => m.factors.push(x.clone()),
             Expr::Sum(i, n, b) => {
                 if !names.insert(i.clone()) {
                     return None;
                 }
                 m.binders.push((i.clone(), n.clone()));
-                stack.push(b);
+                stack.push((b, inner));
             }
             Expr::Bin(BinOp::Add | BinOp::Sub, ..) => return None,
             other => m.factors.push(other.clone()),

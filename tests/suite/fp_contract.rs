@@ -325,12 +325,20 @@ fn an_empty_sum_regrouped_with_an_overflowing_factor_may_be_nan() {
 /// A factor is not moved into an empty sum: `(sum(j:0) 1) * a` is `0 * a`,
 /// NaN for an infinite or NaN `a`, and stays so (moved in, it was the empty
 /// sum's 0). Found by difftest (`--features none,reductions,lets,brackets
-/// --seed 9`, case 1921).
+/// --seed 9`, case 1921). The contraction planner and the seeds read a
+/// product of sums as one network (every factor under every sum), and
+/// must not either: the last three (found by `einsat difftest --cases
+/// 20000 --seed 202612031 --depth 5 --max-size 5`, case 6110, the third,
+/// shrunk; the planner had made it `sum(i:0) t0 * (0 * 0)`, 0 where the
+/// written program gives NaN).
 #[test]
 fn a_nan_is_not_lost_in_an_empty_sum() {
     for src in [
         "fn f(a: [3]R) -> R = (sum(j:0) 1) * a[0]",
         "fn f(a: [3]R) -> R = (sum(j:0) a[1]) / a[0]",
+        "fn f(a: [3]R) -> R = (sum(j:0) a[2]) * sum(i:3) a[i] * 0",
+        "fn f(a: [3]R) -> R = a[0] * a[1] * sum(j:0) a[2] * a[1]",
+        "fn f(a: [3]R) -> R = a[0] * (sum(j:0) a[2] * a[1]) * (sum(k:3) a[k] * a[1])",
     ] {
         let f = func(src);
         for x in [f64::INFINITY, f64::NAN, 0.0] {
