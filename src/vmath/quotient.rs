@@ -2,41 +2,46 @@
 //! (or `x / d`) in `f64` lanes at AVX-512 and AVX2, **the
 //! correctly rounded quotient**, bit for bit what the IEEE division
 //! gives (the JIT's row divisions: softmax's `t1[i,j] / t2[i]`, layer
-//! normalisation's `(x - mu) / s`): a product and four fused
-//! multiply-adds instead of `vdivpd`, 0.26-0.30 against 0.31 ns per
-//! element on Zen 4 (whose divider is fast; on Sapphire Rapids `vdivpd`
-//! has about half its throughput). `f32` keeps the divider: there the
+//! normalisation's `(x - mu) / s`): a product and three fused
+//! multiply-adds instead of `vdivpd`: on Zen 4, in cache, 0.18 ns per
+//! element at AVX-512 (0.25 with the earlier form below, one fma and one
+//! range compare more; `vdivpd` 0.31), 0.26 at AVX2 (0.30); Zen 4's
+//! divider is fast, on Sapphire Rapids `vdivpd` has about half its
+//! throughput. `f32` keeps the divider: there the
 //! same method measured slower than `vdivps` on Zen 4 (0.13 against
 //! 0.10 ns per element).
 //!
-//! **The method** (Markstein's, as on IBM POWER and Itanium). `y =
-//! RN(1/d)` once per call (one scalar division); per lane, `t` the
-//! dividend (`x`, or `RN(x + c)`):
+//! **The method** (Markstein's, as on IBM POWER and Itanium, with the
+//! reciprocal as a double-double). Once per call, `y = RN(1/d)` (one
+//! scalar division) and its rest `yl = RN(RN(1 - d·y)·y)` (the residual
+//! by an fma); per lane, `t` the dividend (`x`, or `RN(x + c)`):
 //!
 //! ```text
-//! q1 = RN(t·y)
-//! r1 = RN(t - d·q1)      q2 = RN(q1 + r1·y)     (fused multiply-adds)
-//! r2 = RN(t - d·q2)      q3 = RN(q2 + r2·y)
+//! q1 = RN(t·y + RN(t·yl))                          (fused multiply-add)
+//! r  = RN(t - d·q1)      q = RN(q1 + r·y)          (fused multiply-adds)
 //! ```
 //!
-//! **Why `q3 = RN(t/d)`.** Let `Q = t/d` and `u = 2^-p` (`p` = 53, 24).
-//! `y = (1/d)(1 + ε)`, `|ε| ≤ u`, so `|q1 - Q| ≤ (2u + u²)|Q|` (up to two
-//! ulps: `q1` need not be one of `Q`'s two neighbours). `r1` is rounded
-//! once (`δ`, `|δ| ≤ u`, a normal number by the bounds below), so `q1 +
-//! r1·y = Q + (Q - q1)(δ + ε + δε)`: within `5u²|Q|` of `Q`, far less
-//! than half the spacing of the floats next to `Q` (at least `u|Q|/4`),
-//! so `q2`, its rounding, is `Q`'s lower or upper neighbour (faithful).
+//! **Why `q = RN(t/d)`.** Let `Q = t/d` and `u = 2^-53`. `y = (1/d)(1 +
+//! ε)`, `|ε| ≤ u`, so `1 - d·y = -ε` and `y + (1 - d·y)·y = (1/d)(1 -
+//! ε²)`; with the two roundings of `yl` (each `u` of `|yl| ≤ u/|d|`),
+//! `y + yl = (1/d)(1 + η)`, `|η| ≤ 1.1·3u²`. `RN(t·yl)` is off by at most
+//! `u·|t·yl| ≤ 1.1u²|Q|` (or `2^-1075` when it underflows, far less), so
+//! the fma rounds a value within `5u²|Q|` of `Q`: far less than half the
+//! spacing of the floats next to `Q` (at least `u|Q|/2`), so `q1` is
+//! `Q`'s lower or upper neighbour (faithful).
 //! Markstein's theorem (P. Markstein, IBM J. Res. Dev. 34, 1990; the
 //! *Handbook of Floating-Point Arithmetic*, §4.7): if `y` is within half
-//! an ulp of `1/d` and `q` is a faithful quotient, the remainder `t -
-//! d·q` is a float (so the fused multiply-add computes it exactly) and
-//! `RN(q + r·y) = RN(t/d)`. Applied to `q2`: `q3` is the IEEE quotient.
+//! an ulp of `1/d` and `q1` is a faithful quotient, the remainder `t -
+//! d·q1` is a float (so the fused multiply-add computes it exactly) and
+//! `RN(q1 + r·y) = RN(t/d)`: `q` is the IEEE quotient. (The form
+//! before this one started from `q1 = RN(t·y)`, up to two ulps off, and
+//! needed a second correction to become faithful: one fma more per
+//! vector.)
 //!
 //! **Bounds** (where the proof holds; every other lane is divided by the
 //! divider, the same quotient): the remainder is exact when `e_d + e_q ≥
-//! e_min + p - 1` (its bits are multiples of `ulp(d)·ulp(q)`), and
-//! `r1` is normal when `e_d + e_q - 2(p-1) ≥ e_min`; both follow from
-//! `e_d + e_q ≥ e_t - 1` and `|t| ≥ 2^-800`.
+//! e_min + p - 1` (its bits are multiples of `ulp(d)·ulp(q)`), which
+//! follows from `e_d + e_q ≥ e_t - 1` and `|t| ≥ 2^-800`.
 //! No step overflows, and `Q` and `y` are normal, for `|t| ≤ 2^900`
 //! and `2^-100 ≤ |d| ≤ 2^100`. A divisor
 //! outside its range (zero, subnormal, huge, inf, NaN) sends the whole
@@ -87,7 +92,10 @@ macro_rules! kernel {
             d: $t,
         ) {
             let y = 1.0 / d;
-            let (yv, $dv, cv) = ($set1(y), $set1(d), $set1(c));
+            // the rest of `1/d`: `1 - d·y` is a float (`y` is `1/d`
+            // rounded), the fma gives it exactly
+            let yl = (-d).mul_add(y, 1.0) * y;
+            let (yv, ylv, $dv, cv) = ($set1(y), $set1(yl), $set1(d), $set1(c));
             let mut i = 0;
             while i + $w <= n {
                 // SAFETY: `i + $w <= n` elements at each.
@@ -96,9 +104,7 @@ macro_rules! kernel {
                     if ADD {
                         $tv = $add($tv, cv);
                     }
-                    let q = $mul($tv, yv);
-                    let r = $fnma(q, $dv, $tv);
-                    let q = $fma(r, yv, q);
+                    let q = $fma($tv, yv, $mul($tv, ylv));
                     let r = $fnma(q, $dv, $tv);
                     let $q = $fma(r, yv, q);
                     let $rest = $fix;
@@ -122,9 +128,11 @@ kernel!(div512, "avx512f,avx512dq,avx512vl,avx2,fma", f64, 8, __m512d,
 set1 = _mm512_set1_pd, load = _mm512_loadu_pd, store = _mm512_storeu_pd,
 add = _mm512_add_pd, mul = _mm512_mul_pd, fma = _mm512_fmadd_pd, fnma = _mm512_fnmadd_pd,
 q3 (t, dv, q) => {
-    let a = _mm512_abs_pd(t);
-    let ok = _mm512_cmp_pd_mask::<_CMP_GE_OQ>(a, _mm512_set1_pd(T_LO))
-        & _mm512_cmp_pd_mask::<_CMP_LE_OQ>(a, _mm512_set1_pd(T_HI));
+    // T_LO ≤ |t| ≤ T_HI as one unsigned compare of the bits (below
+    // T_LO the difference wraps; a NaN's bits are above T_HI's)
+    let a = _mm512_and_si512(_mm512_castpd_si512(t), _mm512_set1_epi64(i64::MAX));
+    let off = _mm512_sub_epi64(a, _mm512_set1_epi64(T_LO.to_bits() as i64));
+    let ok = _mm512_cmple_epu64_mask(off, _mm512_set1_epi64((T_HI.to_bits() - T_LO.to_bits()) as i64));
     if ok == 0xff { q } else { _mm512_mask_div_pd(q, !ok, t, dv) }
 });
 
