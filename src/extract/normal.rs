@@ -1378,6 +1378,13 @@ impl Norm<'_> {
                 n
             }
         };
+        // the caller's context learns the new name's type (a top-level
+        // let, so at the bottom: no binder of the context shadows it):
+        // read back whole, a tensor, it would otherwise be taken for a
+        // number (`type_of`), and an access of it padded as one
+        if cx.val(&name).is_none() {
+            cx.vals.insert(0, (name.clone(), ty));
+        }
         let mut r = Expr::Var(name);
         for &p in &chosen {
             r = Expr::access(r, Affine::var(cx.idx[p].0.clone()));

@@ -333,6 +333,67 @@ fn random_programs_with_gathers_agree() {
     );
 }
 
+/// A gather keeps a program out of the e-graph, so the normal-form pass
+/// alone makes it runnable. A value it lifts to a top-level `let` and reads
+/// back whole (a tensor: `t15[i+1].0`, or `(gen(j:n) …)[i].1`) must be
+/// known by its type afterwards: taken for a number, the zero-padded read
+/// `t15[i+1]` became `[0 <= i+1 < 1] * t0 + …` of a tensor, ill-typed, and
+/// the program stayed as written (not in normal form: the JIT refused it).
+/// Found by `einsat difftest --cases 20000 --depth 5 --max-size 5`, seeds
+/// 202612033 (case 8709) and 202612034 (case 6854), shrunk.
+#[test]
+fn lifted_tensors_read_back_whole_stay_tensors() {
+    let chain = "fn f(A: [3]R, tok: [3]Z) -> [3](R, R) =
+  let t15 = gen(i:1)
+        let t2 = 0 in
+        let t3 = t2 * t2 * 0.25 + t2 * 0.5 in
+        let t4 = t3 * t3 + t3 in
+        let t5 = t4 * t4 + t4 * 0.5 in
+        let t6 = t5 * t5 + t5 in
+        let t7 = t6 * t6 + t6 * 0.5 in
+        let t8 = t7 * t7 + t7 in (gen(j:1) t8, sum(j:1) A[tok[0]]) in
+  gen(i:3) (t15[i+1].0[0], t15[0].1)";
+    let proj = "fn f(A: R, vn: [n]R, tok: [n]Z) -> [2]R =
+  let t1 = gen(i:n) (gen(j:n) ([j >= 0] * vn[tok[i] - 1], eps[j, i, j] + vn[tok[i]]))[i].1 in
+  let t2 = gen(i:n) 2 * tanh(t1[i]) in
+  let t3 = gen(i:n) t2[i] * t2[i] * 0.25 + t2[i] * 0.5 in
+  gen(i:2) (sum(j:n) let t9 = (t3[j], t3[2*i]) in t9.0) + ((gen(j:3) t3)[i-1, 2*i] + (i+1) / (1 + abs(i)))";
+    let cases = [
+        (
+            chain,
+            vec![
+                arr(arr1(&[1.5, -2.0, 4.0]).into_dyn()),
+                arr(arr1(&[2.0, 0.0, 1.0]).into_dyn()),
+            ],
+        ),
+        (
+            proj,
+            vec![
+                Value::Real(4926810.00742007),
+                arr(
+                    arr1(&[-4926810.4998472715, 4926810.799115796, -0.4636202649081813]).into_dyn(),
+                ),
+                arr(arr1(&[1.0, 2.0, 2.0]).into_dyn()),
+            ],
+        ),
+    ];
+    for (src, args) in cases {
+        let f = load1(src);
+        let o = optimize(&f, &Options::default()).unwrap().program;
+        assert!(einsat::extract::is_normal(&o), "{}", print_function(&o));
+        let want = interp::run(&f, &args).unwrap();
+        let got = jit::compile(&o)
+            .unwrap_or_else(|e| panic!("{e}\n{}", print_function(&o)))
+            .call(&args)
+            .unwrap();
+        assert!(
+            want.approx_eq(&got, 1e-12, 0.0),
+            "{want} vs {got}\n{}",
+            print_function(&o)
+        );
+    }
+}
+
 mod props {
     use einsat::syntax::{parse_program, print_function};
     use einsat::testing::{arb_function, GenConfig};
