@@ -1270,6 +1270,15 @@ fn optimize_here(f: &Function, opts: &Options) -> Result<Optimized> {
         None => (cost_before, s.fixed, "input"),
     };
     report.chosen = chosen.to_string();
+    if !crate::extract::is_normal(&program) {
+        // (every candidate is normalised; only the written program, kept
+        // when none type-checks, can be out of normal form)
+        report.note(
+            "normal form not reached: no normalised program type-checked, so the written one is \
+             kept; the JIT cannot compile it (the interpreter runs it)"
+                .to_string(),
+        );
+    }
     if let Some(written_bits) = judge.reference.as_ref().map(|r| r.written_bits) {
         // to a thousandth of a bit: a statistic, and a decimal that reads
         // back exactly from JSON

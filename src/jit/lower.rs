@@ -140,7 +140,8 @@ struct Lower {
 
 fn not_normal(what: &str, e: &Expr) -> String {
     format!(
-        "not in normal form: {what} at `{}` (optimise the function first)",
+        "not in normal form: {what} at `{}` (optimise the function first; where the \
+         optimiser's limits keep it from the normal form, its report says so)",
         print_expr(e)
     )
 }

@@ -870,3 +870,54 @@ fn ten_thousand_term_sum_optimises_within_its_limits() {
         .join();
     assert!(f.is_ok());
 }
+
+/// A chain of lets inside a fold, each value read twice and reading the
+/// accumulator: inlining it would exceed the term limit, and a value that
+/// reads the accumulator cannot be lifted out of the fold, so no
+/// normalised program exists within the limits. The result is the written
+/// program, which the interpreter runs, and the report says that the
+/// normal form was not reached; the JIT refuses it with a clear error.
+/// (Found by `einsat difftest --cases 20000 --seed 202612033 --depth 5
+/// --max-size 5`, case 7094, shrunk; a plain program gets no such note.)
+#[test]
+fn a_let_chain_in_a_fold_beyond_the_term_limit_is_reported() {
+    let mut chain = String::from("let t2 = 2 * tanh(acc) in ");
+    for k in 3..=15 {
+        chain.push_str(&format!(
+            "let t{k} = t{p} * t{p} * 0.25 + t{p} * 0.5 in ",
+            p = k - 1
+        ));
+    }
+    let src = format!("fn f(x: [3]R) -> R = fold(i:3, acc = x[0]) acc - x[i] * ({chain} t13)");
+    let f = one(&src);
+    let o = optimize(&f, &Options::default()).unwrap();
+    assert!(!is_normal(&o.program), "{}", print_function(&o.program));
+    assert!(
+        o.report
+            .limits_hit
+            .iter()
+            .any(|l| l.contains("normal form not reached")),
+        "{:?}",
+        o.report.limits_hit
+    );
+    let args = [vec(3)];
+    let want = interp::run(&f, &args).unwrap();
+    assert_eq!(interp::run(&o.program, &args).unwrap(), want);
+    let e = jit::compile(&o.program).expect_err("refused");
+    assert!(e.to_string().contains("not in normal form"), "{e}");
+    let plain = optimize(
+        &one("fn f(x: [3]R) -> R = fold(i:3, acc = x[0]) acc * x[i]"),
+        &Options::default(),
+    )
+    .unwrap();
+    assert!(is_normal(&plain.program));
+    assert!(
+        !plain
+            .report
+            .limits_hit
+            .iter()
+            .any(|l| l.contains("normal form")),
+        "{:?}",
+        plain.report.limits_hit
+    );
+}
