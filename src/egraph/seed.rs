@@ -803,14 +803,38 @@ pub fn planned_body(
                     Expr::bin(*op, a, b)
                 }
                 (e, Type::Real) => {
-                    match planned_scalar(e, &self.scope, self.size, self.planner, self.min_factors)
+                    let e = self.inside(e, false);
+                    match planned_scalar(&e, &self.scope, self.size, self.planner, self.min_factors)
                     {
                         Some((r, p)) => {
                             self.plans.push(p);
                             r
                         }
-                        None => e.clone(),
+                        None => e,
                     }
+                }
+                _ => e.clone(),
+            }
+        }
+
+        /// `e` with the sums that [`read_network`] keeps whole (inside a
+        /// product, a range that may be empty) planned, each a network of
+        /// its own: `0.5 * sum(j:n) A[i,j] * …`. The binders of the sums
+        /// above such a sum are indices of its network, as the enclosing
+        /// `gen`s' are.
+        fn inside(&mut self, e: &Expr, inner: bool) -> Expr {
+            match e {
+                Expr::Bin(BinOp::Mul, a, b) => {
+                    Expr::bin(BinOp::Mul, self.inside(a, true), self.inside(b, true))
+                }
+                Expr::Neg(a) => Expr::Neg(Box::new(self.inside(a, inner))),
+                // (a network of its own, its leading sums and all)
+                Expr::Sum(_, n, _) if inner && !takes_factors(n) => self.go(e, &Type::Real),
+                Expr::Sum(i, n, b) => {
+                    self.scope.push((i.clone(), n.clone()));
+                    let b = self.inside(b, inner);
+                    self.scope.pop();
+                    Expr::sum(i.clone(), n.clone(), b)
                 }
                 _ => e.clone(),
             }

@@ -358,6 +358,42 @@ fn a_nan_is_not_lost_in_an_empty_sum() {
     }
 }
 
+/// The other side of `a_nan_is_not_lost_in_an_empty_sum`: a sum over a
+/// named size inside a product stays one factor, and its own network is
+/// still planned. A chain of twelve matrices scaled by 0.5 (more tensors
+/// than are saturated: the planner's order is the result) costs what the
+/// unscaled chain costs, plus the scaling.
+#[test]
+fn a_scaled_network_over_named_sizes_is_still_planned() {
+    let n = 12;
+    let mats: Vec<String> = (0..n).map(|i| format!("M{i}: [n,n]R")).collect();
+    let sums: Vec<String> = (1..n).map(|i| format!("sum(k{i}:n)")).collect();
+    let prod: Vec<String> = (0..n).map(|i| format!("M{i}[k{i},k{}]", i + 1)).collect();
+    let src = |scale: &str| {
+        format!(
+            "fn f({}) -> [n,n]R = gen(k0:n, k{n}:n) {scale}{} {}",
+            mats.join(", "),
+            sums.join(" "),
+            prod.join(" * ")
+        )
+    };
+    let o = Options {
+        sizes: [("n".to_string(), 100)].into_iter().collect(),
+        ..Options::default()
+    };
+    let scaled = optimize(&func(&src("0.5 * ")), &o).unwrap();
+    let plain = optimize(&func(&src("")), &o).unwrap();
+    assert_eq!(
+        scaled.report.plans.len(),
+        1,
+        "{}",
+        print_function(&scaled.program)
+    );
+    assert_eq!(scaled.report.plans[0].plan.inputs, n);
+    let (a, b) = (scaled.cost_after, plain.cost_after);
+    assert!(a <= b * 1.01 && b < 1e7, "{a} against {b}");
+}
+
 /// The contract lets an infinity times a zero change kind when a factor
 /// moves out of a sum (docs/fp-contract.md, "Infinities and NaN made by
 /// arithmetic"): the empty `min` is +inf, the written program multiplies it
