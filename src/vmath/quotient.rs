@@ -4,8 +4,8 @@
 //! gives (the JIT's row divisions: softmax's `t1[i,j] / t2[i]`, layer
 //! normalisation's `(x - mu) / s`): a product and three fused
 //! multiply-adds instead of `vdivpd`: on Zen 4, in cache, 0.18 ns per
-//! element at AVX-512 (0.25 with the earlier form below, one fma and one
-//! range compare more; `vdivpd` 0.31), 0.26 at AVX2 (0.30); Zen 4's
+//! element at AVX-512 (0.25 with one fma and one range compare more, see
+//! below; `vdivpd` 0.31), 0.26 at AVX2 (0.30); Zen 4's
 //! divider is fast, on Sapphire Rapids `vdivpd` has about half its
 //! throughput. `f32` keeps the divider: there the
 //! same method measured slower than `vdivps` on Zen 4 (0.13 against
@@ -33,10 +33,9 @@
 //! *Handbook of Floating-Point Arithmetic*, §4.7): if `y` is within half
 //! an ulp of `1/d` and `q1` is a faithful quotient, the remainder `t -
 //! d·q1` is a float (so the fused multiply-add computes it exactly) and
-//! `RN(q1 + r·y) = RN(t/d)`: `q` is the IEEE quotient. (The form
-//! before this one started from `q1 = RN(t·y)`, up to two ulps off, and
-//! needed a second correction to become faithful: one fma more per
-//! vector.)
+//! `RN(q1 + r·y) = RN(t/d)`: `q` is the IEEE quotient. (Starting from
+//! `q1 = RN(t·y)`, up to two ulps off, would need a second correction to
+//! become faithful: one fma more per vector.)
 //!
 //! **Bounds** (where the proof holds; every other lane is divided by the
 //! divider, the same quotient): the remainder is exact when `e_d + e_q ≥
@@ -127,7 +126,7 @@ macro_rules! kernel {
 kernel!(div512, "avx512f,avx512dq,avx512vl,avx2,fma", f64, 8, __m512d,
 set1 = _mm512_set1_pd, load = _mm512_loadu_pd, store = _mm512_storeu_pd,
 add = _mm512_add_pd, mul = _mm512_mul_pd, fma = _mm512_fmadd_pd, fnma = _mm512_fnmadd_pd,
-q3 (t, dv, q) => {
+out (t, dv, q) => {
     // T_LO ≤ |t| ≤ T_HI as one unsigned compare of the bits (below
     // T_LO the difference wraps; a NaN's bits are above T_HI's)
     let a = _mm512_and_si512(_mm512_castpd_si512(t), _mm512_set1_epi64(i64::MAX));
@@ -139,7 +138,7 @@ q3 (t, dv, q) => {
 kernel!(div256, "avx2,fma", f64, 4, __m256d,
 set1 = _mm256_set1_pd, load = _mm256_loadu_pd, store = _mm256_storeu_pd,
 add = _mm256_add_pd, mul = _mm256_mul_pd, fma = _mm256_fmadd_pd, fnma = _mm256_fnmadd_pd,
-q3 (t, dv, q) => {
+out (t, dv, q) => {
     let a = _mm256_andnot_pd(_mm256_set1_pd(-0.0), t);
     let ok = _mm256_and_pd(
         _mm256_cmp_pd::<_CMP_GE_OQ>(a, _mm256_set1_pd(T_LO)),
