@@ -173,6 +173,121 @@ macro_rules! range_reduce {
     }};
 }
 
+/// `Σ term(src[i])` for `i < n` (`term` a vector function of the
+/// loaded lanes), added as [`run_sum`] adds a slice's terms, so bit for
+/// bit the sum of the map's values in that order: per [`SUM_BLOCK`]-term
+/// block, chunks of 256 terms (the last padded with +0) halved onto
+/// themselves down to [`ACCS`] values, those into [`ACCS`] accumulators,
+/// summed by [`pairwise`]; the blocks' totals on two levels ([`MID`]).
+///
+/// A whole chunk stays in registers. Its `V` vectors (`V = 256 / W`) are
+/// halved onto vector `u mod V/2`, then `u mod V/4`, … down to `L = ACCS
+/// / W` vectors; so `Gr = (e_r + e_{r+V/2}) + (e_{r+V/4} + e_{r+3V/4})`
+/// for `r < V/4` first, then the `G`s halved the same way: no buffer, no
+/// call per chunk (the term `$g` is expanded inline, under the caller's
+/// target features). The last, partial chunk goes through a buffer: its
+/// terms by `$tail(src, dst, len)` (the map, the same values), the rest
+/// +0, halved in place as `run_sum` halves it.
+///
+/// `$t` the element type, `$vt` its vector of `$w` lanes; `$zero`,
+/// `$vadd`, `$load`, `$store` the vector's zero, sum, unaligned load and
+/// store; `$v` names the loaded vector in `$g`.
+#[cfg(target_arch = "x86_64")]
+macro_rules! fused_sum {
+    ($t:ty, $vt:ty, $w:expr, zero = $zero:expr, add = $vadd:ident, load = $load:ident,
+     store = $store:ident, $src:expr, $n:expr, |$v:ident| $g:expr,
+     tail = |$ts:ident, $td:ident, $tl:ident| $tail:expr) => {{
+        const W: usize = $w;
+        const CHUNK: usize = 16 * $crate::vmath::ACCS;
+        const V: usize = CHUNK / W;
+        const L: usize = $crate::vmath::ACCS / W;
+        let (src, n): (*const $t, usize) = ($src, $n);
+        let (mut outer, mut mid, mut blocks): ($t, $t, usize) = (0.0, 0.0, 0);
+        let mut i = 0;
+        while i < n {
+            let block_end = n.min(i + $crate::vmath::SUM_BLOCK);
+            let mut acc: [$vt; L] = [$zero; L];
+            while i + CHUNK <= block_end {
+                let mut g: [$vt; V / 4] = [$zero; V / 4];
+                for (r, gr) in g.iter_mut().enumerate() {
+                    // SAFETY: `W` elements from each `at`, `at + W <= n`.
+                    let e = |u: usize| -> *const $t { unsafe { src.add(i + W * u) } };
+                    let a = $vadd(
+                        {
+                            let $v = unsafe { $load(e(r)) };
+                            $g
+                        },
+                        {
+                            let $v = unsafe { $load(e(r + V / 2)) };
+                            $g
+                        },
+                    );
+                    let b = $vadd(
+                        {
+                            let $v = unsafe { $load(e(r + V / 4)) };
+                            $g
+                        },
+                        {
+                            let $v = unsafe { $load(e(r + 3 * V / 4)) };
+                            $g
+                        },
+                    );
+                    *gr = $vadd(a, b);
+                }
+                let mut w = V / 4;
+                while w > L {
+                    w /= 2;
+                    for u in 0..w {
+                        g[u] = $vadd(g[u], g[u + w]);
+                    }
+                }
+                for (a, x) in acc.iter_mut().zip(&g[..L]) {
+                    *a = $vadd(*a, *x);
+                }
+                i += CHUNK;
+            }
+            if i < block_end {
+                let len = block_end - i;
+                let mut buf: [$t; CHUNK] = [0.0; CHUNK];
+                {
+                    // SAFETY: `len < CHUNK` elements from `i < n`.
+                    let ($ts, $td, $tl): (*const $t, *mut $t, usize) =
+                        (unsafe { src.add(i) }, buf.as_mut_ptr(), len);
+                    $tail;
+                }
+                // (the padding's terms are +0)
+                buf[len..].fill(0.0);
+                let mut w = CHUNK;
+                while w > $crate::vmath::ACCS {
+                    w /= 2;
+                    let (a, b) = buf.split_at_mut(w);
+                    for (x, y) in a.iter_mut().zip(&b[..w]) {
+                        *x += *y;
+                    }
+                }
+                for (u, a) in acc.iter_mut().enumerate() {
+                    // SAFETY: `W` elements from `W·u < ACCS`.
+                    *a = $vadd(*a, unsafe { $load(buf.as_ptr().add(W * u)) });
+                }
+                i = block_end;
+            }
+            let mut lanes: [$t; $crate::vmath::ACCS] = [0.0; $crate::vmath::ACCS];
+            for (u, a) in acc.iter().enumerate() {
+                // SAFETY: room for `W` from `W·u < ACCS`.
+                unsafe { $store(lanes.as_mut_ptr().add(W * u), *a) };
+            }
+            mid += $crate::vmath::pairwise(lanes);
+            blocks += 1;
+            if blocks == $crate::vmath::MID {
+                outer += mid;
+                mid = 0.0;
+                blocks = 0;
+            }
+        }
+        outer + mid
+    }};
+}
+
 mod moments;
 pub use moments::{
     affine_to, affine_to_at, einsat_vaffine, einsat_vsum, einsat_vsumsq_add, sum, sum_sq_add,
@@ -193,7 +308,7 @@ pub use single::{
     einsat_vsum_cos_add_f32, einsat_vsum_erf_add_f32, einsat_vsum_exp_add_f32, einsat_vsum_f32,
     einsat_vsum_log_add_f32, einsat_vsum_sin_add_f32, einsat_vsum_tanh_add_f32,
     einsat_vsumsq_add_f32, einsat_vtanh_add_f32, einsat_vtanh_f32, reduce_of_f32, sum_f32,
-    sum_of_f32, sum_sq_add_f32,
+    sum_of_at_f32, sum_of_f32, sum_sq_add_f32,
 };
 
 /// An instruction-set level the kernels are compiled for, lowest first
@@ -1527,18 +1642,14 @@ mod x86 {
 
     #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
     fn exp_sum512<const ADD: bool>(xs: &[f64], c: f64) -> f64 {
-        // SAFETY: `s` and `t` are as long (a chunk and its buffer).
-        run_sum(xs, |s, t| unsafe {
-            exp::map512::<ADD>(s.as_ptr(), t.as_mut_ptr(), s.len(), c)
-        })
+        // SAFETY: `xs` has `len` elements; the features are enabled here.
+        unsafe { exp::sum512::<ADD>(xs.as_ptr(), xs.len(), c) }
     }
 
     #[target_feature(enable = "avx2,fma")]
     fn exp_sum2<const ADD: bool>(xs: &[f64], c: f64) -> f64 {
-        // SAFETY: `s` and `t` are as long (a chunk and its buffer).
-        run_sum(xs, |s, t| unsafe {
-            exp::map256::<ADD>(s.as_ptr(), t.as_mut_ptr(), s.len(), c)
-        })
+        // SAFETY: `xs` has `len` elements; the features are enabled here.
+        unsafe { exp::sum256::<ADD>(xs.as_ptr(), xs.len(), c) }
     }
 
     /// `dst[i] = e^(src[i] + c)` (`e^src[i]` without `c`) for `i < n`, at

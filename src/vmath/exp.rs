@@ -320,3 +320,63 @@ pub(super) unsafe fn map256<const ADD: bool>(src: *const f64, dst: *mut f64, n: 
         }
     }
 }
+
+/// `Σ e^(src[i] + c)` (`Σ e^src[i]` when `!ADD`) for `i < n` on
+/// AVX-512: the terms of [`map512`], added in registers as
+/// `crate::vmath`'s `fused_sum!` says (bit for bit `run_sum` of the map).
+///
+/// # Safety
+/// AVX-512 F/DQ/VL are present; `src` points to `n` initialised doubles.
+#[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
+pub(super) unsafe fn sum512<const ADD: bool>(src: *const f64, n: usize, c: f64) -> f64 {
+    let (t, cv) = (table512(), _mm512_set1_pd(c));
+    fused_sum!(
+        f64,
+        __m512d,
+        8,
+        zero = _mm512_setzero_pd(),
+        add = _mm512_add_pd,
+        load = _mm512_loadu_pd,
+        store = _mm512_storeu_pd,
+        src,
+        n,
+        |v| exp512(&t, if ADD { _mm512_add_pd(v, cv) } else { v }),
+        // SAFETY: the tail's `len` elements and room for them.
+        tail = |s, d, len| unsafe { map512::<ADD>(s, d, len, c) }
+    )
+}
+
+/// `e^x` per lane as [`lanes`] computes it, as a vector.
+#[inline]
+#[target_feature(enable = "avx2,fma")]
+fn lanes_vec(x: __m256d) -> __m256d {
+    let mut out = [0.0; 4];
+    lanes(x, &mut out);
+    // SAFETY: four elements.
+    unsafe { _mm256_loadu_pd(out.as_ptr()) }
+}
+
+/// `Σ e^(src[i] + c)` (`Σ e^src[i]` when `!ADD`) for `i < n` on AVX2:
+/// the terms of [`map256`], added in registers as `crate::vmath`'s
+/// `fused_sum!` says (bit for bit `run_sum` of the map).
+///
+/// # Safety
+/// AVX2 and FMA are present; `src` points to `n` initialised doubles.
+#[target_feature(enable = "avx2,fma")]
+pub(super) unsafe fn sum256<const ADD: bool>(src: *const f64, n: usize, c: f64) -> f64 {
+    let cv = _mm256_set1_pd(c);
+    fused_sum!(
+        f64,
+        __m256d,
+        4,
+        zero = _mm256_setzero_pd(),
+        add = _mm256_add_pd,
+        load = _mm256_loadu_pd,
+        store = _mm256_storeu_pd,
+        src,
+        n,
+        |v| lanes_vec(if ADD { _mm256_add_pd(v, cv) } else { v }),
+        // SAFETY: the tail's `len` elements and room for them.
+        tail = |s, d, len| unsafe { map256::<ADD>(s, d, len, c) }
+    )
+}

@@ -383,6 +383,58 @@ fn shifted_maps_and_sums_at_every_level() {
     }
 }
 
+/// The fused sum of `exp` (added in registers at AVX2 and AVX-512) is,
+/// at every vector level this CPU has, bit for bit the plain sum (`vmath::sum`, the blocked
+/// pairwise order every level shares) of the map's values: lengths
+/// across the chunk (256), block (4096) and middle-level (64 blocks)
+/// boundaries, offset data, huge and tiny arguments, inf and NaN.
+#[test]
+fn fused_exp_sums_are_the_sums_of_the_maps_bit_for_bit() {
+    let mut r = Rng(0xf00d);
+    for (n, lo, width) in [
+        (0usize, 0.0, 1.0),
+        (1, -1.0, 2.0),
+        (7, -3.0, 6.0),
+        (255, -700.0, 20.0),
+        (256, 690.0, 30.0),
+        (257, -2.0, 4.0),
+        (4095, -1e-300, 2e-300),
+        (4096, -40.0, 80.0),
+        (4097, -745.0, 10.0),
+        (64 * 4096 + 100, -5.0, 10.0),
+    ] {
+        let mut xs: Vec<f64> = (0..n).map(|_| lo + r.unit() * width).collect();
+        if n > 200 {
+            xs[3] = f64::NEG_INFINITY;
+            xs[n - 2] = -1e300;
+            xs[n / 2] = f64::MIN_POSITIVE / 8.0;
+        }
+        for c in [None, Some(0.5), Some(-1e8)] {
+            // (the scalar fallback adds in an order of its own)
+            for level in levels().into_iter().filter(|l| *l != Level::Scalar) {
+                let got = sum_of_at(Func::Exp, level, &xs, c);
+                let mut ys = vec![0.0; n];
+                apply_to_add_at(Func::Exp, level, &xs, &mut ys, c);
+                let want = einsat::vmath::sum(&ys);
+                assert!(
+                    got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan()),
+                    "Σ exp(x + {c:?}) at {level:?}, n = {n}: {got:e}, the map's sum {want:e}"
+                );
+            }
+        }
+        if n > 200 {
+            xs[5] = f64::INFINITY;
+            for level in levels() {
+                assert_eq!(sum_of_at(Func::Exp, level, &xs, None), f64::INFINITY);
+            }
+            xs[9] = f64::NAN;
+            for level in levels() {
+                assert!(sum_of_at(Func::Exp, level, &xs, Some(1.0)).is_nan());
+            }
+        }
+    }
+}
+
 /// The long sums and reductions split over two threads
 /// (`vmath::with_threads`, what the JIT's kernel runner sets around a
 /// nest on one thread) give the one-thread result bit for bit, `f64` and

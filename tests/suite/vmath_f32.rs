@@ -13,8 +13,8 @@
 
 use einsat::syntax::ast::{Func, RedOp};
 use einsat::vmath::{
-    affine_to_f32, apply_at_f32, apply_to_add_f32, levels, reduce_of_f32, sum_f32, sum_of_f32,
-    sum_sq_add_f32, Affine,
+    affine_to_f32, apply_at_f32, apply_to_add_f32, levels, reduce_of_f32, sum_f32, sum_of_at_f32,
+    sum_of_f32, sum_sq_add_f32, Affine,
 };
 
 const FUNCS: [Func; 5] = [Func::Exp, Func::Log, Func::Sin, Func::Cos, Func::Tanh];
@@ -258,6 +258,62 @@ fn data(n: usize, offset: f32, scale: f32, seed: u64) -> Vec<f32> {
             offset + scale * u
         })
         .collect()
+}
+
+/// A fused sum of `exp` or `tanh` (the kernels that add the terms in
+/// registers at AVX2 and AVX-512), at every level this CPU has, is bit for bit, the plain sum of the map's
+/// values: the same terms added in the same order. Lengths across the
+/// chunk (256), block (4096) and middle-level (64 blocks) boundaries;
+/// offset data, huge and tiny arguments, infinities and NaN.
+#[test]
+fn fused_sums_in_f32_are_the_sums_of_the_maps_bit_for_bit() {
+    let cases: Vec<(usize, f32, f32)> = vec![
+        (0, 0.0, 1.0),
+        (1, -1.0, 2.0),
+        (15, -3.0, 6.0),
+        (16, -3.0, 6.0),
+        (17, -90.0, 10.0),
+        (255, -100.0, 20.0),
+        (256, 80.0, 10.0),
+        (257, -2.0, 4.0),
+        (4095, -1e-30, 2e-30),
+        (4096, -20.0, 40.0),
+        (4097, -88.0, 1.0),
+        (64 * 4096, -5.0, 10.0),
+        (64 * 4096 + 300, -105.0, 30.0),
+    ];
+    for (k, (n, offset, scale)) in cases.into_iter().enumerate() {
+        let mut xs = data(n, offset, scale, 40 + k as u64);
+        if n > 200 {
+            xs[3] = f32::NEG_INFINITY;
+            xs[n - 2] = -1e30;
+            xs[n / 2] = f32::MIN_POSITIVE / 4.0;
+        }
+        for f in [Func::Exp, Func::Tanh] {
+            for c in [None, Some(0.5f32), Some(-1e8)] {
+                for level in levels() {
+                    let got = sum_of_at_f32(f, level, &xs, c);
+                    let mut ys = vec![0.0f32; n];
+                    apply_at_f32(f, level, &xs, &mut ys, c);
+                    let want = sum_f32(&ys);
+                    assert!(
+                        got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan()),
+                        "{f:?} at {level:?}, n={n} c={c:?}: {got} vs {want}"
+                    );
+                }
+                let best = sum_of_f32(f, &xs, c);
+                let one = sum_of_at_f32(f, *levels().last().expect("a level"), &xs, c);
+                assert!(best.to_bits() == one.to_bits() || (best.is_nan() && one.is_nan()));
+            }
+        }
+        if n > 200 {
+            xs[5] = f32::INFINITY;
+            assert_eq!(sum_of_f32(Func::Exp, &xs, None), f32::INFINITY);
+            xs[7] = f32::NAN;
+            assert!(sum_of_f32(Func::Exp, &xs, Some(1.0)).is_nan());
+            assert!(sum_of_f32(Func::Tanh, &xs, None).is_nan());
+        }
+    }
 }
 
 #[test]

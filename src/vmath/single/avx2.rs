@@ -273,3 +273,62 @@ fn tanh_f32(v: __m256) -> __m256 {
 pub(crate) unsafe fn tanh256<const ADD: bool>(src: *const f32, dst: *mut f32, n: usize, c: f32) {
     map_loop!(src, dst, n, c, ADD, |v| tanh_f32(v))
 }
+
+/// `Σ e^(src[i] + c)` (`Σ e^src[i]` when `!ADD`) for `i < n`: the terms
+/// of [`exp256`], added in registers as `crate::vmath`'s `fused_sum!`
+/// says (bit for bit `run_sum` of the map).
+///
+/// # Safety
+/// AVX2 and FMA are present; `src` points to `n` initialised `f32`s.
+#[target_feature(enable = "avx2,fma")]
+pub(crate) unsafe fn exp_sum256<const ADD: bool>(src: *const f32, n: usize, c: f32) -> f32 {
+    // SAFETY: `H16` and `C16` hold sixteen floats each.
+    let t = unsafe {
+        Tables {
+            h0: _mm256_loadu_ps(H16.as_ptr()),
+            h1: _mm256_loadu_ps(H16.as_ptr().add(8)),
+            c0: _mm256_loadu_ps(C16.as_ptr()),
+            c1: _mm256_loadu_ps(C16.as_ptr().add(8)),
+        }
+    };
+    let cv = _mm256_set1_ps(c);
+    fused_sum!(
+        f32,
+        __m256,
+        8,
+        zero = _mm256_setzero_ps(),
+        add = _mm256_add_ps,
+        load = _mm256_loadu_ps,
+        store = _mm256_storeu_ps,
+        src,
+        n,
+        |v| exp_f32(if ADD { _mm256_add_ps(v, cv) } else { v }, &t),
+        // SAFETY: the tail's `len` elements and room for them.
+        tail = |s, d, len| unsafe { exp256::<ADD>(s, d, len, c) }
+    )
+}
+
+/// `Σ tanh(src[i] + c)` (`Σ tanh(src[i])` when `!ADD`) for `i < n`: the
+/// terms of [`tanh256`], added in registers as `crate::vmath`'s
+/// `fused_sum!` says.
+///
+/// # Safety
+/// As [`exp_sum256`].
+#[target_feature(enable = "avx2,fma")]
+pub(crate) unsafe fn tanh_sum256<const ADD: bool>(src: *const f32, n: usize, c: f32) -> f32 {
+    let cv = _mm256_set1_ps(c);
+    fused_sum!(
+        f32,
+        __m256,
+        8,
+        zero = _mm256_setzero_ps(),
+        add = _mm256_add_ps,
+        load = _mm256_loadu_ps,
+        store = _mm256_storeu_ps,
+        src,
+        n,
+        |v| tanh_f32(if ADD { _mm256_add_ps(v, cv) } else { v }),
+        // SAFETY: the tail's `len` elements and room for them.
+        tail = |s, d, len| unsafe { tanh256::<ADD>(s, d, len, c) }
+    )
+}

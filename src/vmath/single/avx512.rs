@@ -382,3 +382,51 @@ pub(crate) unsafe fn tanh512<const ADD: bool>(src: *const f32, dst: *mut f32, n:
     let t = tanh_tables();
     map_loop!(src, dst, n, c, ADD, |v, _k| tanh16(v, &t))
 }
+
+/// `Σ e^(src[i] + c)` (`Σ e^src[i]` when `!ADD`) for `i < n`: the terms
+/// of [`exp512`], added in registers as `crate::vmath`'s `fused_sum!` says.
+///
+/// # Safety
+/// AVX-512 F/DQ/VL are present; `src` points to `n` initialised `f32`s.
+#[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
+pub(crate) unsafe fn exp_sum512<const ADD: bool>(src: *const f32, n: usize, c: f32) -> f32 {
+    let (k, cv) = (consts(), _mm512_set1_ps(c));
+    fused_sum!(
+        f32,
+        __m512,
+        16,
+        zero = _mm512_setzero_ps(),
+        add = _mm512_add_ps,
+        load = _mm512_loadu_ps,
+        store = _mm512_storeu_ps,
+        src,
+        n,
+        |v| exp_f32(if ADD { _mm512_add_ps(v, cv) } else { v }, k),
+        // SAFETY: the tail's `len` elements and room for them.
+        tail = |s, d, len| unsafe { exp512::<ADD>(s, d, len, c) }
+    )
+}
+
+/// `Σ tanh(src[i] + c)` (`Σ tanh(src[i])` when `!ADD`) for `i < n`: the
+/// terms of [`tanh512`], added in registers as `crate::vmath`'s `fused_sum!` says.
+///
+/// # Safety
+/// As [`exp_sum512`].
+#[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
+pub(crate) unsafe fn tanh_sum512<const ADD: bool>(src: *const f32, n: usize, c: f32) -> f32 {
+    let (t, cv) = (tanh_tables(), _mm512_set1_ps(c));
+    fused_sum!(
+        f32,
+        __m512,
+        16,
+        zero = _mm512_setzero_ps(),
+        add = _mm512_add_ps,
+        load = _mm512_loadu_ps,
+        store = _mm512_storeu_ps,
+        src,
+        n,
+        |v| tanh16(if ADD { _mm512_add_ps(v, cv) } else { v }, &t),
+        // SAFETY: the tail's `len` elements and room for them.
+        tail = |s, d, len| unsafe { tanh512::<ADD>(s, d, len, c) }
+    )
+}
