@@ -191,9 +191,27 @@ macro_rules! range_reduce {
 ///
 /// `$t` the element type, `$vt` its vector of `$w` lanes; `$zero`,
 /// `$vadd`, `$load`, `$store` the vector's zero, sum, unaligned load and
-/// store; `$v` names the loaded vector in `$g`.
+/// store; `$v` names the loaded vector in `$g`. The short forms
+/// `fused_sum!(pd512 | pd256 | ps512 | ps256, src, n, |v| term, tail = …)`
+/// name those from the vector type.
 #[cfg(target_arch = "x86_64")]
 macro_rules! fused_sum {
+    (pd512, $($rest:tt)*) => {
+        fused_sum!(f64, __m512d, 8, zero = _mm512_setzero_pd(), add = _mm512_add_pd,
+            load = _mm512_loadu_pd, store = _mm512_storeu_pd, $($rest)*)
+    };
+    (pd256, $($rest:tt)*) => {
+        fused_sum!(f64, __m256d, 4, zero = _mm256_setzero_pd(), add = _mm256_add_pd,
+            load = _mm256_loadu_pd, store = _mm256_storeu_pd, $($rest)*)
+    };
+    (ps512, $($rest:tt)*) => {
+        fused_sum!(f32, __m512, 16, zero = _mm512_setzero_ps(), add = _mm512_add_ps,
+            load = _mm512_loadu_ps, store = _mm512_storeu_ps, $($rest)*)
+    };
+    (ps256, $($rest:tt)*) => {
+        fused_sum!(f32, __m256, 8, zero = _mm256_setzero_ps(), add = _mm256_add_ps,
+            load = _mm256_loadu_ps, store = _mm256_storeu_ps, $($rest)*)
+    };
     ($t:ty, $vt:ty, $w:expr, zero = $zero:expr, add = $vadd:ident, load = $load:ident,
      store = $store:ident, $src:expr, $n:expr, |$v:ident| $g:expr,
      tail = |$ts:ident, $td:ident, $tl:ident| $tail:expr) => {{

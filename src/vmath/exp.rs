@@ -331,13 +331,7 @@ pub(super) unsafe fn map256<const ADD: bool>(src: *const f64, dst: *mut f64, n: 
 pub(super) unsafe fn sum512<const ADD: bool>(src: *const f64, n: usize, c: f64) -> f64 {
     let (t, cv) = (table512(), _mm512_set1_pd(c));
     fused_sum!(
-        f64,
-        __m512d,
-        8,
-        zero = _mm512_setzero_pd(),
-        add = _mm512_add_pd,
-        load = _mm512_loadu_pd,
-        store = _mm512_storeu_pd,
+        pd512,
         src,
         n,
         |v| exp512(&t, if ADD { _mm512_add_pd(v, cv) } else { v }),
@@ -366,13 +360,7 @@ fn lanes_vec(x: __m256d) -> __m256d {
 pub(super) unsafe fn sum256<const ADD: bool>(src: *const f64, n: usize, c: f64) -> f64 {
     let cv = _mm256_set1_pd(c);
     fused_sum!(
-        f64,
-        __m256d,
-        4,
-        zero = _mm256_setzero_pd(),
-        add = _mm256_add_pd,
-        load = _mm256_loadu_pd,
-        store = _mm256_storeu_pd,
+        pd256,
         src,
         n,
         |v| lanes_vec(if ADD { _mm256_add_pd(v, cv) } else { v }),

@@ -43,6 +43,21 @@ struct Tables {
     c1: __m256,
 }
 
+/// [`H16`] and [`C16`], loaded.
+#[inline]
+#[target_feature(enable = "avx2,fma")]
+fn tables() -> Tables {
+    // SAFETY: `H16` and `C16` hold sixteen floats each.
+    unsafe {
+        Tables {
+            h0: _mm256_loadu_ps(H16.as_ptr()),
+            h1: _mm256_loadu_ps(H16.as_ptr().add(8)),
+            c0: _mm256_loadu_ps(C16.as_ptr()),
+            c1: _mm256_loadu_ps(C16.as_ptr().add(8)),
+        }
+    }
+}
+
 /// `e^x` of eight `f32` lanes in `[-110, 100]` (or NaN) in `f32`
 /// arithmetic (module doc).
 #[inline]
@@ -160,15 +175,7 @@ macro_rules! map_loop {
 /// `dst` to room for `n`, the two equal or disjoint.
 #[target_feature(enable = "avx2,fma")]
 pub(crate) unsafe fn exp256<const ADD: bool>(src: *const f32, dst: *mut f32, n: usize, c: f32) {
-    // SAFETY: `H16` and `C16` hold sixteen floats each.
-    let t = unsafe {
-        Tables {
-            h0: _mm256_loadu_ps(H16.as_ptr()),
-            h1: _mm256_loadu_ps(H16.as_ptr().add(8)),
-            c0: _mm256_loadu_ps(C16.as_ptr()),
-            c1: _mm256_loadu_ps(C16.as_ptr().add(8)),
-        }
-    };
+    let t = tables();
     map_loop!(src, dst, n, c, ADD, |v| exp_f32(v, &t))
 }
 
@@ -282,24 +289,10 @@ pub(crate) unsafe fn tanh256<const ADD: bool>(src: *const f32, dst: *mut f32, n:
 /// AVX2 and FMA are present; `src` points to `n` initialised `f32`s.
 #[target_feature(enable = "avx2,fma")]
 pub(crate) unsafe fn exp_sum256<const ADD: bool>(src: *const f32, n: usize, c: f32) -> f32 {
-    // SAFETY: `H16` and `C16` hold sixteen floats each.
-    let t = unsafe {
-        Tables {
-            h0: _mm256_loadu_ps(H16.as_ptr()),
-            h1: _mm256_loadu_ps(H16.as_ptr().add(8)),
-            c0: _mm256_loadu_ps(C16.as_ptr()),
-            c1: _mm256_loadu_ps(C16.as_ptr().add(8)),
-        }
-    };
+    let t = tables();
     let cv = _mm256_set1_ps(c);
     fused_sum!(
-        f32,
-        __m256,
-        8,
-        zero = _mm256_setzero_ps(),
-        add = _mm256_add_ps,
-        load = _mm256_loadu_ps,
-        store = _mm256_storeu_ps,
+        ps256,
         src,
         n,
         |v| exp_f32(if ADD { _mm256_add_ps(v, cv) } else { v }, &t),
@@ -318,13 +311,7 @@ pub(crate) unsafe fn exp_sum256<const ADD: bool>(src: *const f32, n: usize, c: f
 pub(crate) unsafe fn tanh_sum256<const ADD: bool>(src: *const f32, n: usize, c: f32) -> f32 {
     let cv = _mm256_set1_ps(c);
     fused_sum!(
-        f32,
-        __m256,
-        8,
-        zero = _mm256_setzero_ps(),
-        add = _mm256_add_ps,
-        load = _mm256_loadu_ps,
-        store = _mm256_storeu_ps,
+        ps256,
         src,
         n,
         |v| tanh_f32(if ADD { _mm256_add_ps(v, cv) } else { v }),

@@ -392,13 +392,7 @@ pub(crate) unsafe fn tanh512<const ADD: bool>(src: *const f32, dst: *mut f32, n:
 pub(crate) unsafe fn exp_sum512<const ADD: bool>(src: *const f32, n: usize, c: f32) -> f32 {
     let (k, cv) = (consts(), _mm512_set1_ps(c));
     fused_sum!(
-        f32,
-        __m512,
-        16,
-        zero = _mm512_setzero_ps(),
-        add = _mm512_add_ps,
-        load = _mm512_loadu_ps,
-        store = _mm512_storeu_ps,
+        ps512,
         src,
         n,
         |v| exp_f32(if ADD { _mm512_add_ps(v, cv) } else { v }, k),
@@ -416,13 +410,7 @@ pub(crate) unsafe fn exp_sum512<const ADD: bool>(src: *const f32, n: usize, c: f
 pub(crate) unsafe fn tanh_sum512<const ADD: bool>(src: *const f32, n: usize, c: f32) -> f32 {
     let (t, cv) = (tanh_tables(), _mm512_set1_ps(c));
     fused_sum!(
-        f32,
-        __m512,
-        16,
-        zero = _mm512_setzero_ps(),
-        add = _mm512_add_ps,
-        load = _mm512_loadu_ps,
-        store = _mm512_storeu_ps,
+        ps512,
         src,
         n,
         |v| tanh16(if ADD { _mm512_add_ps(v, cv) } else { v }, &t),
