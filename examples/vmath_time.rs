@@ -1,10 +1,11 @@
-//! Times the `f64` and `f32` exp/tanh slice kernels at each level (in
+//! Times the `f64` and `f32` exp/tanh slice kernels (maps into another
+//! buffer, and the `f64` fused sums) at each level (in
 //! cache: 4096 values; out of cache: 2^20), ns per element, on two kinds of
 //! arguments: spread over [-10, 10] and over [-3, 3] (where a normal
 //! sample lies); then the division of a run by one divisor (`f64`, in
 //! cache). `cargo run --release --example vmath_time`.
 use einsat::syntax::ast::Func;
-use einsat::vmath::{apply_at, apply_at_f32, div_to_at, levels};
+use einsat::vmath::{apply_at_f32, apply_to_add_at, div_to_at, levels, sum_of_at};
 use std::time::Instant;
 
 fn time(mut run: impl FnMut(), n: usize) -> f64 {
@@ -31,17 +32,22 @@ fn main() {
                 let (mut ys, mut ys32) = (xs.clone(), xs32.clone());
                 for level in levels() {
                     let t64 = time(
-                        || {
-                            ys.copy_from_slice(&xs);
-                            apply_at(f, level, std::hint::black_box(&mut ys));
-                        },
+                        || apply_to_add_at(f, level, std::hint::black_box(&xs), &mut ys, None),
                         n,
                     );
                     let t32 = time(
                         || apply_at_f32(f, level, std::hint::black_box(&xs32), &mut ys32, None),
                         n,
                     );
-                    println!("{name} |x|<{w} n={n} {level:?}: f64 {t64:.3}  f32 {t32:.3} ns/elem");
+                    let mut total = 0.0;
+                    let ts = time(
+                        || total += sum_of_at(f, level, std::hint::black_box(&xs), None),
+                        n,
+                    );
+                    std::hint::black_box(total);
+                    println!(
+                        "{name} |x|<{w} n={n} {level:?}: f64 {t64:.3}  f32 {t32:.3}  Σ f64 {ts:.3} ns/elem"
+                    );
                 }
             }
         }

@@ -50,7 +50,7 @@
 //! operations and bits) for `a ≤ 0.4959028`, and above it `1 - 2q`,
 //! `q = y/(1+y)`, `y = e^{-2a}` (`a` clamped to 20) from the `exp`
 //! kernel's pieces: `-2a = k·ln2/16 + r + rl` (`rl` the rounding error
-//! of `r`), the table `2^(j/16) = Th + Tl` gathered, `e^r - 1 = p` by
+//! of `r`), the table `2^(j/16) = Th + Tl` looked up, `e^r - 1 = p` by
 //! its degree-7 Taylor polynomial, `y·2^-m = Th + (Th·(p + rl) + Tl)` as
 //! a double-double `yh + yl` (Fast2Sum), scaled by `2^m` exactly;
 //! `d = 1 + y` as a double-double, `w = RN(1/dh)`, `q0 = yh·w` and

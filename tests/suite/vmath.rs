@@ -1248,7 +1248,7 @@ fn pow_const_and_entry_points() {
 }
 
 /// `exp` at AVX2 (`vmath/exp.rs`'s `map256`: the AVX-512 kernel's
-/// operations, its table gathered, `2^m` added to the exponent) gives the
+/// operations, its table looked up by loads, `2^m` added to the exponent) gives the
 /// AVX-512 kernel's bits wherever the result is normal (`|x| < 708`), and
 /// the library's result beyond; every tail length. Where this CPU lacks
 /// AVX-512 the first half has nothing to compare and only the second runs.
