@@ -21,7 +21,7 @@
 //! at AVX-512 `2^m·2^(j/16)·e^r`, `|r| ≤ ln2/32`, the sixteen `2^(j/16)`
 //! as double-doubles held in registers, a degree-7 polynomial and one
 //! `scalef` (about 0.54 ulp from `e^x`); at AVX2 the same operations with
-//! the table gathered and `2^m` added to the exponent (the same bits
+//! the table read by loads and `2^m` added to the exponent (the same bits
 //! for `|x| < 708`). So has
 //! `tanh` at AVX-512 (`vmath/tanh.rs`, within 0.8 ulp by its error analysis): a
 //! degree-10 polynomial on one of 16 intervals of `|x| < 4.75`
@@ -37,10 +37,8 @@
 //! reduction and polynomial with the sum of its parts compensated;
 //! `sin`/`cos` by fdlibm's kernels on the reduced argument as a
 //! double-double. `tanh` at AVX2 has a kernel in intrinsics too
-//! (`vmath/tanh.rs`, within 0.56 ulp): the AVX-512 kernel's first
-//! interval's polynomial up to 0.4959, above it `1 - 2y/(1+y)`,
-//! `y = e^{-2|x|}` by the `exp` kernel's reduction and gathered table,
-//! `y` and the quotient carried as double-doubles.
+//! (`vmath/tanh.rs`): the AVX-512 kernel's two lanes, the same
+//! operations and bits, its tables read by loads, chosen per vector.
 //! `erf` (`vmath/erf.rs`, lane code compiled at both levels) performs
 //! the `libm` crate's operations (fdlibm's rational approximations and
 //! its `exp`) per lane, coefficients picked per lane, so it is the
