@@ -196,15 +196,14 @@ const CORE2: f64 = 708.0;
 /// subnormal from -745.13…).
 const EDGE2: f64 = 746.0;
 
-/// The pieces of `e^(k·ln2/16 + r)` on four lanes that [`exp256`] and the
-/// AVX2 `tanh` (`super::tanh`) share: `p = e^r - 1` (`r + r²·q(r)`,
+/// The pieces of `e^(k·ln2/16 + r)` on four lanes for [`exp256`]: `p = e^r - 1` (`r + r²·q(r)`,
 /// Taylor to `r^7`), the integer `k` from the bits of `ks = x·16/ln2 +
 /// SHIFT` (less SHIFT's, two's complement), and `2^(j/16) = th + tl`,
 /// `j = k mod 16`, from the table: the four `j`s through memory, one
 /// 16-byte load of `[TH[j], TL[j]]` ([`T2`]) per lane, transposed.
 #[inline]
 #[target_feature(enable = "avx2,fma")]
-pub(super) fn parts256(r: __m256d, ks: __m256d) -> (__m256d, __m256i, __m256d, __m256d) {
+fn parts256(r: __m256d, ks: __m256d) -> (__m256d, __m256i, __m256d, __m256d) {
     let set = _mm256_set1_pd;
     let mut q = set(Q[5]);
     for c in Q[..5].iter().rev() {

@@ -595,6 +595,19 @@ pub(super) unsafe fn apply_to(xs: &[f64], ys: &mut [f64], c: Option<f64>) {
 
 // ------------------------------------------------------------------ AVX2
 
+/// The four 64-bit lanes of `v`, lane 0 first: the AVX2 lanes' table
+/// indices.
+#[inline(always)]
+unsafe fn lanes_u64(v: __m256i) -> [u64; 4] {
+    let (lo, hi) = (_mm256_castsi256_si128(v), _mm256_extracti128_si256::<1>(v));
+    [
+        _mm_cvtsi128_si64(lo) as u64,
+        _mm_extract_epi64::<1>(lo) as u64,
+        _mm_cvtsi128_si64(hi) as u64,
+        _mm_extract_epi64::<1>(hi) as u64,
+    ]
+}
+
 /// `|tanh(a)|` for `a ≥ T_HI`, four lanes (any `a ≥ 0`, +inf too, gives
 /// a finite value): the AVX-512 exp lane's operations, so its bits. `w =
 /// 2y = 2·2^(j/16)·e^r·2^m`, `2^m` put in `w`'s exponent where AVX-512
@@ -616,15 +629,11 @@ unsafe fn exp256(a: __m256d) -> __m256d {
     // k as an integer (t's low bits less SHIFT's), j = k mod 16
     let ki = _mm256_sub_epi64(_mm256_castpd_si256(t), _mm256_castpd_si256(set(SHIFT)));
     let j = _mm256_and_si256(ki, _mm256_set1_epi64x(15));
-    let (lo, hi) = (_mm256_castsi256_si128(j), _mm256_extracti128_si256::<1>(j));
+    let js = lanes_u64(j);
     // SAFETY: every index is below 16, the table's length.
     let th = unsafe {
-        _mm256_set_pd(
-            *EXP2.get_unchecked(_mm_extract_epi64::<1>(hi) as usize),
-            *EXP2.get_unchecked(_mm_cvtsi128_si64(hi) as usize),
-            *EXP2.get_unchecked(_mm_extract_epi64::<1>(lo) as usize),
-            *EXP2.get_unchecked(_mm_cvtsi128_si64(lo) as usize),
-        )
+        let e = |q: usize| *EXP2.get_unchecked(js[q] as usize);
+        _mm256_set_pd(e(3), e(2), e(1), e(0))
     };
     // 2^m, m = floor(k/16) ≥ -58: (k + 16·1023) >> 4 is its biased
     // exponent (a shift of a positive number)
@@ -691,14 +700,7 @@ unsafe fn table256(a: __m256d) -> __m256d {
         _mm256_castpd_si256(odd),
         _mm256_and_si256(_mm256_castpd_si256(t), _mm256_set1_epi64x(15)),
     );
-    let lo128 = _mm256_castsi256_si128(idx);
-    let hi128 = _mm256_extracti128_si256::<1>(idx);
-    let js = [
-        _mm_cvtsi128_si64(lo128) as u64,
-        _mm_extract_epi64::<1>(lo128) as u64,
-        _mm_cvtsi128_si64(hi128) as u64,
-        _mm_extract_epi64::<1>(hi128) as u64,
-    ];
+    let js = lanes_u64(idx);
     let u = _mm256_mul_pd(a, a);
     let (m, c0) = pair(&js, 0);
     // r: a - m, or a² in interval 0

@@ -112,10 +112,10 @@ fn exp8(x: __m256, t: &Tables) -> (__m256, __m256) {
     let tail = _mm256_fmadd_ps(h, z, _mm256_add_ps(pl, e));
     let y = _mm256_add_ps(s, tail);
     // The rounding of `s + tail` (`res`, exact: Fast2Sum, |s| ≥ |tail|)
-    // is uncertain where `s + tail` lies within the kernel's error (below
-    // 2^-33 relative) of a midpoint between two floats, and where `y` is
-    // a power of two (the midpoint below is then a quarter of its ulp
-    // away): such lanes are `hard` (about one in 200 on dense ranges).
+    // is uncertain where `s + tail` lies within `HARD` (2^-33 relative,
+    // four times the kernel's error) of a midpoint between two floats,
+    // and where `y` is a power of two (the midpoint below is then a
+    // quarter of its ulp away): such lanes are `hard` (about 0.28%).
     let res = _mm256_sub_ps(tail, _mm256_sub_ps(y, s));
     let yb = _mm256_castps_si256(y);
     let expo = _mm256_and_si256(yb, _mm256_set1_epi32(0x7f80_0000));
@@ -140,8 +140,9 @@ fn exp8(x: __m256, t: &Tables) -> (__m256, __m256) {
     (_mm256_mul_ps(_mm256_mul_ps(y, p1), p2), hard)
 }
 
-/// `e^v` of eight `f32`s into `out`: the `f32` lanes, or the library
-/// function per lane when a lane is in the subnormal band.
+/// `e^v` of eight `f32`s: the `f32` lanes, or the library function per
+/// lane when a lane is in the subnormal band, and for the lanes whose
+/// rounding [`exp8`] cannot vouch for.
 #[inline]
 #[target_feature(enable = "avx2,fma")]
 fn exp_f32(v: __m256, t: &Tables) -> __m256 {
