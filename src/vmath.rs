@@ -75,8 +75,9 @@
 //! (`f32` slices in and out, each value as the interpreter's `F32`
 //! computes it, sums accumulated in `f32` in the same blocks), what the
 //! JIT calls in `Precision::F32`; `exp` has kernels in `f32` lanes there
-//! (AVX-512 and AVX2), `tanh` an AVX-512 kernel in double lanes sized
-//! for `f32`, the others widen chunks into the `f64` kernels above.
+//! (AVX-512 and AVX2, the library's rounded value for every argument),
+//! `tanh` in `f32` lanes at AVX-512 and in double lanes at AVX2, the
+//! others widen chunks into the `f64` kernels above.
 //! **pow** (`vmath/pow.rs`): `pow(x[i], y[i])` and `pow(x[i], c)` over
 //! slices ([`pow_to`], [`pow_const_to`], the JIT's [`einsat_vpow`] and
 //! [`einsat_vpow_const`]): `ln x` as a double-double from a 128-entry

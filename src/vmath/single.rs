@@ -14,10 +14,10 @@
 //! range reduction, table and polynomial in `f32` with the leading
 //! terms summed exactly, rounded once; within 1 ulp of the correctly
 //! rounded value (checked over all `2^32` inputs: `cargo run --release
-//! --example f32_exp_all`); at AVX-512 equal to the library's rounded
-//! result but for about one argument in 40 000, at AVX2 for every
-//! argument (the kernel hands the lanes whose rounding it cannot vouch
-//! for to the library: `single/avx2.rs`).
+//! --example f32_exp_all`), and equal to the library's rounded result
+//! for every argument: each kernel hands the lanes whose rounding it
+//! cannot vouch for, and the subnormal band, to the library (about 0.3%
+//! of lanes).
 //! `tanh` has one in `f32` lanes at AVX-512 (`single/avx512.rs`: 26
 //! intervals of `|x|` found from its bits, tables by permutes, a
 //! polynomial, rounded once; within 0.8 ulp of the exact value, and

@@ -17,17 +17,19 @@
 //! `2^-39`), so `s + tail` is within about `2^-35.5` of `e^x·2^-m`.
 //!
 //! **Equal to the library.** The kernel then checks its own rounding:
-//! where `s + tail` lies within `2^-33` (four times that bound) of a
-//! midpoint between two floats, or `y` is a power of two, the lane is
-//! *hard* and takes the library's `exp`, rounded (about 0.28% of lanes,
-//! one in 45 vectors, on data spread over `[-10, 10]`); elsewhere `y`
-//! is the correctly rounded value, which is the rounded library value
-//! (the library's own error is far inside the margin). So every result is
-//! the interpreter's `F32` value bit for bit: checked over all `2^32`
+//! where `s + tail - d` and `s + tail + d` (`d = H·2^-33`, above that
+//! bound with the roundings of `tail ± d`, below `2^-34.9`, added) round
+//! to different floats, the exact value may lie on either side of a
+//! midpoint, and the lane is *hard* and takes the library's `exp`,
+//! rounded (about 0.2% of lanes); elsewhere both round to the correctly
+//! rounded value, which is the rounded library value (the library's own
+//! error is far inside the margin). So every result is the
+//! interpreter's `F32` value bit for bit: checked over all `2^32`
 //! arguments (`cargo run --release --example f32_exp_all`: none differ;
 //! 59 766 did before the check, and `tests/suite/f32.rs`'s bit-for-bit
 //! map tests failed on Zen 3). The check costs its operations: on Zen 3,
-//! 0.95 ns per element without it, 1.42 with.
+//! 0.95 ns per element without it, 1.42 with an earlier form of it (the
+//! distance of the residual from half an ulp, and powers of two apart).
 //! There is no `scalef`: `2^⌊k/16⌋` is two factors `2^m1·2^m2` built in
 //! the exponent field (`|mi| ≤ 80`, both normal), the first product
 //! exact, the second rounding once. Lanes in the subnormal band (`e^x`
@@ -45,9 +47,9 @@ use std::arch::x86_64::*;
 const INV16: f32 = 23.08312;
 const LH16: f32 = 0.0433217;
 const NLL16: f32 = 1.1904089e-10;
-/// A rounding is uncertain where the sum is within `HARD·|y|` of a
-/// midpoint (`2^-31`, four times the kernel's error bound, so that the
-/// test's own roundings cannot hide a hard lane).
+/// `2^-33`: a lane is hard where `s + tail ± H·HARD` round apart (module
+/// doc; `HARD` is above the error bound, about `2^-35.5`, with the
+/// roundings of `tail ± d` added).
 const HARD: f32 = 1.164_153_2e-10;
 /// The tables, in registers: each as two halves of eight.
 struct Tables {
@@ -110,26 +112,15 @@ fn exp8(x: __m256, t: &Tables) -> (__m256, __m256) {
     let s = _mm256_add_ps(h, ph);
     let e = _mm256_add_ps(_mm256_sub_ps(h, s), ph);
     let tail = _mm256_fmadd_ps(h, z, _mm256_add_ps(pl, e));
-    let y = _mm256_add_ps(s, tail);
-    // The rounding of `s + tail` (`res`, exact: Fast2Sum, |s| ≥ |tail|)
-    // is uncertain where `s + tail` lies within `HARD` (2^-33 relative,
-    // four times the kernel's error) of a midpoint between two floats,
-    // and where `y` is a power of two (the midpoint below is then a
-    // quarter of its ulp away): such lanes are `hard` (about 0.28%).
-    let res = _mm256_sub_ps(tail, _mm256_sub_ps(y, s));
-    let yb = _mm256_castps_si256(y);
-    let expo = _mm256_and_si256(yb, _mm256_set1_epi32(0x7f80_0000));
-    let half = _mm256_castsi256_ps(_mm256_sub_epi32(expo, _mm256_set1_epi32(24 << 23)));
-    let abs = |v: __m256| _mm256_andnot_ps(_mm256_set1_ps(-0.0), v);
-    let near = _mm256_cmp_ps::<_CMP_LT_OQ>(
-        abs(_mm256_sub_ps(abs(res), half)),
-        _mm256_mul_ps(abs(y), _mm256_set1_ps(HARD)),
-    );
-    let pow2 = _mm256_castsi256_ps(_mm256_cmpeq_epi32(
-        _mm256_and_si256(yb, _mm256_set1_epi32(0x007f_ffff)),
-        _mm256_setzero_si256(),
-    ));
-    let hard = _mm256_or_ps(near, pow2);
+    // The rounding of `s + tail` is certain where its ends `s + tail ± d`
+    // round alike (`d = H·HARD`, above the error bound and the roundings
+    // of `tail ± d`, below 2^-34.9), and then `e^x·2^-m` rounds there too:
+    // else the lane is hard (about 0.2%).
+    let d = _mm256_mul_ps(h, _mm256_set1_ps(HARD));
+    let y = _mm256_add_ps(s, _mm256_sub_ps(tail, d));
+    let hi = _mm256_add_ps(s, _mm256_add_ps(tail, d));
+    // (NaN lanes are not hard: they stay NaN)
+    let hard = _mm256_cmp_ps::<_CMP_NEQ_OQ>(y, hi);
     // 2^m, m = ⌊k/16⌋ (an arithmetic shift of k, the low bits of `ks`)
     let m = _mm256_srai_epi32::<4>(_mm256_sub_epi32(idx, _mm256_set1_epi32(0x4B40_0000)));
     let m1 = _mm256_srai_epi32::<1>(m);
@@ -183,10 +174,11 @@ fn library_lanes(v: __m256, y: __m256, hard: i32) -> __m256 {
         _mm256_storeu_ps(a.as_mut_ptr(), v);
         _mm256_storeu_ps(out.as_mut_ptr(), y);
     }
-    for (k, (o, x)) in out.iter_mut().zip(a).enumerate() {
-        if hard & (1 << k) != 0 {
-            *o = f64::from(x).exp() as f32;
-        }
+    let mut m = hard;
+    while m != 0 {
+        let k = m.trailing_zeros() as usize;
+        out[k] = f64::from(a[k]).exp() as f32;
+        m &= m - 1;
     }
     // SAFETY: eight floats.
     unsafe { _mm256_loadu_ps(out.as_ptr()) }

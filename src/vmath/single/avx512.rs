@@ -21,44 +21,35 @@
 //! r1²·P(r1)`, `P` Taylor's `1/2 + r1/6 + r1²/24` (truncation
 //! `r1^5/120 < 2^-39.5`):
 //!
-//! `e^x / 2^⌊k/32⌋ = H + H·r1 + H·z`, `z = r1²·P + (rlo + c)(1 + r1)`.
+//! `e^x / 2^⌊k/32⌋ = H + H·r1 + H·z`, `z = r1²·P + (rlo + c)·e^r1`.
 //!
-//! **Error.** Dropped: `(rlo + c)·r1²/2` (below `2^-21.4 · 2^-13 =
-//! 2^-34.4` relative at the largest `|k|`, `2^-36` for `|x| < 20`),
-//! `rlo²/2` and `rlo·c` (below `2^-44`), the truncation (`2^-39.5`). `H +
-//! H·r1` is summed exactly: `H·r1 = ph + pl` by a product and an `fmsub`,
-//! `H + ph = s + e` by Fast2Sum (`|ph| < |H|`). `z` (below `2^-13.9`)
-//! carries a few roundings of `2^-24` relative, and `tail = H·z + (pl +
-//! e)` one more: together below `2^-36` of the result. Then `s + tail`
-//! is rounded **once**. So the value before that rounding is within
-//! about `2^-34` relative of `e^x` (`2^-10` ulp; `2^-35` for `|x| < 20`),
-//! the result is the correctly rounded value or its neighbour, and it
-//! differs from the library's rounded value only where `e^x` lies that
-//! close to a midpoint between two floats: measured over all `2^32`
-//! inputs (`examples/f32_exp_all.rs`), 3 905, none by more than 1 ulp, every special
-//! exact; at most 0.0015% on dense ranges such as `[-86, -40]` and
-//! `[10, 88]` (the same construction in pure `f32`, `fma(H, r1 + z, H)`,
-//! is 20% faster on Zen 4 but differs for up to 0.12% of dense ranges
-//! and 468 410 of all inputs, enough to break the JIT's bit-for-bit
-//! agreement with the interpreter that `tests/suite/f32.rs` checks).
+//! **Error.** `(rlo + c)·e^r1` is taken to second order,
+//! `(rlo + c)·(1 + r1 + r1²/2)` (the third-order term, below `2^-42`, is
+//! dropped), so what else
+//! is dropped is `rlo²/2` and `rlo·c` (below `2^-44`) and the
+//! truncation (`2^-39.5`). `H + H·r1` is summed exactly: `H·r1 = ph +
+//! pl` by a product and an `fmsub`, `H + ph = s + e` by Fast2Sum (`|ph|
+//! < |H|`). `z` (below `2^-13.9`) carries a few roundings of `2^-24`
+//! relative, and `tail = H·z + (pl + e)` one more: together below
+//! `2^-36` of the result. Then `s + tail` is rounded **once**, and
 //! `scalef` by `k/32` (it floors) is exact for normal results; overflow
 //! gives +inf exactly as rounding the exact value would (the result
-//! rounds at the same relative precision). Subnormal results would be
-//! rounded twice, so a vector with a lane in the subnormal band
-//! `(-104, -87.33)` is computed on the double lanes below instead (below
-//! `-104`, `e^x < 2^-150.04` and the lane gives +0 exactly).
+//! rounds at the same relative precision).
 //!
-//! **exp in double lanes** (`exp8`, the subnormal band's).
-//! Sixteen `f32` arguments are widened to two vectors of eight doubles
-//! (exactly), and `x = (16m + j)·ln2/16 + r`, `|r| ≤ ln2/32`,
-//! `k = 16m + j` the nearest integer to `16x/ln2` (`x/ln2 + 1.5·2^48`
-//! rounds to a multiple of 1/16, `k/16`); `e^x = 2^m · 2^(j/16) · e^r`, the sixteen
-//! `2^(j/16)` held in two registers (one `vpermt2pd` look-up), `e^r` its
-//! Taylor polynomial to `r^5` (truncation below `1.5·10^-13` relative),
-//! `2^m` by `scalef` (which floors `k/16`). The double is rounded once
-//! to `f32` (`vcvtpd2ps`), which gives overflow to +inf (from `x ≈
-//! 88.72`), subnormal results and underflow to +0 exactly as rounding
-//! the exact value would.
+//! **Equal to the library.** The kernel then checks its own rounding, as
+//! the AVX2 kernel does: where `s + tail - d` and `s + tail + d` (`d =
+//! 2^-33`, at least `2^-34.03` relative, four times the bound) round to
+//! different floats, the exact value may lie on either side of a
+//! midpoint, and the lane is *hard* and takes the library's `exp`,
+//! rounded (about one lane in 800, one vector in 50); else
+//! both round to the correctly rounded value, which is the rounded
+//! library value.
+//! A vector with a lane in the subnormal band `(-104, -87.33)` (where
+//! `scalef` would round a second time) takes the library in every lane;
+//! below `-104`, `e^x < 2^-150.04` and the lane gives +0 exactly. So every
+//! result is the interpreter's `F32` value bit for bit: over all `2^32`
+//! arguments (`cargo run --release --example f32_exp_all`) none differ
+//! (3 905 did before the check).
 //!
 //! **tanh in f32 lanes** ([`tanh512`], `tanh16`), on `a = min(|x|,
 //! 9.5)` (from 9.01 `tanh` rounds to 1 in `f32`; NaN passes), the sign
@@ -90,51 +81,12 @@
 //! in ten differs by 1 ulp; `tests/suite/vmath_f32.rs` bounds every lane
 //! at 1 ulp and counts them). ±inf gives ±1, NaN a NaN.
 //!
-//! **Error of the double lanes.** The double before the final rounding
-//! is within about `2^-42` of the exact value:
-//! the reduction `r = x - (k/16)·ln2` is one fused multiply-add (`|k/16|
-//! ≤ 160`, the constant's own error adds below `2^-45`), the table
-//! entries are rounded doubles (`2^-53`), the polynomial's truncation
-//! `2^-42.6`, its evaluation a few `2^-53`. So the `f32` result is the
-//! correctly rounded value or its neighbour (within 1 ulp), and equals
-//! the f64 library function rounded to `f32` except when the exact value
-//! lies within about `2^-14` ulp of a midpoint between two floats (a few
-//! arguments in ten thousand at most; `tests/suite/vmath_f32.rs` counts them).
-//!
 //! Owns these kernels and their constants; uses nothing of its parents
 //! (no circle of module dependencies, `tests/suite/architecture.rs`).
 
 use super::table32::{BAND_HI, BAND_LO, C32, H32, HI32, LO32, SHIFT32};
 use super::tanh32;
 use std::arch::x86_64::*;
-
-/// `1.5·2^48`: `y + SHIFT` rounds `y` to a multiple of 1/16 (`k/16`,
-/// `k` in the low bits).
-const SHIFT: f64 = 1.5 * 281474976710656.0;
-/// `1/ln2` and `ln2`.
-const INV_LN2: f64 = std::f64::consts::LOG2_E;
-const LN2: f64 = std::f64::consts::LN_2;
-// (the clamp, the subnormal band and the `f32` tables: `table32`)
-
-/// `2^(j/16)`, rounded.
-static T: [f64; 16] = [
-    1.0,
-    1.0442737824274138,
-    1.0905077326652577,
-    1.1387886347566916,
-    1.189207115002721,
-    1.241857812073484,
-    1.2968395546510096,
-    1.3542555469368927,
-    std::f64::consts::SQRT_2,
-    1.4768261459394993,
-    1.5422108254079407,
-    1.6104903319492543,
-    1.681792830507429,
-    1.7562521603732995,
-    1.8340080864093424,
-    1.915206561397147,
-];
 
 /// The `f32` lanes' constants (module doc): `32/ln2`, `ln2/32` rounded to
 /// `f32` and the rest of it, `1.5·2^23` (`y + SHIFT32` rounds `y` to an
@@ -143,12 +95,15 @@ const INV32: f32 = 46.16624;
 const LH32: f32 = 0.02166085;
 /// `-(ln2/32 - LH32)`, rounded.
 const NLL32: f32 = 5.9520444e-11;
+/// `2^-33`: a lane is hard where `s + tail ± HARD` round apart (`s`
+/// lies in `[0.97, 2.03]`, so that is at least `2^-34.03` relative, four
+/// times the kernel's error bound, `2^-36`, with the roundings of `tail ±
+/// HARD`, below `2^-36.9`, on top; module doc).
+const HARD: f32 = 1.164_153_2e-10;
 
 /// The tables of one call, in registers.
 #[derive(Clone, Copy)]
 struct Consts {
-    t0: __m512d,
-    t1: __m512d,
     h0: __m512,
     h1: __m512,
     c0: __m512,
@@ -159,11 +114,9 @@ struct Consts {
 #[inline]
 #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
 fn consts() -> Consts {
-    // SAFETY: `T` holds sixteen doubles, `H32` and `C32` 32 floats each.
+    // SAFETY: `H32` and `C32` hold 32 floats each.
     unsafe {
         Consts {
-            t0: _mm512_loadu_pd(T.as_ptr()),
-            t1: _mm512_loadu_pd(T.as_ptr().add(8)),
             h0: _mm512_loadu_ps(H32.as_ptr()),
             h1: _mm512_loadu_ps(H32.as_ptr().add(16)),
             c0: _mm512_loadu_ps(C32.as_ptr()),
@@ -172,33 +125,14 @@ fn consts() -> Consts {
     }
 }
 
-/// `e^x` of eight doubles in `[-110, 100]` (or NaN), before the final
-/// rounding.
+/// `e^x` of sixteen `f32` lanes in `[-110, 100]` outside the subnormal
+/// band (or NaN) in `f32` arithmetic (module doc): `x = k·ln2/32 + r1 +
+/// rlo`, `e^x = 2^⌊k/32⌋ · H·(1 + c) · e^r`, `H·(1 + r1)` summed exactly,
+/// the rest on top, one rounding, then the exact `scalef`; and the lanes
+/// whose rounding the kernel cannot vouch for (their bits set).
 #[inline]
 #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
-fn exp8(x: __m512d, k: Consts) -> __m512d {
-    let ks = _mm512_fmadd_pd(x, _mm512_set1_pd(INV_LN2), _mm512_set1_pd(SHIFT));
-    let kd = _mm512_sub_pd(ks, _mm512_set1_pd(SHIFT));
-    let r = _mm512_fnmadd_pd(kd, _mm512_set1_pd(LN2), x);
-    let t = _mm512_permutex2var_pd(k.t0, _mm512_castpd_si512(ks), k.t1);
-    let mut q = _mm512_fmadd_pd(_mm512_set1_pd(1.0 / 120.0), r, _mm512_set1_pd(1.0 / 24.0));
-    q = _mm512_fmadd_pd(q, r, _mm512_set1_pd(1.0 / 6.0));
-    q = _mm512_fmadd_pd(q, r, _mm512_set1_pd(0.5));
-    q = _mm512_fmadd_pd(q, r, _mm512_set1_pd(1.0));
-    // t·e^r = t + (t·r)·q
-    let tr = _mm512_mul_pd(t, r);
-    let v = _mm512_fmadd_pd(tr, q, t);
-    _mm512_scalef_pd(v, kd)
-}
-
-/// `e^x` of sixteen `f32` lanes in `[-110, 100]` (or NaN) in `f32`
-/// arithmetic (module doc): `x = k·ln2/32 + r1 + rlo`, `e^x = 2^⌊k/32⌋ ·
-/// H·(1 + c) · e^r`, `H·(1 + r1)` summed exactly, the rest on top, one
-/// rounding, then the exact (or, for subnormal results, rounded once more)
-/// `scalef`.
-#[inline]
-#[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
-fn exp16(x: __m512, k: Consts) -> __m512 {
+fn exp16(x: __m512, k: Consts) -> (__m512, __mmask16) {
     let ks = _mm512_fmadd_ps(x, _mm512_set1_ps(INV32), _mm512_set1_ps(SHIFT32));
     let kd = _mm512_sub_ps(ks, _mm512_set1_ps(SHIFT32));
     // exact (module doc)
@@ -207,12 +141,12 @@ fn exp16(x: __m512, k: Consts) -> __m512 {
     let idx = _mm512_castps_si512(ks);
     let h = _mm512_permutex2var_ps(k.h0, idx, k.h1);
     let c = _mm512_permutex2var_ps(k.c0, idx, k.c1);
-    // z = (e^r - 1 - r1) + c·e^r, to first order in rlo and c
+    // z = (e^r1 - 1 - r1) + (rlo + c)·(1 + r1 + r1²/2)
     let q = _mm512_mul_ps(r1, r1);
     let mut p = _mm512_fmadd_ps(r1, _mm512_set1_ps(1.0 / 24.0), _mm512_set1_ps(1.0 / 6.0));
     p = _mm512_fmadd_ps(p, r1, _mm512_set1_ps(0.5));
     let a = _mm512_add_ps(rlo, c);
-    let w = _mm512_fmadd_ps(a, r1, a);
+    let w = _mm512_fmadd_ps(a, _mm512_fmadd_ps(q, _mm512_set1_ps(0.5), r1), a);
     let z = _mm512_fmadd_ps(q, p, w);
     // H + H·r1 as s + (ph - (s - H)) + pl, exactly; H·z on top
     let ph = _mm512_mul_ps(h, r1);
@@ -220,8 +154,19 @@ fn exp16(x: __m512, k: Consts) -> __m512 {
     let s = _mm512_add_ps(h, ph);
     let e = _mm512_add_ps(_mm512_sub_ps(h, s), ph);
     let tail = _mm512_fmadd_ps(h, z, _mm512_add_ps(pl, e));
-    let y = _mm512_add_ps(s, tail);
-    _mm512_scalef_ps(y, _mm512_mul_ps(kd, _mm512_set1_ps(1.0 / 32.0)))
+    // The rounding of `s + tail` is certain where its ends `s + tail ± d`
+    // round alike (`d = HARD`, above the error bound; `tail ± d` rounds
+    // by far less than `d`), and then `e^x·2^-m` rounds there too: else
+    // the lane is hard (about one in 800).
+    let d = _mm512_set1_ps(HARD);
+    let y = _mm512_add_ps(s, _mm512_sub_ps(tail, d));
+    let hi = _mm512_add_ps(s, _mm512_add_ps(tail, d));
+    // (NaN lanes are not hard: they stay NaN)
+    let hard = _mm512_cmp_ps_mask::<_CMP_NEQ_OQ>(y, hi);
+    (
+        _mm512_scalef_ps(y, _mm512_mul_ps(kd, _mm512_set1_ps(1.0 / 32.0))),
+        hard,
+    )
 }
 
 /// `tanh(x)` of sixteen `f32` lanes in `f32` arithmetic (module doc):
@@ -294,19 +239,6 @@ fn tanh_tables() -> TanhTables {
     }))
 }
 
-/// A function of sixteen `f32`s: both halves widened, `$f` of each,
-/// each rounded once to `f32`.
-macro_rules! halves {
-    ($v:expr, $k:expr, $f:ident) => {{
-        let v = $v;
-        let lo = _mm512_cvtps_pd(_mm512_castps512_ps256(v));
-        let hi = _mm512_cvtps_pd(_mm512_extractf32x8_ps::<1>(v));
-        let a = _mm512_cvtpd_ps($f(lo, $k));
-        let b = _mm512_cvtpd_ps($f(hi, $k));
-        _mm512_insertf32x8::<1>(_mm512_castps256_ps512(a), b)
-    }};
-}
-
 /// `dst[i] = g(src[i] + c)` (`g(src[i])` when `!ADD`; the sum rounded
 /// to `f32`) for `i < n`, `g` the vector function of sixteen `f32`s
 /// `$g` of the loaded vector and the tables.
@@ -342,8 +274,9 @@ macro_rules! map_loop {
     }};
 }
 
-/// `e^v` of sixteen `f32`s: the `f32` lanes ([`exp16`]), or the double
-/// lanes when a lane is in the subnormal band (module doc).
+/// `e^v` of sixteen `f32`s: the `f32` lanes ([`exp16`]), or the library
+/// function per lane when a lane is in the subnormal band, and for the
+/// lanes whose rounding [`exp16`] cannot vouch for (module doc).
 #[inline]
 #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
 fn exp_f32(v: __m512, k: Consts) -> __m512 {
@@ -356,9 +289,34 @@ fn exp_f32(v: __m512, k: Consts) -> __m512 {
         _mm512_set1_ps(BAND_LO),
     );
     if band != 0 {
-        return halves!(x, k, exp8);
+        return library_lanes(v, v, !0);
     }
-    exp16(x, k)
+    let (y, hard) = exp16(x, k);
+    if hard == 0 {
+        return y;
+    }
+    library_lanes(v, y, hard)
+}
+
+/// `y` with the lanes of `hard`'s bits set to the library's `e^v`, rounded.
+#[cold]
+#[inline(never)]
+#[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
+fn library_lanes(v: __m512, y: __m512, hard: __mmask16) -> __m512 {
+    let (mut a, mut out) = ([0.0f32; 16], [0.0f32; 16]);
+    // SAFETY: sixteen floats each way.
+    unsafe {
+        _mm512_storeu_ps(a.as_mut_ptr(), v);
+        _mm512_storeu_ps(out.as_mut_ptr(), y);
+    }
+    let mut m = hard;
+    while m != 0 {
+        let k = m.trailing_zeros() as usize;
+        out[k] = f64::from(a[k]).exp() as f32;
+        m &= m - 1;
+    }
+    // SAFETY: sixteen floats.
+    unsafe { _mm512_loadu_ps(out.as_ptr()) }
 }
 
 /// `dst[i] = e^(src[i] + c)` (`e^src[i]` when `!ADD`; the sum rounded

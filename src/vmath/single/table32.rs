@@ -14,11 +14,10 @@ pub(super) const SHIFT32: f32 = 12_582_912.0;
 pub(super) const HI32: f32 = 100.0;
 pub(super) const LO32: f32 = -110.0;
 /// The subnormal band: `e^x` of `x` in `(BAND_LO, BAND_HI)` is subnormal
-/// (or next to it), computed on the double lanes (AVX-512) or by the
-/// library one lane at a time (AVX2); below it `e^x` rounds to +0.
+/// (or next to it), computed by the library one lane at a time; below
+/// it `e^x` rounds to +0.
 pub(super) const BAND_LO: f32 = -104.0;
 pub(super) const BAND_HI: f32 = -87.33;
-
 /// `2^(j/32)` rounded to `f32` (`H32`), and `2^(j/32)/H32[j] - 1` rounded
 /// (`C32`, below `2^-24`).
 pub(super) static H32: [f32; 32] = [
