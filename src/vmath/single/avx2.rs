@@ -39,7 +39,7 @@
 //! Owns these kernels and their own constants (the shared ones are
 //! `table32`'s); uses nothing of its parents.
 
-use super::table32::{BAND_HI, BAND_LO, C16, H16, HI32, LO32, SHIFT32};
+use super::table32::{library_exp, BAND_HI, BAND_LO, C16, H16, HI32, LO32, SHIFT32};
 use std::arch::x86_64::*;
 
 /// `16/ln2`, `ln2/16` rounded to `f32` and `-(ln2/16 - LH16)` rounded
@@ -145,15 +145,7 @@ fn exp_f32(v: __m256, t: &Tables) -> __m256 {
         _mm256_cmp_ps::<_CMP_GT_OQ>(x, _mm256_set1_ps(BAND_LO)),
     );
     if _mm256_movemask_ps(band) != 0 {
-        let mut a = [0.0f32; 8];
-        // SAFETY: eight floats each way.
-        unsafe {
-            _mm256_storeu_ps(a.as_mut_ptr(), v);
-            for y in &mut a {
-                *y = f64::from(*y).exp() as f32;
-            }
-            return _mm256_loadu_ps(a.as_ptr());
-        }
+        return library_lanes(v, v, 0xff);
     }
     let (y, hard) = exp8(x, t);
     let hard = _mm256_movemask_ps(hard);
@@ -174,12 +166,7 @@ fn library_lanes(v: __m256, y: __m256, hard: i32) -> __m256 {
         _mm256_storeu_ps(a.as_mut_ptr(), v);
         _mm256_storeu_ps(out.as_mut_ptr(), y);
     }
-    let mut m = hard;
-    while m != 0 {
-        let k = m.trailing_zeros() as usize;
-        out[k] = f64::from(a[k]).exp() as f32;
-        m &= m - 1;
-    }
+    library_exp(&a, &mut out, hard as u32);
     // SAFETY: eight floats.
     unsafe { _mm256_loadu_ps(out.as_ptr()) }
 }

@@ -3,9 +3,10 @@
 //! entries) share: the rounding shift, the clamp, the subnormal band and
 //! the tables of `2^(j/32)` with their corrections; the sixteen-entry
 //! tables are the even entries of the 32-entry ones, derived here at
-//! compile time so the two kernels cannot drift apart.
+//! compile time so the two kernels cannot drift apart; and the scalar
+//! fallback both hand their hard lanes to ([`library_exp`]).
 //!
-//! Owns these constants; uses nothing.
+//! Owns these constants and that fallback; uses nothing.
 
 /// `1.5·2^23`: `y + SHIFT32` rounds `y` to an integer, `k`, in the low
 /// bits.
@@ -18,6 +19,17 @@ pub(super) const LO32: f32 = -110.0;
 /// it `e^x` rounds to +0.
 pub(super) const BAND_LO: f32 = -104.0;
 pub(super) const BAND_HI: f32 = -87.33;
+/// `out[k]` set to the library's `e^xs[k]` rounded to `f32` (the
+/// interpreter's `F32` value) for each bit `k` set in `lanes`.
+pub(super) fn library_exp(xs: &[f32], out: &mut [f32], lanes: u32) {
+    let mut m = lanes;
+    while m != 0 {
+        let k = m.trailing_zeros() as usize;
+        out[k] = f64::from(xs[k]).exp() as f32;
+        m &= m - 1;
+    }
+}
+
 /// `2^(j/32)` rounded to `f32` (`H32`), and `2^(j/32)/H32[j] - 1` rounded
 /// (`C32`, below `2^-24`).
 pub(super) static H32: [f32; 32] = [
