@@ -41,7 +41,9 @@
 //! Owns the AVX-512 and AVX2 `exp` kernels and their constants. The
 //! dispatch lives in `crate::vmath`'s `x86` module: this module uses
 //! nothing of its parent (no circle of module dependencies,
-//! `tests/suite/architecture.rs`).
+//! `tests/suite/architecture.rs`); the `f32` kernels (`single/avx512.rs`,
+//! `single/avx2.rs`) compute their hard lanes by [`exp512`] and
+//! [`exp256`].
 
 use std::arch::x86_64::*;
 
@@ -106,7 +108,7 @@ const Q: [f64; 6] = [
 ];
 
 /// The table in four registers.
-struct Table512 {
+pub(super) struct Table512 {
     h0: __m512d,
     h1: __m512d,
     l0: __m512d,
@@ -115,7 +117,7 @@ struct Table512 {
 
 #[inline]
 #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
-fn table512() -> Table512 {
+pub(super) fn table512() -> Table512 {
     // SAFETY: each load reads 8 of the 16 elements of a static.
     unsafe {
         Table512 {
@@ -127,10 +129,11 @@ fn table512() -> Table512 {
     }
 }
 
-/// `e^x` of eight lanes (see the module's comment).
+/// `e^x` of eight lanes (see the module's comment; `f32`'s AVX-512 `exp`
+/// computes its hard lanes by it too).
 #[inline]
 #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
-fn exp512(t: &Table512, x: __m512d) -> __m512d {
+pub(super) fn exp512(t: &Table512, x: __m512d) -> __m512d {
     let set = _mm512_set1_pd;
     // (the argument second: a NaN passes through max and min)
     let x = _mm512_min_pd(set(CLAMP), _mm512_max_pd(set(-CLAMP), x));
@@ -238,10 +241,11 @@ static T2: [[f64; 2]; 16] = {
 /// `e^x` of four lanes with `|x| < 708`: [`exp512`]'s operations, the
 /// table read by loads ([`parts256`]; AVX2 has no two-register permute) and `2^m`
 /// added to the exponent (the result is normal, so this is `scalef`'s
-/// value): the same bits as [`exp512`].
+/// value): the same bits as [`exp512`] (`f32`'s AVX2 `exp` computes its
+/// hard lanes by it too).
 #[inline]
 #[target_feature(enable = "avx2,fma")]
-fn exp256(x: __m256d) -> __m256d {
+pub(super) fn exp256(x: __m256d) -> __m256d {
     let set = _mm256_set1_pd;
     let ks = _mm256_fmadd_pd(x, set(INV_L), set(SHIFT));
     let kd = _mm256_sub_pd(ks, set(SHIFT));

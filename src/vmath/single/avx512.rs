@@ -37,11 +37,12 @@
 //!
 //! **Equal to the library.** The kernel then checks its own rounding, as
 //! the AVX2 kernel does: where `s + tail - d` and `s + tail + d` (`d =
-//! 2^-33`, at least `2^-34.03` relative: four times that bound, 2.6
-//! times with the roundings of `tail ± d` added) round to
+//! 2^-34`, at least `2^-35.03` relative: twice that bound, 1.3 times
+//! with the roundings of `tail ± d` added) round to
 //! different floats, the exact value may lie on either side of a
 //! midpoint, and the lane is *hard* and takes the library's `exp`,
-//! rounded (about one lane in 800, one vector in 50); else
+//! rounded (about one lane in 1 000, one vector in 70), computed in
+//! `f64` lanes by the `f64` kernel ([`double_lanes`]); else
 //! both round to the correctly rounded value, which is the rounded
 //! library value.
 //! A vector with a lane in the subnormal band `(-104, -87.33)` (where
@@ -81,8 +82,9 @@
 //! in ten differs by 1 ulp; `tests/suite/vmath_f32.rs` bounds every lane
 //! at 1 ulp and counts them). ±inf gives ±1, NaN a NaN.
 //!
-//! Owns these kernels and their constants; uses nothing of its parents
-//! (no circle of module dependencies, `tests/suite/architecture.rs`).
+//! Owns these kernels and their constants; of its parents it uses only
+//! the `f64` `exp` kernel (`crate::vmath`'s `exp` module, which uses
+//! nothing: no circle of module dependencies, `tests/suite/architecture.rs`).
 
 use super::table32::{library_exp, BAND_HI, BAND_LO, C32, H32, HI32, LO32, SHIFT32};
 use super::tanh32;
@@ -95,11 +97,11 @@ const INV32: f32 = 46.16624;
 const LH32: f32 = 0.02166085;
 /// `-(ln2/32 - LH32)`, rounded.
 const NLL32: f32 = 5.9520444e-11;
-/// `2^-33`: a lane is hard where `s + tail ± HARD` round apart (`s`
-/// lies in `[0.97, 2.03]`, so that is at least `2^-34.03` relative, four
+/// `2^-34`: a lane is hard where `s + tail ± HARD` round apart (`s`
+/// lies in `[0.97, 2.03]`, so that is at least `2^-35.03` relative, 1.3
 /// times the kernel's error bound, `2^-36`, with the roundings of `tail ±
 /// HARD`, below `2^-36.9`, on top; module doc).
-const HARD: f32 = 1.164_153_2e-10;
+const HARD: f32 = 5.820_766e-11;
 
 /// The tables of one call, in registers.
 #[derive(Clone, Copy)]
@@ -157,7 +159,7 @@ fn exp16(x: __m512, k: Consts) -> (__m512, __mmask16) {
     // The rounding of `s + tail` is certain where its ends `s + tail ± d`
     // round alike (`d = HARD`, above the error bound; `tail ± d` rounds
     // by far less than `d`), and then `e^x·2^-m` rounds there too: else
-    // the lane is hard (about one in 800).
+    // the lane is hard (about one in 1 000).
     let d = _mm512_set1_ps(HARD);
     let y = _mm512_add_ps(s, _mm512_sub_ps(tail, d));
     let hi = _mm512_add_ps(s, _mm512_add_ps(tail, d));
@@ -295,7 +297,53 @@ fn exp_f32(v: __m512, k: Consts) -> __m512 {
     if hard == 0 {
         return y;
     }
-    library_lanes(v, y, hard)
+    double_lanes(v, y, hard)
+}
+
+/// `y` with the lanes of `hard`'s bits set to the library's `e^v`,
+/// rounded, computed in `f64` lanes: the `f64` kernel's `e^v`
+/// (`crate::vmath`'s `exp`, within 0.54 ulp of `e^v`; the library's within
+/// 0.52, so the two doubles are at most one apart) rounded to `f32` is
+/// the library's rounded value unless a rounding boundary of `f32` (a
+/// midpoint, whose low 29 significand bits are `2^28`) is within two
+/// doubles of it; those lanes (about one hard lane in 10^8) take the
+/// library ([`library_lanes`]). `v`'s hard lanes are in `[-110, 100]`
+/// outside the subnormal band, so the doubles are normal.
+#[cold]
+#[inline(never)]
+#[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
+fn double_lanes(v: __m512, y: __m512, hard: __mmask16) -> __m512 {
+    let t = crate::vmath::exp::table512();
+    let lo = _mm512_cvtps_pd(_mm512_castps512_ps256(v));
+    let hi = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd::<1>(
+        _mm512_castps_pd(v),
+    )));
+    let (elo, ehi) = (
+        crate::vmath::exp::exp512(&t, lo),
+        crate::vmath::exp::exp512(&t, hi),
+    );
+    let f = _mm512_insertf32x8::<1>(
+        _mm512_castps256_ps512(_mm512_cvtpd_ps(elo)),
+        _mm512_cvtpd_ps(ehi),
+    );
+    let out = _mm512_mask_blend_ps(hard, y, f);
+    let tough = hard & (u16::from(near(elo)) | (u16::from(near(ehi)) << 8));
+    if tough == 0 {
+        out
+    } else {
+        library_lanes(v, out, tough)
+    }
+}
+
+/// The lanes of `e` within two doubles of a midpoint of `f32`:
+/// `|low29 - 2^28| ≤ 2` (`low29` the low 29 bits of the significand),
+/// as one unsigned compare (below, the difference wraps).
+#[inline]
+#[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
+fn near(e: __m512d) -> __mmask8 {
+    let low = _mm512_and_si512(_mm512_castpd_si512(e), _mm512_set1_epi64((1 << 29) - 1));
+    let off = _mm512_sub_epi64(low, _mm512_set1_epi64((1 << 28) - 2));
+    _mm512_cmple_epu64_mask(off, _mm512_set1_epi64(4))
 }
 
 /// `y` with the lanes of `hard`'s bits set to the library's `e^v`, rounded.
