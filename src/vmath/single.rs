@@ -16,7 +16,7 @@
 //! rounded value (checked over all `2^32` inputs: `cargo run --release
 //! --example f32_exp_all`), and equal to the library's rounded result
 //! for every argument: each kernel computes the lanes whose rounding it
-//! cannot vouch for (about 0.1% of lanes at AVX-512, 0.2% at AVX2) in
+//! cannot vouch for (about 0.1% of lanes at AVX-512, 0.14% at AVX2) in
 //! `f64` lanes by the `f64` `exp` kernel, and hands the subnormal band
 //! and the few of those that lie within two doubles of a rounding
 //! boundary of `f32` to the library.
