@@ -21,9 +21,10 @@
 //! bound with the roundings of `tail ± d`, below `2^-34.9`, added) round
 //! to different floats, the exact value may lie on either side of a
 //! midpoint, and the lane is *hard* and takes the library's `exp`,
-//! rounded (about 0.14% of lanes, one vector in 100), computed in `f64` lanes by the `f64`
-//! kernel as at AVX-512 (`double_lanes`); elsewhere both round to the correctly
-//! rounded value, which is the rounded library value (the library's own
+//! rounded (about 0.14% of lanes, one vector in 100), computed in `f64`
+//! lanes by the `f64` kernel as at AVX-512 (`double_lanes`); elsewhere
+//! both round to the correctly rounded value, which is the rounded
+//! library value (the library's own
 //! error is far inside the margin). So every result is the
 //! interpreter's `F32` value bit for bit: checked over all `2^32`
 //! arguments (`cargo run --release --example f32_exp_all`: none differ;
@@ -41,7 +42,9 @@
 //! `table32`'s); of its parents it uses only the `f64` `exp` kernel
 //! (`crate::vmath`'s `exp` module, which uses nothing).
 
-use super::table32::{library_exp, BAND_HI, BAND_LO, C16, H16, HI32, LO32, SHIFT32};
+use super::table32::{
+    library_exp, BAND_HI, BAND_LO, C16, H16, HI32, LO32, MID_BITS, NEAR, SHIFT32,
+};
 use std::arch::x86_64::*;
 
 /// `16/ln2`, `ln2/16` rounded to `f32` and `-(ln2/16 - LH16)` rounded
@@ -150,53 +153,42 @@ fn exp_f32(v: __m256, t: &Tables) -> __m256 {
         return library_lanes(v, v, 0xff);
     }
     let (y, hard) = exp8(x, t);
-    let hard = _mm256_movemask_ps(hard);
-    if hard == 0 {
+    if _mm256_movemask_ps(hard) == 0 {
         return y;
     }
     double_lanes(v, y, hard)
 }
 
-/// The lanes of `e` within two doubles of a midpoint of `f32` (`|low29 -
-/// 2^28| ≤ 2`, `low29` the low 29 bits of the significand), as bits.
+/// The lanes of `e` within `NEAR` doubles of a midpoint of `f32`
+/// (`table32`): `|low - 2^28| ≤ NEAR` (`low` the low `MID_BITS` bits of
+/// the significand), as bits.
 #[inline]
 #[target_feature(enable = "avx2,fma")]
 fn near(e: __m256d) -> i32 {
-    let low = _mm256_and_si256(_mm256_castpd_si256(e), _mm256_set1_epi64x((1 << 29) - 1));
-    let above = _mm256_cmpgt_epi64(low, _mm256_set1_epi64x((1 << 28) - 3));
-    let below = _mm256_cmpgt_epi64(_mm256_set1_epi64x((1 << 28) + 3), low);
+    let mid = 1i64 << (MID_BITS - 1);
+    let low = _mm256_and_si256(_mm256_castpd_si256(e), _mm256_set1_epi64x(2 * mid - 1));
+    let above = _mm256_cmpgt_epi64(low, _mm256_set1_epi64x(mid - NEAR - 1));
+    let below = _mm256_cmpgt_epi64(_mm256_set1_epi64x(mid + NEAR + 1), low);
     _mm256_movemask_pd(_mm256_castsi256_pd(_mm256_and_si256(above, below)))
 }
 
-/// `y` with the lanes of `hard`'s bits set to the library's `e^v`,
+/// `y` with the lanes set in the mask `hard` set to the library's `e^v`,
 /// rounded, computed in `f64` lanes by the `f64` kernel (`crate::vmath`'s
 /// `exp`), as at AVX-512 (`single/avx512.rs`, `double_lanes`, says why
-/// that is the library's rounded value); the lanes within two doubles of
-/// a midpoint of `f32` take the library ([`library_lanes`]).
+/// that is the library's rounded value); the lanes within `NEAR` doubles
+/// of a midpoint of `f32` take the library ([`library_lanes`]).
 #[cold]
 #[inline(never)]
 #[target_feature(enable = "avx2,fma")]
-fn double_lanes(v: __m256, y: __m256, hard: i32) -> __m256 {
+fn double_lanes(v: __m256, y: __m256, hard: __m256) -> __m256 {
     let lo = crate::vmath::exp::exp256(_mm256_cvtps_pd(_mm256_castps256_ps128(v)));
     let hi = crate::vmath::exp::exp256(_mm256_cvtps_pd(_mm256_extractf128_ps::<1>(v)));
     let f = _mm256_insertf128_ps::<1>(
         _mm256_castps128_ps256(_mm256_cvtpd_ps(lo)),
         _mm256_cvtpd_ps(hi),
     );
-    let (mut fs, mut out) = ([0.0f32; 8], [0.0f32; 8]);
-    // SAFETY: eight floats each.
-    unsafe {
-        _mm256_storeu_ps(fs.as_mut_ptr(), f);
-        _mm256_storeu_ps(out.as_mut_ptr(), y);
-    }
-    for (k, (o, x)) in out.iter_mut().zip(fs).enumerate() {
-        if hard & (1 << k) != 0 {
-            *o = x;
-        }
-    }
-    let tough = hard & (near(lo) | (near(hi) << 4));
-    // SAFETY: eight floats.
-    let out = unsafe { _mm256_loadu_ps(out.as_ptr()) };
+    let out = _mm256_blendv_ps(y, f, hard);
+    let tough = _mm256_movemask_ps(hard) & (near(lo) | (near(hi) << 4));
     if tough == 0 {
         out
     } else {

@@ -86,7 +86,9 @@
 //! the `f64` `exp` kernel (`crate::vmath`'s `exp` module, which uses
 //! nothing: no circle of module dependencies, `tests/suite/architecture.rs`).
 
-use super::table32::{library_exp, BAND_HI, BAND_LO, C32, H32, HI32, LO32, SHIFT32};
+use super::table32::{
+    library_exp, BAND_HI, BAND_LO, C32, H32, HI32, LO32, MID_BITS, NEAR, SHIFT32,
+};
 use super::tanh32;
 use std::arch::x86_64::*;
 
@@ -335,15 +337,17 @@ fn double_lanes(v: __m512, y: __m512, hard: __mmask16) -> __m512 {
     }
 }
 
-/// The lanes of `e` within two doubles of a midpoint of `f32`:
-/// `|low29 - 2^28| ≤ 2` (`low29` the low 29 bits of the significand),
-/// as one unsigned compare (below, the difference wraps).
+/// The lanes of `e` within `NEAR` doubles of a midpoint of `f32`
+/// (`table32`): `|low - 2^28| ≤ NEAR` (`low` the low `MID_BITS` bits of
+/// the significand), as one unsigned compare (below, the difference
+/// wraps).
 #[inline]
 #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
 fn near(e: __m512d) -> __mmask8 {
-    let low = _mm512_and_si512(_mm512_castpd_si512(e), _mm512_set1_epi64((1 << 29) - 1));
-    let off = _mm512_sub_epi64(low, _mm512_set1_epi64((1 << 28) - 2));
-    _mm512_cmple_epu64_mask(off, _mm512_set1_epi64(4))
+    let mid = 1i64 << (MID_BITS - 1);
+    let low = _mm512_and_si512(_mm512_castpd_si512(e), _mm512_set1_epi64(2 * mid - 1));
+    let off = _mm512_sub_epi64(low, _mm512_set1_epi64(mid - NEAR));
+    _mm512_cmple_epu64_mask(off, _mm512_set1_epi64(2 * NEAR))
 }
 
 /// `y` with the lanes of `hard`'s bits set to the library's `e^v`, rounded.

@@ -19,6 +19,13 @@ pub(super) const LO32: f32 = -110.0;
 /// it `e^x` rounds to +0.
 pub(super) const BAND_LO: f32 = -104.0;
 pub(super) const BAND_HI: f32 = -87.33;
+/// A double's rounding to `f32` is decided by the low `MID_BITS` bits of
+/// its significand: `2^(MID_BITS - 1)` there is a midpoint. A hard lane
+/// whose `f64` value (the kernels' `double_lanes`) is within `NEAR`
+/// doubles of one takes the library instead.
+pub(super) const MID_BITS: u32 = 29;
+pub(super) const NEAR: i64 = 2;
+
 /// `out[k]` set to the library's `e^xs[k]` rounded to `f32` (the
 /// interpreter's `F32` value) for each bit `k` set in `lanes`.
 pub(super) fn library_exp(xs: &[f32], out: &mut [f32], lanes: u32) {
