@@ -137,10 +137,13 @@ pub(super) fn exp512(t: &Table512, x: __m512d) -> __m512d {
     let set = _mm512_set1_pd;
     // (the argument second: a NaN passes through max and min)
     let x = _mm512_min_pd(set(CLAMP), _mm512_max_pd(set(-CLAMP), x));
-    let ks = _mm512_fmadd_pd(x, set(INV_L), set(SHIFT));
-    let kd = _mm512_sub_pd(ks, set(SHIFT));
-    let r = _mm512_fnmadd_pd(kd, set(L_HI), x);
-    let r = _mm512_fnmadd_pd(kd, set(L_LO), r);
+    // `k/16` directly (`ks/16` of AVX2's form, scaled by a power of two:
+    // the same rounding, the same low bits), so `scalef` takes it as it
+    // is; `(k/16)·16·L_hi` is `k·L_hi` exactly, `r` the same bits
+    let ks = _mm512_fmadd_pd(x, set(INV_L / 16.0), set(SHIFT / 16.0));
+    let kd = _mm512_sub_pd(ks, set(SHIFT / 16.0));
+    let r = _mm512_fnmadd_pd(kd, set(L_HI * 16.0), x);
+    let r = _mm512_fnmadd_pd(kd, set(L_LO * 16.0), r);
     let mut q = set(Q[5]);
     for c in Q[..5].iter().rev() {
         q = _mm512_fmadd_pd(q, r, set(*c));
@@ -152,7 +155,7 @@ pub(super) fn exp512(t: &Table512, x: __m512d) -> __m512d {
     let tl = _mm512_permutex2var_pd(t.l0, j, t.l1);
     let v = _mm512_add_pd(th, _mm512_fmadd_pd(th, p, tl));
     // 2^floor(k/16)
-    _mm512_scalef_pd(v, _mm512_mul_pd(kd, set(1.0 / 16.0)))
+    _mm512_scalef_pd(v, kd)
 }
 
 /// `dst[i] = e^(src[i] + c)` (`e^src[i]` when `!ADD`) for `i < n`, on
