@@ -558,6 +558,7 @@ pub fn lower(f: &Function) -> Result<LoopProgram, String> {
             n_vars: 0,
             sizes: vec![],
             cols: vec![],
+            row_sums: vec![],
         },
         vals: f
             .params

@@ -53,6 +53,12 @@ pub struct Options {
     /// one nest to the next (`schedule::rows`). 0: every nest over all
     /// its rows before the next (the values are the same either way).
     pub row_block_bytes: usize,
+    /// Fuse a row sum into the nest that writes its rows (`t2[i] =
+    /// sum(j) t1[i,j]` right after `t1`'s nest: each row is added as it is
+    /// written, and the sum's nest is skipped; `schedule::rowsum`). The
+    /// sum adds the same terms in another order, as the floating-point
+    /// contract allows. Default on.
+    pub fuse_row_sums: bool,
 }
 
 /// The most threads [`Options::threads`] may ask for: the one limit of
@@ -92,6 +98,7 @@ impl Default for Options {
             gemm_split_min_work: GEMM_SPLIT_MIN_WORK,
             precision: crate::precision::Precision::F64,
             row_block_bytes: ROW_BLOCK_BYTES,
+            fuse_row_sums: true,
         }
     }
 }

@@ -87,6 +87,121 @@ fn which_runs_are_grouped() {
     assert!(row_groups(&p, &[false; 4], &opts).is_empty());
 }
 
+/// The softmax's row sum (`t2[i] = sum(j) t1[i,j]`, right after the exp
+/// map `t1`) is found, and fused into the map's nest in C order: the
+/// sum's nest is skipped and the map's plan stores it. Not with
+/// `fuse_row_sums: false`, nor where the map's loops do not run its rows
+/// whole (`X` column-major: the map runs in tiles).
+#[test]
+fn softmax_row_sum_fused_into_the_exp_map() {
+    use einsat::jit::testing::ir::{Layout, RowSum};
+    use einsat::jit::testing::schedule::{plan_program, Backend};
+    let g = optimised(SOFTMAX, Precision::F64);
+    let mut p = lower(&g).unwrap();
+    let opts = jit::Options::default();
+    jit::testing::schedule::prepare(&mut p, &opts);
+    assert_eq!(p.nests.len(), 4);
+    assert_eq!(
+        p.row_sums,
+        vec![RowSum {
+            map_nest: 1,
+            map: p.nests[1].buf,
+            sum: p.nests[2].buf
+        }]
+    );
+    let c = Layout::c_order(&p);
+    let plans = plan_program(&p, &c, &opts);
+    assert!(matches!(plans[2].backend, Backend::Skip));
+    assert_eq!(plans[1].row_sum, Some(p.row_sums[0]));
+    assert!(plans
+        .iter()
+        .enumerate()
+        .all(|(k, pl)| k == 2 || !matches!(pl.backend, Backend::Skip)));
+    let off = jit::Options {
+        fuse_row_sums: false,
+        ..opts.clone()
+    };
+    let plans = plan_program(&p, &c, &off);
+    assert!(plans
+        .iter()
+        .all(|pl| pl.row_sum.is_none() && !matches!(pl.backend, Backend::Skip)));
+    // X column-major: the map's loops run in tiles of both axes (its
+    // reads walk down X's columns), so a row is not whole when its loop
+    // ends: the sum's nest runs
+    let f_order = Layout::from_fn(&p, |b, a| {
+        if b.dims.len() == 2 && !matches!(b.kind, einsat::jit::testing::ir::BufKind::Temp) {
+            a == 0
+        } else {
+            a + 1 == b.dims.len()
+        }
+    });
+    let plans = plan_program(&p, &f_order, &opts);
+    assert!(matches!(&plans[1].backend, Backend::Loops(s) if s.tile.is_some()));
+    assert!(plans[1].row_sum.is_none() && !matches!(plans[2].backend, Backend::Skip));
+    // a map whose rows something else reads in between, or a sum of
+    // another row: no pair
+    for src in [
+        "fn a(X: [n,m]R) -> [n]R = let t = gen(i:n, j:m) exp(X[i,j]) in \
+         gen(i:n) sum(j:m) t[i, j] * t[i, j]",
+        NEXT_ROW,
+        TRANSPOSED,
+    ] {
+        let g = optimised(src, Precision::F64);
+        let mut p = lower(&g).unwrap();
+        jit::testing::schedule::prepare(&mut p, &opts);
+        assert!(p.row_sums.is_empty(), "{src}: {:?}", p.row_sums);
+    }
+}
+
+/// The softmax on `X` column-major (read in place, strided) and on a
+/// transposed view, the fused row sum and the unfused one against the
+/// interpreter's contract, on one and two threads.
+#[test]
+fn softmax_row_sums_in_every_layout() {
+    let f = load1(SOFTMAX);
+    for p in [Precision::F64, Precision::F32] {
+        let g = optimised(SOFTMAX, p);
+        for (rows, cols) in [(1, 1), (3, 0), (0, 5), (5, 17), (40, 300)] {
+            for class in [0, 1, 4] {
+                let c = arr2(rows, cols, data(class, rows, cols, 7 + rows as u64));
+                let mut f_order =
+                    ndarray::Array2::<f64>::zeros(ndarray::ShapeBuilder::f((rows, cols)));
+                f_order.assign(&c.view().into_dimensionality::<ndarray::Ix2>().unwrap());
+                let f_order = f_order.into_dyn();
+                assert!(rows < 2 || cols < 2 || f_order.strides() == [1, rows as isize]);
+                for x in [c.clone(), f_order] {
+                    let vals = vec![Value::Array(match p {
+                        Precision::F32 => x.mapv(|v| v as f32 as f64),
+                        _ => x.clone(),
+                    })];
+                    for (fuse, threads) in [(true, 1), (true, 2), (false, 1)] {
+                        let o = jit::Options {
+                            precision: p,
+                            fuse_row_sums: fuse,
+                            threads,
+                            parallel_threshold: if threads > 1 {
+                                0
+                            } else {
+                                jit::Options::default().parallel_threshold
+                            },
+                            ..jit::Options::default()
+                        };
+                        let got = run(&g, &o, std::slice::from_ref(&x));
+                        let why = contract_judge_in(&f, &vals, &got, p).unwrap();
+                        assert!(
+                            why.is_none(),
+                            "{rows}x{cols} class {class} {p:?} fuse {fuse} threads {threads} \
+                             strides {:?}: {}",
+                            x.strides(),
+                            why.unwrap()
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// `rows × cols` values of data class `class`, deterministic.
 fn data(class: usize, rows: usize, cols: usize, seed: u64) -> Vec<f64> {
     let mut s = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
@@ -207,6 +322,20 @@ fn check(src: &str, p: Precision, args: &[ArrayD<f64>], what: &str) {
     let _ = interp::run_with(&f, &vals, p).unwrap();
     let why = contract_judge_in(&f, &vals, &serial, p).unwrap();
     assert!(why.is_none(), "{what} {p:?}: {}", why.unwrap());
+    // the row sums as nests of their own (`fuse_row_sums: false`): their
+    // terms in another order, within the contract too
+    let unfused = run(
+        &g,
+        &jit::Options {
+            row_block_bytes: 0,
+            threads: 1,
+            fuse_row_sums: false,
+            ..base.clone()
+        },
+        args,
+    );
+    let why = contract_judge_in(&f, &vals, &unfused, p).unwrap();
+    assert!(why.is_none(), "{what} {p:?} unfused: {}", why.unwrap());
     let row_bytes = args[0].shape()[1..].iter().product::<usize>().max(1) * 8;
     for budget in [1, 3 * row_bytes, jit::ROW_BLOCK_BYTES] {
         for threads in [1, 2] {

@@ -108,7 +108,9 @@ use super::common::{
     add_tree, for_blocks, if_blocks_pay, Emits, EntryParams, Levels, Poll, SUM_BLOCK,
 };
 use crate::jit::ir::affine::{coef, scale, without};
-use crate::jit::ir::{Cond, IndexExpr, Layout, LoadIndex, LoopProgram, Nest, Scalar, SizeRef};
+use crate::jit::ir::{
+    Cond, IndexExpr, Layout, LoadIndex, LoopProgram, Nest, RowSum, Scalar, SizeRef,
+};
 use crate::jit::schedule::loops::{
     free_vars, has_sum, mentions, size_within, strong, Bound, LoopSchedule, SchedExpr, SchedFold,
     SchedRed, SchedSum, TILE,
@@ -355,8 +357,9 @@ pub struct VFunc {
 
 /// Emit `nest` as generic loops following `sched`, return included, in
 /// the function `b` builds (its entry block current); `poll`: the outer
-/// loops poll for cancellation. Returns the builder, to be sealed and
-/// finalised.
+/// loops poll for cancellation; `row_sum`: the row sum the nest stores as
+/// it writes each row ([`crate::jit::schedule::rowsum`]). Returns the
+/// builder, to be sealed and finalised.
 pub(crate) fn emit<'a>(
     mut b: FunctionBuilder<'a>,
     p: &LoopProgram,
@@ -364,6 +367,7 @@ pub(crate) fn emit<'a>(
     sched: &LoopSchedule,
     at: At<'_>,
     poll: bool,
+    row_sum: Option<RowSum>,
 ) -> FunctionBuilder<'a> {
     let At {
         ptr,
@@ -384,6 +388,9 @@ pub(crate) fn emit<'a>(
     let mf = MemFlagsData::trusted();
     let mut used = vec![false; p.bufs.len()];
     nest_bufs(p, nest, &mut used);
+    if let Some(r) = row_sum {
+        used[r.sum] = true;
+    }
     let mut bases = Vec::with_capacity(p.bufs.len());
     let mut strides = Vec::with_capacity(p.bufs.len());
     for (bi, buf) in p.bufs.iter().enumerate() {
@@ -455,6 +462,7 @@ pub(crate) fn emit<'a>(
         cur: vec![None; p.n_vars],
         poll,
         loops: 0,
+        row_sum,
     };
     g.nest(nest, sched);
     g.b.ins().return_(&[]);
@@ -556,6 +564,9 @@ struct LoopEmitter<'a, 'l> {
     poll: Option<Poll>,
     /// Loops emitted so far (a loop whose body emitted one polls).
     loops: usize,
+    /// The row sum this nest stores as it writes each row
+    /// ([`crate::jit::schedule::rowsum`]).
+    row_sum: Option<RowSum>,
 }
 
 /// What a loop's body does.
@@ -803,6 +814,12 @@ impl LoopEmitter<'_, '_> {
         } else {
             LoopAction::Level(n, ns, k + 1)
         };
+        if k == 1 && self.row_sum.is_some() && ns.tile.is_none() {
+            // a row whose sum this nest stores (its loop order is `i, j`)
+            self.run_loop(var, lo, hi, body, act);
+            self.row_end(n, lo, hi);
+            return;
+        }
         if let (Some((buf, ax)), true, true) =
             (ns.tile, k + 2 == ns.order.len(), self.copyable(&body, 2))
         {
@@ -835,6 +852,22 @@ impl LoopEmitter<'_, '_> {
             return;
         }
         self.run_loop(var, lo, hi, body, act);
+    }
+
+    /// The end of a row of a fused row sum (its loop `lo..hi` emitted):
+    /// the run-sum kernel adds the row just written (still in L1), and
+    /// its total is stored as the sum's element of the row.
+    fn row_end(&mut self, n: &Nest, lo: Value, hi: Value) {
+        let Some(rs) = self.row_sum else {
+            return;
+        };
+        let i = self.var(n.vars[0].0);
+        let src = self.addr(rs.map, &[i, lo]);
+        let count = self.b.ins().isub(hi, lo);
+        let call = self.b.ins().call(self.vsum, &[src, count]);
+        let total = self.b.inst_results(call)[0];
+        let dst = self.addr(rs.sum, &[i]);
+        self.b.ins().store(self.mf, total, dst, 0);
     }
 
     /// The range of the gen loop at `pos` of the nest's variables.

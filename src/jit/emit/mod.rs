@@ -712,7 +712,7 @@ pub fn compile(
                             module.declare_func_in_func(moments.pow.1, b.func),
                         ),
                     };
-                    b = loops::emit(b, p, &plan.nest, sched, at, plan.poll);
+                    b = loops::emit(b, p, &plan.nest, sched, at, plan.poll, plan.row_sum);
                 }
             }
             b.seal_all_blocks();

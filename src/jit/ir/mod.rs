@@ -161,6 +161,25 @@ pub struct LoopProgram {
     /// vector, per layout (see `super::schedule::columns`); empty after
     /// `lower`.
     pub cols: Vec<Col>,
+    /// Row sums that the nest writing their rows may compute as it writes
+    /// each row, per layout (see `super::schedule::row_sums`); empty after
+    /// `lower`.
+    pub row_sums: Vec<RowSum>,
+}
+
+/// A nest `sum[i] = sum(j) map[i, j]` right after the nest writing the
+/// `Temp` buffer `map` (`map[i, j] = f(i, j)` over the same ranges, `i`
+/// outermost). Per layout, `super::schedule::rowsum::fused` decides
+/// whether the map's nest adds each row as it writes it (storing
+/// `sum[i]`, and the sum's nest is skipped) or the sum's nest runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RowSum {
+    /// The nest writing the rows (the sum's nest is the next one).
+    pub map_nest: usize,
+    /// The buffer of the rows (`[n, m]`).
+    pub map: usize,
+    /// The buffer of the sums (`[n]`).
+    pub sum: usize,
 }
 
 /// A sum `sum(j) f(i, j)` inside the nest writing `consumer` that depends

@@ -4,7 +4,8 @@
 //! - Program-level passes, once per kernel ([`prepare`]): reuse of `let`
 //!   temporaries ([`reuse`]), column sums computed ahead ([`columns`]),
 //!   the axis order of temporaries read only by GEMM stages
-//!   ([`permute`]), the temporaries' live ranges ([`storage`]).
+//!   ([`permute`]), row sums that may be fused into their maps
+//!   ([`rowsum`]), the temporaries' live ranges ([`storage`]).
 //! - Per nest and layout, one [`NestPlan`] ([`plan_nest`]): the back end
 //!   chosen once ([`choose_backend`]: a GEMM stage ([`gemm`]), register
 //!   tiles ([`tiles`]) or generic loops ([`loops`]: loop order, domains,
@@ -24,10 +25,11 @@ pub mod loops;
 pub mod permute;
 pub mod reuse;
 pub mod rows;
+pub mod rowsum;
 pub mod storage;
 pub mod tiles;
 
-use super::ir::{resolve, Layout, LoopProgram, Nest, Scalar};
+use super::ir::{resolve, Layout, LoopProgram, Nest, RowSum, Scalar};
 use crate::jit::options::Options;
 pub use backend::{choose_backend, gemm_stage, Backend};
 use gemm::GemmPlan;
@@ -45,6 +47,7 @@ pub fn prepare(prog: &mut LoopProgram, opts: &Options) {
     if opts.gemm {
         permute::permute_temps(prog);
     }
+    rowsum::row_sums(prog);
 }
 
 /// Every decision about one nest in one layout.
@@ -61,6 +64,10 @@ pub struct NestPlan<'n> {
     /// Whether the native code polls for cancellation at the back edges
     /// of loops that have loops inside ([`Options::poll`]).
     pub poll: bool,
+    /// The row sum this nest's generic loops compute as they write each
+    /// row, storing the sum's buffer (whose nest is then skipped):
+    /// [`rowsum::fused`].
+    pub row_sum: Option<RowSum>,
 }
 
 /// The plan of `nest` (as lowered) in `layout`.
@@ -78,6 +85,7 @@ pub fn plan_nest<'n>(
             gemm,
             backend: Backend::Skip,
             poll: false,
+            row_sum: None,
         };
     };
     // (F32: GEMM stages on the library's f32 kernel, register tiles of
@@ -94,15 +102,29 @@ pub fn plan_nest<'n>(
         gemm,
         backend,
         poll,
+        row_sum: None,
     }
 }
 
-/// The plans of every nest of `p` in `layout`, in order.
+/// The plans of every nest of `p` in `layout`, in order, row sums fused
+/// into their maps where the maps' loops allow ([`rowsum::fused`]).
 pub fn plan_program<'p>(p: &'p LoopProgram, layout: &Layout, opts: &Options) -> Vec<NestPlan<'p>> {
-    p.nests
+    let mut plans: Vec<NestPlan<'p>> = p
+        .nests
         .iter()
         .map(|nest| plan_nest(p, nest, layout, opts))
-        .collect()
+        .collect();
+    // (integer formats: no run-sum kernel)
+    if opts.fuse_row_sums && !opts.precision.is_int() {
+        let backends: Vec<&Backend> = plans.iter().map(|pl| &pl.backend).collect();
+        let gemm: Vec<bool> = plans.iter().map(|pl| pl.gemm.is_some()).collect();
+        for r in rowsum::fused(p, layout, &backends, &gemm) {
+            plans[r.map_nest].row_sum = Some(r);
+            plans[r.map_nest + 1].backend = Backend::Skip;
+            plans[r.map_nest + 1].poll = false;
+        }
+    }
+    plans
 }
 
 /// Whether the native code of `plan`'s nest is left out of a layout's

@@ -13,7 +13,9 @@ use crate::jit::ir::{resolve, Buf, BufKind, LoopProgram, Scalar};
 /// long as the temporary (written by its nest, read wherever it is read);
 /// a column sum's scratch vector (`ir::Col`) lives until its
 /// consumer's nest, which reads it in the layouts that compute it ahead
-/// (the consumer as lowered does not show that load). Nests run one after
+/// (the consumer as lowered does not show that load), and a row sum of
+/// `ir::RowSum` from the map's nest on, which writes it in the layouts
+/// that fuse the two. Nests run one after
 /// the other (a nest split across threads ends before the next starts),
 /// so temporaries whose ranges do not meet are never live at once and
 /// can share storage: a planned tensor network of hundreds of pairwise
@@ -59,6 +61,10 @@ pub fn temp_liveness(p: &LoopProgram) -> Vec<(usize, (usize, usize))> {
         if let Some(k) = p.nests.iter().position(|n| n.buf == c.consumer) {
             touch(&mut r, c.buf, k);
         }
+    }
+    // a row sum the map's nest may compute (`rowsum`) is written there
+    for rs in &p.row_sums {
+        touch(&mut r, rs.sum, rs.map_nest);
     }
     for (b, buf) in p.bufs.iter().enumerate() {
         if let Some(f) = buf.flag {
