@@ -89,6 +89,7 @@ pub mod testing {
         pub use crate::jit::schedule::reuse::reuse_temps;
         pub use crate::jit::schedule::rows::{row_groups, RowGroup};
         pub use crate::jit::schedule::rowsum::{fused, row_sums};
+        pub use crate::jit::schedule::storage::temp_liveness;
         pub use crate::jit::schedule::{plan_nest, plan_program, prepare, Backend, NestPlan};
     }
     /// Register tiles: their planning.

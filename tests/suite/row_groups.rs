@@ -109,6 +109,12 @@ fn softmax_row_sum_fused_into_the_exp_map() {
             sum: p.nests[2].buf
         }]
     );
+    // the sum's buffer is live from the map's nest on, which writes it
+    // when the two are fused (else it could share storage with a
+    // temporary the map's nest still reads)
+    let live = jit::testing::schedule::temp_liveness(&p);
+    let sum_range = live.iter().find(|(b, _)| *b == p.nests[2].buf).unwrap().1;
+    assert_eq!(sum_range, (1, 3));
     let c = Layout::c_order(&p);
     let plans = plan_program(&p, &c, &opts);
     assert!(matches!(plans[2].backend, Backend::Skip));

@@ -814,10 +814,11 @@ impl LoopEmitter<'_, '_> {
         } else {
             LoopAction::Level(n, ns, k + 1)
         };
-        if k == 1 && self.row_sum.is_some() && ns.tile.is_none() {
-            // a row whose sum this nest stores (its loop order is `i, j`)
+        if let (1, Some(rs)) = (k, self.row_sum) {
+            // a row whose sum this nest stores (the schedule fused it
+            // only with the loop order `i, j` and no tiles)
             self.run_loop(var, lo, hi, body, act);
-            self.row_end(n, lo, hi);
+            self.row_end(n, rs, lo, hi);
             return;
         }
         if let (Some((buf, ax)), true, true) =
@@ -857,10 +858,7 @@ impl LoopEmitter<'_, '_> {
     /// The end of a row of a fused row sum (its loop `lo..hi` emitted):
     /// the run-sum kernel adds the row just written (still in L1), and
     /// its total is stored as the sum's element of the row.
-    fn row_end(&mut self, n: &Nest, lo: Value, hi: Value) {
-        let Some(rs) = self.row_sum else {
-            return;
-        };
+    fn row_end(&mut self, n: &Nest, rs: RowSum, lo: Value, hi: Value) {
         let i = self.var(n.vars[0].0);
         let src = self.addr(rs.map, &[i, lo]);
         let count = self.b.ins().isub(hi, lo);

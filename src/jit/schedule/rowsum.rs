@@ -42,8 +42,6 @@ fn pair(p: &LoopProgram, k: usize) -> Option<RowSum> {
     let (a, b) = (&p.nests[k], &p.nests[k + 1]);
     let map = &p.bufs[a.buf];
     if !matches!(map.kind, BufKind::Temp)
-        || map.flag.is_some()
-        || p.bufs[b.buf].flag.is_some()
         || p.touches_strong_buffers(a)
         || p.touches_strong_buffers(b)
         || p.cols.iter().any(|c| {
